@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The configuration: embedded defaults, then /etc/pressured/pressured.conf,
+ * then pressured.conf.d/ *.conf in lexical order, then --config. Parsed with
+ * libinih. Any unknown section or key, or a bad value, rejects the whole
+ * load with a message naming file, line and key.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "trigger.h"
+
+typedef enum RecursiveProtection {
+        RECURSIVE_PROTECTION_AUTO,
+        RECURSIVE_PROTECTION_YES,
+        RECURSIVE_PROTECTION_NO,
+} RecursiveProtection;
+
+typedef struct Config {
+        /* [Daemon] */
+        char *socket_path;         /* NULL: built-in default */
+        int log_level;             /* syslog priority */
+        char *cgroup_root;         /* NULL: auto */
+        char *cgroup_v1_root;      /* NULL: auto */
+
+        /* [Levels] */
+        PsiTrigger levels[_LEVEL_MAX];
+        VmpressureMode vmpressure_mode;
+
+        /* [Limits] */
+        unsigned max_clients;
+        unsigned max_clients_per_user;
+        uint64_t max_message_bytes;
+        uint64_t output_buffer_bytes;
+        unsigned max_registrations;
+        uint64_t request_timeout_usec; /* a started message must complete within this */
+        uint64_t idle_timeout_usec;    /* a connection with no call in progress is closed after this */
+
+        /* [Protection] */
+        uint64_t refresh_usec;
+        RecursiveProtection recursive_protection;
+
+        /* [Policy] */
+        char *inject_group;        /* NULL: nobody but root */
+
+        /* [Metrics] */
+        char *metrics_listen;      /* NULL: off */
+} Config;
+
+/* config_new_default - a Config holding the embedded defaults. */
+Config *config_new_default(void);
+Config *config_free(Config *c);
+
+/*
+ * config_load - build a configuration from the embedded defaults and files.
+ * @main_path: e.g. /etc/pressured/pressured.conf; a missing file is fine
+ * @dropin_dir: e.g. /etc/pressured/pressured.conf.d; missing is fine;
+ *              *.conf files inside are read in lexical (strcmp) order
+ * @extra_path: --config FILE or NULL; this one must exist
+ * @ret: the result
+ * @ret_error: on failure, a malloc'ed message "FILE:LINE: [Section] Key=: reason"
+ *             (or "FILE: reason" for I/O errors) the caller logs or returns
+ *
+ * Returns 0 or a negative errno (-EINVAL for content errors).
+ */
+int config_load(const char *main_path, const char *dropin_dir, const char *extra_path,
+                Config **ret, char **ret_error);
+
+/* config_parse_string - apply INI text to @c (for tests and fuzzing); @name is used in errors. */
+int config_parse_string(Config *c, const char *name, const char *text, char **ret_error);
+
+/* config_format - the configuration as INI text, every key (for --dump-config and tests). */
+char *config_format(const Config *c);

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Parsers for the kernel files pressured reads: PSI pressure files,
+ * memory.events, memory.current-style single values, /proc/self/mountinfo
+ * and /proc/PID/cgroup. They take text, never paths, so tests and fuzzers
+ * feed them fixtures; they never crash on truncated or garbage input.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct PsiLine {
+        /* Averages in hundredths of a percent: "avg10=1.23" -> 123. */
+        uint32_t avg10, avg60, avg300;
+        uint64_t total_us;
+} PsiLine;
+
+typedef struct PsiStats {
+        PsiLine some;
+        PsiLine full;
+        bool has_some;
+        bool has_full;
+} PsiStats;
+
+/*
+ * psi_stats_parse - parse the contents of a pressure file:
+ *   some avg10=0.00 avg60=0.00 avg300=0.00 total=0
+ *   full avg10=0.00 avg60=0.00 avg300=0.00 total=0
+ * At least the "some" line must be present and well formed (-EBADMSG).
+ */
+int psi_stats_parse(const char *text, PsiStats *ret);
+
+typedef enum MemoryEventKey {
+        MEMORY_EVENT_LOW,
+        MEMORY_EVENT_HIGH,
+        MEMORY_EVENT_MAX,
+        MEMORY_EVENT_OOM,
+        MEMORY_EVENT_OOM_KILL,
+        MEMORY_EVENT_OOM_GROUP_KILL,
+        _MEMORY_EVENT_MAX,
+} MemoryEventKey;
+
+typedef struct MemoryEvents {
+        uint64_t value[_MEMORY_EVENT_MAX];
+        unsigned present; /* bit (1u << key) set for each key found */
+} MemoryEvents;
+
+const char *memory_event_key_to_string(MemoryEventKey k);
+
+/*
+ * memory_events_parse - parse "low 0\nhigh 3\n..." (memory.events). Unknown
+ * keys are ignored (newer kernels add some); a malformed line is -EBADMSG.
+ */
+int memory_events_parse(const char *text, MemoryEvents *ret);
+
+/*
+ * parse_memory_value - parse a memory.min / memory.low / memory.current
+ * file: a decimal byte count, or "max" (reported as UINT64_MAX). Trailing
+ * newline allowed. -EBADMSG otherwise.
+ */
+int parse_memory_value(const char *text, uint64_t *ret);
+
+typedef struct CgroupMounts {
+        char *v2_root;          /* mount point of the cgroup2 fs, or NULL */
+        char *v1_memory_root;   /* mount point of the v1 "memory" controller, or NULL */
+        bool v2_recursive_prot; /* cgroup2 mounted with memory_recursiveprot */
+} CgroupMounts;
+
+/*
+ * mountinfo_parse - find the cgroup mounts in /proc/self/mountinfo text.
+ * Handles pure v2 (/sys/fs/cgroup), hybrid (/sys/fs/cgroup/unified) and
+ * v1 layouts; octal escapes (\040) in mount points are decoded. Only the
+ * first mount of each kind whose root field is "/" counts. Returns 0 even
+ * if nothing was found (fields NULL); -ENOMEM on allocation failure.
+ */
+int mountinfo_parse(const char *text, CgroupMounts *ret);
+void cgroup_mounts_done(CgroupMounts *m);
+
+/*
+ * proc_cgroup_parse - parse /proc/PID/cgroup: the v2 path ("0::/x") and the
+ * v1 memory controller path ("N:memory:/y" or "N:...,memory,...:/y"). Either
+ * output may be NULL if absent. Returns 0, -EBADMSG or -ENOMEM.
+ */
+int proc_cgroup_parse(const char *text, char **ret_v2_path, char **ret_v1_memory_path);

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pure logic for pressure triggers: the portable levels, PSI trigger specs
+ * ("some 150ms 2s"), the kernel's validity rules, the rounding applied when
+ * the kernel only accepts 2 s multiples, and vmpressure levels/modes.
+ * No I/O, no libevent.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum Level {
+        LEVEL_LOW,
+        LEVEL_MEDIUM,
+        LEVEL_CRITICAL,
+        _LEVEL_MAX,
+        _LEVEL_INVALID = -1,
+} Level;
+
+typedef enum PsiStall {
+        PSI_STALL_SOME,
+        PSI_STALL_FULL,
+        _PSI_STALL_MAX,
+        _PSI_STALL_INVALID = -1,
+} PsiStall;
+
+typedef enum VmpressureMode {
+        VMPRESSURE_MODE_DEFAULT,
+        VMPRESSURE_MODE_HIERARCHY,
+        VMPRESSURE_MODE_LOCAL,
+        _VMPRESSURE_MODE_MAX,
+        _VMPRESSURE_MODE_INVALID = -1,
+} VmpressureMode;
+
+typedef struct PsiTrigger {
+        PsiStall stall;
+        uint64_t threshold_us;
+        uint64_t window_us;
+} PsiTrigger;
+
+/* Kernel limits (kernel/sched/psi.c). */
+#define PSI_WINDOW_MIN_US UINT64_C(500000)
+#define PSI_WINDOW_MAX_US UINT64_C(10000000)
+/* Without CAP_SYS_RESOURCE the window must be a multiple of this. */
+#define PSI_UNPRIV_WINDOW_US UINT64_C(2000000)
+
+Level level_from_string(const char *s);
+const char *level_to_string(Level l);
+PsiStall psi_stall_from_string(const char *s);
+const char *psi_stall_to_string(PsiStall s);
+VmpressureMode vmpressure_mode_from_string(const char *s);
+const char *vmpressure_mode_to_string(VmpressureMode m);
+
+/*
+ * parse_duration_us - parse "150ms", "2s", "500us", "1.5s" or a bare number
+ * of microseconds. Returns 0, -EINVAL or -ERANGE.
+ */
+int parse_duration_us(const char *s, uint64_t *ret);
+
+/*
+ * psi_trigger_parse - parse "STALL THRESHOLD WINDOW", e.g. "some 150ms 2s".
+ * Whitespace-separated; units as parse_duration_us(). Does not apply the
+ * kernel's range rules; see psi_trigger_check().
+ */
+int psi_trigger_parse(const char *s, PsiTrigger *ret);
+
+/*
+ * psi_trigger_check - the kernel's rules: window in [500ms, 10s],
+ * 0 < threshold <= window. Returns 0 or -EINVAL with a static reason.
+ */
+int psi_trigger_check(const PsiTrigger *t, const char **ret_reason);
+
+/*
+ * psi_trigger_format_kernel - "some 150000 2000000" as written to the
+ * pressure file (the caller writes it including the trailing NUL).
+ * Returns the length without the NUL, or -ENOBUFS.
+ */
+int psi_trigger_format_kernel(const PsiTrigger *t, char *buf, size_t size);
+
+/*
+ * psi_trigger_round_unprivileged - the trigger an unprivileged process may
+ * register: window rounded up to a multiple of 2 s, threshold scaled by the
+ * same factor (rounded up, and never above the new window). Returns true if
+ * anything changed.
+ */
+bool psi_trigger_round_unprivileged(const PsiTrigger *t, PsiTrigger *ret);
+
+bool psi_trigger_equal(const PsiTrigger *a, const PsiTrigger *b);

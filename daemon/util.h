@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Small helpers shared by every module: scope-based cleanup, fd handling,
+ * clocks and string helpers. Nothing here allocates behind the caller's back.
+ */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#define _unused_ __attribute__((unused))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _warn_unused_result_ __attribute__((warn_unused_result))
+#define _likely_(x) (__builtin_expect(!!(x), 1))
+#define _unlikely_(x) (__builtin_expect(!!(x), 0))
+
+#define USEC_PER_SEC UINT64_C(1000000)
+#define USEC_PER_MSEC UINT64_C(1000)
+#define NSEC_PER_USEC UINT64_C(1000)
+#define USEC_INFINITY UINT64_MAX
+
+static inline void freep(void *p) {
+        free(*(void **) p);
+}
+
+static inline int safe_close(int fd) {
+        if (fd >= 0) {
+                int saved = errno;
+                (void) close(fd);
+                errno = saved;
+        }
+        return -1;
+}
+
+static inline void closep(int *fd) {
+        safe_close(*fd);
+}
+
+static inline void fclosep(FILE **f) {
+        if (*f)
+                fclose(*f);
+}
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+#define _cleanup_fclose_ _cleanup_(fclosep)
+
+/* Take ownership of a pointer or fd out of a cleanup variable. */
+#define TAKE_PTR(p)                                     \
+        ({                                              \
+                __typeof__(p) _taken = (p);             \
+                (p) = NULL;                             \
+                _taken;                                 \
+        })
+#define TAKE_FD(fd)                                     \
+        ({                                              \
+                int _taken = (fd);                      \
+                (fd) = -1;                              \
+                _taken;                                 \
+        })
+
+/* Define a cleanup helper for a type's unref/free function. */
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)         \
+        static inline void func##p(type *p) {           \
+                if (*p)                                 \
+                        *p = func(*p);                  \
+        }
+
+static inline bool streq(const char *a, const char *b) {
+        return strcmp(a, b) == 0;
+}
+
+static inline bool streq_ptr(const char *a, const char *b) {
+        if (!a || !b)
+                return a == b;
+        return streq(a, b);
+}
+
+static inline const char *strna(const char *s) {
+        return s ?: "n/a";
+}
+
+static inline uint64_t timespec_to_usec(const struct timespec *ts) {
+        return (uint64_t) ts->tv_sec * USEC_PER_SEC + (uint64_t) ts->tv_nsec / NSEC_PER_USEC;
+}
+
+static inline uint64_t now_usec(clockid_t clock) {
+        struct timespec ts;
+
+        (void) clock_gettime(clock, &ts);
+        return timespec_to_usec(&ts);
+}
+
+static inline struct timeval usec_to_timeval(uint64_t usec) {
+        return (struct timeval) {
+                .tv_sec = (time_t) (usec / USEC_PER_SEC),
+                .tv_usec = (suseconds_t) (usec % USEC_PER_SEC),
+        };
+}
+
+/* Strip trailing whitespace in place. */
+static inline char *strip_trailing(char *s) {
+        size_t n = strlen(s);
+
+        while (n > 0 && strchr(" \t\r\n", s[n - 1]))
+                s[--n] = 0;
+        return s;
+}
+
+/*
+ * read_full_file - read a whole (small) file into a NUL-terminated buffer.
+ * @path: file to read
+ * @max: refuse files larger than this (-EFBIG)
+ * @ret: on success, the malloc'ed contents
+ * @ret_size: optional, the number of bytes read
+ *
+ * Works for procfs/sysfs/cgroupfs files whose st_size is meaningless.
+ * Returns 0 or a negative errno.
+ */
+int read_full_file(const char *path, size_t max, char **ret, size_t *ret_size);
+
+/*
+ * read_full_fd - like read_full_file() on an open fd, reading from offset 0
+ * with pread(), so the same fd can be re-read cheaply.
+ */
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size);
+
+/* Parse a decimal uint64 with overflow checking; the whole string must match. */
+int safe_atou64(const char *s, uint64_t *ret);

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Minimal assertion helpers for unit tests: every failure prints the file,
+ * line, the expression and both values, then aborts the test binary.
+ */
+#pragma once
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TEST_FAIL(fmt, ...)                                                         \
+        do {                                                                        \
+                fprintf(stderr, "%s:%d: FAIL: " fmt "\n", __FILE__, __LINE__,       \
+                        __VA_ARGS__);                                               \
+                abort();                                                            \
+        } while (0)
+
+#define ASSERT_TRUE(e)                                                              \
+        do {                                                                        \
+                if (!(e))                                                           \
+                        TEST_FAIL("%s is false", #e);                               \
+        } while (0)
+
+#define ASSERT_EQ(a, b)                                                             \
+        do {                                                                        \
+                long long _a = (long long) (a), _b = (long long) (b);               \
+                if (_a != _b)                                                       \
+                        TEST_FAIL("%s == %s: %lld != %lld", #a, #b, _a, _b);        \
+        } while (0)
+
+#define ASSERT_U64_EQ(a, b)                                                         \
+        do {                                                                        \
+                uint64_t _a = (uint64_t) (a), _b = (uint64_t) (b);                  \
+                if (_a != _b)                                                       \
+                        TEST_FAIL("%s == %s: %" PRIu64 " != %" PRIu64, #a, #b, _a, _b); \
+        } while (0)
+
+#define ASSERT_STREQ(a, b)                                                          \
+        do {                                                                        \
+                const char *_a = (a), *_b = (b);                                    \
+                if (!_a || !_b || strcmp(_a, _b) != 0)                              \
+                        TEST_FAIL("%s == %s: \"%s\" != \"%s\"", #a, #b,             \
+                                  _a ? _a : "(null)", _b ? _b : "(null)");          \
+        } while (0)
+
+#define ASSERT_OK(e)                                                                \
+        do {                                                                        \
+                long long _r = (long long) (e);                                     \
+                if (_r < 0)                                                         \
+                        TEST_FAIL("%s failed: %lld (%s)", #e, _r, strerror((int) -_r)); \
+        } while (0)
+
+#define ASSERT_ERR(e, err)                                                          \
+        do {                                                                        \
+                long long _r = (long long) (e);                                     \
+                if (_r != -(long long) (err))                                       \
+                        TEST_FAIL("%s: expected -%s, got %lld", #e, #err, _r);     \
+        } while (0)
