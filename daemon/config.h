@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "trigger.h"
@@ -74,3 +75,10 @@ int config_parse_string(Config *c, const char *name, const char *text, char **re
 
 /* config_format - the configuration as INI text, every key (for --dump-config and tests). */
 char *config_format(const Config *c);
+
+/*
+ * config_parse_listen - turn a [Metrics] Listen= value ("127.0.0.1:9100",
+ * "[::1]:9100"; numeric addresses, port 1..65535) into a socket address.
+ * @ret and @ret_len are optional. Returns 0 or -EINVAL.
+ */
+int config_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len);

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/* Varlink framing and Unix socket I/O of the client library. */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "pressure-conn.h"
+#include "util.h"
+
+void conn_buffer_done(ConnBuffer *b) {
+        free(b->data);
+        *b = (ConnBuffer) {};
+}
+
+int conn_connect(const char *path, int *ret_fd) {
+        _cleanup_close_ int fd = -1;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        size_t n = strlen(path);
+
+        if (n == 0)
+                return -EINVAL;
+        if (n >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, path, n);
+
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *) &sa, (socklen_t) (offsetof(struct sockaddr_un, sun_path) + n + 1)) < 0) {
+                /* A Unix socket connects at once or not at all; a full backlog is EAGAIN. */
+                if (errno == EINPROGRESS)
+                        return -EAGAIN;
+                return -errno;
+        }
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int wait_fd(int fd, short events, uint64_t deadline) {
+        for (;;) {
+                struct pollfd p = { .fd = fd, .events = events };
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
+                int timeout_ms, r;
+
+                if (now >= deadline)
+                        return -ETIMEDOUT;
+                timeout_ms = (int) ((deadline - now + USEC_PER_MSEC - 1) / USEC_PER_MSEC);
+                r = poll(&p, 1, timeout_ms);
+                if (r < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (r > 0)
+                        return 0;
+        }
+}
+
+int conn_send(int fd, const char *msg, uint64_t deadline) {
+        /* The message goes out with its terminating NUL. */
+        size_t n = strlen(msg) + 1, done = 0;
+
+        while (done < n) {
+                ssize_t k = send(fd, msg + done, n - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (k < 0) {
+                        int r;
+
+                        if (errno == EINTR)
+                                continue;
+                        if (errno != EAGAIN)
+                                return -errno;
+                        if (deadline == 0)
+                                return -EAGAIN;
+                        r = wait_fd(fd, POLLOUT, deadline);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                done += (size_t) k;
+        }
+        return 0;
+}
+
+int conn_fill(int fd, ConnBuffer *b) {
+        bool got = false;
+
+        for (;;) {
+                ssize_t k;
+
+                if (b->allocated - b->size < 4096) {
+                        size_t want = b->allocated ? b->allocated * 2 : 16384;
+                        char *p;
+
+                        if (b->size >= CONN_MESSAGE_MAX && !memchr(b->data, 0, b->size))
+                                return -EMSGSIZE;
+                        p = realloc(b->data, want);
+                        if (!p)
+                                return -ENOMEM;
+                        b->data = p;
+                        b->allocated = want;
+                }
+                k = recv(fd, b->data + b->size, b->allocated - b->size, MSG_DONTWAIT);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                return got;
+                        return -errno;
+                }
+                if (k == 0)
+                        return -ECONNRESET;
+                b->size += (size_t) k;
+                got = true;
+        }
+}
+
+bool conn_has_message(const ConnBuffer *b) {
+        return b->size > 0 && memchr(b->data, 0, b->size);
+}
+
+int conn_next(ConnBuffer *b, json_t **ret) {
+        json_error_t error;
+        json_t *v;
+        char *end;
+        size_t n;
+
+        if (b->size == 0)
+                return 0;
+        end = memchr(b->data, 0, b->size);
+        if (!end)
+                return 0;
+        n = (size_t) (end - b->data);
+        v = json_loadb(b->data, n, JSON_REJECT_DUPLICATES, &error);
+        memmove(b->data, end + 1, b->size - n - 1);
+        b->size -= n + 1;
+        if (!v)
+                return -EBADMSG;
+        if (!json_is_object(v)) {
+                json_decref(v);
+                return -EBADMSG;
+        }
+        *ret = v;
+        return 1;
+}
+
+int conn_receive(int fd, ConnBuffer *b, uint64_t deadline, json_t **ret) {
+        for (;;) {
+                int r = conn_next(b, ret);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+
+                r = conn_fill(fd, b);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        continue;
+                r = wait_fd(fd, POLLIN, deadline);
+                if (r < 0)
+                        return r;
+        }
+}
+
+int conn_error_to_errno(const char *name) {
+        static const struct {
+                const char *name;
+                int error;
+        } table[] = {
+                { "io.pressured.PermissionDenied",        EACCES },
+                { "io.pressured.NoSuchCgroup",            ENOENT },
+                { "io.pressured.InvalidCgroupPath",       EINVAL },
+                { "io.pressured.InvalidTrigger",          EINVAL },
+                { "io.pressured.ConfigurationRejected",   EINVAL },
+                { "io.pressured.LimitExceeded",           EUSERS },
+                { "io.pressured.SourceUnavailable",       EOPNOTSUPP },
+                { "org.varlink.service.InvalidParameter", EINVAL },
+                { "org.varlink.service.MethodNotFound",   EOPNOTSUPP },
+                { "org.varlink.service.InterfaceNotFound", EOPNOTSUPP },
+        };
+
+        if (name)
+                for (size_t i = 0; i < ELEMENTSOF(table); i++)
+                        if (streq(table[i].name, name))
+                                return -table[i].error;
+        return -EPROTO;
+}
+
+bool conn_is_disconnect(int error) {
+        switch (-error) {
+        case ENOENT:
+        case ECONNREFUSED:
+        case ECONNRESET:
+        case ECONNABORTED:
+        case EPIPE:
+        case ENOTCONN:
+        case EAGAIN:
+                return true;
+        default:
+                return false;
+        }
+}

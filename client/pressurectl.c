@@ -1,0 +1,934 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pressurectl: the command line of pressured. Talks to the daemon only
+ * through libpressure's public API; jansson renders the JSON replies that
+ * the library hands back as text.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config-build.h"
+#include "pressure.h"
+#include "util.h"
+
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
+enum {
+        EXIT_DAEMON_ERROR = 1,
+        EXIT_USAGE = 2,
+        EXIT_UNREACHABLE = 3,
+        EXIT_DENIED = 4,
+        EXIT_TIMEOUT = 124,
+};
+
+static const char *arg_socket;
+static bool arg_json;
+static bool arg_user;
+
+static void json_unrefp(json_t **p) {
+        if (*p)
+                json_decref(*p);
+}
+#define _cleanup_json_ _cleanup_(json_unrefp)
+
+static void pressure_client_freep(pressure_client **c) {
+        pressure_client_free(*c);
+}
+
+static void pressure_selector_freep(pressure_selector **s) {
+        pressure_selector_free(*s);
+}
+
+/* ---- Output helpers --------------------------------------------------------- */
+
+/* "1.2G"-style size; "max" for unlimited. */
+static const char *format_bytes(char buf[static 16], uint64_t v) {
+        static const char units[] = "KMGTPE";
+        double d = (double) v;
+        int i = -1;
+
+        if (v == PRESSURE_UNLIMITED)
+                return "max";
+        if (v < 1024) {
+                snprintf(buf, 16, "%" PRIu64 "B", v);
+                return buf;
+        }
+        while (d >= 1024 && i < 5) {
+                d /= 1024;
+                i++;
+        }
+        /* One decimal below 10 unless it would be ".0": "1.2G", "2G", "15G". */
+        if (d < 9.95 && (uint64_t) (d * 10 + 0.5) % 10 != 0)
+                snprintf(buf, 16, "%.1f%c", d, units[i]);
+        else
+                snprintf(buf, 16, "%.0f%c", d, units[i]);
+        return buf;
+}
+
+/* "1.5s", "150ms", "20us". */
+static const char *format_usec(char buf[static 32], uint64_t usec) {
+        if (usec != 0 && usec % USEC_PER_SEC == 0)
+                snprintf(buf, 32, "%" PRIu64 "s", usec / USEC_PER_SEC);
+        else if (usec >= USEC_PER_SEC)
+                snprintf(buf, 32, "%.3gs", (double) usec / USEC_PER_SEC);
+        else if (usec != 0 && usec % USEC_PER_MSEC == 0)
+                snprintf(buf, 32, "%" PRIu64 "ms", usec / USEC_PER_MSEC);
+        else
+                snprintf(buf, 32, "%" PRIu64 "us", usec);
+        return buf;
+}
+
+/* Local time "2024-05-01 12:00:00.123" of a CLOCK_REALTIME microsecond stamp. */
+static const char *format_time(char buf[static 64], uint64_t time_us) {
+        time_t t;
+        struct tm tm;
+        size_t n;
+
+        if (time_us == 0)
+                time_us = now_usec(CLOCK_REALTIME);
+        t = (time_t) (time_us / USEC_PER_SEC);
+        if (!localtime_r(&t, &tm))
+                return "-";
+        n = strftime(buf, 64, "%Y-%m-%d %H:%M:%S", &tm);
+        snprintf(buf + n, 64 - n, ".%03u", (unsigned) (time_us % USEC_PER_SEC / USEC_PER_MSEC));
+        return buf;
+}
+
+static const char *format_duration(char buf[static 64], uint64_t usec) {
+        uint64_t s = usec / USEC_PER_SEC;
+
+        if (s >= 86400)
+                snprintf(buf, 64, "%" PRIu64 "d %" PRIu64 "h %" PRIu64 "min", s / 86400, s % 86400 / 3600, s % 3600 / 60);
+        else if (s >= 3600)
+                snprintf(buf, 64, "%" PRIu64 "h %" PRIu64 "min %" PRIu64 "s", s / 3600, s % 3600 / 60, s % 60);
+        else if (s >= 60)
+                snprintf(buf, 64, "%" PRIu64 "min %" PRIu64 "s", s / 60, s % 60);
+        else
+                snprintf(buf, 64, "%" PRIu64 ".%03" PRIu64 "s", s, usec % USEC_PER_SEC / USEC_PER_MSEC);
+        return buf;
+}
+
+/* Report a failed request; returns the exit code for it. */
+static int report_error(pressure_client *c, int r, const char *what) {
+        const char *name = pressure_client_last_error_name(c);
+
+        if (name) {
+                fprintf(stderr, "pressurectl: %s: %s %s\n", what, name,
+                        strna(pressure_client_last_error_params(c)));
+                return r == -EACCES ? EXIT_DENIED : EXIT_DAEMON_ERROR;
+        }
+        switch (-r) {
+        case EACCES:
+        case EPERM:
+                fprintf(stderr, "pressurectl: %s: cannot connect to %s: %s\n", what,
+                        pressure_client_get_socket(c), strerror(-r));
+                return EXIT_DENIED;
+        case ENOENT:
+        case ECONNREFUSED:
+        case ECONNRESET:
+        case ECONNABORTED:
+        case ENOTCONN:
+        case EPIPE:
+        case EAGAIN:
+        case ETIMEDOUT:
+        case ENAMETOOLONG:
+        case ENOTSOCK:
+                fprintf(stderr, "pressurectl: %s: daemon not reachable at %s: %s\n", what,
+                        pressure_client_get_socket(c), strerror(-r));
+                return EXIT_UNREACHABLE;
+        default:
+                fprintf(stderr, "pressurectl: %s: %s\n", what, strerror(-r));
+                return EXIT_DAEMON_ERROR;
+        }
+}
+
+/* Complain about the command line; @fmt NULL when getopt already did. Returns EXIT_USAGE. */
+_printf_(2, 3) static int usage_error(const char *command, const char *fmt, ...) {
+        if (fmt) {
+                va_list ap;
+
+                fprintf(stderr, "pressurectl: ");
+                va_start(ap, fmt);
+                vfprintf(stderr, fmt, ap);
+                va_end(ap);
+                fprintf(stderr, "\n");
+        }
+        fprintf(stderr, "Try 'pressurectl %s--help'.\n", command ? command : "");
+        return EXIT_USAGE;
+}
+
+static int client_open(pressure_client **ret) {
+        pressure_client *c = NULL;
+        int r;
+
+        r = pressure_client_new(&c);
+        if (r < 0) {
+                fprintf(stderr, "pressurectl: cannot make a client: %s\n", strerror(-r));
+                return EXIT_DAEMON_ERROR;
+        }
+        if (arg_socket)
+                r = pressure_client_set_socket(c, arg_socket);
+        else if (arg_user)
+                r = pressure_client_set_user(c);
+        if (r < 0) {
+                fprintf(stderr, "pressurectl: cannot use the %s socket: %s\n",
+                        arg_socket ? "given" : "user", strerror(-r));
+                pressure_client_free(c);
+                return EXIT_USAGE;
+        }
+        *ret = c;
+        return 0;
+}
+
+/* Common options of every command. */
+#define COMMON_OPTIONS                                                  \
+        { "help",    no_argument,       NULL, 'h' },                    \
+        { "json",    no_argument,       NULL, 'j' },                    \
+        { "socket",  required_argument, NULL, 's' },                    \
+        { "user",    no_argument,       NULL, 'u' }
+
+/* Handle a common option; returns true if it was one. */
+static bool common_option(int opt) {
+        switch (opt) {
+        case 'j':
+                arg_json = true;
+                return true;
+        case 's':
+                arg_socket = optarg;
+                return true;
+        case 'u':
+                arg_user = true;
+                return true;
+        default:
+                return false;
+        }
+}
+
+static int parse_uint(const char *s, uint64_t max, uint64_t *ret) {
+        char *end;
+        unsigned long long v;
+
+        if (!s || !*s || *s == '-')
+                return -EINVAL;
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno || *end || v > max)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+/* "150ms", "2s", "500us", "1.5s"; a bare number is microseconds. */
+static int parse_duration(const char *s, uint64_t *ret) {
+        char *end;
+        double v, mul;
+
+        if (!s || !*s || *s == '-')
+                return -EINVAL;
+        errno = 0;
+        v = strtod(s, &end);
+        if (errno || end == s)
+                return -EINVAL;
+        if (streq(end, "") || streq(end, "us"))
+                mul = 1;
+        else if (streq(end, "ms"))
+                mul = 1e3;
+        else if (streq(end, "s"))
+                mul = 1e6;
+        else
+                return -EINVAL;
+        v *= mul;
+        if (!(v >= 0) || v > 1e15 || v != (double) (uint64_t) v)
+                return -EINVAL;
+        *ret = (uint64_t) v;
+        return 0;
+}
+
+/* "some 150ms 2s" */
+static int parse_psi(const char *spec, pressure_stall *ret_stall, uint64_t *ret_threshold, uint64_t *ret_window) {
+        char stall[16], threshold[32], window[32], extra[2];
+        uint64_t t, w;
+
+        if (sscanf(spec, "%15s %31s %31s %1s", stall, threshold, window, extra) != 3)
+                return -EINVAL;
+        if (parse_duration(threshold, &t) < 0 || parse_duration(window, &w) < 0)
+                return -EINVAL;
+        if (streq(stall, "some"))
+                *ret_stall = PRESSURE_STALL_SOME;
+        else if (streq(stall, "full"))
+                *ret_stall = PRESSURE_STALL_FULL;
+        else
+                return -EINVAL;
+        *ret_threshold = t;
+        *ret_window = w;
+        return 0;
+}
+
+/* "medium" or "medium,hierarchy" */
+static int parse_vmpressure(const char *spec, pressure_level *ret_level, pressure_vmpressure_mode *ret_mode) {
+        _cleanup_free_ char *copy = strdup(spec);
+        pressure_vmpressure_mode mode = PRESSURE_VMPRESSURE_MODE_UNSET;
+        char *comma;
+        int level;
+
+        if (!copy)
+                return -ENOMEM;
+        comma = strchr(copy, ',');
+        if (comma) {
+                *comma++ = 0;
+                if (streq(comma, "default"))
+                        mode = PRESSURE_VMPRESSURE_MODE_DEFAULT;
+                else if (streq(comma, "hierarchy"))
+                        mode = PRESSURE_VMPRESSURE_MODE_HIERARCHY;
+                else if (streq(comma, "local"))
+                        mode = PRESSURE_VMPRESSURE_MODE_LOCAL;
+                else
+                        return -EINVAL;
+        }
+        level = pressure_level_from_string(copy);
+        if (level < 0)
+                return -EINVAL;
+        *ret_level = (pressure_level) level;
+        *ret_mode = mode;
+        return 0;
+}
+
+/* ---- status ------------------------------------------------------------------- */
+
+static uint64_t jget_u64(json_t *o, const char *key) {
+        json_t *v = json_object_get(o, key);
+        return json_is_integer(v) && json_integer_value(v) >= 0 ? (uint64_t) json_integer_value(v) : 0;
+}
+
+static const char *jget_str(json_t *o, const char *key) {
+        json_t *v = json_object_get(o, key);
+        return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* A trigger object in the words of the configuration: "some 100ms 1s (level medium)". */
+static void format_trigger(char *buf, size_t size, json_t *trigger) {
+        json_t *psi = json_object_get(trigger, "psi"), *vm = json_object_get(trigger, "vmpressure");
+        const char *level = jget_str(trigger, "level");
+        char t[32], w[32];
+        int n = 0;
+
+        buf[0] = 0;
+        if (json_is_object(psi))
+                n = snprintf(buf, size, "%s %s %s", strna(jget_str(psi, "stall")),
+                             format_usec(t, jget_u64(psi, "threshold_us")),
+                             format_usec(w, jget_u64(psi, "window_us")));
+        else if (json_is_object(vm))
+                n = snprintf(buf, size, "%s,%s", strna(jget_str(vm, "level")),
+                             jget_str(vm, "mode") ?: "default");
+        if (n < 0 || (size_t) n >= size)
+                return;
+        if (level)
+                snprintf(buf + n, size - (size_t) n, "%s(level %s)", n > 0 ? " " : "", level);
+        else if (n == 0)
+                snprintf(buf, size, "-");
+}
+
+static int cmd_status(int argc, char **argv) {
+        static const struct option options[] = { COMMON_OPTIONS, {} };
+        _cleanup_(pressure_client_freep) pressure_client *c = NULL;
+        _cleanup_json_ json_t *st = NULL;
+        _cleanup_free_ char *text = NULL;
+        json_t *regs, *cg, *counters, *v;
+        const char *key;
+        char buf[64];
+        int opt, r;
+
+        while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                if (common_option(opt))
+                        continue;
+                if (opt == 'h') {
+                        printf("pressurectl [OPTIONS] status\n\n"
+                               "Show the daemon's version, uptime, clients, subscriptions, the kernel\n"
+                               "registrations in use and its counters.\n\n"
+                               "  --json   print the GetStatus() reply as one JSON object\n");
+                        return 0;
+                }
+                return usage_error("status ", NULL);
+        }
+        if (optind < argc)
+                return usage_error("status ", "unexpected argument '%s'", argv[optind]);
+
+        r = client_open(&c);
+        if (r != 0)
+                return r;
+        r = pressure_client_get_status(c, &text);
+        if (r < 0)
+                return report_error(c, r, "status");
+        if (arg_json) {
+                printf("%s\n", text);
+                return 0;
+        }
+
+        st = json_loads(text, 0, NULL);
+        if (!st) {
+                fprintf(stderr, "pressurectl: status: malformed reply\n");
+                return EXIT_DAEMON_ERROR;
+        }
+        printf("Version:        %s\n", strna(jget_str(st, "version")));
+        printf("Uptime:         %s\n", format_duration(buf, jget_u64(st, "uptime_us")));
+        printf("Clients:        %" PRIu64 "\n", jget_u64(st, "clients"));
+        printf("Subscriptions:  %" PRIu64 "\n", jget_u64(st, "subscriptions"));
+        cg = json_object_get(st, "cgroup");
+        if (json_is_object(cg)) {
+                printf("cgroup v2 root: %s\n", jget_str(cg, "v2_root") ?: "-");
+                printf("cgroup v1 root: %s\n", jget_str(cg, "v1_memory_root") ?: "-");
+                printf("Recursive protection: %s\n",
+                       json_is_true(json_object_get(cg, "recursive_protection")) ? "yes" : "no");
+        }
+
+        regs = json_object_get(st, "registrations");
+        printf("\nRegistrations:");
+        if (!json_is_array(regs) || json_array_size(regs) == 0)
+                printf(" none\n");
+        else {
+                int wc = (int) strlen("CGROUP"), ws = (int) strlen("SOURCE"), wt = (int) strlen("TRIGGER");
+                char trig[128];
+                size_t i;
+
+                printf("\n");
+                json_array_foreach(regs, i, v) {
+                        format_trigger(trig, sizeof(trig), json_object_get(v, "trigger"));
+                        wc = MAX(wc, (int) strlen(strna(jget_str(v, "cgroup"))));
+                        ws = MAX(ws, (int) strlen(strna(jget_str(v, "source"))));
+                        wt = MAX(wt, (int) strlen(trig));
+                }
+                printf("  %-*s  %-*s  %-*s  %s\n", wc, "CGROUP", ws, "SOURCE", wt, "TRIGGER", "SUBSCRIBERS");
+                json_array_foreach(regs, i, v) {
+                        format_trigger(trig, sizeof(trig), json_object_get(v, "trigger"));
+                        printf("  %-*s  %-*s  %-*s  %" PRIu64 "\n", wc, strna(jget_str(v, "cgroup")),
+                               ws, strna(jget_str(v, "source")), wt, trig, jget_u64(v, "subscribers"));
+                }
+        }
+
+        counters = json_object_get(st, "counters");
+        if (json_is_object(counters)) {
+                int w = 0;
+
+                printf("\nCounters:\n");
+                json_object_foreach(counters, key, v)
+                        w = MAX(w, (int) strlen(key));
+                json_object_foreach(counters, key, v)
+                        printf("  %-*s  %" PRIu64 "\n", w, key, jget_u64(counters, key));
+        }
+        return 0;
+}
+
+/* ---- protection ---------------------------------------------------------------- */
+
+static unsigned path_depth(const char *path) {
+        unsigned n = 0;
+
+        for (const char *p = path; *p; p++)
+                if (*p == '/' && p[1] && p[1] != '/')
+                        n++;
+        return n;
+}
+
+static int cmd_protection(int argc, char **argv) {
+        static const struct option options[] = { COMMON_OPTIONS, {} };
+        _cleanup_(pressure_client_freep) pressure_client *c = NULL;
+        _cleanup_json_ json_t *reply = NULL;
+        _cleanup_free_ char *text = NULL;
+        const char *cgroup = NULL;
+        unsigned base = UINT_MAX;
+        int opt, r, wn = (int) strlen("CGROUP");
+        json_t *nodes, *n;
+        size_t i;
+
+        while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                if (common_option(opt))
+                        continue;
+                if (opt == 'h') {
+                        printf("pressurectl [OPTIONS] protection [CGROUP]\n\n"
+                               "Show the memory protection of CGROUP (default: the whole tree) and its\n"
+                               "descendants as the daemon models it: usage, memory.min and memory.low,\n"
+                               "the effective emin/elow, and the state (min, low, none).\n\n"
+                               "  --json   print the nodes, one JSON object per line\n");
+                        return 0;
+                }
+                return usage_error("protection ", NULL);
+        }
+        if (optind < argc)
+                cgroup = argv[optind++];
+        if (optind < argc)
+                return usage_error("protection ", "unexpected argument '%s'", argv[optind]);
+
+        r = client_open(&c);
+        if (r != 0)
+                return r;
+        r = pressure_client_get_protection(c, cgroup, &text);
+        if (r < 0)
+                return report_error(c, r, "protection");
+        reply = json_loads(text, 0, NULL);
+        nodes = json_object_get(reply, "nodes");
+        if (!json_is_array(nodes)) {
+                fprintf(stderr, "pressurectl: protection: malformed reply\n");
+                return EXIT_DAEMON_ERROR;
+        }
+
+        if (arg_json) {
+                json_array_foreach(nodes, i, n) {
+                        _cleanup_free_ char *line = json_dumps(n, JSON_COMPACT);
+                        if (line)
+                                printf("%s\n", line);
+                }
+                return 0;
+        }
+
+        /* Indent by depth below the shallowest node; the first shows its full path. */
+        json_array_foreach(nodes, i, n)
+                base = MIN(base, path_depth(strna(jget_str(n, "cgroup"))));
+        json_array_foreach(nodes, i, n) {
+                const char *path = strna(jget_str(n, "cgroup")), *slash = strrchr(path, '/');
+                unsigned d = path_depth(path) - base;
+                const char *name = i == 0 || !slash || !slash[1] ? path : slash + 1;
+                wn = MAX(wn, (int) (2 * d + strlen(name)));
+        }
+        printf("%-*s %7s %7s %7s %7s %7s  %s\n", wn, "CGROUP", "USAGE", "MIN", "LOW", "EMIN", "ELOW", "STATE");
+        json_array_foreach(nodes, i, n) {
+                const char *path = strna(jget_str(n, "cgroup")), *slash = strrchr(path, '/');
+                unsigned d = path_depth(path) - base;
+                const char *name = i == 0 || !slash || !slash[1] ? path : slash + 1;
+                char b[5][16];
+                const char *keys[] = { "min", "low", "emin", "elow" };
+                const char *vals[4];
+
+                for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
+                        json_t *v = json_object_get(n, keys[k]);
+                        vals[k] = json_is_integer(v) ? format_bytes(b[k + 1], (uint64_t) json_integer_value(v)) : "max";
+                }
+                printf("%*s%-*s %7s %7s %7s %7s %7s  %s\n", (int) (2 * d), "", wn - (int) (2 * d), name,
+                       format_bytes(b[0], jget_u64(n, "usage")), vals[0], vals[1], vals[2], vals[3],
+                       strna(jget_str(n, "state")));
+        }
+        return 0;
+}
+
+/* ---- inject, reload ------------------------------------------------------------ */
+
+static int cmd_inject(int argc, char **argv) {
+        static const struct option options[] = { COMMON_OPTIONS, { "level", required_argument, NULL, 'l' }, {} };
+        _cleanup_(pressure_client_freep) pressure_client *c = NULL;
+        const char *cgroup = NULL;
+        int opt, r, level = -1;
+        uint64_t delivered = 0;
+
+        while ((opt = getopt_long(argc, argv, "hl:", options, NULL)) >= 0) {
+                if (common_option(opt))
+                        continue;
+                switch (opt) {
+                case 'h':
+                        printf("pressurectl [OPTIONS] inject [CGROUP] --level LEVEL\n\n"
+                               "Send a synthetic pressure event of LEVEL (low, medium, critical) to every\n"
+                               "pressure subscription on exactly CGROUP (default: the whole system).\n"
+                               "Needs root or the daemon's InjectGroup=.\n\n"
+                               "  -l --level LEVEL   the level to inject (required)\n"
+                               "     --json         print {\"delivered\": N}\n");
+                        return 0;
+                case 'l':
+                        level = pressure_level_from_string(optarg);
+                        if (level < 0)
+                                return usage_error("inject ", "invalid level '%s'", optarg);
+                        break;
+                default:
+                        return usage_error("inject ", NULL);
+                }
+        }
+        if (optind < argc)
+                cgroup = argv[optind++];
+        if (optind < argc)
+                return usage_error("inject ", "unexpected argument '%s'", argv[optind]);
+        if (level < 0)
+                return usage_error("inject ", "--level is required");
+
+        r = client_open(&c);
+        if (r != 0)
+                return r;
+        r = pressure_client_inject(c, cgroup, (pressure_level) level, &delivered);
+        if (r < 0)
+                return report_error(c, r, "inject");
+        if (arg_json)
+                printf("{\"delivered\": %" PRIu64 "}\n", delivered);
+        else
+                printf("Delivered to %" PRIu64 " subscriber%s.\n", delivered, delivered == 1 ? "" : "s");
+        return 0;
+}
+
+static int cmd_reload(int argc, char **argv) {
+        static const struct option options[] = { COMMON_OPTIONS, {} };
+        _cleanup_(pressure_client_freep) pressure_client *c = NULL;
+        int opt, r;
+
+        while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                if (common_option(opt))
+                        continue;
+                if (opt == 'h') {
+                        printf("pressurectl [OPTIONS] reload\n\n"
+                               "Make the daemon re-read its configuration. Live subscriptions survive.\n"
+                               "Needs root.\n");
+                        return 0;
+                }
+                return usage_error("reload ", NULL);
+        }
+        if (optind < argc)
+                return usage_error("reload ", "unexpected argument '%s'", argv[optind]);
+
+        r = client_open(&c);
+        if (r != 0)
+                return r;
+        r = pressure_client_reload(c);
+        if (r < 0)
+                return report_error(c, r, "reload");
+        if (arg_json)
+                printf("{}\n");
+        return 0;
+}
+
+/* ---- watch ---------------------------------------------------------------------- */
+
+typedef struct Watch {
+        uint64_t count;    /* exit after this many events; 0 = never */
+        uint64_t received;
+        int exit_code;     /* >= 0: stop with this code */
+} Watch;
+
+static void print_counters(const pressure_memory_events *m, const pressure_memory_events *delta) {
+        static const char *const names[] = { "low", "high", "max", "oom", "oom_kill", "oom_group_kill" };
+        const uint64_t vals[] = { m->low, m->high, m->max, m->oom, m->oom_kill, m->oom_group_kill };
+        const uint64_t dvals[] = { delta->low, delta->high, delta->max, delta->oom, delta->oom_kill, delta->oom_group_kill };
+
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                if (!(m->present & (1U << i)))
+                        continue;
+                printf(" %s=%" PRIu64, names[i], vals[i]);
+                if ((delta->present & (1U << i)) && dvals[i] > 0)
+                        printf("(+%" PRIu64 ")", dvals[i]);
+        }
+}
+
+static void print_node(const pressure_protection_node *n) {
+        char b[5][16];
+
+        printf(" usage=%s min=%s low=%s emin=%s elow=%s", format_bytes(b[0], n->usage),
+               format_bytes(b[1], n->min), format_bytes(b[2], n->low), format_bytes(b[3], n->emin),
+               format_bytes(b[4], n->elow));
+}
+
+static void print_subscribed(FILE *f, const pressure_event *e) {
+        const pressure_trigger *t = &e->trigger;
+        char a[32], b[32];
+
+        fprintf(f, "Watching %s: %s", e->cgroup, strna(pressure_source_to_string(e->source)));
+        if (t->level != PRESSURE_LEVEL_NONE)
+                fprintf(f, " for level %s", pressure_level_to_string(t->level));
+        if (t->has_psi)
+                fprintf(f, " (%s %s %s)", t->psi_stall == PRESSURE_STALL_FULL ? "full" : "some",
+                        format_usec(a, t->psi_threshold_us), format_usec(b, t->psi_window_us));
+        if (t->has_vmpressure)
+                fprintf(f, " (vmpressure %s%s%s)", strna(pressure_level_to_string(t->vmpressure_level)),
+                        t->vmpressure_mode ? "," : "",
+                        t->vmpressure_mode == PRESSURE_VMPRESSURE_MODE_HIERARCHY ? "hierarchy" :
+                        t->vmpressure_mode == PRESSURE_VMPRESSURE_MODE_LOCAL ? "local" :
+                        t->vmpressure_mode == PRESSURE_VMPRESSURE_MODE_DEFAULT ? "default" : "");
+        if (e->adjusted)
+                fprintf(f, ", adjusted by the daemon");
+        fprintf(f, "\n");
+        fflush(f);
+}
+
+static void print_event_human(const pressure_event *e) {
+        char tb[64];
+
+        printf("%s %s %s", format_time(tb, e->time_us), e->cgroup, pressure_event_kind_to_string(e->kind));
+        switch (e->kind) {
+        case PRESSURE_EVENT_PRESSURE:
+                printf(" %s source=%s", strna(pressure_level_to_string(e->level)),
+                       strna(pressure_source_to_string(e->source)));
+                if (e->synthetic)
+                        printf(" synthetic");
+                printf(" count=%" PRIu64 " seq=%" PRIu64, e->count, e->seq);
+                if (e->psi.present) {
+                        printf(" some=%.2f/%.2f/%.2f", e->psi.some_avg10, e->psi.some_avg60, e->psi.some_avg300);
+                        if (e->psi.has_full)
+                                printf(" full=%.2f/%.2f/%.2f", e->psi.full_avg10, e->psi.full_avg60,
+                                       e->psi.full_avg300);
+                }
+                break;
+        case PRESSURE_EVENT_MEMORY_EVENTS:
+                printf(" seq=%" PRIu64, e->seq);
+                print_counters(&e->counters, &e->delta);
+                break;
+        case PRESSURE_EVENT_PROTECTION:
+                printf(" %s -> %s seq=%" PRIu64, strna(pressure_protection_state_to_string(e->previous)),
+                       strna(pressure_protection_state_to_string(e->state)), e->seq);
+                if (e->node.present)
+                        print_node(&e->node);
+                break;
+        default:
+                break;
+        }
+        if (e->missed > 0)
+                printf(" missed=%" PRIu64, e->missed);
+        printf("\n");
+}
+
+static int on_watch_event(pressure_subscription *sub, const pressure_event *e, void *userdata) {
+        Watch *w = userdata;
+
+        switch (e->kind) {
+        case PRESSURE_EVENT_SUBSCRIBED:
+                /* The confirmation is not an event to count: a header line (on stderr with --json). */
+                print_subscribed(arg_json ? stderr : stdout, e);
+                return 0;
+        case PRESSURE_EVENT_RECONNECTED:
+                if (arg_json)
+                        printf("{\"kind\":\"reconnected\"}\n");
+                else
+                        fprintf(stderr, "pressurectl: reconnected to the daemon; events may have been missed\n");
+                fflush(stdout);
+                return 0;
+        case PRESSURE_EVENT_ERROR:
+                w->exit_code = report_error(pressure_subscription_get_client(sub), e->error, "watch");
+                return 0;
+        default:
+                break;
+        }
+
+        if (arg_json)
+                printf("%s\n", e->json);
+        else
+                print_event_human(e);
+        fflush(stdout);
+
+        w->received++;
+        if (e->kind == PRESSURE_EVENT_REMOVED || (w->count > 0 && w->received >= w->count))
+                w->exit_code = 0;
+        return 0;
+}
+
+static int cmd_watch(int argc, char **argv) {
+        static const struct option options[] = {
+                COMMON_OPTIONS,
+                { "level",         required_argument, NULL, 'l' },
+                { "psi",           required_argument, NULL, 'p' },
+                { "vmpressure",    required_argument, NULL, 'v' },
+                { "memory-events", no_argument,       NULL, 'm' },
+                { "protection",    no_argument,       NULL, 'P' },
+                { "count",         required_argument, NULL, 'n' },
+                { "timeout",       required_argument, NULL, 't' },
+                { "min-interval",  required_argument, NULL, 'i' },
+                { "wait",          no_argument,       NULL, 'w' },
+                {}
+        };
+        _cleanup_(pressure_client_freep) pressure_client *c = NULL;
+        _cleanup_(pressure_selector_freep) pressure_selector *sel = NULL;
+        Watch w = { .exit_code = -1 };
+        uint64_t deadline = PRESSURE_TIMEOUT_INFINITE, u;
+        unsigned selectors = 0;
+        bool wait_for_daemon = false;
+        int opt, r;
+
+        r = pressure_selector_new(&sel);
+        if (r < 0)
+                return EXIT_DAEMON_ERROR;
+
+        while ((opt = getopt_long(argc, argv, "hl:n:t:", options, NULL)) >= 0) {
+                if (common_option(opt))
+                        continue;
+                switch (opt) {
+                case 'h':
+                        printf("pressurectl [OPTIONS] watch [CGROUP] [SELECTOR] [--count N] [--timeout SEC]\n\n"
+                               "Subscribe to CGROUP (default: the whole system) and print one line per\n"
+                               "event. Survives daemon restarts by reconnecting.\n\n"
+                               "Selectors (one; the default is --level low):\n"
+                               "  -l --level LEVEL          low, medium or critical; the daemon picks the source\n"
+                               "     --psi 'STALL THR WIN'  explicit PSI trigger, e.g. 'some 150ms 2s'\n"
+                               "     --vmpressure L[,MODE]  cgroup v1 vmpressure; MODE default, hierarchy, local\n"
+                               "     --memory-events        changes of memory.events\n"
+                               "     --protection           changes of the effective-protection state\n\n"
+                               "Options:\n"
+                               "  -n --count N              exit 0 after N events (the confirmation does not count)\n"
+                               "  -t --timeout SEC          exit 124 if they have not arrived within SEC seconds\n"
+                               "     --min-interval MS      at most one event per MS milliseconds\n"
+                               "     --wait                 wait for the daemon if it is not running yet\n"
+                               "     --json                 print the events as received, one JSON object per line\n");
+                        return 0;
+                case 'l': {
+                        int level = pressure_level_from_string(optarg);
+                        if (level < 0)
+                                return usage_error("watch ", "invalid level '%s'", optarg);
+                        (void) pressure_selector_set_level(sel, (pressure_level) level);
+                        selectors++;
+                        break;
+                }
+                case 'p': {
+                        pressure_stall stall;
+                        uint64_t t, win;
+
+                        if (parse_psi(optarg, &stall, &t, &win) < 0 ||
+                            pressure_selector_set_psi(sel, stall, t, win) < 0)
+                                return usage_error("watch ", "invalid PSI trigger '%s', expected e.g. 'some 150ms 2s'", optarg);
+                        selectors++;
+                        break;
+                }
+                case 'v': {
+                        pressure_level level;
+                        pressure_vmpressure_mode mode;
+
+                        if (parse_vmpressure(optarg, &level, &mode) < 0 ||
+                            pressure_selector_set_vmpressure(sel, level, mode) < 0)
+                                return usage_error("watch ", "invalid vmpressure '%s', expected LEVEL[,MODE]", optarg);
+                        selectors++;
+                        break;
+                }
+                case 'm':
+                        (void) pressure_selector_set_memory_events(sel);
+                        selectors++;
+                        break;
+                case 'P':
+                        (void) pressure_selector_set_protection(sel);
+                        selectors++;
+                        break;
+                case 'n':
+                        if (parse_uint(optarg, UINT64_MAX, &w.count) < 0 || w.count == 0)
+                                return usage_error("watch ", "invalid count '%s'", optarg);
+                        break;
+                case 't': {
+                        char *end;
+                        double sec;
+
+                        errno = 0;
+                        sec = strtod(optarg, &end);
+                        if (errno || end == optarg || *end || !(sec >= 0) || sec > 1e9)
+                                return usage_error("watch ", "invalid timeout '%s'", optarg);
+                        deadline = now_usec(CLOCK_MONOTONIC) + (uint64_t) (sec * 1e6);
+                        break;
+                }
+                case 'i':
+                        if (parse_uint(optarg, INT32_MAX, &u) < 0 || pressure_selector_set_min_interval_ms(sel, u) < 0)
+                                return usage_error("watch ", "invalid interval '%s'", optarg);
+                        break;
+                case 'w':
+                        wait_for_daemon = true;
+                        break;
+                default:
+                        return usage_error("watch ", NULL);
+                }
+        }
+        if (selectors > 1)
+                return usage_error("watch ", "give at most one of --level, --psi, --vmpressure, --memory-events, --protection");
+        if (optind < argc)
+                (void) pressure_selector_set_cgroup(sel, argv[optind++]);
+        if (optind < argc)
+                return usage_error("watch ", "unexpected argument '%s'", argv[optind]);
+
+        r = client_open(&c);
+        if (r != 0)
+                return r;
+        (void) pressure_client_set_wait_for_daemon(c, wait_for_daemon);
+        r = pressure_client_subscribe(c, sel, on_watch_event, &w, NULL);
+        if (r < 0)
+                return report_error(c, r, "watch");
+
+        while (w.exit_code < 0) {
+                uint64_t now = now_usec(CLOCK_MONOTONIC), left = PRESSURE_TIMEOUT_INFINITE;
+
+                if (deadline != PRESSURE_TIMEOUT_INFINITE) {
+                        if (now >= deadline) {
+                                fprintf(stderr, "pressurectl: watch: timed out after %" PRIu64 " event%s\n",
+                                        w.received, w.received == 1 ? "" : "s");
+                                return EXIT_TIMEOUT;
+                        }
+                        left = deadline - now;
+                }
+                r = pressure_client_wait(c, left);
+                if (r < 0)
+                        return report_error(c, r, "watch");
+        }
+        return w.exit_code;
+}
+
+/* ---- main ------------------------------------------------------------------------ */
+
+static void help(void) {
+        printf("pressurectl [OPTIONS] COMMAND ...\n\n"
+               "Query and watch pressured, the memory-pressure notification daemon.\n\n"
+               "Commands:\n"
+               "  status                      daemon status\n"
+               "  watch [CGROUP] [SELECTOR]   subscribe and print events\n"
+               "  protection [CGROUP]         protection tree\n"
+               "  inject [CGROUP] --level L   send a synthetic event\n"
+               "  reload                      reload the daemon's configuration\n\n"
+               "Options:\n"
+               "  -h --help          show this help ('pressurectl COMMAND --help' for a command)\n"
+               "     --version       show the version\n"
+               "     --socket PATH   the daemon's socket (default: $PRESSURED_SOCKET, else\n"
+               "                     /run/pressured/io.pressured)\n"
+               "     --user          the per-user daemon's socket in $XDG_RUNTIME_DIR\n"
+               "     --json          machine-readable output, one JSON object per line\n\n"
+               "Exit status: 0 ok, 1 error reported by the daemon, 2 usage, 3 daemon not\n"
+               "reachable, 4 permission denied, 124 timeout.\n");
+}
+
+int main(int argc, char **argv) {
+        static const struct option options[] = { COMMON_OPTIONS, { "version", no_argument, NULL, 'V' }, {} };
+        static const struct {
+                const char *name;
+                int (*run)(int argc, char **argv);
+        } commands[] = {
+                { "status",     cmd_status },
+                { "watch",      cmd_watch },
+                { "protection", cmd_protection },
+                { "inject",     cmd_inject },
+                { "reload",     cmd_reload },
+        };
+        int opt;
+
+        /* A closed pipe on stdout ends the program quietly; the library itself never raises SIGPIPE. */
+        (void) signal(SIGPIPE, SIG_DFL);
+        setvbuf(stdout, NULL, _IOLBF, 0);
+
+        /* Options before the command; "+" stops at the first non-option. */
+        while ((opt = getopt_long(argc, argv, "+h", options, NULL)) >= 0) {
+                if (common_option(opt))
+                        continue;
+                switch (opt) {
+                case 'h':
+                        help();
+                        return 0;
+                case 'V':
+                        printf("pressurectl %s\n", PACKAGE_VERSION);
+                        return 0;
+                default:
+                        return usage_error(NULL, NULL);
+                }
+        }
+        if (optind >= argc)
+                return usage_error(NULL, "missing command");
+
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                if (streq(commands[i].name, argv[optind])) {
+                        int cargc = argc - optind;
+                        char **cargv = argv + optind;
+
+                        optind = 0; /* restart getopt on the command's arguments */
+                        return commands[i].run(cargc, cargv);
+                }
+        return usage_error(NULL, "unknown command '%s'", argv[optind]);
+}

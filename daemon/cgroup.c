@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/* Cgroup path validation and confined opening of cgroup directories. */
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "cgroup.h"
+#include "util.h"
+
+int cgroup_path_normalize(const char *path, char **ret) {
+        _cleanup_free_ char *out = NULL;
+        size_t len, o = 0;
+        const char *p;
+
+        if (!path || !*path)
+                path = "/";
+        len = strlen(path);
+        if (len > CGROUP_PATH_MAX || path[0] != '/')
+                return -EINVAL;
+        for (p = path; *p; p++)
+                if ((unsigned char) *p < 0x20 || *p == 0x7f)
+                        return -EINVAL;
+
+        out = malloc(len + 2);
+        if (!out)
+                return -ENOMEM;
+
+        p = path;
+        for (;;) {
+                size_t n;
+
+                while (*p == '/')
+                        p++;
+                if (!*p)
+                        break;
+                n = strcspn(p, "/");
+                if (n > 255)
+                        return -EINVAL;
+                if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+                        return -EINVAL;
+                out[o++] = '/';
+                memcpy(out + o, p, n);
+                o += n;
+                p += n;
+        }
+        if (o == 0)
+                out[o++] = '/';
+        out[o] = 0;
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+int hierarchy_open(Hierarchy *h, const char *path) {
+        _cleanup_free_ char *copy = NULL;
+        int fd;
+
+        copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        h->path = TAKE_PTR(copy);
+        h->fd = fd;
+        return 0;
+}
+
+void hierarchy_close(Hierarchy *h) {
+        free(h->path);
+        h->path = NULL;
+        h->fd = safe_close(h->fd);
+}
+
+int hierarchy_open_cgroup(const Hierarchy *h, const char *path) {
+        struct open_how how = {
+                .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+                           RESOLVE_NO_XDEV,
+        };
+        const char *rel;
+        long fd;
+
+        if (!h->path || h->fd < 0)
+                return -ENOENT;
+        rel = path + strspn(path, "/");
+        if (!*rel)
+                rel = ".";
+
+        fd = syscall(SYS_openat2, h->fd, rel, &how, sizeof(how));
+        if (fd >= 0)
+                return (int) fd;
+        if (errno != ENOSYS && errno != EPERM)
+                return errno == ENOTDIR ? -ENOENT : -errno;
+
+        /* No openat2(): walk component by component, refusing symlinks. */
+        {
+                _cleanup_close_ int cur = -1;
+                _cleanup_free_ char *copy = strdup(rel);
+                char *save = NULL, *c;
+
+                if (!copy)
+                        return -ENOMEM;
+                cur = openat(h->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (cur < 0)
+                        return -errno;
+                for (c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                        int next;
+
+                        if (streq(c, "."))
+                                continue;
+                        next = openat(cur, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (next < 0)
+                                return errno == ENOTDIR ? -ELOOP : -errno;
+                        safe_close(cur);
+                        cur = next;
+                }
+                return TAKE_FD(cur);
+        }
+}
+
+bool cgroup_exists_as(const Hierarchy *h, const char *path, ino_t ino) {
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+
+        fd = hierarchy_open_cgroup(h, path);
+        if (fd < 0)
+                return false;
+        if (fstat(fd, &st) < 0)
+                return false;
+        return st.st_ino == ino;
+}

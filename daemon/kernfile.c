@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Parsers for kernel text files: PSI pressure files, memory.events, single
+ * memory values, /proc/self/mountinfo and /proc/PID/cgroup. They work on
+ * NUL-terminated text already read by the caller, treat every byte as
+ * untrusted and fail with -EBADMSG instead of guessing.
+ */
+#include <ctype.h>
+
+#include "kernfile.h"
+#include "util.h"
+
+/* Length of the current line, without its newline. */
+static size_t line_length(const char *p) {
+        return strcspn(p, "\n");
+}
+
+/* Advance past the current line and its newline, if any. */
+static const char *line_next(const char *p) {
+        p += line_length(p);
+        return *p == '\n' ? p + 1 : p;
+}
+
+/* Parse a decimal uint64 from [p, end); the whole range must be digits. */
+static int parse_u64_range(const char *p, const char *end, uint64_t *ret) {
+        uint64_t v = 0;
+
+        if (p >= end)
+                return -EBADMSG;
+        for (; p < end; p++) {
+                unsigned d;
+
+                if (!isdigit((unsigned char) *p))
+                        return -EBADMSG;
+                d = (unsigned) (*p - '0');
+                if (v > (UINT64_MAX - d) / 10)
+                        return -EBADMSG;
+                v = v * 10 + d;
+        }
+        *ret = v;
+        return 0;
+}
+
+/*
+ * Parse a PSI average "12.34" from [p, end) into hundredths (1234). The
+ * kernel prints two decimals; fewer are accepted, more are truncated.
+ */
+static int parse_psi_avg(const char *p, const char *end, uint32_t *ret) {
+        const char *dot = memchr(p, '.', (size_t) (end - p));
+        uint64_t whole, frac = 0;
+        unsigned digits = 0;
+        int r;
+
+        r = parse_u64_range(p, dot ?: end, &whole);
+        if (r < 0)
+                return r;
+        if (dot) {
+                const char *q = dot + 1;
+
+                if (q >= end)
+                        return -EBADMSG;
+                for (; q < end; q++) {
+                        if (!isdigit((unsigned char) *q))
+                                return -EBADMSG;
+                        if (digits < 2) {
+                                frac = frac * 10 + (uint64_t) (*q - '0');
+                                digits++;
+                        }
+                }
+        }
+        for (; digits < 2; digits++)
+                frac *= 10;
+        if (whole > (UINT32_MAX - frac) / 100)
+                return -EBADMSG;
+        *ret = (uint32_t) (whole * 100 + frac);
+        return 0;
+}
+
+/* Parse the fields after "some"/"full" on one line [p, end). */
+static int psi_line_parse(const char *p, const char *end, PsiLine *ret) {
+        PsiLine l = {};
+        unsigned seen = 0;
+
+        while (p < end) {
+                const char *tok_end, *eq;
+                size_t klen;
+                int r;
+
+                if (*p == ' ' || *p == '\t') {
+                        p++;
+                        continue;
+                }
+                tok_end = p;
+                while (tok_end < end && *tok_end != ' ' && *tok_end != '\t')
+                        tok_end++;
+                eq = memchr(p, '=', (size_t) (tok_end - p));
+                if (!eq)
+                        return -EBADMSG;
+                klen = (size_t) (eq - p);
+
+#define KEY_IS(k) (klen == strlen(k) && memcmp(p, k, klen) == 0)
+                if (KEY_IS("avg10")) {
+                        r = parse_psi_avg(eq + 1, tok_end, &l.avg10);
+                        seen |= 1u << 0;
+                } else if (KEY_IS("avg60")) {
+                        r = parse_psi_avg(eq + 1, tok_end, &l.avg60);
+                        seen |= 1u << 1;
+                } else if (KEY_IS("avg300")) {
+                        r = parse_psi_avg(eq + 1, tok_end, &l.avg300);
+                        seen |= 1u << 2;
+                } else if (KEY_IS("total")) {
+                        r = parse_u64_range(eq + 1, tok_end, &l.total_us);
+                        seen |= 1u << 3;
+                } else
+                        r = 0; /* a field added by a newer kernel */
+#undef KEY_IS
+                if (r < 0)
+                        return r;
+                p = tok_end;
+        }
+
+        if (seen != 0xf)
+                return -EBADMSG;
+        *ret = l;
+        return 0;
+}
+
+/*
+ * psi_stats_parse - parse the contents of a PSI pressure file.
+ * @text: "some avg10=... avg60=... avg300=... total=..." and optionally a
+ *        "full ..." line; unknown fields on a line are ignored
+ * @ret: the values; has_full tells whether the full line was there
+ *
+ * Returns 0, or -EBADMSG if the some line is missing, any line is
+ * malformed or truncated, or a line appears twice.
+ */
+int psi_stats_parse(const char *text, PsiStats *ret) {
+        PsiStats s = {};
+
+        if (!text)
+                return -EBADMSG;
+
+        for (const char *p = text; *p; p = line_next(p)) {
+                size_t len = line_length(p);
+                const char *end = p + len;
+                PsiLine *l;
+                bool *has;
+                int r;
+
+                if (len == 0)
+                        continue;
+                if (len >= 5 && memcmp(p, "some ", 5) == 0) {
+                        l = &s.some;
+                        has = &s.has_some;
+                } else if (len >= 5 && memcmp(p, "full ", 5) == 0) {
+                        l = &s.full;
+                        has = &s.has_full;
+                } else
+                        return -EBADMSG;
+                if (*has)
+                        return -EBADMSG;
+
+                r = psi_line_parse(p + 5, end, l);
+                if (r < 0)
+                        return r;
+                *has = true;
+        }
+
+        if (!s.has_some)
+                return -EBADMSG;
+        *ret = s;
+        return 0;
+}
+
+static const char *const memory_event_names[_MEMORY_EVENT_MAX] = {
+        [MEMORY_EVENT_LOW] = "low",
+        [MEMORY_EVENT_HIGH] = "high",
+        [MEMORY_EVENT_MAX] = "max",
+        [MEMORY_EVENT_OOM] = "oom",
+        [MEMORY_EVENT_OOM_KILL] = "oom_kill",
+        [MEMORY_EVENT_OOM_GROUP_KILL] = "oom_group_kill",
+};
+
+/* memory_event_key_to_string - the key as spelled in memory.events, or NULL. */
+const char *memory_event_key_to_string(MemoryEventKey k) {
+        if ((unsigned) k >= _MEMORY_EVENT_MAX)
+                return NULL;
+        return memory_event_names[k];
+}
+
+/*
+ * memory_events_parse - parse a memory.events (or memory.events.local) file.
+ * @text: lines "KEY VALUE"
+ * @ret: the counters; bit (1u << key) of present set for each key found
+ *
+ * Keys this version does not know are skipped. Returns 0, or -EBADMSG for
+ * a malformed line, a value that does not fit in 64 bits or a known key
+ * given twice.
+ */
+int memory_events_parse(const char *text, MemoryEvents *ret) {
+        MemoryEvents e = {};
+
+        if (!text)
+                return -EBADMSG;
+
+        for (const char *p = text; *p; p = line_next(p)) {
+                size_t len = line_length(p);
+                const char *end = p + len, *sp;
+                uint64_t v;
+                int r;
+
+                if (len == 0)
+                        continue;
+                sp = memchr(p, ' ', len);
+                if (!sp || sp == p)
+                        return -EBADMSG;
+                r = parse_u64_range(sp + 1, end, &v);
+                if (r < 0)
+                        return r;
+
+                for (unsigned k = 0; k < _MEMORY_EVENT_MAX; k++) {
+                        size_t klen = strlen(memory_event_names[k]);
+
+                        if ((size_t) (sp - p) != klen || memcmp(p, memory_event_names[k], klen) != 0)
+                                continue;
+                        if (e.present & (1u << k))
+                                return -EBADMSG;
+                        e.value[k] = v;
+                        e.present |= 1u << k;
+                        break;
+                }
+        }
+
+        *ret = e;
+        return 0;
+}
+
+/*
+ * parse_memory_value - parse memory.min, memory.low, memory.current and
+ * the like.
+ * @text: a decimal byte count or "max", optionally followed by one newline
+ * @ret: the value, UINT64_MAX for "max"
+ *
+ * Returns 0 or -EBADMSG.
+ */
+int parse_memory_value(const char *text, uint64_t *ret) {
+        size_t len;
+
+        if (!text)
+                return -EBADMSG;
+        len = strlen(text);
+        if (len > 0 && text[len - 1] == '\n')
+                len--;
+        if (len == 3 && memcmp(text, "max", 3) == 0) {
+                *ret = UINT64_MAX;
+                return 0;
+        }
+        return parse_u64_range(text, text + len, ret);
+}
+
+/*
+ * Copy the mountinfo field [p, end) into a new string, decoding the octal
+ * escapes the kernel uses for space, tab, newline and backslash (\040,
+ * \011, \012, \134). Any other three-digit octal escape up to \377 is
+ * decoded too; a backslash not followed by one is kept as is.
+ */
+static char *mountinfo_unescape(const char *p, const char *end) {
+        char *s = malloc((size_t) (end - p) + 1), *o;
+
+        if (!s)
+                return NULL;
+        o = s;
+        while (p < end) {
+                if (*p == '\\' && end - p >= 4 &&
+                    p[1] >= '0' && p[1] <= '3' &&
+                    p[2] >= '0' && p[2] <= '7' &&
+                    p[3] >= '0' && p[3] <= '7') {
+                        *o++ = (char) (((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
+                        p += 4;
+                } else
+                        *o++ = *p++;
+        }
+        *o = 0;
+        return s;
+}
+
+/* True if the comma-separated list [p, end) contains @word. */
+static bool option_list_has(const char *p, const char *end, const char *word) {
+        size_t wlen = strlen(word);
+
+        while (p < end) {
+                const char *comma = memchr(p, ',', (size_t) (end - p));
+                const char *item_end = comma ?: end;
+
+                if ((size_t) (item_end - p) == wlen && memcmp(p, word, wlen) == 0)
+                        return true;
+                p = comma ? comma + 1 : end;
+        }
+        return false;
+}
+
+typedef struct Field {
+        const char *begin, *end;
+} Field;
+
+/* Split one line [p, end) at single spaces into up to @max fields; returns the count. */
+static size_t split_fields(const char *p, const char *end, Field *fields, size_t max) {
+        size_t n = 0;
+
+        while (p < end && n < max) {
+                const char *sp;
+
+                while (p < end && *p == ' ')
+                        p++;
+                if (p >= end)
+                        break;
+                sp = memchr(p, ' ', (size_t) (end - p));
+                fields[n].begin = p;
+                fields[n].end = sp ?: end;
+                n++;
+                p = sp ?: end;
+        }
+        return n;
+}
+
+static bool field_is(const Field *f, const char *s) {
+        size_t len = strlen(s);
+
+        return (size_t) (f->end - f->begin) == len && memcmp(f->begin, s, len) == 0;
+}
+
+/*
+ * mountinfo_parse - find the cgroup mounts in /proc/self/mountinfo text.
+ * @text: mountinfo contents; lines are "ID PARENT MAJ:MIN ROOT MOUNTPOINT
+ *        OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS" (proc(5))
+ * @ret: the first cgroup2 mount and the first v1 mount carrying the memory
+ *       controller whose root is "/", and whether the cgroup2 mount has
+ *       memory_recursiveprot; fields are NULL if no such mount exists
+ *
+ * Malformed lines are skipped. Returns 0 or -ENOMEM; @ret is untouched on
+ * failure.
+ */
+int mountinfo_parse(const char *text, CgroupMounts *ret) {
+        _cleanup_free_ char *v2 = NULL, *v1 = NULL;
+        bool recursive_prot = false;
+
+        if (!text)
+                return -EBADMSG;
+
+        for (const char *p = text; *p && (!v2 || !v1); p = line_next(p)) {
+                const char *end = p + line_length(p);
+                Field f[64];
+                size_t n = split_fields(p, end, f, ELEMENTSOF(f)), sep;
+                const Field *root, *mnt, *fstype, *super;
+                bool is_v2, is_v1_memory;
+
+                /* Locate the "-" that ends the optional fields; it follows the six fixed ones. */
+                for (sep = 6; sep < n; sep++)
+                        if (field_is(&f[sep], "-"))
+                                break;
+                if (sep >= n || sep + 2 >= n)
+                        continue;
+
+                root = &f[3];
+                mnt = &f[4];
+                fstype = &f[sep + 1];
+                super = sep + 3 < n ? &f[sep + 3] : NULL;
+
+                is_v2 = field_is(fstype, "cgroup2");
+                is_v1_memory = field_is(fstype, "cgroup") && super &&
+                               option_list_has(super->begin, super->end, "memory");
+                if (!is_v2 && !is_v1_memory)
+                        continue;
+                if (!field_is(root, "/"))
+                        continue;
+
+                if (is_v2 && !v2) {
+                        v2 = mountinfo_unescape(mnt->begin, mnt->end);
+                        if (!v2)
+                                return -ENOMEM;
+                        recursive_prot = super &&
+                                option_list_has(super->begin, super->end, "memory_recursiveprot");
+                } else if (is_v1_memory && !v1) {
+                        v1 = mountinfo_unescape(mnt->begin, mnt->end);
+                        if (!v1)
+                                return -ENOMEM;
+                }
+        }
+
+        *ret = (CgroupMounts) {
+                .v2_root = TAKE_PTR(v2),
+                .v1_memory_root = TAKE_PTR(v1),
+                .v2_recursive_prot = recursive_prot,
+        };
+        return 0;
+}
+
+/* cgroup_mounts_done - free the strings of @m and reset it; NULL is fine. */
+void cgroup_mounts_done(CgroupMounts *m) {
+        if (!m)
+                return;
+        free(m->v2_root);
+        free(m->v1_memory_root);
+        *m = (CgroupMounts) {};
+}
+
+/*
+ * proc_cgroup_parse - parse /proc/PID/cgroup.
+ * @text: lines "HIERARCHY-ID:CONTROLLERS:PATH"
+ * @ret_v2_path: optional; the path of the "0::" line, or NULL if none
+ * @ret_v1_memory_path: optional; the path of the v1 line whose controller
+ *                      list contains "memory", or NULL if none
+ *
+ * Returns 0, -EBADMSG for a malformed line or -ENOMEM. Outputs are
+ * untouched on failure.
+ */
+int proc_cgroup_parse(const char *text, char **ret_v2_path, char **ret_v1_memory_path) {
+        _cleanup_free_ char *v2 = NULL, *v1 = NULL;
+
+        if (!text)
+                return -EBADMSG;
+
+        for (const char *p = text; *p; p = line_next(p)) {
+                size_t len = line_length(p);
+                const char *end = p + len, *c1, *c2;
+                uint64_t id;
+                char **target = NULL;
+                int r;
+
+                if (len == 0)
+                        continue;
+                c1 = memchr(p, ':', len);
+                if (!c1)
+                        return -EBADMSG;
+                c2 = memchr(c1 + 1, ':', (size_t) (end - c1 - 1));
+                if (!c2)
+                        return -EBADMSG;
+                r = parse_u64_range(p, c1, &id);
+                if (r < 0)
+                        return r;
+                if (c2 + 1 >= end || c2[1] != '/')
+                        return -EBADMSG;
+
+                if (id == 0 && c2 == c1 + 1)
+                        target = &v2;
+                else if (id != 0 && option_list_has(c1 + 1, c2, "memory"))
+                        target = &v1;
+                if (!target || *target)
+                        continue;
+
+                *target = strndup(c2 + 1, (size_t) (end - c2 - 1));
+                if (!*target)
+                        return -ENOMEM;
+        }
+
+        if (ret_v2_path)
+                *ret_v2_path = TAKE_PTR(v2);
+        if (ret_v1_memory_path)
+                *ret_v1_memory_path = TAKE_PTR(v1);
+        return 0;
+}

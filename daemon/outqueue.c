@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared event bodies and per-client writev output queues. */
+#include <limits.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "outqueue.h"
+#include "util.h"
+
+Body *body_new(const char *data, size_t size) {
+        Body *b = malloc(sizeof(Body) + size);
+
+        if (!b)
+                return NULL;
+        b->n_ref = 1;
+        b->size = size;
+        b->monotonic_us = 0;
+        b->flags = 0;
+        memcpy(b->data, data, size);
+        return b;
+}
+
+Body *body_ref(Body *b) {
+        if (b)
+                b->n_ref++;
+        return b;
+}
+
+Body *body_unref(Body *b) {
+        if (b && --b->n_ref == 0)
+                free(b);
+        return NULL;
+}
+
+void outqueue_init(OutQueue *q) {
+        *q = (OutQueue) {};
+}
+
+static void entry_clear(OutEntry *e) {
+        body_unref(e->body);
+        free(e->own);
+        e->body = NULL;
+        e->own = NULL;
+}
+
+void outqueue_done(OutQueue *q) {
+        for (size_t i = 0; i < q->n; i++)
+                entry_clear(&q->entries[(q->head + i) % q->n_alloc]);
+        free(q->entries);
+        *q = (OutQueue) {};
+}
+
+static size_t entry_size(const OutEntry *e) {
+        return e->prefix_size + (e->body ? e->body->size : e->own_size);
+}
+
+static OutEntry *outqueue_append(OutQueue *q) {
+        if (q->n == q->n_alloc) {
+                size_t na = q->n_alloc ? q->n_alloc * 2 : 8;
+                OutEntry *ne = calloc(na, sizeof(OutEntry));
+
+                if (!ne)
+                        return NULL;
+                /* Unroll the ring into the new array. */
+                for (size_t i = 0; i < q->n; i++)
+                        ne[i] = q->entries[(q->head + i) % q->n_alloc];
+                free(q->entries);
+                q->entries = ne;
+                q->n_alloc = na;
+                q->head = 0;
+        }
+        return &q->entries[(q->head + q->n) % q->n_alloc];
+}
+
+int outqueue_push_event(OutQueue *q, const char *prefix, size_t prefix_size, Body *body,
+                        size_t limit) {
+        OutEntry *e;
+        size_t size = prefix_size + body->size;
+
+        if (prefix_size > OUT_PREFIX_MAX)
+                return -EINVAL;
+        if (limit > 0 && q->bytes + size > limit)
+                return -ENOBUFS;
+        e = outqueue_append(q);
+        if (!e)
+                return -ENOMEM;
+        e->body = body_ref(body);
+        e->own = NULL;
+        e->own_size = 0;
+        e->offset = 0;
+        e->prefix_size = (uint16_t) prefix_size;
+        memcpy(e->prefix, prefix, prefix_size);
+        q->n++;
+        q->bytes += size;
+        return 0;
+}
+
+int outqueue_push_owned(OutQueue *q, char *data, size_t size) {
+        OutEntry *e = outqueue_append(q);
+
+        if (!e) {
+                free(data);
+                return -ENOMEM;
+        }
+        e->body = NULL;
+        e->own = data;
+        e->own_size = size;
+        e->offset = 0;
+        e->prefix_size = 0;
+        q->n++;
+        q->bytes += size;
+        return 0;
+}
+
+#define FLUSH_IOV 64
+
+int outqueue_flush(OutQueue *q, int fd) {
+        while (q->n > 0) {
+                struct iovec iov[FLUSH_IOV];
+                struct msghdr mh = { .msg_iov = iov };
+                size_t niov = 0;
+                ssize_t n;
+
+                for (size_t i = 0; i < q->n && niov + 2 <= FLUSH_IOV; i++) {
+                        OutEntry *e = &q->entries[(q->head + i) % q->n_alloc];
+                        size_t off = e->offset;
+
+                        if (off < e->prefix_size) {
+                                iov[niov++] = (struct iovec) { e->prefix + off, e->prefix_size - off };
+                                off = 0;
+                        } else
+                                off -= e->prefix_size;
+                        if (e->body)
+                                iov[niov++] = (struct iovec) { e->body->data + off, e->body->size - off };
+                        else
+                                iov[niov++] = (struct iovec) { e->own + off, e->own_size - off };
+                }
+                mh.msg_iovlen = niov;
+
+                n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                return 0;
+                        return -errno;
+                }
+
+                q->bytes -= (size_t) n;
+                while (n > 0) {
+                        OutEntry *e = &q->entries[q->head];
+                        size_t left = entry_size(e) - e->offset;
+
+                        if ((size_t) n < left) {
+                                e->offset += (size_t) n;
+                                break;
+                        }
+                        n -= (ssize_t) left;
+                        entry_clear(e);
+                        q->head = (q->head + 1) % q->n_alloc;
+                        q->n--;
+                }
+        }
+        return 1;
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-client output queues. An event is serialized once into a refcounted
+ * Body that every subscriber's queue points at; each queue entry adds only
+ * a small per-subscriber prefix (seq, missed, ...). Writes use writev over
+ * as many entries as are queued. A queue never holds more than its byte
+ * limit of events; replies to calls are bounded separately by the caller
+ * (it stops reading a client whose queue is over the limit).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct Body {
+        unsigned n_ref;
+        size_t size;
+        uint64_t monotonic_us;   /* when the notification was read, for latency stats */
+        unsigned flags;
+        char data[];
+} Body;
+
+/* Body flags describing what the shared part already contains. */
+#define BODY_HAS_LEVEL (1u << 0)
+
+/*
+ * body_new - allocate a body holding @size bytes copied from @data.
+ */
+Body *body_new(const char *data, size_t size);
+Body *body_ref(Body *b);
+Body *body_unref(Body *b);
+
+#define OUT_PREFIX_MAX 160
+
+typedef struct OutEntry {
+        Body *body;          /* shared part, or NULL */
+        char *own;           /* privately owned bytes (replies), or NULL */
+        size_t own_size;
+        size_t offset;       /* bytes of (prefix + body/own) already written */
+        uint16_t prefix_size;
+        char prefix[OUT_PREFIX_MAX];
+} OutEntry;
+
+typedef struct OutQueue {
+        OutEntry *entries;   /* ring buffer */
+        size_t n_alloc;
+        size_t head;
+        size_t n;
+        size_t bytes;        /* bytes still to be written */
+} OutQueue;
+
+void outqueue_init(OutQueue *q);
+void outqueue_done(OutQueue *q);
+
+static inline bool outqueue_is_empty(const OutQueue *q) {
+        return q->n == 0;
+}
+
+/*
+ * outqueue_push_event - queue @prefix followed by @body (referenced).
+ * @limit: if the queue would exceed this many bytes, nothing is queued and
+ * -ENOBUFS is returned; 0 means no limit (used for final messages).
+ */
+int outqueue_push_event(OutQueue *q, const char *prefix, size_t prefix_size, Body *body,
+                        size_t limit);
+
+/* outqueue_push_owned - queue @data (taking ownership of the malloc'ed buffer). */
+int outqueue_push_owned(OutQueue *q, char *data, size_t size);
+
+/*
+ * outqueue_flush - write as much as the socket takes.
+ * Returns 1 if the queue is now empty, 0 if the socket is full (EAGAIN),
+ * or a negative errno on a write error (the peer is gone).
+ */
+int outqueue_flush(OutQueue *q, int fd);

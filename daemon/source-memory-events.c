@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * memory.events of a cgroup2 directory. The kernel raises a file-modified
+ * event on it whenever a counter changes; inotify delivers that. The file
+ * gets no final event when the cgroup is removed, so the directory itself
+ * (IN_DELETE_SELF) and cgroup.events are watched too, and every wakeup
+ * checks that the cgroup still exists. Each event carries the counters and
+ * their change since the previous event.
+ */
+#include <fcntl.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "manager.h"
+
+#define MEMORY_EVENTS_MAX 4096
+
+static int read_events(Registration *r, MemoryEvents *ret) {
+        _cleanup_free_ char *text = NULL;
+        int k;
+
+        k = read_full_fd(r->aux_fd, MEMORY_EVENTS_MAX, &text, NULL);
+        if (k < 0)
+                return k;
+        return memory_events_parse(text, ret);
+}
+
+static void memory_events_on_ready(evutil_socket_t fd, short what, void *userdata) {
+        Registration *r = userdata;
+        Manager *m = r->manager;
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+        MemoryEvents now, delta = {};
+        bool changed = false;
+        uint64_t rt, mono;
+        json_t *event;
+        Body *body;
+
+        /* Drain; which watch fired does not matter, the state is re-read. */
+        while (read(r->fd, buf, sizeof(buf)) > 0)
+                ;
+        mono = now_usec(CLOCK_MONOTONIC);
+        rt = now_usec(CLOCK_REALTIME);
+
+        if (!cgroup_exists_as(&m->v2, r->cgroup, r->dir_ino) || read_events(r, &now) < 0) {
+                registration_removed(r);
+                return;
+        }
+        m->counters.events_read++;
+
+        delta.present = now.present;
+        for (int k = 0; k < _MEMORY_EVENT_MAX; k++) {
+                if (!(now.present & (1u << k)))
+                        continue;
+                /* Counters only grow; a smaller value means a reset, report it as is. */
+                delta.value[k] = now.value[k] >= r->last_events.value[k] ? now.value[k] - r->last_events.value[k]
+                                                                          : now.value[k];
+                if (now.value[k] != r->last_events.value[k])
+                        changed = true;
+        }
+        r->last_events = now;
+        if (!changed)
+                return;
+
+        event = event_json_new("memory_events", r->cgroup, "memory_events", rt, mono);
+        if (!event)
+                return;
+        json_object_set_new(event, "counters", memory_events_to_json(&now));
+        json_object_set_new(event, "delta", memory_events_to_json(&delta));
+        body = event_body_new(event, mono);
+        if (!body)
+                return;
+        registration_deliver(r, body, 1);
+        body_unref(body);
+}
+
+static int memory_events_open(Registration *r, VarlinkError *e) {
+        Manager *m = r->manager;
+        _cleanup_close_ int dirfd = -1, evfd = -1, ifd = -1;
+        char path[64];
+        struct stat st;
+        int k;
+
+        dirfd = hierarchy_open_cgroup(&m->v2, r->cgroup);
+        if (dirfd < 0)
+                return verror(e, dirfd, "io.pressured.NoSuchCgroup", json_pack("{s:s}", "cgroup", r->cgroup));
+        if (fstat(dirfd, &st) < 0)
+                return -errno;
+        r->dir_ino = st.st_ino;
+        evfd = openat(dirfd, "memory.events", O_RDONLY | O_CLOEXEC);
+        if (evfd < 0)
+                return verror(e, -errno, "io.pressured.SourceUnavailable",
+                              json_pack("{s:s, s:s}", "source", "memory_events", "reason",
+                                        "the cgroup has no memory.events file"));
+
+        ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (ifd < 0)
+                return -errno;
+        /* inotify takes paths; the directory fd is pinned through /proc/self/fd. */
+        snprintf(path, sizeof(path), "/proc/self/fd/%d/memory.events", dirfd);
+        if (inotify_add_watch(ifd, path, IN_MODIFY | IN_DELETE_SELF) < 0)
+                return -errno;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", dirfd);
+        if (inotify_add_watch(ifd, path, IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR) < 0)
+                return -errno;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d/cgroup.events", dirfd);
+        (void) inotify_add_watch(ifd, path, IN_MODIFY); /* absent in fake trees */
+
+        r->aux_fd = TAKE_FD(evfd);
+        k = read_events(r, &r->last_events);
+        if (k < 0) {
+                r->aux_fd = safe_close(r->aux_fd);
+                return verror(e, k, "io.pressured.SourceUnavailable",
+                              json_pack("{s:s, s:s}", "source", "memory_events", "reason",
+                                        "memory.events cannot be parsed"));
+        }
+        r->ev = event_new(m->base, ifd, EV_READ | EV_PERSIST, memory_events_on_ready, r);
+        if (!r->ev || event_add(r->ev, NULL) < 0) {
+                r->aux_fd = safe_close(r->aux_fd);
+                return -ENOMEM;
+        }
+        r->fd = TAKE_FD(ifd);
+        return 0;
+}
+
+static json_t *memory_events_state(Registration *r) {
+        return json_pack("{s:o}", "counters", memory_events_to_json(&r->last_events));
+}
+
+const SourceOps source_memory_events_ops = {
+        .open = memory_events_open,
+        .state = memory_events_state,
+};

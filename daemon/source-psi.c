@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * PSI triggers: /proc/pressure/memory for the system, memory.pressure in a
+ * cgroup2 directory otherwise. The trigger text is written with its NUL;
+ * the kernel then raises POLLPRI when the threshold is crossed within the
+ * window, and POLLERR when the cgroup goes away. libevent cannot wait for
+ * POLLPRI, so each trigger sits in a private epoll set whose fd the loop
+ * watches for readability.
+ */
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+
+#include "log.h"
+#include "manager.h"
+#include "protection-glue.h"
+
+#define PSI_FILE_MAX 4096
+
+static int psi_read_stats(Registration *r, PsiStats *ret) {
+        _cleanup_free_ char *text = NULL;
+        int k;
+
+        k = read_full_fd(r->fd, PSI_FILE_MAX, &text, NULL);
+        if (k < 0)
+                return k;
+        return psi_stats_parse(text, ret);
+}
+
+static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
+        Registration *r = userdata;
+        Manager *m = r->manager;
+        struct epoll_event ev;
+        PsiStats stats;
+        uint64_t rt, mono;
+        json_t *event;
+        Body *body;
+        int n;
+
+        n = epoll_wait(r->aux_fd, &ev, 1, 0);
+        if (n <= 0)
+                return;
+        mono = now_usec(CLOCK_MONOTONIC);
+        rt = now_usec(CLOCK_REALTIME);
+
+        if (ev.events & EPOLLERR) {
+                /* The cgroup is gone (or PSI was switched off for it). */
+                if (!streq(r->cgroup, "/") && !cgroup_exists_as(&m->v2, r->cgroup, r->dir_ino)) {
+                        registration_removed(r);
+                        return;
+                }
+                log_ratelimited(LOG_WARNING, 0, NULL, 60, 1,
+                                "PSI trigger on %s reports an error but the cgroup exists; was PSI disabled for it (cgroup.pressure=0)? Ending its streams.",
+                                r->cgroup);
+                registration_removed(r);
+                return;
+        }
+        if (!(ev.events & EPOLLPRI))
+                return;
+
+        m->counters.events_read++;
+        event = event_json_new("pressure", r->cgroup, "psi", rt, mono);
+        if (!event)
+                return;
+        if (psi_read_stats(r, &stats) >= 0)
+                json_object_set_new(event, "psi", psi_stats_to_json(&stats));
+        protection_glue_enrich(m, r->cgroup, event);
+        body = event_body_new(event, mono);
+        if (!body)
+                return;
+        registration_deliver(r, body, 1);
+        body_unref(body);
+}
+
+static int psi_write_trigger(int fd, const PsiTrigger *t) {
+        char buf[64];
+        int n = psi_trigger_format_kernel(t, buf, sizeof(buf));
+
+        if (n < 0)
+                return n;
+        /* The kernel wants the trailing NUL as part of the write. */
+        if (write(fd, buf, (size_t) n + 1) < 0)
+                return -errno;
+        return 0;
+}
+
+static int psi_open(Registration *r, VarlinkError *e) {
+        Manager *m = r->manager;
+        _cleanup_close_ int fd = -1, epfd = -1;
+        struct epoll_event ev = { .events = EPOLLPRI };
+        struct statfs sfs;
+        struct stat st;
+        int k;
+
+        if (streq(r->cgroup, "/")) {
+                fd = open("/proc/pressure/memory", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+                if (fd < 0)
+                        return verror(e, -errno, "io.pressured.SourceUnavailable",
+                                      json_pack("{s:s, s:s}", "source", "psi", "reason",
+                                                errno == EOPNOTSUPP ? "PSI is disabled (psi=0 on the kernel command line)"
+                                                                    : "/proc/pressure/memory cannot be opened"));
+        } else {
+                _cleanup_close_ int dirfd = hierarchy_open_cgroup(&m->v2, r->cgroup);
+
+                if (dirfd < 0)
+                        return verror(e, dirfd, "io.pressured.NoSuchCgroup", json_pack("{s:s}", "cgroup", r->cgroup));
+                if (fstat(dirfd, &st) < 0)
+                        return -errno;
+                r->dir_ino = st.st_ino;
+                fd = openat(dirfd, "memory.pressure", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+                if (fd < 0)
+                        return verror(e, -errno, "io.pressured.SourceUnavailable",
+                                      json_pack("{s:s, s:s}", "source", "psi", "reason",
+                                                errno == ENOENT ? "the cgroup has no memory.pressure file"
+                                                                : "memory.pressure cannot be opened"));
+                if (fstatfs(fd, &sfs) < 0)
+                        return -errno;
+                if (sfs.f_type != CGROUP2_SUPER_MAGIC)
+                        return verror(e, -EOPNOTSUPP, "io.pressured.SourceUnavailable",
+                                      json_pack("{s:s, s:s}", "source", "psi", "reason",
+                                                "memory.pressure is not a kernel cgroup2 file"));
+        }
+
+        k = psi_write_trigger(fd, &r->requested);
+        r->used = r->requested;
+        if (k == -EINVAL) {
+                PsiTrigger rounded;
+
+                /* Without CAP_SYS_RESOURCE the kernel only accepts windows that are
+                 * multiples of 2 s: round up, scale the threshold, and say so. */
+                if (psi_trigger_round_unprivileged(&r->requested, &rounded)) {
+                        k = psi_write_trigger(fd, &rounded);
+                        if (k >= 0) {
+                                r->used = rounded;
+                                r->adjusted = true;
+                                if (!m->psi_unprivileged)
+                                        log_notice("The kernel accepts only PSI windows that are multiples of 2 s from this process (no CAP_SYS_RESOURCE); triggers are rounded up.");
+                                m->psi_unprivileged = true;
+                        }
+                }
+        }
+        if (k < 0) {
+                char reason[160];
+
+                if (k == -EOPNOTSUPP)
+                        return verror(e, k, "io.pressured.SourceUnavailable",
+                                      json_pack("{s:s, s:s}", "source", "psi", "reason", "PSI is disabled for this cgroup"));
+                snprintf(reason, sizeof(reason), "the kernel rejected the trigger \"%s %llu %llu\": %s",
+                         psi_stall_to_string(r->requested.stall),
+                         (unsigned long long) r->requested.threshold_us,
+                         (unsigned long long) r->requested.window_us, strerror(-k));
+                return verror(e, k, "io.pressured.InvalidTrigger", json_pack("{s:s}", "reason", reason));
+        }
+
+        epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (epfd < 0)
+                return -errno;
+        if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+                return -errno;
+        r->ev = event_new(m->base, epfd, EV_READ | EV_PERSIST, psi_on_ready, r);
+        if (!r->ev || event_add(r->ev, NULL) < 0)
+                return -ENOMEM;
+        r->fd = TAKE_FD(fd);
+        r->aux_fd = TAKE_FD(epfd);
+        return 0;
+}
+
+static json_t *psi_state(Registration *r) {
+        PsiStats stats;
+
+        if (psi_read_stats(r, &stats) < 0)
+                return NULL;
+        return json_pack("{s:o}", "psi", psi_stats_to_json(&stats));
+}
+
+const SourceOps source_psi_ops = {
+        .open = psi_open,
+        .state = psi_state,
+};

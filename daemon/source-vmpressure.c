@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cgroup v1 vmpressure: an eventfd registered through cgroup.event_control
+ * with the cgroup's memory.pressure_level, a level and optionally a mode.
+ * The eventfd counter is the number of notifications since the last read.
+ * When the cgroup is removed the kernel signals the eventfd once more, so
+ * every wakeup first checks that the cgroup still exists.
+ */
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "manager.h"
+#include "protection-glue.h"
+
+static void vmpressure_on_ready(evutil_socket_t fd, short what, void *userdata) {
+        Registration *r = userdata;
+        Manager *m = r->manager;
+        uint64_t count, rt, mono;
+        json_t *event;
+        Body *body;
+
+        if (read(r->fd, &count, sizeof(count)) != sizeof(count))
+                return;
+        mono = now_usec(CLOCK_MONOTONIC);
+        rt = now_usec(CLOCK_REALTIME);
+
+        if (!cgroup_exists_as(&m->v1, r->cgroup, r->dir_ino)) {
+                registration_removed(r);
+                return;
+        }
+
+        m->counters.events_read++;
+        event = event_json_new("pressure", r->cgroup, "vmpressure", rt, mono);
+        if (!event)
+                return;
+        protection_glue_enrich(m, r->cgroup, event);
+        body = event_body_new(event, mono);
+        if (!body)
+                return;
+        registration_deliver(r, body, count);
+        body_unref(body);
+}
+
+static int vmpressure_open(Registration *r, VarlinkError *e) {
+        Manager *m = r->manager;
+        _cleanup_close_ int dirfd = -1, levelfd = -1, ctlfd = -1, efd = -1;
+        char buf[96];
+        struct stat st;
+        int n;
+
+        dirfd = hierarchy_open_cgroup(&m->v1, r->cgroup);
+        if (dirfd < 0)
+                return verror(e, dirfd, "io.pressured.NoSuchCgroup", json_pack("{s:s}", "cgroup", r->cgroup));
+        if (fstat(dirfd, &st) < 0)
+                return -errno;
+        r->dir_ino = st.st_ino;
+
+        levelfd = openat(dirfd, "memory.pressure_level", O_RDONLY | O_CLOEXEC);
+        ctlfd = openat(dirfd, "cgroup.event_control", O_WRONLY | O_CLOEXEC);
+        if (levelfd < 0 || ctlfd < 0)
+                return verror(e, -EOPNOTSUPP, "io.pressured.SourceUnavailable",
+                              json_pack("{s:s, s:s}", "source", "vmpressure", "reason",
+                                        "the cgroup has no memory.pressure_level or cgroup.event_control"));
+        efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (efd < 0)
+                return -errno;
+
+        if (r->vm_mode == VMPRESSURE_MODE_DEFAULT)
+                n = snprintf(buf, sizeof(buf), "%d %d %s", efd, levelfd, level_to_string(r->vm_level));
+        else
+                n = snprintf(buf, sizeof(buf), "%d %d %s,%s", efd, levelfd, level_to_string(r->vm_level),
+                             vmpressure_mode_to_string(r->vm_mode));
+        if (write(ctlfd, buf, (size_t) n + 1) < 0) {
+                char reason[128];
+
+                snprintf(reason, sizeof(reason), "the kernel rejected the vmpressure registration: %s",
+                         strerror(errno));
+                return verror(e, -errno, "io.pressured.InvalidTrigger", json_pack("{s:s}", "reason", reason));
+        }
+
+        /* The kernel keeps what it needs; only the eventfd stays open. */
+        r->ev = event_new(m->base, efd, EV_READ | EV_PERSIST, vmpressure_on_ready, r);
+        if (!r->ev || event_add(r->ev, NULL) < 0)
+                return -ENOMEM;
+        r->fd = TAKE_FD(efd);
+        return 0;
+}
+
+const SourceOps source_vmpressure_ops = {
+        .open = vmpressure_open,
+        .state = NULL,
+};

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pressure trigger logic: names of the portable levels, PSI stall types and
+ * vmpressure modes, duration parsing, PSI trigger specs and the rules the
+ * kernel applies to them (kernel/sched/psi.c), including the 2 s window
+ * granularity imposed on processes without CAP_SYS_RESOURCE.
+ * Pure functions: no I/O, no allocation, no global state.
+ */
+#include <ctype.h>
+#include <inttypes.h>
+
+#include "trigger.h"
+#include "util.h"
+
+static const char *const level_names[_LEVEL_MAX] = {
+        [LEVEL_LOW] = "low",
+        [LEVEL_MEDIUM] = "medium",
+        [LEVEL_CRITICAL] = "critical",
+};
+
+static const char *const psi_stall_names[_PSI_STALL_MAX] = {
+        [PSI_STALL_SOME] = "some",
+        [PSI_STALL_FULL] = "full",
+};
+
+static const char *const vmpressure_mode_names[_VMPRESSURE_MODE_MAX] = {
+        [VMPRESSURE_MODE_DEFAULT] = "default",
+        [VMPRESSURE_MODE_HIERARCHY] = "hierarchy",
+        [VMPRESSURE_MODE_LOCAL] = "local",
+};
+
+static int lookup_name(const char *const *names, size_t n, const char *s) {
+        if (!s)
+                return -1;
+        for (size_t i = 0; i < n; i++)
+                if (names[i] && streq(names[i], s))
+                        return (int) i;
+        return -1;
+}
+
+/* level_from_string - "low", "medium", "critical"; _LEVEL_INVALID otherwise. */
+Level level_from_string(const char *s) {
+        return (Level) lookup_name(level_names, ELEMENTSOF(level_names), s);
+}
+
+/* level_to_string - the name of @l, or NULL if out of range. */
+const char *level_to_string(Level l) {
+        if (l < 0 || l >= _LEVEL_MAX)
+                return NULL;
+        return level_names[l];
+}
+
+/* psi_stall_from_string - "some" or "full"; _PSI_STALL_INVALID otherwise. */
+PsiStall psi_stall_from_string(const char *s) {
+        return (PsiStall) lookup_name(psi_stall_names, ELEMENTSOF(psi_stall_names), s);
+}
+
+/* psi_stall_to_string - the name of @s as the kernel spells it, or NULL. */
+const char *psi_stall_to_string(PsiStall s) {
+        if (s < 0 || s >= _PSI_STALL_MAX)
+                return NULL;
+        return psi_stall_names[s];
+}
+
+/* vmpressure_mode_from_string - "default", "hierarchy", "local"; _VMPRESSURE_MODE_INVALID otherwise. */
+VmpressureMode vmpressure_mode_from_string(const char *s) {
+        return (VmpressureMode) lookup_name(vmpressure_mode_names, ELEMENTSOF(vmpressure_mode_names), s);
+}
+
+/* vmpressure_mode_to_string - the name of @m as written to cgroup.event_control, or NULL. */
+const char *vmpressure_mode_to_string(VmpressureMode m) {
+        if (m < 0 || m >= _VMPRESSURE_MODE_MAX)
+                return NULL;
+        return vmpressure_mode_names[m];
+}
+
+static const struct {
+        const char *suffix;
+        uint64_t usec;
+} duration_units[] = {
+        { "",     1 },
+        { "us",   1 },
+        { "usec", 1 },
+        { "ms",   USEC_PER_MSEC },
+        { "msec", USEC_PER_MSEC },
+        { "s",    USEC_PER_SEC },
+        { "sec",  USEC_PER_SEC },
+        { "min",  60 * USEC_PER_SEC },
+};
+
+/*
+ * parse_duration_us - parse a duration into microseconds.
+ * @s: digits, optionally a '.' and more digits, then an optional unit
+ *     (us, usec, ms, msec, s, sec, min; none means microseconds)
+ * @ret: the value; a fraction below one microsecond is dropped
+ *
+ * No sign, no whitespace, nothing after the unit. Returns 0, -EINVAL for
+ * malformed text or -ERANGE if the value does not fit in 64 bits.
+ */
+int parse_duration_us(const char *s, uint64_t *ret) {
+        const char *p = s, *int_begin, *int_end, *frac_begin = NULL, *frac_end = NULL;
+        uint64_t mult = 0, whole = 0, frac = 0;
+
+        if (!s)
+                return -EINVAL;
+
+        int_begin = p;
+        while (isdigit((unsigned char) *p))
+                p++;
+        int_end = p;
+        if (*p == '.') {
+                frac_begin = ++p;
+                while (isdigit((unsigned char) *p))
+                        p++;
+                frac_end = p;
+                if (frac_end == frac_begin)
+                        return -EINVAL;
+        }
+        if (int_end == int_begin && !frac_begin)
+                return -EINVAL;
+
+        for (size_t i = 0; i < ELEMENTSOF(duration_units); i++)
+                if (streq(p, duration_units[i].suffix)) {
+                        mult = duration_units[i].usec;
+                        break;
+                }
+        if (mult == 0)
+                return -EINVAL;
+
+        for (const char *q = int_begin; q < int_end; q++) {
+                unsigned d = (unsigned) (*q - '0');
+
+                if (whole > (UINT64_MAX - d) / 10)
+                        return -ERANGE;
+                whole = whole * 10 + d;
+        }
+        if (whole > UINT64_MAX / mult)
+                return -ERANGE;
+        whole *= mult;
+
+        /* Each fractional digit is worth mult/10, mult/100, ...; stop once that is below 1 us. */
+        if (frac_begin) {
+                uint64_t scale = mult;
+
+                for (const char *q = frac_begin; q < frac_end && scale >= 10; q++) {
+                        scale /= 10;
+                        frac += (uint64_t) (*q - '0') * scale;
+                }
+        }
+        if (whole > UINT64_MAX - frac)
+                return -ERANGE;
+
+        *ret = whole + frac;
+        return 0;
+}
+
+/*
+ * psi_trigger_parse - parse "STALL THRESHOLD WINDOW", e.g. "some 150ms 2s".
+ * @s: three tokens separated by spaces or tabs; units as parse_duration_us()
+ * @ret: the trigger
+ *
+ * Does not apply the kernel's range rules; see psi_trigger_check().
+ * Returns 0, -EINVAL or -ERANGE.
+ */
+int psi_trigger_parse(const char *s, PsiTrigger *ret) {
+        char tok[3][32];
+        const char *p = s;
+        PsiTrigger t;
+        unsigned n = 0;
+        int r;
+
+        if (!s)
+                return -EINVAL;
+
+        for (;;) {
+                size_t len;
+
+                p += strspn(p, " \t");
+                if (*p == 0)
+                        break;
+                len = strcspn(p, " \t");
+                if (n >= ELEMENTSOF(tok) || len >= sizeof(tok[0]))
+                        return -EINVAL;
+                memcpy(tok[n], p, len);
+                tok[n][len] = 0;
+                n++;
+                p += len;
+        }
+        if (n != ELEMENTSOF(tok))
+                return -EINVAL;
+
+        t.stall = psi_stall_from_string(tok[0]);
+        if (t.stall < 0)
+                return -EINVAL;
+        r = parse_duration_us(tok[1], &t.threshold_us);
+        if (r < 0)
+                return r;
+        r = parse_duration_us(tok[2], &t.window_us);
+        if (r < 0)
+                return r;
+
+        *ret = t;
+        return 0;
+}
+
+/*
+ * psi_trigger_check - apply the kernel's rules to a trigger.
+ * @t: the trigger
+ * @ret_reason: optional; on failure, a static, user-readable reason
+ *
+ * Window in [500ms, 10s], 0 < threshold <= window, stall some or full.
+ * Returns 0 or -EINVAL.
+ */
+int psi_trigger_check(const PsiTrigger *t, const char **ret_reason) {
+        const char *reason = NULL;
+
+        if (t->stall < 0 || t->stall >= _PSI_STALL_MAX)
+                reason = "stall must be \"some\" or \"full\"";
+        else if (t->window_us < PSI_WINDOW_MIN_US || t->window_us > PSI_WINDOW_MAX_US)
+                reason = "window must be between 500ms and 10s";
+        else if (t->threshold_us == 0)
+                reason = "threshold must be greater than 0";
+        else if (t->threshold_us > t->window_us)
+                reason = "threshold must not exceed the window";
+
+        if (reason) {
+                if (ret_reason)
+                        *ret_reason = reason;
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/*
+ * psi_trigger_format_kernel - the line written to a pressure file,
+ * e.g. "some 150000 2000000".
+ * @t: the trigger
+ * @buf: destination
+ * @size: size of @buf
+ *
+ * Returns the length without the terminating NUL, -ENOBUFS if @buf is too
+ * small, or -EINVAL for an invalid stall type.
+ */
+int psi_trigger_format_kernel(const PsiTrigger *t, char *buf, size_t size) {
+        const char *stall = psi_stall_to_string(t->stall);
+        int n;
+
+        if (!stall)
+                return -EINVAL;
+        n = snprintf(buf, size, "%s %" PRIu64 " %" PRIu64, stall, t->threshold_us, t->window_us);
+        if (n < 0)
+                return -EINVAL;
+        if ((size_t) n >= size)
+                return -ENOBUFS;
+        return n;
+}
+
+/*
+ * psi_trigger_round_unprivileged - the trigger a process without
+ * CAP_SYS_RESOURCE may register.
+ * @t: the requested trigger
+ * @ret: the window rounded up to a multiple of 2 s, the threshold scaled by
+ *       new_window/old_window, rounded up and capped at the new window
+ *
+ * Returns true if @ret differs from @t.
+ */
+bool psi_trigger_round_unprivileged(const PsiTrigger *t, PsiTrigger *ret) {
+        PsiTrigger n = *t;
+        uint64_t rem = t->window_us % PSI_UNPRIV_WINDOW_US;
+
+        if (rem != 0) {
+                if (t->window_us > UINT64_MAX - (PSI_UNPRIV_WINDOW_US - rem))
+                        n.window_us = UINT64_MAX - UINT64_MAX % PSI_UNPRIV_WINDOW_US;
+                else
+                        n.window_us = t->window_us + (PSI_UNPRIV_WINDOW_US - rem);
+        }
+
+        if (n.window_us != t->window_us && t->window_us > 0) {
+                unsigned __int128 scaled = (unsigned __int128) t->threshold_us * n.window_us;
+
+                scaled = (scaled + t->window_us - 1) / t->window_us;
+                n.threshold_us = scaled > n.window_us ? n.window_us : (uint64_t) scaled;
+        }
+
+        *ret = n;
+        return !psi_trigger_equal(&n, t);
+}
+
+/* psi_trigger_equal - true if both triggers register the same thing. */
+bool psi_trigger_equal(const PsiTrigger *a, const PsiTrigger *b) {
+        return a->stall == b->stall && a->threshold_us == b->threshold_us &&
+               a->window_us == b->window_us;
+}

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""A real Prometheus scrapes the daemon: the target comes up healthy (so
+Prometheus' own parser accepted the exposition) and a pressured_ series
+can be queried through its HTTP API. Needs /usr/bin/prometheus (Debian:
+apt-get install prometheus); the whole test is bounded to 60 seconds."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
+import pressured_test as pt  # noqa: E402
+
+PROMETHEUS = '/usr/bin/prometheus'
+BUDGET = 60.0
+
+
+def fail(msg):
+    print('FAIL: ' + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def free_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def api(web_port, path, params=None):
+    url = 'http://127.0.0.1:%d%s' % (web_port, path)
+    if params:
+        url += '?' + urllib.parse.urlencode(params)
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return json.load(r)
+
+
+def main():
+    if not os.access(PROMETHEUS, os.X_OK):
+        pt.skip('%s is not installed (apt-get install prometheus)' % PROMETHEUS)
+
+    start = time.monotonic()
+    deadline = start + BUDGET
+    metrics_port, web_port = free_port(), free_port()
+
+    with tempfile.TemporaryDirectory(prefix='pressured-prometheus-') as tmp, \
+            pt.Daemon(config_text='[Metrics]\nListen=127.0.0.1:%d\n' % metrics_port):
+        config = os.path.join(tmp, 'prometheus.yml')
+        with open(config, 'w') as f:
+            f.write('global:\n'
+                    '  scrape_interval: 1s\n'
+                    '  scrape_timeout: 1s\n'
+                    'scrape_configs:\n'
+                    '  - job_name: pressured\n'
+                    '    static_configs:\n'
+                    "      - targets: ['127.0.0.1:%d']\n" % metrics_port)
+        log = open(os.path.join(tmp, 'prometheus.log'), 'w+')
+        prom = subprocess.Popen([PROMETHEUS,
+                                 '--config.file=' + config,
+                                 '--storage.tsdb.path=' + os.path.join(tmp, 'data'),
+                                 '--web.listen-address=127.0.0.1:%d' % web_port,
+                                 '--log.level=warn'],
+                                stdout=log, stderr=log, cwd=tmp)
+        try:
+            # Prometheus answers its API, then the target turns healthy.
+            health, last = None, None
+            while time.monotonic() < deadline:
+                if prom.poll() is not None:
+                    fail('prometheus exited with %d' % prom.returncode)
+                try:
+                    targets = api(web_port, '/api/v1/targets')['data']['activeTargets']
+                    last = targets
+                    health = [t['health'] for t in targets if t['labels'].get('job') == 'pressured']
+                    if health == ['up']:
+                        break
+                except (OSError, ValueError, KeyError):
+                    pass
+                time.sleep(0.25)
+            else:
+                fail('target never became healthy: %r' % last)
+            up_at = time.monotonic() - start
+            print('prometheus target up after %.1fs' % up_at)
+
+            # A pressured_ series and the histogram are queryable.
+            result = None
+            while time.monotonic() < deadline:
+                result = api(web_port, '/api/v1/query', {'query': 'pressured_clients'})
+                if result.get('status') == 'success' and result['data']['result']:
+                    break
+                time.sleep(0.25)
+            else:
+                fail('pressured_clients not queryable: %r' % result)
+            sample = result['data']['result'][0]
+            if sample['metric'].get('job') != 'pressured' or float(sample['value'][1]) < 0:
+                fail('unexpected pressured_clients sample %r' % sample)
+
+            q = api(web_port, '/api/v1/query',
+                    {'query': 'pressured_delivery_latency_seconds_bucket{le="+Inf"}'})
+            if q.get('status') != 'success' or not q['data']['result']:
+                fail('histogram bucket not queryable: %r' % q)
+            up = api(web_port, '/api/v1/query', {'query': 'up{job="pressured"}'})
+            if [r['value'][1] for r in up['data']['result']] != ['1']:
+                fail('up{job="pressured"} is %r' % up)
+        except SystemExit:
+            log.seek(0)
+            sys.stderr.write('--- prometheus log ---\n' + log.read())
+            raise
+        finally:
+            prom.terminate()
+            try:
+                prom.wait(10)
+            except subprocess.TimeoutExpired:
+                prom.kill()
+                prom.wait()
+            log.close()
+    print('ok')
+
+
+if __name__ == '__main__':
+    main()

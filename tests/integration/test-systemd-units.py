@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The systemd units as built: systemd-analyze verify accepts them (with
+and without the metrics drop-in), the service's offline security exposure
+stays at or below 2.0, the contract's socket settings are there, and the
+install rules put the units, the drop-in example and the man page where
+the documentation says."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
+import pressured_test as pt  # noqa: E402
+
+SOURCE_ROOT = os.environ['PRESSURED_SOURCE_ROOT']
+MAX_EXPOSURE = 2.0
+
+
+def fail(msg):
+    print('FAIL: ' + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def run(args, **kw):
+    return subprocess.run(args, capture_output=True, text=True, timeout=60, **kw)
+
+
+def unit_settings(text):
+    """Section -> list of (key, value) pairs, in file order."""
+    sections, current = {}, None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line[0] in '#;':
+            continue
+        if line.startswith('[') and line.endswith(']'):
+            current = sections.setdefault(line[1:-1], [])
+            continue
+        key, sep, value = line.partition('=')
+        if not sep or current is None:
+            fail('unparseable unit line: %r' % line)
+        current.append((key, value))
+    return sections
+
+
+def get(sections, section, key):
+    values = [v for k, v in sections.get(section, []) if k == key]
+    if not values:
+        fail('[%s] %s= missing' % (section, key))
+    return values[-1]
+
+
+def exposure(unit_path, cwd):
+    r = run(['systemd-analyze', 'security', '--offline=yes', '--no-pager', unit_path], cwd=cwd)
+    out = r.stdout + r.stderr
+    m = re.search(r'Overall exposure level for pressured\.service: ([0-9]+(?:\.[0-9]+)?)', out)
+    if not m:
+        fail('no exposure figure in systemd-analyze security output:\n' + out)
+    return float(m.group(1)), out
+
+
+def main():
+    if not shutil.which('systemd-analyze'):
+        pt.skip('systemd-analyze is not installed')
+
+    built_service = os.path.join(pt.BUILD_ROOT, 'systemd', 'pressured.service')
+    socket_unit = os.path.join(SOURCE_ROOT, 'systemd', 'pressured.socket')
+    dropin = os.path.join(SOURCE_ROOT, 'systemd', 'pressured-metrics.conf')
+    with open(built_service) as f:
+        service_text = f.read()
+    with open(socket_unit) as f:
+        socket_text = f.read()
+
+    # configure_file() substituted everything.
+    if re.search(r'@[a-z_]+@', service_text):
+        fail('unsubstituted @variable@ in the built pressured.service')
+    service = unit_settings(service_text)
+    exec_start = get(service, 'Service', 'ExecStart')
+    if not (exec_start.startswith('/') and exec_start.endswith('/pressured')):
+        fail('ExecStart=%s is not an absolute path to pressured' % exec_start)
+
+    # What the contract and the man page promise.
+    sock = unit_settings(socket_text)
+    for key, want in [('ListenStream', '/run/pressured/io.pressured'),
+                      ('FileDescriptorName', 'varlink'),
+                      ('SocketMode', '0666'),
+                      ('DirectoryMode', '0755')]:
+        if get(sock, 'Socket', key) != want:
+            fail('pressured.socket %s=%s, want %s' % (key, get(sock, 'Socket', key), want))
+    if get(sock, 'Install', 'WantedBy') != 'sockets.target':
+        fail('pressured.socket is not wanted by sockets.target')
+    for key, want in [('Type', 'notify'), ('WatchdogSec', '30s'),
+                      ('ExecReload', '/bin/kill -HUP $MAINPID'),
+                      ('RuntimeDirectory', 'pressured'),
+                      ('RuntimeDirectoryPreserve', 'yes'),
+                      ('RestrictAddressFamilies', 'AF_UNIX'),
+                      ('ReadWritePaths', '/sys/fs/cgroup'),
+                      ('ProtectSystem', 'strict')]:
+        if get(service, 'Service', key) != want:
+            fail('pressured.service %s=%s, want %s' % (key, get(service, 'Service', key), want))
+    # These would make cgroup files read-only or hide /proc/pressure.
+    for key, bad in [('ProtectControlGroups', 'yes'), ('ProcSubset', 'pid')]:
+        if [v for k, v in service['Service'] if k == key and v == bad]:
+            fail('pressured.service must not set %s=%s' % (key, bad))
+
+    with tempfile.TemporaryDirectory(prefix='pressured-units-') as tmp:
+        # verify checks that ExecStart= exists: point it at the built daemon.
+        test_service = re.sub(r'(?m)^ExecStart=.*$', 'ExecStart=' + pt.PRESSURED, service_text)
+        with open(os.path.join(tmp, 'pressured.service'), 'w') as f:
+            f.write(test_service)
+        shutil.copy(socket_unit, tmp)
+
+        r = run(['systemd-analyze', 'verify', '--man=no', 'pressured.socket', 'pressured.service'], cwd=tmp)
+        complaints = [line for line in (r.stdout + r.stderr).splitlines() if 'pressured' in line]
+        if r.returncode != 0 or complaints:
+            fail('systemd-analyze verify (rc %d):\n%s%s' % (r.returncode, r.stdout, r.stderr))
+
+        score, out = exposure('pressured.service', tmp)
+        print('pressured.service exposure: %.1f' % score)
+        if score > MAX_EXPOSURE:
+            fail('exposure %.1f > %.1f:\n%s' % (score, MAX_EXPOSURE, out))
+        # The base unit denies IP: the check must see that.
+        if not re.search(r'✓ RestrictAddressFamilies=~AF_\(INET\|INET6\)', out):
+            fail('base unit allows Internet sockets:\n' + out)
+
+        # With the metrics drop-in the unit still verifies, and it really
+        # allows AF_INET (so the drop-in was read).
+        os.mkdir(os.path.join(tmp, 'pressured.service.d'))
+        shutil.copy(dropin, os.path.join(tmp, 'pressured.service.d', 'metrics.conf'))
+        r = run(['systemd-analyze', 'verify', '--man=no', 'pressured.socket', 'pressured.service'], cwd=tmp)
+        complaints = [line for line in (r.stdout + r.stderr).splitlines() if 'pressured' in line]
+        if r.returncode != 0 or complaints:
+            fail('systemd-analyze verify with the drop-in (rc %d):\n%s%s' % (r.returncode, r.stdout, r.stderr))
+        env = dict(os.environ, SYSTEMD_UNIT_PATH=tmp + ':')
+        r = run(['systemd-analyze', 'security', '--offline=yes', '--no-pager', 'pressured.service'],
+                cwd=tmp, env=env)
+        m = re.search(r'Overall exposure level for pressured\.service: ([0-9.]+)', r.stdout + r.stderr)
+        if not m:
+            fail('no exposure figure with the drop-in:\n' + r.stdout + r.stderr)
+        print('pressured.service + metrics drop-in exposure: %s' % m.group(1))
+        if not re.search(r'✗ RestrictAddressFamilies=~AF_\(INET\|INET6\)', r.stdout):
+            fail('the metrics drop-in was not applied:\n' + r.stdout)
+
+    # Install locations (what DESTDIR is prefixed to).
+    meson = shutil.which('meson')
+    if meson:
+        r = run([meson, 'introspect', '--installed', pt.BUILD_ROOT])
+        if r.returncode != 0:
+            fail('meson introspect --installed: ' + r.stderr)
+        installed = {os.path.realpath(k): v for k, v in json.loads(r.stdout).items()}
+
+        def dest(src):
+            d = installed.get(os.path.realpath(src))
+            if not d:
+                fail('%s is not installed' % src)
+            return d
+
+        unitdir = os.path.dirname(dest(built_service))
+        if os.path.dirname(dest(socket_unit)) != unitdir:
+            fail('pressured.socket and pressured.service go to different directories')
+        if not unitdir.endswith('/systemd/system'):
+            fail('units installed to %s, not a systemd system unit directory' % unitdir)
+        if not dest(dropin).endswith('/doc/pressured/examples/pressured-metrics.conf'):
+            fail('metrics drop-in example installed to %s' % dest(dropin))
+        man = dest(os.path.join(SOURCE_ROOT, 'daemon', 'pressured.8'))
+        if not man.endswith('/man8/pressured.8'):
+            fail('pressured.8 installed to %s' % man)
+
+    print('ok')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,616 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests for config.c: defaults, every key and its range, every class of bad
+ * value with the exact "FILE:LINE: [Section] Key=: reason" message, INI
+ * edge cases of libinih, the file and drop-in order, I/O errors, and the
+ * --dump-config round trip.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <syslog.h>
+
+#include "config.h"
+#include "tests.h"
+#include "util.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
+
+static char tmpdir[] = "/tmp/test-config-XXXXXX";
+
+static void write_file(const char *name, const char *text) {
+        char path[512];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+        f = fopen(path, "we");
+        if (!f)
+                TEST_FAIL("cannot create %s: %m", path);
+        fputs(text, f);
+        ASSERT_EQ(fclose(f), 0);
+}
+
+static char *tmp_path(const char *name) {
+        char *p;
+
+        if (asprintf(&p, "%s/%s", tmpdir, name) < 0)
+                abort();
+        return p;
+}
+
+static void rm_rf(const char *dir) {
+        char cmd[600];
+
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        if (system(cmd) != 0)
+                fprintf(stderr, "warning: could not remove %s\n", dir);
+}
+
+static void test_defaults(void) {
+        _cleanup_(config_freep) Config *c = config_new_default();
+
+        ASSERT_TRUE(c);
+        ASSERT_TRUE(c->socket_path == NULL);
+        ASSERT_EQ(c->log_level, LOG_INFO);
+        ASSERT_TRUE(c->cgroup_root == NULL);
+        ASSERT_TRUE(c->cgroup_v1_root == NULL);
+        ASSERT_EQ(c->levels[LEVEL_LOW].stall, PSI_STALL_SOME);
+        ASSERT_U64_EQ(c->levels[LEVEL_LOW].threshold_us, 70000);
+        ASSERT_U64_EQ(c->levels[LEVEL_LOW].window_us, 1000000);
+        ASSERT_EQ(c->levels[LEVEL_MEDIUM].stall, PSI_STALL_SOME);
+        ASSERT_U64_EQ(c->levels[LEVEL_MEDIUM].threshold_us, 100000);
+        ASSERT_U64_EQ(c->levels[LEVEL_MEDIUM].window_us, 1000000);
+        ASSERT_EQ(c->levels[LEVEL_CRITICAL].stall, PSI_STALL_FULL);
+        ASSERT_U64_EQ(c->levels[LEVEL_CRITICAL].threshold_us, 100000);
+        ASSERT_U64_EQ(c->levels[LEVEL_CRITICAL].window_us, 1000000);
+        ASSERT_EQ(c->vmpressure_mode, VMPRESSURE_MODE_HIERARCHY);
+        ASSERT_EQ(c->max_clients, 4096);
+        ASSERT_EQ(c->max_clients_per_user, 128);
+        ASSERT_U64_EQ(c->max_message_bytes, 65536);
+        ASSERT_U64_EQ(c->output_buffer_bytes, 262144);
+        ASSERT_EQ(c->max_registrations, 1024);
+        ASSERT_U64_EQ(c->request_timeout_usec, 10000000);
+        ASSERT_U64_EQ(c->idle_timeout_usec, 60000000);
+        ASSERT_U64_EQ(c->refresh_usec, 1000000);
+        ASSERT_EQ(c->recursive_protection, RECURSIVE_PROTECTION_AUTO);
+        ASSERT_TRUE(c->inject_group == NULL);
+        ASSERT_TRUE(c->metrics_listen == NULL);
+        ASSERT_TRUE(config_free(NULL) == NULL);
+}
+
+static void test_all_keys(void) {
+        _cleanup_(config_freep) Config *c = config_new_default();
+        char *error = NULL;
+
+        ASSERT_OK(config_parse_string(c, "all.conf",
+                "# comment\n"
+                "; another comment\n"
+                "[Daemon]\n"
+                "Socket=/run/test/io.pressured\n"
+                "LogLevel=debug\n"
+                "CgroupRoot=/tmp/fake cgroup\n"
+                "CgroupV1Root=/sys/fs/cgroup/memory\n"
+                "\n"
+                "[Levels]\n"
+                "Low=some 50ms 2s\n"
+                "Medium = full 150000 1.5s\n"
+                "Critical=full 1s 10s\n"
+                "VmpressureMode=local\n"
+                "[Limits]\n"
+                "MaxClients=1\n"
+                "MaxClientsPerUser=1000000\n"
+                "MaxMessageBytes=1K\n"
+                "OutputBufferBytes=1G\n"
+                "MaxRegistrations=77\n"
+                "RequestTimeoutSec=0.5\n"
+                "IdleTimeoutSec=2min\n"
+                "[Protection]\n"
+                "RefreshSec=250ms\n"
+                "RecursiveProtection=yes\n"
+                "[Policy]\n"
+                "InjectGroup=pressure-inject\n"
+                "[Metrics]\n"
+                "Listen=[::1]:9100\n", &error));
+        ASSERT_TRUE(error == NULL);
+        ASSERT_STREQ(c->socket_path, "/run/test/io.pressured");
+        ASSERT_EQ(c->log_level, LOG_DEBUG);
+        ASSERT_STREQ(c->cgroup_root, "/tmp/fake cgroup");
+        ASSERT_STREQ(c->cgroup_v1_root, "/sys/fs/cgroup/memory");
+        ASSERT_U64_EQ(c->levels[LEVEL_LOW].threshold_us, 50000);
+        ASSERT_U64_EQ(c->levels[LEVEL_LOW].window_us, 2000000);
+        ASSERT_EQ(c->levels[LEVEL_MEDIUM].stall, PSI_STALL_FULL);
+        ASSERT_U64_EQ(c->levels[LEVEL_MEDIUM].threshold_us, 150000);
+        ASSERT_U64_EQ(c->levels[LEVEL_MEDIUM].window_us, 1500000);
+        ASSERT_U64_EQ(c->levels[LEVEL_CRITICAL].window_us, 10000000);
+        ASSERT_EQ(c->vmpressure_mode, VMPRESSURE_MODE_LOCAL);
+        ASSERT_EQ(c->max_clients, 1);
+        ASSERT_EQ(c->max_clients_per_user, 1000000);
+        ASSERT_U64_EQ(c->max_message_bytes, 1024);
+        ASSERT_U64_EQ(c->output_buffer_bytes, UINT64_C(1073741824));
+        ASSERT_EQ(c->max_registrations, 77);
+        ASSERT_U64_EQ(c->request_timeout_usec, 500000);
+        ASSERT_U64_EQ(c->idle_timeout_usec, 120000000);
+        ASSERT_U64_EQ(c->refresh_usec, 250000);
+        ASSERT_EQ(c->recursive_protection, RECURSIVE_PROTECTION_YES);
+        ASSERT_STREQ(c->inject_group, "pressure-inject");
+        ASSERT_STREQ(c->metrics_listen, "[::1]:9100");
+}
+
+static void test_value_forms(void) {
+        _cleanup_(config_freep) Config *c = config_new_default();
+
+        ASSERT_OK(config_parse_string(c, "x", "[Limits]\nMaxMessageBytes=16M\nOutputBufferBytes=4096\n", NULL));
+        ASSERT_U64_EQ(c->max_message_bytes, 16 * 1024 * 1024);
+        ASSERT_U64_EQ(c->output_buffer_bytes, 4096);
+        ASSERT_OK(config_parse_string(c, "x", "[Limits]\nMaxMessageBytes=2048B\nOutputBufferBytes=8KiB\n", NULL));
+        ASSERT_U64_EQ(c->max_message_bytes, 2048);
+        ASSERT_U64_EQ(c->output_buffer_bytes, 8192);
+        ASSERT_OK(config_parse_string(c, "x", "[Limits]\nOutputBufferBytes=2MiB\n", NULL));
+        ASSERT_U64_EQ(c->output_buffer_bytes, 2 * 1024 * 1024);
+
+        ASSERT_OK(config_parse_string(c, "x", "[Protection]\nRefreshSec=0.1\n", NULL));
+        ASSERT_U64_EQ(c->refresh_usec, 100000);
+        ASSERT_OK(config_parse_string(c, "x", "[Protection]\nRefreshSec=3600\n", NULL));
+        ASSERT_U64_EQ(c->refresh_usec, UINT64_C(3600000000));
+        ASSERT_OK(config_parse_string(c, "x", "[Protection]\nRefreshSec=1.5s\n", NULL));
+        ASSERT_U64_EQ(c->refresh_usec, 1500000);
+
+        for (const char *const *v = (const char *const[]) { "yes", "true", "on", "1", NULL }; *v; v++) {
+                char text[64];
+
+                c->recursive_protection = RECURSIVE_PROTECTION_AUTO;
+                snprintf(text, sizeof(text), "[Protection]\nRecursiveProtection=%s\n", *v);
+                ASSERT_OK(config_parse_string(c, "x", text, NULL));
+                ASSERT_EQ(c->recursive_protection, RECURSIVE_PROTECTION_YES);
+        }
+        for (const char *const *v = (const char *const[]) { "no", "false", "off", "0", NULL }; *v; v++) {
+                char text[64];
+
+                c->recursive_protection = RECURSIVE_PROTECTION_AUTO;
+                snprintf(text, sizeof(text), "[Protection]\nRecursiveProtection=%s\n", *v);
+                ASSERT_OK(config_parse_string(c, "x", text, NULL));
+                ASSERT_EQ(c->recursive_protection, RECURSIVE_PROTECTION_NO);
+        }
+        ASSERT_OK(config_parse_string(c, "x", "[Protection]\nRecursiveProtection=auto\n", NULL));
+        ASSERT_EQ(c->recursive_protection, RECURSIVE_PROTECTION_AUTO);
+
+        ASSERT_OK(config_parse_string(c, "x", "[Daemon]\nLogLevel=warning\n", NULL));
+        ASSERT_EQ(c->log_level, LOG_WARNING);
+        ASSERT_OK(config_parse_string(c, "x", "[Daemon]\nLogLevel=err\n", NULL));
+        ASSERT_EQ(c->log_level, LOG_ERR);
+        ASSERT_OK(config_parse_string(c, "x", "[Daemon]\nLogLevel=notice\n", NULL));
+        ASSERT_EQ(c->log_level, LOG_NOTICE);
+
+        ASSERT_OK(config_parse_string(c, "x", "[Daemon]\nCgroupRoot=/a\nCgroupV1Root=/b\n", NULL));
+        ASSERT_STREQ(c->cgroup_root, "/a");
+        ASSERT_OK(config_parse_string(c, "x", "[Daemon]\nCgroupRoot=auto\nCgroupV1Root=\n", NULL));
+        ASSERT_TRUE(c->cgroup_root == NULL);
+        ASSERT_TRUE(c->cgroup_v1_root == NULL);
+
+        ASSERT_OK(config_parse_string(c, "x", "[Policy]\nInjectGroup=1234\n", NULL));
+        ASSERT_STREQ(c->inject_group, "1234");
+        ASSERT_OK(config_parse_string(c, "x", "[Metrics]\nListen=127.0.0.1:9100\n", NULL));
+        ASSERT_STREQ(c->metrics_listen, "127.0.0.1:9100");
+}
+
+static void test_listen_address(void) {
+        struct sockaddr_storage ss;
+        socklen_t len = 0;
+
+        ASSERT_OK(config_parse_listen("127.0.0.1:9100", &ss, &len));
+        ASSERT_EQ(ss.ss_family, AF_INET);
+        ASSERT_EQ(len, sizeof(struct sockaddr_in));
+        ASSERT_EQ(ntohs(((struct sockaddr_in *) &ss)->sin_port), 9100);
+        ASSERT_EQ(ntohl(((struct sockaddr_in *) &ss)->sin_addr.s_addr), 0x7f000001);
+        ASSERT_OK(config_parse_listen("[::]:65535", &ss, &len));
+        ASSERT_EQ(ss.ss_family, AF_INET6);
+        ASSERT_EQ(len, sizeof(struct sockaddr_in6));
+        ASSERT_EQ(ntohs(((struct sockaddr_in6 *) &ss)->sin6_port), 65535);
+        ASSERT_OK(config_parse_listen("0.0.0.0:1", NULL, NULL));
+
+        len = 99;
+        ASSERT_ERR(config_parse_listen("127.0.0.1", &ss, &len), EINVAL);
+        ASSERT_ERR(config_parse_listen("127.0.0.1:0", &ss, &len), EINVAL);
+        ASSERT_ERR(config_parse_listen("127.0.0.1:65536", &ss, &len), EINVAL);
+        ASSERT_ERR(config_parse_listen("127.0.0.1:-1", &ss, &len), EINVAL);
+        ASSERT_ERR(config_parse_listen("127.0.0.1:", &ss, &len), EINVAL);
+        ASSERT_ERR(config_parse_listen(":9100", &ss, &len), EINVAL);
+        ASSERT_ERR(config_parse_listen("::1:9100", &ss, &len), EINVAL);
+        ASSERT_ERR(config_parse_listen("[::1]9100", &ss, &len), EINVAL);
+        ASSERT_ERR(config_parse_listen("[::1:9100", &ss, &len), EINVAL);
+        ASSERT_ERR(config_parse_listen("[127.0.0.1]:9100", &ss, &len), EINVAL);
+        ASSERT_ERR(config_parse_listen("[]:9100", &ss, &len), EINVAL);
+        ASSERT_ERR(config_parse_listen("256.0.0.1:9100", &ss, &len), EINVAL);
+        ASSERT_ERR(config_parse_listen("localhost:9100", &ss, &len), EINVAL);
+        ASSERT_ERR(config_parse_listen("127.0.0.1:9100x", &ss, &len), EINVAL);
+        ASSERT_ERR(config_parse_listen(NULL, &ss, &len), EINVAL);
+        ASSERT_EQ(len, 99);
+}
+
+/* Parse @text into a fresh configuration, expect failure with exactly @message. */
+static void check_error(const char *text, const char *message) {
+        _cleanup_(config_freep) Config *c = config_new_default();
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        r = config_parse_string(c, "/etc/pressured/pressured.conf", text, &error);
+        if (r != -EINVAL)
+                TEST_FAIL("config \"%s\": expected -EINVAL, got %d (%s)", text, r, strna(error));
+        ASSERT_STREQ(error, message);
+}
+
+#define F "/etc/pressured/pressured.conf:"
+
+static void test_errors(void) {
+        /* The example from the contract, with the line number counted from 1. */
+        check_error("# header\n\n[Limits]\nMaxClients=2\n\n\n\n\n\n\n\nMaxClients=0\n",
+                    F "12: [Limits] MaxClients=: must be a number between 1 and 1000000");
+        check_error("[Limits]\nMaxClients=1000001\n", F "2: [Limits] MaxClients=: must be a number between 1 and 1000000");
+        check_error("[Limits]\nMaxClients=-1\n", F "2: [Limits] MaxClients=: must be a number between 1 and 1000000");
+        check_error("[Limits]\nMaxClients=12x\n", F "2: [Limits] MaxClients=: must be a number between 1 and 1000000");
+        check_error("[Limits]\nMaxClients=99999999999999999999999\n",
+                    F "2: [Limits] MaxClients=: must be a number between 1 and 1000000");
+        check_error("[Limits]\nMaxClientsPerUser=0\n",
+                    F "2: [Limits] MaxClientsPerUser=: must be a number between 1 and 1000000");
+        check_error("[Limits]\nMaxRegistrations=1.5\n",
+                    F "2: [Limits] MaxRegistrations=: must be a number between 1 and 1000000");
+
+        /* Unknown section, unknown key, key before any section, syntax errors. */
+        check_error("[Daemon]\nLogLevel=info\n[Deamon]\nLogLevel=info\n", F "4: [Deamon] LogLevel=: unknown section");
+        check_error("[Daemon]\nLoglevel=info\n", F "2: [Daemon] Loglevel=: unknown key");
+        check_error("[Daemon]\nMaxClients=5\n", F "2: [Daemon] MaxClients=: unknown key");
+        check_error("LogLevel=info\n", F "1: LogLevel=: assignment before any [Section] header");
+        check_error("[Daemon]\nLogLevel info\n", F "2: syntax error, expected [Section] or Key=Value");
+        check_error("[Daemon\nLogLevel=info\n", F "1: syntax error, expected [Section] or Key=Value");
+        check_error("[Daemon]\n=info\n", F "2: [Daemon] =: unknown key");
+        /* A syntax error before a bad value is the one reported; and the other way round. */
+        check_error("[Limits]\nbroken\nMaxClients=0\n", F "2: syntax error, expected [Section] or Key=Value");
+        check_error("[Limits]\nMaxClients=0\nbroken\n",
+                    F "2: [Limits] MaxClients=: must be a number between 1 and 1000000");
+        /* Section names are case sensitive, as in systemd. */
+        check_error("[daemon]\nLogLevel=info\n", F "2: [daemon] LogLevel=: unknown section");
+
+        /* Every bad-value class. */
+        check_error("[Daemon]\nSocket=relative/path\n", F "2: [Daemon] Socket=: must be an absolute path");
+        check_error("[Daemon]\nSocket=/run/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n",
+                    F "2: [Daemon] Socket=: socket path must be shorter than 108 bytes");
+        check_error("[Daemon]\nLogLevel=verbose\n",
+                    F "2: [Daemon] LogLevel=: must be one of debug, info, notice, warning, err (or 0..7)");
+        check_error("[Daemon]\nCgroupRoot=sys/fs/cgroup\n",
+                    F "2: [Daemon] CgroupRoot=: must be an absolute path or \"auto\"");
+        check_error("[Daemon]\nCgroupV1Root=Auto\n",
+                    F "2: [Daemon] CgroupV1Root=: must be an absolute path or \"auto\"");
+        check_error("[Levels]\nLow=some 70ms\n",
+                    F "2: [Levels] Low=: must be STALL THRESHOLD WINDOW, e.g. \"some 100ms 1s\" "
+                    "(STALL some or full, units us, ms, s)");
+        check_error("[Levels]\nLow=sometimes 70ms 1s\n",
+                    F "2: [Levels] Low=: must be STALL THRESHOLD WINDOW, e.g. \"some 100ms 1s\" "
+                    "(STALL some or full, units us, ms, s)");
+        check_error("[Levels]\nMedium=some 70ms 11s\n", F "2: [Levels] Medium=: window must be between 500ms and 10s");
+        check_error("[Levels]\nMedium=some 70ms 499ms\n", F "2: [Levels] Medium=: window must be between 500ms and 10s");
+        check_error("[Levels]\nCritical=full 2s 1s\n", F "2: [Levels] Critical=: threshold must not exceed the window");
+        check_error("[Levels]\nCritical=full 0 1s\n", F "2: [Levels] Critical=: threshold must be greater than 0");
+        check_error("[Levels]\nVmpressureMode=global\n",
+                    F "2: [Levels] VmpressureMode=: must be default, hierarchy or local");
+        check_error("[Limits]\nMaxMessageBytes=1023\n",
+                    F "2: [Limits] MaxMessageBytes=: must be a size between 1K and 16M (bytes, or with suffix K, M, G)");
+        check_error("[Limits]\nMaxMessageBytes=17M\n",
+                    F "2: [Limits] MaxMessageBytes=: must be a size between 1K and 16M (bytes, or with suffix K, M, G)");
+        check_error("[Limits]\nOutputBufferBytes=2T\n",
+                    F "2: [Limits] OutputBufferBytes=: must be a size between 4K and 1G (bytes, or with suffix K, M, G)");
+        check_error("[Limits]\nOutputBufferBytes=99999999999999999999G\n",
+                    F "2: [Limits] OutputBufferBytes=: must be a size between 4K and 1G (bytes, or with suffix K, M, G)");
+        check_error("[Limits]\nOutputBufferBytes=18014398509481984G\n",
+                    F "2: [Limits] OutputBufferBytes=: must be a size between 4K and 1G (bytes, or with suffix K, M, G)");
+        check_error("[Limits]\nOutputBufferBytes=1.5M\n",
+                    F "2: [Limits] OutputBufferBytes=: must be a size between 4K and 1G (bytes, or with suffix K, M, G)");
+        check_error("[Limits]\nRequestTimeoutSec=0\n",
+                    F "2: [Limits] RequestTimeoutSec=: must be between 0.1 and 3600 seconds");
+        check_error("[Limits]\nIdleTimeoutSec=0.5\n",
+                    F "2: [Limits] IdleTimeoutSec=: must be between 1 and 86400 seconds");
+        check_error("[Protection]\nRefreshSec=0.09\n", F "2: [Protection] RefreshSec=: must be between 0.1 and 3600 seconds");
+        check_error("[Protection]\nRefreshSec=3601\n", F "2: [Protection] RefreshSec=: must be between 0.1 and 3600 seconds");
+        check_error("[Protection]\nRefreshSec=61min\n", F "2: [Protection] RefreshSec=: must be between 0.1 and 3600 seconds");
+        check_error("[Protection]\nRefreshSec=-1\n", F "2: [Protection] RefreshSec=: must be between 0.1 and 3600 seconds");
+        check_error("[Protection]\nRefreshSec=1 s\n", F "2: [Protection] RefreshSec=: must be between 0.1 and 3600 seconds");
+        check_error("[Protection]\nRefreshSec=99999999999999999999999999999\n",
+                    F "2: [Protection] RefreshSec=: must be between 0.1 and 3600 seconds");
+        check_error("[Protection]\nRecursiveProtection=maybe\n",
+                    F "2: [Protection] RecursiveProtection=: must be yes, no or auto");
+        check_error("[Policy]\nInjectGroup=bad group\n", F "2: [Policy] InjectGroup=: must be a group name or a numeric GID");
+        check_error("[Policy]\nInjectGroup=-wheel\n", F "2: [Policy] InjectGroup=: must be a group name or a numeric GID");
+        check_error("[Policy]\nInjectGroup=4294967295\n", F "2: [Policy] InjectGroup=: must be a group name or a numeric GID");
+        check_error("[Metrics]\nListen=localhost\n",
+                    F "2: [Metrics] Listen=: must be ADDRESS:PORT with a numeric IPv4 address or [IPv6] address "
+                    "and a port between 1 and 65535");
+        check_error("[Metrics]\nListen=127.0.0.1:0\n",
+                    F "2: [Metrics] Listen=: must be ADDRESS:PORT with a numeric IPv4 address or [IPv6] address "
+                    "and a port between 1 and 65535");
+}
+
+static void test_ini_edge_cases(void) {
+        _cleanup_(config_freep) Config *c = config_new_default();
+        _cleanup_free_ char *long_line = NULL, *error = NULL;
+        size_t n = 0;
+
+        /* Indentation is not a continuation: both lines are ordinary assignments. */
+        ASSERT_OK(config_parse_string(c, "x", "[Limits]\n    MaxClients=7\n\tMaxClientsPerUser=3\n", NULL));
+        ASSERT_EQ(c->max_clients, 7);
+        ASSERT_EQ(c->max_clients_per_user, 3);
+        /* Spaces around '=', CRLF line ends, a UTF-8 BOM, "#" and ";" comments, an inline " ;" comment. */
+        ASSERT_OK(config_parse_string(c, "x", "\xef\xbb\xbf[Limits]\r\nMaxClients  =  9 \r\n# x=y\r\n"
+                                      "; a=b\r\nMaxClientsPerUser=4 ; four\r\n", NULL));
+        ASSERT_EQ(c->max_clients, 9);
+        ASSERT_EQ(c->max_clients_per_user, 4);
+        /* "#" is not an inline comment character: it stays part of the value. */
+        check_error("[Limits]\nMaxClients=9 # nine\n",
+                    F "2: [Limits] MaxClients=: must be a number between 1 and 1000000");
+        /* A repeated section continues it; the later assignment wins. */
+        ASSERT_OK(config_parse_string(c, "x", "[Limits]\nMaxClients=10\n[Daemon]\n[Limits]\nMaxClients=11\n", NULL));
+        ASSERT_EQ(c->max_clients, 11);
+        /* Empty input and comment-only input change nothing. */
+        ASSERT_OK(config_parse_string(c, "x", "", NULL));
+        ASSERT_OK(config_parse_string(c, "x", "# nothing\n\n", NULL));
+        ASSERT_OK(config_parse_string(c, "x", NULL, NULL));
+        ASSERT_EQ(c->max_clients, 11);
+        /* An empty value restores the default. */
+        ASSERT_OK(config_parse_string(c, "x", "[Limits]\nMaxClients=\n[Daemon]\nSocket=/run/x\n", NULL));
+        ASSERT_EQ(c->max_clients, 4096);
+        ASSERT_STREQ(c->socket_path, "/run/x");
+        ASSERT_OK(config_parse_string(c, "x", "[Daemon]\nSocket=\n[Levels]\nLow=some 1s 2s\nLow=\n", NULL));
+        ASSERT_TRUE(c->socket_path == NULL);
+        ASSERT_U64_EQ(c->levels[LEVEL_LOW].threshold_us, 70000);
+
+        /* A line longer than libinih can take is an error naming its line, not a silent split. */
+        long_line = malloc(400);
+        ASSERT_TRUE(long_line);
+        n = (size_t) snprintf(long_line, 400, "[Daemon]\nSocket=/");
+        memset(long_line + n, 'a', 300);
+        strcpy(long_line + n + 300, "\nLogLevel=bogus\n");
+        ASSERT_ERR(config_parse_string(c, "long.conf", long_line, &error), EINVAL);
+        ASSERT_STREQ(error, "long.conf:2: line too long (at most 198 characters)");
+        free(error);
+        error = NULL;
+
+        /* Without a name the message still has one; without ret_error nothing leaks. */
+        ASSERT_ERR(config_parse_string(c, NULL, "[X]\nY=1\n", &error), EINVAL);
+        ASSERT_STREQ(error, "(string):2: [X] Y=: unknown section");
+        ASSERT_ERR(config_parse_string(c, "x", "[X]\nY=1\n", NULL), EINVAL);
+}
+
+static void test_format_roundtrip(void) {
+        _cleanup_(config_freep) Config *c = config_new_default(), *d = config_new_default();
+        _cleanup_free_ char *text = NULL, *text2 = NULL, *text3 = NULL;
+
+        text = config_format(c);
+        ASSERT_TRUE(text);
+        ASSERT_STREQ(text,
+                     "[Daemon]\n"
+                     "Socket=\n"
+                     "LogLevel=info\n"
+                     "CgroupRoot=auto\n"
+                     "CgroupV1Root=auto\n"
+                     "\n"
+                     "[Levels]\n"
+                     "Low=some 70ms 1s\n"
+                     "Medium=some 100ms 1s\n"
+                     "Critical=full 100ms 1s\n"
+                     "VmpressureMode=hierarchy\n"
+                     "\n"
+                     "[Limits]\n"
+                     "MaxClients=4096\n"
+                     "MaxClientsPerUser=128\n"
+                     "MaxMessageBytes=64K\n"
+                     "OutputBufferBytes=256K\n"
+                     "MaxRegistrations=1024\n"
+                     "RequestTimeoutSec=10\n"
+                     "IdleTimeoutSec=60\n"
+                     "\n"
+                     "[Protection]\n"
+                     "RefreshSec=1\n"
+                     "RecursiveProtection=auto\n"
+                     "\n"
+                     "[Policy]\n"
+                     "InjectGroup=\n"
+                     "\n"
+                     "[Metrics]\n"
+                     "Listen=\n");
+
+        ASSERT_OK(config_parse_string(c, "x",
+                "[Daemon]\nSocket=/run/s\nLogLevel=debug\nCgroupRoot=/cg\n"
+                "[Levels]\nLow=some 1500us 1.25s\nCritical=full 1s 10s\nVmpressureMode=default\n"
+                "[Limits]\nMaxMessageBytes=1500\nOutputBufferBytes=3M\nRequestTimeoutSec=0.25\n"
+                "IdleTimeoutSec=3600\n"
+                "[Protection]\nRefreshSec=1.000001\nRecursiveProtection=no\n"
+                "[Policy]\nInjectGroup=wheel\n[Metrics]\nListen=0.0.0.0:9100\n", NULL));
+        text2 = config_format(c);
+        ASSERT_TRUE(text2);
+        ASSERT_TRUE(strstr(text2, "Low=some 1500us 1250ms\n"));
+        ASSERT_TRUE(strstr(text2, "Critical=full 1s 10s\n"));
+        ASSERT_TRUE(strstr(text2, "RefreshSec=1.000001\n"));
+        ASSERT_TRUE(strstr(text2, "RequestTimeoutSec=0.25\n"));
+        ASSERT_TRUE(strstr(text2, "MaxMessageBytes=1500\n"));
+        ASSERT_TRUE(strstr(text2, "OutputBufferBytes=3M\n"));
+        ASSERT_TRUE(strstr(text2, "RecursiveProtection=no\n"));
+        ASSERT_TRUE(strstr(text2, "LogLevel=debug\n"));
+
+        /* What --dump-config prints reads back to the same configuration. */
+        ASSERT_OK(config_parse_string(d, "dump", text2, NULL));
+        text3 = config_format(d);
+        ASSERT_STREQ(text3, text2);
+}
+
+static void test_load_files(void) {
+        _cleanup_(config_freep) Config *c = NULL;
+        _cleanup_free_ char *main_path = tmp_path("pressured.conf"), *dropins = tmp_path("pressured.conf.d"),
+                            *extra = tmp_path("extra.conf"), *missing = tmp_path("missing.conf"),
+                            *error = NULL;
+        char expected[1024];
+
+        /* Nothing at all: the embedded defaults. */
+        ASSERT_OK(config_load(missing, dropins, NULL, &c, &error));
+        ASSERT_TRUE(c);
+        ASSERT_TRUE(error == NULL);
+        ASSERT_EQ(c->max_clients, 4096);
+        c = config_free(c);
+        ASSERT_OK(config_load(NULL, NULL, NULL, &c, NULL));
+        ASSERT_EQ(c->max_clients_per_user, 128);
+        c = config_free(c);
+
+        write_file("pressured.conf",
+                   "[Limits]\nMaxClients=100\nMaxClientsPerUser=10\nMaxRegistrations=50\n"
+                   "[Daemon]\nLogLevel=notice\n");
+        ASSERT_EQ(mkdir(dropins, 0755), 0);
+        /* strcmp order: "10-b.conf" < "20-a.conf" < "9-z.conf" < "a.conf" */
+        write_file("pressured.conf.d/20-a.conf", "[Limits]\nMaxClients=200\nMaxClientsPerUser=20\n");
+        write_file("pressured.conf.d/10-b.conf", "[Limits]\nMaxClients=101\nMaxRegistrations=11\n");
+        write_file("pressured.conf.d/9-z.conf", "[Limits]\nMaxClients=900\n");
+        write_file("pressured.conf.d/a.conf", "[Daemon]\nLogLevel=\n");
+        /* Ignored: wrong suffix, hidden, a directory, a dangling symlink. */
+        write_file("pressured.conf.d/zz.conf.bak", "[Limits]\nMaxClients=1\n");
+        write_file("pressured.conf.d/zz.conf~", "[Limits]\nMaxClients=2\n");
+        write_file("pressured.conf.d/.hidden.conf", "[Limits]\nMaxClients=3\n");
+        write_file("pressured.conf.d/conf", "[Limits]\nMaxClients=4\n");
+        {
+                char *sub = tmp_path("pressured.conf.d/zzz.conf"), *link = tmp_path("pressured.conf.d/zzzz.conf");
+
+                ASSERT_EQ(mkdir(sub, 0755), 0);
+                ASSERT_EQ(symlink("/nonexistent/file.conf", link), 0);
+                free(sub);
+                free(link);
+        }
+
+        ASSERT_OK(config_load(main_path, dropins, NULL, &c, &error));
+        ASSERT_EQ(c->max_clients, 900);            /* 9-z.conf is last to set it */
+        ASSERT_EQ(c->max_clients_per_user, 20);    /* 20-a.conf */
+        ASSERT_EQ(c->max_registrations, 11);       /* 10-b.conf over the main file */
+        ASSERT_EQ(c->log_level, LOG_INFO);         /* a.conf reset it to the default */
+        c = config_free(c);
+
+        /* --config comes last and wins. */
+        write_file("extra.conf", "[Limits]\nMaxClients=5\n");
+        ASSERT_OK(config_load(main_path, dropins, extra, &c, &error));
+        ASSERT_EQ(c->max_clients, 5);
+        ASSERT_EQ(c->max_clients_per_user, 20);
+        c = config_free(c);
+
+        /* --config must exist. */
+        ASSERT_ERR(config_load(main_path, dropins, missing, &c, &error), ENOENT);
+        ASSERT_TRUE(c == NULL);
+        snprintf(expected, sizeof(expected), "%s: cannot read: No such file or directory", missing);
+        ASSERT_STREQ(error, expected);
+        free(error);
+        error = NULL;
+
+        /* An error in a drop-in names the drop-in and its line; nothing is returned. */
+        write_file("pressured.conf.d/15-bad.conf", "# bad\n[Limits]\nMaxClients=100\nOutputBufferBytes=1\n");
+        ASSERT_ERR(config_load(main_path, dropins, NULL, &c, &error), EINVAL);
+        ASSERT_TRUE(c == NULL);
+        snprintf(expected, sizeof(expected),
+                 "%s/15-bad.conf:4: [Limits] OutputBufferBytes=: must be a size between 4K and 1G "
+                 "(bytes, or with suffix K, M, G)", dropins);
+        ASSERT_STREQ(error, expected);
+        free(error);
+        error = NULL;
+        ASSERT_ERR(config_load(main_path, dropins, NULL, &c, NULL), EINVAL);
+
+        /* An error in the main file is found before the drop-ins are read. */
+        write_file("pressured.conf", "[Limits]\nMaxClients=100\n[Nope]\nA=b\n");
+        ASSERT_ERR(config_load(main_path, dropins, NULL, &c, &error), EINVAL);
+        snprintf(expected, sizeof(expected), "%s:4: [Nope] A=: unknown section", main_path);
+        ASSERT_STREQ(error, expected);
+        free(error);
+        error = NULL;
+
+        /* A NUL byte in a file is rejected. */
+        {
+                int fd = open(main_path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+
+                ASSERT_TRUE(fd >= 0);
+                ASSERT_EQ(write(fd, "[Limits]\n\0MaxClients=1\n", 23), 23);
+                ASSERT_EQ(close(fd), 0);
+        }
+        ASSERT_ERR(config_load(main_path, NULL, NULL, &c, &error), EINVAL);
+        snprintf(expected, sizeof(expected), "%s: contains a NUL byte", main_path);
+        ASSERT_STREQ(error, expected);
+        free(error);
+        error = NULL;
+
+        /* The main path being a directory, or the drop-in path a file, is an error. */
+        ASSERT_ERR(config_load(dropins, NULL, NULL, &c, &error), EISDIR);
+        snprintf(expected, sizeof(expected), "%s: cannot read: Is a directory", dropins);
+        ASSERT_STREQ(error, expected);
+        free(error);
+        error = NULL;
+        ASSERT_ERR(config_load(NULL, extra, NULL, &c, &error), ENOTDIR);
+        snprintf(expected, sizeof(expected), "%s: cannot open directory: Not a directory", extra);
+        ASSERT_STREQ(error, expected);
+        free(error);
+        error = NULL;
+}
+
+static void check_unreadable(const char *path) {
+        _cleanup_(config_freep) Config *c = NULL;
+        _cleanup_free_ char *error = NULL;
+        char expected[600];
+
+        ASSERT_ERR(config_load(path, NULL, NULL, &c, &error), EACCES);
+        ASSERT_TRUE(c == NULL);
+        snprintf(expected, sizeof(expected), "%s: cannot read: Permission denied", path);
+        ASSERT_STREQ(error, expected);
+}
+
+static void test_unreadable(void) {
+        _cleanup_free_ char *path = tmp_path("unreadable.conf");
+        int fd, status;
+        pid_t pid;
+
+        fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0000);
+        ASSERT_TRUE(fd >= 0);
+        close(fd);
+
+        if (geteuid() != 0) {
+                check_unreadable(path);
+                return;
+        }
+
+        /* Root reads any file: check as "nobody" in a child. */
+        ASSERT_EQ(chmod(tmpdir, 0755), 0);
+        pid = fork();
+        ASSERT_TRUE(pid >= 0);
+        if (pid == 0) {
+                if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+                    setresuid(65534, 65534, 65534) < 0) {
+                        fprintf(stderr, "cannot drop privileges: %m\n");
+                        _exit(2);
+                }
+                check_unreadable(path);
+                _exit(0);
+        }
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        ASSERT_TRUE(WIFEXITED(status));
+        ASSERT_EQ(WEXITSTATUS(status), 0);
+}
+
+int main(void) {
+        if (!mkdtemp(tmpdir)) {
+                perror("mkdtemp");
+                return 1;
+        }
+
+        test_defaults();
+        test_all_keys();
+        test_value_forms();
+        test_listen_address();
+        test_errors();
+        test_ini_edge_cases();
+        test_format_roundtrip();
+        test_load_files();
+        test_unreadable();
+
+        rm_rf(tmpdir);
+        return 0;
+}
