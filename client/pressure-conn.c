@@ -102,15 +102,16 @@ int conn_fill(int fd, ConnBuffer *b) {
                         b->allocated = want;
                 }
                 k = recv(fd, b->data + b->size, b->allocated - b->size, MSG_DONTWAIT);
+                /* Report what was read first; end of file and errors show again on the next call. */
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
-                        if (errno == EAGAIN)
+                        if (errno == EAGAIN || got)
                                 return got;
                         return -errno;
                 }
                 if (k == 0)
-                        return -ECONNRESET;
+                        return got ? 1 : -ECONNRESET;
                 b->size += (size_t) k;
                 got = true;
         }

@@ -518,7 +518,6 @@ typedef struct ConfigParser {
         const char *name;       /* file name used in messages */
         const char *next;       /* unread input */
         unsigned line;          /* number of the line last handed to libinih */
-        unsigned max_line;      /* longest line libinih can take, in characters */
         unsigned error_line;    /* 0: no error yet */
         int error_r;
         char *error;

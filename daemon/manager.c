@@ -478,7 +478,7 @@ void manager_write_metrics(struct evbuffer *out, void *userdata) {
         LIST_FOREACH(registrations, r, m->registrations) {
                 _cleanup_free_ char *text = NULL;
                 PsiStats st;
-                char window[32];
+                char window[32], threshold[32];
 
                 if (r->type != SOURCE_PSI || read_full_fd(r->fd, 4096, &text, NULL) < 0 ||
                     psi_stats_parse(text, &st) < 0)
@@ -489,8 +489,11 @@ void manager_write_metrics(struct evbuffer *out, void *userdata) {
                         psi_header = true;
                 }
                 snprintf(window, sizeof(window), "%" PRIu64, r->used.window_us);
-                MetricsLabel l[2] = { { "cgroup", r->cgroup }, { "window_us", window } };
-                metrics_write_sample(out, "pressured_psi_some_avg10_ratio", l, 2, st.some.avg10 / 10000.0);
+                snprintf(threshold, sizeof(threshold), "%" PRIu64, r->used.threshold_us);
+                /* One series per registration: every field of the trigger is a label. */
+                MetricsLabel l[4] = { { "cgroup", r->cgroup }, { "stall", psi_stall_to_string(r->used.stall) },
+                                      { "threshold_us", threshold }, { "window_us", window } };
+                metrics_write_sample(out, "pressured_psi_some_avg10_ratio", l, 4, st.some.avg10 / 10000.0);
         }
         metrics_write_process(out);
 }

@@ -401,6 +401,7 @@ static int node_open_dir(ProtectionReader *r, ProtectionNode *n) {
 
 /* Listing directories. */
 
+/* Returns 1 if the directory changed since the last call, 0 if not, -ENODEV if it was removed. */
 static int dir_changed(ProtectionReader *r, ReaderNode *rn) {
         struct stat st;
         DirSnapshot s;
@@ -409,6 +410,9 @@ static int dir_changed(ProtectionReader *r, ReaderNode *rn) {
         r->stats.fstats++;
         if (fstat(rn->dir_fd, &st) < 0)
                 return -errno;
+        /* A directory removed from a regular file system (a fake tree) keeps no links. */
+        if (st.st_nlink == 0)
+                return -ENODEV;
         s = (DirSnapshot) {
                 .ino = st.st_ino,
                 .nlink = st.st_nlink,
@@ -584,6 +588,10 @@ static int node_refresh(ProtectionReader *r, ProtectionNode *n, bool covered, ui
                         }
                 }
                 k = dir_changed(r, rn);
+                if (k == -ENODEV && !root) {
+                        (void) node_remove(r, n, true);
+                        return 1;
+                }
                 if (k < 0)
                         return k;
                 list = k > 0 || r->list_always;

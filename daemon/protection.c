@@ -418,6 +418,8 @@ static bool node_compute(ProtectionTree *t, ProtectionNode *n) {
         uint64_t emin, elow;
         bool changed;
 
+        t->counters.recomputations++;
+
         if (!p || n->usage == 0)
                 emin = elow = 0;
         else if (!p->parent) {

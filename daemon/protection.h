@@ -80,6 +80,8 @@ typedef struct ProtectionValues {
 typedef struct ProtectionCounters {
         uint64_t propagations_applied;
         uint64_t propagations_skipped;
+        /* Effective values computed by protection_tree_compute(), node by node. */
+        uint64_t recomputations;
 } ProtectionCounters;
 
 /*

@@ -180,7 +180,10 @@ def main():
 
         # Keep one varlink client connected so the gauges have something to count.
         v = pt.Varlink(d.socket)
-        status = v.call_sync('io.pressured.GetStatus', {})
+        reply = v.call_sync('io.pressured.GetStatus', {})
+        if 'error' in reply:
+            fail('GetStatus: %r' % reply)
+        status = reply['parameters']
 
         code, ctype, body = get(port, '/metrics')
         if code != 200:
@@ -233,7 +236,8 @@ def main():
         slow.close()
 
         # The daemon is still fine over varlink.
-        v.call_sync('io.pressured.GetStatus', {})
+        if 'parameters' not in v.call_sync('io.pressured.GetStatus', {}):
+            fail('GetStatus failed after the scrapes')
         v.close()
     print('ok')
 

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 """A real Prometheus scrapes the daemon: the target comes up healthy (so
 Prometheus' own parser accepted the exposition) and a pressured_ series
-can be queried through its HTTP API. Needs /usr/bin/prometheus (Debian:
-apt-get install prometheus); the whole test is bounded to 60 seconds."""
+can be queried through its HTTP API, and promtool's linter accepts the
+exposition. Needs /usr/bin/prometheus (Debian: apt-get install
+prometheus); the whole test is bounded to 60 seconds."""
 
 import json
 import os
@@ -19,6 +20,7 @@ sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
 import pressured_test as pt  # noqa: E402
 
 PROMETHEUS = '/usr/bin/prometheus'
+PROMTOOL = '/usr/bin/promtool'
 BUDGET = 60.0
 
 
@@ -109,6 +111,15 @@ def main():
             up = api(web_port, '/api/v1/query', {'query': 'up{job="pressured"}'})
             if [r['value'][1] for r in up['data']['result']] != ['1']:
                 fail('up{job="pressured"} is %r' % up)
+
+            # promtool's linter (naming and type conventions), shipped alongside.
+            if os.access(PROMTOOL, os.X_OK):
+                with urllib.request.urlopen('http://127.0.0.1:%d/metrics' % metrics_port, timeout=5) as r:
+                    text = r.read()
+                lint = subprocess.run([PROMTOOL, 'check', 'metrics'], input=text,
+                                      capture_output=True, timeout=30)
+                if lint.returncode != 0:
+                    fail('promtool check metrics:\n%s%s' % (lint.stdout.decode(), lint.stderr.decode()))
         except SystemExit:
             log.seek(0)
             sys.stderr.write('--- prometheus log ---\n' + log.read())

@@ -38,6 +38,7 @@ class Notify:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
         self.sock.bind(path)
         self.messages = []   # every datagram, each a list of "KEY=VALUE" lines
+        self.consumed = 0    # messages before this index were matched already
 
     def wait_for(self, line, what):
         """Return the index of the first message, after those already
@@ -58,8 +59,6 @@ class Notify:
                 continue
             self.messages.append(data.decode(errors='replace').split('\n'))
 
-    consumed = 0
-
     def close(self):
         self.sock.close()
 
@@ -78,7 +77,10 @@ def spawn_activated(listen_sock, notify_path, log, extra_env):
         try:
             os.dup2(log.fileno(), 1)
             os.dup2(log.fileno(), 2)
-            os.dup2(listen_sock.fileno(), 3)   # dup2 clears FD_CLOEXEC
+            if listen_sock.fileno() == 3:
+                os.set_inheritable(3, True)
+            else:
+                os.dup2(listen_sock.fileno(), 3)   # the copy is inheritable
             os.closerange(4, 1024)
             env['LISTEN_PID'] = str(os.getpid())
             if 'WATCHDOG_USEC' in env:
@@ -104,7 +106,7 @@ def wait_exit(pid):
 def check_get_info(path):
     v = pt.Varlink(path)
     info = v.call_sync('org.varlink.service.GetInfo', {})
-    if 'io.pressured' not in info.get('interfaces', []):
+    if 'io.pressured' not in info.get('parameters', {}).get('interfaces', []):
         fail('GetInfo on the activated socket: %r' % info)
     return v
 
@@ -131,7 +133,7 @@ def main():
             notify.wait_for('READY=1', 'READY=1')
             # The daemon serves on the socket it inherited; it did not bind its own.
             v = check_get_info(sock_path)
-            status = v.call_sync('io.pressured.GetStatus', {})
+            status = v.call_sync('io.pressured.GetStatus', {}).get('parameters', {})
             if status.get('clients', 0) < 1:
                 fail('GetStatus over the activated socket counts no client: %r' % status)
             v.close()

@@ -552,6 +552,57 @@ static void test_load_files(void) {
         error = NULL;
 }
 
+/*
+ * conf/pressured.conf lists every key commented out at its default:
+ * uncommenting all of them must give exactly the defaults, and every key
+ * config_format() knows must be in it.
+ */
+static void test_shipped_conf(void) {
+        _cleanup_(config_freep) Config *c = config_new_default(), *defaults = config_new_default();
+        _cleanup_free_ char *path = NULL, *text = NULL, *uncommented = NULL, *dump = NULL, *expected = NULL;
+        const char *src = getenv("PRESSURED_SOURCE_ROOT");
+        char *o;
+        unsigned keys = 0;
+
+        if (!src) {
+                fprintf(stderr, "test_shipped_conf: skipped, PRESSURED_SOURCE_ROOT not set\n");
+                return;
+        }
+        ASSERT_TRUE(asprintf(&path, "%s/conf/pressured.conf", src) > 0);
+        ASSERT_OK(read_full_file(path, 1024 * 1024, &text, NULL));
+        uncommented = malloc(strlen(text) + 1);
+        ASSERT_TRUE(uncommented);
+        o = uncommented;
+        for (const char *p = text; *p;) {
+                size_t len = strcspn(p, "\n");
+
+                if (p[0] == '#' && len > 1 && p[1] >= 'A' && p[1] <= 'Z') {
+                        p++;
+                        len--;
+                        keys++;
+                }
+                memcpy(o, p, len);
+                o += len;
+                p += len;
+                if (*p == '\n')
+                        *o++ = *p++;
+        }
+        *o = 0;
+
+        ASSERT_OK(config_parse_string(c, path, uncommented, NULL));
+        dump = config_format(c);
+        expected = config_format(defaults);
+        ASSERT_STREQ(dump, expected);
+        /* One "Key=" line per key in the dump. */
+        {
+                unsigned n = 0;
+
+                for (const char *p = expected; (p = strchr(p, '=')); p++)
+                        n++;
+                ASSERT_EQ(keys, n);
+        }
+}
+
 static void check_unreadable(const char *path) {
         _cleanup_(config_freep) Config *c = NULL;
         _cleanup_free_ char *error = NULL;
@@ -609,6 +660,7 @@ int main(void) {
         test_ini_edge_cases();
         test_format_roundtrip();
         test_load_files();
+        test_shipped_conf();
         test_unreadable();
 
         rm_rf(tmpdir);

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Write a fake cgroup2 tree for tests and benchmarks, or mutate one.
+
+A fake tree is a directory laid out like a cgroup2 hierarchy: one
+directory per cgroup holding memory.current, memory.min, memory.low,
+memory.events and cgroup.events. The root has memory.current only, like
+the real root on kernels that have it. Pass the directory to the daemon
+with --cgroup-root.
+
+  make-fake-cgroup-tree.py DIR --nodes N [--seed S] [--depth D]
+      create N cgroups (the root not counted) below DIR, at most D levels
+      deep; usages of parents are the sums of their children's plus some
+      memory of their own, as the kernel's hierarchical counters are.
+
+  make-fake-cgroup-tree.py DIR --mutate PERCENT [--seed S]
+      rewrite memory.current of PERCENT % of the cgroups in place (and
+      fix their ancestors' usages so the tree stays consistent).
+
+Output is deterministic for a given seed.
+"""
+
+import argparse
+import os
+import random
+import sys
+
+PAGE = 4096
+GIB = 1 << 30
+MAX = "max"
+
+
+def write(path, text):
+    # Rewrite in place: the reader keeps files open and pread()s them.
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def setting_text(value):
+    return MAX if value is None else str(value)
+
+
+def random_setting(rng):
+    roll = rng.random()
+    if roll < 0.45:
+        return 0
+    if roll < 0.50:
+        return None  # unlimited
+    return rng.randrange(1, 4 * GIB // PAGE) * PAGE
+
+
+def build(root, nodes, seed, depth):
+    rng = random.Random(seed)
+    os.makedirs(root, exist_ok=True)
+    # children[i]: list of child indices; index 0 is the root.
+    parents = [None]
+    paths = [""]
+    levels = [0]
+    for i in range(1, nodes + 1):
+        # Prefer recent nodes as parents so the tree gets some depth.
+        while True:
+            p = rng.randrange(0, i) if rng.random() < 0.5 else rng.randrange(max(0, i - 8), i)
+            if levels[p] < depth:
+                break
+        parents.append(p)
+        levels.append(levels[p] + 1)
+        paths.append(f"{paths[p]}/cg{i}")
+
+    own = [rng.randrange(0, 512 * 1024 * 1024 // PAGE) * PAGE for _ in range(nodes + 1)]
+    usage = list(own)
+    for i in range(nodes, 0, -1):
+        usage[parents[i]] += usage[i]
+
+    for i in range(nodes + 1):
+        d = root + paths[i]
+        os.makedirs(d, exist_ok=True)
+        write(os.path.join(d, "memory.current"), f"{usage[i]}\n")
+        if i == 0:
+            continue
+        write(os.path.join(d, "memory.min"), setting_text(random_setting(rng)) + "\n")
+        write(os.path.join(d, "memory.low"), setting_text(random_setting(rng)) + "\n")
+        write(os.path.join(d, "memory.events"),
+              "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n")
+        populated = 1 if usage[i] > 0 else 0
+        write(os.path.join(d, "cgroup.events"), f"populated {populated}\nfrozen 0\n")
+
+
+def scan(root):
+    """All cgroup directories below root (root first), as relative paths."""
+    out = []
+    for dirpath, dirnames, _ in os.walk(root):
+        dirnames.sort()
+        out.append(os.path.relpath(dirpath, root))
+    return out
+
+
+def read_value(path):
+    with open(path) as f:
+        return int(f.read().strip())
+
+
+def mutate(root, percent, seed):
+    rng = random.Random(seed)
+    cgroups = [c for c in scan(root) if c != "."]
+    count = round(len(cgroups) * percent / 100)
+    changed = rng.sample(cgroups, min(count, len(cgroups)))
+    for c in changed:
+        path = os.path.join(root, c, "memory.current")
+        old = read_value(path)
+        new = max(0, old + rng.randrange(-64, 65) * 1024 * PAGE)
+        delta = new - old
+        write(path, f"{new}\n")
+        # Charge the ancestors alike, root included.
+        parent = os.path.dirname(c)
+        while True:
+            p = os.path.join(root, parent, "memory.current")
+            write(p, f"{max(0, read_value(p) + delta)}\n")
+            if parent in ("", "."):
+                break
+            parent = os.path.dirname(parent)
+    return len(changed)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("dir")
+    ap.add_argument("--nodes", type=int, help="number of cgroups to create")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--depth", type=int, default=4, help="maximum depth below the root")
+    ap.add_argument("--mutate", type=float, metavar="PERCENT",
+                    help="rewrite the usage of PERCENT %% of the cgroups")
+    args = ap.parse_args()
+
+    if (args.nodes is None) == (args.mutate is None):
+        ap.error("give exactly one of --nodes and --mutate")
+    if args.nodes is not None:
+        if args.nodes < 0 or args.depth < 1:
+            ap.error("--nodes must be >= 0 and --depth >= 1")
+        build(args.dir, args.nodes, args.seed, args.depth)
+    else:
+        if not 0 <= args.mutate <= 100:
+            ap.error("--mutate takes a percentage")
+        n = mutate(args.dir, args.mutate, args.seed)
+        print(f"mutated {n} cgroups", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

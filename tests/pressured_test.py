@@ -1,0 +1,439 @@
+# SPDX-License-Identifier: MIT
+"""Shared helpers for pressured's integration, fault and kernel tests.
+
+Start the built daemon on a temporary socket, talk varlink to it, run
+pressurectl, make real cgroups that are always removed, and skip (exit 77)
+with a reason where a feature is missing.
+"""
+import contextlib
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+BUILD_ROOT = os.environ.get('PRESSURED_BUILD_ROOT', os.path.join(os.path.dirname(__file__), '..', 'build'))
+SOURCE_ROOT = os.environ.get('PRESSURED_SOURCE_ROOT', os.path.join(os.path.dirname(__file__), '..'))
+PRESSURED = os.path.join(BUILD_ROOT, 'daemon', 'pressured')
+PRESSURECTL = os.path.join(BUILD_ROOT, 'client', 'pressurectl')
+# Set by the valgrind test setup: a command prefix for the daemon.
+WRAPPER = os.environ.get('PRESSURED_TEST_WRAPPER', '').split()
+# Set by the valgrind and sanitize setups: a daemon that exits non-zero on
+# SIGTERM had a memory error or leak.
+STRICT_EXIT = bool(WRAPPER) or bool(os.environ.get('PRESSURED_TEST_STRICT_EXIT'))
+V2_ROOT = '/sys/fs/cgroup/unified'
+V1_MEMORY_ROOT = '/sys/fs/cgroup/memory'
+
+
+def skip(reason):
+    print(f'SKIP: {reason}', flush=True)
+    sys.exit(77)
+
+
+def check(cond, what, *values):
+    """Assert with a message that shows the values."""
+    if not cond:
+        raise AssertionError(what + (': ' + ', '.join(repr(v) for v in values) if values else ''))
+
+
+def require_root():
+    if os.geteuid() != 0:
+        skip('needs root')
+
+
+def wait_for(pred, timeout=10.0, interval=0.02, what='condition'):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(interval)
+    raise TimeoutError(f'timed out waiting for {what}')
+
+
+class Varlink:
+    """A minimal blocking varlink client over a Unix socket."""
+
+    def __init__(self, path, timeout=5.0):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.buf = b''
+
+    def send_raw(self, data):
+        self.sock.sendall(data)
+
+    def call(self, method, params=None, more=False, oneway=False):
+        msg = {'method': method}
+        if params is not None:
+            msg['parameters'] = params
+        if more:
+            msg['more'] = True
+        if oneway:
+            msg['oneway'] = True
+        self.sock.sendall(json.dumps(msg).encode() + b'\0')
+
+    def recv(self, timeout=5.0):
+        self.sock.settimeout(timeout)
+        while b'\0' not in self.buf:
+            try:
+                data = self.sock.recv(65536)
+            except socket.timeout:
+                raise TimeoutError('no reply') from None
+            if not data:
+                raise EOFError('connection closed')
+            self.buf += data
+        msg, _, self.buf = self.buf.partition(b'\0')
+        return json.loads(msg)
+
+    def call_sync(self, method, params=None):
+        self.call(method, params)
+        return self.recv()
+
+    def subscribe(self, **params):
+        """Subscribe and return the first ('subscribed') reply."""
+        self.call('io.pressured.Subscribe', params, more=True)
+        return self.recv()
+
+    def is_closed(self, timeout=2.0):
+        self.sock.settimeout(timeout)
+        try:
+            return self.sock.recv(65536) == b''
+        except ConnectionResetError:
+            return True
+        except socket.timeout:
+            return False
+
+    def close(self):
+        self.sock.close()
+
+
+class Daemon:
+    """The built daemon on a temporary socket, stopped on exit."""
+
+    def __init__(self, args=(), config_text=None, cgroup_root=None, cgroup_v1_root=None, env=None,
+                 socket_path=None, log_level='debug'):
+        self.tmpdir = tempfile.mkdtemp(prefix='pressured-test-')
+        os.chmod(self.tmpdir, 0o755)
+        self.socket = socket_path or os.path.join(self.tmpdir, 'io.pressured')
+        self.args = list(args)
+        self.cgroup_root = cgroup_root
+        self.cgroup_v1_root = cgroup_v1_root
+        self.config = None
+        if config_text is not None:
+            self.write_config(config_text)
+        self.env = dict(os.environ)
+        if env:
+            self.env.update(env)
+        self.log_level = log_level
+        self.proc = None
+        self.log_path = os.path.join(self.tmpdir, 'daemon.log')
+
+    def write_config(self, text):
+        self.config = os.path.join(self.tmpdir, 'test.conf')
+        with open(self.config, 'w') as f:
+            f.write(text)
+
+    def command(self):
+        cmd = WRAPPER + [PRESSURED, '--socket', self.socket, '--log-level', self.log_level]
+        if self.config:
+            cmd += ['--config', self.config]
+        if self.cgroup_root:
+            cmd += ['--cgroup-root', self.cgroup_root]
+        if self.cgroup_v1_root:
+            cmd += ['--cgroup-v1-root', self.cgroup_v1_root]
+        return cmd + self.args
+
+    def start(self, wait=True):
+        self.logf = open(self.log_path, 'a')
+        self.proc = subprocess.Popen(self.command(), env=self.env, stdout=self.logf, stderr=subprocess.STDOUT,
+                                     pass_fds=())
+        if wait:
+            def ready():
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f'daemon exited with {self.proc.returncode}:\n{self.log()}')
+                try:
+                    Varlink(self.socket).close()
+                    return True
+                except OSError:
+                    return False
+            wait_for(ready, timeout=30 if WRAPPER else 10, what='daemon socket')
+        return self
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def log(self):
+        try:
+            with open(self.log_path) as f:
+                return f.read()
+        except OSError:
+            return ''
+
+    def stop(self, timeout=30):
+        if not self.proc or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        self.logf.close()
+        if STRICT_EXIT and rc not in (0, None):
+            raise AssertionError(f'daemon exited {rc} on SIGTERM (memory error or leak?):\n{self.log()}')
+        return rc
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+            self.logf.close()
+
+    def fds(self):
+        """The daemon's open fds as {fd: target}."""
+        d = f'/proc/{self.pid}/fd'
+        out = {}
+        for fd in os.listdir(d):
+            try:
+                out[int(fd)] = os.readlink(os.path.join(d, fd))
+            except OSError:
+                pass
+        return out
+
+    def context_switches(self):
+        total = 0
+        for line in open(f'/proc/{self.pid}/status'):
+            if line.startswith(('voluntary_ctxt_switches', 'nonvoluntary_ctxt_switches')):
+                total += int(line.split()[1])
+        return total
+
+    def rss_kib(self):
+        for line in open(f'/proc/{self.pid}/status'):
+            if line.startswith('VmRSS'):
+                return int(line.split()[1])
+        return 0
+
+    def status(self):
+        v = Varlink(self.socket)
+        try:
+            return v.call_sync('io.pressured.GetStatus')['parameters']
+        finally:
+            v.close()
+
+    def inject(self, level='critical', cgroup=None):
+        v = Varlink(self.socket)
+        try:
+            p = {'level': level}
+            if cgroup:
+                p['cgroup'] = cgroup
+            return v.call_sync('io.pressured.Inject', p)
+        finally:
+            v.close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        try:
+            self.stop()
+        finally:
+            if exc[0] is not None:
+                sys.stderr.write(f'--- daemon log ---\n{self.log()}\n')
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
+def run_ctl(*args, socket=None, timeout=10, user=None, input=None, env=None):
+    cmd = [PRESSURECTL]
+    if socket:
+        cmd += ['--socket', socket]
+    cmd += list(args)
+    if user:
+        pw = pwd.getpwnam(user)
+        cmd = ['setpriv', f'--reuid={pw.pw_uid}', f'--regid={pw.pw_gid}', '--clear-groups'] + cmd
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=input, env=e)
+
+
+def as_user(user):
+    """preexec_fn that drops to @user (for subprocesses run as an unprivileged peer)."""
+    pw = pwd.getpwnam(user)
+
+    def fn():
+        os.setgroups([])
+        os.setgid(pw.pw_gid)
+        os.setuid(pw.pw_uid)
+    return fn
+
+
+@contextlib.contextmanager
+def real_cgroups(v1=True, v2=True, limit='64M'):
+    """Create uniquely named cgroups in the real hierarchies; always removed.
+
+    Yields (name, v1_dir or None, v2_dir or None).
+    """
+    require_root()
+    name = f'pressured-test-{uuid.uuid4().hex[:12]}'
+    made = []
+    try:
+        v1dir = v2dir = None
+        if v1:
+            if not os.path.exists(os.path.join(V1_MEMORY_ROOT, 'cgroup.event_control')):
+                skip('no cgroup v1 memory hierarchy at ' + V1_MEMORY_ROOT)
+            v1dir = os.path.join(V1_MEMORY_ROOT, name)
+            os.mkdir(v1dir)
+            made.append(v1dir)
+            if limit:
+                with open(os.path.join(v1dir, 'memory.limit_in_bytes'), 'w') as f:
+                    f.write(limit)
+        if v2:
+            if not os.path.exists(os.path.join(V2_ROOT, 'cgroup.procs')):
+                skip('no cgroup2 hierarchy at ' + V2_ROOT)
+            v2dir = os.path.join(V2_ROOT, name)
+            os.mkdir(v2dir)
+            made.append(v2dir)
+            if not os.path.exists(os.path.join(v2dir, 'memory.pressure')):
+                skip('PSI is not available in cgroup2 directories (memory.pressure missing)')
+        yield '/' + name, v1dir, v2dir
+    finally:
+        for d in reversed(made):
+            remove_cgroup(d)
+
+
+def remove_cgroup(d):
+    """Move any process out, then rmdir (retrying while the kernel lets go)."""
+    root = os.path.dirname(d)
+    try:
+        with open(os.path.join(d, 'cgroup.procs')) as f:
+            pids = f.read().split()
+        for pid in pids:
+            try:
+                with open(os.path.join(root, 'cgroup.procs'), 'w') as f:
+                    f.write(pid)
+            except OSError:
+                pass
+    except OSError:
+        pass
+    for _ in range(100):
+        try:
+            os.rmdir(d)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def memory_load(v1dir, v2dir, size_mb=200):
+    """A shell loop in the cgroups writing a file larger than the limit and reading it back."""
+    tmp = tempfile.mkdtemp(prefix='pressured-load-', dir='/var/tmp')
+    script = (f'while :; do dd if=/dev/zero of={tmp}/f bs=1M count={size_mb} status=none; '
+              f'cat {tmp}/f > /dev/null; rm -f {tmp}/f; done')
+
+    def enter():
+        pid = str(os.getpid())
+        for d in (v1dir, v2dir):
+            if d:
+                with open(os.path.join(d, 'cgroup.procs'), 'w') as f:
+                    f.write(pid)
+    proc = subprocess.Popen(['sh', '-c', script], preexec_fn=enter, start_new_session=True)
+    try:
+        yield proc
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        time.sleep(0.1)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def make_fake_tree(root, nodes):
+    """Write a fake cgroup2 tree: nodes maps '/a/b' -> dict(current=, min=, low=, events=)."""
+    for path, v in nodes.items():
+        d = os.path.join(root, path.lstrip('/'))
+        os.makedirs(d, exist_ok=True)
+        for key, fname in (('current', 'memory.current'), ('min', 'memory.min'), ('low', 'memory.low')):
+            if key in v:
+                with open(os.path.join(d, fname), 'w') as f:
+                    f.write(f'{v[key]}\n')
+        ev = v.get('events', {'low': 0, 'high': 0, 'max': 0, 'oom': 0, 'oom_kill': 0})
+        with open(os.path.join(d, 'memory.events'), 'w') as f:
+            f.write(''.join(f'{k} {n}\n' for k, n in ev.items()))
+        with open(os.path.join(d, 'cgroup.procs'), 'w') as f:
+            f.write('')
+
+
+def write_file(path, text):
+    """Rewrite a file in place (same inode), as the kernel updates cgroup files."""
+    with open(path, 'r+') as f:
+        f.truncate(0)
+        f.write(text)
+
+
+def run_as(user, fn, *args):
+    """Run fn(*args) in a forked child that dropped to @user; return its result.
+
+    The result must be JSON-serializable; it travels back over a pipe. An
+    exception in the child is raised here as an AssertionError with its
+    traceback text.
+    """
+    import traceback
+    pw = pwd.getpwnam(user)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            try:
+                os.setgroups([])
+                os.setgid(pw.pw_gid)
+                os.setuid(pw.pw_uid)
+                out = {'ok': True, 'result': fn(*args)}
+            except BaseException:
+                out = {'ok': False, 'error': traceback.format_exc()}
+            os.write(w, json.dumps(out).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    chunks = []
+    while True:
+        data = os.read(r, 65536)
+        if not data:
+            break
+        chunks.append(data)
+    os.close(r)
+    os.waitpid(pid, 0)
+    data = b''.join(chunks)
+    if not data:
+        raise AssertionError(f'the child running as {user} died without reporting')
+    out = json.loads(data)
+    if not out['ok']:
+        raise AssertionError(f'in the child running as {user}:\n{out["error"]}')
+    return out['result']
+
+
+def rss_unreliable():
+    """Why the daemon's RSS says little about its own memory, or None.
+
+    Under valgrind the process is the tool's; AddressSanitizer keeps freed
+    memory in quarantine and maps shadow memory. Tests print RSS figures
+    either way but assert on them only when this returns None.
+    """
+    if WRAPPER:
+        return f'the daemon runs under {os.path.basename(WRAPPER[0])}'
+    with open(PRESSURED, 'rb') as f:
+        if b'__asan_init' in f.read():
+            return 'the daemon is built with AddressSanitizer'
+    return None

@@ -1,0 +1,109 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Set up a Debian 12 machine and run pressured's whole test suite:
+#   1. install the build and test dependencies with apt-get;
+#   2. build with -Dwerror=true and run every suite (unit, integration,
+#      fault, kernel, fuzz corpus replay, client);
+#   3. rebuild with ASan+UBSan and run every suite again;
+#   4. run the unit and integration suites under valgrind memcheck;
+#   5. build the libFuzzer targets with clang and fuzz each for a bounded time.
+# It ends with one line: "N passed, N failed, N skipped".
+#
+# Needs root (apt-get, real cgroups); re-runs itself with sudo otherwise.
+# Environment: FUZZ_SECONDS (default 60), SKIP_APT=1 to skip installing.
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+top=$(pwd)
+
+if [ "$(id -u)" -ne 0 ]; then
+        if command -v sudo >/dev/null; then
+                exec sudo --preserve-env=FUZZ_SECONDS,SKIP_APT "$0" "$@"
+        fi
+        echo "run-all.sh: needs root (apt-get and real cgroups); run it as root." >&2
+        exit 1
+fi
+
+packages=(meson ninja-build gcc clang libclang-rt-14-dev pkg-config python3
+          libevent-dev libjansson-dev libsystemd-dev libinih-dev
+          valgrind systemd util-linux prometheus bash-completion)
+if [ "${SKIP_APT:-0}" != 1 ]; then
+        echo "== Installing dependencies"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq || exit 1
+        apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null || exit 1
+fi
+
+total_pass=0
+total_fail=0
+total_skip=0
+status=0
+
+# Add up one meson test run from its JSON log.
+count() {
+        local log=$1/meson-logs/testlog$2.json
+        [ -f "$log" ] || return 0
+        read -r p f s < <(python3 - "$log" <<'PY'
+import json, sys
+p = f = s = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line).get('result')
+    if r in ('OK', 'EXPECTEDFAIL'):
+        p += 1
+    elif r == 'SKIP':
+        s += 1
+    else:
+        f += 1
+print(p, f, s)
+PY
+)
+        echo "   $1$2: $p passed, $f failed, $s skipped"
+        total_pass=$((total_pass + p))
+        total_fail=$((total_fail + f))
+        total_skip=$((total_skip + s))
+}
+
+run() {
+        echo "== $*"
+        "$@" || status=1
+}
+
+rm -rf build-ci build-ci-asan build-ci-fuzz
+
+# 1. The plain build, warnings as errors, every suite.
+run meson setup build-ci -Dwerror=true --buildtype=debugoptimized
+run meson compile -C build-ci
+run meson test -C build-ci --print-errorlogs --num-processes 2
+count build-ci ""
+
+# 2. AddressSanitizer + UndefinedBehaviorSanitizer, every suite.
+run meson setup build-ci-asan -Dwerror=true --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+run meson compile -C build-ci-asan
+run meson test -C build-ci-asan --setup=sanitize --print-errorlogs --num-processes 2
+count build-ci-asan "-sanitize"
+
+# 3. valgrind memcheck on the unit and integration suites.
+run meson test -C build-ci --setup=valgrind --suite unit --suite integration --print-errorlogs --num-processes 2
+count build-ci "-valgrind"
+
+# 4. Bounded fuzzing with libFuzzer.
+if command -v clang >/dev/null; then
+        run env CC=clang meson setup build-ci-fuzz -Dfuzzing=true -Db_lundef=false --buildtype=debugoptimized
+        run meson compile -C build-ci-fuzz
+        if [ -x tests/fuzz/run-fuzzers.sh ]; then
+                echo "== fuzzing, ${FUZZ_SECONDS:-60} s per target"
+                if tests/fuzz/run-fuzzers.sh build-ci-fuzz "${FUZZ_SECONDS:-60}"; then
+                        total_pass=$((total_pass + 1))
+                else
+                        total_fail=$((total_fail + 1))
+                fi
+        fi
+fi
+
+if [ $status -ne 0 ] && [ $total_fail -eq 0 ]; then
+        # A setup or build step failed before any test could.
+        total_fail=$((total_fail + 1))
+fi
+echo "${total_pass} passed, ${total_fail} failed, ${total_skip} skipped"
+[ $total_fail -eq 0 ]

@@ -1,0 +1,405 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cgroup tree reader on fake cgroup2 trees in a temporary directory:
+ * what is read for a tracked subtree, state changes, cgroups appearing and
+ * vanishing between refreshes, symlinks not followed, reference counting,
+ * descriptors released, the cost of an unchanged refresh, and the JSON.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/stat.h>
+
+#include "protection-tree.h"
+#include "tests.h"
+
+#define M (UINT64_C(1) << 20)
+#define G (UINT64_C(1) << 30)
+
+static char base[] = "/tmp/test-protection-tree-XXXXXX";
+
+static void write_file(const char *rel, const char *text) {
+        char path[PATH_MAX];
+        int fd;
+
+        snprintf(path, sizeof(path), "%s%s", base, rel);
+        /* Rewrite in place, as the kernel's files change under open descriptors. */
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+                TEST_FAIL("open %s: %s", path, strerror(errno));
+        ASSERT_EQ(write(fd, text, strlen(text)), (long long) strlen(text));
+        close(fd);
+}
+
+static void write_value(const char *cgroup, const char *file, uint64_t v) {
+        char rel[PATH_MAX], text[32];
+
+        snprintf(rel, sizeof(rel), "%s/%s", cgroup, file);
+        snprintf(text, sizeof(text), "%" PRIu64 "\n", v);
+        write_file(rel, text);
+}
+
+static void make_cgroup(const char *cgroup, uint64_t usage, uint64_t min, uint64_t low) {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s%s", base, cgroup);
+        if (mkdir(path, 0755) < 0)
+                TEST_FAIL("mkdir %s: %s", path, strerror(errno));
+        write_value(cgroup, "memory.current", usage);
+        write_value(cgroup, "memory.min", min);
+        write_value(cgroup, "memory.low", low);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        return remove(path);
+}
+
+static void remove_tree(const char *rel) {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s%s", base, rel);
+        ASSERT_OK(nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS));
+}
+
+static unsigned count_fds(void) {
+        DIR *d = opendir("/proc/self/fd");
+        unsigned n = 0;
+
+        ASSERT_TRUE(d);
+        while (readdir(d))
+                n++;
+        closedir(d);
+        return n;
+}
+
+typedef struct Report {
+        char cgroup[64];
+        ProtectionState previous, state;
+        bool removed;
+} Report;
+
+typedef struct Recorder {
+        Report reports[16];
+        unsigned n;
+        const char *untrack_on_removal;
+        int track_in_callback;
+} Recorder;
+
+static void on_change(ProtectionReader *r, const ProtectionChange *c, void *userdata) {
+        Recorder *rec = userdata;
+        Report *p;
+
+        ASSERT_TRUE(rec->n < ELEMENTSOF(rec->reports));
+        p = &rec->reports[rec->n++];
+        snprintf(p->cgroup, sizeof(p->cgroup), "%s", c->cgroup);
+        p->previous = c->previous;
+        p->state = c->state;
+        p->removed = c->removed;
+        ASSERT_EQ(c->node == NULL, c->removed);
+
+        if (c->removed && rec->untrack_on_removal && streq(c->cgroup, rec->untrack_on_removal)) {
+                ASSERT_OK(protection_reader_untrack(r, c->cgroup));
+                rec->track_in_callback = protection_reader_track(r, "/a");
+                ASSERT_EQ(protection_reader_refresh(r), -EBUSY);
+        }
+}
+
+static const Report *find_report(const Recorder *rec, const char *cgroup) {
+        for (unsigned i = 0; i < rec->n; i++)
+                if (streq(rec->reports[i].cgroup, cgroup))
+                        return &rec->reports[i];
+        return NULL;
+}
+
+static ProtectionValues values(ProtectionReader *r, const char *cgroup) {
+        ProtectionNode *n = protection_reader_lookup(r, cgroup);
+        ProtectionValues v;
+
+        if (!n)
+                TEST_FAIL("%s not in the model", cgroup);
+        protection_node_get(n, &v);
+        return v;
+}
+
+static void build_tree(void) {
+        ASSERT_TRUE(mkdtemp(base));
+        /* The root has no memory.* files at all, like a real cgroup2 root. */
+        make_cgroup("/a", 1 * G, 0, 1 * G);
+        make_cgroup("/a/b", 100 * M, 0, 150 * M);
+        make_cgroup("/a/c", 200 * M, 0, 100 * M);
+        make_cgroup("/x", 500 * M, 0, 0);
+        make_cgroup("/x/y", 100 * M, 0, 0);
+        write_file("/a/memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n");
+}
+
+static void test_reader(void) {
+        _cleanup_(protection_reader_freep) ProtectionReader *r = NULL;
+        ProtectionReaderStats s0, s1;
+        ProtectionCounters c0, c1;
+        Recorder rec = {};
+        unsigned fds_before;
+        const Report *p;
+
+        fds_before = count_fds();
+        ASSERT_OK(protection_reader_new(base, false, &r));
+        protection_reader_set_callback(r, on_change, &rec);
+        ASSERT_EQ(count_fds(), fds_before + 1);
+
+        /* Nothing tracked: a refresh reads nothing. */
+        ASSERT_OK(protection_reader_refresh(r));
+        protection_reader_get_stats(r, &s0);
+        ASSERT_U64_EQ(s0.syscalls, 0);
+
+        ASSERT_ERR(protection_reader_track(r, "/nope"), ENOENT);
+        ASSERT_ERR(protection_reader_track(r, "a"), EINVAL);
+        ASSERT_ERR(protection_reader_track(r, "/a/../x"), EINVAL);
+        ASSERT_ERR(protection_reader_track(r, "/a/"), EINVAL);
+        ASSERT_ERR(protection_reader_track(r, "/a\n"), EINVAL);
+        ASSERT_ERR(protection_reader_track(r, "/a/memory.min"), ENOTDIR);
+        ASSERT_EQ(protection_reader_n_tracked(r), 0);
+
+        ASSERT_OK(protection_reader_track(r, "/a"));
+        ASSERT_EQ(rec.n, 0); /* a new subtree's initial states are not reported */
+        ASSERT_EQ(protection_reader_n_tracked(r), 1);
+
+        /* The subtree, the ancestors' children (shallow), not their grandchildren. */
+        ASSERT_TRUE(protection_reader_lookup(r, "/a/b"));
+        ASSERT_TRUE(protection_reader_lookup(r, "/a/c"));
+        ASSERT_TRUE(protection_reader_lookup(r, "/x"));
+        ASSERT_TRUE(protection_reader_lookup(r, "/x/y") == NULL);
+
+        /* The root has no memory.current: it is the sum of its children's. */
+        ASSERT_U64_EQ(values(r, "/").usage, 1 * G + 500 * M);
+        ASSERT_U64_EQ(values(r, "/").min, 0);
+        ASSERT_U64_EQ(values(r, "/x").usage, 500 * M);
+        ASSERT_U64_EQ(values(r, "/a").elow, 1 * G);
+        ASSERT_U64_EQ(values(r, "/a").children_low_usage, 200 * M);
+        ASSERT_U64_EQ(values(r, "/a/b").elow, 100 * M);
+        ASSERT_EQ(values(r, "/a/b").state, PROTECTION_STATE_LOW);
+        ASSERT_U64_EQ(values(r, "/a/c").elow, 100 * M);
+        ASSERT_EQ(values(r, "/a/c").state, PROTECTION_STATE_NONE);
+        ASSERT_EQ(values(r, "/a").state, PROTECTION_STATE_LOW);
+
+        /* An unchanged refresh: no listing, no propagation, only fstat + pread. */
+        protection_reader_get_stats(r, &s0);
+        protection_tree_get_counters(protection_reader_get_tree(r), &c0);
+        ASSERT_OK(protection_reader_refresh(r));
+        protection_reader_get_stats(r, &s1);
+        protection_tree_get_counters(protection_reader_get_tree(r), &c1);
+        ASSERT_U64_EQ(c1.propagations_applied - c0.propagations_applied, 0);
+        ASSERT_U64_EQ(c1.propagations_skipped - c0.propagations_skipped, 4); /* a, b, c, x */
+        ASSERT_U64_EQ(s1.getdents - s0.getdents, 0);
+        ASSERT_U64_EQ(s1.dirs_listed - s0.dirs_listed, 0);
+        ASSERT_U64_EQ(s1.dirs_unchanged - s0.dirs_unchanged, 4); /* /, a, b, c */
+        ASSERT_U64_EQ(s1.preads - s0.preads, 4 * 3);
+        ASSERT_U64_EQ(s1.syscalls - s0.syscalls, 4 * 3 + 4);
+        ASSERT_EQ(rec.n, 0);
+
+        /* b grows past its low. */
+        write_value("/a/b", "memory.current", 200 * M);
+        ASSERT_OK(protection_reader_refresh(r));
+        ASSERT_EQ(rec.n, 1);
+        ASSERT_STREQ(rec.reports[0].cgroup, "/a/b");
+        ASSERT_EQ(rec.reports[0].previous, PROTECTION_STATE_LOW);
+        ASSERT_EQ(rec.reports[0].state, PROTECTION_STATE_NONE);
+        ASSERT_TRUE(!rec.reports[0].removed);
+
+        /* A cgroup appears, already protected. */
+        rec.n = 0;
+        make_cgroup("/a/d", 10 * M, 0, 20 * M);
+        ASSERT_OK(protection_reader_refresh(r));
+        ASSERT_TRUE(protection_reader_lookup(r, "/a/d"));
+        p = find_report(&rec, "/a/d");
+        ASSERT_TRUE(p);
+        ASSERT_EQ(p->previous, PROTECTION_STATE_NONE);
+        ASSERT_EQ(p->state, PROTECTION_STATE_LOW);
+        ASSERT_U64_EQ(values(r, "/a").children_low_usage, 150 * M + 100 * M + 10 * M);
+
+        /* One vanishes. */
+        rec.n = 0;
+        remove_tree("/a/c");
+        ASSERT_OK(protection_reader_refresh(r));
+        ASSERT_TRUE(protection_reader_lookup(r, "/a/c") == NULL);
+        p = find_report(&rec, "/a/c");
+        ASSERT_TRUE(p);
+        ASSERT_TRUE(p->removed);
+        ASSERT_EQ(p->previous, PROTECTION_STATE_NONE);
+        ASSERT_U64_EQ(values(r, "/a").children_low_usage, 150 * M + 10 * M);
+
+        /* One vanishes and another appears at once (link count unchanged). */
+        rec.n = 0;
+        remove_tree("/a/d");
+        make_cgroup("/a/f", 1 * M, 0, 0);
+        ASSERT_OK(protection_reader_refresh(r));
+        ASSERT_TRUE(protection_reader_lookup(r, "/a/d") == NULL);
+        ASSERT_TRUE(protection_reader_lookup(r, "/a/f"));
+        p = find_report(&rec, "/a/d");
+        ASSERT_TRUE(p && p->removed);
+        ASSERT_U64_EQ(values(r, "/a").children_low_usage, 150 * M);
+
+        /* Symlinks are neither listed nor tracked. */
+        {
+                char path[PATH_MAX];
+
+                snprintf(path, sizeof(path), "%s/a/link", base);
+                ASSERT_EQ(symlink("../x", path), 0);
+                snprintf(path, sizeof(path), "%s/escape", base);
+                ASSERT_EQ(symlink("/", path), 0);
+        }
+        ASSERT_OK(protection_reader_refresh(r));
+        ASSERT_TRUE(protection_reader_lookup(r, "/a/link") == NULL);
+        ASSERT_TRUE(protection_reader_lookup(r, "/escape") == NULL);
+        ASSERT_TRUE(protection_reader_track(r, "/a/link") == -ELOOP ||
+                    protection_reader_track(r, "/a/link") == -ENOTDIR);
+        ASSERT_TRUE(protection_reader_track(r, "/escape/tmp") == -ELOOP ||
+                    protection_reader_track(r, "/escape/tmp") == -ENOTDIR);
+
+        /* Missing files read as 0 and are picked up when they appear. */
+        {
+                char path[PATH_MAX];
+
+                snprintf(path, sizeof(path), "%s/a/nomem", base);
+                ASSERT_EQ(mkdir(path, 0755), 0);
+        }
+        ASSERT_OK(protection_reader_refresh(r));
+        ASSERT_U64_EQ(values(r, "/a/nomem").usage, 0);
+        write_value("/a/nomem", "memory.current", 5 * M);
+        write_value("/a/nomem", "memory.low", 5 * M);
+        ASSERT_OK(protection_reader_refresh(r));
+        ASSERT_U64_EQ(values(r, "/a/nomem").usage, 5 * M);
+        ASSERT_EQ(values(r, "/a/nomem").state, PROTECTION_STATE_LOW);
+
+        /* Garbage keeps the previous value and is counted. */
+        protection_reader_get_stats(r, &s0);
+        write_file("/a/b/memory.low", "lots\n");
+        ASSERT_OK(protection_reader_refresh(r));
+        protection_reader_get_stats(r, &s1);
+        ASSERT_U64_EQ(s1.read_errors - s0.read_errors, 1);
+        ASSERT_U64_EQ(values(r, "/a/b").low, 150 * M);
+        write_file("/a/b/memory.low", "max\n");
+        ASSERT_OK(protection_reader_refresh(r));
+        ASSERT_U64_EQ(values(r, "/a/b").low, PROTECTION_UNLIMITED);
+
+        /* A second subtree, reference counts, and untracking from the callback. */
+        ASSERT_OK(protection_reader_track(r, "/x"));
+        ASSERT_OK(protection_reader_track(r, "/x"));
+        ASSERT_EQ(protection_reader_n_tracked(r), 2);
+        ASSERT_TRUE(protection_reader_lookup(r, "/x/y"));
+        ASSERT_OK(protection_reader_untrack(r, "/x"));
+        ASSERT_TRUE(protection_reader_lookup(r, "/x/y"));
+        ASSERT_OK(protection_reader_untrack(r, "/x"));
+        ASSERT_TRUE(protection_reader_lookup(r, "/x/y") == NULL); /* pruned */
+        ASSERT_TRUE(protection_reader_lookup(r, "/x"));           /* still a sibling of /a */
+        ASSERT_ERR(protection_reader_untrack(r, "/x"), ENOENT);
+
+        ASSERT_OK(protection_reader_track(r, "/x"));
+        rec.n = 0;
+        rec.untrack_on_removal = "/x";
+        remove_tree("/x");
+        ASSERT_OK(protection_reader_refresh(r));
+        ASSERT_TRUE(find_report(&rec, "/x") && find_report(&rec, "/x")->removed);
+        ASSERT_TRUE(find_report(&rec, "/x/y") && find_report(&rec, "/x/y")->removed);
+        ASSERT_EQ(rec.track_in_callback, -EBUSY);
+        ASSERT_EQ(protection_reader_n_tracked(r), 1);
+        rec.untrack_on_removal = NULL;
+
+        /* Last user gone: only the root directory stays open. */
+        ASSERT_OK(protection_reader_track(r, "/a"));
+        ASSERT_OK(protection_reader_untrack(r, "/a"));
+        ASSERT_OK(protection_reader_untrack(r, "/a"));
+        ASSERT_EQ(protection_reader_n_tracked(r), 0);
+        ASSERT_EQ(protection_tree_size(protection_reader_get_tree(r)), 1);
+        ASSERT_EQ(count_fds(), fds_before + 1);
+        r = protection_reader_free(r);
+        ASSERT_EQ(count_fds(), fds_before);
+}
+
+static void test_json(void) {
+        _cleanup_(protection_reader_freep) ProtectionReader *r = NULL;
+        json_t *nodes, *o;
+        const char *key;
+        json_t *value;
+        unsigned fds_before = count_fds();
+
+        ASSERT_OK(protection_reader_new(base, false, &r));
+        ASSERT_OK(protection_reader_get_nodes_json(r, "/a", &nodes));
+        ASSERT_EQ(protection_reader_n_tracked(r), 0); /* one-shot */
+        ASSERT_EQ(count_fds(), fds_before + 1);
+
+        ASSERT_TRUE(json_is_array(nodes));
+        ASSERT_TRUE(json_array_size(nodes) >= 3);
+        o = json_array_get(nodes, 0);
+        ASSERT_STREQ(json_string_value(json_object_get(o, "cgroup")), "/a");
+        ASSERT_EQ(json_object_size(o), 11);
+        json_object_foreach(o, key, value) {
+                static const char *const keys[] = {
+                        "cgroup", "usage", "min", "low", "emin", "elow", "min_usage",
+                        "low_usage", "children_min_usage", "children_low_usage", "state",
+                };
+                bool known = false;
+
+                for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                        known = known || streq(key, keys[i]);
+                if (!known)
+                        TEST_FAIL("unexpected key %s", key);
+        }
+        ASSERT_EQ(json_integer_value(json_object_get(o, "usage")), (long long) (1 * G));
+        ASSERT_EQ(json_integer_value(json_object_get(o, "elow")), (long long) (1 * G));
+        ASSERT_STREQ(json_string_value(json_object_get(o, "state")), "low");
+
+        /* Parents before children, and null for "max" (b's memory.low). */
+        for (size_t i = 0; i < json_array_size(nodes); i++) {
+                const char *cg = json_string_value(json_object_get(json_array_get(nodes, i), "cgroup"));
+
+                ASSERT_TRUE(cg && strncmp(cg, "/a", 2) == 0);
+                if (i > 0)
+                        ASSERT_TRUE(strncmp(cg, "/a/", 3) == 0);
+                if (streq(cg, "/a/b")) {
+                        o = json_array_get(nodes, i);
+                        ASSERT_TRUE(json_is_null(json_object_get(o, "low")));
+                        ASSERT_TRUE(json_is_integer(json_object_get(o, "min")));
+                        ASSERT_TRUE(json_is_integer(json_object_get(o, "elow")));
+                        ASSERT_EQ(json_integer_value(json_object_get(o, "low_usage")),
+                                  (long long) (200 * M));
+                }
+        }
+        json_decref(nodes);
+
+        ASSERT_ERR(protection_reader_get_nodes_json(r, "/gone", &nodes), ENOENT);
+        ASSERT_OK(protection_reader_get_nodes_json(r, "/", &nodes));
+        o = json_array_get(nodes, 0);
+        ASSERT_STREQ(json_string_value(json_object_get(o, "cgroup")), "/");
+        ASSERT_EQ(json_integer_value(json_object_get(o, "emin")), 0);
+        ASSERT_STREQ(json_string_value(json_object_get(o, "state")), "none");
+        json_decref(nodes);
+}
+
+/* Tracking a deep path reads the ancestors' siblings but not their subtrees. */
+static void test_deep(void) {
+        _cleanup_(protection_reader_freep) ProtectionReader *r = NULL;
+
+        make_cgroup("/p", 4 * G, 0, 2 * G);
+        make_cgroup("/p/q", 3 * G, 0, 3 * G);
+        make_cgroup("/p/q/r", 1 * G, 0, 1 * G);
+        make_cgroup("/p/s", 1 * G, 0, 1 * G);
+        make_cgroup("/p/s/t", 1 * G, 0, 0);
+
+        ASSERT_OK(protection_reader_new(base, true, &r));
+        ASSERT_OK(protection_reader_track(r, "/p/q/r"));
+        ASSERT_TRUE(protection_reader_lookup(r, "/p/s"));
+        ASSERT_TRUE(protection_reader_lookup(r, "/p/s/t") == NULL);
+        ASSERT_TRUE(protection_reader_lookup(r, "/a/b") == NULL);
+        /* p: 2G over q (3G) + s (1G) claimed: q gets 2G * 3/4, r all of q's share below 1G. */
+        ASSERT_U64_EQ(values(r, "/p/q").elow, 2 * G * 3 / 4);
+        ASSERT_U64_EQ(values(r, "/p/q/r").elow, 1 * G);
+        ASSERT_EQ(values(r, "/p/q/r").state, PROTECTION_STATE_LOW);
+}
+
+int main(void) {
+        build_tree();
+        test_reader();
+        test_json();
+        test_deep();
+        remove_tree("");
+        return 0;
+}
