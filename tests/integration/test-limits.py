@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Configured limits: MaxClients and MaxClientsPerUser refuse the client
+over the limit with io.pressured.LimitExceeded and keep serving the others;
+RequestTimeoutSec closes a client stuck halfway through a message;
+IdleTimeoutSec closes a client that sends nothing, but never a subscriber
+waiting for events."""
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
+import pressured_test as pt  # noqa: E402
+
+WAIT = 60.0 if pt.WRAPPER else 10.0  # bound on waits that normally take milliseconds
+MAX_CLIENTS = 5
+PER_USER = 2
+
+
+def served(v):
+    r = v.call_sync('org.varlink.service.GetInfo')
+    return 'vendor' in r.get('parameters', {})
+
+
+def expect_refused(v, limit, value):
+    r = v.recv(timeout=WAIT)
+    pt.check(r.get('error') == 'io.pressured.LimitExceeded', 'refused with LimitExceeded', r)
+    pt.check(r.get('parameters') == {'limit': limit, 'value': value}, 'LimitExceeded names limit and value', r)
+    pt.check(v.is_closed(timeout=WAIT), 'the refused connection is closed')
+
+
+def test_max_clients():
+    with pt.Daemon(config_text=f'[Limits]\nMaxClients={MAX_CLIENTS}\n') as d:
+        # Connections closed before (the start-up probe) go away asynchronously:
+        # start once the daemon counts only this client.
+        control = pt.Varlink(d.socket, timeout=WAIT)
+        pt.wait_for(lambda: control.call_sync('io.pressured.GetStatus')['parameters']['clients'] == 1,
+                    timeout=WAIT, what='earlier connections to be gone')
+        clients = [control] + [pt.Varlink(d.socket, timeout=WAIT) for _ in range(MAX_CLIENTS - 1)]
+        for v in clients:
+            pt.check(served(v), 'a client within MaxClients is served')
+        extra = pt.Varlink(d.socket, timeout=WAIT)
+        expect_refused(extra, 'MaxClients', MAX_CLIENTS)
+        extra.close()
+        # The others are still served, and a subscriber among them gets events.
+        for v in clients:
+            pt.check(served(v), 'clients within the limit are still served')
+        first = clients[0].subscribe(level='medium')
+        pt.check(first['parameters']['event']['kind'] == 'subscribed', 'subscribe at the limit', first)
+        r = clients[1].call_sync('io.pressured.Inject', {'level': 'medium'})
+        pt.check(r.get('parameters', {}).get('delivered') == 1, 'inject at the limit', r)
+        ev = clients[0].recv(timeout=WAIT)['parameters']['event']
+        pt.check(ev['kind'] == 'pressure' and ev['seq'] == 1, 'the subscriber got the event', ev)
+        # A freed slot can be taken again.
+        clients.pop().close()
+
+        def slot_free():
+            v = pt.Varlink(d.socket, timeout=WAIT)
+            try:
+                return served(v)
+            except (EOFError, ConnectionResetError, BrokenPipeError):
+                return False
+            finally:
+                v.close()
+        pt.wait_for(slot_free, timeout=WAIT, what='a slot after a client left')
+        for v in clients:
+            v.close()
+
+
+def per_user_child(sock):
+    """As an unprivileged user: fill the per-user limit and go over it."""
+    out = {}
+    held = [pt.Varlink(sock, timeout=WAIT) for _ in range(PER_USER)]
+    out['held_served'] = all(served(v) for v in held)
+    extra = pt.Varlink(sock, timeout=WAIT)
+    try:
+        out['refusal'] = extra.recv(timeout=WAIT)
+    except (EOFError, TimeoutError, ConnectionResetError) as e:
+        out['refusal'] = repr(e)
+    out['refused_closed'] = extra.is_closed(timeout=WAIT)
+    extra.close()
+    out['held_still_served'] = all(served(v) for v in held)
+    held.pop().close()
+    deadline = time.monotonic() + WAIT
+    out['after_leave_served'] = False
+    while time.monotonic() < deadline:
+        v = pt.Varlink(sock, timeout=WAIT)
+        try:
+            if served(v):
+                out['after_leave_served'] = True
+                break
+        except (EOFError, ConnectionResetError, BrokenPipeError):
+            pass
+        finally:
+            v.close()
+        time.sleep(0.05)
+    return out
+
+
+def test_max_clients_per_user():
+    pt.require_root()
+    with pt.Daemon(config_text=f'[Limits]\nMaxClientsPerUser={PER_USER}\n') as d:
+        out = pt.run_as('nobody', per_user_child, d.socket)
+        pt.check(out['held_served'], 'clients within MaxClientsPerUser are served', out)
+        r = out['refusal']
+        pt.check(isinstance(r, dict) and r.get('error') == 'io.pressured.LimitExceeded',
+                 'the client over MaxClientsPerUser is refused', out)
+        pt.check(r.get('parameters') == {'limit': 'MaxClientsPerUser', 'value': PER_USER},
+                 'LimitExceeded names MaxClientsPerUser', r)
+        pt.check(out['refused_closed'], 'the refused connection is closed', out)
+        pt.check(out['held_still_served'], 'the user\'s other clients are still served', out)
+        pt.check(out['after_leave_served'], 'a client leaving frees a per-user slot', out)
+        # Root is not subject to the per-user limit.
+        root_clients = [pt.Varlink(d.socket, timeout=WAIT) for _ in range(PER_USER + 2)]
+        for v in root_clients:
+            pt.check(served(v), 'root clients are not limited per user')
+            v.close()
+
+
+def test_request_timeout():
+    # A half-sent message is closed after RequestTimeoutSec; a client that
+    # merely connected is not (its idle timeout is long).
+    with pt.Daemon(config_text='[Limits]\nRequestTimeoutSec=1\nIdleTimeoutSec=3600\n') as d:
+        idle = pt.Varlink(d.socket, timeout=WAIT)
+        half = pt.Varlink(d.socket, timeout=WAIT)
+        half.send_raw(b'{"method": "io.pressured.GetSt')
+        pt.check(half.is_closed(timeout=WAIT + 5), 'a client stuck in a message is closed')
+        pt.check(not idle.is_closed(timeout=0.5), 'an idle client is not closed by RequestTimeoutSec')
+        pt.check(served(idle), 'the idle client is still served')
+        idle.close()
+        half.close()
+
+
+def test_idle_timeout():
+    with pt.Daemon(config_text='[Limits]\nIdleTimeoutSec=1\nRequestTimeoutSec=3600\n') as d:
+        sub = pt.Varlink(d.socket, timeout=WAIT)
+        first = sub.subscribe(level='medium')
+        pt.check(first['parameters']['event']['kind'] == 'subscribed', 'subscribed', first)
+        silent = pt.Varlink(d.socket, timeout=WAIT)
+        pt.check(silent.is_closed(timeout=WAIT + 5), 'a client that sends nothing is closed')
+        # The subscriber has by now been quiet for longer than IdleTimeoutSec too.
+        pt.check(not sub.is_closed(timeout=1.5), 'a subscriber is not closed by the idle timeout')
+        r = d.inject('medium')
+        pt.check(r['parameters']['delivered'] == 1, 'the subscriber is still registered', r)
+        ev = sub.recv(timeout=WAIT)['parameters']['event']
+        pt.check(ev['kind'] == 'pressure' and ev['seq'] == 1, 'the subscriber still gets events', ev)
+        sub.close()
+        silent.close()
+
+
+def main():
+    test_max_clients()
+    test_max_clients_per_user()
+    test_request_timeout()
+    test_idle_timeout()
+    print('ok')
+
+
+if __name__ == '__main__':
+    main()

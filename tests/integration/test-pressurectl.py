@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""pressurectl against the built daemon: every command, human and JSON
+output, and every exit code (0 ok, 1 daemon error, 2 usage, 3 daemon not
+reachable, 4 permission denied, 124 timeout)."""
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.environ.get('PRESSURED_SOURCE_ROOT', os.path.join(os.path.dirname(__file__), '..', '..')), 'tests'))
+import pressured_test as pt  # noqa: E402
+
+check = pt.check
+
+
+def expect(res, code, what):
+    check(res.returncode == code, f'{what}: exit {res.returncode}, expected {code}', res.stdout, res.stderr)
+    return res
+
+
+def have_nobody():
+    try:
+        pwd.getpwnam('nobody')
+        return os.geteuid() == 0
+    except KeyError:
+        return False
+
+
+def test_usage():
+    expect(pt.run_ctl(), 2, 'no command')
+    expect(pt.run_ctl('frobnicate'), 2, 'unknown command')
+    expect(pt.run_ctl('--bogus', 'status'), 2, 'unknown global option')
+    expect(pt.run_ctl('watch', '--level', 'severe'), 2, 'bad level')
+    expect(pt.run_ctl('watch', '--level', 'low', '--memory-events'), 2, 'two selectors')
+    expect(pt.run_ctl('watch', '--psi', 'some 150'), 2, 'short PSI spec')
+    expect(pt.run_ctl('watch', '--psi', 'most 150ms 2s'), 2, 'bad PSI stall')
+    expect(pt.run_ctl('watch', '--psi', 'some 150fortnights 2s'), 2, 'bad PSI unit')
+    expect(pt.run_ctl('watch', '--vmpressure', 'low,sideways'), 2, 'bad vmpressure mode')
+    expect(pt.run_ctl('watch', '--count', '0'), 2, 'count 0')
+    expect(pt.run_ctl('watch', '--timeout', 'soon'), 2, 'bad timeout')
+    expect(pt.run_ctl('watch', '/a', '/b'), 2, 'two cgroups')
+    expect(pt.run_ctl('inject'), 2, 'inject without --level')
+    expect(pt.run_ctl('status', 'extra'), 2, 'status with an argument')
+    expect(pt.run_ctl('reload', '--level', 'low'), 2, 'reload with an option it lacks')
+
+    res = expect(pt.run_ctl('--help'), 0, '--help')
+    for cmd in ('status', 'watch', 'protection', 'inject', 'reload'):
+        check(cmd in res.stdout, f'--help lists {cmd}', res.stdout)
+        sub = expect(pt.run_ctl(cmd, '--help'), 0, f'{cmd} --help')
+        check(sub.stdout.startswith('pressurectl') and cmd in sub.stdout.splitlines()[0],
+              f'{cmd} --help shows its own usage', sub.stdout)
+    check('--level low' in pt.run_ctl('watch', '--help').stdout, 'watch --help names the default selector')
+    res = expect(pt.run_ctl('--version'), 0, '--version')
+    check(res.stdout.startswith('pressurectl '), '--version output', res.stdout)
+
+
+def test_unreachable():
+    tmp = tempfile.mkdtemp(prefix='pressurectl-test-')
+    path = os.path.join(tmp, 'missing.sock')
+    for args in (('status',), ('watch', '--count', '1'), ('protection',), ('inject', '--level', 'low'), ('reload',)):
+        res = expect(pt.run_ctl(*args, socket=path), 3, f'{args[0]} without a daemon')
+        check('not reachable' in res.stderr, 'the reason is given', res.stderr)
+    # $PRESSURED_SOCKET is honoured when --socket is absent.
+    res = expect(pt.run_ctl('status', env={'PRESSURED_SOCKET': path}), 3, 'status via $PRESSURED_SOCKET')
+    check(path in res.stderr, 'the socket from the environment is used', res.stderr)
+    os.rmdir(tmp)
+
+
+def start_watch(d, *args):
+    """Start a watch once the daemon has no subscription left from before."""
+    pt.wait_for(lambda: d.status()['subscriptions'] == 0, what='earlier watches to go')
+    return subprocess.Popen([pt.PRESSURECTL, '--socket', d.socket, 'watch'] + list(args),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_subscribed(d, proc):
+    """Wait until @proc's subscription is in place; False if it exited instead."""
+    def ready():
+        if proc.poll() is not None:
+            return 'exited'
+        return d.status()['subscriptions'] >= 1
+    return pt.wait_for(ready, what='the watch to subscribe') is True
+
+
+def test_watch_and_inject(d):
+    # --json: exactly one line after one Inject, the event object as sent.
+    proc = start_watch(d, '--level', 'medium', '--count', '1', '--json')
+    check(wait_subscribed(d, proc), 'watch subscribed', proc.returncode)
+    res = expect(pt.run_ctl('inject', '--level', 'medium', socket=d.socket), 0, 'inject')
+    check(res.stdout.strip() == 'Delivered to 1 subscriber.', 'inject reports the subscribers reached', res.stdout)
+    out, err = proc.communicate(timeout=10)
+    check(proc.returncode == 0, 'watch --count 1 exits 0', proc.returncode, out, err)
+    lines = out.splitlines()
+    check(len(lines) == 1, 'one JSON line', out)
+    ev = json.loads(lines[0])
+    check(ev['kind'] == 'pressure' and ev['level'] == 'medium' and ev['synthetic'] is True
+          and ev['source'] == 'inject' and ev['seq'] == 1 and ev['cgroup'] == '/', 'the injected event', ev)
+    check('Watching /' in err, 'the subscription header goes to stderr with --json', err)
+
+    # Human output: a header line, then one line per event; --count counts events only.
+    proc = start_watch(d, '/', '--level', 'critical', '--count', '2')
+    check(wait_subscribed(d, proc), 'watch subscribed', proc.returncode)
+    res = expect(pt.run_ctl('--json', 'inject', '/', '--level', 'critical', socket=d.socket), 0, 'inject --json')
+    check(json.loads(res.stdout) == {'delivered': 1}, 'inject --json', res.stdout)
+    expect(pt.run_ctl('inject', '--level', 'critical', socket=d.socket), 0, 'second inject')
+    out, err = proc.communicate(timeout=10)
+    check(proc.returncode == 0, 'watch --count 2 exits 0', proc.returncode, out, err)
+    lines = out.splitlines()
+    check(len(lines) == 3 and lines[0].startswith('Watching /:'), 'header and two events', out)
+    for line in lines[1:]:
+        check(' / pressure critical source=inject synthetic' in line, 'a human event line', line)
+    # Local time stamp first: "YYYY-MM-DD HH:MM:SS.mmm".
+    check(len(lines[1]) > 23 and lines[1][4] == '-' and lines[1][13] == ':' and lines[1][19] == '.',
+          'the line starts with a local time', lines[1])
+
+    # An inject on another level still reaches a --level subscription (the level is the injected one).
+    proc = start_watch(d, '--psi', 'some 150ms 2s', '--count', '1', '--json')
+    if not wait_subscribed(d, proc):
+        out, err = proc.communicate()
+        check(proc.returncode == 1 and 'SourceUnavailable' in err,
+              'the PSI subscription failed only because PSI is missing', err)
+        print('PSI unavailable here; skipped the --psi part')
+    else:
+        expect(pt.run_ctl('inject', '--level', 'low', socket=d.socket), 0, 'inject low')
+        out, err = proc.communicate(timeout=10)
+        check(proc.returncode == 0, 'watch --psi exits 0', proc.returncode, err)
+        check(json.loads(out)['level'] == 'low', '--psi subscription got the event', out)
+        check('some 150ms 2s' in err or 'adjusted' in err, 'the header shows the trigger', err)
+
+
+def test_watch_timeout(d):
+    res = expect(pt.run_ctl('watch', '--level', 'critical', '--timeout', '1', socket=d.socket), 124,
+                 'watch without events')
+    check('timed out' in res.stderr, 'the timeout is reported', res.stderr)
+    check(res.stdout.startswith('Watching /'), 'the header was printed', res.stdout)
+    res = expect(pt.run_ctl('watch', '--count', '3', '--timeout', '0.5', '--json', socket=d.socket), 124,
+                 'watch --json without events')
+    check(res.stdout == '', 'no event lines', res.stdout)
+
+
+def test_daemon_errors(d):
+    res = expect(pt.run_ctl('watch', '/no/such/cgroup-xyz', '--level', 'low', socket=d.socket), 1,
+                 'watch a missing cgroup')
+    check('io.pressured.NoSuchCgroup' in res.stderr, 'the daemon error is named', res.stderr)
+    res = expect(pt.run_ctl('watch', '/a/../b', socket=d.socket), 1, 'watch a bad path')
+    check('io.pressured.InvalidCgroupPath' in res.stderr, 'the daemon error is named', res.stderr)
+    res = expect(pt.run_ctl('protection', '/no/such/cgroup-xyz', socket=d.socket), 1, 'protection of a missing cgroup')
+    check('NoSuchCgroup' in res.stderr, 'the daemon error is named', res.stderr)
+
+
+def test_status(d):
+    proc = start_watch(d, '--level', 'medium')
+    try:
+        check(wait_subscribed(d, proc), 'watch subscribed', proc.returncode)
+        res = expect(pt.run_ctl('status', socket=d.socket), 0, 'status')
+        for word in ('Version:', 'Uptime:', 'Clients:', 'Subscriptions:  1', 'CGROUP', 'SOURCE',
+                     'TRIGGER', 'SUBSCRIBERS', 'events_delivered', 'registrations_created'):
+            check(word in res.stdout, f'status shows {word!r}', res.stdout)
+        check('level medium' in res.stdout, 'the registration table shows the level', res.stdout)
+        res = expect(pt.run_ctl('--json', 'status', socket=d.socket), 0, 'status --json')
+        check(len(res.stdout.splitlines()) == 1, 'one line', res.stdout)
+        st = json.loads(res.stdout)
+        check(st['subscriptions'] == 1 and len(st['registrations']) == 1, 'status --json is the reply', st)
+        # Global options after the command work too.
+        res = expect(pt.run_ctl('status', '--json', socket=d.socket), 0, 'status --json after the command')
+        check(json.loads(res.stdout)['version'] == st['version'], 'same reply')
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_reload(d):
+    res = expect(pt.run_ctl('reload', socket=d.socket), 0, 'reload as root')
+    check(res.stdout == '', 'reload prints nothing', res.stdout)
+
+
+def test_denied(d):
+    if not have_nobody():
+        print('not root or no user nobody: skipped the permission tests')
+        return
+    res = expect(pt.run_ctl('inject', '--level', 'low', socket=d.socket, user='nobody'), 4, 'inject as nobody')
+    check('PermissionDenied' in res.stderr, 'the daemon error is named', res.stderr)
+    expect(pt.run_ctl('reload', socket=d.socket, user='nobody'), 4, 'reload as nobody')
+    # The whole-system level source is open to everybody.
+    expect(pt.run_ctl('watch', '--level', 'low', '--timeout', '0.2', socket=d.socket, user='nobody'), 124,
+           'watch as nobody')
+
+
+def test_protection():
+    root = tempfile.mkdtemp(prefix='pressurectl-cg-')
+    G = 1 << 30
+    pt.make_fake_tree(root, {
+        '/': dict(current=3 * G),
+        '/work': dict(current=1288490188, min=G, low=2 * G),
+        '/work/db': dict(current=512 << 20, min='max', low=0),
+        '/idle': dict(current=0),
+    })
+    with pt.Daemon(cgroup_root=root) as d:
+        res = expect(pt.run_ctl('protection', socket=d.socket), 0, 'protection')
+        lines = res.stdout.splitlines()
+        check(lines[0].split() == ['CGROUP', 'USAGE', 'MIN', 'LOW', 'EMIN', 'ELOW', 'STATE'], 'header', lines)
+        rows = {line.strip().split()[0]: line for line in lines[1:]}
+        check(set(rows) == {'/', 'work', 'db', 'idle'}, 'one row per cgroup', lines)
+        check(rows['work'].split() == ['work', '1.2G', '1G', '2G', '1G', '2G', 'low'], 'sizes read at a glance',
+              rows['work'])
+        check(rows['db'].startswith('    db') and rows['work'].startswith('  work'), 'indented by depth', lines)
+        check(rows['db'].split()[2] == 'max' and rows['db'].split()[-1] == 'min', 'unlimited min shown as max',
+              rows['db'])
+        check(lines.index(rows['work']) < lines.index(rows['db']), 'parents before children', lines)
+        widths = {len(line.rstrip()) - len(line.rstrip().split()[-1]) for line in lines}
+        check(len(widths) == 1, 'columns aligned', lines)
+
+        res = expect(pt.run_ctl('--json', 'protection', '/work', socket=d.socket), 0, 'protection --json')
+        nodes = [json.loads(line) for line in res.stdout.splitlines()]
+        check([n['cgroup'] for n in nodes] == ['/work', '/work/db'], 'the subtree, one node per line', nodes)
+        check(nodes[1]['min'] is None and nodes[0]['usage'] == 1288490188, 'raw values', nodes)
+
+        # memory.events and protection watches on the fake tree.
+        proc = start_watch(d, '/work', '--memory-events', '--count', '1', '--json')
+        check(wait_subscribed(d, proc), 'watch subscribed', proc.returncode)
+        pt.write_file(os.path.join(root, 'work', 'memory.events'), 'low 0\nhigh 4\nmax 0\noom 0\noom_kill 0\n')
+        out, err = proc.communicate(timeout=10)
+        check(proc.returncode == 0, 'memory-events watch', proc.returncode, err)
+        ev = json.loads(out)
+        check(ev['kind'] == 'memory_events' and ev['counters']['high'] == 4, 'memory.events change', ev)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def main():
+    if not os.access(pt.PRESSURECTL, os.X_OK):
+        pt.skip(f'{pt.PRESSURECTL} is not built')
+    test_usage()
+    test_unreachable()
+    with pt.Daemon() as d:
+        test_watch_and_inject(d)
+        test_watch_timeout(d)
+        test_daemon_errors(d)
+        test_status(d)
+        test_reload(d)
+        test_denied(d)
+    test_protection()
+    print('ok')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Reloading the configuration: Reload() with a changed [Levels] Medium=
+moves a live level subscription to the new PSI trigger without ending its
+stream; a configuration with an unknown key is ConfigurationRejected,
+naming file, line and key, and the old one stays in force; SIGHUP reloads
+too."""
+
+import os
+import signal
+import sys
+
+sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
+import pressured_test as pt  # noqa: E402
+
+WAIT = 60.0 if pt.WRAPPER else 10.0  # bound on waits that normally take milliseconds
+# Windows are multiples of 2 s, so that the kernel takes the triggers as
+# they are even where the daemon lacks CAP_SYS_RESOURCE.
+
+
+def config(medium):
+    return f'[Daemon]\nLogLevel=debug\n\n[Levels]\nMedium={medium}\n'
+
+
+def psi_registrations(d):
+    return [(r['cgroup'], r['trigger'].get('psi'), r['subscribers'])
+            for r in d.status()['registrations'] if r['source'] == 'psi']
+
+
+def psi(threshold_us, window_us):
+    return {'stall': 'some', 'threshold_us': threshold_us, 'window_us': window_us}
+
+
+def expect_event(sub, seq, d):
+    r = d.inject('medium')
+    pt.check(r['parameters']['delivered'] == 1, 'Inject reaches the subscriber', r)
+    msg = sub.recv(timeout=WAIT)
+    ev = msg['parameters']['event']
+    pt.check(msg.get('continues') is True and ev['kind'] == 'pressure' and ev['seq'] == seq and ev['missed'] == 0,
+             'the stream goes on with the next seq', msg, seq)
+
+
+def main():
+    with pt.Daemon(config_text=config('some 100ms 2s')) as d:
+        sub = pt.Varlink(d.socket, timeout=WAIT)
+        first = sub.subscribe(level='medium')
+        ev = first['parameters']['event']
+        pt.check(ev['trigger'].get('psi') == psi(100000, 2000000) and ev['trigger'].get('level') == 'medium',
+                 'subscribed with the configured Medium trigger', ev)
+        pt.check(psi_registrations(d) == [('/', psi(100000, 2000000), 1)], 'one registration, old trigger',
+                 psi_registrations(d))
+        created = d.status()['counters']['registrations_created']
+
+        # Reload() with a new Medium= trigger.
+        d.write_config(config('some 150ms 2s'))
+        ctl = pt.Varlink(d.socket, timeout=WAIT)
+        r = ctl.call_sync('io.pressured.Reload')
+        pt.check('error' not in r and r.get('parameters', {}) == {}, 'Reload succeeds with an empty reply', r)
+        pt.check(psi_registrations(d) == [('/', psi(150000, 2000000), 1)],
+                 'the subscription moved to the new trigger; the old registration is gone', psi_registrations(d))
+        st = d.status()
+        pt.check(st['counters']['registrations_created'] == created + 1, 'one new registration', st['counters'])
+        pt.check(st['subscriptions'] == 1, 'still one subscription', st['subscriptions'])
+        expect_event(sub, 1, d)
+
+        # A new subscriber to the same level shares the moved registration.
+        other = pt.Varlink(d.socket, timeout=WAIT)
+        ev = other.subscribe(level='medium')['parameters']['event']
+        pt.check(ev['trigger'].get('psi') == psi(150000, 2000000), 'new subscribers get the new trigger', ev)
+        pt.check(psi_registrations(d) == [('/', psi(150000, 2000000), 2)], 'shared', psi_registrations(d))
+        other.close()
+        pt.wait_for(lambda: psi_registrations(d) == [('/', psi(150000, 2000000), 1)], timeout=WAIT,
+                    what='the second subscriber to leave')
+
+        # A bad configuration is rejected and changes nothing.
+        before = d.status()
+        d.write_config('[Levels]\nMedium=some 300ms 2s\nBogusKey=1\n')
+        r = ctl.call_sync('io.pressured.Reload')
+        pt.check(r.get('error') == 'io.pressured.ConfigurationRejected', 'a bad configuration is rejected', r)
+        reason = r.get('parameters', {}).get('reason', '')
+        pt.check(f'{d.config}:3' in reason, 'the reason names file:line', reason)
+        pt.check('BogusKey' in reason, 'the reason names the key', reason)
+        after = d.status()
+        pt.check(after['registrations'] == before['registrations'], 'registrations unchanged',
+                 before['registrations'], after['registrations'])
+        for k in ('registrations_created', 'registrations_removed'):
+            pt.check(after['counters'][k] == before['counters'][k], f'{k} unchanged', after['counters'])
+        # The old [Levels] stay in force for new subscribers.
+        other = pt.Varlink(d.socket, timeout=WAIT)
+        ev = other.subscribe(level='medium')['parameters']['event']
+        pt.check(ev['trigger'].get('psi') == psi(150000, 2000000), 'the previous configuration is still used', ev)
+        other.close()
+        expect_event(sub, 2, d)
+
+        # SIGHUP reloads as well.
+        d.write_config(config('some 200ms 4s'))
+        os.kill(d.pid, signal.SIGHUP)
+        pt.wait_for(lambda: psi_registrations(d) == [('/', psi(200000, 4000000), 1)], timeout=WAIT,
+                    what='SIGHUP to move the subscription to the new trigger')
+        expect_event(sub, 3, d)
+
+        # Reload as root through pressurectl, if it was built.
+        if os.path.exists(pt.PRESSURECTL):
+            d.write_config(config('some 250ms 6s'))
+            p = pt.run_ctl('reload', socket=d.socket, timeout=WAIT)
+            pt.check(p.returncode == 0, 'pressurectl reload', p.returncode, p.stdout, p.stderr)
+            pt.check(psi_registrations(d) == [('/', psi(250000, 6000000), 1)], 'reloaded via pressurectl',
+                     psi_registrations(d))
+            expect_event(sub, 4, d)
+        ctl.close()
+        sub.close()
+    print('ok')
+
+
+if __name__ == '__main__':
+    main()

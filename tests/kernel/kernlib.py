@@ -1,0 +1,183 @@
+# SPDX-License-Identifier: MIT
+"""Helpers shared by the kernel tests and measure.py.
+
+These tests drive the built daemon against the real cgroup hierarchies of
+the machine (cgroup v1 memory for vmpressure, cgroup2 for PSI), so they need
+root; the generic pieces (starting the daemon, making and removing cgroups,
+the memory load) live in tests/pressured_test.py.
+"""
+import collections
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.environ.get('PRESSURED_SOURCE_ROOT',
+                                               os.path.join(os.path.dirname(__file__), '..', '..')), 'tests'))
+import pressured_test as pt  # noqa: E402
+
+# Under valgrind the daemon runs 20-50 times slower: scale waits, not counts
+# of kernel notifications (the kernel's pace does not change).
+SLOW = bool(pt.WRAPPER)
+REPLY_TIMEOUT = 60.0 if SLOW else 10.0
+# How long a memory load may take before the kernel reports pressure; it
+# normally takes well under a second for vmpressure and about one PSI
+# window (2 s) for PSI.
+PRESSURE_TIMEOUT = 40.0 if SLOW else 30.0
+
+CAP_SYS_RESOURCE = 24
+
+PSI_2S = {'stall': 'some', 'threshold_us': 100000, 'window_us': 2000000}
+
+
+def event_of(msg):
+    """The event of a Subscribe reply, or raise with the error reply shown."""
+    if 'error' in msg:
+        raise AssertionError(f'unexpected error reply: {msg!r}')
+    return msg['parameters']['event']
+
+
+def subscribe(d, timeout=None, **params):
+    """Connect, subscribe with @params and return (client, first reply)."""
+    v = pt.Varlink(d.socket, timeout=timeout or REPLY_TIMEOUT)
+    v.call('io.pressured.Subscribe', params, more=True)
+    return v, v.recv(timeout=timeout or REPLY_TIMEOUT)
+
+
+def subscribe_ok(d, **params):
+    """Subscribe and check the first reply is 'subscribed'; return the client."""
+    v, msg = subscribe(d, **params)
+    ev = event_of(msg)
+    pt.check(ev.get('kind') == 'subscribed', 'first reply is not "subscribed"', msg)
+    pt.check(msg.get('continues') is True, 'subscribed reply does not continue', msg)
+    return v, ev
+
+
+def subscribe_many(d, n, **params):
+    clients = []
+    try:
+        for _ in range(n):
+            v, _ = subscribe_ok(d, **params)
+            clients.append(v)
+    except BaseException:
+        close_all(clients)
+        raise
+    return clients
+
+
+def close_all(clients):
+    for v in clients:
+        try:
+            v.close()
+        except OSError:
+            pass
+
+
+def wait_pressure(v, start, timeout=PRESSURE_TIMEOUT):
+    """Read until a 'pressure' event arrives; return (event, seconds since @start)."""
+    end = time.monotonic() + timeout
+    while True:
+        left = end - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f'no pressure event within {timeout:.0f} s')
+        try:
+            msg = v.recv(timeout=min(left, 1.0))
+        except TimeoutError:
+            continue
+        ev = event_of(msg)
+        pt.check(ev.get('kind') == 'pressure', 'unexpected event while waiting for pressure', msg)
+        pt.check(msg.get('continues') is True, 'pressure event does not continue the stream', msg)
+        return ev, time.monotonic() - start
+
+
+def wait_removed(v, timeout=None):
+    """Read until the stream ends; return the final message, which must be 'removed'."""
+    end = time.monotonic() + (timeout or REPLY_TIMEOUT)
+    while True:
+        left = end - time.monotonic()
+        if left <= 0:
+            raise TimeoutError('the stream did not end with "removed"')
+        try:
+            msg = v.recv(timeout=min(left, 1.0))
+        except TimeoutError:
+            continue
+        ev = event_of(msg)
+        if ev.get('kind') == 'removed':
+            return msg
+        pt.check(ev.get('kind') == 'pressure', 'unexpected event before "removed"', msg)
+
+
+def registrations_on(d, cgroup):
+    return [r for r in d.status()['registrations'] if r['cgroup'] == cgroup]
+
+
+def fd_targets(d):
+    """The daemon's open fds as a multiset of link targets (fd numbers ignored)."""
+    return collections.Counter(d.fds().values())
+
+
+def settled_fds(d, timeout=None):
+    """Wait until the daemon's fds stop changing (e.g. a probe connection closed)."""
+    end = time.monotonic() + (timeout or REPLY_TIMEOUT)
+    last, stable = None, 0
+    while time.monotonic() < end:
+        cur = fd_targets(d)
+        stable = stable + 1 if cur == last else 0
+        if stable >= 5:
+            return cur
+        last = cur
+        time.sleep(0.1)
+    raise TimeoutError('the daemon\'s open fds did not settle')
+
+
+def count_targets(targets, pred):
+    return sum(n for t, n in targets.items() if pred(t))
+
+
+def is_memory_pressure(target):
+    return target.endswith('/memory.pressure') or target == '/proc/pressure/memory'
+
+
+def is_eventfd(target):
+    return target == 'anon_inode:[eventfd]'
+
+
+def context_switches(pid):
+    """Voluntary plus involuntary context switches of every thread of @pid."""
+    total = 0
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            with open(f'/proc/{pid}/task/{tid}/status') as f:
+                for line in f:
+                    if line.startswith(('voluntary_ctxt_switches', 'nonvoluntary_ctxt_switches')):
+                        total += int(line.split()[1])
+        except FileNotFoundError:
+            pass
+    return total
+
+
+def has_cap(pid, cap):
+    with open(f'/proc/{pid}/status') as f:
+        for line in f:
+            if line.startswith('CapEff:'):
+                return bool(int(line.split()[1], 16) >> cap & 1)
+    return False
+
+
+def kernel_psi_error(pressure_file, text):
+    """Write a PSI trigger directly; return None if accepted, else the errno."""
+    fd = os.open(pressure_file, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        os.write(fd, text.encode() + b'\0')
+        return None
+    except OSError as e:
+        return e.errno
+    finally:
+        os.close(fd)
+
+
+def quiet_daemon(**kw):
+    """A daemon with no systemd notification or watchdog, so it has no reason to wake up."""
+    d = pt.Daemon(**kw)
+    for k in ('NOTIFY_SOCKET', 'WATCHDOG_USEC', 'WATCHDOG_PID', 'LISTEN_FDS', 'LISTEN_PID', 'LISTEN_FDNAMES'):
+        d.env.pop(k, None)
+    return d

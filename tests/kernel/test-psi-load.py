@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""A PSI subscriber (some 100ms in a 2 s window) on a cgroup2 directory
+receives a pressure event carrying the PSI averages while a process in that
+cgroup (and in the matching cgroup v1 memory cgroup limited to 64M, where
+the reclaim happens) streams a file larger than the limit."""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kernlib as kl  # noqa: E402
+from kernlib import pt  # noqa: E402
+
+PSI_KEYS = ('some_avg10', 'some_avg60', 'some_avg300', 'some_total_us')
+
+
+def main():
+    pt.require_root()
+    with pt.real_cgroups(v1=True, v2=True, limit='64M') as (name, v1, v2), pt.Daemon() as d:
+        v, ev = kl.subscribe_ok(d, cgroup=name, psi=kl.PSI_2S)
+        pt.check(ev['source'] == 'psi', 'subscribed source', ev)
+        pt.check(ev['trigger'].get('psi') == kl.PSI_2S, 'a 2 s window is used unchanged', ev)
+        pt.check(ev['adjusted'] is False, 'a 2 s window needs no adjustment', ev)
+        for k in PSI_KEYS:
+            pt.check(k in ev['state'].get('psi', {}), 'subscribed state lacks PSI ' + k, ev)
+        total_before = ev['state']['psi']['some_total_us']
+
+        start = time.monotonic()
+        with pt.memory_load(v1, v2, size_mb=200):
+            try:
+                e, secs = kl.wait_pressure(v, start)
+            except TimeoutError:
+                with open(os.path.join(v2, 'memory.pressure')) as f:
+                    raise AssertionError('no PSI event under load; the cgroup\'s memory.pressure reads:\n' +
+                                         f.read()) from None
+            print(f'first PSI event {secs:.3f} s after the load started', flush=True)
+        v.close()
+
+        pt.check(e['source'] == 'psi', 'event source', e)
+        pt.check(e['cgroup'] == name, 'event cgroup', e)
+        pt.check(e['seq'] == 1 and e['missed'] == 0 and e['count'] >= 1, 'seq/missed/count', e)
+        psi = e.get('psi')
+        pt.check(isinstance(psi, dict), 'pressure event carries no "psi" averages', e)
+        for k in PSI_KEYS:
+            pt.check(k in psi, 'event PSI lacks ' + k, psi)
+        # The trigger fired because stall time grew by at least the threshold.
+        pt.check(psi['some_total_us'] - total_before >= kl.PSI_2S['threshold_us'],
+                 'stall total grew by less than the threshold', total_before, psi)
+    print('ok')
+
+
+if __name__ == '__main__':
+    main()
