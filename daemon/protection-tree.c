@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "log.h"
@@ -45,6 +46,7 @@ typedef struct ReaderNode {
         uint64_t seen_scan;      /* listing generation that last saw it */
         uint64_t refreshed;      /* refresh generation that last read it */
         uint64_t born;           /* refresh generation that created it */
+        bool pinned;             /* keeps its descriptors open between refreshes */
         bool tracked;            /* a tracked subtree starts here */
         bool on_path;            /* ancestor-or-self of a tracked subtree */
 } ReaderNode;
@@ -82,6 +84,9 @@ struct ProtectionReader {
         bool prune_pending;
         bool list_always;
 
+        unsigned n_fds;          /* descriptors open for nodes */
+        unsigned fd_budget;      /* pin nodes only while n_fds stays below this */
+
         char *dents;             /* getdents64 buffer */
         size_t dents_size;
 
@@ -93,14 +98,20 @@ struct ProtectionReader {
 /* Syscall wrappers that count. */
 
 static int r_openat(ProtectionReader *r, int dir_fd, const char *name, int flags) {
+        int fd;
+
         r->stats.opens++;
-        return openat(dir_fd, name, flags | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        fd = openat(dir_fd, name, flags | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        if (fd >= 0)
+                r->n_fds++;
+        return fd;
 }
 
 static void r_close(ProtectionReader *r, int *fd) {
         if (*fd < 0)
                 return;
         r->stats.closes++;
+        r->n_fds--;
         *fd = safe_close(*fd);
 }
 
@@ -461,6 +472,12 @@ static int child_create(ProtectionReader *r, ProtectionNode *parent, const char 
                 (void) node_remove(r, n, false);
                 return fd == -ENODEV ? 0 : fd;
         }
+        /* Over the budget: the node opens its files afresh on each refresh. */
+        rn->pinned = r->n_fds + _FILE_MAX + 1 <= r->fd_budget;
+        if (!rn->pinned) {
+                r_close(r, &fd);
+                return 0;
+        }
         k = node_open_files(r, rn, fd);
         if (rn->on_path || node_is_covered(n))
                 rn->dir_fd = fd;
@@ -553,7 +570,9 @@ static int node_list(ProtectionReader *r, ProtectionNode *n) {
  * Returns 1 if @n turned out to be gone (and was removed), 0, or a fatal
  * negative errno.
  */
-static int node_refresh(ProtectionReader *r, ProtectionNode *n, bool covered, uint64_t refresh) {
+static int node_refresh(ProtectionReader *r, ProtectionNode *n, bool covered, uint64_t refresh);
+
+static int node_refresh_one(ProtectionReader *r, ProtectionNode *n, bool covered, uint64_t refresh) {
         ReaderNode *rn = reader_node(n);
         bool root = node_is_root(n), listed;
         uint64_t v[_FILE_MAX] = {};
@@ -624,7 +643,7 @@ static int node_refresh(ProtectionReader *r, ProtectionNode *n, bool covered, ui
                 }
         }
 
-        if (!rn->files_opened || (!root && node_files_missing(rn))) {
+        if (!rn->files_opened || (!root && rn->pinned && node_files_missing(rn))) {
                 if (listed || root)
                         k = node_open_files(r, rn, root ? r->root_fd : rn->dir_fd);
                 else {
@@ -668,6 +687,33 @@ static int node_refresh(ProtectionReader *r, ProtectionNode *n, bool covered, ui
 
         (void) protection_node_update(r->tree, n, v[FILE_CURRENT], v[FILE_MIN], v[FILE_LOW]);
         return 0;
+}
+
+static int node_refresh(ProtectionReader *r, ProtectionNode *n, bool covered, uint64_t refresh) {
+        ReaderNode *rn = reader_node(n);
+        int k;
+
+        if (rn->pinned)
+                return node_refresh_one(r, n, covered, refresh);
+
+        /* Unpinned: open the directory and files for this refresh only. */
+        k = node_open_dir(r, n);
+        if (k == -ENODEV) {
+                (void) node_remove(r, n, true);
+                return 1;
+        }
+        if (k < 0)
+                return k;
+        rn->dir_fd = k;
+        k = node_open_files(r, rn, rn->dir_fd);
+        if (k >= 0)
+                k = node_refresh_one(r, n, covered, refresh);
+        if (k != 1) {
+                /* Still there: close again, keeping the directory snapshot. */
+                reader_node_close_files(r, rn);
+                r_close(r, &rn->dir_fd);
+        }
+        return k;
 }
 
 static void on_state_changed(ProtectionNode *node, ProtectionState previous, ProtectionState state,
@@ -758,6 +804,8 @@ int protection_reader_new(const char *root, bool recursive_protection, Protectio
         if (fstat(r->root_fd, &st) < 0)
                 return -errno;
         rn->ino = st.st_ino;
+        rn->pinned = true;
+        protection_reader_set_fd_budget(r, 0);
 
         *ret = TAKE_PTR(r);
         return 0;
@@ -796,6 +844,17 @@ void protection_reader_set_recursive(ProtectionReader *r, bool recursive_protect
 
 void protection_reader_set_list_always(ProtectionReader *r, bool always) {
         r->list_always = always;
+}
+
+void protection_reader_set_fd_budget(ProtectionReader *r, unsigned budget) {
+        struct rlimit rl;
+
+        if (budget == 0) {
+                if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+                        rl.rlim_cur = 1024;
+                budget = rl.rlim_cur / 2 > UINT_MAX ? UINT_MAX : (unsigned) (rl.rlim_cur / 2);
+        }
+        r->fd_budget = budget;
 }
 
 /* Check that @path names a directory below the root without following symlinks. */
@@ -901,6 +960,7 @@ ProtectionNode *protection_reader_lookup(ProtectionReader *r, const char *cgroup
 
 void protection_reader_get_stats(const ProtectionReader *r, ProtectionReaderStats *ret) {
         *ret = r->stats;
+        ret->fds_open = r->n_fds;
         ret->syscalls = r->stats.preads + r->stats.getdents + r->stats.fstats + r->stats.lseeks +
                         r->stats.opens + r->stats.closes;
 }

@@ -23,7 +23,8 @@
  * name: the old one is reported removed. Directories are opened with
  * O_DIRECTORY|O_NOFOLLOW and symbolic links are never followed.
  * Descriptors: four per listed node (directory and three files), three per
- * other node read; callers with large trees must raise RLIMIT_NOFILE.
+ * other node read, within a budget (see protection_reader_set_fd_budget());
+ * beyond it nodes are read with open/pread/close on each refresh.
  *
  * Missing files. The root of a cgroup2 hierarchy has no memory.min and
  * memory.low (and on most kernels no memory.current); a cgroup whose parent
@@ -85,6 +86,7 @@ typedef struct ProtectionReaderStats {
         uint64_t read_errors;        /* unreadable or unparsable values, kept as they were */
         uint64_t nodes_added;
         uint64_t nodes_removed;
+        uint64_t fds_open;           /* descriptors held for nodes right now */
 } ProtectionReaderStats;
 
 /*
@@ -113,6 +115,15 @@ void protection_reader_set_recursive(ProtectionReader *r, bool recursive_protect
  * every refresh instead of only those whose fstat() changed.
  */
 void protection_reader_set_list_always(ProtectionReader *r, bool always);
+
+/*
+ * protection_reader_set_fd_budget - how many descriptors nodes may keep open
+ * (0: half of the RLIMIT_NOFILE soft limit at the time of the call, the
+ * default). Nodes found once the budget is used up are not pinned: they
+ * open their directory and files for each refresh and close them again
+ * (about 12 instead of 4 syscalls per node). Existing nodes keep theirs.
+ */
+void protection_reader_set_fd_budget(ProtectionReader *r, unsigned budget);
 
 /*
  * protection_reader_track - start (or, if already tracked, count one more

@@ -180,9 +180,14 @@ def main():
 
         # Keep one varlink client connected so the gauges have something to count.
         v = pt.Varlink(d.socket)
-        reply = v.call_sync('io.pressured.GetStatus', {})
-        if 'error' in reply:
-            fail('GetStatus: %r' % reply)
+
+        def settled():
+            # The harness's readiness probe may not have been reaped yet.
+            r = v.call_sync('io.pressured.GetStatus', {})
+            if 'error' in r:
+                fail('GetStatus: %r' % r)
+            return r if r['parameters']['clients'] == 1 else None
+        reply = pt.wait_for(settled, what='only this client connected')
         status = reply['parameters']
 
         code, ctype, body = get(port, '/metrics')

@@ -395,11 +395,63 @@ static void test_deep(void) {
         ASSERT_EQ(values(r, "/p/q/r").state, PROTECTION_STATE_LOW);
 }
 
+/* Over the descriptor budget, nodes are read with open/pread/close: same results. */
+static void test_unpinned(void) {
+        _cleanup_(protection_reader_freep) ProtectionReader *pinned = NULL, *r = NULL;
+        ProtectionReaderStats s;
+        ProtectionNode *root;
+        Recorder rec = {};
+
+        ASSERT_OK(protection_reader_new(base, true, &pinned));
+        ASSERT_OK(protection_reader_new(base, true, &r));
+        protection_reader_set_fd_budget(r, 6);
+        protection_reader_set_callback(r, on_change, &rec);
+        ASSERT_OK(protection_reader_track(pinned, "/"));
+        ASSERT_OK(protection_reader_track(r, "/"));
+        protection_reader_get_stats(r, &s);
+        ASSERT_TRUE(s.fds_open <= 6);
+        ASSERT_EQ(protection_tree_size(protection_reader_get_tree(r)),
+                  protection_tree_size(protection_reader_get_tree(pinned)));
+
+        write_value("/p/q/r", "memory.current", 2 * G);
+        ASSERT_OK(protection_reader_refresh(r));
+        ASSERT_OK(protection_reader_refresh(pinned));
+        ASSERT_TRUE(find_report(&rec, "/p/q/r"));
+        ASSERT_EQ(find_report(&rec, "/p/q/r")->state, PROTECTION_STATE_NONE);
+
+        rec.n = 0;
+        remove_tree("/p/s");
+        ASSERT_OK(protection_reader_refresh(r));
+        ASSERT_OK(protection_reader_refresh(pinned));
+        ASSERT_TRUE(find_report(&rec, "/p/s") && find_report(&rec, "/p/s")->removed);
+        ASSERT_TRUE(find_report(&rec, "/p/s/t") && find_report(&rec, "/p/s/t")->removed);
+
+        root = protection_tree_root(protection_reader_get_tree(pinned));
+        for (ProtectionNode *n = root; n; n = protection_node_next(n, root)) {
+                _cleanup_free_ char *path = NULL;
+                ProtectionValues a, b;
+
+                ASSERT_OK(protection_node_path(n, &path));
+                protection_node_get(n, &a);
+                b = values(r, path);
+                ASSERT_U64_EQ(a.usage, b.usage);
+                ASSERT_U64_EQ(a.min, b.min);
+                ASSERT_U64_EQ(a.low, b.low);
+                ASSERT_U64_EQ(a.emin, b.emin);
+                ASSERT_U64_EQ(a.elow, b.elow);
+                ASSERT_U64_EQ(a.children_low_usage, b.children_low_usage);
+                ASSERT_EQ(a.state, b.state);
+        }
+        protection_reader_get_stats(r, &s);
+        ASSERT_TRUE(s.fds_open <= 6);
+}
+
 int main(void) {
         build_tree();
         test_reader();
         test_json();
         test_deep();
+        test_unpinned();
         remove_tree("");
         return 0;
 }

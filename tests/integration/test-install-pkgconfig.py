@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The installed libpressure works for a program built the way users build
+one: `meson install --destdir`, then `cc prog.c $(pkg-config --cflags --libs
+libpressure)` against that tree. The program subscribes and receives an
+injected event from the built daemon. Also checks that the installed header
+is plain C89 and that the library needs nothing beyond libc and jansson."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.environ.get('PRESSURED_SOURCE_ROOT', os.path.join(os.path.dirname(__file__), '..', '..')), 'tests'))
+import pressured_test as pt  # noqa: E402
+
+check = pt.check
+
+PROGRAM = r'''
+#include <pressure.h>
+#include <stdio.h>
+
+static int on_event(pressure_subscription *s, const pressure_event *e, void *done) {
+        if (e->kind == PRESSURE_EVENT_PRESSURE) {
+                printf("event %s %s\n", pressure_level_to_string(e->level), e->cgroup);
+                *(int *) done = 1;
+        }
+        return 0;
+}
+
+int main(void) {
+        pressure_client *c;
+        pressure_selector *sel;
+        int done = 0, r;
+
+        if (pressure_client_new(&c) < 0 || pressure_selector_new(&sel) < 0)
+                return 1;
+        pressure_selector_set_level(sel, PRESSURE_LEVEL_CRITICAL);
+        r = pressure_client_subscribe(c, sel, on_event, &done, NULL);
+        pressure_selector_free(sel);
+        if (r < 0)
+                return 2;
+        printf("subscribed\n");
+        fflush(stdout);
+        while (!done && pressure_client_wait(c, 10000000) > 0)
+                ;
+        pressure_client_free(c);
+        return done ? 0 : 3;
+}
+'''
+
+
+def run(cmd, **kw):
+    res = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    check(res.returncode == 0, f'{" ".join(cmd)} failed', res.stdout, res.stderr)
+    return res.stdout
+
+
+def find(root, name):
+    for d, _, files in os.walk(root):
+        if name in files:
+            return os.path.join(d, name)
+    return None
+
+
+def main():
+    meson = shutil.which('meson')
+    cc = shutil.which('cc')
+    pkg_config = shutil.which('pkg-config')
+    if not meson or not cc or not pkg_config:
+        pt.skip('needs meson, cc and pkg-config')
+
+    tmp = tempfile.mkdtemp(prefix='pressured-install-')
+    try:
+        dest = os.path.join(tmp, 'dest')
+        run([meson, 'install', '-C', pt.BUILD_ROOT, '--destdir', dest, '--no-rebuild', '--quiet'])
+
+        pc = find(dest, 'libpressure.pc')
+        check(pc is not None, 'libpressure.pc is installed')
+        check(find(dest, 'pressure.h') is not None, 'pressure.h is installed')
+        check(find(dest, 'libpressure.so.0') is not None, 'the soname link is installed')
+        check(find(dest, 'pressurectl.1') is not None and find(dest, 'libpressure.3') is not None,
+              'the man pages are installed')
+        check(find(dest, 'pressurectl') is not None, 'pressurectl and its completion are installed')
+
+        env = dict(os.environ, PKG_CONFIG_PATH=os.path.dirname(pc), PKG_CONFIG_SYSROOT_DIR=dest)
+        cflags = run([pkg_config, '--cflags', 'libpressure'], env=env).split()
+        libs = run([pkg_config, '--libs', 'libpressure'], env=env).split()
+        check(any(f.startswith('-I' + dest) for f in cflags) or not cflags, 'cflags point into the tree', cflags)
+        check(any(f.startswith('-L' + dest) for f in libs) and '-lpressure' in libs, 'libs point into the tree', libs)
+        check(not any('event' in f for f in libs), 'no libevent for library users', libs)
+
+        # The library's own needs: libc and jansson, nothing else.
+        so = find(dest, 'libpressure.so.0')
+        needed = [line.split('[')[1].rstrip(']') for line in run(['readelf', '-d', so]).splitlines()
+                  if '(NEEDED)' in line] if shutil.which('readelf') else []
+        for lib in needed:
+            check(lib.startswith(('libc.so', 'libjansson.so')), 'libpressure needs only libc and jansson', needed)
+
+        src = os.path.join(tmp, 'prog.c')
+        with open(src, 'w') as f:
+            f.write(PROGRAM)
+        # The public header is C89 (with <stdint.h>), warning-free.
+        run([cc, '-std=c89', '-pedantic', '-Wall', '-Wextra', '-Werror', '-fsyntax-only', '-x', 'c', '-']
+            + cflags, input='#include <pressure.h>\nint main(void) { return 0; }\n')
+        prog = os.path.join(tmp, 'prog')
+        run([cc, '-o', prog, src] + cflags + libs)
+
+        libdir = os.path.dirname(so)
+        with pt.Daemon() as d:
+            penv = dict(os.environ, LD_LIBRARY_PATH=libdir, PRESSURED_SOCKET=d.socket)
+            proc = subprocess.Popen([prog], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=penv)
+            line = proc.stdout.readline()
+            check(line == 'subscribed\n', 'the program subscribed', line, proc.poll())
+            reply = d.inject('critical')
+            check(reply['parameters']['delivered'] == 1, 'the injection reached the program', reply)
+            out, err = proc.communicate(timeout=10)
+            check(proc.returncode == 0, 'the program got its event', proc.returncode, out, err)
+            check(out == 'event critical /\n', 'the event as the program saw it', out)
+            # It really ran against the installed copy.
+            maps_lib = run(['ldd', prog], env=penv)
+            check(libdir in maps_lib, 'the installed library was used', maps_lib)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print('ok')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""A running `pressurectl watch` survives a SIGKILL and restart of the
+daemon: it reconnects by itself, says so (a notice on stderr, or a
+{"kind":"reconnected"} line with --json), subscribes again and receives an
+event injected after the restart. Also: `watch --wait` started before the
+daemon subscribes once the daemon is up."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.environ.get('PRESSURED_SOURCE_ROOT', os.path.join(os.path.dirname(__file__), '..', '..')), 'tests'))
+import pressured_test as pt  # noqa: E402
+
+check = pt.check
+
+
+def watch(d, *args):
+    return subprocess.Popen([pt.PRESSURECTL, '--socket', d.socket, 'watch'] + list(args),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def subscriptions(d):
+    try:
+        return d.status()['subscriptions']
+    except OSError:
+        return -1
+
+
+def test_restart():
+    with pt.Daemon() as d:
+        human = watch(d, '--level', 'medium', '--count', '1')
+        js = watch(d, '--level', 'medium', '--count', '1', '--json')
+        pt.wait_for(lambda: subscriptions(d) == 2, what='both watches to subscribe')
+
+        d.kill()
+        time.sleep(0.3)  # let the watches notice and start backing off
+        check(human.poll() is None and js.poll() is None, 'the watches outlive the daemon')
+        d.start()
+        restarted = time.monotonic()
+        pt.wait_for(lambda: subscriptions(d) == 2, timeout=10, interval=0.01,
+                    what='both watches to subscribe again')
+        resumed = time.monotonic() - restarted
+        print(f'watches resubscribed {resumed * 1000:.0f} ms after the daemon accepted again')
+
+        reply = d.inject('medium')
+        check(reply['parameters']['delivered'] == 2, 'the injection reaches both watches', reply)
+
+        out, err = human.communicate(timeout=10)
+        check(human.returncode == 0, 'human watch exits 0 after its event', human.returncode, out, err)
+        check('reconnected' in err, 'human watch prints a reconnect notice on stderr', err)
+        lines = out.splitlines()
+        check(len(lines) == 3 and lines[0].startswith('Watching /') and lines[1].startswith('Watching /')
+              and ' pressure medium ' in lines[2], 'header, header again, the event', out)
+
+        out, err = js.communicate(timeout=10)
+        check(js.returncode == 0, 'json watch exits 0 after its event', js.returncode, out, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        check(len(events) == 2 and events[0] == {'kind': 'reconnected'}, 'reconnected line first', events)
+        check(events[1]['kind'] == 'pressure' and events[1]['synthetic'] and events[1]['seq'] == 1,
+              'then the injected event of the new subscription', events)
+
+
+def test_wait_for_daemon():
+    d = pt.Daemon()
+    try:
+        proc = watch(d, '--wait', '--level', 'critical', '--count', '1', '--json')
+        time.sleep(0.3)
+        check(proc.poll() is None, 'watch --wait waits for an absent daemon', proc.returncode)
+        d.start()
+        pt.wait_for(lambda: subscriptions(d) == 1, what='the waiting watch to subscribe')
+        check(d.inject('critical')['parameters']['delivered'] == 1, 'injected')
+        out, err = proc.communicate(timeout=10)
+        check(proc.returncode == 0, 'watch --wait exits 0 after its event', proc.returncode, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        check(len(events) == 1 and events[0]['level'] == 'critical', 'no reconnected line, just the event', events)
+
+        # Without --wait an absent daemon is an error (exit 3).
+        d.kill()
+        res = pt.run_ctl('watch', '--count', '1', socket=d.socket)
+        check(res.returncode == 3, 'watch without a daemon exits 3', res.returncode, res.stderr)
+    finally:
+        d.__exit__(None, None, None)
+
+
+def main():
+    if not os.access(pt.PRESSURECTL, os.X_OK):
+        pt.skip(f'{pt.PRESSURECTL} is not built')
+    test_restart()
+    test_wait_for_daemon()
+    print('ok')
+
+
+if __name__ == '__main__':
+    main()

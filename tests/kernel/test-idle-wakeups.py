@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""With no subscriber the daemon holds no kernel registration and does not
+wake up at all: over 5 s its threads record no context switch. The same is
+measured (and printed, not asserted) with 50 PSI subscribers on a quiet,
+empty cgroup2 directory. Runs the daemon directly: under valgrind the
+tool's own threads would switch."""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kernlib as kl  # noqa: E402
+from kernlib import pt  # noqa: E402
+
+PERIOD = 5.0
+N = 50
+
+
+def switches_over(d, period):
+    before = kl.context_switches(d.pid)
+    time.sleep(period)
+    return kl.context_switches(d.pid) - before
+
+
+def main():
+    if pt.WRAPPER:
+        pt.skip('counts the daemon\'s own context switches; not meaningful under ' + pt.WRAPPER[0])
+    pt.require_root()
+    with pt.real_cgroups(v1=False, v2=True) as (name, _, _v2), kl.quiet_daemon() as d:
+        kl.settled_fds(d)
+        pt.check(d.status()['registrations'] == [], 'registrations at idle')
+        # Let the daemon finish with the status connection before counting.
+        kl.settled_fds(d)
+        idle = switches_over(d, PERIOD)
+        print(f'idle: {idle} context switches in {PERIOD:.0f} s', flush=True)
+        pt.check(idle == 0, f'the idle daemon woke up {idle} times in {PERIOD:.0f} s')
+
+        clients = kl.subscribe_many(d, N, cgroup=name, psi=kl.PSI_2S)
+        try:
+            kl.settled_fds(d)
+            busy = switches_over(d, PERIOD)
+            print(f'{N} PSI subscribers, no pressure: {busy} context switches in {PERIOD:.0f} s', flush=True)
+            pt.check(kl.registrations_on(d, name)[0]['subscribers'] == N, 'subscribers still attached')
+        finally:
+            kl.close_all(clients)
+    print('ok')
+
+
+if __name__ == '__main__':
+    main()
