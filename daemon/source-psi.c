@@ -6,6 +6,12 @@
  * window, and POLLERR when the cgroup goes away. libevent cannot wait for
  * POLLPRI, so each trigger sits in a private epoll set whose fd the loop
  * watches for readability.
+ *
+ * The kernel's PSI poll is one-shot: the poll that reports POLLPRI also
+ * clears it. When the loop's epoll checks our epoll set, that check runs the
+ * PSI poll and consumes the POLLPRI, so by the time we look into our set it
+ * is usually empty. The wakeup itself is therefore the notification; only
+ * POLLERR, which the kernel keeps reporting, is looked for explicitly.
  */
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -40,12 +46,10 @@ static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
         int n;
 
         n = epoll_wait(r->aux_fd, &ev, 1, 0);
-        if (n <= 0)
-                return;
         mono = now_usec(CLOCK_MONOTONIC);
         rt = now_usec(CLOCK_REALTIME);
 
-        if (ev.events & EPOLLERR) {
+        if (n > 0 && (ev.events & EPOLLERR)) {
                 /* The cgroup is gone (or PSI was switched off for it). */
                 if (!streq(r->cgroup, "/") && !cgroup_exists_as(&m->v2, r->cgroup, r->dir_ino)) {
                         registration_removed(r);
@@ -57,9 +61,6 @@ static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
                 registration_removed(r);
                 return;
         }
-        if (!(ev.events & EPOLLPRI))
-                return;
-
         m->counters.events_read++;
         event = event_json_new("pressure", r->cgroup, "psi", rt, mono);
         if (!event)

@@ -95,7 +95,9 @@ def main():
         needed = [line.split('[')[1].rstrip(']') for line in run(['readelf', '-d', so]).splitlines()
                   if '(NEEDED)' in line] if shutil.which('readelf') else []
         for lib in needed:
-            check(lib.startswith(('libc.so', 'libjansson.so')), 'libpressure needs only libc and jansson', needed)
+            # A sanitizer build links its runtimes; nothing else may appear.
+            check(lib.startswith(('libc.so', 'libjansson.so', 'libasan.so', 'libubsan.so')),
+                  'libpressure needs only libc and jansson', needed)
 
         src = os.path.join(tmp, 'prog.c')
         with open(src, 'w') as f:
