@@ -316,7 +316,7 @@ static void reload_levels(Manager *m, const Config *old) {
                         Registration *to;
                         int k;
 
-                        if (!s->has_level)
+                        if (!s->by_level)
                                 continue;
                         if (r->type == SOURCE_PSI) {
                                 if (psi_trigger_equal(&old->levels[s->level], &m->config->levels[s->level]))

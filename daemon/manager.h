@@ -126,7 +126,8 @@ struct Registration {
 struct Subscription {
         Client *client;
         Registration *reg;
-        bool has_level;
+        bool by_level;              /* subscribed with "level": follows [Levels] on reload */
+        bool has_level;             /* its events carry "level" (level and vmpressure) */
         Level level;
         uint64_t seq;               /* events generated so far */
         uint64_t missed;            /* dropped since the last one delivered */

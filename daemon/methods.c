@@ -266,7 +266,7 @@ static json_t *trigger_to_json(const Registration *r, const Subscription *s) {
                 json_object_set_new(t, "vmpressure",
                                     json_pack("{s:s, s:s}", "level", level_to_string(r->vm_level),
                                               "mode", vmpressure_mode_to_string(r->vm_mode)));
-        if (s && s->has_level)
+        if (s && s->by_level)
                 json_object_set_new(t, "level", json_string(level_to_string(s->level)));
         return t;
 }

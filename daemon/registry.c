@@ -179,7 +179,8 @@ int subscription_new(Client *c, Registration *r, const SubscribeRequest *req, Su
                 return -ENOMEM;
         s->client = c;
         s->reg = r;
-        s->has_level = req->selector == SELECTOR_LEVEL;
+        s->by_level = req->selector == SELECTOR_LEVEL;
+        s->has_level = req->selector == SELECTOR_LEVEL || req->selector == SELECTOR_VMPRESSURE;
         s->level = req->selector == SELECTOR_LEVEL ? req->level :
                    req->selector == SELECTOR_VMPRESSURE ? req->vm_level : _LEVEL_INVALID;
         s->min_interval_usec = req->min_interval_usec;

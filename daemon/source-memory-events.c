@@ -2,8 +2,10 @@
 /*
  * memory.events of a cgroup2 directory. The kernel raises a file-modified
  * event on it whenever a counter changes; inotify delivers that. The file
- * gets no final event when the cgroup is removed, so the directory itself
- * (IN_DELETE_SELF) and cgroup.events are watched too, and every wakeup
+ * gets no final event when the cgroup is removed, and the memory.events fd
+ * we keep open pins the directory so that it gets no IN_DELETE_SELF either;
+ * so the parent directory is watched for the entry's deletion (rmdir goes
+ * through the VFS, for cgroupfs too), as is cgroup.events, and every wakeup
  * checks that the cgroup still exists. Each event carries the counters and
  * their change since the previous event.
  */
@@ -42,10 +44,15 @@ static void memory_events_on_ready(evutil_socket_t fd, short what, void *userdat
         mono = now_usec(CLOCK_MONOTONIC);
         rt = now_usec(CLOCK_REALTIME);
 
-        if (!cgroup_exists_as(&m->v2, r->cgroup, r->dir_ino) || read_events(r, &now) < 0) {
+        if (!cgroup_exists_as(&m->v2, r->cgroup, r->dir_ino)) {
                 registration_removed(r);
                 return;
         }
+        /* The kernel replaces the file's contents atomically; an empty or torn
+         * read can only come from a file being rewritten by hand. Wait for the
+         * next change rather than report a bogus delta. */
+        if (read_events(r, &now) < 0 || now.present == 0)
+                return;
         m->counters.events_read++;
 
         delta.present = now.present;
@@ -102,6 +109,9 @@ static int memory_events_open(Registration *r, VarlinkError *e) {
                 return -errno;
         snprintf(path, sizeof(path), "/proc/self/fd/%d", dirfd);
         if (inotify_add_watch(ifd, path, IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR) < 0)
+                return -errno;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d/..", dirfd);
+        if (inotify_add_watch(ifd, path, IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR) < 0)
                 return -errno;
         snprintf(path, sizeof(path), "/proc/self/fd/%d/cgroup.events", dirfd);
         (void) inotify_add_watch(ifd, path, IN_MODIFY); /* absent in fake trees */

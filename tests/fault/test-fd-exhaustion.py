@@ -116,7 +116,10 @@ def run(d):
           f'({limit_errors} with {LIMIT}, {len(refusals) - limit_errors} with EOF), {hangs} hung', flush=True)
     pt.check(hangs == 0, 'a client hung at the fd limit instead of being refused')
     pt.check(len(refusals) >= 10, 'never refused a client', len(accepted))
-    pt.check(fds_full >= NOFILE - 1, 'clients refused before the daemon ran out of fds', fds_full)
+    pt.check('Out of file descriptors' in d.log(), 'clients refused, but the daemon did not run out of fds')
+    if not pt.WRAPPER:
+        # (valgrind keeps some of the process's fds for itself)
+        pt.check(fds_full >= NOFILE - 1, 'clients refused before the daemon ran out of fds', fds_full)
     pt.check(d.proc.poll() is None, 'daemon died at the fd limit')
 
     # Existing subscribers keep receiving.

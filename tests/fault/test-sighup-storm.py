@@ -122,6 +122,11 @@ def main():
 
         st = d.status()
         regs = st['registrations']
+        # The injector's and the status call's connections close asynchronously.
+        try:
+            pt.wait_for(lambda: len(d.fds()) == fds_before, timeout=WAIT, what='fds back at baseline')
+        except TimeoutError:
+            pass
         fds_after = len(d.fds())
         reloads = d.log().count('Configuration reloaded')
         rejected = d.log().count('Configuration rejected')

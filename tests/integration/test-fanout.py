@@ -102,7 +102,10 @@ def test_slow_client(d):
     dropped = st['counters']['events_dropped'] - dropped_before
     pt.check(dropped > 0, 'events for the stalled client were dropped', st['counters'])
     rss_after = d.rss_kib()
-    if not pt.WRAPPER:
+    unreliable = pt.rss_unreliable()
+    if unreliable:
+        print(f'not asserting on RSS: {unreliable}', flush=True)
+    else:
         pt.check(rss_after - rss_before < RSS_ALLOWANCE_KIB,
                  'the daemon did not queue without bound for the stalled client (RSS KiB before, after)',
                  rss_before, rss_after)

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The daemon as a process: it replaces a stale socket file but never
+steals a live one; SIGTERM exits 0, removes the socket and ends every
+subscriber's connection; an unknown configuration key at start is a
+non-zero exit naming file:line; --help, --version and --dump-config."""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+
+sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
+import pressured_test as pt  # noqa: E402
+
+WAIT = 60.0 if pt.WRAPPER else 10.0  # bound on waits that normally take milliseconds
+SECTIONS = ('Daemon', 'Levels', 'Limits', 'Protection', 'Policy', 'Metrics')
+
+
+def run_daemon(*args, timeout=WAIT):
+    return subprocess.run(pt.WRAPPER + [pt.PRESSURED] + list(args), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def served(path):
+    v = pt.Varlink(path, timeout=WAIT)
+    try:
+        return 'vendor' in v.call_sync('org.varlink.service.GetInfo').get('parameters', {})
+    finally:
+        v.close()
+
+
+def test_stale_socket():
+    d = pt.Daemon()
+    # A socket file whose owner is gone: bound, then closed without unlink.
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(d.socket)
+    s.close()
+    pt.check(os.path.exists(d.socket), 'the stale socket file exists')
+    with d:
+        pt.check(served(d.socket), 'the daemon serves on the path of the stale socket')
+
+
+def test_live_socket():
+    with pt.Daemon() as first:
+        sub = pt.Varlink(first.socket, timeout=WAIT)
+        sub.subscribe(level='medium')
+        second = pt.Daemon(socket_path=first.socket)
+        second.start(wait=False)
+        try:
+            rc = second.proc.wait(timeout=WAIT)
+        except subprocess.TimeoutExpired:
+            second.kill()
+            raise AssertionError('a second daemon on a live socket did not exit')
+        second.logf.close()
+        log = second.log()
+        pt.check(rc != 0, 'a second daemon on a live socket exits non-zero', rc, log)
+        pt.check(re.search(r'another pressured', log, re.I), 'its message mentions another pressured', log)
+        # The first one still owns the socket and its subscriber.
+        pt.check(os.path.exists(first.socket), 'the socket file is still there')
+        pt.check(served(first.socket), 'the first daemon still serves')
+        r = first.inject('medium')
+        pt.check(r['parameters']['delivered'] == 1, 'the subscriber is still there', r)
+        ev = sub.recv(timeout=WAIT)['parameters']['event']
+        pt.check(ev['seq'] == 1, 'and gets events', ev)
+        sub.close()
+        shutil.rmtree(second.tmpdir, ignore_errors=True)
+
+
+def test_sigterm():
+    d = pt.Daemon().start()
+    try:
+        subs = [pt.Varlink(d.socket, timeout=WAIT) for _ in range(3)]
+        for v in subs:
+            v.subscribe(level='medium')
+        idle = pt.Varlink(d.socket, timeout=WAIT)
+        d.proc.send_signal(signal.SIGTERM)
+        rc = d.proc.wait(timeout=WAIT)
+        pt.check(rc == 0, 'SIGTERM exits 0', rc, d.log())
+        for v in subs + [idle]:
+            try:
+                v.recv(timeout=WAIT)
+                raise AssertionError('a message arrived instead of end of file')
+            except (EOFError, ConnectionResetError):
+                pass
+            v.close()
+        pt.check(not os.path.exists(d.socket), 'the socket file is removed at exit')
+    finally:
+        d.__exit__(None, None, None)
+
+
+def test_bad_config():
+    d = pt.Daemon(config_text='[Daemon]\nLogLevel=info\n\n[Limits]\nMaxClients=10\nNoSuchKey=1\n')
+    d.start(wait=False)
+    try:
+        rc = d.proc.wait(timeout=WAIT)
+    except subprocess.TimeoutExpired:
+        d.kill()
+        raise AssertionError('the daemon started despite an unknown key')
+    d.logf.close()
+    log = d.log()
+    pt.check(rc != 0, 'an unknown key at start is a non-zero exit', rc)
+    pt.check(f'{d.config}:6' in log, 'the log names file:line', log)
+    pt.check('NoSuchKey' in log, 'the log names the key', log)
+    pt.check(not os.path.exists(d.socket), 'nothing listens', d.socket)
+    shutil.rmtree(d.tmpdir, ignore_errors=True)
+
+    # A bad value is refused alike.
+    d = pt.Daemon(config_text='[Limits]\nMaxClients=lots\n')
+    d.start(wait=False)
+    rc = d.proc.wait(timeout=WAIT)
+    d.logf.close()
+    pt.check(rc != 0 and f'{d.config}:2' in d.log() and 'MaxClients' in d.log(),
+             'a bad value is a non-zero exit naming file:line and key', rc, d.log())
+    shutil.rmtree(d.tmpdir, ignore_errors=True)
+
+
+def test_command_line():
+    p = run_daemon('--help')
+    pt.check(p.returncode == 0, '--help exits 0', p.returncode, p.stderr)
+    for opt in ('--config', '--socket', '--user', '--cgroup-root', '--cgroup-v1-root', '--log-level',
+                '--version', '--help'):
+        pt.check(opt in p.stdout, f'--help mentions {opt}', p.stdout)
+    p = run_daemon('--version')
+    pt.check(p.returncode == 0, '--version exits 0', p.returncode, p.stderr)
+    pt.check(re.search(r'\d+\.\d+', p.stdout), '--version prints a version', p.stdout)
+    with pt.Daemon() as d:
+        version = d.status()['version']
+    pt.check(version in p.stdout, '--version agrees with GetStatus', p.stdout, version)
+
+    p = run_daemon('--no-such-option')
+    pt.check(p.returncode not in (0, None), 'an unknown option is an error', p.returncode)
+
+    d = pt.Daemon(config_text='[Limits]\nMaxClients=77\n[Levels]\nMedium=some 150ms 2s\n')
+    p = run_daemon('--config', d.config, '--dump-config')
+    pt.check(p.returncode == 0, '--dump-config exits 0', p.returncode, p.stderr)
+    for section in SECTIONS:
+        pt.check(re.search(r'^\[%s\]\s*$' % section, p.stdout, re.M), f'--dump-config prints [{section}]', p.stdout)
+    pt.check(re.search(r'^MaxClients\s*=\s*77\s*$', p.stdout, re.M), '--dump-config shows the file\'s value',
+             p.stdout)
+    pt.check(re.search(r'^MaxClientsPerUser\s*=\s*128\s*$', p.stdout, re.M),
+             '--dump-config shows defaults too', p.stdout)
+    # What --dump-config prints is itself a valid configuration.
+    d.write_config(p.stdout)
+    q = run_daemon('--config', d.config, '--dump-config')
+    pt.check(q.returncode == 0 and q.stdout == p.stdout, '--dump-config output reads back unchanged',
+             q.returncode, q.stderr)
+    shutil.rmtree(d.tmpdir, ignore_errors=True)
+
+
+def main():
+    test_command_line()
+    test_stale_socket()
+    test_live_socket()
+    test_sigterm()
+    test_bad_config()
+    print('ok')
+
+
+if __name__ == '__main__':
+    main()

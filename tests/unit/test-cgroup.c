@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/* Cgroup path validation and confined opening beneath a hierarchy root. */
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "cgroup.h"
+#include "tests.h"
+#include "util.h"
+
+static void check_norm(const char *in, const char *want) {
+        _cleanup_free_ char *out = NULL;
+
+        ASSERT_OK(cgroup_path_normalize(in, &out));
+        ASSERT_STREQ(out, want);
+}
+
+static void check_bad(const char *in) {
+        char *out = NULL;
+
+        ASSERT_ERR(cgroup_path_normalize(in, &out), EINVAL);
+        ASSERT_TRUE(out == NULL);
+}
+
+static void test_normalize(void) {
+        char long_path[CGROUP_PATH_MAX + 10], long_comp[300];
+
+        check_norm(NULL, "/");
+        check_norm("", "/");
+        check_norm("/", "/");
+        check_norm("//", "/");
+        check_norm("/a", "/a");
+        check_norm("/a/b/", "/a/b");
+        check_norm("//a///b", "/a/b");
+        check_norm("/system.slice/foo.service", "/system.slice/foo.service");
+        check_norm("/a/..b/c..", "/a/..b/c..");
+
+        check_bad("a/b");
+        check_bad("/..");
+        check_bad("/a/../../etc");
+        check_bad("/a/./b");
+        check_bad("/a\nb");
+        check_bad("/a\tb");
+        check_bad("/a\x7f");
+
+        memset(long_path, 'a', sizeof(long_path) - 1);
+        long_path[0] = '/';
+        for (size_t i = 100; i < sizeof(long_path) - 1; i += 100)
+                long_path[i] = '/';
+        long_path[sizeof(long_path) - 1] = 0;
+        check_bad(long_path);
+
+        long_comp[0] = '/';
+        memset(long_comp + 1, 'b', 256);
+        long_comp[257] = 0;
+        check_bad(long_comp);
+}
+
+static void test_open_beneath(void) {
+        char tmpl[] = "/tmp/test-cgroup-XXXXXX", path[256];
+        Hierarchy h = { .fd = -1 };
+        struct stat st;
+        int fd;
+
+        ASSERT_TRUE(mkdtemp(tmpl));
+        snprintf(path, sizeof(path), "%s/a", tmpl);
+        ASSERT_OK(mkdir(path, 0755));
+        snprintf(path, sizeof(path), "%s/a/b", tmpl);
+        ASSERT_OK(mkdir(path, 0755));
+        snprintf(path, sizeof(path), "%s/escape", tmpl);
+        ASSERT_OK(symlink("/etc", path));
+        snprintf(path, sizeof(path), "%s/a/inner", tmpl);
+        ASSERT_OK(symlink("b", path));
+
+        ASSERT_OK(hierarchy_open(&h, tmpl));
+        fd = hierarchy_open_cgroup(&h, "/a/b");
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_OK(fstat(fd, &st));
+        ASSERT_TRUE(cgroup_exists_as(&h, "/a/b", st.st_ino));
+        ASSERT_TRUE(!cgroup_exists_as(&h, "/a", st.st_ino));
+        close(fd);
+
+        fd = hierarchy_open_cgroup(&h, "/");
+        ASSERT_TRUE(fd >= 0);
+        close(fd);
+
+        ASSERT_ERR(hierarchy_open_cgroup(&h, "/missing"), ENOENT);
+        /* A symlink is refused whether it leads out of the tree or not. */
+        fd = hierarchy_open_cgroup(&h, "/escape");
+        ASSERT_TRUE(fd == -ELOOP || fd == -EXDEV);
+        fd = hierarchy_open_cgroup(&h, "/a/inner");
+        ASSERT_TRUE(fd == -ELOOP || fd == -EXDEV);
+        ASSERT_TRUE(!cgroup_exists_as(&h, "/escape", 0));
+
+        /* The directory vanishing is seen. */
+        fd = hierarchy_open_cgroup(&h, "/a/b");
+        ASSERT_OK(fstat(fd, &st));
+        close(fd);
+        snprintf(path, sizeof(path), "%s/a/b", tmpl);
+        ASSERT_OK(rmdir(path));
+        ASSERT_TRUE(!cgroup_exists_as(&h, "/a/b", st.st_ino));
+        ASSERT_OK(mkdir(path, 0755));
+        fd = hierarchy_open_cgroup(&h, "/a/b");
+        ASSERT_TRUE(fd >= 0);
+        close(fd);
+
+        hierarchy_close(&h);
+        ASSERT_EQ(h.fd, -1);
+        snprintf(path, sizeof(path), "rm -rf %s", tmpl);
+        ASSERT_EQ(system(path), 0);
+}
+
+int main(void) {
+        test_normalize();
+        test_open_beneath();
+        return 0;
+}
