@@ -2,6 +2,7 @@
 /* pressured: command line, configuration, and start-up. */
 #include <getopt.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "config-build.h"
@@ -27,6 +28,21 @@ static void help(void) {
                "  -V, --version              show the version\n"
                "\n"
                "See pressured(8) and pressured.conf(5).\n");
+}
+
+/*
+ * Every client and every kernel registration costs fds, and the protection
+ * reader keeps cgroup files open: use the hard limit, as the loop is epoll
+ * based and never select()s.
+ */
+static void bump_nofile(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+                return;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                log_debug_errno(errno, "Failed to raise RLIMIT_NOFILE, ignoring: %m");
 }
 
 int main(int argc, char **argv) {
@@ -133,6 +149,7 @@ int main(int argc, char **argv) {
                 socket_path = config->socket_path ?: "/run/pressured/io.pressured";
 
         (void) signal(SIGPIPE, SIG_IGN);
+        bump_nofile();
 
         k = manager_new(&m);
         if (k < 0) {
@@ -146,6 +163,7 @@ int main(int argc, char **argv) {
         m->config_main = PRESSURED_CONFDIR "/pressured.conf";
         m->config_dropins = PRESSURED_CONFDIR "/pressured.conf.d";
         m->user_mode = arg_user;
+        m->log_level_override = arg_log_level;
         if ((arg_root && !(m->cgroup_root_arg = strdup(arg_root))) ||
             (arg_v1_root && !(m->cgroup_v1_root_arg = strdup(arg_v1_root)))) {
                 manager_free(m);

@@ -25,6 +25,7 @@ int manager_new(Manager **ret) {
                 return -ENOMEM;
         m->listen_fd = -1;
         m->spare_fd = -1;
+        m->log_level_override = -1;
         m->v1.fd = m->v2.fd = -1;
         m->start_monotonic = now_usec(CLOCK_MONOTONIC);
         m->base = event_base_new();
@@ -379,7 +380,7 @@ int manager_reload(Manager *m, char **ret_error) {
 
         old = m->config;
         m->config = c;
-        log_set_max_level(c->log_level);
+        log_set_max_level(m->log_level_override >= 0 ? m->log_level_override : c->log_level);
         reload_levels(m, old);
         config_free(old);
         protection_glue_reconfigure(m);

@@ -54,6 +54,8 @@ typedef struct VarlinkError {
 /* verror - fill @e (steals @params) and return @r, for "return verror(...)". */
 int verror(VarlinkError *e, int r, const char *name, json_t *params);
 void verror_done(VarlinkError *e);
+/* verror_open_failed - LimitExceeded for EMFILE/ENFILE, else SourceUnavailable with @reason. */
+int verror_open_failed(VarlinkError *e, int err, const char *source, const char *reason);
 
 /* What a Subscribe call asked for, after validation (see subscribe.h). */
 typedef enum Selector {
@@ -188,6 +190,7 @@ struct Manager {
         const char *config_dropins;
 
         bool user_mode;
+        int log_level_override;     /* --log-level, or -1: wins over LogLevel= on reload too */
         char *socket_path;          /* path we bound and must unlink, or NULL */
         int listen_fd;
         bool socket_activated;

@@ -402,7 +402,7 @@ static int method_inject(Client *c, VarlinkCall *call, VarlinkError *e) {
                                 delivered++;
         }
         body_unref(body);
-        log_info("Injected a %s event on %s for uid %u, %" PRIu64 " subscriber(s) reached.",
+        log_debug("Injected a %s event on %s for uid %u, %" PRIu64 " subscriber(s) reached.",
                  level_to_string(level), cgroup, (unsigned) c->uid, delivered);
         return reply(c, call, json_pack("{s:I}", "delivered", (json_int_t) delivered));
 }
@@ -513,7 +513,11 @@ int method_dispatch(Client *c, VarlinkCall *call) {
                         continue;
                 k = methods[i].func(c, call, &e);
                 if (k < 0) {
-                        if (!e.name) {
+                        if (!e.name && (k == -EMFILE || k == -ENFILE)) {
+                                log_ratelimited(LOG_WARNING, k, MESSAGE_ID_LIMIT_HIT, 10, 3,
+                                                "Out of file descriptors handling %s: %m", call->method);
+                                verror_open_failed(&e, k, "", "");
+                        } else if (!e.name) {
                                 log_error_errno(k, "Failed to handle %s: %m", call->method);
                                 verror(&e, k, "org.varlink.service.MethodNotImplemented",
                                        json_pack("{s:s}", "method", call->method));

@@ -79,8 +79,14 @@ int outqueue_push_event(OutQueue *q, const char *prefix, size_t prefix_size, Bod
 
         if (prefix_size > OUT_PREFIX_MAX)
                 return -EINVAL;
-        if (limit > 0 && q->bytes + size > limit)
-                return -ENOBUFS;
+        if (limit > 0) {
+                /* Charge what the queue really costs: the bytes still to be
+                 * written plus the ring of entries holding them. */
+                size_t slots = q->n < q->n_alloc ? q->n_alloc : (q->n_alloc ? q->n_alloc * 2 : 8);
+
+                if (q->bytes + size + slots * sizeof(OutEntry) > limit)
+                        return -ENOBUFS;
+        }
         e = outqueue_append(q);
         if (!e)
                 return -ENOMEM;
@@ -160,6 +166,13 @@ int outqueue_flush(OutQueue *q, int fd) {
                         q->head = (q->head + 1) % q->n_alloc;
                         q->n--;
                 }
+        }
+        /* Give back what a burst made the ring grow to. */
+        if (q->n_alloc > 64) {
+                free(q->entries);
+                q->entries = NULL;
+                q->n_alloc = 0;
+                q->head = 0;
         }
         return 1;
 }

@@ -59,8 +59,9 @@ static inline bool outqueue_is_empty(const OutQueue *q) {
 
 /*
  * outqueue_push_event - queue @prefix followed by @body (referenced).
- * @limit: if the queue would exceed this many bytes, nothing is queued and
- * -ENOBUFS is returned; 0 means no limit (used for final messages).
+ * @limit: if the queue's memory (bytes to write plus its entries) would
+ * exceed this, nothing is queued and -ENOBUFS is returned; 0 means no limit
+ * (used for final messages).
  */
 int outqueue_push_event(OutQueue *q, const char *prefix, size_t prefix_size, Body *body,
                         size_t limit);

@@ -27,6 +27,16 @@ int verror(VarlinkError *e, int r, const char *name, json_t *params) {
         return r;
 }
 
+int verror_open_failed(VarlinkError *e, int err, const char *source, const char *reason) {
+        if (err < 0)
+                err = -err;
+        if (err == EMFILE || err == ENFILE)
+                return verror(e, -err, "io.pressured.LimitExceeded",
+                              json_pack("{s:s, s:I}", "limit", "open files", (json_int_t) 0));
+        return verror(e, -err, "io.pressured.SourceUnavailable",
+                      json_pack("{s:s, s:s}", "source", source, "reason", reason));
+}
+
 void verror_done(VarlinkError *e) {
         json_decref(e->parameters);
         *e = (VarlinkError) {};

@@ -89,6 +89,8 @@ static int memory_events_open(Registration *r, VarlinkError *e) {
         int k;
 
         dirfd = hierarchy_open_cgroup(&m->v2, r->cgroup);
+        if (dirfd == -EMFILE || dirfd == -ENFILE)
+                return verror_open_failed(e, dirfd, "memory_events", "out of file descriptors");
         if (dirfd < 0)
                 return verror(e, dirfd, "io.pressured.NoSuchCgroup", json_pack("{s:s}", "cgroup", r->cgroup));
         if (fstat(dirfd, &st) < 0)
@@ -96,9 +98,7 @@ static int memory_events_open(Registration *r, VarlinkError *e) {
         r->dir_ino = st.st_ino;
         evfd = openat(dirfd, "memory.events", O_RDONLY | O_CLOEXEC);
         if (evfd < 0)
-                return verror(e, -errno, "io.pressured.SourceUnavailable",
-                              json_pack("{s:s, s:s}", "source", "memory_events", "reason",
-                                        "the cgroup has no memory.events file"));
+                return verror_open_failed(e, errno, "memory_events", "the cgroup has no memory.events file");
 
         ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (ifd < 0)

@@ -98,13 +98,14 @@ static int psi_open(Registration *r, VarlinkError *e) {
         if (streq(r->cgroup, "/")) {
                 fd = open("/proc/pressure/memory", O_RDWR | O_NONBLOCK | O_CLOEXEC);
                 if (fd < 0)
-                        return verror(e, -errno, "io.pressured.SourceUnavailable",
-                                      json_pack("{s:s, s:s}", "source", "psi", "reason",
-                                                errno == EOPNOTSUPP ? "PSI is disabled (psi=0 on the kernel command line)"
-                                                                    : "/proc/pressure/memory cannot be opened"));
+                        return verror_open_failed(e, errno, "psi",
+                                                  errno == EOPNOTSUPP ? "PSI is disabled (psi=0 on the kernel command line)"
+                                                                      : "/proc/pressure/memory cannot be opened");
         } else {
                 _cleanup_close_ int dirfd = hierarchy_open_cgroup(&m->v2, r->cgroup);
 
+                if (dirfd == -EMFILE || dirfd == -ENFILE)
+                        return verror_open_failed(e, dirfd, "psi", "out of file descriptors");
                 if (dirfd < 0)
                         return verror(e, dirfd, "io.pressured.NoSuchCgroup", json_pack("{s:s}", "cgroup", r->cgroup));
                 if (fstat(dirfd, &st) < 0)
@@ -112,10 +113,9 @@ static int psi_open(Registration *r, VarlinkError *e) {
                 r->dir_ino = st.st_ino;
                 fd = openat(dirfd, "memory.pressure", O_RDWR | O_NONBLOCK | O_CLOEXEC);
                 if (fd < 0)
-                        return verror(e, -errno, "io.pressured.SourceUnavailable",
-                                      json_pack("{s:s, s:s}", "source", "psi", "reason",
-                                                errno == ENOENT ? "the cgroup has no memory.pressure file"
-                                                                : "memory.pressure cannot be opened"));
+                        return verror_open_failed(e, errno, "psi",
+                                                  errno == ENOENT ? "the cgroup has no memory.pressure file"
+                                                                  : "memory.pressure cannot be opened");
                 if (fstatfs(fd, &sfs) < 0)
                         return -errno;
                 if (sfs.f_type != CGROUP2_SUPER_MAGIC)

@@ -51,6 +51,8 @@ static int vmpressure_open(Registration *r, VarlinkError *e) {
         int n;
 
         dirfd = hierarchy_open_cgroup(&m->v1, r->cgroup);
+        if (dirfd == -EMFILE || dirfd == -ENFILE)
+                return verror_open_failed(e, dirfd, "vmpressure", "out of file descriptors");
         if (dirfd < 0)
                 return verror(e, dirfd, "io.pressured.NoSuchCgroup", json_pack("{s:s}", "cgroup", r->cgroup));
         if (fstat(dirfd, &st) < 0)
@@ -58,11 +60,11 @@ static int vmpressure_open(Registration *r, VarlinkError *e) {
         r->dir_ino = st.st_ino;
 
         levelfd = openat(dirfd, "memory.pressure_level", O_RDONLY | O_CLOEXEC);
-        ctlfd = openat(dirfd, "cgroup.event_control", O_WRONLY | O_CLOEXEC);
+        if (levelfd >= 0)
+                ctlfd = openat(dirfd, "cgroup.event_control", O_WRONLY | O_CLOEXEC);
         if (levelfd < 0 || ctlfd < 0)
-                return verror(e, -EOPNOTSUPP, "io.pressured.SourceUnavailable",
-                              json_pack("{s:s, s:s}", "source", "vmpressure", "reason",
-                                        "the cgroup has no memory.pressure_level or cgroup.event_control"));
+                return verror_open_failed(e, errno, "vmpressure",
+                                          "the cgroup has no memory.pressure_level or cgroup.event_control");
         efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (efd < 0)
                 return -errno;

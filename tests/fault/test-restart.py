@@ -9,7 +9,6 @@ serves subscriptions and injected events again."""
 import os
 import selectors
 import shutil
-import socket
 import sys
 import tempfile
 import time

@@ -20,7 +20,7 @@ OUTPUT_BUFFER = 16384
 # Events injected while one client stalls. Unbounded queueing of this many
 # would be several MiB, well above the RSS allowance below.
 FLOOD = 2000 if pt.WRAPPER else 30000
-BATCH = 200
+BATCH = 50
 RSS_ALLOWANCE_KIB = 3 * 1024
 
 

@@ -1,0 +1,224 @@
+# SPDX-License-Identifier: MIT
+"""Helpers shared by the Python benchmarks in tests/bench/.
+
+Where results go (--out DIR, else $PRESSURED_BENCH_OUT, else
+$PRESSURED_BUILD_ROOT/tests/bench/out), quick mode (--quick or
+PRESSURED_BENCH_QUICK=1), a daemon started for measuring (limits raised, no
+watchdog, never under a test wrapper), CPU time and context switches of a
+process from /proc, and a workload in a memory-limited cgroup.
+Benchmarks print tables and write CSV; they never assert on times.
+"""
+import argparse
+import csv
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.environ.get('PRESSURED_SOURCE_ROOT',
+                                               os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')),
+                                'tests'))
+import pressured_test as pt  # noqa: E402
+
+# Benchmarks measure the daemon itself, never under valgrind, and never
+# with a service manager's watchdog or notification socket.
+pt.WRAPPER = []
+for _k in ('WATCHDOG_USEC', 'WATCHDOG_PID', 'NOTIFY_SOCKET', 'LISTEN_FDS', 'LISTEN_PID'):
+    os.environ.pop(_k, None)
+
+CLK_TCK = os.sysconf('SC_CLK_TCK')
+PSI_2S = {'stall': 'some', 'threshold_us': 100000, 'window_us': 2000000}
+PSI_2S_TEXT = 'some 100000 2000000'
+
+
+def parse_args(description, extra=None):
+    """Common options: --out DIR, --quick; @extra(parser) adds more."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument('--out', default=os.environ.get('PRESSURED_BENCH_OUT',
+                                                    os.path.join(pt.BUILD_ROOT, 'tests', 'bench', 'out')))
+    p.add_argument('--quick', action='store_true', default=os.environ.get('PRESSURED_BENCH_QUICK') == '1')
+    if extra:
+        extra(p)
+    return p.parse_args()
+
+
+def write_csv(out_dir, name, header, rows):
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, name)
+    with open(path, 'w', newline='') as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    print(f'CSV: {path}', flush=True)
+    return path
+
+
+def print_table(header, rows):
+    cells = [[str(c) for c in header]] + [[fmt(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    for r in cells:
+        print('  '.join(c.rjust(w) for c, w in zip(r, widths)))
+    sys.stdout.flush()
+
+
+def fmt(v):
+    if isinstance(v, float):
+        return f'{v:.3f}' if abs(v) < 100 else f'{v:.1f}'
+    return str(v)
+
+
+def proc_cpu_seconds(pid):
+    """utime + stime of @pid (all its threads) in seconds, from /proc/PID/stat."""
+    with open(f'/proc/{pid}/stat') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    # fields[0] is the state (field 3): utime and stime are fields 14 and 15.
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def proc_switches(pid):
+    """Voluntary plus involuntary context switches of every thread of @pid."""
+    total = 0
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            with open(f'/proc/{pid}/task/{tid}/status') as f:
+                for line in f:
+                    if line.startswith(('voluntary_ctxt_switches', 'nonvoluntary_ctxt_switches')):
+                        total += int(line.split()[1])
+        except FileNotFoundError:
+            pass
+    return total
+
+
+def kthreads_cpu(comm):
+    """{pid: cpu seconds} of kernel threads named @comm (e.g. psimon)."""
+    out = {}
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f'/proc/{pid}/comm') as f:
+                if f.read().strip() != comm:
+                    continue
+            out[int(pid)] = proc_cpu_seconds(pid)
+        except OSError:
+            pass
+    return out
+
+
+def kthreads_cpu_delta(before, after):
+    """CPU seconds used between two kthreads_cpu() samples (threads that came and went count from 0)."""
+    return sum(v - before.get(pid, 0.0) for pid, v in after.items())
+
+
+def loadavg():
+    with open('/proc/loadavg') as f:
+        return float(f.read().split()[0])
+
+
+def daemon(max_clients=5000, extra_config=''):
+    """A pt.Daemon configured for measuring: limits raised, no idle timeout, quiet log."""
+    cfg = (f'[Limits]\nMaxClients={max_clients}\nMaxClientsPerUser={max_clients}\n'
+           'IdleTimeoutSec=86400\n' + extra_config)
+    return pt.Daemon(config_text=cfg, log_level='warning')
+
+
+def subscribe_many(d, n, **params):
+    """@n connections subscribed with @params; the 'subscribed' replies are checked."""
+    clients = []
+    try:
+        for _ in range(n):
+            v = pt.Varlink(d.socket, timeout=30)
+            v.call('io.pressured.Subscribe', params, more=True)
+            clients.append(v)
+        for v in clients:
+            msg = v.recv(timeout=30)
+            ev = msg.get('parameters', {}).get('event', {})
+            pt.check(ev.get('kind') == 'subscribed', 'Subscribe failed', msg)
+    except BaseException:
+        close_all(clients)
+        raise
+    return clients
+
+
+def close_all(clients):
+    for v in clients:
+        try:
+            v.close()
+        except OSError:
+            pass
+
+
+def drain_count(clients):
+    """Read what is buffered on @clients without blocking; return the number of messages."""
+    n = 0
+    for v in clients:
+        v.sock.setblocking(False)
+        try:
+            while True:
+                data = v.sock.recv(65536)
+                if not data:
+                    break
+                n += data.count(b'\0')
+        except (BlockingIOError, InterruptedError):
+            pass
+        finally:
+            v.sock.setblocking(True)
+    return n
+
+
+def mean_sd(values):
+    if not values:
+        return 0.0, 0.0
+    return statistics.mean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def run_in_cgroups(cmd, v1dir, v2dir, **kw):
+    """Start @cmd inside the given cgroups (either may be None)."""
+    def enter():
+        pid = str(os.getpid())
+        for d in (v1dir, v2dir):
+            if d:
+                with open(os.path.join(d, 'cgroup.procs'), 'w') as f:
+                    f.write(pid)
+    return subprocess.Popen(cmd, preexec_fn=enter, start_new_session=True, **kw)
+
+
+def children_cpu():
+    """CPU seconds of all waited-for children so far (user + system)."""
+    r = os.times()
+    return r.children_user + r.children_system
+
+
+def now():
+    return time.monotonic()
+
+
+def pressure_workload(v1dir, v2dir, iterations, size_mb=200, anon_mb=32):
+    """Run a fixed amount of memory-pressure work in the cgroups and wait for it.
+
+    A process holding @anon_mb of anonymous memory, and @iterations rounds of
+    writing a @size_mb file with dd and reading it back, all inside the
+    cgroups (a memory-limited v1 one and a v2 one for PSI), as
+    tests/pressured_test.py memory_load does. Returns (wall seconds, CPU
+    seconds of the workload's processes, MB moved).
+    """
+    tmp = tempfile.mkdtemp(prefix='pressured-bench-', dir='/var/tmp')
+    f = os.path.join(tmp, 'f')
+    hog = f'import time; b = bytearray({anon_mb} << 20); time.sleep(3600)'
+    script = (f'python3 -c "{hog}" & hog=$!; sleep 0.3; date +%s%N; i=0; while [ $i -lt {iterations} ]; do '
+              f'dd if=/dev/zero of={f} bs=1M count={size_mb} status=none; cat {f} > /dev/null; '
+              f'rm -f {f}; i=$((i+1)); done; date +%s%N; kill $hog; wait $hog 2>/dev/null; exit 0')
+    try:
+        cpu0 = children_cpu()
+        proc = run_in_cgroups(['sh', '-c', script], v1dir, v2dir, stdout=subprocess.PIPE, text=True)
+        out, _ = proc.communicate()
+        cpu = children_cpu() - cpu0
+        pt.check(proc.returncode == 0, 'the workload failed', proc.returncode)
+        start, end = (int(x) for x in out.split()[:2])
+        # The loop's own time, without the start of the memory hog.
+        return (end - start) / 1e9, cpu, iterations * size_mb * 2
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

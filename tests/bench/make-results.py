@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Turn the benchmarks' CSV files into the markdown tables of results.md.
+
+    python3 tests/bench/make-results.py OUT_DIR > tests/bench/results.md
+
+OUT_DIR holds the CSVs written by one run of run-benchmarks.sh, and
+machine.txt (key=value lines describing the machine and the run). A
+benchmark whose CSV is missing is listed as not run, with the reason from
+its status file if there is one.
+"""
+import csv
+import os
+import sys
+
+KIB = 1024
+
+
+def load(out, name):
+    path = os.path.join(out, name)
+    if not os.path.exists(path):
+        return None
+    with open(path, newline='') as f:
+        return list(csv.DictReader(f))
+
+
+def status(out, bench):
+    try:
+        with open(os.path.join(out, bench + '.status')) as f:
+            return f.read().strip()
+    except OSError:
+        return 'not run'
+
+
+def num(v, digits=0):
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if digits == 0:
+        return f'{x:,.0f}'
+    return f'{x:,.{digits}f}'
+
+
+def table(header, rows):
+    lines = ['| ' + ' | '.join(header) + ' |', '|' + '|'.join(' --- ' for _ in header) + '|']
+    lines += ['| ' + ' | '.join(str(c) for c in r) + ' |' for r in rows]
+    return '\n'.join(lines) + '\n'
+
+
+def verdict(ok):
+    return 'met' if ok else '**missed**'
+
+
+def fanout(out):
+    rows = load(out, 'fanout.csv')
+    if not rows:
+        return f'_Not run: {status(out, "fanout")}._\n'
+    by = {(r['mode'], int(r['subscribers'])): r for r in rows}
+    counts = sorted({int(r['subscribers']) for r in rows})
+    body = []
+    for n in counts:
+        d, f = by.get(('daemon', n)), by.get(('floor', n))
+        if not d or not f:
+            continue
+        body.append([f'{n:,}', num(d['p50_us']), num(d['p99_us']), num(d['max_us']), num(f['p50_us']),
+                     num(f['p99_us']), num(f['max_us']), num(d['write_p50_us']), num(f['write_p50_us']),
+                     num(d['deliveries_per_sec']), num(f['deliveries_per_sec']),
+                     f"{100 * float(d['deliveries_per_sec']) / max(float(f['deliveries_per_sec']), 1):.0f}%",
+                     d['missed']])
+    text = table(['subscribers', 'daemon p50', 'p99', 'max', 'floor p50', 'p99', 'max',
+                  'daemon all written', 'floor all written', 'daemon deliveries/s', 'floor deliveries/s',
+                  'daemon / floor', 'lost'], body)
+    text += ('\nLatencies in µs, inject accepted (the event\'s `monotonic_us`) to received by the '
+             'subscriber, over all deliveries of all rounds. "All written": for the daemon, the '
+             'injection accepted to the arrival of its `Inject` reply, which it queues after writing '
+             'every subscriber; for the floor, its loop over all sockets (median of rounds). '
+             'Deliveries/s: deliveries over the summed time from injection to the last receive.\n')
+    d, f = by.get(('daemon', 1000)), by.get(('floor', 1000))
+    if d and f:
+        ratio = float(d['p99_us']) / max(float(f['write_p50_us']), 1e-9)
+        share = float(d['deliveries_per_sec']) / max(float(f['deliveries_per_sec']), 1e-9)
+        text += (f'\nGoals at 1,000 subscribers: p99 ≤ 2× the floor\'s time to write 1,000 sockets: '
+                 f'{ratio:.1f}× — {verdict(ratio <= 2)} (the floor\'s own p99 is '
+                 f'{float(f["p99_us"]) / max(float(f["write_p50_us"]), 1e-9):.1f}× its write time: the '
+                 f'receiving side dominates on 2 cores); deliveries/s ≥ 50% of the floor\'s: '
+                 f'{100 * share:.0f}% — {verdict(share >= 0.5)}.\n')
+    return text
+
+
+def idle(out):
+    rows = load(out, 'idle.csv')
+    if not rows:
+        return f'_Not run: {status(out, "idle")}._\n'
+    body = [[r['phase'], r['subscribers'], num(r['seconds']), r['context_switches'], r['cpu_ticks'], r['events']]
+            for r in rows]
+    ok = all(int(r['context_switches']) == 0 and int(r['cpu_ticks']) == 0 for r in rows)
+    return (table(['phase', 'subscribers', 'seconds', 'context switches', 'CPU ticks (1/100 s)',
+                   'events received'], body)
+            + f'\nGoal: 0 context switches and 0 CPU time in both, watchdog off — {verdict(ok)}.\n')
+
+
+def sharing(out):
+    rows, cost = load(out, 'sharing.csv'), load(out, 'sharing-cost.csv')
+    if not rows:
+        return f'_Not run: {status(out, "sharing")}._\n'
+    body = [[r['setup'], r['subscribers'], r['kernel_triggers'], r['fds_on_memory.pressure'],
+             r['processes_holding']] for r in rows]
+    text = table(['setup', 'watchers', 'kernel triggers', 'fds on memory.pressure', 'processes holding one'], body)
+    d = next((r for r in rows if r['setup'] == 'daemon'), None)
+    if d:
+        text += (f'\nGoal: 1 trigger for {d["subscribers"]} identical subscribers (vs one per process) — '
+                 f'{verdict(int(d["kernel_triggers"]) == 1 and int(d["fds_on_memory.pressure"]) == 1)}.\n')
+    if cost:
+        body = [[r['setup'], r['triggers'], r['runs'], f"{num(r['workload_wall_s'], 2)} ± {num(r['wall_sd'], 2)}",
+                 f"{num(r['workload_cpu_s'], 2)} ± {num(r['cpu_sd'], 2)}", num(r['psimon_cpu_s'], 3),
+                 r['events_to_watchers'], num(r['watcher_side_cpu_s'], 3), r['watcher_side_switches']]
+                for r in cost]
+        text += '\n' + table(['setup', 'triggers', 'runs', 'workload wall s', 'workload CPU s', 'psimon CPU s',
+                              'events to watchers', 'watcher-side CPU s', 'watcher-side switches'], body)
+        if all(float(r['psimon_cpu_s']) == 0 for r in cost):
+            text += ('\nNo `psimon` thread ran: without CAP_SYS_RESOURCE the kernel serves triggers (2 s windows) '
+                     'from its shared averaging work, so their kernel cost shows in the workload\'s CPU time and '
+                     'in kworkers. Watcher side: the daemon\'s CPU and switches, or the sum over the processes '
+                     'holding a trigger each.\n')
+    return text
+
+
+def memory(out):
+    rows = load(out, 'memory.csv')
+    if not rows:
+        return f'_Not run: {status(out, "fanout")}._\n'
+    m = {r['metric']: float(r['value']) for r in rows}
+    body = [
+        ['RSS at start', f"{num(m['rss_at_start'])} KiB", '< 2 MiB',
+         verdict(m['rss_at_start'] < 2 * KIB)],
+        ['… of which anonymous', f"{num(m['anon_at_start'])} KiB", '', ''],
+        ['per idle connection', f"{num(m['per_idle_connection'])} B", '', ''],
+        ['per subscription (on top of its connection)', f"{num(m['per_subscription'])} B", '', ''],
+        ['per subscriber after the first event', f"{num(m['per_subscriber_after_first_event'])} B", '', ''],
+        ['per idle subscriber, total', f"{num(m['per_subscriber_total'])} B", '< 4 KiB',
+         verdict(m['per_subscriber_total'] < 4 * KIB)],
+        [f"RSS with {num(m['connections'])} subscribers", f"{num(m['rss_with_subscribers'])} KiB", '', ''],
+        ['RSS after they all left', f"{num(m['rss_after_all_left'])} KiB", '', ''],
+    ]
+    return (table(['daemon memory (VmRSS)', 'value', 'goal', ''], body)
+            + f"\nMeasured with {num(m['connections'])} connections; kernel socket buffers are not part of "
+              'RSS. RSS at start includes the shared libraries\' resident pages (libevent, jansson, '
+              'libsystemd, libc); the anonymous part is the daemon\'s own.\n')
+
+
+def workload(out):
+    rows = load(out, 'workload.csv')
+    if not rows:
+        return f'_Not run: {status(out, "workload")}._\n'
+    runs = [r for r in rows if r['subscribers'] != 'difference_percent']
+    diff = next((r for r in rows if r['subscribers'] == 'difference_percent'), None)
+    body = [[r['subscribers'], r['runs'], f"{num(r['mb_per_s'], 1)} ± {num(r['mb_per_s_sd'], 1)}",
+             num(r['workload_cpu_s'], 2), num(r['daemon_cpu_s'], 3), num(r['events_per_run']),
+             num(r['subscribers_cpu_s'], 3)] for r in runs]
+    text = table(['subscribers watching', 'runs', 'workload MB/s (mean ± sd)', 'workload CPU s', 'daemon CPU s',
+                  'events delivered per run', 'subscribers\' CPU s'], body)
+    if diff:
+        d, noise = float(diff['mb_per_s']), float(diff['mb_per_s_sd'])
+        text += (f'\nDifference with the watchers: {d:+.1f}% (run-to-run noise: sd up to {noise:.1f}% of the '
+                 f'mean) — goal "nothing measurable": {verdict(abs(d) <= 2 * noise)} '
+                 '(|difference| within twice the noise).\n')
+    return text
+
+
+def protection(out):
+    rows = load(out, 'bench-protection.csv')
+    if not rows:
+        return f'_Not run: {status(out, "protection")}._\n'
+    body = [[f"{int(r['cgroups']):,}", r['scenario'], num(r['wall_us'], 1), num(r['cpu_us'], 1), num(r['syscalls']),
+             num(r['propagations_applied'], 1), num(r['propagations_skipped'], 1), num(r['recomputed'], 1)]
+            for r in rows]
+    return (table(['cgroups', 'scenario', 'wall µs', 'CPU µs', 'syscalls', 'applied', 'skipped', 'recomputed'], body)
+            + '\nPer refresh, averaged (bench-protection, fake cgroup2 trees under /tmp). "applied"/"skipped": '
+              'parent sums touched or left alone because a child\'s protected value did or did not change.\n')
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit('Usage: make-results.py OUT_DIR')
+    out = sys.argv[1]
+    info = {}
+    try:
+        with open(os.path.join(out, 'machine.txt')) as f:
+            info = dict(line.rstrip('\n').split('=', 1) for line in f if '=' in line)
+    except OSError:
+        pass
+    mode = ' (quick run: fewer rounds and shorter periods)' if info.get('quick') == '1' else ''
+    print('<!-- Generated by tests/bench/run-benchmarks.sh; edit make-results.py, not this file. -->')
+    print('## Benchmarks\n')
+    print(f"Measured side by side in one run{mode} on {info.get('machine', 'this machine')}: "
+          f"kernel {info.get('kernel', '?')}, {info.get('cpus', '?')} CPUs, {info.get('memory', '?')}, "
+          f"{info.get('date', '')}. Load average {info.get('load_start', '?')} at the start and "
+          f"{info.get('load_end', '?')} at the end (other work on the machine adds noise to the latency "
+          'tails). Reproduce with `tests/bench/run-benchmarks.sh BUILDDIR`.\n')
+    sections = [
+        ('Fan-out', 'One registration ("level": "medium" on "/"), N subscribers reading with epoll in one '
+                    'process; the floor is a minimal C program writing the same serialized bytes to N '
+                    'connected Unix sockets, read the same way.', fanout),
+        ('Idle cost', 'The daemon\'s context switches and CPU time with no subscriber, then with 100 '
+                      'subscribers on a quiet cgroup.', idle),
+        ('Sharing', 'N identical subscribers of the daemon vs N processes each holding its own PSI trigger '
+                    '(as `sd_event_add_memory_pressure()` does per process).', sharing),
+        ('Memory', 'Daemon RSS at start, per idle connection and per subscription.', memory),
+        ('A real workload', 'Page-cache reads and anonymous memory in a 64M cgroup, with nobody watching and '
+                            'with 100 subscribers watching it (alternating runs).', workload),
+        ('Protection refresh', 'Re-reading usage and propagating protected usage over fake cgroup2 trees.',
+         protection),
+    ]
+    for title, intro, fn in sections:
+        print(f'### {title}\n\n{intro}\n')
+        print(fn(out))
+    if os.path.exists(os.path.join(out, 'fanout.csv')):
+        print('![Fan-out latency vs subscribers](tests/bench/latency.png)')
+
+
+if __name__ == '__main__':
+    main()
