@@ -56,7 +56,7 @@ static size_t entry_size(const OutEntry *e) {
 
 static OutEntry *outqueue_append(OutQueue *q) {
         if (q->n == q->n_alloc) {
-                size_t na = q->n_alloc ? q->n_alloc * 2 : 8;
+                size_t na = q->n_alloc ? q->n_alloc * 2 : 4;
                 OutEntry *ne = calloc(na, sizeof(OutEntry));
 
                 if (!ne)
@@ -82,7 +82,7 @@ int outqueue_push_event(OutQueue *q, const char *prefix, size_t prefix_size, Bod
         if (limit > 0) {
                 /* Charge what the queue really costs: the bytes still to be
                  * written plus the ring of entries holding them. */
-                size_t slots = q->n < q->n_alloc ? q->n_alloc : (q->n_alloc ? q->n_alloc * 2 : 8);
+                size_t slots = q->n < q->n_alloc ? q->n_alloc : (q->n_alloc ? q->n_alloc * 2 : 4);
 
                 if (q->bytes + size + slots * sizeof(OutEntry) > limit)
                         return -ENOBUFS;
@@ -168,7 +168,7 @@ int outqueue_flush(OutQueue *q, int fd) {
                 }
         }
         /* Give back what a burst made the ring grow to. */
-        if (q->n_alloc > 64) {
+        if (q->n_alloc > 8) {
                 free(q->entries);
                 q->entries = NULL;
                 q->n_alloc = 0;

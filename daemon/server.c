@@ -214,8 +214,10 @@ static void client_process(Client *c) {
         if (c->dead)
                 return;
 
-        if (varlink_reader_pending(&c->in) == 0)
+        if (varlink_reader_pending(&c->in) == 0) {
                 c->partial_since = 0;
+                varlink_reader_trim(&c->in);
+        }
         else if (c->partial_since == 0)
                 c->partial_since = now_usec(CLOCK_MONOTONIC);
         client_arm_timer(c);

@@ -16,6 +16,16 @@ void varlink_reader_done(VarlinkReader *r) {
         *r = (VarlinkReader) {};
 }
 
+void varlink_reader_trim(VarlinkReader *r) {
+        /* Most clients make a call or two and then only listen: do not keep a
+         * read buffer per idle subscriber. */
+        if (r->buf && r->start == r->size) {
+                free(r->buf);
+                r->buf = NULL;
+                r->alloc = r->size = r->start = r->scanned = 0;
+        }
+}
+
 /* Make room for @want more bytes, dropping consumed data first. */
 static int reader_reserve(VarlinkReader *r, size_t want) {
         if (r->start > 0) {

@@ -23,6 +23,9 @@ typedef struct VarlinkReader {
 void varlink_reader_init(VarlinkReader *r, size_t max_message);
 void varlink_reader_done(VarlinkReader *r);
 
+/* varlink_reader_trim - free the buffer if nothing unconsumed is in it. */
+void varlink_reader_trim(VarlinkReader *r);
+
 /* Bytes received but not yet consumed as messages. */
 static inline size_t varlink_reader_pending(const VarlinkReader *r) {
         return r->size - r->start;
