@@ -386,6 +386,8 @@ static int method_inject(Client *c, VarlinkCall *call, VarlinkError *e) {
                 return -ENOMEM;
         json_object_set_new(ev, "level", json_string(level_to_string(level)));
         json_object_set_new(ev, "synthetic", json_true());
+        /* Like a kernel event: say whether the cgroup was protected. */
+        protection_glue_enrich(m, cgroup, ev);
         body = event_body_new(ev, mono);
         if (!body)
                 return -ENOMEM;
