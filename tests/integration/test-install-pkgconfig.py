@@ -106,7 +106,9 @@ def main():
         run([cc, '-std=c89', '-pedantic', '-Wall', '-Wextra', '-Werror', '-fsyntax-only', '-x', 'c', '-']
             + cflags, input='#include <pressure.h>\nint main(void) { return 0; }\n')
         prog = os.path.join(tmp, 'prog')
-        run([cc, '-o', prog, src] + cflags + libs)
+        # A library built with sanitizers needs their runtimes loaded first.
+        san = ['-fsanitize=address,undefined'] if any(n.startswith('libasan') for n in needed) else []
+        run([cc, '-o', prog, src] + san + cflags + libs)
 
         libdir = os.path.dirname(so)
         with pt.Daemon() as d:
