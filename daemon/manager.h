@@ -261,6 +261,8 @@ void subscription_free(Subscription *s);
 int subscription_move(Subscription *s, Registration *to);
 /* Fan @body out to every subscriber of @r; @count kernel notifications it stands for. */
 void registration_deliver(Registration *r, Body *body, uint64_t count);
+/* Serialize @event once (stealing it) and fan it out to every subscriber of @r. */
+void registration_publish(Registration *r, json_t *event, uint64_t monotonic_us, uint64_t count);
 /* Deliver to one subscription (coalescing applies). Returns true if queued. */
 bool subscription_offer(Subscription *s, Body *body, uint64_t count);
 /* End every stream on @r with "removed" and free it. */

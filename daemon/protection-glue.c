@@ -12,7 +12,6 @@ static void on_change(ProtectionReader *reader, const ProtectionChange *change, 
         Registration *r = registration_find(m, &key);
         uint64_t rt, mono;
         json_t *event, *node = NULL;
-        Body *body;
 
         if (!r)
                 return;
@@ -34,11 +33,7 @@ static void on_change(ProtectionReader *reader, const ProtectionChange *change, 
         json_object_set_new(event, "previous", json_string(protection_state_to_string(change->previous)));
         if (change->node && protection_node_to_json(change->node, &node) >= 0)
                 json_object_set_new(event, "node", node);
-        body = event_body_new(event, mono);
-        if (!body)
-                return;
-        registration_deliver(r, body, 1);
-        body_unref(body);
+        registration_publish(r, event, mono, 1);
 }
 
 static void fold_counters(Manager *m) {

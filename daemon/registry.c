@@ -336,6 +336,17 @@ void registration_deliver(Registration *r, Body *body, uint64_t count) {
                         subscription_offer(s, body, count);
 }
 
+void registration_publish(Registration *r, json_t *event, uint64_t monotonic_us, uint64_t count) {
+        Body *body = event_body_new(event, monotonic_us);
+
+        if (!body) {
+                log_ratelimited(LOG_WARNING, ENOMEM, NULL, 10, 1, "Failed to serialize an event, dropping it: %m");
+                return;
+        }
+        registration_deliver(r, body, count);
+        body_unref(body);
+}
+
 void registration_removed(Registration *r) {
         Subscription *s, *n;
 

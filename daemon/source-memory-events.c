@@ -36,7 +36,6 @@ static void memory_events_on_ready(evutil_socket_t fd, short what, void *userdat
         bool changed = false;
         uint64_t rt, mono;
         json_t *event;
-        Body *body;
 
         /* Drain; which watch fired does not matter, the state is re-read. */
         while (read(r->fd, buf, sizeof(buf)) > 0)
@@ -74,11 +73,7 @@ static void memory_events_on_ready(evutil_socket_t fd, short what, void *userdat
                 return;
         json_object_set_new(event, "counters", memory_events_to_json(&now));
         json_object_set_new(event, "delta", memory_events_to_json(&delta));
-        body = event_body_new(event, mono);
-        if (!body)
-                return;
-        registration_deliver(r, body, 1);
-        body_unref(body);
+        registration_publish(r, event, mono, 1);
 }
 
 static int memory_events_open(Registration *r, VarlinkError *e) {

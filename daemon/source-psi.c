@@ -42,7 +42,6 @@ static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
         PsiStats stats;
         uint64_t rt, mono;
         json_t *event;
-        Body *body;
         int n;
 
         n = epoll_wait(r->aux_fd, &ev, 1, 0);
@@ -68,11 +67,7 @@ static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
         if (psi_read_stats(r, &stats) >= 0)
                 json_object_set_new(event, "psi", psi_stats_to_json(&stats));
         protection_glue_enrich(m, r->cgroup, event);
-        body = event_body_new(event, mono);
-        if (!body)
-                return;
-        registration_deliver(r, body, 1);
-        body_unref(body);
+        registration_publish(r, event, mono, 1);
 }
 
 static int psi_write_trigger(int fd, const PsiTrigger *t) {

@@ -19,7 +19,6 @@ static void vmpressure_on_ready(evutil_socket_t fd, short what, void *userdata) 
         Manager *m = r->manager;
         uint64_t count, rt, mono;
         json_t *event;
-        Body *body;
 
         if (read(r->fd, &count, sizeof(count)) != sizeof(count))
                 return;
@@ -36,11 +35,7 @@ static void vmpressure_on_ready(evutil_socket_t fd, short what, void *userdata) 
         if (!event)
                 return;
         protection_glue_enrich(m, r->cgroup, event);
-        body = event_body_new(event, mono);
-        if (!body)
-                return;
-        registration_deliver(r, body, count);
-        body_unref(body);
+        registration_publish(r, event, mono, count);
 }
 
 static int vmpressure_open(Registration *r, VarlinkError *e) {
