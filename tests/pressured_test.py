@@ -102,13 +102,16 @@ class Varlink:
         return self.recv()
 
     def is_closed(self, timeout=2.0):
+        """True if the peer closes within @timeout; data that arrives is kept for recv()."""
         self.sock.settimeout(timeout)
         try:
-            return self.sock.recv(65536) == b''
+            data = self.sock.recv(65536)
         except ConnectionResetError:
             return True
         except socket.timeout:
             return False
+        self.buf += data
+        return data == b''
 
     def close(self):
         self.sock.close()

@@ -64,6 +64,7 @@ typedef struct FanoutResult {
         double p50_us, p99_us, max_us;
         double deliveries_per_sec;
         double span_p50_us;         /* accept (or first write) to last receive, per round */
+        double cpu_per_delivery_us; /* on-CPU time of the daemon / the floor writer per delivery */
         double write_p50_us;        /* floor: the writer's loop over all sockets; daemon: accept
                                      * to the arrival of the Inject reply queued after the loop */
 } FanoutResult;
@@ -231,6 +232,22 @@ static int proc_rss(pid_t pid, double *ret_rss, double *ret_anon) {
         *ret_rss = rss;
         *ret_anon = anon;
         return 0;
+}
+
+/* Time @pid has spent on a CPU, in ns (first field of /proc/PID/schedstat). */
+static int64_t proc_cpu_ns(pid_t pid) {
+        char path[64];
+        long long ns = -1;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/schedstat", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        if (fscanf(f, "%lld", &ns) != 1)
+                ns = -EIO;
+        fclose(f);
+        return ns;
 }
 
 static void memory_add(const char *metric, double value, const char *unit) {
@@ -517,6 +534,7 @@ static int bench_daemon(Conn *ctl, Conn *conns, unsigned n, int epfd) {
         _cleanup_free_ double *writes = calloc(rounds, sizeof(double));
         FanoutResult *r = &results[n_results];
         ReplyWaiter w = { .ctl = ctl };
+        int64_t cpu0, cpu1 = -1;
         size_t n_lat = 0;
         int k = 0;
 
@@ -528,6 +546,7 @@ static int bench_daemon(Conn *ctl, Conn *conns, unsigned n, int epfd) {
         if (k < 0)
                 return k;
         *r = (FanoutResult) { .mode = "daemon", .subscribers = n, .rounds = rounds };
+        cpu0 = proc_cpu_ns(daemon_pid);
         for (unsigned i = 0; i < rounds; i++) {
                 int64_t stamp = 0;
                 double last;
@@ -552,6 +571,7 @@ static int bench_daemon(Conn *ctl, Conn *conns, unsigned n, int epfd) {
                 spans[i] = last - (double) stamp;
                 writes[i] = w.when - (double) stamp;
         }
+        cpu1 = proc_cpu_ns(daemon_pid);
         w.stop = true;
         sem_post(&w.go);
         pthread_join(w.thread, NULL);
@@ -561,6 +581,8 @@ static int bench_daemon(Conn *ctl, Conn *conns, unsigned n, int epfd) {
                 return k;
         r->missed += (uint64_t) n * rounds - n_lat;
         fanout_finish(r, lat, n_lat, spans, rounds, writes, rounds);
+        if (cpu0 >= 0 && cpu1 >= cpu0 && n_lat > 0)
+                r->cpu_per_delivery_us = (double) (cpu1 - cpu0) / 1e3 / (double) n_lat;
         n_results++;
         return 0;
 }
@@ -607,6 +629,7 @@ static int bench_floor(unsigned n) {
         _cleanup_close_ int epfd = -1;
         FanoutResult *r = &results[n_results];
         int cmd[2] = { -1, -1 }, res[2] = { -1, -1 }, k = 0;
+        int64_t cpu0, cpu1;
         size_t n_lat = 0;
         pid_t pid;
 
@@ -656,6 +679,7 @@ static int bench_floor(unsigned n) {
         res[1] = safe_close(res[1]);
 
         *r = (FanoutResult) { .mode = "floor", .subscribers = n, .rounds = rounds };
+        cpu0 = proc_cpu_ns(pid);
         for (unsigned i = 0; i < rounds && k >= 0; i++) {
                 int64_t stamp = 0;
                 uint64_t wr;
@@ -675,11 +699,14 @@ static int bench_floor(unsigned n) {
                 spans[i] = last - (double) stamp;
                 writes[i] = (double) wr;
         }
+        cpu1 = proc_cpu_ns(pid);
         cmd[1] = safe_close(cmd[1]);
         waitpid(pid, NULL, 0);
         if (k >= 0) {
                 r->missed += (uint64_t) n * rounds - n_lat;
                 fanout_finish(r, lat, n_lat, spans, rounds, writes, rounds);
+                if (cpu0 >= 0 && cpu1 >= cpu0 && n_lat > 0)
+                        r->cpu_per_delivery_us = (double) (cpu1 - cpu0) / 1e3 / (double) n_lat;
                 n_results++;
         }
 
@@ -824,13 +851,14 @@ static int write_csvs(const char *dir) {
         if (!f)
                 return -errno;
         fprintf(f, "mode,subscribers,rounds,deliveries,missed,p50_us,p99_us,max_us,deliveries_per_sec,"
-                   "span_p50_us,write_p50_us\n");
+                   "span_p50_us,write_p50_us,cpu_per_delivery_us\n");
         for (size_t i = 0; i < n_results; i++) {
                 const FanoutResult *r = &results[i];
 
-                fprintf(f, "%s,%u,%u,%" PRIu64 ",%" PRIu64 ",%.1f,%.1f,%.1f,%.0f,%.1f,%.1f\n", r->mode,
+                fprintf(f, "%s,%u,%u,%" PRIu64 ",%" PRIu64 ",%.1f,%.1f,%.1f,%.0f,%.1f,%.1f,%.3f\n", r->mode,
                         r->subscribers, r->rounds, r->deliveries, r->missed, r->p50_us, r->p99_us,
-                        r->max_us, r->deliveries_per_sec, r->span_p50_us, r->write_p50_us);
+                        r->max_us, r->deliveries_per_sec, r->span_p50_us, r->write_p50_us,
+                        r->cpu_per_delivery_us);
         }
         if (fclose(f) != 0)
                 return -errno;
@@ -848,14 +876,15 @@ static int write_csvs(const char *dir) {
 
 static void print_tables(void) {
         printf("\nFan-out: inject-to-receive latency (us) and deliveries per second\n");
-        printf("%-7s %8s %7s %10s %7s %9s %9s %9s %12s %10s %10s\n", "mode", "subs", "rounds",
-               "deliveries", "missed", "p50", "p99", "max", "deliv/s", "span p50", "write p50");
+        printf("%-7s %8s %7s %10s %7s %9s %9s %9s %12s %10s %10s %9s\n", "mode", "subs", "rounds",
+               "deliveries", "missed", "p50", "p99", "max", "deliv/s", "span p50", "write p50", "cpu/deliv");
         for (size_t i = 0; i < n_results; i++) {
                 const FanoutResult *r = &results[i];
 
-                printf("%-7s %8u %7u %10" PRIu64 " %7" PRIu64 " %9.1f %9.1f %9.1f %12.0f %10.1f %10.1f\n",
+                printf("%-7s %8u %7u %10" PRIu64 " %7" PRIu64 " %9.1f %9.1f %9.1f %12.0f %10.1f %10.1f %9.2f\n",
                        r->mode, r->subscribers, r->rounds, r->deliveries, r->missed, r->p50_us, r->p99_us,
-                       r->max_us, r->deliveries_per_sec, r->span_p50_us, r->write_p50_us);
+                       r->max_us, r->deliveries_per_sec, r->span_p50_us, r->write_p50_us,
+                       r->cpu_per_delivery_us);
         }
         for (size_t i = 0; i < n_results; i++) {
                 const FanoutResult *d = &results[i];

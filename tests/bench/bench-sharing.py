@@ -34,9 +34,15 @@ def fds_on(path):
         if not pid.isdigit():
             continue
         try:
-            n = sum(1 for fd in os.listdir(f'/proc/{pid}/fd') if os.readlink(f'/proc/{pid}/fd/{fd}') == path)
+            fd_names = os.listdir(f'/proc/{pid}/fd')
         except OSError:
             continue
+        n = 0
+        for fd in fd_names:
+            try:
+                n += os.readlink(f'/proc/{pid}/fd/{fd}') == path
+            except OSError:
+                pass  # closed meanwhile (e.g. a connection the daemon just let go)
         fds += n
         procs += 1 if n else 0
     return fds, procs
