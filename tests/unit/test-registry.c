@@ -15,9 +15,11 @@
 typedef struct Peer {
         Client *client;
         int fd;          /* our end */
-        char buf[1 << 20];
+        char *buf;       /* 1 MiB, on the heap */
         size_t size;
 } Peer;
+
+#define PEER_BUF (1u << 20)
 
 static Client *client_make(Manager *m, int fd) {
         Client *c = calloc(1, sizeof(*c));
@@ -44,6 +46,13 @@ static void peer_open(Manager *m, Peer *p, int sndbuf) {
         p->client = client_make(m, sv[0]);
         p->fd = sv[1];
         p->size = 0;
+        p->buf = malloc(PEER_BUF);
+        ASSERT_TRUE(p->buf);
+}
+
+static void peer_close(Peer *p) {
+        close(p->fd);
+        free(p->buf);
 }
 
 /* Read everything available and return the events, NUL-separated, as JSON objects. */
@@ -52,7 +61,7 @@ static json_t *peer_events(Peer *p) {
         ssize_t n;
         size_t start = 0;
 
-        while ((n = read(p->fd, p->buf + p->size, sizeof(p->buf) - p->size)) > 0)
+        while ((n = read(p->fd, p->buf + p->size, PEER_BUF - p->size)) > 0)
                 p->size += (size_t) n;
         for (size_t i = 0; i < p->size; i++) {
                 if (p->buf[i] != 0)
@@ -143,8 +152,8 @@ static void test_fanout_and_release(void) {
         ASSERT_TRUE(m->registrations == NULL);
         ASSERT_U64_EQ(m->counters.registrations_removed, 1);
 
-        close(a.fd);
-        close(b.fd);
+        peer_close(&a);
+        peer_close(&b);
         manager_free(m);
 }
 
@@ -209,8 +218,8 @@ static void test_slow_consumer(void) {
 
         subscription_free(slow.client->sub);
         subscription_free(fast.client->sub);
-        close(slow.fd);
-        close(fast.fd);
+        peer_close(&slow);
+        peer_close(&fast);
         manager_free(m);
 }
 
@@ -251,7 +260,7 @@ static void test_coalesce(void) {
         ASSERT_TRUE(a.client->sub->coalesce == NULL);
 
         subscription_free(a.client->sub);
-        close(a.fd);
+        peer_close(&a);
         manager_free(m);
 }
 
