@@ -115,6 +115,7 @@ struct Registration {
         int aux_fd;                 /* psi: epoll fd; memory_events: memory.events fd */
         ino_t dir_ino;              /* to tell a recreated cgroup from ours */
         struct event *ev;
+        struct event *holdoff;      /* SOURCE_VMPRESSURE: re-arms ev after a pause */
 
         MemoryEvents last_events;   /* SOURCE_MEMORY_EVENTS */
         int last_state;             /* SOURCE_PROTECTION: ProtectionState, -1 unknown */

@@ -101,6 +101,34 @@ int outqueue_push_event(OutQueue *q, const char *prefix, size_t prefix_size, Bod
         return 0;
 }
 
+ssize_t outqueue_write_direct(int fd, const char *prefix, size_t prefix_size, const Body *body) {
+        struct iovec iov[2] = {
+                { (void *) prefix, prefix_size },
+                { (void *) body->data, body->size },
+        };
+        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+        ssize_t n;
+
+        do
+                n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+        return n;
+}
+
+int outqueue_push_event_partial(OutQueue *q, const char *prefix, size_t prefix_size, Body *body,
+                                size_t written) {
+        int k = outqueue_push_event(q, prefix, prefix_size, body, 0);
+
+        if (k < 0)
+                return k;
+        /* The entry just appended is the only one. */
+        q->entries[q->head].offset = written;
+        q->bytes -= written;
+        return 0;
+}
+
 int outqueue_push_owned(OutQueue *q, char *data, size_t size) {
         OutEntry *e = outqueue_append(q);
 

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef struct Body {
         unsigned n_ref;
@@ -65,6 +66,21 @@ static inline bool outqueue_is_empty(const OutQueue *q) {
  */
 int outqueue_push_event(OutQueue *q, const char *prefix, size_t prefix_size, Body *body,
                         size_t limit);
+
+/*
+ * outqueue_write_direct - write @prefix and @body to @fd at once, for an
+ * empty queue. Returns the number of bytes written, -EAGAIN, or another
+ * negative errno (the peer is gone).
+ */
+ssize_t outqueue_write_direct(int fd, const char *prefix, size_t prefix_size, const Body *body);
+
+/*
+ * outqueue_push_event_partial - queue the rest of an event of which
+ * @written bytes were already written by outqueue_write_direct(). Not
+ * subject to the limit: the queue was empty.
+ */
+int outqueue_push_event_partial(OutQueue *q, const char *prefix, size_t prefix_size, Body *body,
+                                size_t written);
 
 /* outqueue_push_owned - queue @data (taking ownership of the malloc'ed buffer). */
 int outqueue_push_owned(OutQueue *q, char *data, size_t size);

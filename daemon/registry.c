@@ -267,7 +267,25 @@ static bool subscription_send(Subscription *s, Body *body, uint64_t count) {
 
         s->seq++;
         n = format_prefix(s, body, count, prefix);
-        k = outqueue_push_event(&c->out, prefix, n, body, m->config->output_buffer_bytes);
+
+        if (outqueue_is_empty(&c->out) && !c->write_armed) {
+                /* Nothing queued: hand prefix and body to the socket directly and
+                 * queue only what it did not take. */
+                ssize_t w = outqueue_write_direct(c->fd, prefix, n, body);
+
+                if (w < 0 && w != -EAGAIN) {
+                        client_kill(c);
+                        return false;
+                }
+                k = (size_t) (w < 0 ? 0 : w) == n + body->size ? 0 :
+                    outqueue_push_event_partial(&c->out, prefix, n, body, w < 0 ? 0 : (size_t) w);
+                if (k >= 0 && !outqueue_is_empty(&c->out))
+                        client_kick(c);
+        } else {
+                k = outqueue_push_event(&c->out, prefix, n, body, m->config->output_buffer_bytes);
+                if (k >= 0)
+                        client_kick(c);
+        }
         if (k < 0) {
                 s->missed++;
                 m->counters.events_dropped++;
@@ -279,9 +297,8 @@ static bool subscription_send(Subscription *s, Body *body, uint64_t count) {
         s->missed = 0;
         s->last_sent_usec = now_usec(CLOCK_MONOTONIC);
         m->counters.events_delivered++;
-        client_kick(c);
         if (body->monotonic_us)
-                manager_record_latency(m, now_usec(CLOCK_MONOTONIC) - body->monotonic_us);
+                manager_record_latency(m, s->last_sent_usec - body->monotonic_us);
         return true;
 }
 

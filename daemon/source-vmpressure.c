@@ -14,6 +14,21 @@
 #include "manager.h"
 #include "protection-glue.h"
 
+/*
+ * vmpressure fires for every reclaim window (a few hundred times a second
+ * under a steady load). After each event the eventfd is left alone for this
+ * long; it keeps counting meanwhile, so the next read returns every
+ * notification of the pause as one event's count. The first notification
+ * is never delayed, and the timer exists only while events flow.
+ */
+#define VMPRESSURE_HOLDOFF_USEC (100 * USEC_PER_MSEC)
+
+static void vmpressure_resume(evutil_socket_t fd, short what, void *userdata) {
+        Registration *r = userdata;
+
+        event_add(r->ev, NULL);
+}
+
 static void vmpressure_on_ready(evutil_socket_t fd, short what, void *userdata) {
         Registration *r = userdata;
         Manager *m = r->manager;
@@ -36,6 +51,21 @@ static void vmpressure_on_ready(evutil_socket_t fd, short what, void *userdata) 
                 return;
         protection_glue_enrich(m, r->cgroup, event);
         registration_publish(r, event, mono, count);
+
+        if (!r->holdoff)
+                r->holdoff = evtimer_new(m->base, vmpressure_resume, r);
+        if (r->holdoff) {
+                struct timeval tv = usec_to_timeval(VMPRESSURE_HOLDOFF_USEC);
+
+                event_del(r->ev);
+                evtimer_add(r->holdoff, &tv);
+        }
+}
+
+static void vmpressure_close(Registration *r) {
+        if (r->holdoff)
+                event_free(r->holdoff);
+        r->holdoff = NULL;
 }
 
 static int vmpressure_open(Registration *r, VarlinkError *e) {
@@ -87,5 +117,6 @@ static int vmpressure_open(Registration *r, VarlinkError *e) {
 
 const SourceOps source_vmpressure_ops = {
         .open = vmpressure_open,
+        .close = vmpressure_close,
         .state = NULL,
 };

@@ -250,6 +250,25 @@ static int64_t proc_cpu_ns(pid_t pid) {
         return ns;
 }
 
+/* Proportional set size of @pid in KiB (shared library pages divided among their users). */
+static double proc_pss(pid_t pid) {
+        char path[64], line[256];
+        double pss = -1;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return -1;
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, "Pss:", 4) == 0) {
+                        pss = strtod(line + 4, NULL);
+                        break;
+                }
+        fclose(f);
+        return pss;
+}
+
 static void memory_add(const char *metric, double value, const char *unit) {
         if (n_memory < ELEMENTSOF(memory))
                 memory[n_memory++] = (MemoryResult) { metric, value, unit };
@@ -745,7 +764,7 @@ static int bench_memory(Conn *ctl, unsigned n) {
         static const char inject[] =
                 "{\"method\":\"io.pressured.Inject\",\"parameters\":{\"cgroup\":\"/\",\"level\":\"critical\"}}";
         _cleanup_free_ Conn *conns = calloc(n, sizeof(Conn));
-        double rss_idle, anon_idle, rss_conn, anon_conn, rss_sub, anon_sub, rss_ev, anon_ev, rss_end, anon_end;
+        double pss_idle, rss_idle, anon_idle, rss_conn, anon_conn, rss_sub, anon_sub, rss_ev, anon_ev, rss_end, anon_end;
         char reply[4096];
         int k = 0;
 
@@ -756,6 +775,7 @@ static int bench_memory(Conn *ctl, unsigned n) {
         settle();
         if (proc_rss(daemon_pid, &rss_idle, &anon_idle) < 0)
                 return -EIO;
+        pss_idle = proc_pss(daemon_pid);
 
         for (unsigned i = 0; i < n; i++) {
                 conns[i].fd = connect_daemon();
@@ -809,6 +829,8 @@ static int bench_memory(Conn *ctl, unsigned n) {
 
         memory_add("rss_at_start", rss_idle, "KiB");
         memory_add("anon_at_start", anon_idle, "KiB");
+        if (pss_idle >= 0)
+                memory_add("pss_at_start", pss_idle, "KiB");
         memory_add("per_idle_connection", (rss_conn - rss_idle) * 1024 / n, "bytes");
         memory_add("per_subscription", (rss_sub - rss_conn) * 1024 / n, "bytes");
         memory_add("per_subscriber_after_first_event", (rss_ev - rss_sub) * 1024 / n, "bytes");

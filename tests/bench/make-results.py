@@ -67,15 +67,18 @@ def fanout(out):
                      num(f['p99_us']), num(f['max_us']), num(d['write_p50_us']), num(f['write_p50_us']),
                      num(d['deliveries_per_sec']), num(f['deliveries_per_sec']),
                      f"{100 * float(d['deliveries_per_sec']) / max(float(f['deliveries_per_sec']), 1):.0f}%",
-                     d['missed']])
+                     num(d.get('cpu_per_delivery_us'), 2), num(f.get('cpu_per_delivery_us'), 2), d['missed']])
     text = table(['subscribers', 'daemon p50', 'p99', 'max', 'floor p50', 'p99', 'max',
                   'daemon all written', 'floor all written', 'daemon deliveries/s', 'floor deliveries/s',
-                  'daemon / floor', 'lost'], body)
+                  'daemon / floor', 'daemon CPU µs/delivery', 'floor CPU µs/delivery', 'lost'], body)
     text += ('\nLatencies in µs, inject accepted (the event\'s `monotonic_us`) to received by the '
              'subscriber, over all deliveries of all rounds. "All written": for the daemon, the '
              'injection accepted to the arrival of its `Inject` reply, which it queues after writing '
              'every subscriber; for the floor, its loop over all sockets (median of rounds). '
-             'Deliveries/s: deliveries over the summed time from injection to the last receive.\n')
+             'Deliveries/s: deliveries over the summed time from injection to the last receive. '
+             'CPU µs/delivery: on-CPU time (/proc/PID/schedstat) of the daemon, or of the floor\'s writer, '
+             'over the rounds, per delivery; at 1 subscriber the daemon\'s figure is dominated by handling '
+             'the `Inject` call itself.\n')
     d, f = by.get(('daemon', 1000)), by.get(('floor', 1000))
     if d and f:
         ratio = float(d['p99_us']) / max(float(f['write_p50_us']), 1e-9)
@@ -135,6 +138,7 @@ def memory(out):
         ['RSS at start', f"{num(m['rss_at_start'])} KiB", '< 2 MiB',
          verdict(m['rss_at_start'] < 2 * KIB)],
         ['… of which anonymous', f"{num(m['anon_at_start'])} KiB", '', ''],
+        ['PSS at start (shared pages divided among their users)', f"{num(m.get('pss_at_start', 0))} KiB", '', ''],
         ['per idle connection', f"{num(m['per_idle_connection'])} B", '', ''],
         ['per subscription (on top of its connection)', f"{num(m['per_subscription'])} B", '', ''],
         ['per subscriber after the first event', f"{num(m['per_subscriber_after_first_event'])} B", '', ''],
