@@ -211,6 +211,12 @@ class Daemon:
                 pass
         return out
 
+    def non_socket_fds(self):
+        """The daemon's fds other than sockets: kernel registrations, files, epoll
+        sets. Client sockets come and go as connections are reaped, so fd
+        baselines that must not race with that count these."""
+        return sorted(t for t in self.fds().values() if not t.startswith('socket:'))
+
     def context_switches(self):
         total = 0
         for line in open(f'/proc/{self.pid}/status'):

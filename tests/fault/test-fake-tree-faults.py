@@ -57,7 +57,7 @@ def expect_error(d, name, param, **sub):
 
 
 def v1_not_a_hierarchy(d):
-    fds = len(d.fds())
+    fds = d.non_socket_fds()
     r1 = expect_error(d, 'io.pressured.NoSuchCgroup', {'cgroup': '/x'}, vmpressure={'level': 'low'}, cgroup='/x')
     r2 = expect_error(d, 'io.pressured.SourceUnavailable', {'source': 'vmpressure', 'reason': None},
                       vmpressure={'level': 'critical', 'mode': 'hierarchy'})
@@ -70,7 +70,7 @@ def v1_not_a_hierarchy(d):
     st = d.status()
     pt.check(st['registrations'] == [], 'a failed subscription left a registration', st['registrations'])
     pt.check(st['counters']['registrations_created'] == 0, 'registrations created', st['counters'])
-    pt.wait_for(lambda: len(d.fds()) == fds, timeout=WAIT, what='fds back after failed subscriptions')
+    pt.wait_for(lambda: d.non_socket_fds() == fds, timeout=WAIT, what='fds back after failed subscriptions')
 
 
 def subscribe_events(d, cgroup):

@@ -88,7 +88,7 @@ def main():
         readers = [Reader(v) for v in subs]
         for r in readers:
             r.start()
-        fds_before = len(d.fds())
+        fds_before = d.non_socket_fds()
 
         inj = Injector(d.socket)
         inj.start()
@@ -124,10 +124,10 @@ def main():
         regs = st['registrations']
         # The injector's and the status call's connections close asynchronously.
         try:
-            pt.wait_for(lambda: len(d.fds()) == fds_before, timeout=WAIT, what='fds back at baseline')
+            pt.wait_for(lambda: d.non_socket_fds() == fds_before, timeout=WAIT, what='fds back at baseline')
         except TimeoutError:
             pass
-        fds_after = len(d.fds())
+        fds_after = d.non_socket_fds()
         reloads = d.log().count('Configuration reloaded')
         rejected = d.log().count('Configuration rejected')
         moves_failed = d.log().count('Could not move')
@@ -135,7 +135,7 @@ def main():
               f'({rejected} rejected, {moves_failed} subscription moves refused), '
               f'{storm_sent} injects during the burst, {n} in all', flush=True)
         print(f'SIGHUP storm: {SUBSCRIBERS - len(bad)}/{SUBSCRIBERS} subscribers got seq 1..{n} with missed 0; '
-              f'registrations {[(x["trigger"], x["subscribers"]) for x in regs]}; fds {fds_before} -> {fds_after}',
+              f'registrations {[(x["trigger"], x["subscribers"]) for x in regs]}; non-socket fds {len(fds_before)} -> {len(fds_after)}',
               flush=True)
         pt.check(not bad, 'streams broken by the SIGHUP storm', *bad[:5])
         pt.check(len(regs) == 1 and regs[0]['subscribers'] == SUBSCRIBERS,
