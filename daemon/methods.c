@@ -342,11 +342,15 @@ static bool in_group(const Client *c, gid_t gid) {
 static bool may_inject(const Client *c) {
         const char *group = c->manager->config->inject_group;
         struct group *g;
+        uint64_t gid;
 
         if (c->uid == 0)
                 return true;
         if (!group)
                 return false;
+        /* InjectGroup= takes a group name or a numeric GID. */
+        if (safe_atou64(group, &gid) == 0 && gid < (gid_t) -1)
+                return in_group(c, (gid_t) gid);
         g = getgrnam(group);
         return g && in_group(c, g->gr_gid);
 }
