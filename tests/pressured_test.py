@@ -218,11 +218,7 @@ class Daemon:
         return sorted(t for t in self.fds().values() if not t.startswith('socket:'))
 
     def context_switches(self):
-        total = 0
-        for line in open(f'/proc/{self.pid}/status'):
-            if line.startswith(('voluntary_ctxt_switches', 'nonvoluntary_ctxt_switches')):
-                total += int(line.split()[1])
-        return total
+        return process_context_switches(self.pid)
 
     def rss_kib(self):
         for line in open(f'/proc/{self.pid}/status'):
@@ -342,6 +338,31 @@ def remove_cgroup(d):
             time.sleep(0.05)
 
 
+def process_context_switches(pid):
+    """Voluntary plus involuntary context switches of every thread of @pid."""
+    total = 0
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            with open(f'/proc/{pid}/task/{tid}/status') as f:
+                for line in f:
+                    if line.startswith(('voluntary_ctxt_switches', 'nonvoluntary_ctxt_switches')):
+                        total += int(line.split()[1])
+        except FileNotFoundError:
+            pass
+    return total
+
+
+def run_in_cgroups(cmd, v1dir, v2dir, **kw):
+    """Start @cmd in its own session inside the given cgroups (either may be None)."""
+    def enter():
+        pid = str(os.getpid())
+        for d in (v1dir, v2dir):
+            if d:
+                with open(os.path.join(d, 'cgroup.procs'), 'w') as f:
+                    f.write(pid)
+    return subprocess.Popen(cmd, preexec_fn=enter, start_new_session=True, **kw)
+
+
 @contextlib.contextmanager
 def memory_load(v1dir, v2dir, size_mb=200):
     """A shell loop in the cgroups writing a file larger than the limit and reading it back."""
@@ -349,13 +370,7 @@ def memory_load(v1dir, v2dir, size_mb=200):
     script = (f'while :; do dd if=/dev/zero of={tmp}/f bs=1M count={size_mb} status=none; '
               f'cat {tmp}/f > /dev/null; rm -f {tmp}/f; done')
 
-    def enter():
-        pid = str(os.getpid())
-        for d in (v1dir, v2dir):
-            if d:
-                with open(os.path.join(d, 'cgroup.procs'), 'w') as f:
-                    f.write(pid)
-    proc = subprocess.Popen(['sh', '-c', script], preexec_fn=enter, start_new_session=True)
+    proc = run_in_cgroups(['sh', '-c', script], v1dir, v2dir)
     try:
         yield proc
     finally:

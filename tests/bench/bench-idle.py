@@ -26,9 +26,9 @@ SUBSCRIBERS = 100
 
 
 def measure(d, duration):
-    s0, c0 = bl.proc_switches(d.pid), bl.proc_cpu_seconds(d.pid)
+    s0, c0 = pt.process_context_switches(d.pid), bl.proc_cpu_seconds(d.pid)
     time.sleep(duration)
-    s1, c1 = bl.proc_switches(d.pid), bl.proc_cpu_seconds(d.pid)
+    s1, c1 = pt.process_context_switches(d.pid), bl.proc_cpu_seconds(d.pid)
     return s1 - s0, round((c1 - c0) * bl.CLK_TCK)
 
 

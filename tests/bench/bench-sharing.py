@@ -115,11 +115,11 @@ def main():
                 try:
                     k0 = bl.kthreads_cpu('psimon')
                     k1 = {}
-                    c0, s0 = bl.proc_cpu_seconds(d.pid), bl.proc_switches(d.pid)
+                    c0, s0 = bl.proc_cpu_seconds(d.pid), pt.process_context_switches(d.pid)
                     wall, cpu, mb = bl.pressure_workload(v1, v2, iterations)
                     k1 = bl.kthreads_cpu('psimon')
                     kcpu = bl.kthreads_cpu_delta(k0, k1)
-                    dcpu, dsw = bl.proc_cpu_seconds(d.pid) - c0, bl.proc_switches(d.pid) - s0
+                    dcpu, dsw = bl.proc_cpu_seconds(d.pid) - c0, pt.process_context_switches(d.pid) - s0
                 finally:
                     events = bl.drain_count(clients)
                     bl.close_all(clients)

@@ -78,20 +78,6 @@ def proc_cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
-def proc_switches(pid):
-    """Voluntary plus involuntary context switches of every thread of @pid."""
-    total = 0
-    for tid in os.listdir(f'/proc/{pid}/task'):
-        try:
-            with open(f'/proc/{pid}/task/{tid}/status') as f:
-                for line in f:
-                    if line.startswith(('voluntary_ctxt_switches', 'nonvoluntary_ctxt_switches')):
-                        total += int(line.split()[1])
-        except FileNotFoundError:
-            pass
-    return total
-
-
 def kthreads_cpu(comm):
     """{pid: cpu seconds} of kernel threads named @comm (e.g. psimon)."""
     out = {}
@@ -175,17 +161,6 @@ def mean_sd(values):
     return statistics.mean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
 
 
-def run_in_cgroups(cmd, v1dir, v2dir, **kw):
-    """Start @cmd inside the given cgroups (either may be None)."""
-    def enter():
-        pid = str(os.getpid())
-        for d in (v1dir, v2dir):
-            if d:
-                with open(os.path.join(d, 'cgroup.procs'), 'w') as f:
-                    f.write(pid)
-    return subprocess.Popen(cmd, preexec_fn=enter, start_new_session=True, **kw)
-
-
 def children_cpu():
     """CPU seconds of all waited-for children so far (user + system)."""
     r = os.times()
@@ -213,7 +188,7 @@ def pressure_workload(v1dir, v2dir, iterations, size_mb=200, anon_mb=32):
               f'rm -f {f}; i=$((i+1)); done; date +%s%N; kill $hog; wait $hog 2>/dev/null; exit 0')
     try:
         cpu0 = children_cpu()
-        proc = run_in_cgroups(['sh', '-c', script], v1dir, v2dir, stdout=subprocess.PIPE, text=True)
+        proc = pt.run_in_cgroups(['sh', '-c', script], v1dir, v2dir, stdout=subprocess.PIPE, text=True)
         out, _ = proc.communicate()
         cpu = children_cpu() - cpu0
         pt.check(proc.returncode == 0, 'the workload failed', proc.returncode)

@@ -141,20 +141,6 @@ def is_eventfd(target):
     return target == 'anon_inode:[eventfd]'
 
 
-def context_switches(pid):
-    """Voluntary plus involuntary context switches of every thread of @pid."""
-    total = 0
-    for tid in os.listdir(f'/proc/{pid}/task'):
-        try:
-            with open(f'/proc/{pid}/task/{tid}/status') as f:
-                for line in f:
-                    if line.startswith(('voluntary_ctxt_switches', 'nonvoluntary_ctxt_switches')):
-                        total += int(line.split()[1])
-        except FileNotFoundError:
-            pass
-    return total
-
-
 def has_cap(pid, cap):
     with open(f'/proc/{pid}/status') as f:
         for line in f:

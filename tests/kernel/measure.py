@@ -37,9 +37,9 @@ def fd_summary(targets):
 
 
 def switches_over(pid, period):
-    before = kl.context_switches(pid)
+    before = pt.process_context_switches(pid)
     time.sleep(period)
-    return kl.context_switches(pid) - before
+    return pt.process_context_switches(pid) - before
 
 
 def idle_and_subscribed():

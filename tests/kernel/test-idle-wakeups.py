@@ -18,9 +18,9 @@ N = 50
 
 
 def switches_over(d, period):
-    before = kl.context_switches(d.pid)
+    before = pt.process_context_switches(d.pid)
     time.sleep(period)
-    return kl.context_switches(d.pid) - before
+    return pt.process_context_switches(d.pid) - before
 
 
 def main():
