@@ -117,7 +117,7 @@ static int open_cgroup(const Hierarchy *h, const char *cgroup, VarlinkError *e) 
                 return no_such_cgroup(e, cgroup);
         if (fd == -EMFILE || fd == -ENFILE)
                 return verror(e, fd, "io.pressured.LimitExceeded",
-                              json_pack("{s:s, s:I}", "limit", "open files", (json_int_t) 0));
+                              json_pack("{s:s, s:I}", "limit", "open files", "value", (json_int_t) 0));
         return verror(e, fd, "io.pressured.NoSuchCgroup", json_pack("{s:s}", "cgroup", cgroup));
 }
 

@@ -32,7 +32,7 @@ int verror_open_failed(VarlinkError *e, int err, const char *source, const char 
                 err = -err;
         if (err == EMFILE || err == ENFILE)
                 return verror(e, -err, "io.pressured.LimitExceeded",
-                              json_pack("{s:s, s:I}", "limit", "open files", (json_int_t) 0));
+                              json_pack("{s:s, s:I}", "limit", "open files", "value", (json_int_t) 0));
         return verror(e, -err, "io.pressured.SourceUnavailable",
                       json_pack("{s:s, s:s}", "source", source, "reason", reason));
 }
@@ -112,7 +112,7 @@ int registration_acquire(Manager *m, const RegistrationKey *key, Registration **
                                 m->config->max_registrations);
                 return verror(e, -EUSERS, "io.pressured.LimitExceeded",
                               json_pack("{s:s, s:I}", "limit", "MaxRegistrations",
-                                        (json_int_t) m->config->max_registrations));
+                                        "value", (json_int_t) m->config->max_registrations));
         }
 
         r = calloc(1, sizeof(*r));
