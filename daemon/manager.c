@@ -335,7 +335,7 @@ static void reload_levels(Manager *m, const Config *old) {
                         if (k < 0) {
                                 log_warning("Could not move a %s subscription on %s to the new trigger (%s), keeping the old one.",
                                             level_to_string(s->level), r->cgroup, strna(e.name));
-                                verror_done(&e);
+                                varlink_error_done(&e);
                                 continue;
                         }
                         /* Frees r when its last subscription moved; sn is NULL then. */

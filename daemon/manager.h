@@ -28,6 +28,7 @@
 #include "outqueue.h"
 #include "trigger.h"
 #include "varlink.h"
+#include "varlink-error.h"
 
 typedef struct Manager Manager;
 typedef struct Client Client;
@@ -44,18 +45,6 @@ typedef enum SourceType {
 } SourceType;
 
 const char *source_type_to_string(SourceType t);
-
-/* A varlink error to send: name plus parameters (owned). */
-typedef struct VarlinkError {
-        const char *name;
-        json_t *parameters;
-} VarlinkError;
-
-/* verror - fill @e (steals @params) and return @r, for "return verror(...)". */
-int verror(VarlinkError *e, int r, const char *name, json_t *params);
-void verror_done(VarlinkError *e);
-/* verror_open_failed - LimitExceeded for EMFILE/ENFILE, else SourceUnavailable with @reason. */
-int verror_open_failed(VarlinkError *e, int err, const char *source, const char *reason);
 
 /* What a Subscribe call asked for, after validation (see subscribe.h). */
 typedef enum Selector {

@@ -58,11 +58,11 @@ static int reply_error(Client *c, const VarlinkCall *call, VarlinkError *e) {
         char *msg;
 
         if (call->oneway || !e->name) {
-                verror_done(e);
+                varlink_error_done(e);
                 return 0;
         }
         msg = varlink_error_new(e->name, TAKE_PTR(e->parameters), &n);
-        verror_done(e);
+        varlink_error_done(e);
         if (!msg)
                 return -ENOMEM;
         return client_send_owned(c, msg, n);
@@ -80,45 +80,21 @@ static int check_params(json_t *params, const char *const *allowed, VarlinkError
                         if (streq(key, *a))
                                 ok = true;
                 if (!ok)
-                        return invalid_parameter(e, key);
+                        return varlink_error_invalid_parameter(e, key);
         }
         return 0;
 }
 
-static int permission_denied(VarlinkError *e, const char *reason) {
-        return verror(e, -EACCES, "io.pressured.PermissionDenied", json_pack("{s:s}", "reason", reason));
-}
-
-static int no_such_cgroup(VarlinkError *e, const char *cgroup) {
-        return verror(e, -ENOENT, "io.pressured.NoSuchCgroup", json_pack("{s:s}", "cgroup", cgroup));
-}
-
-static int invalid_cgroup(VarlinkError *e, const char *cgroup) {
-        return verror(e, -EINVAL, "io.pressured.InvalidCgroupPath", json_pack("{s:s}", "cgroup", cgroup));
-}
-
-static int source_unavailable(VarlinkError *e, const char *source, const char *reason) {
-        return verror(e, -EOPNOTSUPP, "io.pressured.SourceUnavailable",
-                      json_pack("{s:s, s:s}", "source", source, "reason", reason));
-}
-
 /*
- * Open @cgroup in @h. Returns the fd, or a negative errno with @e filled
- * (NoSuchCgroup, InvalidCgroupPath).
+ * Open @cgroup in @h for @source. Returns the fd, or a negative errno with
+ * @e filled by varlink_error_from_errno().
  */
-static int open_cgroup(const Hierarchy *h, const char *cgroup, VarlinkError *e) {
+static int open_cgroup(const Hierarchy *h, const char *source, const char *cgroup, VarlinkError *e) {
         int fd = hierarchy_open_cgroup(h, cgroup);
 
         if (fd >= 0)
                 return fd;
-        if (fd == -ELOOP || fd == -EXDEV)
-                return invalid_cgroup(e, cgroup);
-        if (fd == -ENOENT)
-                return no_such_cgroup(e, cgroup);
-        if (fd == -EMFILE || fd == -ENFILE)
-                return verror(e, fd, "io.pressured.LimitExceeded",
-                              json_pack("{s:s, s:I}", "limit", "open files", "value", (json_int_t) 0));
-        return verror(e, fd, "io.pressured.NoSuchCgroup", json_pack("{s:s}", "cgroup", cgroup));
+        return varlink_error_from_errno(e, fd, source, cgroup, NULL);
 }
 
 static bool has_memory_pressure(int dirfd) {
@@ -150,12 +126,12 @@ static int resolve_request(Client *c, const SubscribeRequest *req, RegistrationK
                         else if (m->v1.fd >= 0)
                                 key->type = SOURCE_VMPRESSURE;
                         else
-                                return source_unavailable(e, "psi", "/proc/pressure/memory is not available and there is no cgroup v1 memory hierarchy");
+                                return varlink_error_source_unavailable(e, -EOPNOTSUPP, "psi", "/proc/pressure/memory is not available and there is no cgroup v1 memory hierarchy");
                 } else {
                         int v2fd = m->v2.fd >= 0 ? hierarchy_open_cgroup(&m->v2, req->cgroup) : -ENOENT;
 
                         if (v2fd == -ELOOP || v2fd == -EXDEV)
-                                return invalid_cgroup(e, req->cgroup);
+                                return varlink_error_invalid_cgroup_path(e, -EINVAL, req->cgroup);
                         if (v2fd >= 0 && has_memory_pressure(v2fd)) {
                                 key->type = SOURCE_PSI;
                                 fd = v2fd;
@@ -165,14 +141,14 @@ static int resolve_request(Client *c, const SubscribeRequest *req, RegistrationK
                                 safe_close(v2fd);
                                 if (m->v1.fd < 0) {
                                         if (in_v2)
-                                                return source_unavailable(e, "psi", "the cgroup has no memory.pressure (PSI disabled?) and there is no cgroup v1 memory hierarchy");
-                                        return no_such_cgroup(e, req->cgroup);
+                                                return varlink_error_source_unavailable(e, -EOPNOTSUPP, "psi", "the cgroup has no memory.pressure (PSI disabled?) and there is no cgroup v1 memory hierarchy");
+                                        return varlink_error_no_such_cgroup(e, -ENOENT, req->cgroup);
                                 }
                                 fd = hierarchy_open_cgroup(&m->v1, req->cgroup);
                                 if (fd == -ENOENT && in_v2)
-                                        return source_unavailable(e, "psi", "the cgroup has no memory.pressure (PSI disabled?) and is not in the cgroup v1 memory hierarchy");
+                                        return varlink_error_source_unavailable(e, -EOPNOTSUPP, "psi", "the cgroup has no memory.pressure (PSI disabled?) and is not in the cgroup v1 memory hierarchy");
                                 if (fd < 0)
-                                        return open_cgroup(&m->v1, req->cgroup, e);
+                                        return open_cgroup(&m->v1, "vmpressure", req->cgroup, e);
                                 key->type = SOURCE_VMPRESSURE;
                         }
                 }
@@ -188,8 +164,8 @@ static int resolve_request(Client *c, const SubscribeRequest *req, RegistrationK
                 key->psi = req->psi;
                 if (!system) {
                         if (m->v2.fd < 0)
-                                return source_unavailable(e, "psi", "there is no cgroup2 hierarchy");
-                        fd = open_cgroup(&m->v2, req->cgroup, e);
+                                return varlink_error_source_unavailable(e, -EOPNOTSUPP, "psi", "there is no cgroup2 hierarchy");
+                        fd = open_cgroup(&m->v2, "psi", req->cgroup, e);
                         if (fd < 0)
                                 return fd;
                 }
@@ -199,8 +175,8 @@ static int resolve_request(Client *c, const SubscribeRequest *req, RegistrationK
                 key->vm_level = req->vm_level;
                 key->vm_mode = req->vm_mode;
                 if (m->v1.fd < 0)
-                        return source_unavailable(e, "vmpressure", "there is no cgroup v1 memory hierarchy");
-                fd = open_cgroup(&m->v1, req->cgroup, e);
+                        return varlink_error_source_unavailable(e, -EOPNOTSUPP, "vmpressure", "there is no cgroup v1 memory hierarchy");
+                fd = open_cgroup(&m->v1, "vmpressure", req->cgroup, e);
                 if (fd < 0)
                         return fd;
                 break;
@@ -209,20 +185,20 @@ static int resolve_request(Client *c, const SubscribeRequest *req, RegistrationK
                 key->type = req->selector == SELECTOR_PROTECTION ? SOURCE_PROTECTION : SOURCE_MEMORY_EVENTS;
                 h = &m->v2;
                 if (m->v2.fd < 0)
-                        return source_unavailable(e, source_type_to_string(key->type),
+                        return varlink_error_source_unavailable(e, -EOPNOTSUPP, source_type_to_string(key->type),
                                                   "there is no cgroup2 hierarchy");
                 fd = hierarchy_open_cgroup(h, req->cgroup);
                 if (fd == -ENOENT && m->v1.fd >= 0) {
                         _cleanup_close_ int v1fd = hierarchy_open_cgroup(&m->v1, req->cgroup);
 
                         if (v1fd >= 0)
-                                return source_unavailable(e, source_type_to_string(key->type),
+                                return varlink_error_source_unavailable(e, -EOPNOTSUPP, source_type_to_string(key->type),
                                                           "the cgroup exists only in the cgroup v1 hierarchy; this source needs cgroup v2");
                 }
                 if (fd < 0)
-                        return open_cgroup(h, req->cgroup, e);
+                        return open_cgroup(h, source_type_to_string(key->type), req->cgroup, e);
                 if (faccessat(fd, key->type == SOURCE_PROTECTION ? "memory.current" : "memory.events", F_OK, 0) < 0)
-                        return source_unavailable(e, source_type_to_string(key->type),
+                        return varlink_error_source_unavailable(e, -EOPNOTSUPP, source_type_to_string(key->type),
                                                   "the cgroup has no memory controller files (memory.current/memory.events)");
                 break;
         }
@@ -249,7 +225,7 @@ static int resolve_request(Client *c, const SubscribeRequest *req, RegistrationK
         }
         if (fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == c->uid)
                 return 0;
-        return permission_denied(e, "the cgroup is not delegated to the caller's user");
+        return varlink_error_permission_denied(e, "the cgroup is not delegated to the caller's user");
 }
 
 static json_t *trigger_to_json(const Registration *r, const Subscription *s) {
@@ -283,7 +259,7 @@ static int method_subscribe(Client *c, VarlinkCall *call, VarlinkError *e) {
         int k;
 
         if (!call->more)
-                return verror(e, -EINVAL, "org.varlink.service.ExpectedMore", NULL);
+                return varlink_error_expected_more(e);
 
         k = subscribe_request_parse(call->parameters, &req, e);
         if (k < 0)
@@ -371,17 +347,17 @@ static int method_inject(Client *c, VarlinkCall *call, VarlinkError *e) {
                 return k;
         v = json_object_get(call->parameters, "level");
         if (!json_is_string(v) || (level = level_from_string(json_string_value(v))) < 0)
-                return invalid_parameter(e, "level");
+                return varlink_error_invalid_parameter(e, "level");
         v = json_object_get(call->parameters, "cgroup");
         if (v && !json_is_null(v) && !json_is_string(v))
-                return invalid_parameter(e, "cgroup");
+                return varlink_error_invalid_parameter(e, "cgroup");
         k = cgroup_path_normalize(json_string_value(v), &cgroup);
         if (k == -ENOMEM)
                 return k;
         if (k < 0)
-                return invalid_cgroup(e, json_string_value(v));
+                return varlink_error_invalid_cgroup_path(e, -EINVAL, json_string_value(v));
         if (!may_inject(c))
-                return permission_denied(e, "Inject is reserved to root and the InjectGroup= group");
+                return varlink_error_permission_denied(e, "Inject is reserved to root and the InjectGroup= group");
 
         rt = now_usec(CLOCK_REALTIME);
         mono = now_usec(CLOCK_MONOTONIC);
@@ -422,11 +398,10 @@ static int method_reload(Client *c, VarlinkCall *call, VarlinkError *e) {
         if (k < 0)
                 return k;
         if (c->uid != 0)
-                return permission_denied(e, "Reload is reserved to root");
+                return varlink_error_permission_denied(e, "Reload is reserved to root");
         k = manager_reload(c->manager, &error);
         if (k < 0)
-                return verror(e, k, "io.pressured.ConfigurationRejected",
-                              json_pack("{s:s}", "reason", error ? error : strerror(-k)));
+                return varlink_error_configuration_rejected(e, k, error ?: strerror(-k));
         return reply(c, call, NULL);
 }
 
@@ -444,23 +419,25 @@ static int method_get_protection(Client *c, VarlinkCall *call, VarlinkError *e) 
                 return k;
         v = json_object_get(call->parameters, "cgroup");
         if (v && !json_is_null(v) && !json_is_string(v))
-                return invalid_parameter(e, "cgroup");
+                return varlink_error_invalid_parameter(e, "cgroup");
         k = cgroup_path_normalize(json_string_value(v), &cgroup);
         if (k == -ENOMEM)
                 return k;
         if (k < 0)
-                return invalid_cgroup(e, json_string_value(v));
+                return varlink_error_invalid_cgroup_path(e, -EINVAL, json_string_value(v));
         if (m->v2.fd < 0)
-                return source_unavailable(e, "protection", "there is no cgroup2 hierarchy");
-        fd = open_cgroup(&m->v2, cgroup, e);
+                return varlink_error_source_unavailable(e, -EOPNOTSUPP, "protection", "there is no cgroup2 hierarchy");
+        fd = open_cgroup(&m->v2, "protection", cgroup, e);
         if (fd < 0)
                 return fd;
         if (c->uid != 0 && (fstat(fd, &st) < 0 || st.st_uid != c->uid))
-                return permission_denied(e, "the cgroup is not delegated to the caller's user");
+                return varlink_error_permission_denied(e, "the cgroup is not delegated to the caller's user");
 
         k = protection_glue_read(m, cgroup, &nodes);
+        if (k == -ENOMEM)
+                return k;
         if (k < 0)
-                return source_unavailable(e, "protection", strerror(-k));
+                return varlink_error_from_errno(e, k, "protection", cgroup, "the protection files");
         return reply(c, call, json_pack("{s:o}", "nodes", nodes));
 }
 
@@ -487,13 +464,12 @@ static int method_get_interface_description(Client *c, VarlinkCall *call, Varlin
                 return k;
         v = json_object_get(call->parameters, "interface");
         if (!json_is_string(v))
-                return invalid_parameter(e, "interface");
+                return varlink_error_invalid_parameter(e, "interface");
         if (streq(json_string_value(v), "io.pressured"))
                 return reply(c, call, json_pack("{s:s}", "description", io_pressured_varlink));
         if (streq(json_string_value(v), "org.varlink.service"))
                 return reply(c, call, json_pack("{s:s}", "description", org_varlink_service_description));
-        return verror(e, -ENOENT, "org.varlink.service.InterfaceNotFound",
-                      json_pack("{s:s}", "interface", json_string_value(v)));
+        return varlink_error_interface_not_found(e, json_string_value(v));
 }
 
 static const struct {
@@ -522,11 +498,10 @@ int method_dispatch(Client *c, VarlinkCall *call) {
                         if (!e.name && (k == -EMFILE || k == -ENFILE)) {
                                 log_ratelimited(LOG_WARNING, k, MESSAGE_ID_LIMIT_HIT, 10, 3,
                                                 "Out of file descriptors handling %s: %m", call->method);
-                                verror_open_failed(&e, k, "", "");
+                                varlink_error_open_files(&e, k);
                         } else if (!e.name) {
                                 log_error_errno(k, "Failed to handle %s: %m", call->method);
-                                verror(&e, k, "org.varlink.service.MethodNotImplemented",
-                                       json_pack("{s:s}", "method", call->method));
+                                varlink_error_internal(&e, k);
                         } else
                                 log_debug("%s from client %" PRIu64 " failed: %s", call->method, c->id, e.name);
                         return reply_error(c, call, &e);
@@ -541,18 +516,16 @@ int method_dispatch(Client *c, VarlinkCall *call) {
                 if ((len == strlen("io.pressured") && strncmp(call->method, "io.pressured", len) == 0) ||
                     (len == strlen("org.varlink.service") &&
                      strncmp(call->method, "org.varlink.service", len) == 0)) {
-                        verror(&e, -ENOENT, "org.varlink.service.MethodNotFound",
-                               json_pack("{s:s}", "method", call->method));
+                        varlink_error_method_not_found(&e, call->method);
                         return reply_error(c, call, &e);
                 }
                 {
                         _cleanup_free_ char *iface = strndup(call->method, len);
 
-                        verror(&e, -ENOENT, "org.varlink.service.InterfaceNotFound",
-                               json_pack("{s:s}", "interface", iface ? iface : ""));
+                        varlink_error_interface_not_found(&e, iface);
                 }
                 return reply_error(c, call, &e);
         }
-        verror(&e, -ENOENT, "org.varlink.service.MethodNotFound", json_pack("{s:s}", "method", call->method));
+        varlink_error_method_not_found(&e, call->method);
         return reply_error(c, call, &e);
 }

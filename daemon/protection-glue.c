@@ -105,12 +105,9 @@ static int protection_open(Registration *r, VarlinkError *e) {
                 k = protection_reader_track(m->protection, r->cgroup);
         if (k < 0) {
                 reader_drop_if_unused(m);
-                if (k == -ENOENT)
-                        return verror(e, k, "io.pressured.NoSuchCgroup", json_pack("{s:s}", "cgroup", r->cgroup));
-                if (k == -ELOOP || k == -ENOTDIR || k == -EINVAL)
-                        return verror(e, k, "io.pressured.InvalidCgroupPath", json_pack("{s:s}", "cgroup", r->cgroup));
-                return verror(e, k, "io.pressured.SourceUnavailable",
-                              json_pack("{s:s, s:s}", "source", "protection", "reason", strerror(-k)));
+                if (k == -ENOMEM)
+                        return k;
+                return varlink_error_from_errno(e, k, "protection", r->cgroup, NULL);
         }
         node = protection_reader_lookup(m->protection, r->cgroup);
         if (node)

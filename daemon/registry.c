@@ -20,28 +20,6 @@ const char *source_type_to_string(SourceType t) {
         return t >= 0 && t < _SOURCE_MAX ? source_names[t] : NULL;
 }
 
-int verror(VarlinkError *e, int r, const char *name, json_t *params) {
-        json_decref(e->parameters);
-        e->name = name;
-        e->parameters = params ? params : json_object();
-        return r;
-}
-
-int verror_open_failed(VarlinkError *e, int err, const char *source, const char *reason) {
-        if (err < 0)
-                err = -err;
-        if (err == EMFILE || err == ENFILE)
-                return verror(e, -err, "io.pressured.LimitExceeded",
-                              json_pack("{s:s, s:I}", "limit", "open files", "value", (json_int_t) 0));
-        return verror(e, -err, "io.pressured.SourceUnavailable",
-                      json_pack("{s:s, s:s}", "source", source, "reason", reason));
-}
-
-void verror_done(VarlinkError *e) {
-        json_decref(e->parameters);
-        *e = (VarlinkError) {};
-}
-
 static bool key_matches(const Registration *r, const RegistrationKey *k) {
         if (r->type != k->type || r->removed || !streq(r->cgroup, k->cgroup))
                 return false;
@@ -110,9 +88,8 @@ int registration_acquire(Manager *m, const RegistrationKey *key, Registration **
                 log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 5,
                                 "Limit MaxRegistrations=%u reached, refusing a new registration.",
                                 m->config->max_registrations);
-                return verror(e, -EUSERS, "io.pressured.LimitExceeded",
-                              json_pack("{s:s, s:I}", "limit", "MaxRegistrations",
-                                        "value", (json_int_t) m->config->max_registrations));
+                return varlink_error_limit_exceeded(e, -EUSERS, "MaxRegistrations",
+                                                    m->config->max_registrations);
         }
 
         r = calloc(1, sizeof(*r));

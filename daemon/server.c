@@ -171,9 +171,12 @@ static void handle_message(Client *c, const char *msg, size_t size) {
         }
         if (k == -EINVAL) {
                 if (!call.oneway) {
+                        VarlinkError e = {};
                         size_t n;
-                        char *reply = varlink_error_new("org.varlink.service.InvalidParameter",
-                                                        json_pack("{s:s}", "parameter", "parameters"), &n);
+                        char *reply;
+
+                        varlink_error_invalid_parameter(&e, "parameters");
+                        reply = varlink_error_new(e.name, TAKE_PTR(e.parameters), &n);
                         if (reply)
                                 client_send_owned(c, reply, n);
                 }
@@ -290,11 +293,10 @@ static void client_arm_timer(Client *c) {
         evtimer_add(c->ev_timer, &tv);
 }
 
-/* Tell a refused client why, best effort, and close it. */
-static void refuse(int fd, const char *limit, uint64_t value) {
+/* Tell a refused client why (@e, consumed), best effort, and close it. */
+static void refuse(int fd, VarlinkError *e) {
         size_t n;
-        char *msg = varlink_error_new("io.pressured.LimitExceeded",
-                                      json_pack("{s:s, s:I}", "limit", limit, "value", (json_int_t) value), &n);
+        char *msg = varlink_error_new(e->name, TAKE_PTR(e->parameters), &n);
 
         if (msg)
                 (void) send(fd, msg, n, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -308,6 +310,7 @@ static void on_accept(evutil_socket_t lfd, short what, void *userdata) {
         for (int i = 0; i < 64; i++) {
                 struct ucred cred;
                 socklen_t len = sizeof(cred);
+                VarlinkError e = {};
                 Client *c;
                 UserCount *u;
                 int fd;
@@ -321,8 +324,10 @@ static void on_accept(evutil_socket_t lfd, short what, void *userdata) {
                                  * client, so it is refused cleanly instead of hanging. */
                                 m->spare_fd = safe_close(m->spare_fd);
                                 fd = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-                                if (fd >= 0)
-                                        refuse(fd, "open files", 0);
+                                if (fd >= 0) {
+                                        varlink_error_open_files(&e, -EMFILE);
+                                        refuse(fd, &e);
+                                }
                                 m->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
                                 m->counters.clients_refused++;
                                 log_ratelimited(LOG_WARNING, EMFILE, MESSAGE_ID_LIMIT_HIT, 10, 3,
@@ -344,7 +349,8 @@ static void on_accept(evutil_socket_t lfd, short what, void *userdata) {
                         log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 3,
                                         "Limit MaxClients=%u reached, refusing a client of uid %u.",
                                         m->config->max_clients, (unsigned) cred.uid);
-                        refuse(fd, "MaxClients", m->config->max_clients);
+                        varlink_error_limit_exceeded(&e, -EUSERS, "MaxClients", m->config->max_clients);
+                        refuse(fd, &e);
                         continue;
                 }
                 u = user_find(m, cred.uid);
@@ -353,7 +359,9 @@ static void on_accept(evutil_socket_t lfd, short what, void *userdata) {
                         log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 3,
                                         "Limit MaxClientsPerUser=%u reached for uid %u, refusing a client.",
                                         m->config->max_clients_per_user, (unsigned) cred.uid);
-                        refuse(fd, "MaxClientsPerUser", m->config->max_clients_per_user);
+                        varlink_error_limit_exceeded(&e, -EUSERS, "MaxClientsPerUser",
+                                                     m->config->max_clients_per_user);
+                        refuse(fd, &e);
                         continue;
                 }
 

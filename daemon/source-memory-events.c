@@ -84,16 +84,14 @@ static int memory_events_open(Registration *r, VarlinkError *e) {
         int k;
 
         dirfd = hierarchy_open_cgroup(&m->v2, r->cgroup);
-        if (dirfd == -EMFILE || dirfd == -ENFILE)
-                return verror_open_failed(e, dirfd, "memory_events", "out of file descriptors");
         if (dirfd < 0)
-                return verror(e, dirfd, "io.pressured.NoSuchCgroup", json_pack("{s:s}", "cgroup", r->cgroup));
+                return varlink_error_from_errno(e, dirfd, "memory_events", r->cgroup, NULL);
         if (fstat(dirfd, &st) < 0)
                 return -errno;
         r->dir_ino = st.st_ino;
         evfd = openat(dirfd, "memory.events", O_RDONLY | O_CLOEXEC);
         if (evfd < 0)
-                return verror_open_failed(e, errno, "memory_events", "the cgroup has no memory.events file");
+                return varlink_error_from_errno(e, -errno, "memory_events", r->cgroup, "memory.events");
 
         ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (ifd < 0)
@@ -115,9 +113,7 @@ static int memory_events_open(Registration *r, VarlinkError *e) {
         k = read_events(r, &r->last_events);
         if (k < 0) {
                 r->aux_fd = safe_close(r->aux_fd);
-                return verror(e, k, "io.pressured.SourceUnavailable",
-                              json_pack("{s:s, s:s}", "source", "memory_events", "reason",
-                                        "memory.events cannot be parsed"));
+                return varlink_error_source_unavailable(e, k, "memory_events", "memory.events cannot be parsed");
         }
         r->ev = event_new(m->base, ifd, EV_READ | EV_PERSIST, memory_events_on_ready, r);
         if (!r->ev || event_add(r->ev, NULL) < 0) {

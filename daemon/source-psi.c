@@ -93,30 +93,23 @@ static int psi_open(Registration *r, VarlinkError *e) {
         if (streq(r->cgroup, "/")) {
                 fd = open("/proc/pressure/memory", O_RDWR | O_NONBLOCK | O_CLOEXEC);
                 if (fd < 0)
-                        return verror_open_failed(e, errno, "psi",
-                                                  errno == EOPNOTSUPP ? "PSI is disabled (psi=0 on the kernel command line)"
-                                                                      : "/proc/pressure/memory cannot be opened");
+                        return varlink_error_from_errno(e, -errno, "psi", r->cgroup, "/proc/pressure/memory");
         } else {
                 _cleanup_close_ int dirfd = hierarchy_open_cgroup(&m->v2, r->cgroup);
 
-                if (dirfd == -EMFILE || dirfd == -ENFILE)
-                        return verror_open_failed(e, dirfd, "psi", "out of file descriptors");
                 if (dirfd < 0)
-                        return verror(e, dirfd, "io.pressured.NoSuchCgroup", json_pack("{s:s}", "cgroup", r->cgroup));
+                        return varlink_error_from_errno(e, dirfd, "psi", r->cgroup, NULL);
                 if (fstat(dirfd, &st) < 0)
                         return -errno;
                 r->dir_ino = st.st_ino;
                 fd = openat(dirfd, "memory.pressure", O_RDWR | O_NONBLOCK | O_CLOEXEC);
                 if (fd < 0)
-                        return verror_open_failed(e, errno, "psi",
-                                                  errno == ENOENT ? "the cgroup has no memory.pressure file"
-                                                                  : "memory.pressure cannot be opened");
+                        return varlink_error_from_errno(e, -errno, "psi", r->cgroup, "memory.pressure");
                 if (fstatfs(fd, &sfs) < 0)
                         return -errno;
                 if (sfs.f_type != CGROUP2_SUPER_MAGIC)
-                        return verror(e, -EOPNOTSUPP, "io.pressured.SourceUnavailable",
-                                      json_pack("{s:s, s:s}", "source", "psi", "reason",
-                                                "memory.pressure is not a kernel cgroup2 file"));
+                        return varlink_error_source_unavailable(e, -EOPNOTSUPP, "psi",
+                                                                "memory.pressure is not a kernel cgroup2 file");
         }
 
         k = psi_write_trigger(fd, &r->requested);
@@ -138,16 +131,13 @@ static int psi_open(Registration *r, VarlinkError *e) {
                 }
         }
         if (k < 0) {
-                char reason[160];
+                char what[96];
 
-                if (k == -EOPNOTSUPP)
-                        return verror(e, k, "io.pressured.SourceUnavailable",
-                                      json_pack("{s:s, s:s}", "source", "psi", "reason", "PSI is disabled for this cgroup"));
-                snprintf(reason, sizeof(reason), "the kernel rejected the trigger \"%s %llu %llu\": %s",
+                snprintf(what, sizeof(what), "the PSI trigger \"%s %llu %llu\"",
                          psi_stall_to_string(r->requested.stall),
                          (unsigned long long) r->requested.threshold_us,
-                         (unsigned long long) r->requested.window_us, strerror(-k));
-                return verror(e, k, "io.pressured.InvalidTrigger", json_pack("{s:s}", "reason", reason));
+                         (unsigned long long) r->requested.window_us);
+                return varlink_error_from_errno(e, k, "psi", r->cgroup, what);
         }
 
         epfd = epoll_create1(EPOLL_CLOEXEC);

@@ -76,20 +76,18 @@ static int vmpressure_open(Registration *r, VarlinkError *e) {
         int n;
 
         dirfd = hierarchy_open_cgroup(&m->v1, r->cgroup);
-        if (dirfd == -EMFILE || dirfd == -ENFILE)
-                return verror_open_failed(e, dirfd, "vmpressure", "out of file descriptors");
         if (dirfd < 0)
-                return verror(e, dirfd, "io.pressured.NoSuchCgroup", json_pack("{s:s}", "cgroup", r->cgroup));
+                return varlink_error_from_errno(e, dirfd, "vmpressure", r->cgroup, NULL);
         if (fstat(dirfd, &st) < 0)
                 return -errno;
         r->dir_ino = st.st_ino;
 
         levelfd = openat(dirfd, "memory.pressure_level", O_RDONLY | O_CLOEXEC);
-        if (levelfd >= 0)
-                ctlfd = openat(dirfd, "cgroup.event_control", O_WRONLY | O_CLOEXEC);
-        if (levelfd < 0 || ctlfd < 0)
-                return verror_open_failed(e, errno, "vmpressure",
-                                          "the cgroup has no memory.pressure_level or cgroup.event_control");
+        if (levelfd < 0)
+                return varlink_error_from_errno(e, -errno, "vmpressure", r->cgroup, "memory.pressure_level");
+        ctlfd = openat(dirfd, "cgroup.event_control", O_WRONLY | O_CLOEXEC);
+        if (ctlfd < 0)
+                return varlink_error_from_errno(e, -errno, "vmpressure", r->cgroup, "cgroup.event_control");
         efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (efd < 0)
                 return -errno;
@@ -99,13 +97,8 @@ static int vmpressure_open(Registration *r, VarlinkError *e) {
         else
                 n = snprintf(buf, sizeof(buf), "%d %d %s,%s", efd, levelfd, level_to_string(r->vm_level),
                              vmpressure_mode_to_string(r->vm_mode));
-        if (write(ctlfd, buf, (size_t) n + 1) < 0) {
-                char reason[128];
-
-                snprintf(reason, sizeof(reason), "the kernel rejected the vmpressure registration: %s",
-                         strerror(errno));
-                return verror(e, -errno, "io.pressured.InvalidTrigger", json_pack("{s:s}", "reason", reason));
-        }
+        if (write(ctlfd, buf, (size_t) n + 1) < 0)
+                return varlink_error_from_errno(e, -errno, "vmpressure", r->cgroup, "the vmpressure registration");
 
         /* The kernel keeps what it needs; only the eventfd stays open. */
         r->ev = event_new(m->base, efd, EV_READ | EV_PERSIST, vmpressure_on_ready, r);

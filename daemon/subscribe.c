@@ -4,11 +4,6 @@
 #include "subscribe.h"
 #include "util.h"
 
-int invalid_parameter(VarlinkError *e, const char *name) {
-        return verror(e, -EINVAL, "org.varlink.service.InvalidParameter",
-                      json_pack("{s:s}", "parameter", name));
-}
-
 static int get_uint(json_t *v, uint64_t max, uint64_t *ret) {
         json_int_t i;
 
@@ -28,31 +23,31 @@ static int parse_psi(json_t *v, PsiTrigger *ret, VarlinkError *e) {
         uint64_t u;
 
         if (!json_is_object(v))
-                return invalid_parameter(e, "psi");
+                return varlink_error_invalid_parameter(e, "psi");
         json_object_foreach(v, key, x) {
                 if (streq(key, "stall")) {
                         if (!json_is_string(x) ||
                             (t.stall = psi_stall_from_string(json_string_value(x))) < 0)
-                                return invalid_parameter(e, "psi.stall");
+                                return varlink_error_invalid_parameter(e, "psi.stall");
                 } else if (streq(key, "threshold_us")) {
                         if (get_uint(x, UINT32_MAX, &u) < 0)
-                                return invalid_parameter(e, "psi.threshold_us");
+                                return varlink_error_invalid_parameter(e, "psi.threshold_us");
                         t.threshold_us = u;
                 } else if (streq(key, "window_us")) {
                         if (get_uint(x, UINT32_MAX, &u) < 0)
-                                return invalid_parameter(e, "psi.window_us");
+                                return varlink_error_invalid_parameter(e, "psi.window_us");
                         t.window_us = u;
                 } else
-                        return invalid_parameter(e, "psi");
+                        return varlink_error_invalid_parameter(e, "psi");
         }
         if (!json_object_get(v, "stall"))
-                return invalid_parameter(e, "psi.stall");
+                return varlink_error_invalid_parameter(e, "psi.stall");
         if (!json_object_get(v, "threshold_us"))
-                return invalid_parameter(e, "psi.threshold_us");
+                return varlink_error_invalid_parameter(e, "psi.threshold_us");
         if (!json_object_get(v, "window_us"))
-                return invalid_parameter(e, "psi.window_us");
+                return varlink_error_invalid_parameter(e, "psi.window_us");
         if (psi_trigger_check(&t, &reason) < 0)
-                return verror(e, -EINVAL, "io.pressured.InvalidTrigger", json_pack("{s:s}", "reason", reason));
+                return varlink_error_invalid_trigger(e, -EINVAL, reason);
         *ret = t;
         return 0;
 }
@@ -62,25 +57,25 @@ static int parse_vmpressure(json_t *v, SubscribeRequest *r, VarlinkError *e) {
         const char *key;
 
         if (!json_is_object(v))
-                return invalid_parameter(e, "vmpressure");
+                return varlink_error_invalid_parameter(e, "vmpressure");
         r->vm_level = _LEVEL_INVALID;
         r->vm_mode = VMPRESSURE_MODE_DEFAULT;
         json_object_foreach(v, key, x) {
                 if (streq(key, "level")) {
                         if (!json_is_string(x) ||
                             (r->vm_level = level_from_string(json_string_value(x))) < 0)
-                                return invalid_parameter(e, "vmpressure.level");
+                                return varlink_error_invalid_parameter(e, "vmpressure.level");
                 } else if (streq(key, "mode")) {
                         if (json_is_null(x))
                                 continue;
                         if (!json_is_string(x) ||
                             (r->vm_mode = vmpressure_mode_from_string(json_string_value(x))) < 0)
-                                return invalid_parameter(e, "vmpressure.mode");
+                                return varlink_error_invalid_parameter(e, "vmpressure.mode");
                 } else
-                        return invalid_parameter(e, "vmpressure");
+                        return varlink_error_invalid_parameter(e, "vmpressure");
         }
         if (r->vm_level < 0)
-                return invalid_parameter(e, "vmpressure.level");
+                return varlink_error_invalid_parameter(e, "vmpressure.level");
         return 0;
 }
 
@@ -98,18 +93,18 @@ int subscribe_request_parse(json_t *params, SubscribeRequest *ret, VarlinkError 
 
                 if (streq(key, "cgroup")) {
                         if (!json_is_string(v))
-                                return invalid_parameter(e, "cgroup");
+                                return varlink_error_invalid_parameter(e, "cgroup");
                         continue;
                 } else if (streq(key, "min_interval_ms")) {
                         uint64_t ms;
 
                         if (get_uint(v, SUBSCRIBE_MIN_INTERVAL_MAX_MS, &ms) < 0)
-                                return invalid_parameter(e, "min_interval_ms");
+                                return varlink_error_invalid_parameter(e, "min_interval_ms");
                         r.min_interval_usec = ms * USEC_PER_MSEC;
                         continue;
                 } else if (streq(key, "level")) {
                         if (!json_is_string(v) || (r.level = level_from_string(json_string_value(v))) < 0)
-                                return invalid_parameter(e, "level");
+                                return varlink_error_invalid_parameter(e, "level");
                         is_selector = true;
                         r.selector = SELECTOR_LEVEL;
                 } else if (streq(key, "psi")) {
@@ -126,31 +121,30 @@ int subscribe_request_parse(json_t *params, SubscribeRequest *ret, VarlinkError 
                         r.selector = SELECTOR_VMPRESSURE;
                 } else if (streq(key, "memory_events") || streq(key, "protection")) {
                         if (!json_is_boolean(v))
-                                return invalid_parameter(e, key);
+                                return varlink_error_invalid_parameter(e, key);
                         if (json_is_false(v))
                                 continue;
                         is_selector = true;
                         r.selector = streq(key, "protection") ? SELECTOR_PROTECTION : SELECTOR_MEMORY_EVENTS;
                 } else
-                        return invalid_parameter(e, key);
+                        return varlink_error_invalid_parameter(e, key);
 
                 if (is_selector) {
                         if (selector_name)
                                 /* Exactly one selector: name the one that is too many. */
-                                return invalid_parameter(e, key);
+                                return varlink_error_invalid_parameter(e, key);
                         selector_name = key;
                 }
         }
         if (!selector_name)
-                return invalid_parameter(e, "level");
+                return varlink_error_invalid_parameter(e, "level");
 
         v = json_object_get(params, "cgroup");
         k = cgroup_path_normalize(json_is_string(v) ? json_string_value(v) : NULL, &r.cgroup);
         if (k == -ENOMEM)
                 return k;
         if (k < 0)
-                return verror(e, -EINVAL, "io.pressured.InvalidCgroupPath",
-                              json_pack("{s:s}", "cgroup", json_string_value(v)));
+                return varlink_error_invalid_cgroup_path(e, -EINVAL, json_string_value(v));
         *ret = r;
         return 0;
 }

@@ -22,6 +22,3 @@
  */
 int subscribe_request_parse(json_t *params, SubscribeRequest *ret, VarlinkError *e);
 void subscribe_request_done(SubscribeRequest *r);
-
-/* invalid_parameter - fill @e with org.varlink.service.InvalidParameter. */
-int invalid_parameter(VarlinkError *e, const char *name);

@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 subscribe_request_done(&req);
         } else if (k != -ENOMEM && !e.name)
                 abort();
-        verror_done(&e);
+        varlink_error_done(&e);
         json_decref(params);
         return 0;
 }

@@ -24,7 +24,7 @@ static void expect_error(const char *json, const char *error, const char *key, c
         if (key)
                 ASSERT_STREQ(json_string_value(json_object_get(e.parameters, key)), value);
         ASSERT_TRUE(req.cgroup == NULL);
-        verror_done(&e);
+        varlink_error_done(&e);
 }
 
 static void test_valid(void) {

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/* Typed varlink error constructors and the errno-to-error mapping. */
+#include <stdio.h>
+#include <sys/resource.h>
+
+#include "util.h"
+#include "varlink-error.h"
+
+void varlink_error_done(VarlinkError *e) {
+        json_decref(e->parameters);
+        *e = (VarlinkError) {};
+}
+
+/* Fill @e; a failed json_pack leaves {} rather than no parameters at all. */
+static int set(VarlinkError *e, int error, const char *name, json_t *parameters) {
+        json_decref(e->parameters);
+        e->name = name;
+        e->parameters = parameters ?: json_object();
+        return error;
+}
+
+static int set_string(VarlinkError *e, int error, const char *name, const char *key, const char *value) {
+        return set(e, error, name, json_pack("{s:s}", key, value ?: ""));
+}
+
+int varlink_error_no_such_cgroup(VarlinkError *e, int error, const char *cgroup) {
+        return set_string(e, error, "io.pressured.NoSuchCgroup", "cgroup", cgroup);
+}
+
+int varlink_error_invalid_cgroup_path(VarlinkError *e, int error, const char *cgroup) {
+        return set_string(e, error, "io.pressured.InvalidCgroupPath", "cgroup", cgroup);
+}
+
+int varlink_error_permission_denied(VarlinkError *e, const char *reason) {
+        return set_string(e, -EACCES, "io.pressured.PermissionDenied", "reason", reason);
+}
+
+int varlink_error_source_unavailable(VarlinkError *e, int error, const char *source, const char *reason) {
+        return set(e, error, "io.pressured.SourceUnavailable",
+                   json_pack("{s:s, s:s}", "source", source ?: "", "reason", reason ?: ""));
+}
+
+int varlink_error_invalid_trigger(VarlinkError *e, int error, const char *reason) {
+        return set_string(e, error, "io.pressured.InvalidTrigger", "reason", reason);
+}
+
+int varlink_error_limit_exceeded(VarlinkError *e, int error, const char *limit, uint64_t value) {
+        json_int_t v = value > INT64_MAX ? INT64_MAX : (json_int_t) value;
+
+        return set(e, error, "io.pressured.LimitExceeded", json_pack("{s:s, s:I}", "limit", limit, "value", v));
+}
+
+int varlink_error_configuration_rejected(VarlinkError *e, int error, const char *reason) {
+        return set_string(e, error, "io.pressured.ConfigurationRejected", "reason", reason);
+}
+
+int varlink_error_internal(VarlinkError *e, int error) {
+        return set_string(e, error, "io.pressured.InternalError", "reason", strerror(error < 0 ? -error : error));
+}
+
+int varlink_error_invalid_parameter(VarlinkError *e, const char *parameter) {
+        return set_string(e, -EINVAL, "org.varlink.service.InvalidParameter", "parameter", parameter);
+}
+
+int varlink_error_method_not_found(VarlinkError *e, const char *method) {
+        return set_string(e, -ENOENT, "org.varlink.service.MethodNotFound", "method", method);
+}
+
+int varlink_error_interface_not_found(VarlinkError *e, const char *interface) {
+        return set_string(e, -ENOENT, "org.varlink.service.InterfaceNotFound", "interface", interface);
+}
+
+int varlink_error_expected_more(VarlinkError *e) {
+        return set(e, -EINVAL, "org.varlink.service.ExpectedMore", NULL);
+}
+
+int varlink_error_open_files(VarlinkError *e, int error) {
+        struct rlimit rl = {};
+
+        (void) getrlimit(RLIMIT_NOFILE, &rl);
+        return varlink_error_limit_exceeded(e, error, "open files",
+                                            rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t) rl.rlim_cur);
+}
+
+int varlink_error_from_errno(VarlinkError *e, int error, const char *source, const char *cgroup,
+                             const char *file) {
+        char reason[256];
+        int errnum = error < 0 ? -error : error;
+
+        switch (errnum) {
+        case EMFILE:
+        case ENFILE:
+                return varlink_error_open_files(e, error);
+        case ENOENT:
+                if (!file)
+                        return varlink_error_no_such_cgroup(e, error, cgroup);
+                snprintf(reason, sizeof(reason), "%s does not exist", file);
+                return varlink_error_source_unavailable(e, error, source, reason);
+        case ELOOP:
+        case EXDEV:
+        case ENOTDIR:
+        case ENAMETOOLONG:
+                if (!file)
+                        return varlink_error_invalid_cgroup_path(e, error, cgroup);
+                break;
+        case EINVAL:
+                if (!file)
+                        return varlink_error_invalid_cgroup_path(e, error, cgroup);
+                snprintf(reason, sizeof(reason), "the kernel rejected %s: %s", file, strerror(errnum));
+                return varlink_error_invalid_trigger(e, error, reason);
+        case EOPNOTSUPP:
+                snprintf(reason, sizeof(reason), "%s: %s (is PSI or the memory controller disabled?)",
+                         file ?: "the cgroup", strerror(errnum));
+                return varlink_error_source_unavailable(e, error, source, reason);
+        default:
+                break;
+        }
+        snprintf(reason, sizeof(reason), "%s cannot be used: %s", file ?: "the cgroup", strerror(errnum));
+        return varlink_error_source_unavailable(e, error, source, reason);
+}
