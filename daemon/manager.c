@@ -16,7 +16,7 @@
 #include "config-build.h"
 #include "log.h"
 #include "manager.h"
-#include "protection-glue.h"
+#include "source-protection.h"
 
 int manager_new(Manager **ret) {
         Manager *m = calloc(1, sizeof(*m));
@@ -51,7 +51,7 @@ Manager *manager_free(Manager *m) {
         while (m->clients)
                 client_free(m->clients);
         /* Every registration went with its last subscriber. */
-        protection_glue_shutdown(m);
+        source_protection_shutdown(m);
         metrics_server_free(m->metrics);
         free_event(&m->ev_accept);
         free_event(&m->ev_reap);
@@ -185,7 +185,7 @@ int manager_listen(Manager *m, const char *path) {
                 (void) fcntl(m->listen_fd, F_SETFL, fcntl(m->listen_fd, F_GETFL) | O_NONBLOCK);
                 (void) fcntl(m->listen_fd, F_SETFD, FD_CLOEXEC);
                 log_info("Serving on the socket passed by the service manager.");
-                return server_accept_setup(m);
+                return client_accept_start(m);
         }
 
         if (strlen(path) >= sizeof(sa.sun_path))
@@ -217,7 +217,7 @@ int manager_listen(Manager *m, const char *path) {
                 return log_error_errno(errno, "Failed to listen on %s: %m", path);
         m->listen_fd = TAKE_FD(fd);
         log_info("Listening on %s.", path);
-        return server_accept_setup(m);
+        return client_accept_start(m);
 }
 
 static void on_reap(evutil_socket_t fd, short what, void *userdata) {
@@ -383,23 +383,12 @@ int manager_reload(Manager *m, char **ret_error) {
         log_set_max_level(m->log_level_override >= 0 ? m->log_level_override : c->log_level);
         reload_levels(m, old);
         config_free(old);
-        protection_glue_reconfigure(m);
+        source_protection_reconfigure(m);
         watchdog_setup(m);
 
         log_struct(LOG_INFO, MESSAGE_ID_RELOADED, "Configuration reloaded.");
         (void) sd_notify(0, "READY=1\nSTATUS=Serving.");
         return 0;
-}
-
-static json_t *trigger_json(const Registration *r) {
-        if (r->type == SOURCE_PSI)
-                return json_pack("{s:{s:s, s:I, s:I}}", "psi", "stall", psi_stall_to_string(r->used.stall),
-                                 "threshold_us", (json_int_t) r->used.threshold_us,
-                                 "window_us", (json_int_t) r->used.window_us);
-        if (r->type == SOURCE_VMPRESSURE)
-                return json_pack("{s:{s:s, s:s}}", "vmpressure", "level", level_to_string(r->vm_level),
-                                 "mode", vmpressure_mode_to_string(r->vm_mode));
-        return json_object();
 }
 
 json_t *manager_status(Manager *m) {
@@ -410,9 +399,9 @@ json_t *manager_status(Manager *m) {
         LIST_FOREACH(registrations, r, m->registrations)
                 json_array_append_new(regs, json_pack("{s:s, s:s, s:o, s:I}", "cgroup", r->cgroup,
                                                       "source", source_type_to_string(r->type),
-                                                      "trigger", trigger_json(r),
+                                                      "trigger", registration_trigger_json(r, NULL),
                                                       "subscribers", (json_int_t) r->n_subscriptions));
-        protection_glue_counters(m, &applied, &skipped);
+        source_protection_counters(m, &applied, &skipped);
         return json_pack("{s:s, s:I, s:I, s:I, s:o, s:{s:s?, s:s?, s:b}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
                          "version", PACKAGE_VERSION,
                          "uptime_us", (json_int_t) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic),
@@ -454,7 +443,7 @@ void manager_write_metrics(struct evbuffer *out, void *userdata) {
 
         LIST_FOREACH(registrations, r, m->registrations)
                 by_source[r->type]++;
-        protection_glue_counters(m, &applied, &skipped);
+        source_protection_counters(m, &applied, &skipped);
 
         write_gauge(out, "pressured_clients", "Connected clients.", m->n_clients);
         write_gauge(out, "pressured_subscriptions", "Active subscriptions.", m->n_subscriptions);

@@ -13,9 +13,14 @@
 
 #include "config-build.h"
 #include "io.pressured.varlink.h"
+#include "client.h"
+#include "event.h"
 #include "log.h"
 #include "manager.h"
-#include "protection-glue.h"
+#include "methods.h"
+#include "registration.h"
+#include "source-choice.h"
+#include "source-protection.h"
 #include "subscribe.h"
 
 static const char org_varlink_service_description[] =
@@ -85,122 +90,77 @@ static int check_params(json_t *params, const char *const *allowed, VarlinkError
         return 0;
 }
 
-/*
- * Open @cgroup in @h for @source. Returns the fd, or a negative errno with
- * @e filled by varlink_error_from_errno().
- */
-static int open_cgroup(const Hierarchy *h, const char *source, const char *cgroup, VarlinkError *e) {
-        int fd = hierarchy_open_cgroup(h, cgroup);
-
-        if (fd >= 0)
-                return fd;
-        return varlink_error_from_errno(e, fd, source, cgroup, NULL);
-}
-
-static bool has_memory_pressure(int dirfd) {
-        return faccessat(dirfd, "memory.pressure", F_OK, 0) == 0;
-}
-
 static bool psi_system_available(void) {
         return access("/proc/pressure/memory", R_OK) == 0;
 }
 
 /*
- * Decide which kernel registration a request needs, check that the cgroup
- * exists there, and that the caller may use it. Fills @key.
+ * Gather what source_choose() needs to know about @cgroup. The cgroup's
+ * directories stay open in @ret_v2fd and @ret_v1fd (-1 if absent) for the
+ * authorization check.
+ */
+static void gather_facts(Manager *m, const SubscribeRequest *req, CgroupFacts *ret,
+                         int *ret_v2fd, int *ret_v1fd) {
+        CgroupFacts f = {
+                .system = streq(req->cgroup, "/"),
+                .has_v2 = m->v2.fd >= 0,
+                .has_v1 = m->v1.fd >= 0,
+                .in_v2 = -ENOENT,
+                .in_v1 = -ENOENT,
+        };
+        int v2fd = -1, v1fd = -1;
+
+        if (f.system && (req->selector == SELECTOR_LEVEL || req->selector == SELECTOR_PSI)) {
+                /* The whole system: /proc/pressure, or the v1 root, which needs no check. */
+                f.psi_system = req->selector == SELECTOR_LEVEL && psi_system_available();
+        } else {
+                if (f.has_v2 && req->selector != SELECTOR_VMPRESSURE) {
+                        v2fd = hierarchy_open_cgroup(&m->v2, req->cgroup);
+                        f.in_v2 = v2fd < 0 ? v2fd : 0;
+                }
+                if (f.has_v1 && req->selector != SELECTOR_PSI) {
+                        v1fd = hierarchy_open_cgroup(&m->v1, req->cgroup);
+                        f.in_v1 = v1fd < 0 ? v1fd : 0;
+                }
+                if (v2fd >= 0) {
+                        f.v2_pressure = faccessat(v2fd, "memory.pressure", F_OK, 0) == 0;
+                        f.v2_current = faccessat(v2fd, "memory.current", F_OK, 0) == 0;
+                        f.v2_events = faccessat(v2fd, "memory.events", F_OK, 0) == 0;
+                }
+        }
+        *ret = f;
+        *ret_v2fd = v2fd < 0 ? -1 : v2fd;
+        *ret_v1fd = v1fd < 0 ? -1 : v1fd;
+}
+
+/*
+ * Decide which kernel registration a request needs (source_choose()),
+ * and check that the caller may use it. Fills @key.
  */
 static int resolve_request(Client *c, const SubscribeRequest *req, RegistrationKey *key, VarlinkError *e) {
         Manager *m = c->manager;
-        bool system = streq(req->cgroup, "/");
-        _cleanup_close_ int fd = -1;
-        const Hierarchy *h = NULL;
+        _cleanup_close_ int v2fd = -1, v1fd = -1;
+        CgroupFacts facts;
+        SourceType type;
         struct stat st;
+        int fd, k;
 
-        *key = (RegistrationKey) { .cgroup = req->cgroup };
+        gather_facts(m, req, &facts, &v2fd, &v1fd);
+        k = source_choose(req->selector, req->cgroup, &facts, &type, e);
+        if (k < 0)
+                return k;
 
-        switch (req->selector) {
-        case SELECTOR_LEVEL:
-                if (system) {
-                        if (psi_system_available())
-                                key->type = SOURCE_PSI;
-                        else if (m->v1.fd >= 0)
-                                key->type = SOURCE_VMPRESSURE;
-                        else
-                                return varlink_error_source_unavailable(e, -EOPNOTSUPP, "psi", "/proc/pressure/memory is not available and there is no cgroup v1 memory hierarchy");
-                } else {
-                        int v2fd = m->v2.fd >= 0 ? hierarchy_open_cgroup(&m->v2, req->cgroup) : -ENOENT;
-
-                        if (v2fd == -ELOOP || v2fd == -EXDEV)
-                                return varlink_error_invalid_cgroup_path(e, -EINVAL, req->cgroup);
-                        if (v2fd >= 0 && has_memory_pressure(v2fd)) {
-                                key->type = SOURCE_PSI;
-                                fd = v2fd;
-                        } else {
-                                bool in_v2 = v2fd >= 0;
-
-                                safe_close(v2fd);
-                                if (m->v1.fd < 0) {
-                                        if (in_v2)
-                                                return varlink_error_source_unavailable(e, -EOPNOTSUPP, "psi", "the cgroup has no memory.pressure (PSI disabled?) and there is no cgroup v1 memory hierarchy");
-                                        return varlink_error_no_such_cgroup(e, -ENOENT, req->cgroup);
-                                }
-                                fd = hierarchy_open_cgroup(&m->v1, req->cgroup);
-                                if (fd == -ENOENT && in_v2)
-                                        return varlink_error_source_unavailable(e, -EOPNOTSUPP, "psi", "the cgroup has no memory.pressure (PSI disabled?) and is not in the cgroup v1 memory hierarchy");
-                                if (fd < 0)
-                                        return open_cgroup(&m->v1, "vmpressure", req->cgroup, e);
-                                key->type = SOURCE_VMPRESSURE;
-                        }
-                }
-                if (key->type == SOURCE_PSI)
-                        key->psi = m->config->levels[req->level];
-                else {
-                        key->vm_level = req->level;
-                        key->vm_mode = m->config->vmpressure_mode;
-                }
-                break;
-        case SELECTOR_PSI:
-                key->type = SOURCE_PSI;
+        *key = (RegistrationKey) { .type = type, .cgroup = req->cgroup };
+        if (req->selector == SELECTOR_PSI)
                 key->psi = req->psi;
-                if (!system) {
-                        if (m->v2.fd < 0)
-                                return varlink_error_source_unavailable(e, -EOPNOTSUPP, "psi", "there is no cgroup2 hierarchy");
-                        fd = open_cgroup(&m->v2, "psi", req->cgroup, e);
-                        if (fd < 0)
-                                return fd;
-                }
-                break;
-        case SELECTOR_VMPRESSURE:
-                key->type = SOURCE_VMPRESSURE;
+        else if (req->selector == SELECTOR_VMPRESSURE) {
                 key->vm_level = req->vm_level;
                 key->vm_mode = req->vm_mode;
-                if (m->v1.fd < 0)
-                        return varlink_error_source_unavailable(e, -EOPNOTSUPP, "vmpressure", "there is no cgroup v1 memory hierarchy");
-                fd = open_cgroup(&m->v1, "vmpressure", req->cgroup, e);
-                if (fd < 0)
-                        return fd;
-                break;
-        case SELECTOR_MEMORY_EVENTS:
-        case SELECTOR_PROTECTION:
-                key->type = req->selector == SELECTOR_PROTECTION ? SOURCE_PROTECTION : SOURCE_MEMORY_EVENTS;
-                h = &m->v2;
-                if (m->v2.fd < 0)
-                        return varlink_error_source_unavailable(e, -EOPNOTSUPP, source_type_to_string(key->type),
-                                                  "there is no cgroup2 hierarchy");
-                fd = hierarchy_open_cgroup(h, req->cgroup);
-                if (fd == -ENOENT && m->v1.fd >= 0) {
-                        _cleanup_close_ int v1fd = hierarchy_open_cgroup(&m->v1, req->cgroup);
-
-                        if (v1fd >= 0)
-                                return varlink_error_source_unavailable(e, -EOPNOTSUPP, source_type_to_string(key->type),
-                                                          "the cgroup exists only in the cgroup v1 hierarchy; this source needs cgroup v2");
-                }
-                if (fd < 0)
-                        return open_cgroup(h, source_type_to_string(key->type), req->cgroup, e);
-                if (faccessat(fd, key->type == SOURCE_PROTECTION ? "memory.current" : "memory.events", F_OK, 0) < 0)
-                        return varlink_error_source_unavailable(e, -EOPNOTSUPP, source_type_to_string(key->type),
-                                                  "the cgroup has no memory controller files (memory.current/memory.events)");
-                break;
+        } else if (req->selector == SELECTOR_LEVEL && type == SOURCE_PSI)
+                key->psi = m->config->levels[req->level];
+        else if (req->selector == SELECTOR_LEVEL) {
+                key->vm_level = req->level;
+                key->vm_mode = m->config->vmpressure_mode;
         }
 
         if (key->type == SOURCE_PSI && m->psi_unprivileged) {
@@ -216,35 +176,12 @@ static int resolve_request(Client *c, const SubscribeRequest *req, RegistrationK
          * level/psi sources, and cgroups whose directory they own. */
         if (c->uid == 0)
                 return 0;
-        if (system && (req->selector == SELECTOR_LEVEL || req->selector == SELECTOR_PSI))
+        if (facts.system && (req->selector == SELECTOR_LEVEL || req->selector == SELECTOR_PSI))
                 return 0;
-        if (fd < 0) {
-                const Hierarchy *root = key->type == SOURCE_VMPRESSURE ? &m->v1 : &m->v2;
-
-                fd = hierarchy_open_cgroup(root, "/");
-        }
+        fd = key->type == SOURCE_VMPRESSURE ? v1fd : v2fd;
         if (fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == c->uid)
                 return 0;
         return varlink_error_permission_denied(e, "the cgroup is not delegated to the caller's user");
-}
-
-static json_t *trigger_to_json(const Registration *r, const Subscription *s) {
-        json_t *t = json_object();
-
-        if (!t)
-                return NULL;
-        if (r->type == SOURCE_PSI)
-                json_object_set_new(t, "psi",
-                                    json_pack("{s:s, s:I, s:I}", "stall", psi_stall_to_string(r->used.stall),
-                                              "threshold_us", (json_int_t) r->used.threshold_us,
-                                              "window_us", (json_int_t) r->used.window_us));
-        else if (r->type == SOURCE_VMPRESSURE)
-                json_object_set_new(t, "vmpressure",
-                                    json_pack("{s:s, s:s}", "level", level_to_string(r->vm_level),
-                                              "mode", vmpressure_mode_to_string(r->vm_mode)));
-        if (s && s->by_level)
-                json_object_set_new(t, "level", json_string(level_to_string(s->level)));
-        return t;
 }
 
 static int method_subscribe(Client *c, VarlinkCall *call, VarlinkError *e) {
@@ -277,12 +214,7 @@ static int method_subscribe(Client *c, VarlinkCall *call, VarlinkError *e) {
         }
 
         state = r->ops->state ? r->ops->state(r) : NULL;
-        ev = json_pack("{s:s, s:s, s:s, s:o, s:b, s:o}",
-                       "kind", "subscribed", "cgroup", r->cgroup,
-                       "source", source_type_to_string(r->type),
-                       "trigger", trigger_to_json(r, s),
-                       "adjusted", r->adjusted,
-                       "state", state ? state : json_object());
+        ev = event_subscribed_new(r->cgroup, r->type, registration_trigger_json(r, s), r->adjusted, state);
         msg = ev ? varlink_reply_new(json_pack("{s:o}", "event", ev), true, &n) : NULL;
         if (!msg) {
                 subscription_free(s);
@@ -361,13 +293,13 @@ static int method_inject(Client *c, VarlinkCall *call, VarlinkError *e) {
 
         rt = now_usec(CLOCK_REALTIME);
         mono = now_usec(CLOCK_MONOTONIC);
-        ev = event_json_new("pressure", cgroup, "inject", rt, mono);
+        ev = event_pressure_new(cgroup, "inject", rt, mono);
         if (!ev)
                 return -ENOMEM;
         json_object_set_new(ev, "level", json_string(level_to_string(level)));
         json_object_set_new(ev, "synthetic", json_true());
         /* Like a kernel event: say whether the cgroup was protected. */
-        protection_glue_enrich(m, cgroup, ev);
+        source_protection_enrich(m, cgroup, ev);
         body = event_body_new(ev, mono);
         if (!body)
                 return -ENOMEM;
@@ -427,13 +359,13 @@ static int method_get_protection(Client *c, VarlinkCall *call, VarlinkError *e) 
                 return varlink_error_invalid_cgroup_path(e, -EINVAL, json_string_value(v));
         if (m->v2.fd < 0)
                 return varlink_error_source_unavailable(e, -EOPNOTSUPP, "protection", "there is no cgroup2 hierarchy");
-        fd = open_cgroup(&m->v2, "protection", cgroup, e);
+        fd = hierarchy_open_cgroup(&m->v2, cgroup);
         if (fd < 0)
-                return fd;
+                return varlink_error_from_errno(e, fd, "protection", cgroup, NULL);
         if (c->uid != 0 && (fstat(fd, &st) < 0 || st.st_uid != c->uid))
                 return varlink_error_permission_denied(e, "the cgroup is not delegated to the caller's user");
 
-        k = protection_glue_read(m, cgroup, &nodes);
+        k = source_protection_read(m, cgroup, &nodes);
         if (k == -ENOMEM)
                 return k;
         if (k < 0)

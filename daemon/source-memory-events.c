@@ -14,7 +14,9 @@
 #include <sys/stat.h>
 
 #include "log.h"
+#include "event.h"
 #include "manager.h"
+#include "registration.h"
 
 #define MEMORY_EVENTS_MAX 4096
 
@@ -68,11 +70,7 @@ static void memory_events_on_ready(evutil_socket_t fd, short what, void *userdat
         if (!changed)
                 return;
 
-        event = event_json_new("memory_events", r->cgroup, "memory_events", rt, mono);
-        if (!event)
-                return;
-        json_object_set_new(event, "counters", memory_events_to_json(&now));
-        json_object_set_new(event, "delta", memory_events_to_json(&delta));
+        event = event_memory_events_new(r->cgroup, &now, &delta, rt, mono);
         registration_publish(r, event, mono, 1);
 }
 

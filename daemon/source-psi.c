@@ -20,8 +20,10 @@
 #include <sys/statfs.h>
 
 #include "log.h"
+#include "event.h"
 #include "manager.h"
-#include "protection-glue.h"
+#include "registration.h"
+#include "source-protection.h"
 
 #define PSI_FILE_MAX 4096
 
@@ -61,12 +63,12 @@ static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
                 return;
         }
         m->counters.events_read++;
-        event = event_json_new("pressure", r->cgroup, "psi", rt, mono);
+        event = event_pressure_new(r->cgroup, "psi", rt, mono);
         if (!event)
                 return;
         if (psi_read_stats(r, &stats) >= 0)
                 json_object_set_new(event, "psi", psi_stats_to_json(&stats));
-        protection_glue_enrich(m, r->cgroup, event);
+        source_protection_enrich(m, r->cgroup, event);
         registration_publish(r, event, mono, 1);
 }
 

@@ -11,8 +11,10 @@
 #include <sys/stat.h>
 
 #include "log.h"
+#include "event.h"
 #include "manager.h"
-#include "protection-glue.h"
+#include "registration.h"
+#include "source-protection.h"
 
 /*
  * vmpressure fires for every reclaim window (a few hundred times a second
@@ -46,10 +48,10 @@ static void vmpressure_on_ready(evutil_socket_t fd, short what, void *userdata) 
         }
 
         m->counters.events_read++;
-        event = event_json_new("pressure", r->cgroup, "vmpressure", rt, mono);
+        event = event_pressure_new(r->cgroup, "vmpressure", rt, mono);
         if (!event)
                 return;
-        protection_glue_enrich(m, r->cgroup, event);
+        source_protection_enrich(m, r->cgroup, event);
         registration_publish(r, event, mono, count);
 
         if (!r->holdoff)

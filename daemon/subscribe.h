@@ -6,8 +6,29 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdint.h>
 
-#include "manager.h"
+#include "trigger.h"
+#include "varlink-error.h"
+
+/* What a Subscribe call asked for. */
+typedef enum Selector {
+        SELECTOR_LEVEL,
+        SELECTOR_PSI,
+        SELECTOR_VMPRESSURE,
+        SELECTOR_MEMORY_EVENTS,
+        SELECTOR_PROTECTION,
+} Selector;
+
+typedef struct SubscribeRequest {
+        char *cgroup;               /* canonical, "/" for the system */
+        Selector selector;
+        Level level;                /* SELECTOR_LEVEL */
+        PsiTrigger psi;             /* SELECTOR_PSI */
+        Level vm_level;             /* SELECTOR_VMPRESSURE */
+        VmpressureMode vm_mode;
+        uint64_t min_interval_usec;
+} SubscribeRequest;
 
 /* Upper bound of min_interval_ms: one hour. */
 #define SUBSCRIBE_MIN_INTERVAL_MAX_MS 3600000
@@ -21,4 +42,5 @@
  * InvalidTrigger. Returns 0 or a negative errno with @e filled.
  */
 int subscribe_request_parse(json_t *params, SubscribeRequest *ret, VarlinkError *e);
+/* subscribe_request_done - free what a parsed request holds. */
 void subscribe_request_done(SubscribeRequest *r);

@@ -8,7 +8,10 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include "client.h"
+#include "event.h"
 #include "manager.h"
+#include "registration.h"
 #include "tests.h"
 #include "util.h"
 
@@ -92,8 +95,8 @@ static Registration *registration_make(Manager *m) {
         return r;
 }
 
-static Body *make_body(const char *kind) {
-        Body *b = event_body_new(event_json_new(kind, "/test", "psi", 1, now_usec(CLOCK_MONOTONIC)), 0);
+static Body *make_pressure_body(void) {
+        Body *b = event_body_new(event_pressure_new("/test", "psi", 1, now_usec(CLOCK_MONOTONIC)), 0);
 
         ASSERT_TRUE(b);
         return b;
@@ -123,7 +126,7 @@ static void test_fanout_and_release(void) {
         ASSERT_EQ(r->n_subscriptions, 2);
         ASSERT_EQ(m->n_subscriptions, 2);
 
-        body = make_body("pressure");
+        body = make_pressure_body();
         registration_deliver(r, body, 3);
         registration_deliver(r, body, 1);
         ASSERT_EQ(body->n_ref, 1); /* written out at once: nobody holds it */
@@ -174,7 +177,7 @@ static void test_slow_consumer(void) {
         subscribe(fast.client, r, LEVEL_LOW, 0);
 
         for (uint64_t i = 0; i < n; i++) {
-                Body *body = make_body("pressure");
+                Body *body = make_pressure_body();
 
                 registration_deliver(r, body, 1);
                 body_unref(body);
@@ -202,7 +205,7 @@ static void test_slow_consumer(void) {
                 slow.client->write_armed = false;
         }
         {
-                Body *body = make_body("pressure");
+                Body *body = make_pressure_body();
                 uint64_t dropped = s->missed;
 
                 registration_deliver(r, body, 1);
@@ -235,7 +238,7 @@ static void test_coalesce(void) {
         subscribe(a.client, r, LEVEL_LOW, 50 * USEC_PER_MSEC);
 
         for (int i = 0; i < 5; i++) {
-                Body *body = make_body("pressure");
+                Body *body = make_pressure_body();
 
                 registration_deliver(r, body, i == 0 ? 1 : 2);
                 body_unref(body);

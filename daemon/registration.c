@@ -6,19 +6,11 @@
  */
 #include <inttypes.h>
 
+#include "client.h"
+#include "event.h"
 #include "log.h"
 #include "manager.h"
-
-static const char *const source_names[_SOURCE_MAX] = {
-        [SOURCE_PSI] = "psi",
-        [SOURCE_VMPRESSURE] = "vmpressure",
-        [SOURCE_MEMORY_EVENTS] = "memory_events",
-        [SOURCE_PROTECTION] = "protection",
-};
-
-const char *source_type_to_string(SourceType t) {
-        return t >= 0 && t < _SOURCE_MAX ? source_names[t] : NULL;
-}
+#include "registration.h"
 
 static bool key_matches(const Registration *r, const RegistrationKey *k) {
         if (r->type != k->type || r->removed || !streq(r->cgroup, k->cgroup))
@@ -108,22 +100,9 @@ int registration_acquire(Manager *m, const RegistrationKey *key, Registration **
                 return -ENOMEM;
         }
 
-        switch (key->type) {
-        case SOURCE_PSI:
-                r->ops = &source_psi_ops;
-                break;
-        case SOURCE_VMPRESSURE:
-                r->ops = &source_vmpressure_ops;
-                break;
-        case SOURCE_MEMORY_EVENTS:
-                r->ops = &source_memory_events_ops;
-                break;
-        case SOURCE_PROTECTION:
-                r->ops = &source_protection_ops;
-                break;
-        default:
+        r->ops = source_ops_get(key->type);
+        if (!r->ops)
                 abort();
-        }
 
         k = r->ops->open(r, e);
         if (k < 0) {
@@ -204,18 +183,17 @@ void subscription_free(Subscription *s) {
         free(s);
 }
 
-int subscription_move(Subscription *s, Registration *to) {
+void subscription_move(Subscription *s, Registration *to) {
         Registration *from = s->reg;
 
         if (from == to)
-                return 0;
+                return;
         LIST_REMOVE(subscriptions, from->subscriptions, s);
         from->n_subscriptions--;
         LIST_PREPEND(subscriptions, to->subscriptions, s);
         to->n_subscriptions++;
         s->reg = to;
         registration_release(from);
-        return 0;
 }
 
 static size_t format_prefix(const Subscription *s, const Body *body, uint64_t count, char *buf) {
@@ -349,17 +327,11 @@ void registration_removed(Registration *r) {
                  source_type_to_string(r->type));
         LIST_FOREACH_SAFE(subscriptions, s, n, r->subscriptions) {
                 Client *c = s->client;
-                json_t *ev;
-                char *msg;
                 size_t size;
+                char *msg = event_removed_message(r->cgroup, s->seq + 1, &size);
 
-                ev = json_pack("{s:{s:{s:s, s:s, s:I}}}", "parameters", "event", "kind", "removed",
-                               "cgroup", r->cgroup, "seq", (json_int_t) (s->seq + 1));
-                msg = ev ? json_dumps(ev, VARLINK_JSON_FLAGS) : NULL;
-                json_decref(ev);
                 subscription_free(s);
                 if (msg && !c->dead) {
-                        size = strlen(msg) + 1;
                         client_send_owned(c, msg, size);
                         client_stream_ended(c);
                 } else
@@ -368,76 +340,14 @@ void registration_removed(Registration *r) {
         /* The last subscription_free() released the registration. */
 }
 
-json_t *event_json_new(const char *kind, const char *cgroup, const char *source,
-                  uint64_t realtime_us, uint64_t monotonic_us) {
-        return json_pack("{s:s, s:s, s:s, s:I, s:I}", "kind", kind, "cgroup", cgroup,
-                         "source", source, "time_us", (json_int_t) realtime_us,
-                         "monotonic_us", (json_int_t) monotonic_us);
-}
+json_t *registration_trigger_json(const Registration *r, const Subscription *s) {
+        EventTrigger t = {
+                .type = r->type,
+                .psi = r->used,
+                .vm_level = r->vm_level,
+                .vm_mode = r->vm_mode,
+                .level = s && s->by_level ? s->level : _LEVEL_INVALID,
+        };
 
-Body *event_body_new(json_t *event, uint64_t monotonic_us) {
-        size_t n;
-        Body *b;
-
-        if (!event)
-                return NULL;
-        n = json_dumpb(event, NULL, 0, VARLINK_JSON_FLAGS);
-        if (n < 2) {
-                json_decref(event);
-                return NULL;
-        }
-        /* The event object without its opening brace, closed by "}}" and the NUL:
-         * the per-subscriber prefix supplies the envelope and the first fields. */
-        b = malloc(sizeof(Body) + n + 2);
-        if (!b) {
-                json_decref(event);
-                return NULL;
-        }
-        {
-                _cleanup_free_ char *tmp = malloc(n);
-
-                if (!tmp) {
-                        free(b);
-                        json_decref(event);
-                        return NULL;
-                }
-                json_dumpb(event, tmp, n, VARLINK_JSON_FLAGS);
-                memcpy(b->data, tmp + 1, n - 1);
-        }
-        b->data[n - 1] = '}';
-        b->data[n] = '}';
-        b->data[n + 1] = 0;
-        b->size = n + 2;
-        b->n_ref = 1;
-        b->flags = json_object_get(event, "level") ? BODY_HAS_LEVEL : 0;
-        b->monotonic_us = monotonic_us;
-        json_decref(event);
-        return b;
-}
-
-json_t *psi_stats_to_json(const PsiStats *s) {
-        json_t *o = json_pack("{s:f, s:f, s:f, s:I}",
-                              "some_avg10", s->some.avg10 / 100.0,
-                              "some_avg60", s->some.avg60 / 100.0,
-                              "some_avg300", s->some.avg300 / 100.0,
-                              "some_total_us", (json_int_t) s->some.total_us);
-        if (o && s->has_full) {
-                json_object_set_new(o, "full_avg10", json_real(s->full.avg10 / 100.0));
-                json_object_set_new(o, "full_avg60", json_real(s->full.avg60 / 100.0));
-                json_object_set_new(o, "full_avg300", json_real(s->full.avg300 / 100.0));
-                json_object_set_new(o, "full_total_us", json_integer((json_int_t) s->full.total_us));
-        }
-        return o;
-}
-
-json_t *memory_events_to_json(const MemoryEvents *e) {
-        json_t *o = json_object();
-
-        if (!o)
-                return NULL;
-        for (int k = 0; k < _MEMORY_EVENT_MAX; k++)
-                if (e->present & (1u << k))
-                        json_object_set_new(o, memory_event_key_to_string((MemoryEventKey) k),
-                                            json_integer((json_int_t) e->value[k]));
-        return o;
+        return event_trigger_new(&t);
 }

@@ -1,17 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * Clients of the varlink socket: accepting them under the configured
- * limits, reading and framing their calls, answering in order, writing
- * their output without ever blocking the loop, and closing them on
- * protocol errors, timeouts or hang-up.
- */
+/* Clients of the varlink socket: accept, read, dispatch, write, close. */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include "client.h"
 #include "log.h"
 #include "manager.h"
+#include "methods.h"
+#include "registration.h"
 
 static void client_arm_timer(Client *c);
 static void client_process(Client *c);
@@ -397,7 +395,7 @@ static void on_accept(evutil_socket_t lfd, short what, void *userdata) {
         }
 }
 
-int server_accept_setup(Manager *m) {
+int client_accept_start(Manager *m) {
         m->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         m->ev_accept = event_new(m->base, m->listen_fd, EV_READ | EV_PERSIST, on_accept, m);
         if (!m->ev_accept || event_add(m->ev_accept, NULL) < 0)

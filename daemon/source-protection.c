@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Protection subscriptions, the refresh timer, GetProtection and enrichment. */
+/* The protection source: subscriptions, refresh timer, GetProtection, enrichment. */
+#include "event.h"
 #include "log.h"
-#include "protection-glue.h"
+#include "manager.h"
 #include "protection-tree.h"
+#include "registration.h"
+#include "source-protection.h"
 
 static void fold_counters(Manager *m);
 
@@ -26,13 +29,10 @@ static void on_change(ProtectionReader *reader, const ProtectionChange *change, 
         mono = now_usec(CLOCK_MONOTONIC);
         rt = now_usec(CLOCK_REALTIME);
         m->counters.events_read++;
-        event = event_json_new("protection", r->cgroup, "protection", rt, mono);
-        if (!event)
-                return;
-        json_object_set_new(event, "state", json_string(protection_state_to_string(change->state)));
-        json_object_set_new(event, "previous", json_string(protection_state_to_string(change->previous)));
-        if (change->node && protection_node_to_json(change->node, &node) >= 0)
-                json_object_set_new(event, "node", node);
+        if (change->node && protection_node_to_json(change->node, &node) < 0)
+                node = NULL;
+        event = event_protection_new(r->cgroup, protection_state_to_string(change->state),
+                                     protection_state_to_string(change->previous), node, rt, mono);
         registration_publish(r, event, mono, 1);
 }
 
@@ -142,7 +142,7 @@ const SourceOps source_protection_ops = {
         .state = protection_state,
 };
 
-int protection_glue_read(Manager *m, const char *cgroup, json_t **ret_nodes) {
+int source_protection_read(Manager *m, const char *cgroup, json_t **ret_nodes) {
         int k;
 
         k = reader_ensure(m);
@@ -153,7 +153,7 @@ int protection_glue_read(Manager *m, const char *cgroup, json_t **ret_nodes) {
         return k;
 }
 
-void protection_glue_enrich(Manager *m, const char *cgroup, json_t *event) {
+void source_protection_enrich(Manager *m, const char *cgroup, json_t *event) {
         ProtectionNode *node;
         json_t *j;
 
@@ -164,7 +164,7 @@ void protection_glue_enrich(Manager *m, const char *cgroup, json_t *event) {
                 json_object_set_new(event, "protection", j);
 }
 
-void protection_glue_counters(Manager *m, uint64_t *ret_applied, uint64_t *ret_skipped) {
+void source_protection_counters(Manager *m, uint64_t *ret_applied, uint64_t *ret_skipped) {
         ProtectionCounters c = {};
 
         if (m->protection)
@@ -173,7 +173,7 @@ void protection_glue_counters(Manager *m, uint64_t *ret_applied, uint64_t *ret_s
         *ret_skipped = m->prot_skipped_base + c.propagations_skipped;
 }
 
-void protection_glue_reconfigure(Manager *m) {
+void source_protection_reconfigure(Manager *m) {
         if (!m->protection)
                 return;
         protection_reader_set_recursive(m->protection, manager_recursive_protection(m));
@@ -181,7 +181,7 @@ void protection_glue_reconfigure(Manager *m) {
                 refresh_timer_ensure(m);
 }
 
-void protection_glue_shutdown(Manager *m) {
+void source_protection_shutdown(Manager *m) {
         fold_counters(m);
         m->protection = protection_reader_free(m->protection);
         if (m->ev_refresh) {

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/* Event JSON builders and the shared serialized body of an event. */
+#include "event.h"
+#include "util.h"
+#include "varlink.h"
+
+json_t *event_trigger_new(const EventTrigger *t) {
+        json_t *o = json_object();
+
+        if (!o)
+                return NULL;
+        if (t->type == SOURCE_PSI)
+                json_object_set_new(o, "psi",
+                                    json_pack("{s:s, s:I, s:I}", "stall", psi_stall_to_string(t->psi.stall),
+                                              "threshold_us", (json_int_t) t->psi.threshold_us,
+                                              "window_us", (json_int_t) t->psi.window_us));
+        else if (t->type == SOURCE_VMPRESSURE)
+                json_object_set_new(o, "vmpressure",
+                                    json_pack("{s:s, s:s}", "level", level_to_string(t->vm_level),
+                                              "mode", vmpressure_mode_to_string(t->vm_mode)));
+        if (t->level >= 0 && t->level < _LEVEL_MAX)
+                json_object_set_new(o, "level", json_string(level_to_string(t->level)));
+        return o;
+}
+
+json_t *psi_stats_to_json(const PsiStats *s) {
+        json_t *o = json_pack("{s:f, s:f, s:f, s:I}",
+                              "some_avg10", s->some.avg10 / 100.0,
+                              "some_avg60", s->some.avg60 / 100.0,
+                              "some_avg300", s->some.avg300 / 100.0,
+                              "some_total_us", (json_int_t) s->some.total_us);
+        if (o && s->has_full) {
+                json_object_set_new(o, "full_avg10", json_real(s->full.avg10 / 100.0));
+                json_object_set_new(o, "full_avg60", json_real(s->full.avg60 / 100.0));
+                json_object_set_new(o, "full_avg300", json_real(s->full.avg300 / 100.0));
+                json_object_set_new(o, "full_total_us", json_integer((json_int_t) s->full.total_us));
+        }
+        return o;
+}
+
+json_t *memory_events_to_json(const MemoryEvents *e) {
+        json_t *o = json_object();
+
+        if (!o)
+                return NULL;
+        for (int k = 0; k < _MEMORY_EVENT_MAX; k++)
+                if (e->present & (1u << k))
+                        json_object_set_new(o, memory_event_key_to_string((MemoryEventKey) k),
+                                            json_integer((json_int_t) e->value[k]));
+        return o;
+}
+
+json_t *event_subscribed_new(const char *cgroup, SourceType source, json_t *trigger, bool adjusted, json_t *state) {
+        return json_pack("{s:s, s:s, s:s, s:o, s:b, s:o}",
+                         "kind", "subscribed", "cgroup", cgroup,
+                         "source", source_type_to_string(source),
+                         "trigger", trigger ?: json_object(),
+                         "adjusted", adjusted,
+                         "state", state ?: json_object());
+}
+
+/* The fields every event after "subscribed" starts with. */
+static json_t *event_new(const char *kind, const char *cgroup, const char *source,
+                         uint64_t realtime_us, uint64_t monotonic_us) {
+        return json_pack("{s:s, s:s, s:s, s:I, s:I}", "kind", kind, "cgroup", cgroup,
+                         "source", source, "time_us", (json_int_t) realtime_us,
+                         "monotonic_us", (json_int_t) monotonic_us);
+}
+
+json_t *event_pressure_new(const char *cgroup, const char *source, uint64_t realtime_us, uint64_t monotonic_us) {
+        return event_new("pressure", cgroup, source, realtime_us, monotonic_us);
+}
+
+json_t *event_memory_events_new(const char *cgroup, const MemoryEvents *counters, const MemoryEvents *delta,
+                                uint64_t realtime_us, uint64_t monotonic_us) {
+        json_t *o = event_new("memory_events", cgroup, "memory_events", realtime_us, monotonic_us);
+
+        if (!o)
+                return NULL;
+        json_object_set_new(o, "counters", memory_events_to_json(counters));
+        json_object_set_new(o, "delta", memory_events_to_json(delta));
+        return o;
+}
+
+json_t *event_protection_new(const char *cgroup, const char *state, const char *previous, json_t *node,
+                             uint64_t realtime_us, uint64_t monotonic_us) {
+        json_t *o = event_new("protection", cgroup, "protection", realtime_us, monotonic_us);
+
+        if (!o) {
+                json_decref(node);
+                return NULL;
+        }
+        json_object_set_new(o, "state", json_string(state));
+        json_object_set_new(o, "previous", json_string(previous));
+        if (node)
+                json_object_set_new(o, "node", node);
+        return o;
+}
+
+char *event_removed_message(const char *cgroup, uint64_t seq, size_t *ret_size) {
+        json_t *params = json_pack("{s:{s:s, s:s, s:I}}", "event", "kind", "removed",
+                                   "cgroup", cgroup, "seq", (json_int_t) seq);
+
+        return params ? varlink_reply_new(params, false, ret_size) : NULL;
+}
+
+Body *event_body_new(json_t *event, uint64_t monotonic_us) {
+        _cleanup_free_ char *tmp = NULL;
+        size_t n;
+        Body *b;
+
+        if (!event)
+                return NULL;
+        n = json_dumpb(event, NULL, 0, VARLINK_JSON_FLAGS);
+        /* The event object without its opening brace, closed by "}}" and the NUL:
+         * the per-subscriber prefix supplies the envelope and the first fields. */
+        b = n >= 2 ? malloc(sizeof(Body) + n + 2) : NULL;
+        tmp = b ? malloc(n) : NULL;
+        if (!tmp) {
+                free(b);
+                json_decref(event);
+                return NULL;
+        }
+        json_dumpb(event, tmp, n, VARLINK_JSON_FLAGS);
+        memcpy(b->data, tmp + 1, n - 1);
+        b->data[n - 1] = '}';
+        b->data[n] = '}';
+        b->data[n + 1] = 0;
+        b->size = n + 2;
+        b->n_ref = 1;
+        b->flags = json_object_get(event, "level") ? BODY_HAS_LEVEL : 0;
+        b->monotonic_us = monotonic_us;
+        json_decref(event);
+        return b;
+}

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Registrations and subscriptions. A Registration is one kernel
+ * registration (cgroup, source, trigger), made by the first subscriber
+ * and closed when the last one leaves; every identical Subscription
+ * shares it. An event a source publishes is serialized once and fanned
+ * out to all subscribers, with per-subscriber drop accounting ("missed",
+ * "seq") and coalescing (min_interval_ms).
+ */
+#pragma once
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "kernfile.h"
+#include "list.h"
+#include "outqueue.h"
+#include "source.h"
+#include "subscribe.h"
+#include "trigger.h"
+#include "varlink-error.h"
+
+typedef struct Manager Manager;
+typedef struct Client Client;
+typedef struct Subscription Subscription;
+
+/* The identity of a kernel registration. */
+typedef struct RegistrationKey {
+        SourceType type;
+        const char *cgroup;
+        PsiTrigger psi;             /* SOURCE_PSI: the trigger requested */
+        Level vm_level;             /* SOURCE_VMPRESSURE */
+        VmpressureMode vm_mode;
+} RegistrationKey;
+
+struct Registration {
+        Manager *manager;
+        SourceType type;
+        const SourceOps *ops;
+        char *cgroup;
+        PsiTrigger requested;       /* SOURCE_PSI */
+        PsiTrigger used;            /* SOURCE_PSI: what the kernel accepted */
+        Level vm_level;             /* SOURCE_VMPRESSURE */
+        VmpressureMode vm_mode;
+        bool adjusted;
+
+        int fd;                     /* trigger fd / eventfd / inotify fd */
+        int aux_fd;                 /* psi: epoll fd; memory_events: memory.events fd */
+        ino_t dir_ino;              /* to tell a recreated cgroup from ours */
+        struct event *ev;
+        struct event *holdoff;      /* SOURCE_VMPRESSURE: re-arms ev after a pause */
+
+        MemoryEvents last_events;   /* SOURCE_MEMORY_EVENTS */
+        int last_state;             /* SOURCE_PROTECTION: ProtectionState, -1 unknown */
+        bool removed;
+
+        Subscription *subscriptions;
+        unsigned n_subscriptions;
+        LIST_FIELDS(Registration, registrations);
+};
+
+struct Subscription {
+        Client *client;
+        Registration *reg;
+        bool by_level;              /* subscribed with "level": follows [Levels] on reload */
+        bool has_level;             /* its events carry "level" (level and vmpressure) */
+        Level level;
+        uint64_t seq;               /* events generated so far */
+        uint64_t missed;            /* dropped since the last one delivered */
+        uint64_t min_interval_usec;
+        uint64_t last_sent_usec;
+        Body *pending;              /* coalesced event waiting for the interval */
+        uint64_t pending_count;
+        struct event *coalesce;     /* exists only while an event is pending */
+        LIST_FIELDS(Subscription, subscriptions);
+};
+
+/*
+ * registration_acquire - the registration for @key: an existing one, or a
+ * new one opened through its source.
+ * @m: the manager whose registrations are searched and counted
+ * @key: what to register
+ * @ret: the registration (shared; released by the last subscription)
+ * @e: filled on failure (LimitExceeded for MaxRegistrations, or the
+ *     source's error)
+ *
+ * Returns 0 or a negative errno.
+ */
+int registration_acquire(Manager *m, const RegistrationKey *key, Registration **ret, VarlinkError *e);
+
+/* registration_release - close and free @r if no subscription uses it any more. */
+void registration_release(Registration *r);
+
+/* registration_find - the live registration for @key, or NULL. */
+Registration *registration_find(Manager *m, const RegistrationKey *key);
+
+/* registration_trigger_json - the "trigger" object of @r; @s adds the subscription's level. */
+json_t *registration_trigger_json(const Registration *r, const Subscription *s);
+
+/* registration_deliver - fan @body out to every subscriber of @r; @count notifications it stands for. */
+void registration_deliver(Registration *r, Body *body, uint64_t count);
+
+/* registration_publish - serialize @event once (stealing it) and fan it out to every subscriber of @r. */
+void registration_publish(Registration *r, json_t *event, uint64_t monotonic_us, uint64_t count);
+
+/* registration_removed - end every stream on @r with "removed"; @r is freed with the last one. */
+void registration_removed(Registration *r);
+
+/*
+ * subscription_new - attach client @c's stream to @r.
+ * @req: the parsed request (level, coalescing)
+ * @ret: the subscription, also set as @c's active stream
+ *
+ * Returns 0 or -ENOMEM.
+ */
+int subscription_new(Client *c, Registration *r, const SubscribeRequest *req, Subscription **ret);
+
+/* subscription_free - detach @s (releasing its registration) and free it; NULL-safe. */
+void subscription_free(Subscription *s);
+
+/* subscription_move - move @s to @to (a reload changed its trigger); releases the old registration. */
+void subscription_move(Subscription *s, Registration *to);
+
+/* subscription_offer - deliver @body to @s now or coalesced. Returns true if it was queued. */
+bool subscription_offer(Subscription *s, Body *body, uint64_t count);

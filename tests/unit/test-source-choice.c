@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * source_choose() over hand-made hierarchy facts: which source serves
+ * each selector on cgroup2-only, v1-only and hybrid systems, and which
+ * declared error answers when none can.
+ */
+#include "source-choice.h"
+#include "tests.h"
+#include "util.h"
+
+/* A cgroup present in both hierarchies of a hybrid system, with every file. */
+static const CgroupFacts hybrid = {
+        .has_v2 = true, .has_v1 = true, .psi_system = true,
+        .in_v2 = 0, .in_v1 = 0,
+        .v2_pressure = true, .v2_current = true, .v2_events = true,
+};
+
+static void expect_source(Selector sel, const CgroupFacts *f, SourceType want) {
+        VarlinkError e = {};
+        SourceType t = _SOURCE_INVALID;
+
+        ASSERT_OK(source_choose(sel, "/a", f, &t, &e));
+        ASSERT_STREQ(source_type_to_string(t), source_type_to_string(want));
+        ASSERT_TRUE(!e.name);
+}
+
+static void expect_error(Selector sel, const CgroupFacts *f, const char *name, const char *source) {
+        VarlinkError e = {};
+        SourceType t = _SOURCE_INVALID;
+
+        ASSERT_TRUE(source_choose(sel, "/a", f, &t, &e) < 0);
+        ASSERT_EQ(t, _SOURCE_INVALID);
+        ASSERT_STREQ(e.name, name);
+        if (source)
+                ASSERT_STREQ(json_string_value(json_object_get(e.parameters, "source")), source);
+        varlink_error_done(&e);
+}
+
+static void test_level(void) {
+        CgroupFacts f = hybrid;
+
+        expect_source(SELECTOR_LEVEL, &f, SOURCE_PSI);
+        /* No memory.pressure in cgroup2 (PSI off): vmpressure in v1. */
+        f.v2_pressure = false;
+        expect_source(SELECTOR_LEVEL, &f, SOURCE_VMPRESSURE);
+        /* ... and not in v1 either. */
+        f.in_v1 = -ENOENT;
+        expect_error(SELECTOR_LEVEL, &f, "io.pressured.SourceUnavailable", "psi");
+        /* ... and no v1 hierarchy. */
+        f.has_v1 = false;
+        expect_error(SELECTOR_LEVEL, &f, "io.pressured.SourceUnavailable", "psi");
+        /* Nowhere at all. */
+        f.in_v2 = -ENOENT;
+        expect_error(SELECTOR_LEVEL, &f, "io.pressured.NoSuchCgroup", NULL);
+        /* Only in v1: vmpressure. */
+        f = hybrid;
+        f.in_v2 = -ENOENT;
+        expect_source(SELECTOR_LEVEL, &f, SOURCE_VMPRESSURE);
+        /* A symlink escape in cgroup2 is refused even if v1 has the path. */
+        f.in_v2 = -EXDEV;
+        expect_error(SELECTOR_LEVEL, &f, "io.pressured.InvalidCgroupPath", NULL);
+        f.in_v2 = -ELOOP;
+        expect_error(SELECTOR_LEVEL, &f, "io.pressured.InvalidCgroupPath", NULL);
+        /* Out of fds opening the v1 directory. */
+        f.in_v2 = -ENOENT;
+        f.in_v1 = -EMFILE;
+        expect_error(SELECTOR_LEVEL, &f, "io.pressured.LimitExceeded", NULL);
+
+        /* The whole system. */
+        f = (CgroupFacts) { .system = true, .psi_system = true };
+        expect_source(SELECTOR_LEVEL, &f, SOURCE_PSI);
+        f.psi_system = false;
+        f.has_v1 = true;
+        expect_source(SELECTOR_LEVEL, &f, SOURCE_VMPRESSURE);
+        f.has_v1 = false;
+        expect_error(SELECTOR_LEVEL, &f, "io.pressured.SourceUnavailable", "psi");
+}
+
+static void test_explicit(void) {
+        CgroupFacts f = hybrid;
+
+        expect_source(SELECTOR_PSI, &f, SOURCE_PSI);
+        expect_source(SELECTOR_VMPRESSURE, &f, SOURCE_VMPRESSURE);
+        f.in_v2 = -ENOENT;
+        expect_error(SELECTOR_PSI, &f, "io.pressured.NoSuchCgroup", NULL);
+        f.has_v2 = false;
+        expect_error(SELECTOR_PSI, &f, "io.pressured.SourceUnavailable", "psi");
+        /* "/" needs no cgroup2 hierarchy for PSI. */
+        f.system = true;
+        expect_source(SELECTOR_PSI, &f, SOURCE_PSI);
+
+        f = hybrid;
+        f.in_v1 = -ENOENT;
+        expect_error(SELECTOR_VMPRESSURE, &f, "io.pressured.NoSuchCgroup", NULL);
+        f.has_v1 = false;
+        expect_error(SELECTOR_VMPRESSURE, &f, "io.pressured.SourceUnavailable", "vmpressure");
+}
+
+static void test_v2_only(void) {
+        CgroupFacts f = hybrid;
+
+        expect_source(SELECTOR_MEMORY_EVENTS, &f, SOURCE_MEMORY_EVENTS);
+        expect_source(SELECTOR_PROTECTION, &f, SOURCE_PROTECTION);
+        f.v2_events = false;
+        expect_error(SELECTOR_MEMORY_EVENTS, &f, "io.pressured.SourceUnavailable", "memory_events");
+        expect_source(SELECTOR_PROTECTION, &f, SOURCE_PROTECTION);
+        f.v2_current = false;
+        expect_error(SELECTOR_PROTECTION, &f, "io.pressured.SourceUnavailable", "protection");
+        /* Only in v1: the source needs cgroup2. */
+        f = hybrid;
+        f.in_v2 = -ENOENT;
+        expect_error(SELECTOR_MEMORY_EVENTS, &f, "io.pressured.SourceUnavailable", "memory_events");
+        /* Nowhere. */
+        f.in_v1 = -ENOENT;
+        expect_error(SELECTOR_MEMORY_EVENTS, &f, "io.pressured.NoSuchCgroup", NULL);
+        f.has_v2 = false;
+        expect_error(SELECTOR_PROTECTION, &f, "io.pressured.SourceUnavailable", "protection");
+}
+
+int main(void) {
+        test_level();
+        test_explicit();
+        test_v2_only();
+        return 0;
+}
