@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Varlink framing and Unix socket I/O of the client library. */
+/* Unix socket I/O of the client library; the framing is the shared varlink framer. */
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
@@ -10,8 +10,7 @@
 #include "util.h"
 
 void conn_buffer_done(ConnBuffer *b) {
-        free(b->data);
-        *b = (ConnBuffer) {};
+        varlink_reader_done(&b->reader);
 }
 
 int conn_connect(const char *path, int *ret_fd) {
@@ -86,56 +85,42 @@ int conn_send(int fd, const char *msg, uint64_t deadline) {
 int conn_fill(int fd, ConnBuffer *b) {
         bool got = false;
 
+        /* A zeroed buffer is ready to use: the limit is applied here. */
+        b->reader.max_message = CONN_MESSAGE_MAX;
         for (;;) {
                 ssize_t k;
 
-                if (b->allocated - b->size < 4096) {
-                        size_t want = b->allocated ? b->allocated * 2 : 16384;
-                        char *p;
-
-                        if (b->size >= CONN_MESSAGE_MAX && !memchr(b->data, 0, b->size))
-                                return -EMSGSIZE;
-                        p = realloc(b->data, want);
-                        if (!p)
-                                return -ENOMEM;
-                        b->data = p;
-                        b->allocated = want;
-                }
-                k = recv(fd, b->data + b->size, b->allocated - b->size, MSG_DONTWAIT);
+                if (varlink_reader_pending(&b->reader) > CONN_MESSAGE_MAX &&
+                    !varlink_reader_has_message(&b->reader))
+                        return -EMSGSIZE;
+                k = varlink_reader_fill(&b->reader, fd);
                 /* Report what was read first; end of file and errors show again on the next call. */
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        if (errno == EAGAIN || got)
-                                return got;
-                        return -errno;
-                }
+                if (k == -EAGAIN || (k < 0 && got))
+                        return got;
+                if (k < 0)
+                        return (int) k;
                 if (k == 0)
                         return got ? 1 : -ECONNRESET;
-                b->size += (size_t) k;
                 got = true;
         }
 }
 
-bool conn_has_message(const ConnBuffer *b) {
-        return b->size > 0 && memchr(b->data, 0, b->size);
+bool conn_has_message(ConnBuffer *b) {
+        return varlink_reader_has_message(&b->reader);
 }
 
 int conn_next(ConnBuffer *b, json_t **ret) {
         json_error_t error;
-        json_t *v;
-        char *end;
+        const char *msg;
         size_t n;
+        json_t *v;
+        int r;
 
-        if (b->size == 0)
-                return 0;
-        end = memchr(b->data, 0, b->size);
-        if (!end)
-                return 0;
-        n = (size_t) (end - b->data);
-        v = json_loadb(b->data, n, JSON_REJECT_DUPLICATES, &error);
-        memmove(b->data, end + 1, b->size - n - 1);
-        b->size -= n + 1;
+        b->reader.max_message = CONN_MESSAGE_MAX;
+        r = varlink_reader_next(&b->reader, &msg, &n);
+        if (r <= 0)
+                return r;
+        v = json_loadb(msg, n, JSON_REJECT_DUPLICATES, &error);
         if (!v)
                 return -EBADMSG;
         if (!json_is_object(v)) {

@@ -12,13 +12,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "varlink-framer.h"
+
 /* Largest message accepted from the daemon. */
 #define CONN_MESSAGE_MAX (16U * 1024U * 1024U)
 
+/* Bytes received from the daemon, framed by the shared varlink framer. A zeroed one is empty. */
 typedef struct ConnBuffer {
-        char *data;
-        size_t size;
-        size_t allocated;
+        VarlinkReader reader;
 } ConnBuffer;
 
 /* conn_buffer_done - free the buffer's memory and reset it to empty. */
@@ -51,12 +52,13 @@ int conn_fill(int fd, ConnBuffer *b);
 /*
  * conn_next - take the first complete message out of @b.
  * Returns 1 and the parsed object in *ret, 0 if no complete message is
- * buffered, or -EBADMSG if it is not a JSON object.
+ * buffered, -EBADMSG if it is not a JSON object, or -EMSGSIZE if it is
+ * larger than CONN_MESSAGE_MAX.
  */
 int conn_next(ConnBuffer *b, json_t **ret);
 
 /* conn_has_message - whether @b holds a complete message. */
-bool conn_has_message(const ConnBuffer *b);
+bool conn_has_message(ConnBuffer *b);
 
 /*
  * conn_receive - wait until @deadline (CLOCK_MONOTONIC microseconds) for

@@ -19,6 +19,7 @@
 
 #include "config-build.h"
 #include "pressure.h"
+#include "trigger.h"
 #include "util.h"
 
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -77,15 +78,13 @@ static const char *format_bytes(char buf[static 16], uint64_t v) {
 }
 
 /* "1.5s", "150ms", "20us". */
-static const char *format_usec(char buf[static 32], uint64_t usec) {
-        if (usec != 0 && usec % USEC_PER_SEC == 0)
-                snprintf(buf, 32, "%" PRIu64 "s", usec / USEC_PER_SEC);
-        else if (usec >= USEC_PER_SEC)
-                snprintf(buf, 32, "%.3gs", (double) usec / USEC_PER_SEC);
-        else if (usec != 0 && usec % USEC_PER_MSEC == 0)
-                snprintf(buf, 32, "%" PRIu64 "ms", usec / USEC_PER_MSEC);
-        else
-                snprintf(buf, 32, "%" PRIu64 "us", usec);
+/* A PSI trigger in the words of the configuration, "some 150ms 2s" (the shared formatter). */
+static const char *format_psi(char buf[static PSI_TRIGGER_FORMAT_MAX], const char *stall, uint64_t threshold_us,
+                              uint64_t window_us) {
+        PsiTrigger t = { psi_stall_from_string(stall), threshold_us, window_us };
+
+        if (psi_trigger_format(&t, PSI_TRIGGER_FORMAT_CONFIG, buf, PSI_TRIGGER_FORMAT_MAX) < 0)
+                snprintf(buf, PSI_TRIGGER_FORMAT_MAX, "?");
         return buf;
 }
 
@@ -320,14 +319,13 @@ static const char *jget_str(json_t *o, const char *key) {
 static void format_trigger(char *buf, size_t size, json_t *trigger) {
         json_t *psi = json_object_get(trigger, "psi"), *vm = json_object_get(trigger, "vmpressure");
         const char *level = jget_str(trigger, "level");
-        char t[32], w[32];
+        char t[PSI_TRIGGER_FORMAT_MAX];
         int n = 0;
 
         buf[0] = 0;
         if (json_is_object(psi))
-                n = snprintf(buf, size, "%s %s %s", strna(jget_str(psi, "stall")),
-                             format_usec(t, jget_u64(psi, "threshold_us")),
-                             format_usec(w, jget_u64(psi, "window_us")));
+                n = snprintf(buf, size, "%s", format_psi(t, jget_str(psi, "stall"), jget_u64(psi, "threshold_us"),
+                                                         jget_u64(psi, "window_us")));
         else if (json_is_object(vm))
                 n = snprintf(buf, size, "%s,%s", strna(jget_str(vm, "level")),
                              jget_str(vm, "mode") ?: "default");
@@ -632,14 +630,14 @@ static void print_node(const pressure_protection_node *n) {
 
 static void print_subscribed(FILE *f, const pressure_event *e) {
         const pressure_trigger *t = &e->trigger;
-        char a[32], b[32];
+        char a[PSI_TRIGGER_FORMAT_MAX];
 
         fprintf(f, "Watching %s: %s", e->cgroup, strna(pressure_source_to_string(e->source)));
         if (t->level != PRESSURE_LEVEL_NONE)
                 fprintf(f, " for level %s", pressure_level_to_string(t->level));
         if (t->has_psi)
-                fprintf(f, " (%s %s %s)", t->psi_stall == PRESSURE_STALL_FULL ? "full" : "some",
-                        format_usec(a, t->psi_threshold_us), format_usec(b, t->psi_window_us));
+                fprintf(f, " (%s)", format_psi(a, t->psi_stall == PRESSURE_STALL_FULL ? "full" : "some",
+                                               t->psi_threshold_us, t->psi_window_us));
         if (t->has_vmpressure)
                 fprintf(f, " (vmpressure %s%s%s)", strna(pressure_level_to_string(t->vmpressure_level)),
                         t->vmpressure_mode ? "," : "",

@@ -52,8 +52,8 @@ static Registration *registration_free(Registration *r) {
 static char *trigger_describe(const Registration *r, char *buf, size_t size) {
         switch (r->type) {
         case SOURCE_PSI:
-                snprintf(buf, size, "%s %" PRIu64 "us %" PRIu64 "us",
-                         psi_stall_to_string(r->used.stall), r->used.threshold_us, r->used.window_us);
+                if (psi_trigger_format(&r->used, PSI_TRIGGER_FORMAT_CONFIG, buf, size) < 0)
+                        snprintf(buf, size, "?");
                 break;
         case SOURCE_VMPRESSURE:
                 snprintf(buf, size, "%s,%s", level_to_string(r->vm_level),

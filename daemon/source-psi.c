@@ -73,8 +73,8 @@ static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
 }
 
 static int psi_write_trigger(int fd, const PsiTrigger *t) {
-        char buf[64];
-        int n = psi_trigger_format_kernel(t, buf, sizeof(buf));
+        char buf[PSI_TRIGGER_FORMAT_MAX];
+        int n = psi_trigger_format(t, PSI_TRIGGER_FORMAT_KERNEL, buf, sizeof(buf));
 
         if (n < 0)
                 return n;
@@ -133,12 +133,10 @@ static int psi_open(Registration *r, VarlinkError *e) {
                 }
         }
         if (k < 0) {
-                char what[96];
+                char text[PSI_TRIGGER_FORMAT_MAX], what[PSI_TRIGGER_FORMAT_MAX + 32];
 
-                snprintf(what, sizeof(what), "the PSI trigger \"%s %llu %llu\"",
-                         psi_stall_to_string(r->requested.stall),
-                         (unsigned long long) r->requested.threshold_us,
-                         (unsigned long long) r->requested.window_us);
+                (void) psi_trigger_format(&r->requested, PSI_TRIGGER_FORMAT_CONFIG, text, sizeof(text));
+                snprintf(what, sizeof(what), "the PSI trigger \"%s\"", text);
                 return varlink_error_from_errno(e, k, "psi", r->cgroup, what);
         }
 

@@ -232,22 +232,54 @@ int psi_trigger_check(const PsiTrigger *t, const char **ret_reason) {
 }
 
 /*
- * psi_trigger_format_kernel - the line written to a pressure file,
- * e.g. "some 150000 2000000".
- * @t: the trigger
+ * format_duration_us - a duration in the largest unit that keeps it exact.
+ * @usec: microseconds
  * @buf: destination
  * @size: size of @buf
+ *
+ * "2s", "150ms", "1500ms", "7us" ("0us" for zero); parse_duration_us()
+ * reads it back. Returns the length without the NUL, or -ENOBUFS.
+ */
+int format_duration_us(uint64_t usec, char *buf, size_t size) {
+        int n;
+
+        if (usec != 0 && usec % USEC_PER_SEC == 0)
+                n = snprintf(buf, size, "%" PRIu64 "s", usec / USEC_PER_SEC);
+        else if (usec != 0 && usec % USEC_PER_MSEC == 0)
+                n = snprintf(buf, size, "%" PRIu64 "ms", usec / USEC_PER_MSEC);
+        else
+                n = snprintf(buf, size, "%" PRIu64 "us", usec);
+        if (n < 0 || (size_t) n >= size)
+                return -ENOBUFS;
+        return n;
+}
+
+/*
+ * psi_trigger_format - the text of a trigger.
+ * @t: the trigger
+ * @format: PSI_TRIGGER_FORMAT_KERNEL, "some 150000 2000000", the line
+ *          written to a pressure file; or PSI_TRIGGER_FORMAT_CONFIG,
+ *          "some 150ms 2s", what psi_trigger_parse() reads
+ * @buf: destination
+ * @size: size of @buf (PSI_TRIGGER_FORMAT_MAX is always enough)
  *
  * Returns the length without the terminating NUL, -ENOBUFS if @buf is too
  * small, or -EINVAL for an invalid stall type.
  */
-int psi_trigger_format_kernel(const PsiTrigger *t, char *buf, size_t size) {
+int psi_trigger_format(const PsiTrigger *t, PsiTriggerFormat format, char *buf, size_t size) {
         const char *stall = psi_stall_to_string(t->stall);
+        char threshold[24], window[24];
         int n;
 
         if (!stall)
                 return -EINVAL;
-        n = snprintf(buf, size, "%s %" PRIu64 " %" PRIu64, stall, t->threshold_us, t->window_us);
+        if (format == PSI_TRIGGER_FORMAT_KERNEL)
+                n = snprintf(buf, size, "%s %" PRIu64 " %" PRIu64, stall, t->threshold_us, t->window_us);
+        else {
+                (void) format_duration_us(t->threshold_us, threshold, sizeof(threshold));
+                (void) format_duration_us(t->window_us, window, sizeof(window));
+                n = snprintf(buf, size, "%s %s %s", stall, threshold, window);
+        }
         if (n < 0)
                 return -EINVAL;
         if ((size_t) n >= size)

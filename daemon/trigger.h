@@ -72,12 +72,28 @@ int psi_trigger_parse(const char *s, PsiTrigger *ret);
  */
 int psi_trigger_check(const PsiTrigger *t, const char **ret_reason);
 
+typedef enum PsiTriggerFormat {
+        PSI_TRIGGER_FORMAT_KERNEL,   /* "some 150000 2000000", as written to a pressure file */
+        PSI_TRIGGER_FORMAT_CONFIG,   /* "some 150ms 2s", as [Levels] and pressurectl --psi take it */
+} PsiTriggerFormat;
+
+/* Room for any trigger in either format, with the NUL. */
+#define PSI_TRIGGER_FORMAT_MAX 64
+
 /*
- * psi_trigger_format_kernel - "some 150000 2000000" as written to the
- * pressure file (the caller writes it including the trailing NUL).
- * Returns the length without the NUL, or -ENOBUFS.
+ * psi_trigger_format - the text of a trigger. The kernel format is
+ * written to the pressure file including the trailing NUL; the config
+ * format reads back through psi_trigger_parse() to the same trigger.
+ * Returns the length without the NUL, -ENOBUFS, or -EINVAL for an
+ * invalid stall type.
  */
-int psi_trigger_format_kernel(const PsiTrigger *t, char *buf, size_t size);
+int psi_trigger_format(const PsiTrigger *t, PsiTriggerFormat format, char *buf, size_t size);
+
+/*
+ * format_duration_us - @usec in the largest unit that keeps it exact:
+ * "2s", "150ms", "1500ms", "7us". Returns the length, or -ENOBUFS.
+ */
+int format_duration_us(uint64_t usec, char *buf, size_t size);
 
 /*
  * psi_trigger_round_unprivileged - the trigger an unprivileged process may

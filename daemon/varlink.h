@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Varlink wire format: NUL-terminated JSON messages. The reader buffers
- * input and splits it into messages, enforcing the maximum message size;
- * call parsing checks the envelope; reply builders produce complete
- * NUL-terminated messages. No sockets or event loop here beyond read(2).
+ * Varlink messages of the daemon: call parsing checks the envelope; reply
+ * builders produce complete NUL-terminated messages. The framing itself
+ * (splitting the byte stream at NULs) is varlink-framer.h.
  */
 #pragma once
 
@@ -11,46 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-typedef struct VarlinkReader {
-        char *buf;
-        size_t start;      /* first unconsumed byte */
-        size_t size;       /* bytes in buf */
-        size_t scanned;    /* bytes after start known to hold no NUL */
-        size_t alloc;
-        size_t max_message;
-} VarlinkReader;
-
-void varlink_reader_init(VarlinkReader *r, size_t max_message);
-void varlink_reader_done(VarlinkReader *r);
-
-/* varlink_reader_trim - free the buffer if nothing unconsumed is in it. */
-void varlink_reader_trim(VarlinkReader *r);
-
-/* Bytes received but not yet consumed as messages. */
-static inline size_t varlink_reader_pending(const VarlinkReader *r) {
-        return r->size - r->start;
-}
-
-/*
- * varlink_reader_feed - append bytes (used by tests and fuzzers; the
- * daemon uses varlink_reader_fill()).
- */
-int varlink_reader_feed(VarlinkReader *r, const void *data, size_t size);
-
-/*
- * varlink_reader_fill - read once from @fd. Returns the number of bytes
- * read (> 0), 0 on EOF, -EAGAIN if nothing is available, or a negative
- * errno.
- */
-ssize_t varlink_reader_fill(VarlinkReader *r, int fd);
-
-/*
- * varlink_reader_next - take the next complete message. Returns 1 and sets
- * *ret (NUL-terminated, valid until the next fill or feed) and *ret_size
- * (without the NUL); 0 if no complete message is buffered; -EMSGSIZE if the
- * buffered partial message already exceeds the maximum size.
- */
-int varlink_reader_next(VarlinkReader *r, const char **ret, size_t *ret_size);
+#include "varlink-framer.h"
 
 typedef struct VarlinkCall {
         json_t *root;            /* owns everything below */

@@ -14,7 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         _cleanup_free_ char *text = fuzz_text(data, size);
         PsiTrigger t, rounded;
         const char *reason = NULL;
-        char buf[64];
+        PsiTrigger back;
+        char buf[PSI_TRIGGER_FORMAT_MAX];
         uint64_t d;
 
         if (!text)
@@ -25,7 +26,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
         if (psi_trigger_check(&t, &reason) < 0 && !reason)
                 abort();
-        if (psi_trigger_format_kernel(&t, buf, sizeof(buf)) < 0)
+        if (psi_trigger_format(&t, PSI_TRIGGER_FORMAT_KERNEL, buf, sizeof(buf)) < 0)
+                abort();
+        /* The config text reads back as the same trigger. */
+        if (psi_trigger_format(&t, PSI_TRIGGER_FORMAT_CONFIG, buf, sizeof(buf)) < 0 ||
+            psi_trigger_parse(buf, &back) < 0 || !psi_trigger_equal(&back, &t))
                 abort();
 
         (void) psi_trigger_round_unprivileged(&t, &rounded);

@@ -165,14 +165,44 @@ static void test_format_kernel(void) {
         PsiTrigger bad = { _PSI_STALL_INVALID, 1, 1 };
         char buf[64], small[19], exact[20];
 
-        ASSERT_EQ(psi_trigger_format_kernel(&t, buf, sizeof(buf)), 19);
+        ASSERT_EQ(psi_trigger_format(&t, PSI_TRIGGER_FORMAT_KERNEL, buf, sizeof(buf)), 19);
         ASSERT_STREQ(buf, "some 150000 2000000");
-        ASSERT_ERR(psi_trigger_format_kernel(&t, small, sizeof(small)), ENOBUFS);
-        ASSERT_EQ(psi_trigger_format_kernel(&t, exact, sizeof(exact)), 19);
+        ASSERT_ERR(psi_trigger_format(&t, PSI_TRIGGER_FORMAT_KERNEL, small, sizeof(small)), ENOBUFS);
+        ASSERT_EQ(psi_trigger_format(&t, PSI_TRIGGER_FORMAT_KERNEL, exact, sizeof(exact)), 19);
         ASSERT_STREQ(exact, "some 150000 2000000");
-        ASSERT_EQ(psi_trigger_format_kernel(&big, buf, sizeof(buf)), 46);
+        ASSERT_EQ(psi_trigger_format(&big, PSI_TRIGGER_FORMAT_KERNEL, buf, sizeof(buf)), 46);
         ASSERT_STREQ(buf, "full 18446744073709551615 18446744073709551615");
-        ASSERT_ERR(psi_trigger_format_kernel(&bad, buf, sizeof(buf)), EINVAL);
+        ASSERT_ERR(psi_trigger_format(&bad, PSI_TRIGGER_FORMAT_KERNEL, buf, sizeof(buf)), EINVAL);
+        ASSERT_TRUE(46 < PSI_TRIGGER_FORMAT_MAX);
+}
+
+static void test_format_config(void) {
+        static const struct {
+                PsiTrigger t;
+                const char *text;
+        } table[] = {
+                { { PSI_STALL_SOME, 150000, 2000000 }, "some 150ms 2s" },
+                { { PSI_STALL_FULL, 100000, 1000000 }, "full 100ms 1s" },
+                { { PSI_STALL_SOME, 1500, 1500000 }, "some 1500us 1500ms" },
+                { { PSI_STALL_SOME, 0, 7 }, "some 0us 7us" },
+                { { PSI_STALL_FULL, UINT64_MAX, UINT64_MAX }, "full 18446744073709551615us 18446744073709551615us" },
+        };
+        char buf[PSI_TRIGGER_FORMAT_MAX], small[8];
+
+        for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+                PsiTrigger back;
+
+                ASSERT_EQ(psi_trigger_format(&table[i].t, PSI_TRIGGER_FORMAT_CONFIG, buf, sizeof(buf)),
+                          strlen(table[i].text));
+                ASSERT_STREQ(buf, table[i].text);
+                /* What is printed reads back as the same trigger. */
+                ASSERT_OK(psi_trigger_parse(buf, &back));
+                ASSERT_TRUE(psi_trigger_equal(&back, &table[i].t));
+        }
+        ASSERT_ERR(psi_trigger_format(&table[0].t, PSI_TRIGGER_FORMAT_CONFIG, small, sizeof(small)), ENOBUFS);
+        ASSERT_EQ(format_duration_us(0, buf, sizeof(buf)), 3);
+        ASSERT_STREQ(buf, "0us");
+        ASSERT_ERR(format_duration_us(2000000, small, 2), ENOBUFS);
 }
 
 static void check_round(uint64_t thr, uint64_t win, uint64_t exp_thr, uint64_t exp_win, bool exp_changed) {
@@ -231,6 +261,7 @@ int main(void) {
         test_trigger_parse();
         test_trigger_check();
         test_format_kernel();
+        test_format_config();
         test_round_unprivileged();
         test_equal();
         return 0;
