@@ -327,7 +327,6 @@ static void on_accept(evutil_socket_t lfd, short what, void *userdata) {
                                         refuse(fd, &e);
                                 }
                                 m->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                                m->counters.clients_refused++;
                                 log_ratelimited(LOG_WARNING, EMFILE, MESSAGE_ID_LIMIT_HIT, 10, 3,
                                                 "Out of file descriptors, refusing a client: %m");
                                 continue;
@@ -343,7 +342,6 @@ static void on_accept(evutil_socket_t lfd, short what, void *userdata) {
                 }
 
                 if (m->n_clients >= m->config->max_clients) {
-                        m->counters.clients_refused++;
                         log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 3,
                                         "Limit MaxClients=%u reached, refusing a client of uid %u.",
                                         m->config->max_clients, (unsigned) cred.uid);
@@ -353,7 +351,6 @@ static void on_accept(evutil_socket_t lfd, short what, void *userdata) {
                 }
                 u = user_find(m, cred.uid);
                 if (cred.uid != 0 && u && u->n >= m->config->max_clients_per_user) {
-                        m->counters.clients_refused++;
                         log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 3,
                                         "Limit MaxClientsPerUser=%u reached for uid %u, refusing a client.",
                                         m->config->max_clients_per_user, (unsigned) cred.uid);
@@ -381,7 +378,6 @@ static void on_accept(evutil_socket_t lfd, short what, void *userdata) {
                 outqueue_init(&c->out);
                 LIST_PREPEND(clients, m->clients, c);
                 m->n_clients++;
-                m->counters.clients_accepted++;
 
                 c->ev_read = event_new(m->base, fd, EV_READ | EV_PERSIST, on_client_read, c);
                 c->ev_write = event_new(m->base, fd, EV_WRITE | EV_PERSIST, on_client_write, c);

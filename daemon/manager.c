@@ -391,9 +391,14 @@ int manager_reload(Manager *m, char **ret_error) {
         return 0;
 }
 
+void manager_counters(Manager *m, uint64_t ret[static _COUNTER_MAX]) {
+        memcpy(ret, m->counters.value, sizeof(m->counters.value));
+        source_protection_counters(m, &ret[COUNTER_PROPAGATIONS_APPLIED], &ret[COUNTER_PROPAGATIONS_SKIPPED]);
+}
+
 json_t *manager_status(Manager *m) {
-        uint64_t applied, skipped;
-        json_t *regs = json_array();
+        uint64_t values[_COUNTER_MAX];
+        json_t *regs = json_array(), *counters = json_object();
         Registration *r;
 
         LIST_FOREACH(registrations, r, m->registrations)
@@ -401,8 +406,10 @@ json_t *manager_status(Manager *m) {
                                                       "source", source_type_to_string(r->type),
                                                       "trigger", registration_trigger_json(r, NULL),
                                                       "subscribers", (json_int_t) r->n_subscriptions));
-        source_protection_counters(m, &applied, &skipped);
-        return json_pack("{s:s, s:I, s:I, s:I, s:o, s:{s:s?, s:s?, s:b}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+        manager_counters(m, values);
+        for (Counter c = 0; c < _COUNTER_MAX; c++)
+                json_object_set_new(counters, counter_info(c)->name, json_integer((json_int_t) values[c]));
+        return json_pack("{s:s, s:I, s:I, s:I, s:o, s:{s:s?, s:s?, s:b}, s:o}",
                          "version", PACKAGE_VERSION,
                          "uptime_us", (json_int_t) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic),
                          "clients", (json_int_t) m->n_clients,
@@ -412,21 +419,7 @@ json_t *manager_status(Manager *m) {
                          "v2_root", m->v2.path,
                          "v1_memory_root", m->v1.path,
                          "recursive_protection", manager_recursive_protection(m),
-                         "counters",
-                         "events_read", (json_int_t) m->counters.events_read,
-                         "events_delivered", (json_int_t) m->counters.events_delivered,
-                         "events_dropped", (json_int_t) m->counters.events_dropped,
-                         "propagations_applied", (json_int_t) applied,
-                         "propagations_skipped", (json_int_t) skipped,
-                         "registrations_created", (json_int_t) m->counters.registrations_created,
-                         "registrations_removed", (json_int_t) m->counters.registrations_removed,
-                         "events_injected", (json_int_t) m->counters.events_injected,
-                         "protection_refreshes", (json_int_t) m->counters.protection_refreshes);
-}
-
-static void write_counter(struct evbuffer *out, const char *name, const char *help, uint64_t v) {
-        metrics_write_header(out, name, "counter", help);
-        metrics_write_sample_u64(out, name, NULL, 0, v);
+                         "counters", counters);
 }
 
 static void write_gauge(struct evbuffer *out, const char *name, const char *help, uint64_t v) {
@@ -437,13 +430,13 @@ static void write_gauge(struct evbuffer *out, const char *name, const char *help
 void manager_write_metrics(struct evbuffer *out, void *userdata) {
         Manager *m = userdata;
         unsigned by_source[_SOURCE_MAX] = {};
-        uint64_t applied, skipped;
+        uint64_t values[_COUNTER_MAX];
         Registration *r;
         bool psi_header = false;
 
         LIST_FOREACH(registrations, r, m->registrations)
                 by_source[r->type]++;
-        source_protection_counters(m, &applied, &skipped);
+        manager_counters(m, values);
 
         write_gauge(out, "pressured_clients", "Connected clients.", m->n_clients);
         write_gauge(out, "pressured_subscriptions", "Active subscriptions.", m->n_subscriptions);
@@ -452,15 +445,13 @@ void manager_write_metrics(struct evbuffer *out, void *userdata) {
                 MetricsLabel l = { "source", source_type_to_string((SourceType) t) };
                 metrics_write_sample_u64(out, "pressured_registrations", &l, 1, by_source[t]);
         }
-        write_counter(out, "pressured_events_read_total", "Kernel notifications read.", m->counters.events_read);
-        write_counter(out, "pressured_events_delivered_total", "Events queued to subscribers.", m->counters.events_delivered);
-        write_counter(out, "pressured_events_dropped_total", "Events dropped for subscribers that did not read.", m->counters.events_dropped);
-        write_counter(out, "pressured_events_injected_total", "Synthetic events injected.", m->counters.events_injected);
-        write_counter(out, "pressured_propagations_applied_total", "Protected-usage changes propagated to a parent.", applied);
-        write_counter(out, "pressured_propagations_skipped_total", "Protected-usage updates skipped because nothing changed.", skipped);
-        write_counter(out, "pressured_registrations_created_total", "Kernel registrations created.", m->counters.registrations_created);
-        write_counter(out, "pressured_registrations_removed_total", "Kernel registrations removed.", m->counters.registrations_removed);
-        write_counter(out, "pressured_clients_refused_total", "Clients refused by limits.", m->counters.clients_refused);
+        for (Counter c = 0; c < _COUNTER_MAX; c++) {
+                char name[64];
+
+                snprintf(name, sizeof(name), "pressured_%s_total", counter_info(c)->name);
+                metrics_write_header(out, name, "counter", counter_info(c)->help);
+                metrics_write_sample_u64(out, name, NULL, 0, values[c]);
+        }
         metrics_histogram_write(out, "pressured_delivery_latency_seconds",
                                 "Time from reading a notification to queueing it for a subscriber.",
                                 &m->counters.latency);

@@ -22,24 +22,11 @@
 #include "cgroup.h"
 #include "client.h"
 #include "config.h"
+#include "counters.h"
 #include "metrics.h"
 #include "registration.h"
 
 typedef struct ProtectionReader ProtectionReader;
-
-typedef struct Counters {
-        uint64_t events_read;
-        uint64_t events_delivered;
-        uint64_t events_dropped;
-        uint64_t events_injected;
-        uint64_t registrations_created;
-        uint64_t registrations_removed;
-        uint64_t clients_accepted;
-        uint64_t clients_refused;
-        uint64_t protection_refreshes;
-        /* from reading a kernel notification to queueing it for a subscriber */
-        MetricsHistogram latency;
-} Counters;
 
 struct Manager {
         struct event_base *base;
@@ -118,6 +105,9 @@ bool manager_recursive_protection(const Manager *m);
 
 /* manager_record_latency - count one delivery latency of @usec microseconds. */
 void manager_record_latency(Manager *m, uint64_t usec);
+
+/* manager_counters - every counter of the table, now; propagations come from the protection source. */
+void manager_counters(Manager *m, uint64_t ret[static _COUNTER_MAX]);
 
 /* manager_status - the GetStatus reply parameters. */
 json_t *manager_status(Manager *m);

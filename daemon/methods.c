@@ -304,7 +304,7 @@ static int method_inject(Client *c, VarlinkCall *call, VarlinkError *e) {
         if (!body)
                 return -ENOMEM;
 
-        m->counters.events_injected++;
+        counter_inc(&m->counters, COUNTER_EVENTS_INJECTED);
         LIST_FOREACH(registrations, r, m->registrations) {
                 Subscription *s, *n;
 

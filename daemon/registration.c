@@ -114,7 +114,7 @@ int registration_acquire(Manager *m, const RegistrationKey *key, Registration **
 
         LIST_PREPEND(registrations, m->registrations, r);
         m->n_registrations++;
-        m->counters.registrations_created++;
+        counter_inc(&m->counters, COUNTER_REGISTRATIONS_CREATED);
         log_struct(LOG_INFO, MESSAGE_ID_REGISTRATION_ADDED,
                    "Registered %s on %s (%s)%s.", source_type_to_string(r->type), r->cgroup,
                    trigger_describe(r, desc, sizeof(desc)), r->adjusted ? ", adjusted" : "");
@@ -131,7 +131,7 @@ void registration_release(Registration *r) {
         m = r->manager;
         LIST_REMOVE(registrations, m->registrations, r);
         m->n_registrations--;
-        m->counters.registrations_removed++;
+        counter_inc(&m->counters, COUNTER_REGISTRATIONS_REMOVED);
         log_struct(LOG_INFO, MESSAGE_ID_REGISTRATION_REMOVED,
                    "Removed %s registration on %s (%s).", source_type_to_string(r->type), r->cgroup,
                    trigger_describe(r, desc, sizeof(desc)));
@@ -243,7 +243,7 @@ static bool subscription_send(Subscription *s, Body *body, uint64_t count) {
         }
         if (k < 0) {
                 s->missed++;
-                m->counters.events_dropped++;
+                counter_inc(&m->counters, COUNTER_EVENTS_DROPPED);
                 log_ratelimited(LOG_NOTICE, 0, MESSAGE_ID_LIMIT_HIT, 10, 3,
                                 "Client %" PRIu64 " (uid %u) is not reading, dropping events.",
                                 c->id, (unsigned) c->uid);
@@ -251,7 +251,7 @@ static bool subscription_send(Subscription *s, Body *body, uint64_t count) {
         }
         s->missed = 0;
         s->last_sent_usec = now_usec(CLOCK_MONOTONIC);
-        m->counters.events_delivered++;
+        counter_inc(&m->counters, COUNTER_EVENTS_DELIVERED);
         if (body->monotonic_us)
                 manager_record_latency(m, s->last_sent_usec - body->monotonic_us);
         return true;

@@ -54,7 +54,7 @@ static void memory_events_on_ready(evutil_socket_t fd, short what, void *userdat
          * next change rather than report a bogus delta. */
         if (read_events(r, &now) < 0 || now.present == 0)
                 return;
-        m->counters.events_read++;
+        counter_inc(&m->counters, COUNTER_EVENTS_READ);
 
         delta.present = now.present;
         for (int k = 0; k < _MEMORY_EVENT_MAX; k++) {

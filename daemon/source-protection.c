@@ -28,7 +28,7 @@ static void on_change(ProtectionReader *reader, const ProtectionChange *change, 
 
         mono = now_usec(CLOCK_MONOTONIC);
         rt = now_usec(CLOCK_REALTIME);
-        m->counters.events_read++;
+        counter_inc(&m->counters, COUNTER_EVENTS_READ);
         if (change->node && protection_node_to_json(change->node, &node) < 0)
                 node = NULL;
         event = event_protection_new(r->cgroup, protection_state_to_string(change->state),
@@ -64,7 +64,7 @@ static void on_refresh(evutil_socket_t fd, short what, void *userdata) {
         m->prot_refreshing = true;
         k = protection_reader_refresh(m->protection);
         m->prot_refreshing = false;
-        m->counters.protection_refreshes++;
+        counter_inc(&m->counters, COUNTER_PROTECTION_REFRESHES);
         if (k < 0)
                 log_ratelimited(LOG_WARNING, k, NULL, 60, 1, "Failed to refresh the protection tree, continuing: %m");
         reader_drop_if_unused(m);

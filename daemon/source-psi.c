@@ -62,7 +62,7 @@ static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
                 registration_removed(r);
                 return;
         }
-        m->counters.events_read++;
+        counter_inc(&m->counters, COUNTER_EVENTS_READ);
         event = event_pressure_new(r->cgroup, "psi", rt, mono);
         if (!event)
                 return;

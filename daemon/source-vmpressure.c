@@ -47,7 +47,7 @@ static void vmpressure_on_ready(evutil_socket_t fd, short what, void *userdata) 
                 return;
         }
 
-        m->counters.events_read++;
+        counter_inc(&m->counters, COUNTER_EVENTS_READ);
         event = event_pressure_new(r->cgroup, "vmpressure", rt, mono);
         if (!event)
                 return;

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* The table of counters exported by GetStatus and /metrics. */
+#include "counters.h"
+#include "util.h"
+
+static const CounterInfo counter_table[_COUNTER_MAX] = {
+        [COUNTER_EVENTS_READ]           = { "events_read", "Kernel notifications read." },
+        [COUNTER_EVENTS_DELIVERED]      = { "events_delivered", "Events queued to subscribers." },
+        [COUNTER_EVENTS_DROPPED]        = { "events_dropped", "Events dropped for subscribers that did not read." },
+        [COUNTER_EVENTS_INJECTED]       = { "events_injected", "Synthetic events injected." },
+        [COUNTER_PROPAGATIONS_APPLIED]  = { "propagations_applied", "Protected-usage changes propagated to a parent." },
+        [COUNTER_PROPAGATIONS_SKIPPED]  = { "propagations_skipped", "Protected-usage updates skipped because nothing changed." },
+        [COUNTER_REGISTRATIONS_CREATED] = { "registrations_created", "Kernel registrations created." },
+        [COUNTER_REGISTRATIONS_REMOVED] = { "registrations_removed", "Kernel registrations removed." },
+        [COUNTER_PROTECTION_REFRESHES]  = { "protection_refreshes", "Protection tree refreshes." },
+};
+
+const CounterInfo *counter_info(Counter c) {
+        return c >= 0 && c < _COUNTER_MAX ? &counter_table[c] : NULL;
+}
