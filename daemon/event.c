@@ -67,8 +67,15 @@ static json_t *event_new(const char *kind, const char *cgroup, const char *sourc
                          "monotonic_us", (json_int_t) monotonic_us);
 }
 
-json_t *event_pressure_new(const char *cgroup, const char *source, uint64_t realtime_us, uint64_t monotonic_us) {
-        return event_new("pressure", cgroup, source, realtime_us, monotonic_us);
+json_t *event_pressure_new(const char *cgroup, const char *source, json_t *psi, uint64_t realtime_us,
+                           uint64_t monotonic_us) {
+        json_t *o = event_new("pressure", cgroup, source, realtime_us, monotonic_us);
+
+        if (o && psi)
+                json_object_set_new(o, "psi", psi);
+        else
+                json_decref(psi);
+        return o;
 }
 
 json_t *event_memory_events_new(const char *cgroup, const MemoryEvents *counters, const MemoryEvents *delta,

@@ -51,8 +51,10 @@ json_t *event_subscribed_new(const char *cgroup, SourceType source, json_t *trig
  * "missed" (each subscriber's prefix adds those) and without "level"
  * unless the caller adds it.
  * @source: "psi", "vmpressure" or "inject"
+ * @psi: steals; the PSI averages of a "psi" event, or NULL
  */
-json_t *event_pressure_new(const char *cgroup, const char *source, uint64_t realtime_us, uint64_t monotonic_us);
+json_t *event_pressure_new(const char *cgroup, const char *source, json_t *psi, uint64_t realtime_us,
+                           uint64_t monotonic_us);
 
 /* event_memory_events_new - a "memory_events" event with the counters and their change. */
 json_t *event_memory_events_new(const char *cgroup, const MemoryEvents *counters, const MemoryEvents *delta,

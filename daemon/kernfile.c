@@ -459,3 +459,30 @@ int proc_cgroup_parse(const char *text, char **ret_v2_path, char **ret_v1_memory
                 *ret_v1_memory_path = TAKE_PTR(v1);
         return 0;
 }
+
+/* Read the whole of @fd (a small kernel file) and parse it with @parse. */
+static int read_and_parse(int fd, int (*parse)(const char *text, void *ret), void *ret) {
+        _cleanup_free_ char *text = NULL;
+        int k;
+
+        k = read_full_fd(fd, KERNFILE_READ_MAX, &text, NULL);
+        if (k < 0)
+                return k;
+        return parse(text, ret);
+}
+
+static int psi_stats_parse_any(const char *text, void *ret) {
+        return psi_stats_parse(text, ret);
+}
+
+static int memory_events_parse_any(const char *text, void *ret) {
+        return memory_events_parse(text, ret);
+}
+
+int psi_stats_read(int fd, PsiStats *ret) {
+        return read_and_parse(fd, psi_stats_parse_any, ret);
+}
+
+int memory_events_read(int fd, MemoryEvents *ret) {
+        return read_and_parse(fd, memory_events_parse_any, ret);
+}

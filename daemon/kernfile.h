@@ -32,6 +32,15 @@ typedef struct PsiStats {
  */
 int psi_stats_parse(const char *text, PsiStats *ret);
 
+/* Largest pressure or memory.events file read. */
+#define KERNFILE_READ_MAX 4096
+
+/*
+ * psi_stats_read - read an open pressure file from its start and parse it.
+ * Returns 0, -EBADMSG, or the negative errno of reading.
+ */
+int psi_stats_read(int fd, PsiStats *ret);
+
 typedef enum MemoryEventKey {
         MEMORY_EVENT_LOW,
         MEMORY_EVENT_HIGH,
@@ -54,6 +63,9 @@ const char *memory_event_key_to_string(MemoryEventKey k);
  * keys are ignored (newer kernels add some); a malformed line is -EBADMSG.
  */
 int memory_events_parse(const char *text, MemoryEvents *ret);
+
+/* memory_events_read - read an open memory.events file from its start and parse it. */
+int memory_events_read(int fd, MemoryEvents *ret);
 
 /*
  * parse_memory_value - parse a memory.min / memory.low / memory.current

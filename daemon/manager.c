@@ -457,12 +457,10 @@ void manager_write_metrics(struct evbuffer *out, void *userdata) {
                                 &m->counters.latency);
 
         LIST_FOREACH(registrations, r, m->registrations) {
-                _cleanup_free_ char *text = NULL;
                 PsiStats st;
                 char window[32], threshold[32];
 
-                if (r->type != SOURCE_PSI || read_full_fd(r->fd, 4096, &text, NULL) < 0 ||
-                    psi_stats_parse(text, &st) < 0)
+                if (r->type != SOURCE_PSI || psi_stats_read(r->fd, &st) < 0)
                         continue;
                 if (!psi_header) {
                         metrics_write_header(out, "pressured_psi_some_avg10_ratio", "gauge",

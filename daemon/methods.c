@@ -73,6 +73,21 @@ static int reply_error(Client *c, const VarlinkCall *call, VarlinkError *e) {
         return client_send_owned(c, msg, n);
 }
 
+/* The optional "cgroup" parameter of @params, normalized ("/" if absent). */
+static int get_cgroup_param(json_t *params, char **ret, VarlinkError *e) {
+        json_t *v = json_object_get(params, "cgroup");
+        int k;
+
+        if (v && !json_is_null(v) && !json_is_string(v))
+                return varlink_error_invalid_parameter(e, "cgroup");
+        k = cgroup_path_normalize(json_string_value(v), ret);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return varlink_error_invalid_cgroup_path(e, -EINVAL, json_string_value(v));
+        return 0;
+}
+
 /* Reject any parameter not in @allowed (NULL-terminated). */
 static int check_params(json_t *params, const char *const *allowed, VarlinkError *e) {
         const char *key;
@@ -280,20 +295,15 @@ static int method_inject(Client *c, VarlinkCall *call, VarlinkError *e) {
         v = json_object_get(call->parameters, "level");
         if (!json_is_string(v) || (level = level_from_string(json_string_value(v))) < 0)
                 return varlink_error_invalid_parameter(e, "level");
-        v = json_object_get(call->parameters, "cgroup");
-        if (v && !json_is_null(v) && !json_is_string(v))
-                return varlink_error_invalid_parameter(e, "cgroup");
-        k = cgroup_path_normalize(json_string_value(v), &cgroup);
-        if (k == -ENOMEM)
-                return k;
+        k = get_cgroup_param(call->parameters, &cgroup, e);
         if (k < 0)
-                return varlink_error_invalid_cgroup_path(e, -EINVAL, json_string_value(v));
+                return k;
         if (!may_inject(c))
                 return varlink_error_permission_denied(e, "Inject is reserved to root and the InjectGroup= group");
 
         rt = now_usec(CLOCK_REALTIME);
         mono = now_usec(CLOCK_MONOTONIC);
-        ev = event_pressure_new(cgroup, "inject", rt, mono);
+        ev = event_pressure_new(cgroup, "inject", NULL, rt, mono);
         if (!ev)
                 return -ENOMEM;
         json_object_set_new(ev, "level", json_string(level_to_string(level)));
@@ -343,20 +353,15 @@ static int method_get_protection(Client *c, VarlinkCall *call, VarlinkError *e) 
         _cleanup_free_ char *cgroup = NULL;
         _cleanup_close_ int fd = -1;
         struct stat st;
-        json_t *v, *nodes = NULL;
+        json_t *nodes = NULL;
         int k;
 
         k = check_params(call->parameters, allowed, e);
         if (k < 0)
                 return k;
-        v = json_object_get(call->parameters, "cgroup");
-        if (v && !json_is_null(v) && !json_is_string(v))
-                return varlink_error_invalid_parameter(e, "cgroup");
-        k = cgroup_path_normalize(json_string_value(v), &cgroup);
-        if (k == -ENOMEM)
-                return k;
+        k = get_cgroup_param(call->parameters, &cgroup, e);
         if (k < 0)
-                return varlink_error_invalid_cgroup_path(e, -EINVAL, json_string_value(v));
+                return k;
         if (m->v2.fd < 0)
                 return varlink_error_source_unavailable(e, -EOPNOTSUPP, "protection", "there is no cgroup2 hierarchy");
         fd = hierarchy_open_cgroup(&m->v2, cgroup);

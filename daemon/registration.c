@@ -5,12 +5,14 @@
  * their subscribers, with per-subscriber drop accounting and coalescing.
  */
 #include <inttypes.h>
+#include <sys/stat.h>
 
 #include "client.h"
 #include "event.h"
 #include "log.h"
 #include "manager.h"
 #include "registration.h"
+#include "source-protection.h"
 
 static bool key_matches(const Registration *r, const RegistrationKey *k) {
         if (r->type != k->type || r->removed || !streq(r->cgroup, k->cgroup))
@@ -311,6 +313,7 @@ void registration_deliver(Registration *r, Body *body, uint64_t count) {
 void registration_publish(Registration *r, json_t *event, uint64_t monotonic_us, uint64_t count) {
         Body *body = event_body_new(event, monotonic_us);
 
+        /* event_body_new() takes NULL for an event that could not be built. */
         if (!body) {
                 log_ratelimited(LOG_WARNING, ENOMEM, NULL, 10, 1, "Failed to serialize an event, dropping it: %m");
                 return;
@@ -350,4 +353,27 @@ json_t *registration_trigger_json(const Registration *r, const Subscription *s) 
         };
 
         return event_trigger_new(&t);
+}
+
+int registration_open_dir(Registration *r, const Hierarchy *h, VarlinkError *e) {
+        _cleanup_close_ int fd = hierarchy_open_cgroup(h, r->cgroup);
+        struct stat st;
+
+        if (fd < 0)
+                return varlink_error_from_errno(e, fd, source_type_to_string(r->type), r->cgroup, NULL);
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        r->dir_ino = st.st_ino;
+        return TAKE_FD(fd);
+}
+
+void registration_publish_pressure(Registration *r, json_t *psi, uint64_t realtime_us, uint64_t monotonic_us,
+                                   uint64_t count) {
+        json_t *event = event_pressure_new(r->cgroup, source_type_to_string(r->type), psi, realtime_us,
+                                           monotonic_us);
+
+        counter_inc(&r->manager->counters, COUNTER_EVENTS_READ);
+        if (event)
+                source_protection_enrich(r->manager, r->cgroup, event);
+        registration_publish(r, event, monotonic_us, count);
 }

@@ -11,24 +11,11 @@
  */
 #include <fcntl.h>
 #include <sys/inotify.h>
-#include <sys/stat.h>
 
 #include "log.h"
 #include "event.h"
 #include "manager.h"
 #include "registration.h"
-
-#define MEMORY_EVENTS_MAX 4096
-
-static int read_events(Registration *r, MemoryEvents *ret) {
-        _cleanup_free_ char *text = NULL;
-        int k;
-
-        k = read_full_fd(r->aux_fd, MEMORY_EVENTS_MAX, &text, NULL);
-        if (k < 0)
-                return k;
-        return memory_events_parse(text, ret);
-}
 
 static void memory_events_on_ready(evutil_socket_t fd, short what, void *userdata) {
         Registration *r = userdata;
@@ -52,7 +39,7 @@ static void memory_events_on_ready(evutil_socket_t fd, short what, void *userdat
         /* The kernel replaces the file's contents atomically; an empty or torn
          * read can only come from a file being rewritten by hand. Wait for the
          * next change rather than report a bogus delta. */
-        if (read_events(r, &now) < 0 || now.present == 0)
+        if (memory_events_read(r->aux_fd, &now) < 0 || now.present == 0)
                 return;
         counter_inc(&m->counters, COUNTER_EVENTS_READ);
 
@@ -78,15 +65,11 @@ static int memory_events_open(Registration *r, VarlinkError *e) {
         Manager *m = r->manager;
         _cleanup_close_ int dirfd = -1, evfd = -1, ifd = -1;
         char path[64];
-        struct stat st;
         int k;
 
-        dirfd = hierarchy_open_cgroup(&m->v2, r->cgroup);
+        dirfd = registration_open_dir(r, &m->v2, e);
         if (dirfd < 0)
-                return varlink_error_from_errno(e, dirfd, "memory_events", r->cgroup, NULL);
-        if (fstat(dirfd, &st) < 0)
-                return -errno;
-        r->dir_ino = st.st_ino;
+                return dirfd;
         evfd = openat(dirfd, "memory.events", O_RDONLY | O_CLOEXEC);
         if (evfd < 0)
                 return varlink_error_from_errno(e, -errno, "memory_events", r->cgroup, "memory.events");
@@ -108,7 +91,7 @@ static int memory_events_open(Registration *r, VarlinkError *e) {
         (void) inotify_add_watch(ifd, path, IN_MODIFY); /* absent in fake trees */
 
         r->aux_fd = TAKE_FD(evfd);
-        k = read_events(r, &r->last_events);
+        k = memory_events_read(r->aux_fd, &r->last_events);
         if (k < 0) {
                 r->aux_fd = safe_close(r->aux_fd);
                 return varlink_error_source_unavailable(e, k, "memory_events", "memory.events cannot be parsed");

@@ -16,26 +16,12 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sys/epoll.h>
-#include <sys/stat.h>
 #include <sys/statfs.h>
 
 #include "log.h"
 #include "event.h"
 #include "manager.h"
 #include "registration.h"
-#include "source-protection.h"
-
-#define PSI_FILE_MAX 4096
-
-static int psi_read_stats(Registration *r, PsiStats *ret) {
-        _cleanup_free_ char *text = NULL;
-        int k;
-
-        k = read_full_fd(r->fd, PSI_FILE_MAX, &text, NULL);
-        if (k < 0)
-                return k;
-        return psi_stats_parse(text, ret);
-}
 
 static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
         Registration *r = userdata;
@@ -43,7 +29,6 @@ static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
         struct epoll_event ev;
         PsiStats stats;
         uint64_t rt, mono;
-        json_t *event;
         int n;
 
         n = epoll_wait(r->aux_fd, &ev, 1, 0);
@@ -62,14 +47,8 @@ static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
                 registration_removed(r);
                 return;
         }
-        counter_inc(&m->counters, COUNTER_EVENTS_READ);
-        event = event_pressure_new(r->cgroup, "psi", rt, mono);
-        if (!event)
-                return;
-        if (psi_read_stats(r, &stats) >= 0)
-                json_object_set_new(event, "psi", psi_stats_to_json(&stats));
-        source_protection_enrich(m, r->cgroup, event);
-        registration_publish(r, event, mono, 1);
+        registration_publish_pressure(r, psi_stats_read(r->fd, &stats) >= 0 ? psi_stats_to_json(&stats) : NULL,
+                                      rt, mono, 1);
 }
 
 static int psi_write_trigger(int fd, const PsiTrigger *t) {
@@ -89,7 +68,6 @@ static int psi_open(Registration *r, VarlinkError *e) {
         _cleanup_close_ int fd = -1, epfd = -1;
         struct epoll_event ev = { .events = EPOLLPRI };
         struct statfs sfs;
-        struct stat st;
         int k;
 
         if (streq(r->cgroup, "/")) {
@@ -97,13 +75,10 @@ static int psi_open(Registration *r, VarlinkError *e) {
                 if (fd < 0)
                         return varlink_error_from_errno(e, -errno, "psi", r->cgroup, "/proc/pressure/memory");
         } else {
-                _cleanup_close_ int dirfd = hierarchy_open_cgroup(&m->v2, r->cgroup);
+                _cleanup_close_ int dirfd = registration_open_dir(r, &m->v2, e);
 
                 if (dirfd < 0)
-                        return varlink_error_from_errno(e, dirfd, "psi", r->cgroup, NULL);
-                if (fstat(dirfd, &st) < 0)
-                        return -errno;
-                r->dir_ino = st.st_ino;
+                        return dirfd;
                 fd = openat(dirfd, "memory.pressure", O_RDWR | O_NONBLOCK | O_CLOEXEC);
                 if (fd < 0)
                         return varlink_error_from_errno(e, -errno, "psi", r->cgroup, "memory.pressure");
@@ -156,7 +131,7 @@ static int psi_open(Registration *r, VarlinkError *e) {
 static json_t *psi_state(Registration *r) {
         PsiStats stats;
 
-        if (psi_read_stats(r, &stats) < 0)
+        if (psi_stats_read(r->fd, &stats) < 0)
                 return NULL;
         return json_pack("{s:o}", "psi", psi_stats_to_json(&stats));
 }

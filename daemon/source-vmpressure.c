@@ -8,13 +8,11 @@
  */
 #include <fcntl.h>
 #include <sys/eventfd.h>
-#include <sys/stat.h>
 
 #include "log.h"
 #include "event.h"
 #include "manager.h"
 #include "registration.h"
-#include "source-protection.h"
 
 /*
  * vmpressure fires for every reclaim window (a few hundred times a second
@@ -35,7 +33,6 @@ static void vmpressure_on_ready(evutil_socket_t fd, short what, void *userdata) 
         Registration *r = userdata;
         Manager *m = r->manager;
         uint64_t count, rt, mono;
-        json_t *event;
 
         if (read(r->fd, &count, sizeof(count)) != sizeof(count))
                 return;
@@ -47,12 +44,7 @@ static void vmpressure_on_ready(evutil_socket_t fd, short what, void *userdata) 
                 return;
         }
 
-        counter_inc(&m->counters, COUNTER_EVENTS_READ);
-        event = event_pressure_new(r->cgroup, "vmpressure", rt, mono);
-        if (!event)
-                return;
-        source_protection_enrich(m, r->cgroup, event);
-        registration_publish(r, event, mono, count);
+        registration_publish_pressure(r, NULL, rt, mono, count);
 
         if (!r->holdoff)
                 r->holdoff = evtimer_new(m->base, vmpressure_resume, r);
@@ -74,15 +66,11 @@ static int vmpressure_open(Registration *r, VarlinkError *e) {
         Manager *m = r->manager;
         _cleanup_close_ int dirfd = -1, levelfd = -1, ctlfd = -1, efd = -1;
         char buf[96];
-        struct stat st;
         int n;
 
-        dirfd = hierarchy_open_cgroup(&m->v1, r->cgroup);
+        dirfd = registration_open_dir(r, &m->v1, e);
         if (dirfd < 0)
-                return varlink_error_from_errno(e, dirfd, "vmpressure", r->cgroup, NULL);
-        if (fstat(dirfd, &st) < 0)
-                return -errno;
-        r->dir_ino = st.st_ino;
+                return dirfd;
 
         levelfd = openat(dirfd, "memory.pressure_level", O_RDONLY | O_CLOEXEC);
         if (levelfd < 0)

@@ -96,7 +96,7 @@ static Registration *registration_make(Manager *m) {
 }
 
 static Body *make_pressure_body(void) {
-        Body *b = event_body_new(event_pressure_new("/test", "psi", 1, now_usec(CLOCK_MONOTONIC)), 0);
+        Body *b = event_body_new(event_pressure_new("/test", "psi", NULL, 1, now_usec(CLOCK_MONOTONIC)), 0);
 
         ASSERT_TRUE(b);
         return b;
