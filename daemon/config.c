@@ -21,6 +21,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "metrics.h"
 #include "util.h"
 
 /* Configuration files are small; anything bigger is a mistake. */
@@ -126,6 +127,17 @@ Config *config_free(Config *c) {
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
+
+/* Replace the string *@p by a copy of @value. */
+static int replace_string(char **p, const char *value) {
+        char *copy = strdup(value);
+
+        if (!copy)
+                return -ENOMEM;
+        free(*p);
+        *p = copy;
+        return 0;
+}
 
 static bool config_type_is_string(ConfigType t) {
         return t == CONFIG_SOCKET || t == CONFIG_AUTO_PATH || t == CONFIG_GROUP || t == CONFIG_LISTEN;
@@ -275,54 +287,17 @@ static bool valid_group_name(const char *s) {
  * Returns 0 or -EINVAL.
  */
 int config_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len) {
-        struct sockaddr_storage ss = {};
+        struct sockaddr_storage ss;
         socklen_t len;
-        char addr[INET6_ADDRSTRLEN + 1];
-        const char *colon, *addr_begin, *addr_end;
-        uint64_t port;
+        in_port_t port;
 
-        if (!s)
+        /* The metrics server's parser, less port 0, which only tests use. */
+        if (metrics_parse_listen(s, &ss, &len) < 0)
                 return -EINVAL;
-
-        if (s[0] == '[') {
-                addr_begin = s + 1;
-                addr_end = strchr(addr_begin, ']');
-                if (!addr_end || addr_end[1] != ':')
-                        return -EINVAL;
-                colon = addr_end + 1;
-        } else {
-                colon = strrchr(s, ':');
-                if (!colon)
-                        return -EINVAL;
-                addr_begin = s;
-                addr_end = colon;
-        }
-        if (addr_end <= addr_begin || (size_t) (addr_end - addr_begin) >= sizeof(addr))
+        port = ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *) &ss)->sin6_port
+                                        : ((struct sockaddr_in *) &ss)->sin_port;
+        if (port == 0)
                 return -EINVAL;
-        memcpy(addr, addr_begin, (size_t) (addr_end - addr_begin));
-        addr[addr_end - addr_begin] = 0;
-
-        if (safe_atou64(colon + 1, &port) < 0 || port < 1 || port > 65535)
-                return -EINVAL;
-
-        if (s[0] == '[') {
-                struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *) &ss;
-
-                if (inet_pton(AF_INET6, addr, &sin6->sin6_addr) != 1)
-                        return -EINVAL;
-                sin6->sin6_family = AF_INET6;
-                sin6->sin6_port = htons((uint16_t) port);
-                len = sizeof(*sin6);
-        } else {
-                struct sockaddr_in *sin = (struct sockaddr_in *) &ss;
-
-                if (inet_pton(AF_INET, addr, &sin->sin_addr) != 1)
-                        return -EINVAL;
-                sin->sin_family = AF_INET;
-                sin->sin_port = htons((uint16_t) port);
-                len = sizeof(*sin);
-        }
-
         if (ret)
                 *ret = ss;
         if (ret_len)
@@ -357,7 +332,7 @@ static int config_key_parse(const ConfigKey *k, Config *c, const char *value, ch
 
         case CONFIG_SOCKET:
         case CONFIG_AUTO_PATH: {
-                char **p = field, *copy = NULL;
+                char **p = field;
 
                 if (k->type == CONFIG_AUTO_PATH && streq(value, "auto")) {
                         free(*p);
@@ -379,12 +354,7 @@ static int config_key_parse(const ConfigKey *k, Config *c, const char *value, ch
                         snprintf(reason, reason_size, "path too long");
                         return -EINVAL;
                 }
-                copy = strdup(value);
-                if (!copy)
-                        return -ENOMEM;
-                free(*p);
-                *p = copy;
-                return 0;
+                return replace_string(p, value);
         }
 
         case CONFIG_LOG_LEVEL: {
@@ -442,27 +412,18 @@ static int config_key_parse(const ConfigKey *k, Config *c, const char *value, ch
                 return 0;
         }
 
-        case CONFIG_SIZE: {
-                uint64_t v;
-
-                if (parse_size(value, &v) < 0 || v < k->min || v > k->max) {
-                        format_size(k->min, lo, sizeof(lo));
-                        format_size(k->max, hi, sizeof(hi));
-                        snprintf(reason, reason_size,
-                                 "must be a size between %s and %s (bytes, or with suffix K, M, G)", lo, hi);
-                        return -EINVAL;
-                }
-                *(uint64_t *) field = v;
-                return 0;
-        }
-
+        case CONFIG_SIZE:
         case CONFIG_SECONDS: {
+                bool is_size = k->type == CONFIG_SIZE;
+                int (*parse)(const char *, uint64_t *) = is_size ? parse_size : parse_seconds;
+                void (*format)(uint64_t, char *, size_t) = is_size ? format_size : format_seconds;
                 uint64_t v;
 
-                if (parse_seconds(value, &v) < 0 || v < k->min || v > k->max) {
-                        format_seconds(k->min, lo, sizeof(lo));
-                        format_seconds(k->max, hi, sizeof(hi));
-                        snprintf(reason, reason_size, "must be between %s and %s seconds", lo, hi);
+                if (parse(value, &v) < 0 || v < k->min || v > k->max) {
+                        format(k->min, lo, sizeof(lo));
+                        format(k->max, hi, sizeof(hi));
+                        snprintf(reason, reason_size, "must be %sbetween %s and %s%s", is_size ? "a size " : "",
+                                 lo, hi, is_size ? " (bytes, or with suffix K, M, G)" : " seconds");
                         return -EINVAL;
                 }
                 *(uint64_t *) field = v;
@@ -488,7 +449,7 @@ static int config_key_parse(const ConfigKey *k, Config *c, const char *value, ch
 
         case CONFIG_GROUP:
         case CONFIG_LISTEN: {
-                char **p = field, *copy;
+                char **p = field;
 
                 if (k->type == CONFIG_GROUP && !valid_group_name(value)) {
                         snprintf(reason, reason_size, "must be a group name or a numeric GID");
@@ -500,12 +461,7 @@ static int config_key_parse(const ConfigKey *k, Config *c, const char *value, ch
                                  "and a port between 1 and 65535");
                         return -EINVAL;
                 }
-                copy = strdup(value);
-                if (!copy)
-                        return -ENOMEM;
-                free(*p);
-                *p = copy;
-                return 0;
+                return replace_string(p, value);
         }
         }
 

@@ -172,7 +172,7 @@ int psi_stats_parse(const char *text, PsiStats *ret) {
         return 0;
 }
 
-static const char *const memory_event_names[_MEMORY_EVENT_MAX] = {
+static const char *const memory_event_key_table[_MEMORY_EVENT_MAX] = {
         [MEMORY_EVENT_LOW] = "low",
         [MEMORY_EVENT_HIGH] = "high",
         [MEMORY_EVENT_MAX] = "max",
@@ -182,11 +182,7 @@ static const char *const memory_event_names[_MEMORY_EVENT_MAX] = {
 };
 
 /* memory_event_key_to_string - the key as spelled in memory.events, or NULL. */
-const char *memory_event_key_to_string(MemoryEventKey k) {
-        if ((unsigned) k >= _MEMORY_EVENT_MAX)
-                return NULL;
-        return memory_event_names[k];
-}
+DEFINE_STRING_TABLE_TO_STRING(memory_event_key, MemoryEventKey)
 
 /*
  * memory_events_parse - parse a memory.events (or memory.events.local) file.
@@ -219,9 +215,9 @@ int memory_events_parse(const char *text, MemoryEvents *ret) {
                         return r;
 
                 for (unsigned k = 0; k < _MEMORY_EVENT_MAX; k++) {
-                        size_t klen = strlen(memory_event_names[k]);
+                        size_t klen = strlen(memory_event_key_table[k]);
 
-                        if ((size_t) (sp - p) != klen || memcmp(p, memory_event_names[k], klen) != 0)
+                        if ((size_t) (sp - p) != klen || memcmp(p, memory_event_key_table[k], klen) != 0)
                                 continue;
                         if (e.present & (1u << k))
                                 return -EBADMSG;

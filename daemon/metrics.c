@@ -79,22 +79,16 @@ int metrics_parse_listen(const char *address, struct sockaddr_storage *ret, sock
         if (port_str[0] < '0' || port_str[0] > '9' || safe_atou64(port_str, &port) < 0 || port > 65535)
                 return -EINVAL;
 
-        if (v6) {
-                struct sockaddr_in6 *sa = (struct sockaddr_in6 *) &ss;
+        {
+                struct sockaddr_in6 *sa6 = (struct sockaddr_in6 *) &ss;
+                struct sockaddr_in *sa4 = (struct sockaddr_in *) &ss;
 
-                if (inet_pton(AF_INET6, host, &sa->sin6_addr) != 1)
+                if (inet_pton(v6 ? AF_INET6 : AF_INET, host, v6 ? (void *) &sa6->sin6_addr : (void *) &sa4->sin_addr) != 1)
                         return -EINVAL;
-                sa->sin6_family = AF_INET6;
-                sa->sin6_port = htons((uint16_t) port);
-                len = sizeof(*sa);
-        } else {
-                struct sockaddr_in *sa = (struct sockaddr_in *) &ss;
-
-                if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
-                        return -EINVAL;
-                sa->sin_family = AF_INET;
-                sa->sin_port = htons((uint16_t) port);
-                len = sizeof(*sa);
+                /* sin_family and sin_port sit where sin6_family and sin6_port do. */
+                ss.ss_family = v6 ? AF_INET6 : AF_INET;
+                sa4->sin_port = htons((uint16_t) port);
+                len = v6 ? sizeof(*sa6) : sizeof(*sa4);
         }
 
         *ret = ss;

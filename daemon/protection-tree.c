@@ -572,6 +572,23 @@ static int node_list(ProtectionReader *r, ProtectionNode *n) {
  */
 static int node_refresh(ProtectionReader *r, ProtectionNode *n, bool covered, uint64_t refresh);
 
+/*
+ * Open @n's directory into its dir_fd. Returns 0; 1 if the cgroup is gone
+ * and @n was removed; or a negative errno.
+ */
+static int node_open_dir_or_remove(ProtectionReader *r, ProtectionNode *n) {
+        int k = node_open_dir(r, n);
+
+        if (k == -ENODEV) {
+                (void) node_remove(r, n, true);
+                return 1;
+        }
+        if (k < 0)
+                return k;
+        reader_node(n)->dir_fd = k;
+        return 0;
+}
+
 static int node_refresh_one(ProtectionReader *r, ProtectionNode *n, bool covered, uint64_t refresh) {
         ReaderNode *rn = reader_node(n);
         bool root = node_is_root(n), listed;
@@ -596,14 +613,9 @@ static int node_refresh_one(ProtectionReader *r, ProtectionNode *n, bool covered
                         if (root)
                                 rn->dir_fd = r->root_fd;
                         else {
-                                k = node_open_dir(r, n);
-                                if (k == -ENODEV) {
-                                        (void) node_remove(r, n, true);
-                                        return 1;
-                                }
-                                if (k < 0)
+                                k = node_open_dir_or_remove(r, n);
+                                if (k != 0)
                                         return k;
-                                rn->dir_fd = k;
                         }
                 }
                 k = dir_changed(r, rn);
@@ -697,14 +709,9 @@ static int node_refresh(ProtectionReader *r, ProtectionNode *n, bool covered, ui
                 return node_refresh_one(r, n, covered, refresh);
 
         /* Unpinned: open the directory and files for this refresh only. */
-        k = node_open_dir(r, n);
-        if (k == -ENODEV) {
-                (void) node_remove(r, n, true);
-                return 1;
-        }
-        if (k < 0)
+        k = node_open_dir_or_remove(r, n);
+        if (k != 0)
                 return k;
-        rn->dir_fd = k;
         k = node_open_files(r, rn, rn->dir_fd);
         if (k >= 0)
                 k = node_refresh_one(r, n, covered, refresh);

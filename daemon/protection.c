@@ -53,17 +53,14 @@ struct ProtectionTree {
         ProtectionCounters counters;
 };
 
-static const char *const state_table[_PROTECTION_STATE_MAX] = {
+static const char *const protection_state_table[_PROTECTION_STATE_MAX] = {
         [PROTECTION_STATE_NONE] = "none",
         [PROTECTION_STATE_LOW] = "low",
         [PROTECTION_STATE_MIN] = "min",
 };
 
-const char *protection_state_to_string(ProtectionState s) {
-        if ((unsigned) s >= _PROTECTION_STATE_MAX)
-                return NULL;
-        return state_table[s];
-}
+/* protection_state_to_string - "none", "low", "min", or NULL if out of range. */
+DEFINE_STRING_TABLE_TO_STRING(protection_state, ProtectionState)
 
 static inline uint64_t min_u64(uint64_t a, uint64_t b) {
         return a < b ? a : b;

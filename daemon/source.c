@@ -3,7 +3,7 @@
 #include "source.h"
 #include "util.h"
 
-static const char *const source_names[_SOURCE_MAX] = {
+static const char *const source_type_table[_SOURCE_MAX] = {
         [SOURCE_PSI] = "psi",
         [SOURCE_VMPRESSURE] = "vmpressure",
         [SOURCE_MEMORY_EVENTS] = "memory_events",
@@ -17,9 +17,8 @@ static const SourceOps *const source_ops[_SOURCE_MAX] = {
         [SOURCE_PROTECTION] = &source_protection_ops,
 };
 
-const char *source_type_to_string(SourceType t) {
-        return t >= 0 && t < _SOURCE_MAX ? source_names[t] : NULL;
-}
+/* source_type_to_string - "psi", "vmpressure", "memory_events", "protection", or NULL. */
+DEFINE_STRING_TABLE_TO_STRING(source_type, SourceType)
 
 const SourceOps *source_ops_get(SourceType t) {
         return t >= 0 && t < _SOURCE_MAX ? source_ops[t] : NULL;

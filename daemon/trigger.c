@@ -12,67 +12,29 @@
 #include "trigger.h"
 #include "util.h"
 
-static const char *const level_names[_LEVEL_MAX] = {
+static const char *const level_table[_LEVEL_MAX] = {
         [LEVEL_LOW] = "low",
         [LEVEL_MEDIUM] = "medium",
         [LEVEL_CRITICAL] = "critical",
 };
 
-static const char *const psi_stall_names[_PSI_STALL_MAX] = {
+static const char *const psi_stall_table[_PSI_STALL_MAX] = {
         [PSI_STALL_SOME] = "some",
         [PSI_STALL_FULL] = "full",
 };
 
-static const char *const vmpressure_mode_names[_VMPRESSURE_MODE_MAX] = {
+static const char *const vmpressure_mode_table[_VMPRESSURE_MODE_MAX] = {
         [VMPRESSURE_MODE_DEFAULT] = "default",
         [VMPRESSURE_MODE_HIERARCHY] = "hierarchy",
         [VMPRESSURE_MODE_LOCAL] = "local",
 };
 
-static int lookup_name(const char *const *names, size_t n, const char *s) {
-        if (!s)
-                return -1;
-        for (size_t i = 0; i < n; i++)
-                if (names[i] && streq(names[i], s))
-                        return (int) i;
-        return -1;
-}
-
-/* level_from_string - "low", "medium", "critical"; _LEVEL_INVALID otherwise. */
-Level level_from_string(const char *s) {
-        return (Level) lookup_name(level_names, ELEMENTSOF(level_names), s);
-}
-
-/* level_to_string - the name of @l, or NULL if out of range. */
-const char *level_to_string(Level l) {
-        if (l < 0 || l >= _LEVEL_MAX)
-                return NULL;
-        return level_names[l];
-}
-
-/* psi_stall_from_string - "some" or "full"; _PSI_STALL_INVALID otherwise. */
-PsiStall psi_stall_from_string(const char *s) {
-        return (PsiStall) lookup_name(psi_stall_names, ELEMENTSOF(psi_stall_names), s);
-}
-
-/* psi_stall_to_string - the name of @s as the kernel spells it, or NULL. */
-const char *psi_stall_to_string(PsiStall s) {
-        if (s < 0 || s >= _PSI_STALL_MAX)
-                return NULL;
-        return psi_stall_names[s];
-}
-
-/* vmpressure_mode_from_string - "default", "hierarchy", "local"; _VMPRESSURE_MODE_INVALID otherwise. */
-VmpressureMode vmpressure_mode_from_string(const char *s) {
-        return (VmpressureMode) lookup_name(vmpressure_mode_names, ELEMENTSOF(vmpressure_mode_names), s);
-}
-
-/* vmpressure_mode_to_string - the name of @m as written to cgroup.event_control, or NULL. */
-const char *vmpressure_mode_to_string(VmpressureMode m) {
-        if (m < 0 || m >= _VMPRESSURE_MODE_MAX)
-                return NULL;
-        return vmpressure_mode_names[m];
-}
+/* level_to_string(), level_from_string(): "low", "medium", "critical". */
+DEFINE_STRING_TABLE_LOOKUP(level, Level)
+/* psi_stall_to_string(), psi_stall_from_string(): "some", "full", as the kernel spells them. */
+DEFINE_STRING_TABLE_LOOKUP(psi_stall, PsiStall)
+/* vmpressure_mode_to_string(), vmpressure_mode_from_string(): as written to cgroup.event_control. */
+DEFINE_STRING_TABLE_LOOKUP(vmpressure_mode, VmpressureMode)
 
 static const struct {
         const char *suffix;

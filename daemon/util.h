@@ -107,6 +107,31 @@ static inline struct timeval usec_to_timeval(uint64_t usec) {
         };
 }
 
+/* string_table_find - the index of @s among the @n entries of @table, or -1. */
+static inline int string_table_find(const char *const *table, size_t n, const char *s) {
+        if (!s)
+                return -1;
+        for (size_t i = 0; i < n; i++)
+                if (table[i] && streq(table[i], s))
+                        return (int) i;
+        return -1;
+}
+
+/*
+ * Define NAME_to_string(TYPE) and NAME_from_string(const char *) over the
+ * array NAME_table, indexed by the enum: the name, or NULL if out of range;
+ * the value, or -1 (the enum's _INVALID) if unknown.
+ */
+#define DEFINE_STRING_TABLE_TO_STRING(name, type)                                       \
+        const char *name##_to_string(type i) {                                          \
+                return (size_t) i < ELEMENTSOF(name##_table) ? name##_table[i] : NULL;  \
+        }
+#define DEFINE_STRING_TABLE_LOOKUP(name, type)                                          \
+        DEFINE_STRING_TABLE_TO_STRING(name, type)                                       \
+        type name##_from_string(const char *s) {                                        \
+                return (type) string_table_find(name##_table, ELEMENTSOF(name##_table), s); \
+        }
+
 /* Strip trailing whitespace in place. */
 static inline char *strip_trailing(char *s) {
         size_t n = strlen(s);
