@@ -4,6 +4,7 @@
  * kernel registrations, and the fan-out of one serialized event to all
  * their subscribers, with per-subscriber drop accounting and coalescing.
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <sys/stat.h>
 
@@ -376,4 +377,12 @@ void registration_publish_pressure(Registration *r, json_t *psi, uint64_t realti
         if (event)
                 source_protection_enrich(r->manager, r->cgroup, event);
         registration_publish(r, event, monotonic_us, count);
+}
+
+int registration_open_file(Registration *r, int dirfd, const char *file, int flags, VarlinkError *e) {
+        int fd = openat(dirfd, file, flags | O_CLOEXEC);
+
+        if (fd < 0)
+                return varlink_error_from_errno(e, -errno, source_type_to_string(r->type), r->cgroup, file);
+        return fd;
 }

@@ -115,6 +115,13 @@ void registration_publish(Registration *r, json_t *event, uint64_t monotonic_us,
 int registration_open_dir(Registration *r, const Hierarchy *h, VarlinkError *e);
 
 /*
+ * registration_open_file - open @file in @r's cgroup directory @dirfd.
+ * Returns the fd, or a negative errno with @e filled as
+ * varlink_error_from_errno() maps it.
+ */
+int registration_open_file(Registration *r, int dirfd, const char *file, int flags, VarlinkError *e);
+
+/*
  * registration_publish_pressure - count one kernel pressure notification
  * of @r and fan out its "pressure" event.
  * @psi: steals; the PSI averages read with it, or NULL

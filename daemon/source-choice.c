@@ -3,6 +3,20 @@
 #include "source-choice.h"
 #include "util.h"
 
+/*
+ * The cgroup must be in a hierarchy that is in use: SourceUnavailable
+ * (@missing) without the hierarchy, the mapped open error without the
+ * cgroup.
+ */
+static int need_hierarchy(bool has, int in, const char *source, const char *missing, const char *cgroup,
+                          VarlinkError *e) {
+        if (!has)
+                return varlink_error_source_unavailable(e, -EOPNOTSUPP, source, missing);
+        if (in < 0)
+                return varlink_error_from_errno(e, in, source, cgroup, NULL);
+        return 0;
+}
+
 static int choose_level(const char *cgroup, const CgroupFacts *f, SourceType *ret, VarlinkError *e) {
         bool in_v2 = f->has_v2 && f->in_v2 == 0;
 
@@ -40,14 +54,14 @@ static int choose_level(const char *cgroup, const CgroupFacts *f, SourceType *re
 static int choose_v2_only(SourceType type, const char *cgroup, const CgroupFacts *f, SourceType *ret,
                           VarlinkError *e) {
         const char *name = source_type_to_string(type);
+        int k;
 
-        if (!f->has_v2)
-                return varlink_error_source_unavailable(e, -EOPNOTSUPP, name, "there is no cgroup2 hierarchy");
-        if (f->in_v2 == -ENOENT && f->has_v1 && f->in_v1 == 0)
+        if (f->has_v2 && f->in_v2 == -ENOENT && f->has_v1 && f->in_v1 == 0)
                 return varlink_error_source_unavailable(e, -EOPNOTSUPP, name,
                                                         "the cgroup exists only in the cgroup v1 hierarchy; this source needs cgroup v2");
-        if (f->in_v2 < 0)
-                return varlink_error_from_errno(e, f->in_v2, name, cgroup, NULL);
+        k = need_hierarchy(f->has_v2, f->in_v2, name, "there is no cgroup2 hierarchy", cgroup, e);
+        if (k < 0)
+                return k;
         if (!(type == SOURCE_PROTECTION ? f->v2_current : f->v2_events))
                 return varlink_error_source_unavailable(e, -EOPNOTSUPP, name,
                                                         "the cgroup has no memory controller files (memory.current/memory.events)");
@@ -56,25 +70,23 @@ static int choose_v2_only(SourceType type, const char *cgroup, const CgroupFacts
 }
 
 int source_choose(Selector selector, const char *cgroup, const CgroupFacts *f, SourceType *ret, VarlinkError *e) {
+        int k;
+
         switch (selector) {
         case SELECTOR_LEVEL:
                 return choose_level(cgroup, f, ret, e);
         case SELECTOR_PSI:
-                if (!f->system) {
-                        if (!f->has_v2)
-                                return varlink_error_source_unavailable(e, -EOPNOTSUPP, "psi",
-                                                                        "there is no cgroup2 hierarchy");
-                        if (f->in_v2 < 0)
-                                return varlink_error_from_errno(e, f->in_v2, "psi", cgroup, NULL);
-                }
+                k = f->system ? 0 : need_hierarchy(f->has_v2, f->in_v2, "psi", "there is no cgroup2 hierarchy",
+                                                   cgroup, e);
+                if (k < 0)
+                        return k;
                 *ret = SOURCE_PSI;
                 return 0;
         case SELECTOR_VMPRESSURE:
-                if (!f->has_v1)
-                        return varlink_error_source_unavailable(e, -EOPNOTSUPP, "vmpressure",
-                                                                "there is no cgroup v1 memory hierarchy");
-                if (f->in_v1 < 0)
-                        return varlink_error_from_errno(e, f->in_v1, "vmpressure", cgroup, NULL);
+                k = need_hierarchy(f->has_v1, f->in_v1, "vmpressure", "there is no cgroup v1 memory hierarchy",
+                                   cgroup, e);
+                if (k < 0)
+                        return k;
                 *ret = SOURCE_VMPRESSURE;
                 return 0;
         case SELECTOR_MEMORY_EVENTS:

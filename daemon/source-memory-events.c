@@ -70,9 +70,9 @@ static int memory_events_open(Registration *r, VarlinkError *e) {
         dirfd = registration_open_dir(r, &m->v2, e);
         if (dirfd < 0)
                 return dirfd;
-        evfd = openat(dirfd, "memory.events", O_RDONLY | O_CLOEXEC);
+        evfd = registration_open_file(r, dirfd, "memory.events", O_RDONLY, e);
         if (evfd < 0)
-                return varlink_error_from_errno(e, -errno, "memory_events", r->cgroup, "memory.events");
+                return evfd;
 
         ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (ifd < 0)

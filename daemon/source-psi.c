@@ -79,9 +79,9 @@ static int psi_open(Registration *r, VarlinkError *e) {
 
                 if (dirfd < 0)
                         return dirfd;
-                fd = openat(dirfd, "memory.pressure", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+                fd = registration_open_file(r, dirfd, "memory.pressure", O_RDWR | O_NONBLOCK, e);
                 if (fd < 0)
-                        return varlink_error_from_errno(e, -errno, "psi", r->cgroup, "memory.pressure");
+                        return fd;
                 if (fstatfs(fd, &sfs) < 0)
                         return -errno;
                 if (sfs.f_type != CGROUP2_SUPER_MAGIC)

@@ -72,12 +72,12 @@ static int vmpressure_open(Registration *r, VarlinkError *e) {
         if (dirfd < 0)
                 return dirfd;
 
-        levelfd = openat(dirfd, "memory.pressure_level", O_RDONLY | O_CLOEXEC);
+        levelfd = registration_open_file(r, dirfd, "memory.pressure_level", O_RDONLY, e);
         if (levelfd < 0)
-                return varlink_error_from_errno(e, -errno, "vmpressure", r->cgroup, "memory.pressure_level");
-        ctlfd = openat(dirfd, "cgroup.event_control", O_WRONLY | O_CLOEXEC);
+                return levelfd;
+        ctlfd = registration_open_file(r, dirfd, "cgroup.event_control", O_WRONLY, e);
         if (ctlfd < 0)
-                return varlink_error_from_errno(e, -errno, "vmpressure", r->cgroup, "cgroup.event_control");
+                return ctlfd;
         efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (efd < 0)
                 return -errno;
