@@ -17,6 +17,7 @@
 #include "log.h"
 #include "manager.h"
 #include "source-protection.h"
+#include "status.h"
 
 int manager_new(Manager **ret) {
         Manager *m = calloc(1, sizeof(*m));
@@ -76,21 +77,6 @@ Manager *manager_free(Manager *m) {
                 event_base_free(m->base);
         free(m);
         return NULL;
-}
-
-bool manager_recursive_protection(const Manager *m) {
-        switch (m->config->recursive_protection) {
-        case RECURSIVE_PROTECTION_YES:
-                return true;
-        case RECURSIVE_PROTECTION_NO:
-                return false;
-        default:
-                return m->recursive_prot_mount;
-        }
-}
-
-void manager_record_latency(Manager *m, uint64_t usec) {
-        metrics_histogram_observe(&m->counters.latency, usec);
 }
 
 int manager_setup_cgroups(Manager *m) {
@@ -268,7 +254,7 @@ static int metrics_setup(Manager *m, const char *listen) {
         m->metrics = metrics_server_free(m->metrics);
         if (!listen)
                 return 0;
-        k = metrics_server_new(m->base, listen, manager_write_metrics, m, &s);
+        k = metrics_server_new(m->base, listen, status_write_metrics, m, &s);
         if (k < 0)
                 return k;
         m->metrics = s;
@@ -389,90 +375,4 @@ int manager_reload(Manager *m, char **ret_error) {
         log_struct(LOG_INFO, MESSAGE_ID_RELOADED, "Configuration reloaded.");
         (void) sd_notify(0, "READY=1\nSTATUS=Serving.");
         return 0;
-}
-
-void manager_counters(Manager *m, uint64_t ret[static _COUNTER_MAX]) {
-        memcpy(ret, m->counters.value, sizeof(m->counters.value));
-        source_protection_counters(m, &ret[COUNTER_PROPAGATIONS_APPLIED], &ret[COUNTER_PROPAGATIONS_SKIPPED]);
-}
-
-json_t *manager_status(Manager *m) {
-        uint64_t values[_COUNTER_MAX];
-        json_t *regs = json_array(), *counters = json_object();
-        Registration *r;
-
-        LIST_FOREACH(registrations, r, m->registrations)
-                json_array_append_new(regs, json_pack("{s:s, s:s, s:o, s:I}", "cgroup", r->cgroup,
-                                                      "source", source_type_to_string(r->type),
-                                                      "trigger", registration_trigger_json(r, NULL),
-                                                      "subscribers", (json_int_t) r->n_subscriptions));
-        manager_counters(m, values);
-        for (Counter c = 0; c < _COUNTER_MAX; c++)
-                json_object_set_new(counters, counter_info(c)->name, json_integer((json_int_t) values[c]));
-        return json_pack("{s:s, s:I, s:I, s:I, s:o, s:{s:s?, s:s?, s:b}, s:o}",
-                         "version", PACKAGE_VERSION,
-                         "uptime_us", (json_int_t) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic),
-                         "clients", (json_int_t) m->n_clients,
-                         "subscriptions", (json_int_t) m->n_subscriptions,
-                         "registrations", regs,
-                         "cgroup",
-                         "v2_root", m->v2.path,
-                         "v1_memory_root", m->v1.path,
-                         "recursive_protection", manager_recursive_protection(m),
-                         "counters", counters);
-}
-
-static void write_gauge(struct evbuffer *out, const char *name, const char *help, uint64_t v) {
-        metrics_write_header(out, name, "gauge", help);
-        metrics_write_sample_u64(out, name, NULL, 0, v);
-}
-
-void manager_write_metrics(struct evbuffer *out, void *userdata) {
-        Manager *m = userdata;
-        unsigned by_source[_SOURCE_MAX] = {};
-        uint64_t values[_COUNTER_MAX];
-        Registration *r;
-        bool psi_header = false;
-
-        LIST_FOREACH(registrations, r, m->registrations)
-                by_source[r->type]++;
-        manager_counters(m, values);
-
-        write_gauge(out, "pressured_clients", "Connected clients.", m->n_clients);
-        write_gauge(out, "pressured_subscriptions", "Active subscriptions.", m->n_subscriptions);
-        metrics_write_header(out, "pressured_registrations", "gauge", "Kernel registrations in use, by source.");
-        for (int t = 0; t < _SOURCE_MAX; t++) {
-                MetricsLabel l = { "source", source_type_to_string((SourceType) t) };
-                metrics_write_sample_u64(out, "pressured_registrations", &l, 1, by_source[t]);
-        }
-        for (Counter c = 0; c < _COUNTER_MAX; c++) {
-                char name[64];
-
-                snprintf(name, sizeof(name), "pressured_%s_total", counter_info(c)->name);
-                metrics_write_header(out, name, "counter", counter_info(c)->help);
-                metrics_write_sample_u64(out, name, NULL, 0, values[c]);
-        }
-        metrics_histogram_write(out, "pressured_delivery_latency_seconds",
-                                "Time from reading a notification to queueing it for a subscriber.",
-                                &m->counters.latency);
-
-        LIST_FOREACH(registrations, r, m->registrations) {
-                PsiStats st;
-                char window[32], threshold[32];
-
-                if (r->type != SOURCE_PSI || psi_stats_read(r->fd, &st) < 0)
-                        continue;
-                if (!psi_header) {
-                        metrics_write_header(out, "pressured_psi_some_avg10_ratio", "gauge",
-                                             "memory PSI some avg10 of registered cgroups, as a ratio.");
-                        psi_header = true;
-                }
-                snprintf(window, sizeof(window), "%" PRIu64, r->used.window_us);
-                snprintf(threshold, sizeof(threshold), "%" PRIu64, r->used.threshold_us);
-                /* One series per registration: every field of the trigger is a label. */
-                MetricsLabel l[4] = { { "cgroup", r->cgroup }, { "stall", psi_stall_to_string(r->used.stall) },
-                                      { "threshold_us", threshold }, { "window_us", window } };
-                metrics_write_sample(out, "pressured_psi_some_avg10_ratio", l, 4, st.some.avg10 / 10000.0);
-        }
-        metrics_write_process(out);
 }

@@ -6,10 +6,12 @@
  * systemd integration (notify, watchdog, reload).
  *
  * The objects it owns have their own modules, bottom-up: the pure
- * parsers and models (trigger.h, kernfile.h, config.h, protection*.h,
- * varlink.h, varlink-error.h, subscribe.h, source-choice.h, event.h),
- * the kernel sources (source.h, source-*.c), registrations and fan-out
- * (registration.h), clients (client.h), the varlink methods (methods.h).
+ * parsers and models (trigger.h, varlink-framer.h, kernfile.h, config.h,
+ * protection*.h, counters.h, varlink.h, varlink-error.h, subscribe.h,
+ * source-choice.h, event.h), the kernel sources (source.h,
+ * source-common.h, source-*.c), registrations and fan-out
+ * (registration.h), clients (client.h), the varlink methods (methods.h)
+ * and what the daemon reports about itself (status.h).
  */
 #pragma once
 
@@ -100,17 +102,18 @@ int manager_run(Manager *m);
  */
 int manager_reload(Manager *m, char **ret_error);
 
-/* manager_recursive_protection - whether effective protection is computed recursively. */
-bool manager_recursive_protection(const Manager *m);
-
-/* manager_record_latency - count one delivery latency of @usec microseconds. */
-void manager_record_latency(Manager *m, uint64_t usec);
-
-/* manager_counters - every counter of the table, now; propagations come from the protection source. */
-void manager_counters(Manager *m, uint64_t ret[static _COUNTER_MAX]);
-
-/* manager_status - the GetStatus reply parameters. */
-json_t *manager_status(Manager *m);
-
-/* manager_write_metrics - the Prometheus exposition text (a MetricsCollectFn). */
-void manager_write_metrics(struct evbuffer *out, void *userdata);
+/*
+ * manager_recursive_protection - whether effective protection is computed
+ * recursively: RecursiveProtection=, or with "auto" the cgroup2 mount's
+ * memory_recursiveprot option.
+ */
+static inline bool manager_recursive_protection(const Manager *m) {
+        switch (m->config->recursive_protection) {
+        case RECURSIVE_PROTECTION_YES:
+                return true;
+        case RECURSIVE_PROTECTION_NO:
+                return false;
+        default:
+                return m->recursive_prot_mount;
+        }
+}

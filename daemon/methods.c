@@ -21,6 +21,7 @@
 #include "registration.h"
 #include "source-choice.h"
 #include "source-protection.h"
+#include "status.h"
 #include "subscribe.h"
 
 static const char org_varlink_service_description[] =
@@ -245,7 +246,7 @@ static int method_get_status(Client *c, VarlinkCall *call, VarlinkError *e) {
 
         if (k < 0)
                 return k;
-        return reply(c, call, manager_status(c->manager));
+        return reply(c, call, status_json(c->manager));
 }
 
 static bool in_group(const Client *c, gid_t gid) {

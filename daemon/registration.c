@@ -4,16 +4,13 @@
  * kernel registrations, and the fan-out of one serialized event to all
  * their subscribers, with per-subscriber drop accounting and coalescing.
  */
-#include <fcntl.h>
 #include <inttypes.h>
-#include <sys/stat.h>
 
 #include "client.h"
 #include "event.h"
 #include "log.h"
 #include "manager.h"
 #include "registration.h"
-#include "source-protection.h"
 
 static bool key_matches(const Registration *r, const RegistrationKey *k) {
         if (r->type != k->type || r->removed || !streq(r->cgroup, k->cgroup))
@@ -256,7 +253,7 @@ static bool subscription_send(Subscription *s, Body *body, uint64_t count) {
         s->last_sent_usec = now_usec(CLOCK_MONOTONIC);
         counter_inc(&m->counters, COUNTER_EVENTS_DELIVERED);
         if (body->monotonic_us)
-                manager_record_latency(m, s->last_sent_usec - body->monotonic_us);
+                metrics_histogram_observe(&m->counters.latency, s->last_sent_usec - body->monotonic_us);
         return true;
 }
 
@@ -354,35 +351,4 @@ json_t *registration_trigger_json(const Registration *r, const Subscription *s) 
         };
 
         return event_trigger_new(&t);
-}
-
-int registration_open_dir(Registration *r, const Hierarchy *h, VarlinkError *e) {
-        _cleanup_close_ int fd = hierarchy_open_cgroup(h, r->cgroup);
-        struct stat st;
-
-        if (fd < 0)
-                return varlink_error_from_errno(e, fd, source_type_to_string(r->type), r->cgroup, NULL);
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        r->dir_ino = st.st_ino;
-        return TAKE_FD(fd);
-}
-
-void registration_publish_pressure(Registration *r, json_t *psi, uint64_t realtime_us, uint64_t monotonic_us,
-                                   uint64_t count) {
-        json_t *event = event_pressure_new(r->cgroup, source_type_to_string(r->type), psi, realtime_us,
-                                           monotonic_us);
-
-        counter_inc(&r->manager->counters, COUNTER_EVENTS_READ);
-        if (event)
-                source_protection_enrich(r->manager, r->cgroup, event);
-        registration_publish(r, event, monotonic_us, count);
-}
-
-int registration_open_file(Registration *r, int dirfd, const char *file, int flags, VarlinkError *e) {
-        int fd = openat(dirfd, file, flags | O_CLOEXEC);
-
-        if (fd < 0)
-                return varlink_error_from_errno(e, -errno, source_type_to_string(r->type), r->cgroup, file);
-        return fd;
 }

@@ -14,7 +14,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cgroup.h"
 #include "kernfile.h"
 #include "list.h"
 #include "outqueue.h"
@@ -105,32 +104,6 @@ void registration_deliver(Registration *r, Body *body, uint64_t count);
 
 /* registration_publish - serialize @event once (stealing it) and fan it out to every subscriber of @r. */
 void registration_publish(Registration *r, json_t *event, uint64_t monotonic_us, uint64_t count);
-
-/*
- * registration_open_dir - open @r's cgroup directory in @h and remember
- * its inode, to tell a recreated cgroup from ours later.
- * Returns the fd, or a negative errno with @e filled as
- * varlink_error_from_errno() maps it.
- */
-int registration_open_dir(Registration *r, const Hierarchy *h, VarlinkError *e);
-
-/*
- * registration_open_file - open @file in @r's cgroup directory @dirfd.
- * Returns the fd, or a negative errno with @e filled as
- * varlink_error_from_errno() maps it.
- */
-int registration_open_file(Registration *r, int dirfd, const char *file, int flags, VarlinkError *e);
-
-/*
- * registration_publish_pressure - count one kernel pressure notification
- * of @r and fan out its "pressure" event.
- * @psi: steals; the PSI averages read with it, or NULL
- * @count: notifications it stands for
- *
- * A tracked cgroup's protection node rides along.
- */
-void registration_publish_pressure(Registration *r, json_t *psi, uint64_t realtime_us, uint64_t monotonic_us,
-                                   uint64_t count);
 
 /* registration_removed - end every stream on @r with "removed"; @r is freed with the last one. */
 void registration_removed(Registration *r);

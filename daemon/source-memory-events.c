@@ -16,6 +16,7 @@
 #include "event.h"
 #include "manager.h"
 #include "registration.h"
+#include "source-common.h"
 
 static void memory_events_on_ready(evutil_socket_t fd, short what, void *userdata) {
         Registration *r = userdata;
@@ -67,10 +68,10 @@ static int memory_events_open(Registration *r, VarlinkError *e) {
         char path[64];
         int k;
 
-        dirfd = registration_open_dir(r, &m->v2, e);
+        dirfd = source_open_dir(r, &m->v2, e);
         if (dirfd < 0)
                 return dirfd;
-        evfd = registration_open_file(r, dirfd, "memory.events", O_RDONLY, e);
+        evfd = source_open_file(r, dirfd, "memory.events", O_RDONLY, e);
         if (evfd < 0)
                 return evfd;
 

@@ -22,6 +22,7 @@
 #include "event.h"
 #include "manager.h"
 #include "registration.h"
+#include "source-common.h"
 
 static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
         Registration *r = userdata;
@@ -47,8 +48,8 @@ static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
                 registration_removed(r);
                 return;
         }
-        registration_publish_pressure(r, psi_stats_read(r->fd, &stats) >= 0 ? psi_stats_to_json(&stats) : NULL,
-                                      rt, mono, 1);
+        source_publish_pressure(r, psi_stats_read(r->fd, &stats) >= 0 ? psi_stats_to_json(&stats) : NULL,
+                                rt, mono, 1);
 }
 
 static int psi_write_trigger(int fd, const PsiTrigger *t) {
@@ -75,11 +76,11 @@ static int psi_open(Registration *r, VarlinkError *e) {
                 if (fd < 0)
                         return varlink_error_from_errno(e, -errno, "psi", r->cgroup, "/proc/pressure/memory");
         } else {
-                _cleanup_close_ int dirfd = registration_open_dir(r, &m->v2, e);
+                _cleanup_close_ int dirfd = source_open_dir(r, &m->v2, e);
 
                 if (dirfd < 0)
                         return dirfd;
-                fd = registration_open_file(r, dirfd, "memory.pressure", O_RDWR | O_NONBLOCK, e);
+                fd = source_open_file(r, dirfd, "memory.pressure", O_RDWR | O_NONBLOCK, e);
                 if (fd < 0)
                         return fd;
                 if (fstatfs(fd, &sfs) < 0)

@@ -13,6 +13,7 @@
 #include "event.h"
 #include "manager.h"
 #include "registration.h"
+#include "source-common.h"
 
 /*
  * vmpressure fires for every reclaim window (a few hundred times a second
@@ -44,7 +45,7 @@ static void vmpressure_on_ready(evutil_socket_t fd, short what, void *userdata) 
                 return;
         }
 
-        registration_publish_pressure(r, NULL, rt, mono, count);
+        source_publish_pressure(r, NULL, rt, mono, count);
 
         if (!r->holdoff)
                 r->holdoff = evtimer_new(m->base, vmpressure_resume, r);
@@ -68,14 +69,14 @@ static int vmpressure_open(Registration *r, VarlinkError *e) {
         char buf[96];
         int n;
 
-        dirfd = registration_open_dir(r, &m->v1, e);
+        dirfd = source_open_dir(r, &m->v1, e);
         if (dirfd < 0)
                 return dirfd;
 
-        levelfd = registration_open_file(r, dirfd, "memory.pressure_level", O_RDONLY, e);
+        levelfd = source_open_file(r, dirfd, "memory.pressure_level", O_RDONLY, e);
         if (levelfd < 0)
                 return levelfd;
-        ctlfd = registration_open_file(r, dirfd, "cgroup.event_control", O_WRONLY, e);
+        ctlfd = source_open_file(r, dirfd, "cgroup.event_control", O_WRONLY, e);
         if (ctlfd < 0)
                 return ctlfd;
         efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
