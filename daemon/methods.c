@@ -375,7 +375,7 @@ static int method_get_protection(Client *c, VarlinkCall *call, VarlinkError *e) 
         if (k == -ENOMEM)
                 return k;
         if (k < 0)
-                return varlink_error_from_errno(e, k, "protection", cgroup, "the protection files");
+                return varlink_error_from_errno(e, k, "protection", cgroup, NULL);
         return reply(c, call, json_pack("{s:o}", "nodes", nodes));
 }
 
