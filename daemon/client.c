@@ -50,11 +50,11 @@ static void user_remove(Manager *m, uid_t uid) {
         }
 }
 
-void client_free(Client *c) {
+Client *client_free(Client *c) {
         Manager *m;
 
         if (!c)
-                return;
+                return NULL;
         m = c->manager;
         subscription_free(c->sub);
         if (c->ev_read)
@@ -73,6 +73,7 @@ void client_free(Client *c) {
         user_remove(m, c->uid);
         log_debug("Client %" PRIu64 " disconnected.", c->id);
         free(c);
+        return NULL;
 }
 
 void client_kill(Client *c) {
@@ -302,6 +303,43 @@ static void refuse(int fd, VarlinkError *e) {
         safe_close(fd);
 }
 
+int client_new(Manager *m, int fd, const struct ucred *cred, Client **ret) {
+        Client *c = calloc(1, sizeof(*c));
+        int k;
+
+        if (!c) {
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        k = user_add(m, cred->uid);
+        if (k < 0) {
+                free(c);
+                safe_close(fd);
+                return k;
+        }
+        c->manager = m;
+        c->id = ++m->next_client_id;
+        c->fd = fd;
+        c->uid = cred->uid;
+        c->gid = cred->gid;
+        c->pid = cred->pid;
+        c->last_activity = now_usec(CLOCK_MONOTONIC);
+        varlink_reader_init(&c->in, m->config->max_message_bytes);
+        outqueue_init(&c->out);
+        LIST_PREPEND(clients, m->clients, c);
+        m->n_clients++;
+
+        c->ev_read = event_new(m->base, fd, EV_READ | EV_PERSIST, on_client_read, c);
+        c->ev_write = event_new(m->base, fd, EV_WRITE | EV_PERSIST, on_client_write, c);
+        if (!c->ev_read || !c->ev_write || event_add(c->ev_read, NULL) < 0) {
+                client_free(c);
+                return -ENOMEM;
+        }
+        client_arm_timer(c);
+        *ret = c;
+        return 0;
+}
+
 static void on_accept(evutil_socket_t lfd, short what, void *userdata) {
         Manager *m = userdata;
 
@@ -311,7 +349,7 @@ static void on_accept(evutil_socket_t lfd, short what, void *userdata) {
                 VarlinkError e = {};
                 Client *c;
                 UserCount *u;
-                int fd;
+                int fd, k;
 
                 fd = accept4(m->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (fd < 0) {
@@ -360,32 +398,11 @@ static void on_accept(evutil_socket_t lfd, short what, void *userdata) {
                         continue;
                 }
 
-                c = calloc(1, sizeof(*c));
-                if (!c || user_add(m, cred.uid) < 0) {
-                        free(c);
-                        safe_close(fd);
-                        log_error("Out of memory accepting a client.");
+                k = client_new(m, fd, &cred, &c);
+                if (k < 0) {
+                        log_error_errno(k, "Failed to set up a client: %m");
                         return;
                 }
-                c->manager = m;
-                c->id = ++m->next_client_id;
-                c->fd = fd;
-                c->uid = cred.uid;
-                c->gid = cred.gid;
-                c->pid = cred.pid;
-                c->last_activity = now_usec(CLOCK_MONOTONIC);
-                varlink_reader_init(&c->in, m->config->max_message_bytes);
-                outqueue_init(&c->out);
-                LIST_PREPEND(clients, m->clients, c);
-                m->n_clients++;
-
-                c->ev_read = event_new(m->base, fd, EV_READ | EV_PERSIST, on_client_read, c);
-                c->ev_write = event_new(m->base, fd, EV_WRITE | EV_PERSIST, on_client_write, c);
-                if (!c->ev_read || !c->ev_write || event_add(c->ev_read, NULL) < 0) {
-                        client_free(c);
-                        continue;
-                }
-                client_arm_timer(c);
                 log_debug("Client %" PRIu64 " connected (pid %d, uid %u).", c->id, (int) c->pid,
                           (unsigned) c->uid);
         }

@@ -10,6 +10,7 @@
 #include <event2/event.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "list.h"
@@ -51,8 +52,15 @@ typedef struct UserCount {
 /* client_accept_start - watch the manager's listening socket and accept clients. */
 int client_accept_start(Manager *m);
 
-/* client_free - close @c now and free it with its subscription; NULL-safe. */
-void client_free(Client *c);
+/*
+ * client_new - a client for the accepted connection @fd, with the peer
+ * credentials @cred, counted for MaxClientsPerUser= and watched for input.
+ * @fd is taken over, and closed on failure. Returns 0 or -ENOMEM.
+ */
+int client_new(Manager *m, int fd, const struct ucred *cred, Client **ret);
+
+/* client_free - close @c now and free it with its subscription; NULL-safe, returns NULL. */
+Client *client_free(Client *c);
 
 /* client_kill - close @c later, from the loop; safe during fan-out. */
 void client_kill(Client *c);

@@ -49,6 +49,36 @@ static Registration *registration_free(Registration *r) {
         return NULL;
 }
 
+/* A registration for @key, not opened yet and not listed. */
+static int registration_new(Manager *m, const RegistrationKey *key, Registration **ret) {
+        Registration *r;
+
+        if (!source_ops_get(key->type))
+                return -EINVAL;
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        *r = (Registration) {
+                .manager = m,
+                .type = key->type,
+                .ops = source_ops_get(key->type),
+                .requested = key->psi,
+                .used = key->psi,
+                .vm_level = key->vm_level,
+                .vm_mode = key->vm_mode,
+                .fd = -1,
+                .aux_fd = -1,
+                .last_state = -1,
+                .cgroup = strdup(key->cgroup),
+        };
+        if (!r->cgroup) {
+                free(r);
+                return -ENOMEM;
+        }
+        *ret = r;
+        return 0;
+}
+
 static char *trigger_describe(const Registration *r, char *buf, size_t size) {
         switch (r->type) {
         case SOURCE_PSI:
@@ -84,26 +114,9 @@ int registration_acquire(Manager *m, const RegistrationKey *key, Registration **
                                                     m->config->max_registrations);
         }
 
-        r = calloc(1, sizeof(*r));
-        if (!r)
-                return -ENOMEM;
-        r->manager = m;
-        r->type = key->type;
-        r->fd = r->aux_fd = -1;
-        r->last_state = -1;
-        r->requested = r->used = key->psi;
-        r->vm_level = key->vm_level;
-        r->vm_mode = key->vm_mode;
-        r->cgroup = strdup(key->cgroup);
-        if (!r->cgroup) {
-                free(r);
-                return -ENOMEM;
-        }
-
-        r->ops = source_ops_get(key->type);
-        if (!r->ops)
-                abort();
-
+        k = registration_new(m, key, &r);
+        if (k < 0)
+                return k;
         k = r->ops->open(r, e);
         if (k < 0) {
                 /* Nothing of a failed registration may stay behind. */
@@ -169,9 +182,9 @@ static void subscription_detach(Subscription *s) {
         registration_release(r);
 }
 
-void subscription_free(Subscription *s) {
+Subscription *subscription_free(Subscription *s) {
         if (!s)
-                return;
+                return NULL;
         subscription_detach(s);
         if (s->coalesce)
                 event_free(s->coalesce);
@@ -181,6 +194,7 @@ void subscription_free(Subscription *s) {
                 s->client->manager->n_subscriptions--;
         }
         free(s);
+        return NULL;
 }
 
 void subscription_move(Subscription *s, Registration *to) {

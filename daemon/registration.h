@@ -117,8 +117,8 @@ void registration_removed(Registration *r);
  */
 int subscription_new(Client *c, Registration *r, const SubscribeRequest *req, Subscription **ret);
 
-/* subscription_free - detach @s (releasing its registration) and free it; NULL-safe. */
-void subscription_free(Subscription *s);
+/* subscription_free - detach @s (releasing its registration) and free it; NULL-safe, returns NULL. */
+Subscription *subscription_free(Subscription *s);
 
 /* subscription_move - move @s to @to (a reload changed its trigger); releases the old registration. */
 void subscription_move(Subscription *s, Registration *to);
