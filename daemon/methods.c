@@ -116,8 +116,7 @@ static int open_cgroup(const Hierarchy *h, const char *cgroup, VarlinkError *e) 
         if (fd == -ENOENT)
                 return no_such_cgroup(e, cgroup);
         if (fd == -EMFILE || fd == -ENFILE)
-                return verror(e, fd, "io.pressured.LimitExceeded",
-                              json_pack("{s:s, s:I}", "limit", "open files", (json_int_t) 0));
+                return verror_open_failed(e, fd, NULL, NULL); /* LimitExceeded "open files" */
         return verror(e, fd, "io.pressured.NoSuchCgroup", json_pack("{s:s}", "cgroup", cgroup));
 }
 

@@ -5,6 +5,7 @@
  * their subscribers, with per-subscriber drop accounting and coalescing.
  */
 #include <inttypes.h>
+#include <sys/resource.h>
 
 #include "log.h"
 #include "manager.h"
@@ -30,9 +31,15 @@ int verror(VarlinkError *e, int r, const char *name, json_t *params) {
 int verror_open_failed(VarlinkError *e, int err, const char *source, const char *reason) {
         if (err < 0)
                 err = -err;
-        if (err == EMFILE || err == ENFILE)
+        if (err == EMFILE || err == ENFILE) {
+                struct rlimit rl = {};
+
+                /* The limit that was hit is the process's RLIMIT_NOFILE. */
+                (void) getrlimit(RLIMIT_NOFILE, &rl);
                 return verror(e, -err, "io.pressured.LimitExceeded",
-                              json_pack("{s:s, s:I}", "limit", "open files", (json_int_t) 0));
+                              json_pack("{s:s, s:I}", "limit", "open files", "value",
+                                        (json_int_t) (rl.rlim_cur == RLIM_INFINITY ? INT64_MAX : rl.rlim_cur)));
+        }
         return verror(e, -err, "io.pressured.SourceUnavailable",
                       json_pack("{s:s, s:s}", "source", source, "reason", reason));
 }
@@ -112,7 +119,7 @@ int registration_acquire(Manager *m, const RegistrationKey *key, Registration **
                                 m->config->max_registrations);
                 return verror(e, -EUSERS, "io.pressured.LimitExceeded",
                               json_pack("{s:s, s:I}", "limit", "MaxRegistrations",
-                                        (json_int_t) m->config->max_registrations));
+                                        "value", (json_int_t) m->config->max_registrations));
         }
 
         r = calloc(1, sizeof(*r));
