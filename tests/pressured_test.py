@@ -5,6 +5,7 @@ Start the built daemon on a temporary socket, talk varlink to it, run
 pressurectl, make real cgroups that are always removed, and skip (exit 77)
 with a reason where a feature is missing.
 """
+import collections
 import contextlib
 import json
 import os
@@ -17,6 +18,8 @@ import sys
 import tempfile
 import time
 import uuid
+
+import varlink_idl
 
 BUILD_ROOT = os.environ.get('PRESSURED_BUILD_ROOT', os.path.join(os.path.dirname(__file__), '..', 'build'))
 SOURCE_ROOT = os.environ.get('PRESSURED_SOURCE_ROOT', os.path.join(os.path.dirname(__file__), '..'))
@@ -57,16 +60,88 @@ def wait_for(pred, timeout=10.0, interval=0.02, what='condition'):
     raise TimeoutError(f'timed out waiting for {what}')
 
 
+_validator = None
+
+
+def validate(msg, method=None, more=False):
+    """Check a message received from the daemon against its interfaces
+    (see varlink_idl.py); raise varlink_idl.Invalid naming the field, the
+    expected and the received value. @method is the call it answers, or
+    None when unknown (then only errors can be checked)."""
+    global _validator
+    if _validator is None:
+        _validator = varlink_idl.default_validator(SOURCE_ROOT)
+    _validator.check(msg, method, more)
+    return msg
+
+
+def _calls_in(data):
+    """(method, more) of each whole call in raw bytes sent, or None where a
+    message is no call; the replies are validated against these."""
+    out = []
+    for part in data.split(b'\0')[:-1]:
+        try:
+            m = json.loads(part)
+        except (ValueError, RecursionError):  # hostile input: not a call
+            out.append(None)
+            continue
+        if not isinstance(m, dict) or not isinstance(m.get('method'), str):
+            out.append(None)
+        elif m.get('oneway') is not True:
+            out.append((m['method'], m.get('more') is True))
+    return out
+
+
+class ReplyChecker:
+    """Pairs the messages received on one connection with the calls sent on
+    it (varlink answers in order; a streamed call stays until its last
+    reply) and validates each. For tests that read raw sockets."""
+
+    def __init__(self):
+        self.sent = b''
+        self.pending = collections.deque()
+
+    def sent_raw(self, data):
+        self.sent += data
+        self.pending.extend(_calls_in(self.sent))
+        self.sent = self.sent[self.sent.rfind(b'\0') + 1:]
+
+    def sent_call(self, method, more=False):
+        self.pending.append((method, more))
+
+    def received(self, msg):
+        call = self.pending[0] if self.pending else None
+        if call is not None and (not isinstance(msg, dict) or msg.get('error') or not msg.get('continues')):
+            self.pending.popleft()
+        return validate(msg, *(call or (None, False)))
+
+
+def validate_replies(sent, msgs):
+    """Validate @msgs, received in answer to the raw bytes @sent; return @msgs."""
+    c = ReplyChecker()
+    c.sent_raw(sent)
+    for m in msgs:
+        c.received(m)
+    return msgs
+
+
 class Varlink:
-    """A minimal blocking varlink client over a Unix socket."""
+    """A minimal blocking varlink client over a Unix socket.
+
+    Every message received is checked against the interface of the call it
+    answers (validate()); calls are answered in order, so the client keeps
+    the calls it sent that are still waiting for their last reply.
+    """
 
     def __init__(self, path, timeout=5.0):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(timeout)
         self.sock.connect(path)
         self.buf = b''
+        self.checker = ReplyChecker()
 
     def send_raw(self, data):
+        self.checker.sent_raw(data)
         self.sock.sendall(data)
 
     def call(self, method, params=None, more=False, oneway=False):
@@ -77,6 +152,8 @@ class Varlink:
             msg['more'] = True
         if oneway:
             msg['oneway'] = True
+        else:
+            self.checker.sent_call(method, more)
         self.sock.sendall(json.dumps(msg).encode() + b'\0')
 
     def recv(self, timeout=5.0):
@@ -90,7 +167,7 @@ class Varlink:
                 raise EOFError('connection closed')
             self.buf += data
         msg, _, self.buf = self.buf.partition(b'\0')
-        return json.loads(msg)
+        return self.checker.received(json.loads(msg))
 
     def call_sync(self, method, params=None):
         self.call(method, params)

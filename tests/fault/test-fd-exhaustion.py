@@ -47,7 +47,7 @@ def try_client(path):
     except socket.timeout:
         s.close()
         return 'hang', buf
-    msg = json.loads(buf[:-1]) if buf.endswith(b'\0') else None
+    msg = pt.validate(json.loads(buf[:-1]), 'org.varlink.service.GetInfo') if buf.endswith(b'\0') else None
     if msg and 'error' not in msg and msg['parameters'].get('product') == 'pressured':
         return 'accepted', s
     s.close()
@@ -148,7 +148,9 @@ def run(d):
         if not data:
             break
         buf += data
-    answer = json.loads(buf[:-1]) if buf.endswith(b'\0') else {'eof': buf}
+    answer = {'eof': buf}
+    if buf.endswith(b'\0'):
+        answer = pt.validate(json.loads(buf[:-1]), 'io.pressured.Subscribe', True)
     shown = (answer.get('error'), answer.get('parameters', {}).get('reason')) if 'error' in answer else answer
     print(f'fd exhaustion: Subscribe needing a new registration with no fd left: {shown}', flush=True)
     # No fd for the trigger: an error naming the limit or the source, not a hang or a crash.
