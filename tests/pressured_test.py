@@ -63,21 +63,22 @@ def wait_for(pred, timeout=10.0, interval=0.02, what='condition'):
 _validator = None
 
 
-def validate(msg, method=None, more=False):
+def validate(msg, method=None, more=False, request=None):
     """Check a message received from the daemon against its interfaces
     (see varlink_idl.py); raise varlink_idl.Invalid naming the field, the
     expected and the received value. @method is the call it answers, or
-    None when unknown (then only errors can be checked)."""
+    None when unknown (then only errors can be checked), @request its
+    parameters."""
     global _validator
     if _validator is None:
         _validator = varlink_idl.default_validator(SOURCE_ROOT)
-    _validator.check(msg, method, more)
+    _validator.check(msg, method, more, request)
     return msg
 
 
 def _calls_in(data):
-    """(method, more) of each whole call in raw bytes sent, or None where a
-    message is no call; the replies are validated against these."""
+    """(method, more, parameters) of each whole call in raw bytes sent, or
+    None where a message is no call; replies are validated against these."""
     out = []
     for part in data.split(b'\0')[:-1]:
         try:
@@ -88,7 +89,7 @@ def _calls_in(data):
         if not isinstance(m, dict) or not isinstance(m.get('method'), str):
             out.append(None)
         elif m.get('oneway') is not True:
-            out.append((m['method'], m.get('more') is True))
+            out.append((m['method'], m.get('more') is True, m.get('parameters')))
     return out
 
 
@@ -106,14 +107,14 @@ class ReplyChecker:
         self.pending.extend(_calls_in(self.sent))
         self.sent = self.sent[self.sent.rfind(b'\0') + 1:]
 
-    def sent_call(self, method, more=False):
-        self.pending.append((method, more))
+    def sent_call(self, method, more=False, params=None):
+        self.pending.append((method, more, params))
 
     def received(self, msg):
         call = self.pending[0] if self.pending else None
         if call is not None and (not isinstance(msg, dict) or msg.get('error') or not msg.get('continues')):
             self.pending.popleft()
-        return validate(msg, *(call or (None, False)))
+        return validate(msg, *(call or (None, False, None)))
 
 
 def validate_replies(sent, msgs):
@@ -153,7 +154,7 @@ class Varlink:
         if oneway:
             msg['oneway'] = True
         else:
-            self.checker.sent_call(method, more)
+            self.checker.sent_call(method, more, params)
         self.sock.sendall(json.dumps(msg).encode() + b'\0')
 
     def recv(self, timeout=5.0):

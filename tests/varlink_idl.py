@@ -50,8 +50,9 @@ EVENT_KINDS = {
         'state': ('named', 'State'),
     },
     'pressure': {
-        'required': {'cgroup', 'source', 'level', 'count', 'missed', 'seq'} | _STAMP,
-        'optional': {'synthetic', 'psi', 'protection'},
+        'required': {'cgroup', 'source', 'count', 'missed', 'seq'} | _STAMP,
+        # level: see check_event()
+        'optional': {'level', 'synthetic', 'psi', 'protection'},
     },
     'memory_events': {
         'required': {'cgroup', 'counters', 'delta', 'seq'} | _STAMP,
@@ -266,8 +267,9 @@ class Validator:
                 continue
             self.check_value(iface, value[k], t, f'{path}.{k}')
 
-    def check_event(self, iface, event, path):
-        """An io.pressured Event: the IDL's struct, then the contract per kind."""
+    def check_event(self, iface, event, path, request=None):
+        """An io.pressured Event: the IDL's struct, then the contract per kind.
+        @request: the Subscribe parameters, if known."""
         kind = event.get('kind') if isinstance(event, dict) else None
         rules = EVENT_KINDS.get(kind)
         overrides = {}
@@ -276,7 +278,13 @@ class Validator:
         self.check_struct(iface, event, iface.types['Event'][1], path, overrides)
         if rules is None:
             _fail(f'{path}.kind', 'one of (' + ', '.join(EVENT_KINDS) + ')', kind)
-        for k in rules['required']:
+        required = set(rules['required'])
+        # A pressure event names its level, except on a subscription to an
+        # explicit PSI trigger, which has none (an injection still does).
+        if kind == 'pressure' and (event.get('source') in ('vmpressure', 'inject') or
+                                   (isinstance(request, dict) and 'psi' not in request)):
+            required.add('level')
+        for k in required:
             if event.get(k) is None:
                 raise Invalid(f'{path}.{k}: required in a "{kind}" event, missing in {event!r}')
         allowed = rules['required'] | rules['optional'] | {'kind'}
@@ -285,8 +293,9 @@ class Validator:
                 raise Invalid(f'{path}.{k}: not part of a "{kind}" event '
                               f'(allowed: {", ".join(sorted(allowed))}), received {event[k]!r}')
 
-    def check(self, msg, method=None, more=False):
-        """Check one received message; @method is the call it answers (None if unknown)."""
+    def check(self, msg, method=None, more=False, request=None):
+        """Check one received message; @method is the call it answers (None if
+        unknown), @request that call's parameters."""
         if not isinstance(msg, dict):
             _fail('message', 'object', msg)
         for k in msg:
@@ -329,7 +338,7 @@ class Validator:
                                   f'(declared: event), received {params[k]!r}')
             if 'event' not in params:
                 raise Invalid(f'{method}.parameters.event: required field missing, received {params!r}')
-            self.check_event(iface, params['event'], f'{method}.parameters.event')
+            self.check_event(iface, params['event'], f'{method}.parameters.event', request)
         else:
             self.check_struct(iface, params, out, f'{method}.parameters')
 

@@ -59,12 +59,16 @@ def changed(obj, path, value):
 
 DELETE = object()
 
-# (what, message, method, more, text the error must contain)
+# (what, message, method, more[, request parameters]) and for BAD, last, a
+# text the error must contain
 GOOD = [
     ('subscribed event', ev(SUBSCRIBED), SUB, True),
     ('pressure event', ev(PRESSURE), SUB, True),
     ('protection event, state a string', ev(PROTECTION), SUB, True),
     ('removed event', ev({'kind': 'removed', 'cgroup': '/a'}, continues=False), SUB, True),
+    ('pressure of an explicit PSI trigger has no level',
+     ev(changed(changed(PRESSURE, ('level',), DELETE), ('source',), 'psi')), SUB, True,
+     {'psi': {'stall': 'some', 'threshold_us': 1, 'window_us': 2}}),
     ('GetStatus', {'parameters': STATUS}, 'io.pressured.GetStatus', False),
     ('GetProtection', {'parameters': {'nodes': [NODE]}}, 'io.pressured.GetProtection', False),
     ('Inject', {'parameters': {'delivered': 3}}, 'io.pressured.Inject', False),
@@ -82,6 +86,11 @@ GOOD = [
      SUB, True),
     ('MethodNotFound', {'error': 'org.varlink.service.MethodNotFound', 'parameters': {'method': 'x.Y'}},
      'x.Y', False),
+]
+BAD_WITH_REQUEST = [
+    ('level subscription, pressure without level',
+     ev(changed(changed(PRESSURE, ('level',), DELETE), ('source',), 'psi')), SUB, True, {'level': 'low'},
+     'event.level: required in a "pressure" event'),
 ]
 
 BAD = [
@@ -120,6 +129,8 @@ BAD = [
      'io.pressured.GetStatus', False, 'GetStatus.parameters.version: expected string, received None'),
     ('missing field a kind needs', ev(changed(PRESSURE, ('seq',), DELETE)), SUB, True,
      'event.seq: required in a "pressure" event'),
+    ('injected pressure without level', ev(changed(PRESSURE, ('level',), DELETE)), SUB, True,
+     'event.level: required in a "pressure" event'),
     ('field of another kind', ev(changed(SUBSCRIBED, ('seq',), 1)), SUB, True,
      'event.seq: not part of a "subscribed" event'),
     ('bad enum value: level', ev(changed(PRESSURE, ('level',), 'extreme')), SUB, True,
@@ -147,17 +158,17 @@ BAD = [
 
 
 def test_good():
-    for what, msg, method, more in GOOD:
+    for what, msg, method, more, *request in GOOD:
         try:
-            V.check(msg, method, more)
+            V.check(msg, method, more, *request)
         except varlink_idl.Invalid as e:
             raise AssertionError(f'{what}: a correct message was rejected: {e}') from None
 
 
 def test_bad():
-    for what, msg, method, more, expect in BAD:
+    for what, msg, method, more, *request, expect in BAD + BAD_WITH_REQUEST:
         try:
-            V.check(msg, method, more)
+            V.check(msg, method, more, *request)
         except varlink_idl.Invalid as e:
             pt.check(expect in str(e), f'{what}: rejected, but the message does not say what is wrong',
                      expect, str(e))
@@ -254,7 +265,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_harness_checks_every_reply(tmp)
     test_daemon_descriptions()
-    print(f'ok: {len(GOOD)} correct messages accepted, {len(BAD)} wrong ones rejected')
+    print(f'ok: {len(GOOD)} correct messages accepted, {len(BAD) + len(BAD_WITH_REQUEST)} wrong ones rejected')
 
 
 if __name__ == '__main__':
