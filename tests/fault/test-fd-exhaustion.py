@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 """File descriptor exhaustion: the daemon runs with RLIMIT_NOFILE 64/64.
 Clients are opened until the daemon runs out of fds: from then on new
-clients are refused cleanly (they read a LimitExceeded error or EOF, never
-hang), subscribed clients keep receiving injected events, a subscription
+clients are refused cleanly (they read a LimitExceeded error naming "open
+files", or EOF, never hang), subscribed clients keep receiving injected events, a subscription
 that needs a new kernel registration fails with an error instead of
 killing anything, and once some clients leave new ones are accepted
 again."""
@@ -115,6 +115,12 @@ def run(d):
           f'1 injector + {len(accepted)} more clients accepted ({fds_full} fds), then {len(refusals)} refused '
           f'({limit_errors} with {LIMIT}, {len(refusals) - limit_errors} with EOF), {hangs} hung', flush=True)
     pt.check(hangs == 0, 'a client hung at the fd limit instead of being refused')
+    for r in refusals:
+        if r != 'EOF':
+            # Refused at accept(): the limit is named; the value is an integer.
+            p = r.get('parameters', {})
+            pt.check(sorted(p) == ['limit', 'value'] and p['limit'] == 'open files' and type(p['value']) is int,
+                     'LimitExceeded at the fd limit names the limit and a value', r)
     pt.check(len(refusals) >= 10, 'never refused a client', len(accepted))
     pt.check('Out of file descriptors' in d.log(), 'clients refused, but the daemon did not run out of fds')
     if not pt.WRAPPER:
@@ -151,10 +157,14 @@ def run(d):
     answer = {'eof': buf}
     if buf.endswith(b'\0'):
         answer = pt.validate(json.loads(buf[:-1]), 'io.pressured.Subscribe', True)
-    shown = (answer.get('error'), answer.get('parameters', {}).get('reason')) if 'error' in answer else answer
+    shown = (answer.get('error'), answer.get('parameters')) if 'error' in answer else answer
     print(f'fd exhaustion: Subscribe needing a new registration with no fd left: {shown}', flush=True)
     # No fd for the trigger: an error naming the limit or the source, not a hang or a crash.
     pt.check(answer.get('error') in (LIMIT, 'io.pressured.SourceUnavailable'), 'Subscribe at the fd limit', answer)
+    if answer.get('error') == LIMIT:
+        want = {'limit': 'open files', 'value': NOFILE}
+        pt.check(answer.get('parameters') == want, 'LimitExceeded names the fd limit and RLIMIT_NOFILE',
+                 want, answer.get('parameters'))
     pt.check(d.proc.poll() is None, 'daemon died on a Subscribe at the fd limit')
     c.close()
 
