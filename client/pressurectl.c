@@ -42,14 +42,6 @@ static void json_unrefp(json_t **p) {
 }
 #define _cleanup_json_ _cleanup_(json_unrefp)
 
-static void pressure_client_freep(pressure_client **c) {
-        pressure_client_free(*c);
-}
-
-static void pressure_selector_freep(pressure_selector **s) {
-        pressure_selector_free(*s);
-}
-
 /* ---- Output helpers --------------------------------------------------------- */
 
 /* "1.2G"-style size; "max" for unlimited. */
