@@ -30,6 +30,9 @@ WRAPPER = os.environ.get('PRESSURED_TEST_WRAPPER', '').split()
 # Set by the valgrind and sanitize setups: a daemon that exits non-zero on
 # SIGTERM had a memory error or leak.
 STRICT_EXIT = bool(WRAPPER) or bool(os.environ.get('PRESSURED_TEST_STRICT_EXIT'))
+# Under valgrind the daemon runs 20-50 times slower: deadlines of waits
+# for something the daemon does are scaled by this (see scaled()).
+SLOW_FACTOR = 10 if WRAPPER else 1
 V2_ROOT = '/sys/fs/cgroup/unified'
 V1_MEMORY_ROOT = '/sys/fs/cgroup/memory'
 
@@ -50,7 +53,16 @@ def require_root():
         skip('needs root')
 
 
-def wait_for(pred, timeout=10.0, interval=0.02, what='condition'):
+def scaled(seconds):
+    """A deadline of @seconds on a normal run, longer under valgrind."""
+    return seconds * SLOW_FACTOR
+
+
+def wait_for(pred, timeout=None, interval=0.02, what='condition'):
+    """Poll @pred until it returns something true, and return that; raise
+    TimeoutError after @timeout seconds (default: scaled(10))."""
+    if timeout is None:
+        timeout = scaled(10.0)
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         v = pred()
@@ -457,8 +469,39 @@ def memory_load(v1dir, v2dir, size_mb=200):
         except ProcessLookupError:
             pass
         proc.wait()
-        time.sleep(0.1)
+        # dd or cat may still be dying with a file open: wait for the group to be gone.
+        wait_for(lambda: not process_group_alive(proc.pid), what='the memory load to exit')
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def process_group_alive(pgid):
+    """True while a process of group @pgid runs (zombies do not count)."""
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f'/proc/{pid}/stat') as f:
+                fields = f.read().rpartition(')')[2].split()
+        except OSError:
+            continue
+        if fields[0] != 'Z' and int(fields[2]) == pgid:
+            return True
+    return False
+
+
+def socket_fds(pid):
+    """How many sockets process @pid has open (0 if it is gone)."""
+    try:
+        fds = os.listdir(f'/proc/{pid}/fd')
+    except OSError:
+        return 0
+    n = 0
+    for fd in fds:
+        try:
+            n += os.readlink(f'/proc/{pid}/fd/{fd}').startswith('socket:')
+        except OSError:
+            pass
+    return n
 
 
 def make_fake_tree(root, nodes):

@@ -13,7 +13,6 @@ import shutil
 import os
 import socket
 import sys
-import time
 
 sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
 import pressured_test as pt  # noqa: E402
@@ -56,6 +55,21 @@ def try_client(path):
     if msg and msg.get('error') == LIMIT:
         return 'refused', msg
     return 'unexpected', buf
+
+
+def accept_one(path):
+    """Try clients until one is accepted (the daemon frees a closed client's fd
+    when it notices); return the last try_client() answer."""
+    last = ['hang', None]
+
+    def accepted():
+        last[:] = try_client(path)
+        return last[0] == 'accepted'
+    try:
+        pt.wait_for(accepted, timeout=WAIT, interval=0.05, what='a client to be accepted')
+    except TimeoutError:
+        pass
+    return tuple(last)
 
 
 class LimitedDaemon(pt.Daemon):
@@ -140,12 +154,7 @@ def run(d):
     # registration (another level, its own trigger fd) cannot be made; it
     # must fail with an error, not take the daemon or anyone else down.
     accepted.pop().close()
-    kind, c = 'hang', None
-    for _ in range(20):
-        kind, c = try_client(d.socket)
-        if kind == 'accepted':
-            break
-        time.sleep(0.05)
+    kind, c = accept_one(d.socket)
     pt.check(kind == 'accepted', 'no client accepted after one was closed', kind, c)
     c.sendall(b'{"method":"io.pressured.Subscribe","more":true,"parameters":{"level":"low"}}\0')
     buf = b''
@@ -174,12 +183,7 @@ def run(d):
     del accepted[:10]
     again = []
     for _ in range(5):
-        kind, x = 'hang', None
-        for _ in range(40):
-            kind, x = try_client(d.socket)
-            if kind == 'accepted':
-                break
-            time.sleep(0.05)
+        kind, x = accept_one(d.socket)
         pt.check(kind == 'accepted', 'no client accepted after closing some', kind, x)
         again.append(x)
     delivered = inject(injector)
