@@ -48,9 +48,10 @@ def check(cond, what, *values):
         raise AssertionError(what + (': ' + ', '.join(repr(v) for v in values) if values else ''))
 
 
-def require_root():
+def require_root(why=None):
+    """Skip (exit 77) unless root; @why says what needs root."""
     if os.geteuid() != 0:
-        skip('needs root')
+        skip('needs root' + (f': {why}' if why else ''))
 
 
 def scaled(seconds):
@@ -376,7 +377,7 @@ def real_cgroups(v1=True, v2=True, limit='64M'):
 
     Yields (name, v1_dir or None, v2_dir or None).
     """
-    require_root()
+    require_root("real cgroups are made in the machine's hierarchies")
     name = f'pressured-test-{uuid.uuid4().hex[:12]}'
     made = []
     try:

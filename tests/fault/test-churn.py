@@ -113,7 +113,6 @@ def settle(d):
 
 
 def main():
-    pt.require_root()
     # One registration per level; timeouts long enough not to interfere.
     config = '[Limits]\nIdleTimeoutSec=600\nRequestTimeoutSec=600\n'
     with pt.Daemon(config_text=config, log_level='notice') as d:

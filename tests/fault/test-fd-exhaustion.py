@@ -87,7 +87,7 @@ def inject(v):
 
 
 def main():
-    pt.require_root()
+    pt.require_root('Inject is reserved to root, and the fd count is read from /proc/PID/fd')
     if not shutil.which('prlimit'):
         pt.skip('prlimit(1) (util-linux) is not installed')
     with LimitedDaemon(config_text='[Limits]\nIdleTimeoutSec=600\n', log_level='notice') as d:

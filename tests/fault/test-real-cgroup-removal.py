@@ -25,7 +25,7 @@ def subscribe(d, **params):
 
 
 def main():
-    pt.require_root()
+    pt.require_root('it makes and removes real cgroups')
     with pt.Daemon(config_text='[Limits]\nIdleTimeoutSec=600\n', log_level='info') as d, \
             pt.real_cgroups(limit='64M') as (name, v1dir, v2dir):
         streams = {

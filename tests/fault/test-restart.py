@@ -46,7 +46,7 @@ def wait_all_closed(socks, timeout):
 
 
 def main():
-    pt.require_root()
+    pt.require_root('Inject is reserved to root')
     sockdir = tempfile.mkdtemp(prefix='pressured-restart-')
     os.chmod(sockdir, 0o755)
     path = os.path.join(sockdir, 'io.pressured')

@@ -84,7 +84,7 @@ def drain(v, timeout):
 
 
 def main():
-    pt.require_root()
+    pt.require_root('Inject is reserved to root')
     config = f'[Limits]\nOutputBufferBytes={OUTPUT_BUFFER}\nIdleTimeoutSec=600\n'
     with pt.Daemon(config_text=config, log_level='notice') as d:
         stalled = []

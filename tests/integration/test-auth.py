@@ -121,7 +121,7 @@ def test_paths():
 
 
 def main():
-    pt.require_root()
+    pt.require_root('it compares root with other users')
     test_paths()
     test_real_cgroups()
     print('ok')

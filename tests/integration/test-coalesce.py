@@ -42,6 +42,7 @@ def collect(sub, total):
 
 
 def main():
+    pt.require_root('Inject is reserved to root')
     with pt.Daemon() as d:
         slow = pt.Varlink(d.socket, timeout=WAIT)
         first = slow.subscribe(level='medium', min_interval_ms=INTERVAL_MS)

@@ -111,7 +111,7 @@ def per_user_child(sock):
 
 
 def test_max_clients_per_user():
-    pt.require_root()
+    pt.require_root('MaxClientsPerUser is tested as the user nobody')
     with pt.Daemon(config_text=f'[Limits]\nMaxClientsPerUser={PER_USER}\n') as d:
         out = pt.run_as('nobody', per_user_child, d.socket)
         pt.check(out['held_served'], 'clients within MaxClientsPerUser are served', out)
@@ -243,6 +243,7 @@ def test_idle_timeout():
 
 
 def main():
+    pt.require_root('Inject is reserved to root, and MaxClientsPerUser is tested as nobody')
     test_max_clients()
     test_max_clients_per_user()
     test_max_registrations()

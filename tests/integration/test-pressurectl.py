@@ -233,6 +233,7 @@ def test_protection():
 
 
 def main():
+    pt.require_root('pressurectl inject and reload are reserved to root')
     if not os.access(pt.PRESSURECTL, os.X_OK):
         pt.skip(f'{pt.PRESSURECTL} is not built')
     test_usage()

@@ -101,6 +101,7 @@ def test_wait_for_daemon():
 
 
 def main():
+    pt.require_root('Inject is reserved to root')
     if not os.access(pt.PRESSURECTL, os.X_OK):
         pt.skip(f'{pt.PRESSURECTL} is not built')
     test_restart()

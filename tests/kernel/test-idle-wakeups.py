@@ -26,7 +26,7 @@ def switches_over(d, period):
 def main():
     if pt.WRAPPER:
         pt.skip('counts the daemon\'s own context switches; not meaningful under ' + pt.WRAPPER[0])
-    pt.require_root()
+    pt.require_root('kernel registrations on real cgroups')
     with pt.real_cgroups(v1=False, v2=True) as (name, _, _v2), kl.quiet_daemon() as d:
         kl.settled_fds(d)
         pt.check(d.status()['registrations'] == [], 'registrations at idle')
