@@ -97,8 +97,9 @@ typedef enum pressure_event_kind {
         PRESSURE_EVENT_RECONNECTED,
         /*
          * The subscription has ended with an error: the connection was lost
-         * with reconnection turned off, or the daemon refused to subscribe
-         * again. The error is in pressure_event.error.
+         * with reconnection turned off, the daemon refused to subscribe
+         * again, or pressure_client_subscribe_async() was refused or found
+         * no daemon. The error is in pressure_event.error (and error_name).
          */
         PRESSURE_EVENT_ERROR
 } pressure_event_kind;
