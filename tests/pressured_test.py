@@ -48,6 +48,12 @@ def check(cond, what, *values):
         raise AssertionError(what + (': ' + ', '.join(repr(v) for v in values) if values else ''))
 
 
+def check_eq(got, want, what):
+    """Assert @got == @want, showing both."""
+    if got != want:
+        raise AssertionError(f'{what}: expected {want!r}, got {got!r}')
+
+
 def require_root(why=None):
     """Skip (exit 77) unless root; @why says what needs root."""
     if os.geteuid() != 0:

@@ -61,7 +61,7 @@ def main():
                 clients.append(v)
             st = first.status()
             pt.check(st['subscriptions'] == CLIENTS, 'subscriptions before the kill', st['subscriptions'])
-            pt.check(first.inject()['parameters']['delivered'] == CLIENTS, 'inject before the kill')
+            pt.check_eq(first.inject()['parameters']['delivered'], CLIENTS, 'inject before the kill')
             for v in clients:
                 ev = v.recv(timeout=WAIT)['parameters']['event']
                 pt.check(ev['seq'] == 1, 'event before the kill', ev)

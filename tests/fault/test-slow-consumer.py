@@ -172,7 +172,7 @@ def main():
         fast.close()
         # GetStatus counts its own connection.
         pt.wait_for(lambda: d.status()['clients'] == 1, timeout=WAIT, what='clients gone')
-        pt.check(d.status()['registrations'] == [], 'registration left behind')
+        pt.check_eq(d.status()['registrations'], [], 'registration left behind')
 
 
 if __name__ == '__main__':

@@ -169,7 +169,7 @@ def test_status(d):
         check(st['subscriptions'] == 1 and len(st['registrations']) == 1, 'status --json is the reply', st)
         # Global options after the command work too.
         res = expect(pt.run_ctl('status', '--json', socket=d.socket), 0, 'status --json after the command')
-        check(json.loads(res.stdout)['version'] == st['version'], 'same reply')
+        pt.check_eq(json.loads(res.stdout)['version'], st['version'], 'same reply')
     finally:
         proc.kill()
         proc.wait()

@@ -86,7 +86,7 @@ def test_wait_for_daemon():
         check(proc.poll() is None, 'watch --wait waits for an absent daemon', proc.returncode)
         d.start()
         pt.wait_for(lambda: subscriptions(d) == 1, what='the waiting watch to subscribe')
-        check(d.inject('critical')['parameters']['delivered'] == 1, 'injected')
+        pt.check_eq(d.inject('critical')['parameters']['delivered'], 1, 'injected')
         out, err = proc.communicate(timeout=pt.scaled(10))
         check(proc.returncode == 0, 'watch --wait exits 0 after its event', proc.returncode, err)
         events = [json.loads(line) for line in out.splitlines()]
