@@ -73,6 +73,8 @@ struct pressure_subscription {
         int broken;
         /* A subscribed event after this one follows a lost connection. */
         bool reconnecting;
+        /* The daemon has confirmed this subscription once; until then, failures end it. */
+        bool confirmed;
         bool freed;
         uint64_t backoff_usec;
         uint64_t retry_at;
@@ -283,21 +285,35 @@ static void client_clear_error(pressure_client *c) {
         c->error_name = c->error_params = NULL;
 }
 
-/* Remember the error of @reply and return its errno, or 0 if it is no error. */
-static int client_take_error(pressure_client *c, json_t *reply) {
+/*
+ * The error of @reply: its errno (0 if @reply is no error), and its name and
+ * parameters as new strings in *ret_name and *ret_params (left NULL when
+ * the reply is no error or malformed).
+ */
+static int reply_error(json_t *reply, char **ret_name, char **ret_params) {
         json_t *name = json_object_get(reply, "error"), *params;
+        _cleanup_free_ char *n = NULL, *p = NULL;
 
         if (!name)
                 return 0;
-        client_clear_error(c);
         if (!json_is_string(name))
                 return -EBADMSG;
-        c->error_name = strdup(json_string_value(name));
+        n = strdup(json_string_value(name));
         params = json_object_get(reply, "parameters");
-        c->error_params = params ? json_dumps(params, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("{}");
-        if (!c->error_name || !c->error_params)
+        p = params ? json_dumps(params, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("{}");
+        if (!n || !p)
                 return -ENOMEM;
-        return conn_error_to_errno(c->error_name);
+        *ret_name = TAKE_PTR(n);
+        *ret_params = TAKE_PTR(p);
+        return conn_error_to_errno(json_string_value(name));
+}
+
+/* Remember the error of @reply as the client's last error and return its errno, or 0 if it is no error. */
+static int client_take_error(pressure_client *c, json_t *reply) {
+        if (!json_object_get(reply, "error"))
+                return 0;
+        client_clear_error(c);
+        return reply_error(reply, &c->error_name, &c->error_params);
 }
 
 /**
@@ -575,6 +591,66 @@ static int subscription_start(pressure_subscription *s) {
         return 0;
 }
 
+/* A new subscription of @c for @selector, not yet linked into the client. */
+static int subscription_new(pressure_client *c, const pressure_selector *selector,
+                            pressure_event_handler handler, void *userdata, pressure_subscription **ret) {
+        pressure_subscription *s;
+        int r;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->client = c;
+        s->fd = -1;
+        s->handler = handler;
+        s->userdata = userdata;
+        s->backoff_usec = BACKOFF_MIN_USEC;
+        r = selector_to_request(selector, &s->request);
+        if (r < 0) {
+                subscription_destroy(s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+static void client_link(pressure_client *c, pressure_subscription *s) {
+        s->next = c->subscriptions;
+        c->subscriptions = s;
+        client_update_timer(c);
+}
+
+/**
+ * pressure_client_subscribe_async - subscribe; the answer comes to the handler.
+ */
+_public_ int pressure_client_subscribe_async(pressure_client *c, const pressure_selector *selector,
+                                             pressure_event_handler handler, void *userdata,
+                                             pressure_subscription **ret) {
+        pressure_subscription *s;
+        int r;
+
+        if (!c || !selector || !handler)
+                return -EINVAL;
+        r = subscription_new(c, selector, handler, userdata, &s);
+        if (r < 0)
+                return r;
+
+        r = subscription_start(s);
+        if (r < 0) {
+                if (c->wait_for_daemon && c->reconnect && conn_is_disconnect(r))
+                        subscription_schedule_retry(s, false);
+                else {
+                        /* Reported to the handler by the next process(), like a daemon error. */
+                        s->state = SUBSCRIPTION_PENDING;
+                        s->broken = r;
+                }
+        }
+        client_link(c, s);
+        if (ret)
+                *ret = s;
+        return 0;
+}
+
 /**
  * pressure_client_subscribe - subscribe and wait for the daemon to confirm.
  */
@@ -590,18 +666,9 @@ _public_ int pressure_client_subscribe(pressure_client *c, const pressure_select
 
         if (!c || !selector || !handler)
                 return -EINVAL;
-
-        s = calloc(1, sizeof(*s));
-        if (!s)
-                return -ENOMEM;
-        s->client = c;
-        s->fd = -1;
-        s->handler = handler;
-        s->userdata = userdata;
-        s->backoff_usec = BACKOFF_MIN_USEC;
-        r = selector_to_request(selector, &s->request);
+        r = subscription_new(c, selector, handler, userdata, &s);
         if (r < 0)
-                goto fail;
+                return r;
 
         client_clear_error(c);
         deadline = call_deadline(c);
@@ -633,9 +700,7 @@ _public_ int pressure_client_subscribe(pressure_client *c, const pressure_select
                 s->state = SUBSCRIPTION_PENDING;
         }
 
-        s->next = c->subscriptions;
-        c->subscriptions = s;
-        client_update_timer(c);
+        client_link(c, s);
         if (ret)
                 *ret = s;
         return 0;
@@ -714,27 +779,32 @@ static int subscription_emit(pressure_subscription *s, const pressure_event *e) 
         return s->handler(s, e, s->userdata);
 }
 
-/* End @s with @error, telling its handler. */
-static int subscription_fail(pressure_subscription *s, int error) {
-        pressure_event e = { .kind = PRESSURE_EVENT_ERROR, .cgroup = "/", .error = error };
+/* End @s with @error and, if the daemon sent one, its error @name and @params; tell the handler. */
+static int subscription_fail_with(pressure_subscription *s, int error, const char *name, const char *params) {
+        pressure_event e = { .kind = PRESSURE_EVENT_ERROR, .cgroup = "/", .error = error,
+                             .error_name = name, .error_parameters = params };
 
         subscription_close(s);
         s->state = SUBSCRIPTION_ENDED;
         return subscription_emit(s, &e);
 }
 
+static int subscription_fail(pressure_subscription *s, int error) {
+        return subscription_fail_with(s, error, NULL, NULL);
+}
+
 /* Hand one message of @s's stream to its handler. */
 static int subscription_handle(pressure_subscription *s, json_t *msg) {
-        pressure_client *c = s->client;
-        _cleanup_free_ char *text = NULL;
+        _cleanup_free_ char *text = NULL, *error_name = NULL, *error_params = NULL;
         pressure_event e;
         json_t *params, *event, *cont;
         bool last;
         int r;
 
-        r = client_take_error(c, msg);
+        /* The error belongs to this subscription; the client's last error stays the caller's. */
+        r = reply_error(msg, &error_name, &error_params);
         if (r < 0)
-                return subscription_fail(s, r);
+                return subscription_fail_with(s, r, error_name, error_params);
 
         params = json_object_get(msg, "parameters");
         event = json_object_get(params, "event");
@@ -746,6 +816,7 @@ static int subscription_handle(pressure_subscription *s, json_t *msg) {
                 if (e.kind != PRESSURE_EVENT_SUBSCRIBED)
                         return subscription_fail(s, -EBADMSG);
                 s->state = SUBSCRIPTION_LIVE;
+                s->confirmed = true;
                 s->backoff_usec = BACKOFF_MIN_USEC;
                 if (s->reconnecting) {
                         pressure_event rc = { .kind = PRESSURE_EVENT_RECONNECTED, .cgroup = e.cgroup };
@@ -771,7 +842,12 @@ static int subscription_handle(pressure_subscription *s, json_t *msg) {
 
 /* The connection of @s is gone: reconnect, or end it. */
 static int subscription_lost(pressure_subscription *s, int error) {
-        if (!s->client->reconnect)
+        pressure_client *c = s->client;
+
+        if (!c->reconnect)
+                return subscription_fail(s, error);
+        /* Never confirmed (subscribe_async()): an absent daemon is waited for only if asked to. */
+        if (!s->confirmed && !(c->wait_for_daemon && conn_is_disconnect(error)))
                 return subscription_fail(s, error);
         if (s->state == SUBSCRIPTION_LIVE)
                 s->reconnecting = true;
@@ -916,8 +992,13 @@ _public_ int pressure_client_wait(pressure_client *c, uint64_t timeout_usec) {
 
 /* ---- Simple calls -------------------------------------------------------------------- */
 
-/* One call on its own connection; *ret_params gets the reply's parameters. */
-static int client_call_json(pressure_client *c, const char *method, json_t *params, json_t **ret_params) {
+/*
+ * One call on its own connection; *ret_params gets the reply's parameters.
+ * A daemon error is the client's last error, and is also copied to
+ * *ret_error_name and *ret_error_params if given.
+ */
+static int client_call_json_full(pressure_client *c, const char *method, json_t *params, json_t **ret_params,
+                                 char **ret_error_name, char **ret_error_params) {
         _cleanup_json_ json_t *msg = NULL, *reply = NULL;
         _cleanup_free_ char *text = NULL;
         _cleanup_close_ int fd = -1;
@@ -947,14 +1028,23 @@ static int client_call_json(pressure_client *c, const char *method, json_t *para
         if (r < 0)
                 return r;
         r = client_take_error(c, reply);
-        if (r < 0)
+        if (r < 0) {
+                if (ret_error_name && c->error_name && !(*ret_error_name = strdup(c->error_name)))
+                        return -ENOMEM;
+                if (ret_error_params && c->error_params && !(*ret_error_params = strdup(c->error_params)))
+                        return -ENOMEM;
                 return r;
+        }
         p = json_object_get(reply, "parameters");
         if (p && !json_is_object(p))
                 return -EBADMSG;
         if (ret_params)
                 *ret_params = p ? json_incref(p) : json_object();
         return 0;
+}
+
+static int client_call_json(pressure_client *c, const char *method, json_t *params, json_t **ret_params) {
+        return client_call_json_full(c, method, params, ret_params, NULL, NULL);
 }
 
 static int dump_params(json_t *params, char **ret_json) {
@@ -966,13 +1056,18 @@ static int dump_params(json_t *params, char **ret_json) {
 }
 
 /**
- * pressure_client_call - call any method; the reply parameters as JSON text.
+ * pressure_client_call_full - call any method; the reply parameters, or the
+ * daemon's error, as JSON text.
  */
-_public_ int pressure_client_call(pressure_client *c, const char *method, const char *params_json,
-                                  char **ret_json) {
+_public_ int pressure_client_call_full(pressure_client *c, const char *method, const char *params_json,
+                                       char **ret_json, char **ret_error_name, char **ret_error_params) {
         _cleanup_json_ json_t *params = NULL, *reply = NULL;
         int r;
 
+        if (ret_error_name)
+                *ret_error_name = NULL;
+        if (ret_error_params)
+                *ret_error_params = NULL;
         if (!c || !method)
                 return -EINVAL;
         if (params_json) {
@@ -980,10 +1075,18 @@ _public_ int pressure_client_call(pressure_client *c, const char *method, const 
                 if (!json_is_object(params))
                         return -EINVAL;
         }
-        r = client_call_json(c, method, params, &reply);
+        r = client_call_json_full(c, method, params, &reply, ret_error_name, ret_error_params);
         if (r < 0)
                 return r;
         return ret_json ? dump_params(reply, ret_json) : 0;
+}
+
+/**
+ * pressure_client_call - call any method; the reply parameters as JSON text.
+ */
+_public_ int pressure_client_call(pressure_client *c, const char *method, const char *params_json,
+                                  char **ret_json) {
+        return pressure_client_call_full(c, method, params_json, ret_json, NULL, NULL);
 }
 
 /**
@@ -1047,4 +1150,30 @@ _public_ int pressure_client_reload(pressure_client *c) {
         if (!c)
                 return -EINVAL;
         return client_call_json(c, "io.pressured.Reload", NULL, NULL);
+}
+
+/* ---- Cleanup helpers ------------------------------------------------------------------- */
+
+/**
+ * pressure_client_freep - pressure_client_free(*p), for __attribute__((cleanup)).
+ */
+_public_ void pressure_client_freep(pressure_client **p) {
+        if (p)
+                *p = pressure_client_free(*p);
+}
+
+/**
+ * pressure_selector_freep - pressure_selector_free(*p), for __attribute__((cleanup)).
+ */
+_public_ void pressure_selector_freep(pressure_selector **p) {
+        if (p)
+                *p = pressure_selector_free(*p);
+}
+
+/**
+ * pressure_subscription_freep - pressure_subscription_free(*p), for __attribute__((cleanup)).
+ */
+_public_ void pressure_subscription_freep(pressure_subscription **p) {
+        if (p)
+                *p = pressure_subscription_free(*p);
 }

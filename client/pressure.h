@@ -20,9 +20,11 @@
  * may have been missed meanwhile) followed by a fresh
  * PRESSURE_EVENT_SUBSCRIBED.
  *
- * Errors are negative errno values. When the daemon answered with a varlink
- * error, pressure_client_last_error_name() and
- * pressure_client_last_error_params() tell which.
+ * Errors are negative errno values. When the daemon answered a call with a
+ * varlink error, the error travels with that call: in the
+ * PRESSURE_EVENT_ERROR event of a subscription, from
+ * pressure_client_call_full(), and for the other blocking calls in
+ * pressure_client_last_error_name() and pressure_client_last_error_params().
  *
  * Thread safety: there is no global state. A client and everything made
  * from it must be used by one thread at a time; use one client per thread.
@@ -95,8 +97,9 @@ typedef enum pressure_event_kind {
         PRESSURE_EVENT_RECONNECTED,
         /*
          * The subscription has ended with an error: the connection was lost
-         * with reconnection turned off, or the daemon refused to subscribe
-         * again. The error is in pressure_event.error.
+         * with reconnection turned off, the daemon refused to subscribe
+         * again, or pressure_client_subscribe_async() was refused or found
+         * no daemon. The error is in pressure_event.error (and error_name).
          */
         PRESSURE_EVENT_ERROR
 } pressure_event_kind;
@@ -180,6 +183,13 @@ typedef struct pressure_event {
         int error;                /* PRESSURE_EVENT_ERROR: negative errno */
         /* The event object as received, NUL-terminated JSON; NULL for RECONNECTED and ERROR. */
         const char *json;
+        /*
+         * PRESSURE_EVENT_ERROR when the daemon answered with an error: its
+         * varlink name and its parameters as JSON text; NULL when the failure
+         * was local or on the connection. (Since 0.2.)
+         */
+        const char *error_name;
+        const char *error_parameters;
 } pressure_event;
 
 /*
@@ -259,6 +269,21 @@ int pressure_client_set_call_timeout(pressure_client *client, uint64_t timeout_u
 int pressure_client_subscribe(pressure_client *client, const pressure_selector *selector,
                               pressure_event_handler handler, void *userdata,
                               pressure_subscription **ret);
+/*
+ * pressure_client_subscribe_async - subscribe without waiting. (Since 0.2.)
+ * Returns at once; the daemon's answer reaches @handler from
+ * pressure_client_process(): PRESSURE_EVENT_SUBSCRIBED, or
+ * PRESSURE_EVENT_ERROR with the errno (mapped as for
+ * pressure_client_subscribe()) and, for a daemon error, error_name and
+ * error_parameters. An unreachable daemon is reported the same way, unless
+ * pressure_client_set_wait_for_daemon() is on.
+ * @ret: optional; the subscription, owned by the client
+ *
+ * Returns 0, or -EINVAL / -ENOMEM for bad arguments or no memory.
+ */
+int pressure_client_subscribe_async(pressure_client *client, const pressure_selector *selector,
+                                    pressure_event_handler handler, void *userdata,
+                                    pressure_subscription **ret);
 /* pressure_subscription_free - unsubscribe (close the connection); accepts NULL, returns NULL. */
 pressure_subscription *pressure_subscription_free(pressure_subscription *subscription);
 /* The client a subscription belongs to. */
@@ -313,10 +338,33 @@ int pressure_client_reload(pressure_client *client);
 int pressure_client_call(pressure_client *client, const char *method, const char *params_json,
                          char **ret_json);
 
-/* The varlink error name of the last daemon error (e.g. "io.pressured.NoSuchCgroup"), or NULL. */
+/*
+ * pressure_client_call_full - pressure_client_call() that returns the
+ * daemon's error with the call. (Since 0.2.)
+ * @ret_error_name: optional; on every return, the varlink error name the
+ *                  daemon answered (free() it), or NULL
+ * @ret_error_params: optional; likewise its parameters as JSON text
+ */
+int pressure_client_call_full(pressure_client *client, const char *method, const char *params_json,
+                              char **ret_json, char **ret_error_name, char **ret_error_params);
+
+/*
+ * The varlink error name of the last daemon error (e.g. "io.pressured.NoSuchCgroup")
+ * answering a blocking call of this client, or NULL. Subscriptions failing
+ * later (in pressure_client_process()) do not change it: their error comes
+ * with the PRESSURE_EVENT_ERROR event.
+ */
 const char *pressure_client_last_error_name(pressure_client *client);
 /* Its parameters as JSON text ("{}" if none), or NULL. */
 const char *pressure_client_last_error_params(pressure_client *client);
+
+/*
+ * Cleanup helpers (since 0.2): free *p, for
+ *     __attribute__((cleanup(pressure_client_freep))) pressure_client *c = NULL;
+ */
+void pressure_client_freep(pressure_client **p);
+void pressure_selector_freep(pressure_selector **p);
+void pressure_subscription_freep(pressure_subscription **p);
 
 /* ---- Names ----------------------------------------------------------------- */
 

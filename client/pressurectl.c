@@ -43,14 +43,6 @@ static void json_unrefp(json_t **p) {
 }
 #define _cleanup_json_ _cleanup_(json_unrefp)
 
-static void pressure_client_freep(pressure_client **c) {
-        pressure_client_free(*c);
-}
-
-static void pressure_selector_freep(pressure_selector **s) {
-        pressure_selector_free(*s);
-}
-
 /* ---- Output helpers --------------------------------------------------------- */
 
 /* "1.2G"-style size; "max" for unlimited. */
@@ -118,13 +110,10 @@ static const char *format_duration(char buf[static 64], uint64_t usec) {
         return buf;
 }
 
-/* Report a failed request; returns the exit code for it. */
-static int report_error(pressure_client *c, int r, const char *what) {
-        const char *name = pressure_client_last_error_name(c);
-
+/* Print the failure @r of @what, with the daemon's error @name and @params if it sent one; return the exit code. */
+static int report_error_full(pressure_client *c, int r, const char *what, const char *name, const char *params) {
         if (name) {
-                fprintf(stderr, "pressurectl: %s: %s %s\n", what, name,
-                        strna(pressure_client_last_error_params(c)));
+                fprintf(stderr, "pressurectl: %s: %s %s\n", what, name, strna(params));
                 return r == -EACCES ? EXIT_DENIED : EXIT_DAEMON_ERROR;
         }
         switch (-r) {
@@ -150,6 +139,12 @@ static int report_error(pressure_client *c, int r, const char *what) {
                 fprintf(stderr, "pressurectl: %s: %s\n", what, strerror(-r));
                 return EXIT_DAEMON_ERROR;
         }
+}
+
+/* report_error_full() for a blocking call, whose daemon error is the client's last one. */
+static int report_error(pressure_client *c, int r, const char *what) {
+        return report_error_full(c, r, what, pressure_client_last_error_name(c),
+                                 pressure_client_last_error_params(c));
 }
 
 /* Complain about the command line; @fmt NULL when getopt already did. Returns EXIT_USAGE. */
@@ -702,7 +697,10 @@ static int on_watch_event(pressure_subscription *sub, const pressure_event *e, v
                 fflush(stdout);
                 return 0;
         case PRESSURE_EVENT_ERROR:
-                w->exit_code = report_error(pressure_subscription_get_client(sub), e->error, "watch");
+                /* The error of this subscription: the daemon refused it (at first or on a reconnect), or
+                 * it could not be reached. */
+                w->exit_code = report_error_full(pressure_subscription_get_client(sub), e->error, "watch",
+                                                 e->error_name, e->error_parameters);
                 return 0;
         default:
                 break;
@@ -840,7 +838,8 @@ static int cmd_watch(int argc, char **argv) {
         if (r != 0)
                 return r;
         (void) pressure_client_set_wait_for_daemon(c, wait_for_daemon);
-        r = pressure_client_subscribe(c, sel, on_watch_event, &w, NULL);
+        /* The daemon's answer comes to on_watch_event() like any event, so --timeout covers it too. */
+        r = pressure_client_subscribe_async(c, sel, on_watch_event, &w, NULL);
         if (r < 0)
                 return report_error(c, r, "watch");
 

@@ -5,6 +5,7 @@ Start the built daemon on a temporary socket, talk varlink to it, run
 pressurectl, make real cgroups that are always removed, and skip (exit 77)
 with a reason where a feature is missing.
 """
+import collections
 import contextlib
 import json
 import os
@@ -18,6 +19,8 @@ import tempfile
 import time
 import uuid
 
+import varlink_idl
+
 BUILD_ROOT = os.environ.get('PRESSURED_BUILD_ROOT', os.path.join(os.path.dirname(__file__), '..', 'build'))
 SOURCE_ROOT = os.environ.get('PRESSURED_SOURCE_ROOT', os.path.join(os.path.dirname(__file__), '..'))
 PRESSURED = os.path.join(BUILD_ROOT, 'daemon', 'pressured')
@@ -27,6 +30,9 @@ WRAPPER = os.environ.get('PRESSURED_TEST_WRAPPER', '').split()
 # Set by the valgrind and sanitize setups: a daemon that exits non-zero on
 # SIGTERM had a memory error or leak.
 STRICT_EXIT = bool(WRAPPER) or bool(os.environ.get('PRESSURED_TEST_STRICT_EXIT'))
+# Under valgrind the daemon runs 20-50 times slower: deadlines of waits
+# for something the daemon does are scaled by this (see scaled()).
+SLOW_FACTOR = 10 if WRAPPER else 1
 V2_ROOT = '/sys/fs/cgroup/unified'
 V1_MEMORY_ROOT = '/sys/fs/cgroup/memory'
 
@@ -42,12 +48,28 @@ def check(cond, what, *values):
         raise AssertionError(what + (': ' + ', '.join(repr(v) for v in values) if values else ''))
 
 
-def require_root():
+def check_eq(got, want, what):
+    """Assert @got == @want, showing both."""
+    if got != want:
+        raise AssertionError(f'{what}: expected {want!r}, got {got!r}')
+
+
+def require_root(why=None):
+    """Skip (exit 77) unless root; @why says what needs root."""
     if os.geteuid() != 0:
-        skip('needs root')
+        skip('needs root' + (f': {why}' if why else ''))
 
 
-def wait_for(pred, timeout=10.0, interval=0.02, what='condition'):
+def scaled(seconds):
+    """A deadline of @seconds on a normal run, longer under valgrind."""
+    return seconds * SLOW_FACTOR
+
+
+def wait_for(pred, timeout=None, interval=0.02, what='condition'):
+    """Poll @pred until it returns something true, and return that; raise
+    TimeoutError after @timeout seconds (default: scaled(10))."""
+    if timeout is None:
+        timeout = scaled(10.0)
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         v = pred()
@@ -57,16 +79,89 @@ def wait_for(pred, timeout=10.0, interval=0.02, what='condition'):
     raise TimeoutError(f'timed out waiting for {what}')
 
 
+_validator = None
+
+
+def validate(msg, method=None, more=False, request=None):
+    """Check a message received from the daemon against its interfaces
+    (see varlink_idl.py); raise varlink_idl.Invalid naming the field, the
+    expected and the received value. @method is the call it answers, or
+    None when unknown (then only errors can be checked), @request its
+    parameters."""
+    global _validator
+    if _validator is None:
+        _validator = varlink_idl.default_validator(SOURCE_ROOT)
+    _validator.check(msg, method, more, request)
+    return msg
+
+
+def _calls_in(data):
+    """(method, more, parameters) of each whole call in raw bytes sent, or
+    None where a message is no call; replies are validated against these."""
+    out = []
+    for part in data.split(b'\0')[:-1]:
+        try:
+            m = json.loads(part)
+        except (ValueError, RecursionError):  # hostile input: not a call
+            out.append(None)
+            continue
+        if not isinstance(m, dict) or not isinstance(m.get('method'), str):
+            out.append(None)
+        elif m.get('oneway') is not True:
+            out.append((m['method'], m.get('more') is True, m.get('parameters')))
+    return out
+
+
+class ReplyChecker:
+    """Pairs the messages received on one connection with the calls sent on
+    it (varlink answers in order; a streamed call stays until its last
+    reply) and validates each. For tests that read raw sockets."""
+
+    def __init__(self):
+        self.sent = b''
+        self.pending = collections.deque()
+
+    def sent_raw(self, data):
+        self.sent += data
+        self.pending.extend(_calls_in(self.sent))
+        self.sent = self.sent[self.sent.rfind(b'\0') + 1:]
+
+    def sent_call(self, method, more=False, params=None):
+        self.pending.append((method, more, params))
+
+    def received(self, msg):
+        call = self.pending[0] if self.pending else None
+        if call is not None and (not isinstance(msg, dict) or msg.get('error') or not msg.get('continues')):
+            self.pending.popleft()
+        return validate(msg, *(call or (None, False, None)))
+
+
+def validate_replies(sent, msgs):
+    """Validate @msgs, received in answer to the raw bytes @sent; return @msgs."""
+    c = ReplyChecker()
+    c.sent_raw(sent)
+    for m in msgs:
+        c.received(m)
+    return msgs
+
+
 class Varlink:
-    """A minimal blocking varlink client over a Unix socket."""
+    """A minimal blocking varlink client over a Unix socket.
+
+    Every message received is checked against the interface of the call it
+    answers (validate()); calls are answered in order, so the client keeps
+    the calls it sent that are still waiting for their last reply.
+    """
 
     def __init__(self, path, timeout=5.0):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(timeout)
         self.sock.connect(path)
         self.buf = b''
+        self.checker = ReplyChecker()
 
     def send_raw(self, data):
+        self.checker.sent_raw(data)
         self.sock.sendall(data)
 
     def call(self, method, params=None, more=False, oneway=False):
@@ -77,6 +172,8 @@ class Varlink:
             msg['more'] = True
         if oneway:
             msg['oneway'] = True
+        else:
+            self.checker.sent_call(method, more, params)
         self.sock.sendall(json.dumps(msg).encode() + b'\0')
 
     def recv(self, timeout=5.0):
@@ -90,7 +187,7 @@ class Varlink:
                 raise EOFError('connection closed')
             self.buf += data
         msg, _, self.buf = self.buf.partition(b'\0')
-        return json.loads(msg)
+        return self.checker.received(json.loads(msg))
 
     def call_sync(self, method, params=None):
         self.call(method, params)
@@ -286,7 +383,7 @@ def real_cgroups(v1=True, v2=True, limit='64M'):
 
     Yields (name, v1_dir or None, v2_dir or None).
     """
-    require_root()
+    require_root("real cgroups are made in the machine's hierarchies")
     name = f'pressured-test-{uuid.uuid4().hex[:12]}'
     made = []
     try:
@@ -379,8 +476,39 @@ def memory_load(v1dir, v2dir, size_mb=200):
         except ProcessLookupError:
             pass
         proc.wait()
-        time.sleep(0.1)
+        # dd or cat may still be dying with a file open: wait for the group to be gone.
+        wait_for(lambda: not process_group_alive(proc.pid), what='the memory load to exit')
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def process_group_alive(pgid):
+    """True while a process of group @pgid runs (zombies do not count)."""
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f'/proc/{pid}/stat') as f:
+                fields = f.read().rpartition(')')[2].split()
+        except OSError:
+            continue
+        if fields[0] != 'Z' and int(fields[2]) == pgid:
+            return True
+    return False
+
+
+def socket_fds(pid):
+    """How many sockets process @pid has open (0 if it is gone)."""
+    try:
+        fds = os.listdir(f'/proc/{pid}/fd')
+    except OSError:
+        return 0
+    n = 0
+    for fd in fds:
+        try:
+            n += os.readlink(f'/proc/{pid}/fd/{fd}').startswith('socket:')
+        except OSError:
+            pass
+    return n
 
 
 def make_fake_tree(root, nodes):

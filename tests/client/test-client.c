@@ -230,6 +230,8 @@ typedef struct Recorded {
         uint64_t seq;
         int error;
         char cgroup[64];
+        char error_name[64];
+        char error_params[128];
 } Recorded;
 
 typedef struct Recorder {
@@ -247,6 +249,12 @@ static int on_event(pressure_subscription *sub, const pressure_event *e, void *u
         x = &r->events[r->n++];
         *x = (Recorded) { .kind = e->kind, .level = e->level, .seq = e->seq, .error = e->error };
         snprintf(x->cgroup, sizeof(x->cgroup), "%s", e->cgroup);
+        if (e->kind != PRESSURE_EVENT_ERROR)
+                ASSERT_TRUE(e->error_name == NULL && e->error_parameters == NULL);
+        if (e->error_name)
+                snprintf(x->error_name, sizeof(x->error_name), "%s", e->error_name);
+        if (e->error_parameters)
+                snprintf(x->error_params, sizeof(x->error_params), "%s", e->error_parameters);
         /* Raw JSON is there for everything the daemon sent. */
         if (e->kind == PRESSURE_EVENT_RECONNECTED || e->kind == PRESSURE_EVENT_ERROR)
                 ASSERT_TRUE(e->json == NULL);
@@ -680,7 +688,10 @@ static void test_reconnect_failures(pid_t *server) {
         ASSERT_EQ(rec.events[0].kind, PRESSURE_EVENT_SUBSCRIBED);
         ASSERT_EQ(rec.events[1].kind, PRESSURE_EVENT_ERROR);
         ASSERT_EQ(rec.events[1].error, -ENOENT);
-        ASSERT_STREQ(pressure_client_last_error_name(c), "io.pressured.NoSuchCgroup");
+        /* The error comes with the event; the client's last error is not the reconnect's. */
+        ASSERT_STREQ(rec.events[1].error_name, "io.pressured.NoSuchCgroup");
+        ASSERT_STREQ(rec.events[1].error_params, "{\"cgroup\":\"/gone\"}");
+        ASSERT_TRUE(pressure_client_last_error_name(c) == NULL);
         ASSERT_EQ(pressure_subscription_is_active(sub), 0);
         pressure_client_free(c);
 
@@ -693,6 +704,7 @@ static void test_reconnect_failures(pid_t *server) {
         run_until(c, have_n, &rec);
         ASSERT_EQ(rec.events[2].kind, PRESSURE_EVENT_ERROR);
         ASSERT_EQ(rec.events[2].error, -ECONNRESET);
+        ASSERT_STREQ(rec.events[2].error_name, ""); /* no daemon error: a connection failure */
         ASSERT_EQ(pressure_client_get_n_active(c), 0);
         pressure_client_free(c);
 
@@ -726,6 +738,89 @@ static void test_reconnect_failures(pid_t *server) {
         pressure_client_free(c);
 }
 
+static int subscribe_async_cgroup(pressure_client *c, const char *cgroup, Recorder *r,
+                                  pressure_subscription **ret) {
+        _cleanup_(pressure_selector_freep) pressure_selector *s = NULL;
+
+        ASSERT_OK(pressure_selector_new(&s));
+        ASSERT_OK(pressure_selector_set_cgroup(s, cgroup));
+        return pressure_client_subscribe_async(c, s, on_event, r, ret);
+}
+
+static void test_async(void) {
+        _cleanup_(pressure_client_freep) pressure_client *c = client_new();
+        _cleanup_free_ char *name = NULL, *params = NULL, *json = NULL;
+        Recorder ok = {}, denied = {}, gone = {};
+        pressure_subscription *sub_ok, *sub_denied, *sub_gone;
+
+        /* A blocking call fails first: its error must survive what follows. */
+        ASSERT_ERR(pressure_client_reload(c), EACCES);
+        ASSERT_STREQ(pressure_client_last_error_name(c), "io.pressured.PermissionDenied");
+
+        /* Three subscriptions in flight at once; nothing is answered before process(). */
+        ASSERT_OK(subscribe_async_cgroup(c, "/async", &ok, &sub_ok));
+        ASSERT_OK(subscribe_async_cgroup(c, "/err/LimitExceeded", &denied, &sub_denied));
+        ASSERT_OK(subscribe_async_cgroup(c, "/err/NoSuchCgroup", &gone, &sub_gone));
+        ASSERT_EQ(ok.n + denied.n + gone.n, 0);
+        ASSERT_EQ(pressure_client_get_n_active(c), 3);
+
+        want_n = 2;
+        run_until(c, have_n, &ok);
+        want_n = 1;
+        run_until(c, have_n, &denied);
+        run_until(c, have_n, &gone);
+        ASSERT_EQ(ok.events[0].kind, PRESSURE_EVENT_SUBSCRIBED);
+        ASSERT_STREQ(ok.events[0].cgroup, "/async");
+        ASSERT_EQ(ok.events[1].kind, PRESSURE_EVENT_PRESSURE);
+        ASSERT_U64_EQ(ok.events[1].seq, 1);
+        ASSERT_EQ(pressure_subscription_is_active(sub_ok), 1);
+
+        /* Each failure carries its own errno, error name and parameters. */
+        ASSERT_EQ(denied.n, 1);
+        ASSERT_EQ(denied.events[0].kind, PRESSURE_EVENT_ERROR);
+        ASSERT_EQ(denied.events[0].error, -EUSERS);
+        ASSERT_STREQ(denied.events[0].error_name, "io.pressured.LimitExceeded");
+        ASSERT_STREQ(denied.events[0].error_params, "{\"cgroup\":\"/err/LimitExceeded\"}");
+        ASSERT_EQ(gone.n, 1);
+        ASSERT_EQ(gone.events[0].error, -ENOENT);
+        ASSERT_STREQ(gone.events[0].error_name, "io.pressured.NoSuchCgroup");
+        ASSERT_EQ(pressure_subscription_is_active(sub_denied), 0);
+        ASSERT_EQ(pressure_subscription_is_active(sub_gone), 0);
+        ASSERT_EQ(pressure_client_get_n_active(c), 1);
+        ASSERT_STREQ(pressure_client_last_error_name(c), "io.pressured.PermissionDenied");
+
+        /* A call with its own error. */
+        ASSERT_ERR(pressure_client_call_full(c, "io.pressured.Reload", NULL, &json, &name, &params), EACCES);
+        ASSERT_TRUE(json == NULL);
+        ASSERT_STREQ(name, "io.pressured.PermissionDenied");
+        ASSERT_STREQ(params, "{\"reason\":\"not root\"}");
+        free(name);
+        free(params);
+        name = params = NULL;
+        ASSERT_OK(pressure_client_call_full(c, "io.pressured.GetStatus", NULL, &json, &name, &params));
+        ASSERT_STREQ(json, "{\"version\":\"9.9\",\"clients\":1}");
+        ASSERT_TRUE(name == NULL && params == NULL);
+
+        /* No daemon: still answered through the handler, without an error name. */
+        {
+                _cleanup_(pressure_client_freep) pressure_client *lonely = client_new();
+                _cleanup_(pressure_subscription_freep) pressure_subscription *sub = NULL;
+                Recorder none = {};
+
+                ASSERT_OK(pressure_client_set_socket(lonely, "/nonexistent/pressured.sock"));
+                ASSERT_OK(subscribe_async_cgroup(lonely, "/a", &none, &sub));
+                ASSERT_EQ(none.n, 0);
+                want_n = 1;
+                run_until(lonely, have_n, &none);
+                ASSERT_EQ(none.events[0].kind, PRESSURE_EVENT_ERROR);
+                ASSERT_EQ(none.events[0].error, -ENOENT);
+                ASSERT_STREQ(none.events[0].error_name, "");
+                ASSERT_EQ(pressure_client_get_n_active(lonely), 0);
+                /* freed by the cleanup helpers, subscription first */
+        }
+        ASSERT_ERR(pressure_client_subscribe_async(c, NULL, on_event, NULL, NULL), EINVAL);
+}
+
 int main(void) {
         char dir[] = "/tmp/test-client-XXXXXX";
         pid_t server;
@@ -739,6 +834,7 @@ int main(void) {
         test_errors();
         test_requests();
         test_multiple();
+        test_async();
         test_reconnect(&server);
         test_reconnect_failures(&server);
 

@@ -8,6 +8,7 @@ fds return exactly to their baseline, no registration or subscription
 remains, every registration created was removed, and RSS comes back to
 within 1 MiB of where it was."""
 
+import json
 import os
 import socket
 import struct
@@ -34,6 +35,7 @@ def recv_reply(s):
         if not data:
             raise EOFError('daemon closed the connection before replying')
         buf += data
+    pt.validate(json.loads(buf[:-1]), 'io.pressured.Subscribe', True)
     return buf
 
 
@@ -111,7 +113,6 @@ def settle(d):
 
 
 def main():
-    pt.require_root()
     # One registration per level; timeouts long enough not to interfere.
     config = '[Limits]\nIdleTimeoutSec=600\nRequestTimeoutSec=600\n'
     with pt.Daemon(config_text=config, log_level='notice') as d:

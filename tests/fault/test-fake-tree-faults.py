@@ -112,7 +112,7 @@ def memory_events_removed(d, root):
 
     # The stream ended but the connection serves calls again.
     subs[0].call('org.varlink.service.GetInfo')
-    pt.check(subs[0].recv(timeout=WAIT)['parameters']['product'] == 'pressured', 'GetInfo after removed')
+    pt.check_eq(subs[0].recv(timeout=WAIT)['parameters']['product'], 'pressured', 'GetInfo after removed')
 
     # The other cgroup's subscriber did not notice.
     rewrite(os.path.join(root, 'b', 'memory.events'), events_text(low=1))

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 """File descriptor exhaustion: the daemon runs with RLIMIT_NOFILE 64/64.
 Clients are opened until the daemon runs out of fds: from then on new
-clients are refused cleanly (they read a LimitExceeded error or EOF, never
-hang), subscribed clients keep receiving injected events, a subscription
+clients are refused cleanly (they read a LimitExceeded error naming "open
+files", or EOF, never hang), subscribed clients keep receiving injected events, a subscription
 that needs a new kernel registration fails with an error instead of
 killing anything, and once some clients leave new ones are accepted
 again."""
@@ -13,7 +13,6 @@ import shutil
 import os
 import socket
 import sys
-import time
 
 sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
 import pressured_test as pt  # noqa: E402
@@ -47,7 +46,7 @@ def try_client(path):
     except socket.timeout:
         s.close()
         return 'hang', buf
-    msg = json.loads(buf[:-1]) if buf.endswith(b'\0') else None
+    msg = pt.validate(json.loads(buf[:-1]), 'org.varlink.service.GetInfo') if buf.endswith(b'\0') else None
     if msg and 'error' not in msg and msg['parameters'].get('product') == 'pressured':
         return 'accepted', s
     s.close()
@@ -56,6 +55,21 @@ def try_client(path):
     if msg and msg.get('error') == LIMIT:
         return 'refused', msg
     return 'unexpected', buf
+
+
+def accept_one(path):
+    """Try clients until one is accepted (the daemon frees a closed client's fd
+    when it notices); return the last try_client() answer."""
+    last = ['hang', None]
+
+    def accepted():
+        last[:] = try_client(path)
+        return last[0] == 'accepted'
+    try:
+        pt.wait_for(accepted, timeout=WAIT, interval=0.05, what='a client to be accepted')
+    except TimeoutError:
+        pass
+    return tuple(last)
 
 
 class LimitedDaemon(pt.Daemon):
@@ -73,7 +87,7 @@ def inject(v):
 
 
 def main():
-    pt.require_root()
+    pt.require_root('Inject is reserved to root, and the fd count is read from /proc/PID/fd')
     if not shutil.which('prlimit'):
         pt.skip('prlimit(1) (util-linux) is not installed')
     with LimitedDaemon(config_text='[Limits]\nIdleTimeoutSec=600\n', log_level='notice') as d:
@@ -115,6 +129,12 @@ def run(d):
           f'1 injector + {len(accepted)} more clients accepted ({fds_full} fds), then {len(refusals)} refused '
           f'({limit_errors} with {LIMIT}, {len(refusals) - limit_errors} with EOF), {hangs} hung', flush=True)
     pt.check(hangs == 0, 'a client hung at the fd limit instead of being refused')
+    for r in refusals:
+        if r != 'EOF':
+            # Refused at accept(): the limit is named; the value is an integer.
+            p = r.get('parameters', {})
+            pt.check(sorted(p) == ['limit', 'value'] and p['limit'] == 'open files' and type(p['value']) is int,
+                     'LimitExceeded at the fd limit names the limit and a value', r)
     pt.check(len(refusals) >= 10, 'never refused a client', len(accepted))
     pt.check('Out of file descriptors' in d.log(), 'clients refused, but the daemon did not run out of fds')
     if not pt.WRAPPER:
@@ -134,12 +154,7 @@ def run(d):
     # registration (another level, its own trigger fd) cannot be made; it
     # must fail with an error, not take the daemon or anyone else down.
     accepted.pop().close()
-    kind, c = 'hang', None
-    for _ in range(20):
-        kind, c = try_client(d.socket)
-        if kind == 'accepted':
-            break
-        time.sleep(0.05)
+    kind, c = accept_one(d.socket)
     pt.check(kind == 'accepted', 'no client accepted after one was closed', kind, c)
     c.sendall(b'{"method":"io.pressured.Subscribe","more":true,"parameters":{"level":"low"}}\0')
     buf = b''
@@ -148,11 +163,17 @@ def run(d):
         if not data:
             break
         buf += data
-    answer = json.loads(buf[:-1]) if buf.endswith(b'\0') else {'eof': buf}
-    shown = (answer.get('error'), answer.get('parameters', {}).get('reason')) if 'error' in answer else answer
+    answer = {'eof': buf}
+    if buf.endswith(b'\0'):
+        answer = pt.validate(json.loads(buf[:-1]), 'io.pressured.Subscribe', True)
+    shown = (answer.get('error'), answer.get('parameters')) if 'error' in answer else answer
     print(f'fd exhaustion: Subscribe needing a new registration with no fd left: {shown}', flush=True)
     # No fd for the trigger: an error naming the limit or the source, not a hang or a crash.
     pt.check(answer.get('error') in (LIMIT, 'io.pressured.SourceUnavailable'), 'Subscribe at the fd limit', answer)
+    if answer.get('error') == LIMIT:
+        want = {'limit': 'open files', 'value': NOFILE}
+        pt.check(answer.get('parameters') == want, 'LimitExceeded names the fd limit and RLIMIT_NOFILE',
+                 want, answer.get('parameters'))
     pt.check(d.proc.poll() is None, 'daemon died on a Subscribe at the fd limit')
     c.close()
 
@@ -162,12 +183,7 @@ def run(d):
     del accepted[:10]
     again = []
     for _ in range(5):
-        kind, x = 'hang', None
-        for _ in range(40):
-            kind, x = try_client(d.socket)
-            if kind == 'accepted':
-                break
-            time.sleep(0.05)
+        kind, x = accept_one(d.socket)
         pt.check(kind == 'accepted', 'no client accepted after closing some', kind, x)
         again.append(x)
     delivered = inject(injector)

@@ -175,6 +175,8 @@ def run_case(path, data, half_close):
                     return 'follow-up call failed', follow
         if buf.rpartition(b'\0')[2]:
             return 'partial reply', buf[:200]
+        # Whatever the daemon answers must still be what its interface declares.
+        pt.validate_replies(data if eof or half_close else data + GETINFO + b'\0', msgs)
         if eof:
             if not msgs:
                 return CLOSED, None

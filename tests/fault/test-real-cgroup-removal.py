@@ -25,7 +25,7 @@ def subscribe(d, **params):
 
 
 def main():
-    pt.require_root()
+    pt.require_root('it makes and removes real cgroups')
     with pt.Daemon(config_text='[Limits]\nIdleTimeoutSec=600\n', log_level='info') as d, \
             pt.real_cgroups(limit='64M') as (name, v1dir, v2dir):
         streams = {
@@ -58,7 +58,7 @@ def main():
                                   else None)(d.status()), timeout=WAIT, what='registrations of the cgroup to go')
         pt.check(st['subscriptions'] == 1, 'subscriptions after removal', st['subscriptions'])
 
-        pt.check(d.inject()['parameters']['delivered'] == 1, 'system-wide inject after removal')
+        pt.check_eq(d.inject()['parameters']['delivered'], 1, 'system-wide inject after removal')
         ev = system.recv(timeout=WAIT)['parameters']['event']
         pt.check(ev['kind'] == 'pressure' and ev['seq'] == 1 and ev['cgroup'] == '/', 'system-wide subscriber', ev)
 
@@ -66,7 +66,7 @@ def main():
         os.mkdir(v1dir)
         os.mkdir(v2dir)
         again = [subscribe(d, cgroup=name, vmpressure={'level': 'low'})[0], subscribe(d, cgroup=name, psi=PSI)[0]]
-        pt.check(d.inject(cgroup=name)['parameters']['delivered'] == 2, 'inject on the recreated cgroup')
+        pt.check_eq(d.inject(cgroup=name)['parameters']['delivered'], 2, 'inject on the recreated cgroup')
         for v in again:
             ev = v.recv(timeout=WAIT)['parameters']['event']
             pt.check(ev['seq'] == 1, 'event on the recreated cgroup', ev)

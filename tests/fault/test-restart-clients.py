@@ -25,7 +25,7 @@ def subscriptions(d):
 
 
 def main():
-    pt.require_root()
+    pt.require_root('Inject is reserved to root')
     if not os.access(pt.PRESSURECTL, os.X_OK):
         pt.skip('pressurectl is not built')
     with pt.Daemon(config_text='[Limits]\nMaxClients=1000\n', log_level='notice') as d:

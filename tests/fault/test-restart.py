@@ -46,7 +46,7 @@ def wait_all_closed(socks, timeout):
 
 
 def main():
-    pt.require_root()
+    pt.require_root('Inject is reserved to root')
     sockdir = tempfile.mkdtemp(prefix='pressured-restart-')
     os.chmod(sockdir, 0o755)
     path = os.path.join(sockdir, 'io.pressured')
@@ -61,7 +61,7 @@ def main():
                 clients.append(v)
             st = first.status()
             pt.check(st['subscriptions'] == CLIENTS, 'subscriptions before the kill', st['subscriptions'])
-            pt.check(first.inject()['parameters']['delivered'] == CLIENTS, 'inject before the kill')
+            pt.check_eq(first.inject()['parameters']['delivered'], CLIENTS, 'inject before the kill')
             for v in clients:
                 ev = v.recv(timeout=WAIT)['parameters']['event']
                 pt.check(ev['seq'] == 1, 'event before the kill', ev)

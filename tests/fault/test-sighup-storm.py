@@ -77,7 +77,7 @@ def write_config(d, text):
 
 
 def main():
-    pt.require_root()
+    pt.require_root('Inject is reserved to root')
     with pt.Daemon(config_text=CONFIGS[0], log_level='info') as d:
         subs = []
         for _ in range(SUBSCRIBERS):

@@ -84,7 +84,7 @@ def drain(v, timeout):
 
 
 def main():
-    pt.require_root()
+    pt.require_root('Inject is reserved to root')
     config = f'[Limits]\nOutputBufferBytes={OUTPUT_BUFFER}\nIdleTimeoutSec=600\n'
     with pt.Daemon(config_text=config, log_level='notice') as d:
         stalled = []
@@ -172,7 +172,7 @@ def main():
         fast.close()
         # GetStatus counts its own connection.
         pt.wait_for(lambda: d.status()['clients'] == 1, timeout=WAIT, what='clients gone')
-        pt.check(d.status()['registrations'] == [], 'registration left behind')
+        pt.check_eq(d.status()['registrations'], [], 'registration left behind')
 
 
 if __name__ == '__main__':

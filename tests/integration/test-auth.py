@@ -42,7 +42,7 @@ def kind(reply):
 def test_real_cgroups():
     with pt.Daemon() as d, pt.real_cgroups(v1=False) as (name, _, v2dir):
         # Make sure the root-owned cgroup really is root's.
-        pt.check(os.stat(v2dir).st_uid == 0, 'the test cgroup belongs to root')
+        pt.check_eq(os.stat(v2dir).st_uid, 0, 'the test cgroup belongs to root')
         replies = pt.run_as('nobody', calls_as_user, d.socket, [
             ('io.pressured.Subscribe', {'level': 'medium'}, True),
             ('io.pressured.Subscribe', {'cgroup': '/', 'psi': PSI}, True),
@@ -121,7 +121,7 @@ def test_paths():
 
 
 def main():
-    pt.require_root()
+    pt.require_root('it compares root with other users')
     test_paths()
     test_real_cgroups()
     print('ok')

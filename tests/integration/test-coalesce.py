@@ -42,6 +42,7 @@ def collect(sub, total):
 
 
 def main():
+    pt.require_root('Inject is reserved to root')
     with pt.Daemon() as d:
         slow = pt.Varlink(d.socket, timeout=WAIT)
         first = slow.subscribe(level='medium', min_interval_ms=INTERVAL_MS)
@@ -74,7 +75,7 @@ def main():
         # Nothing else is pending: no further event arrives.
         readable, _, _ = select.select([slow.sock], [], [], INTERVAL_MS / 1000 * 2)
         pt.check(not readable and slow.buf == b'', 'no event beyond the counted ones', slow.buf)
-        pt.check(d.status()['subscriptions'] == 2, 'both streams are still open')
+        pt.check_eq(d.status()['subscriptions'], 2, 'both streams are still open')
         slow.close()
         plain.close()
     print('ok')

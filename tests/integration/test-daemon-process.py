@@ -152,6 +152,7 @@ def test_command_line():
 
 
 def main():
+    pt.require_root('Inject is reserved to root')
     test_command_line()
     test_stale_socket()
     test_live_socket()

@@ -14,7 +14,7 @@ GIB = 1 << 30
 
 
 def main():
-    pt.require_root()
+    pt.require_root('Inject is reserved to root')
     with tempfile.TemporaryDirectory(prefix='pressured-fake-') as root:
         pt.make_fake_tree(root, {
             '/': {'current': 3 * GIB},

@@ -144,6 +144,7 @@ def test_slow_client(d):
 
 
 def main():
+    pt.require_root('hundreds of clients, beyond MaxClientsPerUser for other users, and Inject')
     with pt.Daemon(config_text=f'[Limits]\nOutputBufferBytes={OUTPUT_BUFFER}\n') as d:
         test_many_clients(d)
         test_slow_client(d)

@@ -16,7 +16,7 @@ def inject_as_nobody(d):
 
 
 def main():
-    pt.require_root()
+    pt.require_root('it calls Inject as other users and groups')
     try:
         nobody = pwd.getpwnam('nobody')
     except KeyError:

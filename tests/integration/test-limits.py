@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Configured limits: MaxClients and MaxClientsPerUser refuse the client
-over the limit with io.pressured.LimitExceeded and keep serving the others;
-RequestTimeoutSec closes a client stuck halfway through a message;
-IdleTimeoutSec closes a client that sends nothing, but never a subscriber
-waiting for events."""
+over the limit, MaxRegistrations the subscription that needs one
+registration too many, each with io.pressured.LimitExceeded naming the
+limit and its configured value, and keep serving the others (and take the
+next one once a slot is free); a message over MaxMessageBytes gets its
+connection closed and nobody else's; RequestTimeoutSec closes a client
+stuck halfway through a message; IdleTimeoutSec closes a client that sends
+nothing, but never a subscriber waiting for events. (Open files: see
+tests/fault/test-fd-exhaustion.py.)"""
 
 import os
 import sys
@@ -23,10 +27,18 @@ def served(v):
     return 'vendor' in r.get('parameters', {})
 
 
+def check_limit_exceeded(r, limit, value):
+    """@r is LimitExceeded with exactly the parameters limit=@limit (a string) and value=@value (an int)."""
+    pt.check(r.get('error') == 'io.pressured.LimitExceeded', 'refused with LimitExceeded',
+             'io.pressured.LimitExceeded', r)
+    p = r.get('parameters')
+    pt.check(p == {'limit': limit, 'value': value}, 'LimitExceeded names limit and value',
+             {'limit': limit, 'value': value}, p)
+    pt.check(type(p['value']) is int, 'LimitExceeded value is an integer', p['value'])
+
+
 def expect_refused(v, limit, value):
-    r = v.recv(timeout=WAIT)
-    pt.check(r.get('error') == 'io.pressured.LimitExceeded', 'refused with LimitExceeded', r)
-    pt.check(r.get('parameters') == {'limit': limit, 'value': value}, 'LimitExceeded names limit and value', r)
+    check_limit_exceeded(v.recv(timeout=WAIT), limit, value)
     pt.check(v.is_closed(timeout=WAIT), 'the refused connection is closed')
 
 
@@ -99,7 +111,7 @@ def per_user_child(sock):
 
 
 def test_max_clients_per_user():
-    pt.require_root()
+    pt.require_root('MaxClientsPerUser is tested as the user nobody')
     with pt.Daemon(config_text=f'[Limits]\nMaxClientsPerUser={PER_USER}\n') as d:
         out = pt.run_as('nobody', per_user_child, d.socket)
         pt.check(out['held_served'], 'clients within MaxClientsPerUser are served', out)
@@ -115,6 +127,84 @@ def test_max_clients_per_user():
         root_clients = [pt.Varlink(d.socket, timeout=WAIT) for _ in range(PER_USER + 2)]
         for v in root_clients:
             pt.check(served(v), 'root clients are not limited per user')
+            v.close()
+
+
+def test_max_registrations():
+    # One kernel registration allowed: a level "medium" on / takes it; a
+    # subscription that shares it is fine, one that needs another (level
+    # "low") is refused; the daemon keeps serving, and once the registration
+    # is gone the other can be made.
+    with pt.Daemon(config_text='[Limits]\nMaxRegistrations=1\n') as d:
+        first = pt.Varlink(d.socket, timeout=WAIT)
+        r = first.subscribe(level='medium')
+        pt.check(r['parameters']['event']['kind'] == 'subscribed', 'first subscription', r)
+        sharer = pt.Varlink(d.socket, timeout=WAIT)
+        r = sharer.subscribe(level='medium')
+        pt.check(r['parameters']['event']['kind'] == 'subscribed', 'a subscription sharing the registration', r)
+        refused = pt.Varlink(d.socket, timeout=WAIT)
+        check_limit_exceeded(refused.subscribe(level='low'), 'MaxRegistrations', 1)
+        # The refused client's connection stays usable, and the daemon is alive.
+        pt.check(served(refused), 'the client refused a registration is still served')
+        pt.check(d.proc.poll() is None, 'the daemon is alive after LimitExceeded', d.proc.returncode)
+        other = pt.Varlink(d.socket, timeout=WAIT)
+        pt.check(served(other), 'another client is served')
+        st = d.status()
+        pt.check(len(st['registrations']) == 1, 'registrations at the limit', 1, st['registrations'])
+        pt.check(st['registrations'][0]['subscribers'] == 2, 'subscribers of the one registration',
+                 2, st['registrations'][0])
+        r = other.call_sync('io.pressured.Inject', {'level': 'medium'})
+        pt.check(r['parameters']['delivered'] == 2, 'inject reaches both subscribers', 2, r)
+        for v in (first, sharer):
+            ev = v.recv(timeout=WAIT)['parameters']['event']
+            while ev.get('source') != 'inject':
+                ev = v.recv(timeout=WAIT)['parameters']['event']
+            pt.check(ev['kind'] == 'pressure' and ev['level'] == 'medium', 'subscribers get events at the limit', ev)
+        first.close()
+        sharer.close()
+        pt.wait_for(lambda: not d.status()['registrations'], timeout=WAIT, what='the registration to be removed')
+        later = pt.Varlink(d.socket, timeout=WAIT)
+        r = later.subscribe(level='low')
+        pt.check(r['parameters']['event']['kind'] == 'subscribed', 'a registration once the slot is free', r)
+        for v in (later, refused, other):
+            v.close()
+
+
+def test_max_message_bytes():
+    limit = 1024
+    getinfo = b'{"method":"org.varlink.service.GetInfo"}'
+
+    def padded(size):
+        return getinfo[:-1] + b' ' * (size - len(getinfo)) + b'}\0'
+    with pt.Daemon(config_text=f'[Limits]\nMaxMessageBytes={limit}\n') as d:
+        bystander = pt.Varlink(d.socket, timeout=WAIT)
+        r = bystander.subscribe(level='medium')
+        pt.check(r['parameters']['event']['kind'] == 'subscribed', 'bystander subscribed', r)
+        at = pt.Varlink(d.socket, timeout=WAIT)
+        at.send_raw(padded(limit))
+        pt.check('vendor' in at.recv(timeout=WAIT)['parameters'], 'a message of exactly MaxMessageBytes is answered')
+        over = pt.Varlink(d.socket, timeout=WAIT)
+        try:
+            over.send_raw(padded(limit + 1))
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        # The contract's answer is closing; should a reply come first, the
+        # harness checks it against the interface (a LimitExceeded must
+        # carry limit and value).
+        closed = over.is_closed(timeout=WAIT)
+        if not closed and over.buf:
+            check_limit_exceeded(over.recv(timeout=WAIT), 'MaxMessageBytes', limit)
+            closed = over.is_closed(timeout=WAIT)
+        pt.check(closed, 'the connection of a message over MaxMessageBytes is closed', over.buf)
+        over.close()
+        pt.check(served(at), 'a client whose message fitted is still served')
+        r = at.call_sync('io.pressured.Inject', {'level': 'medium'})
+        pt.check(r['parameters']['delivered'] == 1, 'the bystander is still subscribed', 1, r)
+        ev = bystander.recv(timeout=WAIT)['parameters']['event']
+        while ev.get('source') != 'inject':
+            ev = bystander.recv(timeout=WAIT)['parameters']['event']
+        pt.check(ev['seq'] >= 1 and ev['missed'] == 0, 'the bystander gets its event', ev)
+        for v in (at, bystander):
             v.close()
 
 
@@ -153,8 +243,11 @@ def test_idle_timeout():
 
 
 def main():
+    pt.require_root('Inject is reserved to root, and MaxClientsPerUser is tested as nobody')
     test_max_clients()
     test_max_clients_per_user()
+    test_max_registrations()
+    test_max_message_bytes()
     test_request_timeout()
     test_idle_timeout()
     print('ok')

@@ -7,9 +7,11 @@ import json
 import os
 import pwd
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.environ.get('PRESSURED_SOURCE_ROOT', os.path.join(os.path.dirname(__file__), '..', '..')), 'tests'))
 import pressured_test as pt  # noqa: E402
@@ -140,6 +142,19 @@ def test_watch_timeout(d):
     res = expect(pt.run_ctl('watch', '--count', '3', '--timeout', '0.5', '--json', socket=d.socket), 124,
                  'watch --json without events')
     check(res.stdout == '', 'no event lines', res.stdout)
+    # A daemon that takes the connection and never answers: --timeout covers
+    # the wait for the answer to Subscribe as well (not the 25 s call timeout).
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, 'mute.sock')
+        mute = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        mute.bind(path)
+        mute.listen(8)
+        start = time.monotonic()
+        res = expect(pt.run_ctl('watch', '--timeout', '0.5', socket=path), 124, 'watch on a daemon that does not answer')
+        took = time.monotonic() - start
+        check(took < 5, 'watch --timeout 0.5 ended in time', took)
+        check('timed out after 0 events' in res.stderr, 'the timeout is reported', res.stderr)
+        mute.close()
 
 
 def test_daemon_errors(d):
@@ -169,7 +184,7 @@ def test_status(d):
         check(st['subscriptions'] == 1 and len(st['registrations']) == 1, 'status --json is the reply', st)
         # Global options after the command work too.
         res = expect(pt.run_ctl('status', '--json', socket=d.socket), 0, 'status --json after the command')
-        check(json.loads(res.stdout)['version'] == st['version'], 'same reply')
+        pt.check_eq(json.loads(res.stdout)['version'], st['version'], 'same reply')
     finally:
         proc.kill()
         proc.wait()
@@ -233,6 +248,7 @@ def test_protection():
 
 
 def main():
+    pt.require_root('pressurectl inject and reload are reserved to root')
     if not os.access(pt.PRESSURECTL, os.X_OK):
         pt.skip(f'{pt.PRESSURECTL} is not built')
     test_usage()

@@ -163,7 +163,7 @@ def test_subscription(d, fake):
     # With no protection subscriber, no refresh timer runs.
     n = d.status()['counters']['protection_refreshes']
     pt.check(not sub.is_closed(timeout=3 * REFRESH + 0.5), 'the connection stays open after removed')
-    pt.check(d.status()['counters']['protection_refreshes'] == n, 'no refreshes without subscribers')
+    pt.check_eq(d.status()['counters']['protection_refreshes'], n, 'no refreshes without subscribers')
     sub.close()
 
 

@@ -29,6 +29,17 @@ def subscriptions(d):
         return -1
 
 
+def waiting(pid):
+    """@pid sleeps in its event loop: its timerfd exists and it is not running."""
+    try:
+        fds = [os.readlink(f'/proc/{pid}/fd/{fd}') for fd in os.listdir(f'/proc/{pid}/fd')]
+        with open(f'/proc/{pid}/stat') as f:
+            state = f.read().rpartition(')')[2].split()[0]
+    except OSError:
+        return False
+    return state == 'S' and 'anon_inode:[timerfd]' in fds
+
+
 def test_restart():
     with pt.Daemon() as d:
         human = watch(d, '--level', 'medium', '--count', '1')
@@ -36,26 +47,28 @@ def test_restart():
         pt.wait_for(lambda: subscriptions(d) == 2, what='both watches to subscribe')
 
         d.kill()
-        time.sleep(0.3)  # let the watches notice and start backing off
-        check(human.poll() is None and js.poll() is None, 'the watches outlive the daemon')
+        # The watches noticed once they hold no connection: they are backing off.
+        pt.wait_for(lambda: pt.socket_fds(human.pid) == 0 and pt.socket_fds(js.pid) == 0,
+                    what='the watches to notice the daemon is gone')
+        check(human.poll() is None and js.poll() is None, 'the watches outlive the daemon',
+              human.returncode, js.returncode)
         d.start()
         restarted = time.monotonic()
-        pt.wait_for(lambda: subscriptions(d) == 2, timeout=10, interval=0.01,
-                    what='both watches to subscribe again')
+        pt.wait_for(lambda: subscriptions(d) == 2, interval=0.01, what='both watches to subscribe again')
         resumed = time.monotonic() - restarted
         print(f'watches resubscribed {resumed * 1000:.0f} ms after the daemon accepted again')
 
         reply = d.inject('medium')
         check(reply['parameters']['delivered'] == 2, 'the injection reaches both watches', reply)
 
-        out, err = human.communicate(timeout=10)
+        out, err = human.communicate(timeout=pt.scaled(10))
         check(human.returncode == 0, 'human watch exits 0 after its event', human.returncode, out, err)
         check('reconnected' in err, 'human watch prints a reconnect notice on stderr', err)
         lines = out.splitlines()
         check(len(lines) == 3 and lines[0].startswith('Watching /') and lines[1].startswith('Watching /')
               and ' pressure medium ' in lines[2], 'header, header again, the event', out)
 
-        out, err = js.communicate(timeout=10)
+        out, err = js.communicate(timeout=pt.scaled(10))
         check(js.returncode == 0, 'json watch exits 0 after its event', js.returncode, out, err)
         events = [json.loads(line) for line in out.splitlines()]
         check(len(events) == 2 and events[0] == {'kind': 'reconnected'}, 'reconnected line first', events)
@@ -67,12 +80,14 @@ def test_wait_for_daemon():
     d = pt.Daemon()
     try:
         proc = watch(d, '--wait', '--level', 'critical', '--count', '1', '--json')
-        time.sleep(0.3)
+        # Without a daemon nothing blocks but the wait for it: once the watch
+        # sleeps with its timer set up, it has tried and is waiting.
+        pt.wait_for(lambda: proc.poll() is not None or waiting(proc.pid), what='watch --wait to wait')
         check(proc.poll() is None, 'watch --wait waits for an absent daemon', proc.returncode)
         d.start()
         pt.wait_for(lambda: subscriptions(d) == 1, what='the waiting watch to subscribe')
-        check(d.inject('critical')['parameters']['delivered'] == 1, 'injected')
-        out, err = proc.communicate(timeout=10)
+        pt.check_eq(d.inject('critical')['parameters']['delivered'], 1, 'injected')
+        out, err = proc.communicate(timeout=pt.scaled(10))
         check(proc.returncode == 0, 'watch --wait exits 0 after its event', proc.returncode, err)
         events = [json.loads(line) for line in out.splitlines()]
         check(len(events) == 1 and events[0]['level'] == 'critical', 'no reconnected line, just the event', events)
@@ -86,6 +101,7 @@ def test_wait_for_daemon():
 
 
 def main():
+    pt.require_root('Inject is reserved to root')
     if not os.access(pt.PRESSURECTL, os.X_OK):
         pt.skip(f'{pt.PRESSURECTL} is not built')
     test_restart()

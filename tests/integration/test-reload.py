@@ -41,6 +41,7 @@ def expect_event(sub, seq, d):
 
 
 def main():
+    pt.require_root('Reload is reserved to root')
     with pt.Daemon(config_text=config('some 100ms 2s')) as d:
         sub = pt.Varlink(d.socket, timeout=WAIT)
         first = sub.subscribe(level='medium')

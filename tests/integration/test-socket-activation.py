@@ -8,6 +8,7 @@ READY=1 on SIGHUP, STOPPING=1 and exit 0 on SIGTERM, and that a client
 queued while no daemon ran is served by the next one. Then the same with
 systemd-socket-activate when it is installed."""
 
+import json
 import os
 import shutil
 import signal
@@ -176,6 +177,7 @@ def main():
                 reply += chunk
             if b'io.pressured' not in reply:
                 fail('queued client: unexpected reply %r' % reply)
+            pt.validate(json.loads(reply.partition(b'\0')[0]), 'org.varlink.service.GetInfo')
             queued.close()
             notify2.wait_for('READY=1', 'READY=1 of the second instance')
             os.kill(pid, signal.SIGTERM)

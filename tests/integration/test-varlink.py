@@ -381,6 +381,7 @@ def test_hostile(d):
 
 
 def main():
+    pt.require_root('Inject is reserved to root')
     self_test_parser()
     with pt.Daemon() as d:
         test_info(d)

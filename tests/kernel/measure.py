@@ -92,7 +92,7 @@ def under_load():
 
 
 def main():
-    pt.require_root()
+    pt.require_root('it loads real cgroups')
     # Measure the daemon itself, never under a test wrapper.
     pt.WRAPPER = []
     print(f'kernel {os.uname().release}; daemon {pt.PRESSURED}', flush=True)

@@ -55,7 +55,7 @@ def check_removal(d, name, cgroup_dir, source, params):
 
 
 def main():
-    pt.require_root()
+    pt.require_root('it makes and removes real cgroups')
     with pt.Daemon() as d:
         with pt.real_cgroups(v1=True, v2=False) as (name, v1, _):
             check_removal(d, name, v1, 'vmpressure', {'vmpressure': {'level': 'low'}})

@@ -26,15 +26,15 @@ def switches_over(d, period):
 def main():
     if pt.WRAPPER:
         pt.skip('counts the daemon\'s own context switches; not meaningful under ' + pt.WRAPPER[0])
-    pt.require_root()
+    pt.require_root('kernel registrations on real cgroups')
     with pt.real_cgroups(v1=False, v2=True) as (name, _, _v2), kl.quiet_daemon() as d:
         kl.settled_fds(d)
-        pt.check(d.status()['registrations'] == [], 'registrations at idle')
+        pt.check_eq(d.status()['registrations'], [], 'registrations at idle')
         # Let the daemon finish with the status connection before counting.
         kl.settled_fds(d)
         idle = switches_over(d, PERIOD)
         print(f'idle: {idle} context switches in {PERIOD:.0f} s', flush=True)
-        pt.check(idle == 0, f'the idle daemon woke up {idle} times in {PERIOD:.0f} s')
+        pt.check_eq(idle, 0, f'the idle daemon woke up {idle} times in {PERIOD:.0f} s')
 
         clients = kl.subscribe_many(d, N, cgroup=name, psi=kl.PSI_2S)
         try:

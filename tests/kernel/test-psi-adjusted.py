@@ -17,7 +17,7 @@ ROUNDED = {'stall': 'some', 'threshold_us': 200000, 'window_us': 2000000}
 
 
 def main():
-    pt.require_root()
+    pt.require_root('PSI triggers on a real cgroup')
     with pt.real_cgroups(v1=False, v2=True) as (name, _, v2), pt.Daemon() as d:
         privileged = kl.has_cap(d.pid, kl.CAP_SYS_RESOURCE)
         # What the kernel itself says about a 1 s window from this process.

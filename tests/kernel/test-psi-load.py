@@ -16,7 +16,7 @@ PSI_KEYS = ('some_avg10', 'some_avg60', 'some_avg300', 'some_total_us')
 
 
 def main():
-    pt.require_root()
+    pt.require_root('PSI triggers on real cgroups')
     with pt.real_cgroups(v1=True, v2=True, limit='64M') as (name, v1, v2), pt.Daemon() as d:
         v, ev = kl.subscribe_ok(d, cgroup=name, psi=kl.PSI_2S)
         pt.check(ev['source'] == 'psi', 'subscribed source', ev)

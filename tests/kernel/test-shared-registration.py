@@ -38,7 +38,7 @@ def check_back_to_idle(d, name, idle):
 
 
 def main():
-    pt.require_root()
+    pt.require_root('kernel registrations on real cgroups')
     with pt.real_cgroups(v1=True, v2=True) as (name, _, v2), pt.Daemon() as d:
         idle = kl.settled_fds(d)
         pt.check(kl.count_targets(idle, kl.is_memory_pressure) == 0, 'memory.pressure open at idle', idle)

@@ -41,7 +41,7 @@ def expect_error(d, name, params, error):
 
 
 def main():
-    pt.require_root()
+    pt.require_root('kernel registrations on real cgroups')
     with pt.real_cgroups(v1=True, v2=True) as (name, _, v2), pt.Daemon() as d:
         pressure = os.path.join(v2, 'memory.pressure')
         for threshold, window in REFUSED:

@@ -13,7 +13,7 @@ from kernlib import pt  # noqa: E402
 
 
 def main():
-    pt.require_root()
+    pt.require_root('vmpressure on a real cgroup v1 memory cgroup')
     with pt.real_cgroups(v1=True, v2=False, limit='64M') as (name, v1, _), pt.Daemon() as d:
         v, ev = kl.subscribe_ok(d, cgroup=name, vmpressure={'level': 'low'})
         pt.check(ev['source'] == 'vmpressure', 'subscribed source', ev)

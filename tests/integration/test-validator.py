@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The reply validator of the test harness (tests/varlink_idl.py): it
+accepts what the interface declares and rejects each kind of violation
+(wrong type, unknown field, missing required field, bad enum value, an
+error without its parameters), and the harness's client runs it on every
+message it receives, so a daemon sending a wrong reply fails the test that
+received it. The daemon's own description of its interfaces parses to the
+same thing the validator uses."""
+
+import os
+import socket
+import sys
+import threading
+
+sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
+import pressured_test as pt  # noqa: E402
+import varlink_idl  # noqa: E402
+
+V = varlink_idl.default_validator(pt.SOURCE_ROOT)
+SUB = 'io.pressured.Subscribe'
+NODE = {'cgroup': '/a', 'usage': 100, 'min': 50, 'low': None, 'emin': 50, 'elow': 0, 'min_usage': 50,
+        'low_usage': 0, 'children_min_usage': 0, 'children_low_usage': 0, 'state': 'min'}
+SUBSCRIBED = {'kind': 'subscribed', 'cgroup': '/', 'source': 'psi',
+              'trigger': {'psi': {'stall': 'some', 'threshold_us': 100000, 'window_us': 1000000},
+                          'level': 'medium'},
+              'adjusted': False,
+              'state': {'psi': {'some_avg10': 0.0, 'some_avg60': 0.12, 'some_avg300': 0, 'some_total_us': 5}}}
+PRESSURE = {'kind': 'pressure', 'cgroup': '/', 'source': 'inject', 'level': 'critical', 'count': 1,
+            'missed': 0, 'time_us': 1, 'monotonic_us': 2, 'seq': 1, 'synthetic': True}
+PROTECTION = {'kind': 'protection', 'cgroup': '/a', 'state': 'min', 'previous': 'none', 'node': NODE,
+              'time_us': 1, 'monotonic_us': 2, 'seq': 1, 'count': 1, 'missed': 0}
+STATUS = {'version': '0.1', 'uptime_us': 5, 'clients': 1, 'subscriptions': 0,
+          'registrations': [{'cgroup': '/', 'source': 'psi', 'subscribers': 2,
+                             'trigger': {'psi': {'stall': 'full', 'threshold_us': 1, 'window_us': 2}}}],
+          'cgroup': {'v2_root': '/sys/fs/cgroup', 'v1_memory_root': None, 'recursive_protection': False},
+          'counters': {k: 0 for k in ('events_read', 'events_delivered', 'events_dropped',
+                                      'propagations_applied', 'propagations_skipped', 'registrations_created',
+                                      'registrations_removed', 'events_injected', 'protection_refreshes')}}
+
+
+def ev(event, continues=True):
+    return {'parameters': {'event': event}, 'continues': continues}
+
+
+def changed(obj, path, value):
+    """A deep copy of @obj with the item at @path (a tuple of keys) set, or removed if @value is DELETE."""
+    import copy
+    out = copy.deepcopy(obj)
+    cur = out
+    for k in path[:-1]:
+        cur = cur[k]
+    if value is DELETE:
+        del cur[path[-1]]
+    else:
+        cur[path[-1]] = value
+    return out
+
+
+DELETE = object()
+
+# (what, message, method, more[, request parameters]) and for BAD, last, a
+# text the error must contain
+GOOD = [
+    ('subscribed event', ev(SUBSCRIBED), SUB, True),
+    ('pressure event', ev(PRESSURE), SUB, True),
+    ('protection event, state a string', ev(PROTECTION), SUB, True),
+    ('removed event', ev({'kind': 'removed', 'cgroup': '/a'}, continues=False), SUB, True),
+    ('pressure of an explicit PSI trigger has no level',
+     ev(changed(changed(PRESSURE, ('level',), DELETE), ('source',), 'psi')), SUB, True,
+     {'psi': {'stall': 'some', 'threshold_us': 1, 'window_us': 2}}),
+    ('GetStatus', {'parameters': STATUS}, 'io.pressured.GetStatus', False),
+    ('GetProtection', {'parameters': {'nodes': [NODE]}}, 'io.pressured.GetProtection', False),
+    ('Inject', {'parameters': {'delivered': 3}}, 'io.pressured.Inject', False),
+    ('Reload', {'parameters': {}}, 'io.pressured.Reload', False),
+    ('GetInfo', {'parameters': {'vendor': 'v', 'product': 'p', 'version': '1', 'url': 'u',
+                                'interfaces': ['io.pressured']}}, 'org.varlink.service.GetInfo', False),
+    ('LimitExceeded', {'error': 'io.pressured.LimitExceeded', 'parameters': {'limit': 'MaxClients', 'value': 5}},
+     None, False),
+    ('LimitExceeded to a call', {'error': 'io.pressured.LimitExceeded',
+                                 'parameters': {'limit': 'MaxRegistrations', 'value': 1}}, SUB, True),
+    ('SourceUnavailable', {'error': 'io.pressured.SourceUnavailable',
+                           'parameters': {'source': 'vmpressure', 'reason': 'no v1'}}, SUB, True),
+    ('ExpectedMore', {'error': 'org.varlink.service.ExpectedMore', 'parameters': {}}, SUB, False),
+    ('InvalidParameter', {'error': 'org.varlink.service.InvalidParameter', 'parameters': {'parameter': 'level'}},
+     SUB, True),
+    ('MethodNotFound', {'error': 'org.varlink.service.MethodNotFound', 'parameters': {'method': 'x.Y'}},
+     'x.Y', False),
+]
+BAD_WITH_REQUEST = [
+    ('level subscription, pressure without level',
+     ev(changed(changed(PRESSURE, ('level',), DELETE), ('source',), 'psi')), SUB, True, {'level': 'low'},
+     'event.level: required in a "pressure" event'),
+]
+
+BAD = [
+    ('LimitExceeded without value',
+     {'error': 'io.pressured.LimitExceeded', 'parameters': {'limit': 'MaxRegistrations'}}, SUB, True,
+     'LimitExceeded.parameters.value: required field of type int missing'),
+    ('LimitExceeded with {}', {'error': 'io.pressured.LimitExceeded', 'parameters': {}}, None, False,
+     'LimitExceeded.parameters.limit: required field'),
+    ('LimitExceeded value a string',
+     {'error': 'io.pressured.LimitExceeded', 'parameters': {'limit': 'MaxClients', 'value': '5'}}, None, False,
+     "LimitExceeded.parameters.value: expected int, received '5'"),
+    ('LimitExceeded with an extra field',
+     {'error': 'io.pressured.LimitExceeded', 'parameters': {'limit': 'MaxClients', 'value': 5, 'max': 5}},
+     None, False, 'LimitExceeded.parameters.max: field not declared'),
+    ('undeclared error', {'error': 'io.pressured.TooBad', 'parameters': {}}, SUB, True,
+     'io.pressured.TooBad is not declared'),
+    ('wrong type: delivered a string', {'parameters': {'delivered': '3'}}, 'io.pressured.Inject', False,
+     "Inject.parameters.delivered: expected int, received '3'"),
+    ('wrong type: bool for int', {'parameters': {'delivered': True}}, 'io.pressured.Inject', False,
+     'Inject.parameters.delivered: expected int, received True'),
+    ('wrong type: float for int', ev(changed(PRESSURE, ('seq',), 1.5)), SUB, True,
+     'event.seq: expected int, received 1.5'),
+    ('int out of range: max as 2^64-1', {'parameters': {'nodes': [changed(NODE, ('min',), 2**64 - 1)]}},
+     'io.pressured.GetProtection', False, 'nodes[0].min: expected int in the 64-bit signed range'),
+    ('unknown field in a reply', {'parameters': {'delivered': 3, 'extra': 1}}, 'io.pressured.Inject', False,
+     'Inject.parameters.extra: field not declared'),
+    ('unknown field in an event', ev(changed(PRESSURE, ('pressure_level',), 'x')), SUB, True,
+     'event.pressure_level: field not declared'),
+    ('unknown field deep inside', {'parameters': changed(STATUS, ('counters', 'bogus'), 1)},
+     'io.pressured.GetStatus', False, 'counters.bogus: field not declared'),
+    ('missing required field', {'parameters': changed(STATUS, ('uptime_us',), DELETE)},
+     'io.pressured.GetStatus', False, 'GetStatus.parameters.uptime_us: required field of type int missing'),
+    ('missing required field in an array item', {'parameters': {'nodes': [changed(NODE, ('usage',), DELETE)]}},
+     'io.pressured.GetProtection', False, 'nodes[0].usage: required field'),
+    ('null for a required field', {'parameters': changed(STATUS, ('version',), None)},
+     'io.pressured.GetStatus', False, 'GetStatus.parameters.version: expected string, received None'),
+    ('missing field a kind needs', ev(changed(PRESSURE, ('seq',), DELETE)), SUB, True,
+     'event.seq: required in a "pressure" event'),
+    ('injected pressure without level', ev(changed(PRESSURE, ('level',), DELETE)), SUB, True,
+     'event.level: required in a "pressure" event'),
+    ('field of another kind', ev(changed(SUBSCRIBED, ('seq',), 1)), SUB, True,
+     'event.seq: not part of a "subscribed" event'),
+    ('bad enum value: level', ev(changed(PRESSURE, ('level',), 'extreme')), SUB, True,
+     "event.level: expected one of (low, medium, critical), received 'extreme'"),
+    ('bad enum value: kind', ev(changed(PRESSURE, ('kind',), 'panic')), SUB, True,
+     "event.kind: expected one of (subscribed, pressure, memory_events, protection, removed), received 'panic'"),
+    ('bad enum value deep inside', ev(changed(SUBSCRIBED, ('trigger', 'psi', 'stall'), 'most')), SUB, True,
+     "trigger.psi.stall: expected one of (some, full), received 'most'"),
+    ('subscribed state a string', ev(changed(SUBSCRIBED, ('state',), 'min')), SUB, True,
+     "event.state: expected object (psi, counters, node), received 'min'"),
+    ('protection state an object', ev(changed(PROTECTION, ('state',), {})), SUB, True,
+     'event.state: expected one of (min, low, none), received {}'),
+    ('array expected', {'parameters': {'nodes': NODE}}, 'io.pressured.GetProtection', False,
+     'GetProtection.parameters.nodes: expected []ProtectionNode'),
+    ('continues without more', {'parameters': {'delivered': 1}, 'continues': True}, 'io.pressured.Inject', False,
+     'called without "more"'),
+    ('continuing error', {'error': 'io.pressured.NoSuchCgroup', 'parameters': {'cgroup': '/x'}, 'continues': True},
+     SUB, True, 'an error ends the call'),
+    ('unknown top-level field', {'parameters': {'delivered': 1}, 'more': True}, 'io.pressured.Inject', False,
+     'message.more: not a varlink reply field'),
+    ('reply to an undeclared method', {'parameters': {}}, 'io.pressured.Frobnicate', False,
+     'not a declared method'),
+    ('not an object', [1], None, False, 'message: expected object'),
+]
+
+
+def test_good():
+    for what, msg, method, more, *request in GOOD:
+        try:
+            V.check(msg, method, more, *request)
+        except varlink_idl.Invalid as e:
+            raise AssertionError(f'{what}: a correct message was rejected: {e}') from None
+
+
+def test_bad():
+    for what, msg, method, more, *request, expect in BAD + BAD_WITH_REQUEST:
+        try:
+            V.check(msg, method, more, *request)
+        except varlink_idl.Invalid as e:
+            pt.check(expect in str(e), f'{what}: rejected, but the message does not say what is wrong',
+                     expect, str(e))
+            continue
+        raise AssertionError(f'{what}: a wrong message was accepted: {msg!r}')
+
+
+def test_parser():
+    i = varlink_idl.parse('''
+        # comment
+        interface a.b
+        type T (x: ?[]int, y: [string]?T, z: (p, q), w: object, v: (n: float))
+        method M() -> ()
+        error E ()
+    ''')
+    pt.check(i.name == 'a.b', 'interface name', i.name)
+    x = i.types['T'][1]
+    pt.check(x['x'] == ('optional', ('array', ('int',))), 'optional array', x['x'])
+    pt.check(x['y'] == ('map', ('optional', ('named', 'T'))), 'map of optional named', x['y'])
+    pt.check(x['z'] == ('enum', ('p', 'q')), 'inline enum', x['z'])
+    pt.check(x['v'] == ('struct', {'n': ('float',)}), 'inline struct', x['v'])
+    pt.check(i.methods['M'] == (('struct', {}), ('struct', {})), 'empty method', i.methods['M'])
+    pt.check(i.errors['E'] == ('struct', {}), 'empty error', i.errors['E'])
+
+
+def fake_daemon(path, reply):
+    """A one-shot server that answers the first call on @path with @reply."""
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(1)
+
+    def serve():
+        c, _ = srv.accept()
+        with c:
+            buf = b''
+            while b'\0' not in buf:
+                buf += c.recv(4096)
+            c.sendall(reply + b'\0')
+            c.recv(1)
+        srv.close()
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    return t
+
+
+def test_harness_checks_every_reply(tmp):
+    """The harness's client rejects a wrong reply where the test receives it."""
+    path = os.path.join(tmp, 'fake.sock')
+    fake_daemon(path, b'{"error":"io.pressured.LimitExceeded","parameters":{"limit":"MaxRegistrations"}}')
+    v = pt.Varlink(path, timeout=10)
+    v.call('io.pressured.Subscribe', {'level': 'medium'}, more=True)
+    try:
+        r = v.recv(timeout=10)
+    except varlink_idl.Invalid as e:
+        pt.check('value: required field' in str(e), 'the harness names the missing field', str(e))
+    else:
+        raise AssertionError(f'the harness accepted a LimitExceeded without "value": {r!r}')
+    v.close()
+    os.unlink(path)
+
+    fake_daemon(path, b'{"parameters":{"event":{"kind":"pressure","cgroup":"/","source":"inject",'
+                      b'"level":"medium","count":"1","missed":0,"time_us":1,"monotonic_us":1,"seq":1}},'
+                      b'"continues":true}')
+    v = pt.Varlink(path, timeout=10)
+    v.send_raw(b'{"method":"io.pressured.Subscribe","more":true,"parameters":{"level":"medium"}}\0')
+    try:
+        r = v.recv(timeout=10)
+    except varlink_idl.Invalid as e:
+        pt.check("event.count: expected int, received '1'" in str(e), 'the harness names the wrong type', str(e))
+    else:
+        raise AssertionError(f'the harness accepted a count that is a string: {r!r}')
+    v.close()
+
+
+def test_daemon_descriptions():
+    """The interfaces the daemon describes are the ones the validator checks against."""
+    with pt.Daemon() as d:
+        v = pt.Varlink(d.socket)
+        for name in ('io.pressured', 'org.varlink.service'):
+            r = v.call_sync('org.varlink.service.GetInterfaceDescription', {'interface': name})
+            served = varlink_idl.parse(r['parameters']['description'])
+            mine = V.interfaces[name]
+            for what in ('types', 'methods', 'errors'):
+                pt.check(getattr(served, what) == getattr(mine, what), f'{name}: {what} as described by the daemon',
+                         sorted(getattr(served, what)), sorted(getattr(mine, what)))
+        v.close()
+
+
+def main():
+    import tempfile
+    test_parser()
+    test_good()
+    test_bad()
+    with tempfile.TemporaryDirectory() as tmp:
+        test_harness_checks_every_reply(tmp)
+    test_daemon_descriptions()
+    print(f'ok: {len(GOOD)} correct messages accepted, {len(BAD) + len(BAD_WITH_REQUEST)} wrong ones rejected')
+
+
+if __name__ == '__main__':
+    main()

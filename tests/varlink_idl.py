@@ -1,0 +1,351 @@
+# SPDX-License-Identifier: MIT
+"""Check what the daemon sends against its varlink interfaces.
+
+parse() reads varlink IDL (interface, type, method, error; structs, enums,
+optional ?T, arrays []T, maps [string]T, object). A Validator holds the
+parsed io.pressured (daemon/io.pressured.varlink) and org.varlink.service
+and checks one received message against the call it answers: a reply's
+parameters against the method's output, an error against the declared
+error's parameters. Every violation raises Invalid with the path of the
+field, what the interface expects and what was received.
+
+Varlink has no sum types, so io.pressured declares one Event struct whose
+fields are optional and a "state" of type object. What each kind of event
+must carry, and what "state" is per kind, is public contract the IDL cannot
+express (the Subscribe replies the project's contract lists, and the
+comments of the Event type); EVENT_KINDS below spells it out and the
+Validator checks it on top of the IDL.
+
+The harness (pressured_test.Varlink) runs every message it receives
+through here, so every integration, fault and kernel test checks every
+reply, event and error it gets.
+"""
+import os
+import re
+
+INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1
+
+# The standard interface every varlink service implements (varlink.org),
+# as the daemon describes it in GetInterfaceDescription.
+ORG_VARLINK_SERVICE = '''
+interface org.varlink.service
+method GetInfo() -> (vendor: string, product: string, version: string, url: string, interfaces: []string)
+method GetInterfaceDescription(interface: string) -> (description: string)
+error InterfaceNotFound (interface: string)
+error MethodNotFound (method: string)
+error MethodNotImplemented (method: string)
+error InvalidParameter (parameter: string)
+error PermissionDenied ()
+error ExpectedMore ()
+'''
+
+# Per event kind: fields that must be present, fields that may be, and a
+# stricter type for "state" than the IDL's object. Every event after
+# "subscribed" is numbered (seq).
+_STAMP = {'time_us', 'monotonic_us'}
+EVENT_KINDS = {
+    'subscribed': {
+        'required': {'cgroup', 'source', 'trigger', 'adjusted', 'state'},
+        'optional': set(),
+        'state': ('named', 'State'),
+    },
+    'pressure': {
+        'required': {'cgroup', 'source', 'count', 'missed', 'seq'} | _STAMP,
+        # level: see check_event()
+        'optional': {'level', 'synthetic', 'psi', 'protection'},
+    },
+    'memory_events': {
+        'required': {'cgroup', 'counters', 'delta', 'seq'} | _STAMP,
+        'optional': {'source', 'missed', 'count'},
+    },
+    'protection': {
+        'required': {'cgroup', 'state', 'previous', 'node', 'seq'} | _STAMP,
+        'optional': {'source', 'missed', 'count'},
+        'state': ('enum', ('min', 'low', 'none')),
+    },
+    'removed': {
+        'required': {'cgroup'},
+        'optional': {'seq', 'missed', 'source'} | _STAMP,
+    },
+}
+
+
+class Invalid(AssertionError):
+    """A message that does not match the interface."""
+
+
+class Interface:
+    def __init__(self, name):
+        self.name = name
+        self.types = {}
+        self.methods = {}   # name -> (input struct, output struct)
+        self.errors = {}    # name -> struct
+
+
+# --- parsing ---------------------------------------------------------------
+
+_TOKEN = re.compile(r'->|[()\[\]?:,]|[A-Za-z_][A-Za-z0-9_.]*|\S')
+
+
+def _tokenize(text):
+    tokens = _TOKEN.findall(re.sub(r'#[^\n]*', '', text))
+    for tok in tokens:
+        if len(tok) == 1 and not re.match(r'[()\[\]?:,A-Za-z_]', tok):
+            raise ValueError(f'IDL: unexpected character {tok!r}')
+    return tokens
+
+
+class _Parser:
+    def __init__(self, text):
+        self.t = _tokenize(text)
+        self.i = 0
+
+    def peek(self, k=0):
+        return self.t[self.i + k] if self.i + k < len(self.t) else None
+
+    def take(self, want=None):
+        tok = self.peek()
+        if tok is None or (want is not None and tok != want):
+            raise ValueError(f'IDL: expected {want or "a token"}, got {tok!r} at token {self.i}')
+        self.i += 1
+        return tok
+
+    def type_(self):
+        tok = self.peek()
+        if tok == '?':
+            self.take()
+            return ('optional', self.type_())
+        if tok == '[':
+            self.take()
+            if self.peek() == ']':
+                self.take()
+                return ('array', self.type_())
+            self.take('string')
+            self.take(']')
+            return ('map', self.type_())
+        if tok == '(':
+            return self.struct_or_enum()
+        self.take()
+        if tok in ('bool', 'int', 'float', 'string', 'object'):
+            return (tok,)
+        return ('named', tok)
+
+    def struct_or_enum(self):
+        self.take('(')
+        if self.peek() == ')':
+            self.take()
+            return ('struct', {})
+        if self.peek(1) != ':':
+            values = [self.take()]
+            while self.peek() == ',':
+                self.take()
+                values.append(self.take())
+            self.take(')')
+            return ('enum', tuple(values))
+        fields = {}
+        while True:
+            name = self.take()
+            self.take(':')
+            fields[name] = self.type_()
+            if self.peek() != ',':
+                break
+            self.take()
+        self.take(')')
+        return ('struct', fields)
+
+    def interface(self):
+        self.take('interface')
+        iface = Interface(self.take())
+        while self.peek() is not None:
+            kw = self.take()
+            name = self.take()
+            if kw == 'type':
+                iface.types[name] = self.type_()
+            elif kw == 'method':
+                inp = self.struct_or_enum()
+                self.take('->')
+                iface.methods[name] = (inp, self.struct_or_enum())
+            elif kw == 'error':
+                iface.errors[name] = self.struct_or_enum()
+            else:
+                raise ValueError(f'IDL: unknown keyword {kw!r}')
+        return iface
+
+
+def parse(text):
+    """Parse varlink IDL text into an Interface."""
+    return _Parser(text).interface()
+
+
+# --- validation --------------------------------------------------------------
+
+def _describe(t):
+    kind = t[0]
+    if kind == 'optional':
+        return '?' + _describe(t[1])
+    if kind == 'array':
+        return '[]' + _describe(t[1])
+    if kind == 'map':
+        return '[string]' + _describe(t[1])
+    if kind == 'named':
+        return t[1]
+    if kind == 'enum':
+        return 'one of (' + ', '.join(t[1]) + ')'
+    if kind == 'struct':
+        return 'object (' + ', '.join(t[1]) + ')'
+    return kind
+
+
+def _fail(path, expected, got):
+    raise Invalid(f'{path}: expected {expected}, received {got!r}')
+
+
+class Validator:
+    def __init__(self, *interfaces):
+        self.interfaces = {i.name: i for i in interfaces}
+
+    def check_value(self, iface, value, t, path):
+        kind = t[0]
+        if kind == 'optional':
+            if value is not None:
+                self.check_value(iface, value, t[1], path)
+            return
+        if value is None:
+            _fail(path, _describe(t), value)
+        if kind == 'named':
+            if t[1] not in iface.types:
+                raise Invalid(f'{path}: the interface declares no type {t[1]}')
+            self.check_value(iface, value, iface.types[t[1]], path)
+        elif kind == 'bool':
+            if not isinstance(value, bool):
+                _fail(path, 'bool', value)
+        elif kind == 'int':
+            if not isinstance(value, int) or isinstance(value, bool):
+                _fail(path, 'int', value)
+            if not INT_MIN <= value <= INT_MAX:
+                _fail(path, 'int in the 64-bit signed range', value)
+        elif kind == 'float':
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                _fail(path, 'float', value)
+        elif kind == 'string':
+            if not isinstance(value, str):
+                _fail(path, 'string', value)
+        elif kind == 'object':
+            if not isinstance(value, dict):
+                _fail(path, 'object', value)
+        elif kind == 'enum':
+            if not isinstance(value, str) or value not in t[1]:
+                _fail(path, _describe(t), value)
+        elif kind == 'array':
+            if not isinstance(value, list):
+                _fail(path, _describe(t), value)
+            for n, v in enumerate(value):
+                self.check_value(iface, v, t[1], f'{path}[{n}]')
+        elif kind == 'map':
+            if not isinstance(value, dict):
+                _fail(path, _describe(t), value)
+            for k, v in value.items():
+                self.check_value(iface, v, t[1], f'{path}[{k!r}]')
+        elif kind == 'struct':
+            self.check_struct(iface, value, t[1], path)
+        else:
+            raise Invalid(f'{path}: unknown type {t!r}')
+
+    def check_struct(self, iface, value, fields, path, overrides=None):
+        if not isinstance(value, dict):
+            _fail(path, _describe(('struct', fields)), value)
+        for k in value:
+            if k not in fields:
+                raise Invalid(f'{path}.{k}: field not declared by the interface '
+                              f'(declared: {", ".join(fields) or "none"}), received {value[k]!r}')
+        for k, t in fields.items():
+            t = (overrides or {}).get(k, t)
+            if k not in value:
+                if t[0] != 'optional':
+                    raise Invalid(f'{path}.{k}: required field of type {_describe(t)} missing, '
+                                  f'received {value!r}')
+                continue
+            self.check_value(iface, value[k], t, f'{path}.{k}')
+
+    def check_event(self, iface, event, path, request=None):
+        """An io.pressured Event: the IDL's struct, then the contract per kind.
+        @request: the Subscribe parameters, if known."""
+        kind = event.get('kind') if isinstance(event, dict) else None
+        rules = EVENT_KINDS.get(kind)
+        overrides = {}
+        if rules and 'state' in rules:
+            overrides['state'] = ('optional', rules['state'])
+        self.check_struct(iface, event, iface.types['Event'][1], path, overrides)
+        if rules is None:
+            _fail(f'{path}.kind', 'one of (' + ', '.join(EVENT_KINDS) + ')', kind)
+        required = set(rules['required'])
+        # A pressure event names its level, except on a subscription to an
+        # explicit PSI trigger, which has none (an injection still does).
+        if kind == 'pressure' and (event.get('source') in ('vmpressure', 'inject') or
+                                   (isinstance(request, dict) and 'psi' not in request)):
+            required.add('level')
+        for k in required:
+            if event.get(k) is None:
+                raise Invalid(f'{path}.{k}: required in a "{kind}" event, missing in {event!r}')
+        allowed = rules['required'] | rules['optional'] | {'kind'}
+        for k in event:
+            if k not in allowed:
+                raise Invalid(f'{path}.{k}: not part of a "{kind}" event '
+                              f'(allowed: {", ".join(sorted(allowed))}), received {event[k]!r}')
+
+    def check(self, msg, method=None, more=False, request=None):
+        """Check one received message; @method is the call it answers (None if
+        unknown), @request that call's parameters."""
+        if not isinstance(msg, dict):
+            _fail('message', 'object', msg)
+        for k in msg:
+            if k not in ('parameters', 'continues', 'error'):
+                raise Invalid(f'message.{k}: not a varlink reply field, received {msg[k]!r}')
+        params = msg.get('parameters', {})
+        if not isinstance(params, dict):
+            _fail('message.parameters', 'object', params)
+        if 'continues' in msg:
+            if not isinstance(msg['continues'], bool):
+                _fail('message.continues', 'bool', msg['continues'])
+            if msg['continues'] and method is not None and not more:
+                raise Invalid(f'message.continues: true in a reply to {method}, called without "more"')
+        if 'error' in msg:
+            name = msg['error']
+            if not isinstance(name, str) or '.' not in name:
+                _fail('message.error', 'a qualified error name', name)
+            iface_name, _, err = name.rpartition('.')
+            iface = self.interfaces.get(iface_name)
+            if iface is None or err not in iface.errors:
+                raise Invalid(f'message.error: {name} is not declared by '
+                              f'{", ".join(self.interfaces)}, received {msg!r}')
+            if msg.get('continues'):
+                raise Invalid(f'message.continues: an error ends the call, received {msg!r}')
+            self.check_struct(iface, params, iface.errors[err][1], f'{name}.parameters')
+            return
+        if method is None:
+            return
+        iface_name, _, m = method.rpartition('.')
+        iface = self.interfaces.get(iface_name)
+        if iface is None or m not in iface.methods:
+            raise Invalid(f'{method}: not a declared method, yet the reply is no error: {msg!r}')
+        if 'parameters' not in msg:
+            raise Invalid(f'{method}: reply without "parameters": {msg!r}')
+        out = iface.methods[m][1][1]
+        if (iface_name, m) == ('io.pressured', 'Subscribe'):
+            for k in params:
+                if k != 'event':
+                    raise Invalid(f'{method}.parameters.{k}: field not declared by the interface '
+                                  f'(declared: event), received {params[k]!r}')
+            if 'event' not in params:
+                raise Invalid(f'{method}.parameters.event: required field missing, received {params!r}')
+            self.check_event(iface, params['event'], f'{method}.parameters.event', request)
+        else:
+            self.check_struct(iface, params, out, f'{method}.parameters')
+
+
+def default_validator(source_root=None):
+    """A Validator for io.pressured (from the source tree) and org.varlink.service."""
+    root = source_root or os.path.join(os.path.dirname(__file__), '..')
+    with open(os.path.join(root, 'daemon', 'io.pressured.varlink')) as f:
+        pressured = parse(f.read())
+    return Validator(pressured, parse(ORG_VARLINK_SERVICE))
