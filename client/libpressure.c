@@ -101,6 +101,20 @@ static void json_unrefp(json_t **p) {
 
 /* ---- Selectors -------------------------------------------------------------- */
 
+/* Replace *@dst with a copy of @src (NULL allowed); on -ENOMEM *@dst is kept. */
+static int set_string(char **dst, const char *src) {
+        char *copy = NULL;
+
+        if (src) {
+                copy = strdup(src);
+                if (!copy)
+                        return -ENOMEM;
+        }
+        free(*dst);
+        *dst = copy;
+        return 0;
+}
+
 /**
  * pressure_selector_new - a request for level "low" on the whole system.
  */
@@ -133,18 +147,9 @@ _public_ pressure_selector *pressure_selector_free(pressure_selector *s) {
  * pressure_selector_set_cgroup - the cgroup to watch; NULL for the whole system.
  */
 _public_ int pressure_selector_set_cgroup(pressure_selector *s, const char *cgroup) {
-        char *c = NULL;
-
         if (!s)
                 return -EINVAL;
-        if (cgroup) {
-                c = strdup(cgroup);
-                if (!c)
-                        return -ENOMEM;
-        }
-        free(s->cgroup);
-        s->cgroup = c;
-        return 0;
+        return set_string(&s->cgroup, cgroup);
 }
 
 static bool level_valid(pressure_level level) {
@@ -398,16 +403,9 @@ _public_ pressure_client *pressure_client_free(pressure_client *c) {
  * pressure_client_set_socket - connect to @path from now on.
  */
 _public_ int pressure_client_set_socket(pressure_client *c, const char *path) {
-        char *p;
-
         if (!c || !path || !*path)
                 return -EINVAL;
-        p = strdup(path);
-        if (!p)
-                return -ENOMEM;
-        free(c->socket_path);
-        c->socket_path = p;
-        return 0;
+        return set_string(&c->socket_path, path);
 }
 
 /**
@@ -591,12 +589,14 @@ static int subscription_start(pressure_subscription *s) {
         return 0;
 }
 
-/* A new subscription of @c for @selector, not yet linked into the client. */
+/* A new subscription of @c for @selector, not yet linked into the client; -EINVAL for a missing argument. */
 static int subscription_new(pressure_client *c, const pressure_selector *selector,
                             pressure_event_handler handler, void *userdata, pressure_subscription **ret) {
         pressure_subscription *s;
         int r;
 
+        if (!c || !selector || !handler)
+                return -EINVAL;
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -629,8 +629,6 @@ _public_ int pressure_client_subscribe_async(pressure_client *c, const pressure_
         pressure_subscription *s;
         int r;
 
-        if (!c || !selector || !handler)
-                return -EINVAL;
         r = subscription_new(c, selector, handler, userdata, &s);
         if (r < 0)
                 return r;
@@ -664,8 +662,6 @@ _public_ int pressure_client_subscribe(pressure_client *c, const pressure_select
         json_t *params;
         int r;
 
-        if (!c || !selector || !handler)
-                return -EINVAL;
         r = subscription_new(c, selector, handler, userdata, &s);
         if (r < 0)
                 return r;

@@ -121,37 +121,61 @@ static int get_u64(json_t *o, const char *key, uint64_t *ret) {
         return -EBADMSG;
 }
 
-static int get_double(json_t *o, const char *key, double *ret) {
+typedef enum MemberType {
+        MEMBER_NUMBER,
+        MEMBER_BOOLEAN,
+        MEMBER_STRING,
+} MemberType;
+
+/* Member @key of @o: 1 and *ret if it is of @type, 0 if absent or null, -EBADMSG otherwise. */
+static int get_member(json_t *o, const char *key, MemberType type, json_t **ret) {
         json_t *v = json_object_get(o, key);
+        bool ok;
 
         if (!v || json_is_null(v))
                 return 0;
-        if (!json_is_number(v))
+        switch (type) {
+        case MEMBER_NUMBER:
+                ok = json_is_number(v);
+                break;
+        case MEMBER_BOOLEAN:
+                ok = json_is_boolean(v);
+                break;
+        default:
+                ok = json_is_string(v);
+                break;
+        }
+        if (!ok)
                 return -EBADMSG;
-        *ret = json_number_value(v);
+        *ret = v;
         return 1;
+}
+
+static int get_double(json_t *o, const char *key, double *ret) {
+        json_t *v;
+        int r = get_member(o, key, MEMBER_NUMBER, &v);
+
+        if (r > 0)
+                *ret = json_number_value(v);
+        return r;
 }
 
 static int get_bool(json_t *o, const char *key, int *ret) {
-        json_t *v = json_object_get(o, key);
+        json_t *v;
+        int r = get_member(o, key, MEMBER_BOOLEAN, &v);
 
-        if (!v || json_is_null(v))
-                return 0;
-        if (!json_is_boolean(v))
-                return -EBADMSG;
-        *ret = json_is_true(v);
-        return 1;
+        if (r > 0)
+                *ret = json_is_true(v);
+        return r;
 }
 
 static int get_string(json_t *o, const char *key, const char **ret) {
-        json_t *v = json_object_get(o, key);
+        json_t *v;
+        int r = get_member(o, key, MEMBER_STRING, &v);
 
-        if (!v || json_is_null(v))
-                return 0;
-        if (!json_is_string(v))
-                return -EBADMSG;
-        *ret = json_string_value(v);
-        return 1;
+        if (r > 0)
+                *ret = json_string_value(v);
+        return r;
 }
 
 /* An enum given by name; absent leaves *ret alone, an unknown name is an error. */
