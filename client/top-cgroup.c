@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "top.h"
@@ -25,6 +26,15 @@
 #define V1_UNLIMITED_FLOOR (UINT64_C(1) << 62)
 /* Deeper than any real hierarchy (cgroup.max.depth aside); bounds the fds a walk holds. */
 #define MAX_DEPTH 64
+
+/* A subdirectory found in one hierarchy. */
+typedef struct Child {
+        char *name;
+        unsigned side; /* 0 cgroup2, 1 v1 */
+        uint64_t ino;
+} Child;
+
+static void file_cache_close(TopFileCache *c);
 
 /* ---- small readers -------------------------------------------------------------- */
 
@@ -65,14 +75,6 @@ static uint64_t parse_value(const char *text, bool v1) {
         if (v >= TOP_UNLIMITED)
                 return TOP_NONE;
         return v;
-}
-
-static uint64_t read_value_at(int dfd, const char *name, bool v1) {
-        char buf[64];
-
-        if (read_small_at(dfd, name, buf, sizeof(buf)) <= 0)
-                return TOP_NONE;
-        return parse_value(buf, v1);
 }
 
 /* The value of "KEY N" in a keyed file such as memory.events; TOP_NONE if absent. */
@@ -284,8 +286,11 @@ TopCgroup *top_snapshot_find(const TopSnapshot *snapshot, const char *path) {
 void top_snapshot_done(TopSnapshot *snapshot) {
         if (!snapshot)
                 return;
-        for (size_t i = 0; i < snapshot->n_cgroups; i++)
+        for (size_t i = 0; i < snapshot->n_cgroups; i++) {
+                file_cache_close(&snapshot->cgroups[i].files[0]);
+                file_cache_close(&snapshot->cgroups[i].files[1]);
                 free(snapshot->cgroups[i].path);
+        }
         free(snapshot->cgroups);
         *snapshot = (TopSnapshot) {};
 }
@@ -303,117 +308,218 @@ uint64_t top_event_delta(const TopCgroup *cg, unsigned i) {
         return cg->ev[i] >= cg->ev_base[i] ? cg->ev[i] - cg->ev_base[i] : 0;
 }
 
+/* Files kept open in all snapshots, and how many may be. */
+static unsigned cached_fds, fd_budget;
+
+/**
+ * top_set_fd_budget - limit the files snapshots keep open between refreshes.
+ * @budget: how many, in all; beyond it files are opened and closed each time
+ */
+void top_set_fd_budget(unsigned budget) {
+        fd_budget = budget;
+}
+
+static void file_cache_init(TopFileCache *c) {
+        c->ino = 0;
+        for (unsigned k = 0; k < TOP_FILES; k++)
+                c->fd[k] = -1;
+}
+
+static void file_cache_close(TopFileCache *c) {
+        for (unsigned k = 0; k < TOP_FILES; k++)
+                if (c->fd[k] >= 0) {
+                        safe_close(c->fd[k]);
+                        c->fd[k] = -1;
+                        cached_fds--;
+                }
+        c->ino = 0;
+}
+
+/*
+ * Read file @k (@name) of a cgroup directory @dfd into @buf: through the
+ * cached fd if there is one, else open it and cache the fd while the budget
+ * allows. Returns the length or a negative errno.
+ */
+static ssize_t read_cached(TopFileCache *c, unsigned k, int dfd, const char *name, char *buf, size_t size) {
+        int fd;
+        ssize_t n;
+
+        if (c->fd[k] >= 0) {
+                n = pread(c->fd[k], buf, size - 1, 0);
+                if (n >= 0) {
+                        buf[n] = 0;
+                        return n;
+                }
+                /* ENODEV: the cgroup was removed; open it again in case it was made anew. */
+                safe_close(c->fd[k]);
+                c->fd[k] = -1;
+                cached_fds--;
+        }
+        fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        n = pread(fd, buf, size - 1, 0);
+        if (n < 0) {
+                n = -errno;
+                safe_close(fd);
+                return n;
+        }
+        buf[n] = 0;
+        if (cached_fds < fd_budget) {
+                c->fd[k] = fd;
+                cached_fds++;
+        } else
+                safe_close(fd);
+        return n;
+}
+
+static uint64_t read_cached_value(TopFileCache *c, unsigned k, int dfd, const char *name, bool v1) {
+        char buf[64];
+
+        if (read_cached(c, k, dfd, name, buf, sizeof(buf)) <= 0)
+                return TOP_NONE;
+        return parse_value(buf, v1);
+}
+
 typedef struct Walk {
         TopSnapshot snap;
         size_t allocated;
+        const TopSnapshot *previous;
+        char *dents;     /* getdents64() buffer */
+        size_t dents_size;
 } Walk;
 
 static void read_v2(TopCgroup *cg, int dfd) {
+        TopFileCache *c = &cg->files[0];
         char buf[512];
 
-        cg->current = read_value_at(dfd, "memory.current", false);
+        cg->current = read_cached_value(c, 0, dfd, "memory.current", false);
         if (cg->current != TOP_NONE) {
-                cg->high = read_value_at(dfd, "memory.high", false);
-                cg->max = read_value_at(dfd, "memory.max", false);
+                cg->high = read_cached_value(c, 1, dfd, "memory.high", false);
+                cg->max = read_cached_value(c, 2, dfd, "memory.max", false);
                 cg->mem_v1 = false;
         }
-        if (read_small_at(dfd, "memory.events", buf, sizeof(buf)) > 0) {
+        if (read_cached(c, 3, dfd, "memory.events", buf, sizeof(buf)) > 0) {
                 cg->ev[TOP_EV_HIGH] = keyed_value(buf, "high");
                 cg->ev[TOP_EV_MAX] = keyed_value(buf, "max");
                 cg->ev[TOP_EV_OOM_KILL] = keyed_value(buf, "oom_kill");
         }
-        if (read_small_at(dfd, "memory.pressure", buf, sizeof(buf)) > 0 &&
+        if (read_cached(c, 4, dfd, "memory.pressure", buf, sizeof(buf)) > 0 &&
             top_parse_psi(buf, &cg->some_avg10, NULL, &cg->full_avg10, NULL) >= 0)
                 cg->has_psi = true;
 }
 
 /* cgroup v1: usage and limit; "high" is the soft limit, the nearest v1 counterpart. */
 static void read_v1(TopCgroup *cg, int dfd) {
+        TopFileCache *c = &cg->files[1];
         char buf[512];
         bool have_events = cg->ev[TOP_EV_HIGH] != TOP_NONE || cg->ev[TOP_EV_MAX] != TOP_NONE ||
                            cg->ev[TOP_EV_OOM_KILL] != TOP_NONE;
 
         if (cg->current == TOP_NONE) {
-                cg->current = read_value_at(dfd, "memory.usage_in_bytes", true);
+                cg->current = read_cached_value(c, 0, dfd, "memory.usage_in_bytes", true);
                 if (cg->current == TOP_NONE)
                         return;
-                cg->high = read_value_at(dfd, "memory.soft_limit_in_bytes", true);
-                cg->max = read_value_at(dfd, "memory.limit_in_bytes", true);
+                cg->high = read_cached_value(c, 1, dfd, "memory.soft_limit_in_bytes", true);
+                cg->max = read_cached_value(c, 2, dfd, "memory.limit_in_bytes", true);
                 cg->mem_v1 = true;
         }
         if (have_events)
                 return;
         /* Hits of limit_in_bytes, and OOM kills (memory.oom_control, Linux 4.13+). */
-        cg->ev[TOP_EV_MAX] = read_value_at(dfd, "memory.failcnt", true);
-        if (read_small_at(dfd, "memory.oom_control", buf, sizeof(buf)) > 0)
+        cg->ev[TOP_EV_MAX] = read_cached_value(c, 3, dfd, "memory.failcnt", true);
+        if (read_cached(c, 4, dfd, "memory.oom_control", buf, sizeof(buf)) > 0)
                 cg->ev[TOP_EV_OOM_KILL] = keyed_value(buf, "oom_kill");
 }
 
 static int name_compare(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
+        return strcmp(((const Child *) a)->name, ((const Child *) b)->name);
 }
 
-/* Append the child directory names of @dfd to @names. */
-static int list_children(int dfd, char ***names, size_t *n, size_t *allocated) {
-        DIR *d;
-        struct dirent *de;
-        int fd;
+/*
+ * Append the subdirectories of @dfd (a fresh fd, at offset 0) to @children,
+ * with their inode numbers, using getdents64() directly: no DIR stream, no
+ * extra fd. A directory removed meanwhile lists nothing.
+ */
+static int list_children(Walk *w, int dfd, unsigned side, Child **children, size_t *n, size_t *allocated) {
+        for (;;) {
+                long len = syscall(SYS_getdents64, dfd, w->dents, w->dents_size);
 
-        fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return -errno;
-        }
-        while ((de = readdir(d))) {
-                struct stat st;
+                if (len < 0)
+                        return errno == ENOENT ? 0 : -errno;
+                if (len == 0)
+                        return 0;
+                for (long off = 0; off < len;) {
+                        struct linux_dirent64 {
+                                uint64_t d_ino;
+                                int64_t d_off;
+                                unsigned short d_reclen;
+                                unsigned char d_type;
+                                char d_name[];
+                        } *de = (void *) (w->dents + off);
+                        unsigned char type = de->d_type;
 
-                if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
-                        continue;
-                if (de->d_type == DT_UNKNOWN) {
-                        if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                        off += de->d_reclen;
+                        if (de->d_name[0] == '.' &&
+                            (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
                                 continue;
-                } else if (de->d_type != DT_DIR)
-                        continue;
-                if (*n == *allocated) {
-                        size_t a = *allocated ? *allocated * 2 : 16;
-                        char **p = realloc(*names, a * sizeof(char *));
+                        if (type == DT_UNKNOWN) {
+                                struct stat st;
 
-                        if (!p) {
-                                closedir(d);
-                                return -ENOMEM;
+                                if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                                        continue;
+                                type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
                         }
-                        *names = p;
-                        *allocated = a;
+                        if (type != DT_DIR)
+                                continue;
+                        if (*n == *allocated) {
+                                size_t a = *allocated ? *allocated * 2 : 16;
+                                Child *p = reallocarray(*children, a, sizeof(Child));
+
+                                if (!p)
+                                        return -ENOMEM;
+                                *children = p;
+                                *allocated = a;
+                        }
+                        (*children)[*n] = (Child) { .name = strdup(de->d_name), .side = side, .ino = de->d_ino };
+                        if (!(*children)[*n].name)
+                                return -ENOMEM;
+                        (*n)++;
                 }
-                (*names)[*n] = strdup(de->d_name);
-                if (!(*names)[*n]) {
-                        closedir(d);
-                        return -ENOMEM;
-                }
-                (*n)++;
         }
-        closedir(d);
-        return 0;
 }
 
-static void free_names(char **names, size_t n) {
+static void free_children(Child *children, size_t n) {
         for (size_t i = 0; i < n; i++)
-                free(names[i]);
-        free(names);
+                free(children[i].name);
+        free(children);
 }
 
-static int walk(Walk *w, const char *path, unsigned depth, size_t parent, int fd2, int fd1) {
-        char **names = NULL;
-        size_t n_names = 0, allocated = 0, self;
+/* Take over the open files of the same cgroup in the previous refresh, if its directory is the same. */
+static void adopt_files(Walk *w, TopCgroup *cg, const uint64_t ino[2]) {
+        TopCgroup *old = top_snapshot_find(w->previous, cg->path);
+
+        for (unsigned side = 0; side < 2; side++) {
+                if (!old)
+                        break;
+                if (old->files[side].ino != 0 && old->files[side].ino == ino[side]) {
+                        cg->files[side] = old->files[side];
+                        file_cache_init(&old->files[side]);
+                }
+        }
+        for (unsigned side = 0; side < 2; side++)
+                cg->files[side].ino = ino[side];
+}
+
+static int walk(Walk *w, const char *path, unsigned depth, size_t parent, int fd2, int fd1, const uint64_t ino[2]) {
+        Child *children = NULL;
+        size_t n_children = 0, allocated = 0, self;
         TopCgroup *cg;
         int r = 0;
 
         if (w->snap.n_cgroups == w->allocated) {
                 size_t a = w->allocated ? w->allocated * 2 : 64;
-                TopCgroup *p = realloc(w->snap.cgroups, a * sizeof(TopCgroup));
+                TopCgroup *p = reallocarray(w->snap.cgroups, a, sizeof(TopCgroup));
 
                 if (!p)
                         return -ENOMEM;
@@ -433,11 +539,14 @@ static int walk(Walk *w, const char *path, unsigned depth, size_t parent, int fd
                 .ev_base = { TOP_NONE, TOP_NONE, TOP_NONE },
                 .emin = TOP_NONE, .elow = TOP_NONE,
         };
+        file_cache_init(&cg->files[0]);
+        file_cache_init(&cg->files[1]);
         if (!cg->path)
                 return -ENOMEM;
         cg->name = depth == 0 ? cg->path : strrchr(cg->path, '/') + 1;
         w->snap.n_cgroups++;
 
+        adopt_files(w, cg, ino);
         if (fd2 >= 0)
                 read_v2(cg, fd2);
         if (fd1 >= 0)
@@ -445,44 +554,49 @@ static int walk(Walk *w, const char *path, unsigned depth, size_t parent, int fd
         if (depth >= MAX_DEPTH)
                 return 0;
 
-        /* Children: the union of both hierarchies' subdirectories, by name. A listing that fails
-         * (the cgroup went away meanwhile) just contributes nothing. */
-        for (int i = 0; i < 2; i++) {
-                int fd = i == 0 ? fd2 : fd1;
-
-                if (fd >= 0) {
-                        r = list_children(fd, &names, &n_names, &allocated);
-                        if (r == -ENOMEM)
-                                goto finish;
-                }
-        }
+        /* Children: the union of both hierarchies' subdirectories, by name. */
+        if (fd2 >= 0)
+                r = list_children(w, fd2, 0, &children, &n_children, &allocated);
+        if (r >= 0 && fd1 >= 0)
+                r = list_children(w, fd1, 1, &children, &n_children, &allocated);
+        if (r == -ENOMEM)
+                goto finish;
         r = 0;
-        if (n_names > 1)
-                qsort(names, n_names, sizeof(char *), name_compare);
+        if (n_children > 1)
+                qsort(children, n_children, sizeof(Child), name_compare);
 
-        for (size_t i = 0; i < n_names; i++) {
+        for (size_t i = 0; i < n_children;) {
                 _cleanup_close_ int c2 = -EBADF, c1 = -EBADF;
                 _cleanup_free_ char *child = NULL;
+                uint64_t child_ino[2] = { 0, 0 };
+                size_t j = i;
 
-                if (i > 0 && streq(names[i], names[i - 1]))
+                /* The same name in both hierarchies: one cgroup. */
+                for (; j < n_children && streq(children[j].name, children[i].name); j++) {
+                        int *fd = children[j].side == 0 ? &c2 : &c1;
+
+                        if (*fd >= 0)
+                                continue;
+                        *fd = openat(children[j].side == 0 ? fd2 : fd1, children[j].name,
+                                     O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                        child_ino[children[j].side] = children[j].ino;
+                }
+                if (c2 < 0 && c1 < 0) { /* gone since the listing */
+                        i = j;
                         continue;
-                if (fd2 >= 0)
-                        c2 = openat(fd2, names[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-                if (fd1 >= 0)
-                        c1 = openat(fd1, names[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-                if (c2 < 0 && c1 < 0)
-                        continue; /* gone since the listing */
-                if (asprintf(&child, "%s/%s", depth == 0 && streq(path, "/") ? "" : path, names[i]) < 0) {
+                }
+                if (asprintf(&child, "%s/%s", streq(path, "/") ? "" : path, children[i].name) < 0) {
                         child = NULL;
                         r = -ENOMEM;
                         goto finish;
                 }
-                r = walk(w, child, depth + 1, self, c2, c1);
+                i = j;
+                r = walk(w, child, depth + 1, self, c2, c1, child_ino);
                 if (r < 0)
                         goto finish;
         }
 finish:
-        free_names(names, n_names);
+        free_children(children, n_children);
         return r;
 }
 
@@ -529,7 +643,9 @@ static int open_subtree(const char *root, const char *subtree) {
 int top_snapshot_read(const TopRoots *roots, const char *subtree, const TopSnapshot *previous,
                       TopSnapshot *ret) {
         _cleanup_close_ int fd2 = -EBADF, fd1 = -EBADF;
-        Walk w = {};
+        Walk w = { .previous = previous, .dents_size = 32768 };
+        uint64_t ino[2] = { 0, 0 };
+        struct stat st;
         int r;
 
         if (!subtree || subtree[0] != '/' || strstr(subtree, "/../") || strstr(subtree, "/./") ||
@@ -542,7 +658,15 @@ int top_snapshot_read(const TopRoots *roots, const char *subtree, const TopSnaps
         if (fd2 < 0 && fd1 < 0)
                 return -ENOENT;
 
-        r = walk(&w, subtree, 0, SIZE_MAX, fd2, fd1);
+        if (fd2 >= 0 && fstat(fd2, &st) >= 0)
+                ino[0] = st.st_ino;
+        if (fd1 >= 0 && fstat(fd1, &st) >= 0)
+                ino[1] = st.st_ino;
+        w.dents = malloc(w.dents_size);
+        if (!w.dents)
+                return -ENOMEM;
+        r = walk(&w, subtree, 0, SIZE_MAX, fd2, fd1, ino);
+        free(w.dents);
         if (r < 0) {
                 top_snapshot_done(&w.snap);
                 return r;

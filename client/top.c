@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1104,6 +1105,24 @@ int top_main(int argc, char **argv, const char *socket, bool user, bool json) {
                 fprintf(stderr, "pressurectl: top: cannot set up the client: %s\n", strerror(-r));
                 return r == -ENOMEM ? EXIT_DAEMON_ERROR : EXIT_USAGE;
         }
+
+        /* Keep the cgroup files open between refreshes (a pread() each instead of open, read,
+         * close), within the fd limit, raised to its hard limit for this. */
+        {
+                struct rlimit rl;
+
+                if (getrlimit(RLIMIT_NOFILE, &rl) >= 0) {
+                        if (rl.rlim_cur < rl.rlim_max) {
+                                rl.rlim_cur = rl.rlim_max;
+                                (void) setrlimit(RLIMIT_NOFILE, &rl);
+                                (void) getrlimit(RLIMIT_NOFILE, &rl);
+                        }
+                        top_set_fd_budget(rl.rlim_cur > 128 ? (unsigned) MIN(rl.rlim_cur - 128, 1u << 20) : 0);
+                }
+        }
+        if (t.batch)
+                /* One write per refresh; run_batch() flushes after each. */
+                setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 
         r = t.batch ? run_batch(&t) : run_screen(&t);
         if (r == -ENOTTY)

@@ -24,6 +24,13 @@ enum {
         _TOP_EV_MAX,
 };
 
+/* Files of one hierarchy kept open between refreshes (top-cgroup.c). */
+#define TOP_FILES 5
+typedef struct TopFileCache {
+        uint64_t ino;       /* inode of the directory the fds belong to; 0 = none */
+        int fd[TOP_FILES];  /* -1: not open */
+} TopFileCache;
+
 typedef struct TopCgroup {
         char *path;        /* "/" or "/a/b", relative to the hierarchy roots */
         const char *name;  /* last component ("/" for the root), points into path */
@@ -38,6 +45,7 @@ typedef struct TopCgroup {
         uint64_t ev_base[_TOP_EV_MAX]; /* the counters when top first saw them */
         uint64_t emin, elow;           /* from the daemon's GetProtection, TOP_NONE if not asked/known */
         bool changed;      /* a shown value differs from the previous refresh */
+        TopFileCache files[2]; /* [0] cgroup2, [1] v1; taken over by the next refresh */
 } TopCgroup;
 
 typedef struct TopSnapshot {
@@ -79,14 +87,22 @@ void top_roots_done(TopRoots *roots);
  * @ret: the new snapshot; free it with top_snapshot_done()
  *
  * A cgroup that disappears while it is read is left out, or keeps the
- * values read before it went. Returns 0, -ENOENT if @subtree exists in
+ * values read before it went. The files read stay open: the next refresh
+ * takes them over from @previous and only pread()s them, as long as the
+ * directory's inode is the same. Returns 0, -ENOENT if @subtree exists in
  * neither hierarchy, or another negative errno.
  */
 int top_snapshot_read(const TopRoots *roots, const char *subtree, const TopSnapshot *previous,
                       TopSnapshot *ret);
 
-/* top_snapshot_done - free a snapshot and reset it; NULL is fine. */
+/* top_snapshot_done - close the files a snapshot holds, free it and reset it; NULL is fine. */
 void top_snapshot_done(TopSnapshot *snapshot);
+
+/*
+ * top_set_fd_budget - how many files snapshots may keep open in all (the
+ * rest are opened and closed at every refresh). Default 0.
+ */
+void top_set_fd_budget(unsigned budget);
 
 /*
  * top_snapshot_find - the cgroup with @path, by binary search over the
