@@ -89,14 +89,25 @@ static uint64_t keyed_value(const char *text, const char *key) {
         return TOP_NONE;
 }
 
-/* Parse "avg10=1.23 avg60=..." after the "some"/"full" word at @p. */
+/* Parse " avg10=1.23 avg60=4.56 ..." after the "some"/"full" word at @p. */
 static int parse_psi_line(const char *p, double *ret_avg10, double *ret_avg60) {
-        double a10, a60;
+        double v[2];
+        char *end;
 
-        if (sscanf(p, " avg10=%lf avg60=%lf", &a10, &a60) != 2)
-                return -EBADMSG;
-        *ret_avg10 = a10;
-        *ret_avg60 = a60;
+        for (int i = 0; i < 2; i++) {
+                const char *key = i == 0 ? " avg10=" : " avg60=";
+
+                if (strncmp(p, key, 7) != 0)
+                        return -EBADMSG;
+                p += 7;
+                errno = 0;
+                v[i] = strtod(p, &end);
+                if (errno || end == p || !(v[i] >= 0))
+                        return -EBADMSG;
+                p = end;
+        }
+        *ret_avg10 = v[0];
+        *ret_avg60 = v[1];
         return 0;
 }
 
@@ -385,6 +396,7 @@ typedef struct Walk {
         TopSnapshot snap;
         size_t allocated;
         const TopSnapshot *previous;
+        size_t prev_pos; /* the walk visits paths in the previous snapshot's order: a cursor finds them */
         char *dents;     /* getdents64() buffer */
         size_t dents_size;
 } Walk;
@@ -495,9 +507,29 @@ static void free_children(Child *children, size_t n) {
         free(children);
 }
 
+/* The previous refresh's entry of @path: both walks visit paths in the same order. */
+static TopCgroup *previous_find(Walk *w, const char *path) {
+        const TopSnapshot *p = w->previous;
+
+        if (!p)
+                return NULL;
+        while (w->prev_pos < p->n_cgroups) {
+                int c = path_compare(p->cgroups[w->prev_pos].path, path);
+
+                if (c == 0)
+                        return &p->cgroups[w->prev_pos++];
+                if (c > 0)
+                        return NULL;
+                w->prev_pos++;
+        }
+        return NULL;
+}
+
 /* Take over the open files of the same cgroup in the previous refresh, if its directory is the same. */
 static void adopt_files(Walk *w, TopCgroup *cg, const uint64_t ino[2]) {
-        TopCgroup *old = top_snapshot_find(w->previous, cg->path);
+        TopCgroup *old = previous_find(w, cg->path);
+
+        cg->previous = old ? (size_t) (old - w->previous->cgroups) : SIZE_MAX;
 
         for (unsigned side = 0; side < 2; side++) {
                 if (!old)
@@ -674,7 +706,7 @@ int top_snapshot_read(const TopRoots *roots, const char *subtree, const TopSnaps
 
         for (size_t i = 0; i < w.snap.n_cgroups; i++) {
                 TopCgroup *cg = &w.snap.cgroups[i];
-                const TopCgroup *old = top_snapshot_find(previous, cg->path);
+                const TopCgroup *old = cg->previous != SIZE_MAX ? &previous->cgroups[cg->previous] : NULL;
 
                 for (unsigned k = 0; k < _TOP_EV_MAX; k++) {
                         if (cg->ev[k] == TOP_NONE)

@@ -46,6 +46,7 @@ typedef struct TopCgroup {
         uint64_t emin, elow;           /* from the daemon's GetProtection, TOP_NONE if not asked/known */
         bool changed;      /* a shown value differs from the previous refresh */
         TopFileCache files[2]; /* [0] cgroup2, [1] v1; taken over by the next refresh */
+        size_t previous;   /* index of the same cgroup in the previous refresh, SIZE_MAX if new */
 } TopCgroup;
 
 typedef struct TopSnapshot {
