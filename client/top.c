@@ -267,9 +267,8 @@ static void format_header(const Top *t, char lines[4][MAX_WIDTH]) {
         if (t->snapshot_error < 0)
                 snprintf(lines[3], MAX_WIDTH, "cgroups: cannot read %s: %s", t->subtree, strerror(-t->snapshot_error));
         else
-                snprintf(lines[3], MAX_WIDTH, "cgroups: v2 %s  v1 memory %s%s", t->roots.v2 ?: "-",
-                         t->roots.v1_memory ?: "-",
-                         t->roots.v1_memory ? "  (V=1: v1 usage, HIGH soft limit, +MAX failcnt)" : "");
+                snprintf(lines[3], MAX_WIDTH, "cgroups: v2 %s  v1 memory %s", t->roots.v2 ?: "-",
+                         t->roots.v1_memory ?: "-");
 }
 
 /* ---- rows: filter, sort, tree -------------------------------------------------------- */
