@@ -1121,8 +1121,8 @@ static int run_screen(Top *t) {
         if (fatal) {
                 /* Terminal restored: now die of the signal, so the caller sees why. */
                 signal(fatal, SIG_DFL);
-                top_done(t);
                 raise(fatal);
+                _exit(128 + fatal);
         }
         return r;
 }
