@@ -332,11 +332,17 @@ void top_set_fd_budget(unsigned budget) {
 
 static void file_cache_init(TopFileCache *c) {
         c->ino = 0;
+        c->dir = -1;
         for (unsigned k = 0; k < TOP_FILES; k++)
                 c->fd[k] = -1;
 }
 
 static void file_cache_close(TopFileCache *c) {
+        if (c->dir >= 0) {
+                safe_close(c->dir);
+                c->dir = -1;
+                cached_fds--;
+        }
         for (unsigned k = 0; k < TOP_FILES; k++)
                 if (c->fd[k] >= 0) {
                         safe_close(c->fd[k]);
@@ -525,36 +531,63 @@ static TopCgroup *previous_find(Walk *w, const char *path) {
         return NULL;
 }
 
-/* Take over the open files of the same cgroup in the previous refresh, if its directory is the same. */
-static void adopt_files(Walk *w, TopCgroup *cg, const uint64_t ino[2]) {
-        TopCgroup *old = previous_find(w, cg->path);
+/*
+ * A cgroup directory met during a walk, in one hierarchy: its fd (or -1 if
+ * the cgroup is not in that hierarchy), its inode, and whether the fd was
+ * taken over from the previous refresh (already counted as cached).
+ */
+typedef struct Dir {
+        int fd;
+        uint64_t ino;
+        bool adopted;
+} Dir;
 
-        cg->previous = old ? (size_t) (old - w->previous->cgroups) : SIZE_MAX;
+/*
+ * Open the child @name of @parent, or take the fd kept by the previous
+ * refresh's entry @old if it is the same directory (same inode as listed).
+ */
+static Dir dir_open(int parent, const char *name, uint64_t ino, TopCgroup *old, unsigned side) {
+        if (old && old->files[side].dir >= 0 && old->files[side].ino == ino) {
+                Dir d = { .fd = old->files[side].dir, .ino = ino, .adopted = true };
 
-        for (unsigned side = 0; side < 2; side++) {
-                if (!old)
-                        break;
-                if (old->files[side].ino != 0 && old->files[side].ino == ino[side]) {
-                        cg->files[side] = old->files[side];
-                        file_cache_init(&old->files[side]);
-                }
+                old->files[side].dir = -1;
+                return d;
         }
-        for (unsigned side = 0; side < 2; side++)
-                cg->files[side].ino = ino[side];
+        return (Dir) {
+                .fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW),
+                .ino = ino,
+        };
 }
 
-static int walk(Walk *w, const char *path, unsigned depth, size_t parent, int fd2, int fd1, const uint64_t ino[2]) {
+/*
+ * Visit one cgroup: read its files, then its children, depth first.
+ * @dirs: its directory in each hierarchy; walk() keeps each fd in the new
+ *        entry's cache or closes it before it returns
+ * @old: the same cgroup in the previous refresh, or NULL
+ */
+static int walk(Walk *w, const char *path, unsigned depth, size_t parent, Dir dirs[2], TopCgroup *old) {
         Child *children = NULL;
         size_t n_children = 0, allocated = 0, self;
+        bool close_dir[2] = { false, false };
         TopCgroup *cg;
         int r = 0;
+
+        for (unsigned side = 0; side < 2; side++)
+                if (dirs[side].fd >= 0 && !dirs[side].adopted) {
+                        if (cached_fds < fd_budget)
+                                cached_fds++;
+                        else
+                                close_dir[side] = true;
+                }
 
         if (w->snap.n_cgroups == w->allocated) {
                 size_t a = w->allocated ? w->allocated * 2 : 64;
                 TopCgroup *p = reallocarray(w->snap.cgroups, a, sizeof(TopCgroup));
 
-                if (!p)
-                        return -ENOMEM;
+                if (!p) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
                 w->snap.cgroups = p;
                 w->allocated = a;
         }
@@ -564,71 +597,107 @@ static int walk(Walk *w, const char *path, unsigned depth, size_t parent, int fd
                 .path = strdup(path),
                 .depth = depth,
                 .parent = parent,
-                .in_v2 = fd2 >= 0,
-                .in_v1 = fd1 >= 0,
+                .in_v2 = dirs[0].fd >= 0,
+                .in_v1 = dirs[1].fd >= 0,
                 .current = TOP_NONE, .high = TOP_NONE, .max = TOP_NONE,
                 .ev = { TOP_NONE, TOP_NONE, TOP_NONE },
                 .ev_base = { TOP_NONE, TOP_NONE, TOP_NONE },
                 .emin = TOP_NONE, .elow = TOP_NONE,
+                .previous = old ? (size_t) (old - w->previous->cgroups) : SIZE_MAX,
         };
-        file_cache_init(&cg->files[0]);
-        file_cache_init(&cg->files[1]);
-        if (!cg->path)
-                return -ENOMEM;
+        if (!cg->path) {
+                r = -ENOMEM;
+                goto fail;
+        }
         cg->name = depth == 0 ? cg->path : strrchr(cg->path, '/') + 1;
         w->snap.n_cgroups++;
 
-        adopt_files(w, cg, ino);
-        if (fd2 >= 0)
-                read_v2(cg, fd2);
-        if (fd1 >= 0)
-                read_v1(cg, fd1);
-        if (depth >= MAX_DEPTH)
-                return 0;
+        /* From here on the entry owns the fds it keeps; snapshot_done() closes them. */
+        for (unsigned side = 0; side < 2; side++) {
+                TopFileCache *c = &cg->files[side];
 
-        /* Children: the union of both hierarchies' subdirectories, by name. */
-        if (fd2 >= 0)
-                r = list_children(w, fd2, 0, &children, &n_children, &allocated);
-        if (r >= 0 && fd1 >= 0)
-                r = list_children(w, fd1, 1, &children, &n_children, &allocated);
-        if (r == -ENOMEM)
+                file_cache_init(c);
+                if (old && old->files[side].ino != 0 && old->files[side].ino == dirs[side].ino) {
+                        for (unsigned k = 0; k < TOP_FILES; k++) {
+                                c->fd[k] = old->files[side].fd[k];
+                                old->files[side].fd[k] = -1;
+                        }
+                }
+                c->ino = dirs[side].fd >= 0 ? dirs[side].ino : 0;
+                if (dirs[side].fd >= 0 && !close_dir[side])
+                        c->dir = dirs[side].fd;
+        }
+
+        if (dirs[0].fd >= 0)
+                read_v2(cg, dirs[0].fd);
+        if (dirs[1].fd >= 0)
+                read_v1(cg, dirs[1].fd);
+        if (depth >= MAX_DEPTH)
                 goto finish;
+
+        /*
+         * Children: the union of both hierarchies' subdirectories, by name. A directory's link
+         * count is 2 plus its subdirectories on cgroupfs, tmpfs and ext4: at 2 it is a leaf and
+         * needs no listing (filesystems that do not count links report 1, and are listed).
+         */
+        for (unsigned side = 0; side < 2; side++) {
+                struct stat st;
+
+                if (dirs[side].fd < 0)
+                        continue;
+                if (fstat(dirs[side].fd, &st) >= 0 && st.st_nlink == 2)
+                        continue;
+                if (dirs[side].adopted && lseek(dirs[side].fd, 0, SEEK_SET) < 0)
+                        continue;
+                r = list_children(w, dirs[side].fd, side, &children, &n_children, &allocated);
+                if (r == -ENOMEM)
+                        goto finish;
+        }
         r = 0;
         if (n_children > 1)
                 qsort(children, n_children, sizeof(Child), name_compare);
 
         for (size_t i = 0; i < n_children;) {
-                _cleanup_close_ int c2 = -EBADF, c1 = -EBADF;
                 _cleanup_free_ char *child = NULL;
-                uint64_t child_ino[2] = { 0, 0 };
+                Dir cdirs[2] = { { .fd = -1 }, { .fd = -1 } };
+                TopCgroup *cold;
                 size_t j = i;
 
-                /* The same name in both hierarchies: one cgroup. */
-                for (; j < n_children && streq(children[j].name, children[i].name); j++) {
-                        int *fd = children[j].side == 0 ? &c2 : &c1;
-
-                        if (*fd >= 0)
-                                continue;
-                        *fd = openat(children[j].side == 0 ? fd2 : fd1, children[j].name,
-                                     O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-                        child_ino[children[j].side] = children[j].ino;
-                }
-                if (c2 < 0 && c1 < 0) { /* gone since the listing */
-                        i = j;
-                        continue;
-                }
                 if (asprintf(&child, "%s/%s", streq(path, "/") ? "" : path, children[i].name) < 0) {
                         child = NULL;
                         r = -ENOMEM;
                         goto finish;
                 }
+                cold = previous_find(w, child);
+                /* The same name in both hierarchies: one cgroup. */
+                for (; j < n_children && streq(children[j].name, children[i].name); j++) {
+                        unsigned side = children[j].side;
+
+                        if (cdirs[side].fd < 0)
+                                cdirs[side] = dir_open(dirs[side].fd, children[j].name, children[j].ino, cold, side);
+                }
                 i = j;
-                r = walk(w, child, depth + 1, self, c2, c1, child_ino);
+                if (cdirs[0].fd < 0 && cdirs[1].fd < 0)
+                        continue; /* gone since the listing */
+                r = walk(w, child, depth + 1, self, cdirs, cold);
                 if (r < 0)
                         goto finish;
         }
 finish:
         free_children(children, n_children);
+        for (unsigned side = 0; side < 2; side++)
+                if (close_dir[side])
+                        safe_close(dirs[side].fd);
+        return r;
+
+fail:
+        /* No entry took the fds: give them back. */
+        for (unsigned side = 0; side < 2; side++)
+                if (dirs[side].fd >= 0) {
+                        safe_close(dirs[side].fd);
+                        if (!close_dir[side])
+                                cached_fds--;
+                }
         return r;
 }
 
@@ -674,30 +743,37 @@ static int open_subtree(const char *root, const char *subtree) {
  */
 int top_snapshot_read(const TopRoots *roots, const char *subtree, const TopSnapshot *previous,
                       TopSnapshot *ret) {
-        _cleanup_close_ int fd2 = -EBADF, fd1 = -EBADF;
         Walk w = { .previous = previous, .dents_size = 32768 };
-        uint64_t ino[2] = { 0, 0 };
+        Dir dirs[2] = { { .fd = -1 }, { .fd = -1 } };
         struct stat st;
         int r;
 
         if (!subtree || subtree[0] != '/' || strstr(subtree, "/../") || strstr(subtree, "/./") ||
             (strlen(subtree) >= 3 && streq(subtree + strlen(subtree) - 3, "/..")))
                 return -EINVAL;
-        fd2 = open_subtree(roots->v2, subtree);
-        fd1 = open_subtree(roots->v1_memory, subtree);
-        if (fd2 == -ENOMEM || fd1 == -ENOMEM)
-                return -ENOMEM;
-        if (fd2 < 0 && fd1 < 0)
+        for (unsigned side = 0; side < 2; side++) {
+                int fd = open_subtree(side == 0 ? roots->v2 : roots->v1_memory, subtree);
+
+                if (fd == -ENOMEM) {
+                        safe_close(dirs[0].fd);
+                        return -ENOMEM;
+                }
+                if (fd < 0)
+                        continue;
+                dirs[side].fd = fd;
+                if (fstat(fd, &st) >= 0)
+                        dirs[side].ino = st.st_ino;
+        }
+        if (dirs[0].fd < 0 && dirs[1].fd < 0)
                 return -ENOENT;
 
-        if (fd2 >= 0 && fstat(fd2, &st) >= 0)
-                ino[0] = st.st_ino;
-        if (fd1 >= 0 && fstat(fd1, &st) >= 0)
-                ino[1] = st.st_ino;
         w.dents = malloc(w.dents_size);
-        if (!w.dents)
+        if (!w.dents) {
+                safe_close(dirs[0].fd);
+                safe_close(dirs[1].fd);
                 return -ENOMEM;
-        r = walk(&w, subtree, 0, SIZE_MAX, fd2, fd1, ino);
+        }
+        r = walk(&w, subtree, 0, SIZE_MAX, dirs, previous_find(&w, subtree));
         free(w.dents);
         if (r < 0) {
                 top_snapshot_done(&w.snap);

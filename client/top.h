@@ -28,6 +28,7 @@ enum {
 #define TOP_FILES 5
 typedef struct TopFileCache {
         uint64_t ino;       /* inode of the directory the fds belong to; 0 = none */
+        int dir;            /* the directory itself; -1: not open */
         int fd[TOP_FILES];  /* -1: not open */
 } TopFileCache;
 
