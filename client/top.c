@@ -369,10 +369,9 @@ static int build_rows(Top *t) {
 
 /* ---- refresh --------------------------------------------------------------------------- */
 
-static void daemon_error(Top *t, pressure_client *c, int r, char *buf, size_t size) {
+static void daemon_error(pressure_client *c, int r, char *buf, size_t size) {
         const char *name = pressure_client_last_error_name(c);
 
-        (void) t;
         if (name)
                 snprintf(buf, size, "%s %s", name, strna(pressure_client_last_error_params(c)));
         else
@@ -394,7 +393,7 @@ static void query_status(Top *t) {
         r = pressure_client_get_status(t->client, &text);
         *d = (TopDaemon) {};
         if (r < 0) {
-                daemon_error(t, t->client, r, d->error, sizeof(d->error));
+                daemon_error(t->client, r, d->error, sizeof(d->error));
                 return;
         }
         st = json_loads(text, 0, NULL);
@@ -678,7 +677,7 @@ static void query_protection(Top *t, const TopSnapshot *previous) {
 
         r = pressure_client_get_protection(t->client, t->subtree, &text);
         if (r < 0) {
-                daemon_error(t, t->client, r, t->daemon.protection_error, sizeof(t->daemon.protection_error));
+                daemon_error(t->client, r, t->daemon.protection_error, sizeof(t->daemon.protection_error));
                 return;
         }
         s = (Scan) { .p = text };
@@ -1036,7 +1035,7 @@ static void screen_resize(void) {
 }
 
 static int run_screen(Top *t) {
-        Screen s = {};
+        _cleanup_(screen_end) Screen s = {};
         uint64_t next;
         int r, fatal = 0;
 
