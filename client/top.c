@@ -423,256 +423,31 @@ static void query_status(Top *t) {
         json_decref(st);
 }
 
-/*
- * A reader of exactly the GetProtection reply, {"nodes": [{...}, ...]}, that
- * picks "cgroup", "emin" and "elow" out of each node and skips everything
- * else (any JSON value). Building jansson objects for 1,000 nodes of eleven
- * members cost more CPU than the whole rest of a refresh; this costs a scan.
- */
-typedef struct Scan {
-        const char *p;
-        unsigned depth;
-} Scan;
+typedef struct ProtectionUpdate {
+        Top *top;
+        const TopSnapshot *previous;
+} ProtectionUpdate;
 
-static void scan_ws(Scan *s) {
-        while (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r')
-                s->p++;
-}
-
-static bool scan_char(Scan *s, char c) {
-        scan_ws(s);
-        if (*s->p != c)
-                return false;
-        s->p++;
-        return true;
-}
-
-static int hex4(const char *p) {
-        int v = 0;
-
-        for (int i = 0; i < 4; i++) {
-                char c = p[i];
-                int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
-                        c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-                if (d < 0)
-                        return -1;
-                v = v * 16 + d;
-        }
-        return v;
-}
-
-/* A string at s->p; decoded into @buf (cut at @size) if @buf is not NULL. */
-static bool scan_string(Scan *s, char *buf, size_t size) {
-        size_t n = 0;
-
-        scan_ws(s);
-        if (*s->p != '"')
-                return false;
-        s->p++;
-        for (;;) {
-                unsigned char c = (unsigned char) *s->p;
-                char out[4];
-                size_t len = 1;
-
-                if (c == 0 || c < 0x20)
-                        return false;
-                s->p++;
-                if (c == '"')
-                        break;
-                out[0] = (char) c;
-                if (c == '\\') {
-                        char e = *s->p++;
-                        int u;
-
-                        switch (e) {
-                        case '"': case '\\': case '/': out[0] = e; break;
-                        case 'b': out[0] = '\b'; break;
-                        case 'f': out[0] = '\f'; break;
-                        case 'n': out[0] = '\n'; break;
-                        case 'r': out[0] = '\r'; break;
-                        case 't': out[0] = '\t'; break;
-                        case 'u':
-                                u = hex4(s->p);
-                                if (u < 0)
-                                        return false;
-                                s->p += 4;
-                                if (u >= 0xd800 && u < 0xdc00 && s->p[0] == '\\' && s->p[1] == 'u') {
-                                        int lo = hex4(s->p + 2);
-
-                                        if (lo >= 0xdc00 && lo < 0xe000) {
-                                                u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
-                                                s->p += 6;
-                                        }
-                                }
-                                if (u < 0x80)
-                                        out[0] = (char) u;
-                                else if (u < 0x800) {
-                                        out[0] = (char) (0xc0 | (u >> 6));
-                                        out[1] = (char) (0x80 | (u & 0x3f));
-                                        len = 2;
-                                } else if (u < 0x10000) {
-                                        out[0] = (char) (0xe0 | (u >> 12));
-                                        out[1] = (char) (0x80 | ((u >> 6) & 0x3f));
-                                        out[2] = (char) (0x80 | (u & 0x3f));
-                                        len = 3;
-                                } else {
-                                        out[0] = (char) (0xf0 | (u >> 18));
-                                        out[1] = (char) (0x80 | ((u >> 12) & 0x3f));
-                                        out[2] = (char) (0x80 | ((u >> 6) & 0x3f));
-                                        out[3] = (char) (0x80 | (u & 0x3f));
-                                        len = 4;
-                                }
-                                break;
-                        default:
-                                return false;
-                        }
-                }
-                if (buf && n + len < size) {
-                        memcpy(buf + n, out, len);
-                        n += len;
-                }
-        }
-        if (buf)
-                buf[n] = 0;
-        return true;
-}
-
-/* Skip any value. */
-static bool scan_skip(Scan *s) {
-        scan_ws(s);
-        switch (*s->p) {
-        case '"':
-                return scan_string(s, NULL, 0);
-        case '{':
-        case '[': {
-                char close = *s->p == '{' ? '}' : ']';
-
-                if (++s->depth > 64)
-                        return false;
-                s->p++;
-                if (scan_char(s, close)) {
-                        s->depth--;
-                        return true;
-                }
-                do {
-                        if (close == '}' && (!scan_string(s, NULL, 0) || !scan_char(s, ':')))
-                                return false;
-                        if (!scan_skip(s))
-                                return false;
-                } while (scan_char(s, ','));
-                s->depth--;
-                return scan_char(s, close);
-        }
-        default: {
-                const char *start = s->p;
-
-                while (*s->p && (strchr("+-.eE", *s->p) || (*s->p >= '0' && *s->p <= '9') ||
-                                 (*s->p >= 'a' && *s->p <= 'z')))
-                        s->p++;
-                return s->p > start;
-        }
-        }
-}
-
-/* A byte value: a non-negative integer, or null (unlimited). */
-static bool scan_bytes(Scan *s, uint64_t *ret) {
-        char *end;
-        unsigned long long v;
-
-        scan_ws(s);
-        if (strncmp(s->p, "null", 4) == 0) {
-                s->p += 4;
-                *ret = TOP_UNLIMITED;
-                return true;
-        }
-        if (*s->p < '0' || *s->p > '9')
-                return scan_skip(s) && (*ret = TOP_NONE, true);
-        errno = 0;
-        v = strtoull(s->p, &end, 10);
-        if (errno || strchr(".eE", *end))
-                return scan_skip(s) && (*ret = TOP_NONE, true);
-        s->p = end;
-        *ret = v < TOP_UNLIMITED ? v : TOP_NONE;
-        return true;
-}
-
-/* One node object: set emin/elow of its cgroup in the snapshot. */
-static bool scan_node(Scan *s, Top *t, const TopSnapshot *previous) {
-        char path[4096] = "", key[16];
-        uint64_t emin = TOP_NONE, elow = TOP_NONE;
-        TopCgroup *cg;
+/* One node of the GetProtection reply: set emin/elow of its cgroup, mark it if they changed. */
+static int on_protection_node(const char *cgroup, uint64_t emin, uint64_t elow, void *userdata) {
+        ProtectionUpdate *u = userdata;
+        TopCgroup *cg = top_snapshot_find(&u->top->snap, cgroup);
         const TopCgroup *old;
 
-        if (!scan_char(s, '{'))
-                return false;
-        if (!scan_char(s, '}'))
-                do {
-                        bool ok;
-
-                        if (!scan_string(s, key, sizeof(key)) || !scan_char(s, ':'))
-                                return false;
-                        if (streq(key, "cgroup"))
-                                ok = scan_string(s, path, sizeof(path));
-                        else if (streq(key, "emin"))
-                                ok = scan_bytes(s, &emin);
-                        else if (streq(key, "elow"))
-                                ok = scan_bytes(s, &elow);
-                        else
-                                ok = scan_skip(s);
-                        if (!ok)
-                                return false;
-                } while (scan_char(s, ','));
-        else
-                return true;
-        if (!scan_char(s, '}'))
-                return false;
-
-        cg = top_snapshot_find(&t->snap, path);
         if (!cg)
-                return true;
+                return 0;
         cg->emin = emin;
         cg->elow = elow;
-        old = top_snapshot_find(previous, path);
+        old = top_snapshot_find(u->previous, cgroup);
         if (old && old->emin != TOP_NONE && (old->emin != emin || old->elow != elow))
                 cg->changed = true;
-        return true;
-}
-
-static bool scan_protection(Scan *s, Top *t, const TopSnapshot *previous) {
-        char key[16];
-        bool seen = false;
-
-        if (!scan_char(s, '{'))
-                return false;
-        if (scan_char(s, '}'))
-                return false;
-        do {
-                if (!scan_string(s, key, sizeof(key)) || !scan_char(s, ':'))
-                        return false;
-                if (!streq(key, "nodes")) {
-                        if (!scan_skip(s))
-                                return false;
-                        continue;
-                }
-                seen = true;
-                if (!scan_char(s, '['))
-                        return false;
-                if (scan_char(s, ']'))
-                        continue;
-                do
-                        if (!scan_node(s, t, previous))
-                                return false;
-                while (scan_char(s, ','));
-                if (!scan_char(s, ']'))
-                        return false;
-        } while (scan_char(s, ','));
-        return seen && scan_char(s, '}');
+        return 0;
 }
 
 /* emin/elow of the subtree shown, from the daemon's model. */
 static void query_protection(Top *t, const TopSnapshot *previous) {
         _cleanup_free_ char *text = NULL;
-        Scan s;
+        ProtectionUpdate u = { .top = t, .previous = previous };
         int r;
 
         r = pressure_client_get_protection(t->client, t->subtree, &text);
@@ -680,8 +455,7 @@ static void query_protection(Top *t, const TopSnapshot *previous) {
                 daemon_error(t->client, r, t->daemon.protection_error, sizeof(t->daemon.protection_error));
                 return;
         }
-        s = (Scan) { .p = text };
-        if (!scan_protection(&s, t, previous))
+        if (top_scan_protection(text, on_protection_node, &u) < 0)
                 snprintf(t->daemon.protection_error, sizeof(t->daemon.protection_error), "malformed reply");
 }
 

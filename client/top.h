@@ -129,6 +129,17 @@ int top_parse_psi(const char *text, double *ret_some_avg10, double *ret_some_avg
 /* top_event_delta - counter @i of @cg since top first saw it; TOP_NONE if unknown. */
 uint64_t top_event_delta(const TopCgroup *cg, unsigned i);
 
+/* Called by top_scan_protection() for each node; a negative return stops the scan. */
+typedef int (*TopProtectionNodeFn)(const char *cgroup, uint64_t emin, uint64_t elow, void *userdata);
+
+/*
+ * top_scan_protection - read the text of a GetProtection reply
+ * ({"nodes": [...]}) without building a JSON tree (top-scan.c): @fn gets
+ * each node's cgroup, emin and elow (TOP_UNLIMITED for null, TOP_NONE if
+ * missing). Returns 0, -EBADMSG for other text, or what @fn returned.
+ */
+int top_scan_protection(const char *text, TopProtectionNodeFn fn, void *userdata);
+
 /*
  * top_main - run "pressurectl top" (top.c).
  * @argc, @argv: the arguments from the command name on
