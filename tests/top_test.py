@@ -111,8 +111,12 @@ class Terminal:
         e.pop('TMUX', None)
         e.setdefault('TERM', 'xterm')
         self.env = e
-        self.tmux('new-session', '-d', '-x', str(width), '-y', str(height), 'sh')
-        self.wait_for(lambda s: s.strip() in ('$', '#'), 'the shell prompt')
+        try:
+            self.tmux('new-session', '-d', '-x', str(width), '-y', str(height), 'sh')
+            self.wait_for(lambda s: s.strip() in ('$', '#'), 'the shell prompt')
+        except BaseException:
+            self.close()  # no server left behind when the with-block never starts
+            raise
 
     def tmux(self, *args, check=True):
         res = subprocess.run(['tmux', '-L', self.name, '-f', '/dev/null'] + list(args), env=self.env,
