@@ -20,6 +20,7 @@
 #include "config-build.h"
 #include "pressure.h"
 #include "trigger.h"
+#include "top.h"
 #include "util.h"
 
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -861,6 +862,12 @@ static int cmd_watch(int argc, char **argv) {
         return w.exit_code;
 }
 
+/* ---- top (top.c) ---------------------------------------------------------------- */
+
+static int cmd_top(int argc, char **argv) {
+        return top_main(argc, argv, arg_socket, arg_user, arg_json);
+}
+
 /* ---- main ------------------------------------------------------------------------ */
 
 static void help(void) {
@@ -871,7 +878,8 @@ static void help(void) {
                "  watch [CGROUP] [SELECTOR]   subscribe and print events\n"
                "  protection [CGROUP]         protection tree\n"
                "  inject [CGROUP] --level L   send a synthetic event\n"
-               "  reload                      reload the daemon's configuration\n\n"
+               "  reload                      reload the daemon's configuration\n"
+               "  top [CGROUP]                live view of pressure, limits and protection\n\n"
                "Options:\n"
                "  -h --help          show this help ('pressurectl COMMAND --help' for a command)\n"
                "     --version       show the version\n"
@@ -894,6 +902,7 @@ int main(int argc, char **argv) {
                 { "protection", cmd_protection },
                 { "inject",     cmd_inject },
                 { "reload",     cmd_reload },
+                { "top",        cmd_top },
         };
         int opt;
 

@@ -8,10 +8,12 @@ memory.events and cgroup.events. The root has memory.current only, like
 the real root on kernels that have it. Pass the directory to the daemon
 with --cgroup-root.
 
-  make-fake-cgroup-tree.py DIR --nodes N [--seed S] [--depth D]
+  make-fake-cgroup-tree.py DIR --nodes N [--seed S] [--depth D] [--top]
       create N cgroups (the root not counted) below DIR, at most D levels
       deep; usages of parents are the sums of their children's plus some
       memory of their own, as the kernel's hierarchical counters are.
+      --top also writes what `pressurectl top` reads besides: memory.high,
+      memory.max and memory.pressure (random limits and averages).
 
   make-fake-cgroup-tree.py DIR --mutate PERCENT [--seed S]
       rewrite memory.current of PERCENT % of the cgroups in place (and
@@ -49,7 +51,14 @@ def random_setting(rng):
     return rng.randrange(1, 4 * GIB // PAGE) * PAGE
 
 
-def build(root, nodes, seed, depth):
+def psi_text(rng):
+    some = [round(rng.random() * 20, 2) for _ in range(3)]
+    full = [round(v * rng.random(), 2) for v in some]
+    return (f"some avg10={some[0]:.2f} avg60={some[1]:.2f} avg300={some[2]:.2f} total={rng.randrange(10**9)}\n"
+            f"full avg10={full[0]:.2f} avg60={full[1]:.2f} avg300={full[2]:.2f} total={rng.randrange(10**9)}\n")
+
+
+def build(root, nodes, seed, depth, top=False):
     rng = random.Random(seed)
     os.makedirs(root, exist_ok=True)
     # children[i]: list of child indices; index 0 is the root.
@@ -83,6 +92,10 @@ def build(root, nodes, seed, depth):
               "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n")
         populated = 1 if usage[i] > 0 else 0
         write(os.path.join(d, "cgroup.events"), f"populated {populated}\nfrozen 0\n")
+        if top:
+            write(os.path.join(d, "memory.high"), setting_text(random_setting(rng)) + "\n")
+            write(os.path.join(d, "memory.max"), setting_text(random_setting(rng)) + "\n")
+            write(os.path.join(d, "memory.pressure"), psi_text(rng))
 
 
 def scan(root):
@@ -127,6 +140,8 @@ def main():
     ap.add_argument("--nodes", type=int, help="number of cgroups to create")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--depth", type=int, default=4, help="maximum depth below the root")
+    ap.add_argument("--top", action="store_true",
+                    help="also write memory.high, memory.max and memory.pressure")
     ap.add_argument("--mutate", type=float, metavar="PERCENT",
                     help="rewrite the usage of PERCENT %% of the cgroups")
     args = ap.parse_args()
@@ -136,7 +151,7 @@ def main():
     if args.nodes is not None:
         if args.nodes < 0 or args.depth < 1:
             ap.error("--nodes must be >= 0 and --depth >= 1")
-        build(args.dir, args.nodes, args.seed, args.depth)
+        build(args.dir, args.nodes, args.seed, args.depth, args.top)
     else:
         if not 0 <= args.mutate <= 100:
             ap.error("--mutate takes a percentage")

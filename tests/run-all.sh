@@ -27,7 +27,8 @@ fi
 
 packages=(meson ninja-build gcc clang libclang-rt-14-dev pkg-config python3
           libevent-dev libjansson-dev libsystemd-dev libinih-dev
-          valgrind systemd util-linux prometheus bash-completion)
+          valgrind systemd util-linux prometheus bash-completion
+          libncurses-dev tmux)
 if [ "${SKIP_APT:-0}" != 1 ]; then
         echo "== Installing dependencies"
         export DEBIAN_FRONTEND=noninteractive

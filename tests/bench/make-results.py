@@ -184,6 +184,24 @@ def protection(out):
               'parent sums touched or left alone because a child\'s protected value did or did not change.\n')
 
 
+def top(out):
+    rows = load(out, 'top.csv')
+    if not rows:
+        return f'_Not run: {status(out, "top")}._\n'
+    body = [[f"{int(r['cgroups']):,}", r['scenario'], num(r['top_cpu_ms'], 1), num(r['top_wall_ms'], 1),
+             num(r['daemon_cpu_ms'], 1) if r['daemon_cpu_ms'] else '']
+            for r in rows]
+    at_1000 = [float(r['top_cpu_ms']) for r in rows if int(r['cgroups']) == 1000]
+    goal = (f'\nGoal: under 50 ms of CPU per refresh at 1,000 cgroups: worst {max(at_1000):.1f} ms — '
+            f'{verdict(max(at_1000) < 50)}.\n' if at_1000 else '')
+    return (table(['cgroups', 'view', 'top CPU ms', 'top wall ms', 'daemon CPU ms'], body)
+            + '\nPer refresh: the median over repetitions of (CPU of N+1 refreshes - CPU of 1) / N, so start-up '
+              'and the first refresh (which opens every file) cancel out; stdout to /dev/null. The daemon column '
+              'is the daemon\'s own CPU per refresh for GetStatus and GetProtection of the whole tree '
+              '(bench-top, fake cgroup2 trees under /tmp made by make-fake-cgroup-tree.py --top).\n'
+            + goal)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit('Usage: make-results.py OUT_DIR')
@@ -215,6 +233,8 @@ def main():
                             'with 100 subscribers watching it (alternating runs).', workload),
         ('Protection refresh', 'Re-reading usage and propagating protected usage over fake cgroup2 trees.',
          protection),
+        ('pressurectl top refresh', 'CPU time of one refresh of `pressurectl top --batch` (walk the tree, read '
+                                    'five files per cgroup, ask the daemon, sort, print the table).', top),
     ]
     for title, intro, fn in sections:
         print(f'### {title}\n\n{intro}\n')

@@ -92,6 +92,7 @@ run workload rc_of python3 "$here/bench-workload.py" --out "$out"
 # shellcheck disable=SC2086 # word splitting of the optional arguments is wanted
 run protection rc_of "$build/tests/bench/bench-protection" --csv "$out/bench-protection.csv" \
         --generator "$source_root/tests/make-fake-cgroup-tree.py" $protection_args
+run top rc_of python3 "$here/bench-top.py" --out "$out"
 rm -f "$out/.rc"
 
 echo "load_end=$(cut -d' ' -f1 /proc/loadavg)" >> "$out/machine.txt"

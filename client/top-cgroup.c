@@ -1,0 +1,829 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reading side of pressurectl top: walks the cgroup2 and the cgroup v1
+ * memory hierarchies side by side, reads each cgroup's usage, limits, PSI
+ * and event counters with plain openat()/read() as the calling user, and
+ * reads the system-wide PSI and /proc/meminfo. No daemon, no curses.
+ *
+ * Cost: per cgroup one directory listing per hierarchy and one short read
+ * of each file shown (five per hierarchy); files are read relative to the
+ * directory's fd, so no path is resolved twice.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "top.h"
+#include "util.h"
+
+/* The v1 "no limit" is PAGE_COUNTER_MAX pages, near 2^63; anything this high is no limit. */
+#define V1_UNLIMITED_FLOOR (UINT64_C(1) << 62)
+/* Deeper than any real hierarchy (cgroup.max.depth aside); bounds the fds a walk holds. */
+#define MAX_DEPTH 64
+
+/* A subdirectory found in one hierarchy. */
+typedef struct Child {
+        char *name;
+        unsigned side; /* 0 cgroup2, 1 v1 */
+        uint64_t ino;
+} Child;
+
+static void file_cache_close(TopFileCache *c);
+
+/* ---- small readers -------------------------------------------------------------- */
+
+/* Read a small file below @dfd into @buf (NUL-terminated); returns its length or a negative errno. */
+static ssize_t read_small_at(int dfd, const char *name, char *buf, size_t size) {
+        _cleanup_close_ int fd = -EBADF;
+        ssize_t n;
+
+        fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        do
+                n = read(fd, buf, size - 1);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        buf[n] = 0;
+        return n;
+}
+
+/* A size or limit: decimal bytes, or "max". */
+static uint64_t parse_value(const char *text, bool v1) {
+        char *end;
+        unsigned long long v;
+
+        while (*text == ' ')
+                text++;
+        if (strncmp(text, "max", 3) == 0)
+                return TOP_UNLIMITED;
+        if (*text < '0' || *text > '9')
+                return TOP_NONE;
+        errno = 0;
+        v = strtoull(text, &end, 10);
+        if (errno || (*end && *end != '\n'))
+                return TOP_NONE;
+        if (v1 && v >= V1_UNLIMITED_FLOOR)
+                return TOP_UNLIMITED;
+        if (v >= TOP_UNLIMITED)
+                return TOP_NONE;
+        return v;
+}
+
+/* The value of "KEY N" in a keyed file such as memory.events; TOP_NONE if absent. */
+static uint64_t keyed_value(const char *text, const char *key) {
+        size_t len = strlen(key);
+
+        for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+                if (strncmp(p, key, len) == 0 && p[len] == ' ') {
+                        uint64_t v = parse_value(p + len + 1, false);
+                        return v == TOP_UNLIMITED ? TOP_NONE : v;
+                }
+        return TOP_NONE;
+}
+
+/* Parse " avg10=1.23 avg60=4.56 ..." after the "some"/"full" word at @p. */
+static int parse_psi_line(const char *p, double *ret_avg10, double *ret_avg60) {
+        double v[2];
+        char *end;
+
+        for (int i = 0; i < 2; i++) {
+                const char *key = i == 0 ? " avg10=" : " avg60=";
+
+                if (strncmp(p, key, 7) != 0)
+                        return -EBADMSG;
+                p += 7;
+                errno = 0;
+                v[i] = strtod(p, &end);
+                if (errno || end == p || !(v[i] >= 0))
+                        return -EBADMSG;
+                p = end;
+        }
+        *ret_avg10 = v[0];
+        *ret_avg60 = v[1];
+        return 0;
+}
+
+/**
+ * top_parse_psi - parse the text of a PSI file (memory.pressure or
+ * /proc/pressure/memory).
+ * @text: the file's contents
+ * @ret_some_avg10: some avg10 in percent
+ * @ret_some_avg60: some avg60
+ * @ret_full_avg10: full avg10; 0 if the file has no "full" line
+ * @ret_full_avg60: full avg60; likewise
+ *
+ * Any output pointer may be NULL. Returns 0 or -EBADMSG if there is no
+ * valid "some" line; nothing is written then.
+ */
+int top_parse_psi(const char *text, double *ret_some_avg10, double *ret_some_avg60,
+                  double *ret_full_avg10, double *ret_full_avg60) {
+        double s10, s60, f10 = 0, f60 = 0;
+        const char *full;
+
+        if (!text || strncmp(text, "some", 4) != 0 || parse_psi_line(text + 4, &s10, &s60) < 0)
+                return -EBADMSG;
+        full = strstr(text, "\nfull");
+        if (full && parse_psi_line(full + 5, &f10, &f60) < 0)
+                f10 = f60 = 0;
+        if (ret_some_avg10)
+                *ret_some_avg10 = s10;
+        if (ret_some_avg60)
+                *ret_some_avg60 = s60;
+        if (ret_full_avg10)
+                *ret_full_avg10 = f10;
+        if (ret_full_avg60)
+                *ret_full_avg60 = f60;
+        return 0;
+}
+
+/* ---- roots --------------------------------------------------------------------------- */
+
+/* Copy a mountinfo field, decoding the kernel's \ooo escapes (space, tab, newline, backslash). */
+static char *unescape_field(const char *p, size_t len) {
+        char *s = malloc(len + 1), *o = s;
+        const char *end = p + len;
+
+        if (!s)
+                return NULL;
+        while (p < end) {
+                if (*p == '\\' && end - p >= 4 && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' &&
+                    p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
+                        *o++ = (char) (((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
+                        p += 4;
+                } else
+                        *o++ = *p++;
+        }
+        *o = 0;
+        return s;
+}
+
+/* True if the comma-separated @list of length @len holds @word. */
+static bool list_has(const char *list, size_t len, const char *word) {
+        size_t wlen = strlen(word);
+
+        for (const char *p = list, *end = list + len; p < end;) {
+                const char *comma = memchr(p, ',', (size_t) (end - p)), *item_end = comma ?: end;
+
+                if ((size_t) (item_end - p) == wlen && memcmp(p, word, wlen) == 0)
+                        return true;
+                p = item_end + 1;
+        }
+        return false;
+}
+
+/**
+ * top_roots_discover - find the cgroup hierarchies in mountinfo text.
+ * @mountinfo: the contents of /proc/self/mountinfo
+ * @ret: the first cgroup2 mount and the first cgroup v1 mount with the
+ *       memory controller, each mounted at its hierarchy's root ("/")
+ *
+ * Malformed lines are skipped. Returns 0 or -ENOMEM; @ret is untouched on
+ * failure.
+ */
+int top_roots_discover(const char *mountinfo, TopRoots *ret) {
+        _cleanup_free_ char *v2 = NULL, *v1 = NULL;
+
+        for (const char *p = mountinfo; p && *p;) {
+                const char *nl = strchr(p, '\n'), *end = nl ?: p + strlen(p);
+                const char *f[64];
+                size_t len[64], n = 0, sep;
+
+                /* Split at spaces. */
+                for (const char *q = p; q < end && n < ELEMENTSOF(f);) {
+                        const char *sp;
+
+                        while (q < end && *q == ' ')
+                                q++;
+                        if (q >= end)
+                                break;
+                        sp = memchr(q, ' ', (size_t) (end - q));
+                        f[n] = q;
+                        len[n] = (size_t) ((sp ?: end) - q);
+                        n++;
+                        q = sp ?: end;
+                }
+                p = nl ? nl + 1 : NULL;
+
+                for (sep = 6; sep < n; sep++)
+                        if (len[sep] == 1 && f[sep][0] == '-')
+                                break;
+                if (sep + 3 >= n || len[3] != 1 || f[3][0] != '/')
+                        continue;
+                if (!v2 && len[sep + 1] == 7 && memcmp(f[sep + 1], "cgroup2", 7) == 0) {
+                        v2 = unescape_field(f[4], len[4]);
+                        if (!v2)
+                                return -ENOMEM;
+                } else if (!v1 && len[sep + 1] == 6 && memcmp(f[sep + 1], "cgroup", 6) == 0 &&
+                           list_has(f[sep + 3], len[sep + 3], "memory")) {
+                        v1 = unescape_field(f[4], len[4]);
+                        if (!v1)
+                                return -ENOMEM;
+                }
+        }
+        *ret = (TopRoots) { .v2 = TAKE_PTR(v2), .v1_memory = TAKE_PTR(v1) };
+        return 0;
+}
+
+/**
+ * top_roots_done - free the paths of @roots and reset it.
+ * @roots: the roots; NULL is fine
+ */
+void top_roots_done(TopRoots *roots) {
+        if (!roots)
+                return;
+        free(roots->v2);
+        free(roots->v1_memory);
+        *roots = (TopRoots) {};
+}
+
+/* ---- snapshots --------------------------------------------------------------------- */
+
+/*
+ * Order of cgroup paths in a snapshot: component by component, i.e. '/'
+ * sorts before every other byte. This is the pre-order of a walk that visits
+ * siblings by strcmp() of their names, so a snapshot can be binary-searched.
+ */
+static int path_compare(const char *a, const char *b) {
+        for (;; a++, b++) {
+                int ca = *a == '/' ? 1 : *a ? (unsigned char) *a + 1 : 0;
+                int cb = *b == '/' ? 1 : *b ? (unsigned char) *b + 1 : 0;
+
+                if (ca != cb)
+                        return ca < cb ? -1 : 1;
+                if (!ca)
+                        return 0;
+        }
+}
+
+/**
+ * top_snapshot_find - look a cgroup up by path.
+ * @snapshot: the snapshot; NULL is fine
+ * @path: "/" or "/a/b"
+ *
+ * Returns the cgroup, or NULL if the snapshot does not hold it.
+ */
+TopCgroup *top_snapshot_find(const TopSnapshot *snapshot, const char *path) {
+        size_t lo = 0, hi;
+
+        if (!snapshot)
+                return NULL;
+        hi = snapshot->n_cgroups;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = path_compare(path, snapshot->cgroups[mid].path);
+
+                if (c == 0)
+                        return &snapshot->cgroups[mid];
+                if (c < 0)
+                        hi = mid;
+                else
+                        lo = mid + 1;
+        }
+        return NULL;
+}
+
+/**
+ * top_snapshot_done - free a snapshot's cgroups and reset it.
+ * @snapshot: the snapshot; NULL is fine
+ */
+void top_snapshot_done(TopSnapshot *snapshot) {
+        if (!snapshot)
+                return;
+        for (size_t i = 0; i < snapshot->n_cgroups; i++) {
+                file_cache_close(&snapshot->cgroups[i].files[0]);
+                file_cache_close(&snapshot->cgroups[i].files[1]);
+                free(snapshot->cgroups[i].path);
+        }
+        free(snapshot->cgroups);
+        *snapshot = (TopSnapshot) {};
+}
+
+/**
+ * top_event_delta - an event counter's increase since top first saw it.
+ * @cg: the cgroup
+ * @i: TOP_EV_HIGH, TOP_EV_MAX or TOP_EV_OOM_KILL
+ *
+ * Returns the delta, or TOP_NONE if the counter is not available.
+ */
+uint64_t top_event_delta(const TopCgroup *cg, unsigned i) {
+        if (i >= _TOP_EV_MAX || cg->ev[i] == TOP_NONE || cg->ev_base[i] == TOP_NONE)
+                return TOP_NONE;
+        return cg->ev[i] >= cg->ev_base[i] ? cg->ev[i] - cg->ev_base[i] : 0;
+}
+
+/* Files kept open in all snapshots, and how many may be. */
+static unsigned cached_fds, fd_budget;
+
+/**
+ * top_set_fd_budget - limit the files snapshots keep open between refreshes.
+ * @budget: how many, in all; beyond it files are opened and closed each time
+ */
+void top_set_fd_budget(unsigned budget) {
+        fd_budget = budget;
+}
+
+static void file_cache_init(TopFileCache *c) {
+        c->ino = 0;
+        c->dir = -1;
+        for (unsigned k = 0; k < TOP_FILES; k++)
+                c->fd[k] = -1;
+}
+
+static void file_cache_close(TopFileCache *c) {
+        if (c->dir >= 0) {
+                safe_close(c->dir);
+                c->dir = -1;
+                cached_fds--;
+        }
+        for (unsigned k = 0; k < TOP_FILES; k++)
+                if (c->fd[k] >= 0) {
+                        safe_close(c->fd[k]);
+                        c->fd[k] = -1;
+                        cached_fds--;
+                }
+        c->ino = 0;
+}
+
+/*
+ * Read file @k (@name) of a cgroup directory @dfd into @buf: through the
+ * cached fd if there is one, else open it and cache the fd while the budget
+ * allows. Returns the length or a negative errno.
+ */
+static ssize_t read_cached(TopFileCache *c, unsigned k, int dfd, const char *name, char *buf, size_t size) {
+        int fd;
+        ssize_t n;
+
+        if (c->fd[k] >= 0) {
+                n = pread(c->fd[k], buf, size - 1, 0);
+                if (n >= 0) {
+                        buf[n] = 0;
+                        return n;
+                }
+                /* ENODEV: the cgroup was removed; open it again in case it was made anew. */
+                safe_close(c->fd[k]);
+                c->fd[k] = -1;
+                cached_fds--;
+        }
+        fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        n = pread(fd, buf, size - 1, 0);
+        if (n < 0) {
+                n = -errno;
+                safe_close(fd);
+                return n;
+        }
+        buf[n] = 0;
+        if (cached_fds < fd_budget) {
+                c->fd[k] = fd;
+                cached_fds++;
+        } else
+                safe_close(fd);
+        return n;
+}
+
+static uint64_t read_cached_value(TopFileCache *c, unsigned k, int dfd, const char *name, bool v1) {
+        char buf[64];
+
+        if (read_cached(c, k, dfd, name, buf, sizeof(buf)) <= 0)
+                return TOP_NONE;
+        return parse_value(buf, v1);
+}
+
+typedef struct Walk {
+        TopSnapshot snap;
+        size_t allocated;
+        const TopSnapshot *previous;
+        size_t prev_pos; /* the walk visits paths in the previous snapshot's order: a cursor finds them */
+        char *dents;     /* getdents64() buffer */
+        size_t dents_size;
+} Walk;
+
+static void read_v2(TopCgroup *cg, int dfd) {
+        TopFileCache *c = &cg->files[0];
+        char buf[512];
+
+        cg->current = read_cached_value(c, 0, dfd, "memory.current", false);
+        if (cg->current != TOP_NONE) {
+                cg->high = read_cached_value(c, 1, dfd, "memory.high", false);
+                cg->max = read_cached_value(c, 2, dfd, "memory.max", false);
+                cg->mem_v1 = false;
+        }
+        if (read_cached(c, 3, dfd, "memory.events", buf, sizeof(buf)) > 0) {
+                cg->ev[TOP_EV_HIGH] = keyed_value(buf, "high");
+                cg->ev[TOP_EV_MAX] = keyed_value(buf, "max");
+                cg->ev[TOP_EV_OOM_KILL] = keyed_value(buf, "oom_kill");
+        }
+        if (read_cached(c, 4, dfd, "memory.pressure", buf, sizeof(buf)) > 0 &&
+            top_parse_psi(buf, &cg->some_avg10, NULL, &cg->full_avg10, NULL) >= 0)
+                cg->has_psi = true;
+}
+
+/* cgroup v1: usage and limit; "high" is the soft limit, the nearest v1 counterpart. */
+static void read_v1(TopCgroup *cg, int dfd) {
+        TopFileCache *c = &cg->files[1];
+        char buf[512];
+        bool have_events = cg->ev[TOP_EV_HIGH] != TOP_NONE || cg->ev[TOP_EV_MAX] != TOP_NONE ||
+                           cg->ev[TOP_EV_OOM_KILL] != TOP_NONE;
+
+        if (cg->current == TOP_NONE) {
+                cg->current = read_cached_value(c, 0, dfd, "memory.usage_in_bytes", true);
+                if (cg->current == TOP_NONE)
+                        return;
+                cg->high = read_cached_value(c, 1, dfd, "memory.soft_limit_in_bytes", true);
+                cg->max = read_cached_value(c, 2, dfd, "memory.limit_in_bytes", true);
+                cg->mem_v1 = true;
+        }
+        if (have_events)
+                return;
+        /* Hits of limit_in_bytes, and OOM kills (memory.oom_control, Linux 4.13+). */
+        cg->ev[TOP_EV_MAX] = read_cached_value(c, 3, dfd, "memory.failcnt", true);
+        if (read_cached(c, 4, dfd, "memory.oom_control", buf, sizeof(buf)) > 0)
+                cg->ev[TOP_EV_OOM_KILL] = keyed_value(buf, "oom_kill");
+}
+
+static int name_compare(const void *a, const void *b) {
+        return strcmp(((const Child *) a)->name, ((const Child *) b)->name);
+}
+
+/*
+ * Append the subdirectories of @dfd (a fresh fd, at offset 0) to @children,
+ * with their inode numbers, using getdents64() directly: no DIR stream, no
+ * extra fd. A directory removed meanwhile lists nothing.
+ */
+static int list_children(Walk *w, int dfd, unsigned side, Child **children, size_t *n, size_t *allocated) {
+        for (;;) {
+                long len = syscall(SYS_getdents64, dfd, w->dents, w->dents_size);
+
+                if (len < 0)
+                        return errno == ENOENT ? 0 : -errno;
+                if (len == 0)
+                        return 0;
+                for (long off = 0; off < len;) {
+                        struct linux_dirent64 {
+                                uint64_t d_ino;
+                                int64_t d_off;
+                                unsigned short d_reclen;
+                                unsigned char d_type;
+                                char d_name[];
+                        } *de = (void *) (w->dents + off);
+                        unsigned char type = de->d_type;
+
+                        off += de->d_reclen;
+                        if (de->d_name[0] == '.' &&
+                            (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
+                                continue;
+                        if (type == DT_UNKNOWN) {
+                                struct stat st;
+
+                                if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                                        continue;
+                                type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+                        }
+                        if (type != DT_DIR)
+                                continue;
+                        if (*n == *allocated) {
+                                size_t a = *allocated ? *allocated * 2 : 16;
+                                Child *p = reallocarray(*children, a, sizeof(Child));
+
+                                if (!p)
+                                        return -ENOMEM;
+                                *children = p;
+                                *allocated = a;
+                        }
+                        (*children)[*n] = (Child) { .name = strdup(de->d_name), .side = side, .ino = de->d_ino };
+                        if (!(*children)[*n].name)
+                                return -ENOMEM;
+                        (*n)++;
+                }
+        }
+}
+
+static void free_children(Child *children, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(children[i].name);
+        free(children);
+}
+
+/* The previous refresh's entry of @path: both walks visit paths in the same order. */
+static TopCgroup *previous_find(Walk *w, const char *path) {
+        const TopSnapshot *p = w->previous;
+
+        if (!p)
+                return NULL;
+        while (w->prev_pos < p->n_cgroups) {
+                int c = path_compare(p->cgroups[w->prev_pos].path, path);
+
+                if (c == 0)
+                        return &p->cgroups[w->prev_pos++];
+                if (c > 0)
+                        return NULL;
+                w->prev_pos++;
+        }
+        return NULL;
+}
+
+/*
+ * A cgroup directory met during a walk, in one hierarchy: its fd (or -1 if
+ * the cgroup is not in that hierarchy), its inode, and whether the fd was
+ * taken over from the previous refresh (already counted as cached).
+ */
+typedef struct Dir {
+        int fd;
+        uint64_t ino;
+        bool adopted;
+} Dir;
+
+/*
+ * Open the child @name of @parent, or take the fd kept by the previous
+ * refresh's entry @old if it is the same directory (same inode as listed).
+ */
+static Dir dir_open(int parent, const char *name, uint64_t ino, TopCgroup *old, unsigned side) {
+        if (old && old->files[side].dir >= 0 && old->files[side].ino == ino) {
+                Dir d = { .fd = old->files[side].dir, .ino = ino, .adopted = true };
+
+                old->files[side].dir = -1;
+                return d;
+        }
+        return (Dir) {
+                .fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW),
+                .ino = ino,
+        };
+}
+
+/*
+ * Visit one cgroup: read its files, then its children, depth first.
+ * @dirs: its directory in each hierarchy; walk() keeps each fd in the new
+ *        entry's cache or closes it before it returns
+ * @old: the same cgroup in the previous refresh, or NULL
+ */
+static int walk(Walk *w, const char *path, unsigned depth, size_t parent, Dir dirs[2], TopCgroup *old) {
+        Child *children = NULL;
+        size_t n_children = 0, allocated = 0, self;
+        bool close_dir[2] = { false, false };
+        TopCgroup *cg;
+        int r = 0;
+
+        for (unsigned side = 0; side < 2; side++)
+                if (dirs[side].fd >= 0 && !dirs[side].adopted) {
+                        if (cached_fds < fd_budget)
+                                cached_fds++;
+                        else
+                                close_dir[side] = true;
+                }
+
+        if (w->snap.n_cgroups == w->allocated) {
+                size_t a = w->allocated ? w->allocated * 2 : 64;
+                TopCgroup *p = reallocarray(w->snap.cgroups, a, sizeof(TopCgroup));
+
+                if (!p) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                w->snap.cgroups = p;
+                w->allocated = a;
+        }
+        self = w->snap.n_cgroups;
+        cg = &w->snap.cgroups[self];
+        *cg = (TopCgroup) {
+                .path = strdup(path),
+                .depth = depth,
+                .parent = parent,
+                .in_v2 = dirs[0].fd >= 0,
+                .in_v1 = dirs[1].fd >= 0,
+                .current = TOP_NONE, .high = TOP_NONE, .max = TOP_NONE,
+                .ev = { TOP_NONE, TOP_NONE, TOP_NONE },
+                .ev_base = { TOP_NONE, TOP_NONE, TOP_NONE },
+                .emin = TOP_NONE, .elow = TOP_NONE,
+                .previous = old ? (size_t) (old - w->previous->cgroups) : SIZE_MAX,
+        };
+        if (!cg->path) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        cg->name = depth == 0 ? cg->path : strrchr(cg->path, '/') + 1;
+        w->snap.n_cgroups++;
+
+        /* From here on the entry owns the fds it keeps; snapshot_done() closes them. */
+        for (unsigned side = 0; side < 2; side++) {
+                TopFileCache *c = &cg->files[side];
+
+                file_cache_init(c);
+                if (old && old->files[side].ino != 0 && old->files[side].ino == dirs[side].ino) {
+                        for (unsigned k = 0; k < TOP_FILES; k++) {
+                                c->fd[k] = old->files[side].fd[k];
+                                old->files[side].fd[k] = -1;
+                        }
+                }
+                c->ino = dirs[side].fd >= 0 ? dirs[side].ino : 0;
+                if (dirs[side].fd >= 0 && !close_dir[side])
+                        c->dir = dirs[side].fd;
+        }
+
+        if (dirs[0].fd >= 0)
+                read_v2(cg, dirs[0].fd);
+        if (dirs[1].fd >= 0)
+                read_v1(cg, dirs[1].fd);
+        if (depth >= MAX_DEPTH)
+                goto finish;
+
+        /*
+         * Children: the union of both hierarchies' subdirectories, by name. A directory's link
+         * count is 2 plus its subdirectories on cgroupfs, tmpfs and ext4: at 2 it is a leaf and
+         * needs no listing (filesystems that do not count links report 1, and are listed).
+         */
+        for (unsigned side = 0; side < 2; side++) {
+                struct stat st;
+
+                if (dirs[side].fd < 0)
+                        continue;
+                if (fstat(dirs[side].fd, &st) >= 0 && st.st_nlink == 2)
+                        continue;
+                if (dirs[side].adopted && lseek(dirs[side].fd, 0, SEEK_SET) < 0)
+                        continue;
+                r = list_children(w, dirs[side].fd, side, &children, &n_children, &allocated);
+                if (r == -ENOMEM)
+                        goto finish;
+        }
+        r = 0;
+        if (n_children > 1)
+                qsort(children, n_children, sizeof(Child), name_compare);
+
+        for (size_t i = 0; i < n_children;) {
+                _cleanup_free_ char *child = NULL;
+                Dir cdirs[2] = { { .fd = -1 }, { .fd = -1 } };
+                TopCgroup *cold;
+                size_t j = i;
+
+                if (asprintf(&child, "%s/%s", streq(path, "/") ? "" : path, children[i].name) < 0) {
+                        child = NULL;
+                        r = -ENOMEM;
+                        goto finish;
+                }
+                cold = previous_find(w, child);
+                /* The same name in both hierarchies: one cgroup. */
+                for (; j < n_children && streq(children[j].name, children[i].name); j++) {
+                        unsigned side = children[j].side;
+
+                        if (cdirs[side].fd < 0)
+                                cdirs[side] = dir_open(dirs[side].fd, children[j].name, children[j].ino, cold, side);
+                }
+                i = j;
+                if (cdirs[0].fd < 0 && cdirs[1].fd < 0)
+                        continue; /* gone since the listing */
+                r = walk(w, child, depth + 1, self, cdirs, cold);
+                if (r < 0)
+                        goto finish;
+        }
+finish:
+        free_children(children, n_children);
+        for (unsigned side = 0; side < 2; side++)
+                if (close_dir[side])
+                        safe_close(dirs[side].fd);
+        return r;
+
+fail:
+        /* No entry took the fds: give them back. */
+        for (unsigned side = 0; side < 2; side++)
+                if (dirs[side].fd >= 0) {
+                        safe_close(dirs[side].fd);
+                        if (!close_dir[side])
+                                cached_fds--;
+                }
+        return r;
+}
+
+/* A cgroup's shown values differ from the previous refresh. */
+static bool values_changed(const TopCgroup *a, const TopCgroup *b) {
+        if (a->current != b->current || a->high != b->high || a->max != b->max ||
+            a->has_psi != b->has_psi)
+                return true;
+        /* PSI averages as shown, to two decimals. */
+        if (a->has_psi && ((long) (a->some_avg10 * 100 + 0.5) != (long) (b->some_avg10 * 100 + 0.5) ||
+                           (long) (a->full_avg10 * 100 + 0.5) != (long) (b->full_avg10 * 100 + 0.5)))
+                return true;
+        return memcmp(a->ev, b->ev, sizeof(a->ev)) != 0;
+}
+
+/* Open @subtree below @root; -EBADF if @root is NULL. */
+static int open_subtree(const char *root, const char *subtree) {
+        _cleanup_free_ char *p = NULL;
+        int fd;
+
+        if (!root)
+                return -EBADF;
+        if (asprintf(&p, "%s%s", root, streq(subtree, "/") ? "" : subtree) < 0)
+                return -ENOMEM;
+        fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+/**
+ * top_snapshot_read - read the cgroups of @subtree from both hierarchies.
+ * @roots: the hierarchy roots (either may be NULL)
+ * @subtree: "/" or an absolute path below the roots, without ".." components
+ * @previous: the previous refresh, or NULL for the first
+ * @ret: the new snapshot
+ *
+ * Event-counter baselines are carried over from @previous; a counter that
+ * went down (the cgroup was made anew) starts a new baseline. A cgroup is
+ * marked changed when a shown value differs from @previous, or when it is
+ * new and @previous is not NULL.
+ *
+ * Returns 0, -EINVAL for a malformed @subtree, -ENOENT if @subtree exists
+ * in neither hierarchy, or -ENOMEM. @ret is untouched on failure.
+ */
+int top_snapshot_read(const TopRoots *roots, const char *subtree, const TopSnapshot *previous,
+                      TopSnapshot *ret) {
+        Walk w = { .previous = previous, .dents_size = 32768 };
+        Dir dirs[2] = { { .fd = -1 }, { .fd = -1 } };
+        struct stat st;
+        int r;
+
+        if (!subtree || subtree[0] != '/' || strstr(subtree, "/../") || strstr(subtree, "/./") ||
+            (strlen(subtree) >= 3 && streq(subtree + strlen(subtree) - 3, "/..")))
+                return -EINVAL;
+        for (unsigned side = 0; side < 2; side++) {
+                int fd = open_subtree(side == 0 ? roots->v2 : roots->v1_memory, subtree);
+
+                if (fd == -ENOMEM) {
+                        safe_close(dirs[0].fd);
+                        return -ENOMEM;
+                }
+                if (fd < 0)
+                        continue;
+                dirs[side].fd = fd;
+                if (fstat(fd, &st) >= 0)
+                        dirs[side].ino = st.st_ino;
+        }
+        if (dirs[0].fd < 0 && dirs[1].fd < 0)
+                return -ENOENT;
+
+        w.dents = malloc(w.dents_size);
+        if (!w.dents) {
+                safe_close(dirs[0].fd);
+                safe_close(dirs[1].fd);
+                return -ENOMEM;
+        }
+        r = walk(&w, subtree, 0, SIZE_MAX, dirs, previous_find(&w, subtree));
+        free(w.dents);
+        if (r < 0) {
+                top_snapshot_done(&w.snap);
+                return r;
+        }
+
+        for (size_t i = 0; i < w.snap.n_cgroups; i++) {
+                TopCgroup *cg = &w.snap.cgroups[i];
+                const TopCgroup *old = cg->previous != SIZE_MAX ? &previous->cgroups[cg->previous] : NULL;
+
+                for (unsigned k = 0; k < _TOP_EV_MAX; k++) {
+                        if (cg->ev[k] == TOP_NONE)
+                                continue;
+                        if (old && old->ev_base[k] != TOP_NONE && cg->ev[k] >= old->ev_base[k])
+                                cg->ev_base[k] = old->ev_base[k];
+                        else
+                                cg->ev_base[k] = cg->ev[k];
+                }
+                cg->changed = previous && (!old || values_changed(cg, old));
+        }
+        *ret = w.snap;
+        return 0;
+}
+
+/* ---- system ------------------------------------------------------------------------- */
+
+/* "MemAvailable:   123456 kB" -> bytes */
+static uint64_t meminfo_value(const char *text, const char *key) {
+        const char *p = strstr(text, key);
+        unsigned long long kib;
+
+        if (!p || sscanf(p + strlen(key), ": %llu kB", &kib) != 1)
+                return TOP_NONE;
+        return (uint64_t) kib * 1024;
+}
+
+/**
+ * top_system_read - the system-wide numbers of top's header.
+ * @ret: filled with /proc/pressure/memory's averages (has_psi false if
+ *       PSI is off) and MemAvailable/MemTotal (TOP_NONE if unknown)
+ */
+void top_system_read(TopSystem *ret) {
+        char buf[4096];
+
+        *ret = (TopSystem) { .mem_available = TOP_NONE, .mem_total = TOP_NONE };
+        if (read_small_at(AT_FDCWD, "/proc/pressure/memory", buf, sizeof(buf)) > 0 &&
+            top_parse_psi(buf, &ret->some_avg10, &ret->some_avg60, &ret->full_avg10, &ret->full_avg60) >= 0)
+                ret->has_psi = true;
+        if (read_small_at(AT_FDCWD, "/proc/meminfo", buf, sizeof(buf)) > 0) {
+                ret->mem_available = meminfo_value(buf, "\nMemAvailable");
+                ret->mem_total = meminfo_value(buf, "MemTotal");
+        }
+}

@@ -1,0 +1,1136 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pressurectl top: a live view of memory pressure across cgroups. It reads
+ * the cgroup files itself (top-cgroup.c) and asks the daemon only for
+ * GetStatus() and, while the protection columns are shown, GetProtection()
+ * of the subtree shown: one short connection each per refresh, and nothing
+ * at all when top is not running.
+ *
+ * The screen is drawn with ncurses (libncursesw): it reads terminfo for
+ * whatever terminal it runs on, redraws only what changed, and gives back
+ * the terminal's modes with endwin() on every exit path; a hand-written
+ * ANSI renderer would have to redo all of that. Batch mode (--batch,
+ * --json) does not touch the terminal at all.
+ */
+#include <curses.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <locale.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pressure.h"
+#include "top.h"
+#include "util.h"
+
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX_WIDTH 1024 /* longest line drawn or printed (the name column is cut to fit) */
+
+enum {
+        EXIT_DAEMON_ERROR = 1,
+        EXIT_USAGE = 2,
+};
+
+typedef enum SortKey {
+        SORT_SOME,
+        SORT_FULL,
+        SORT_CURRENT,
+        SORT_EVENTS,
+        SORT_PATH,
+        _SORT_MAX,
+} SortKey;
+
+static const char *const sort_names[_SORT_MAX] = {
+        [SORT_SOME] = "some",
+        [SORT_FULL] = "full",
+        [SORT_CURRENT] = "current",
+        [SORT_EVENTS] = "events",
+        [SORT_PATH] = "path",
+};
+
+typedef struct TopDaemon {
+        bool reachable;
+        char error[256];      /* why not reachable, or the daemon's error */
+        char version[32];
+        uint64_t clients, subscriptions, registrations;
+        uint64_t events_read, events_delivered, at_usec;
+        bool have_rates;
+        double read_rate, delivered_rate;
+        char protection_error[256]; /* GetProtection failed: why; empty if fine or not asked */
+} TopDaemon;
+
+typedef struct Top {
+        /* options */
+        const char *socket;
+        bool user, json, batch;
+        uint64_t iterations; /* 0 = until stopped */
+        uint64_t delay_usec;
+        char *subtree;
+        TopRoots roots;
+
+        /* view */
+        SortKey sort;
+        bool flat;
+        bool show_protection;
+        char filter[128];
+
+        /* data */
+        pressure_client *client;
+        TopSnapshot snap;
+        TopSystem sys;
+        TopDaemon daemon;
+        int snapshot_error;  /* negative errno of the last top_snapshot_read() */
+        uint64_t refreshes;
+        uint64_t time_usec;  /* CLOCK_REALTIME of the last refresh */
+
+        /* the rows shown, in order */
+        size_t *rows;
+        size_t n_rows;
+        size_t scroll;
+} Top;
+
+static void top_done(Top *t) {
+        top_snapshot_done(&t->snap);
+        top_roots_done(&t->roots);
+        pressure_client_free(t->client);
+        free(t->subtree);
+        free(t->rows);
+}
+
+/* ---- formatting ------------------------------------------------------------------ */
+
+/* "1.2G", "512M", "max", "-": at most 6 characters. */
+static const char *fmt_size(char buf[static 16], uint64_t v) {
+        static const char units[] = "KMGTPE";
+        double d = (double) v;
+        int i = -1;
+
+        if (v == TOP_NONE)
+                return "-";
+        if (v == TOP_UNLIMITED)
+                return "max";
+        if (v == 0)
+                return "0";
+        if (v < 1024) {
+                snprintf(buf, 16, "%" PRIu64 "B", v);
+                return buf;
+        }
+        while (d >= 1024 && i < 5) {
+                d /= 1024;
+                i++;
+        }
+        if (d < 9.95)
+                snprintf(buf, 16, "%.1f%c", d, units[i]);
+        else
+                snprintf(buf, 16, "%.0f%c", d, units[i]);
+        return buf;
+}
+
+static const char *fmt_psi(char buf[static 16], bool present, double v) {
+        if (!present)
+                return "-";
+        snprintf(buf, 16, v >= 99.995 ? "%.1f" : "%.2f", v);
+        return buf;
+}
+
+static const char *fmt_count(char buf[static 16], uint64_t v) {
+        if (v == TOP_NONE)
+                return "-";
+        /* At most 5 characters: 99999, 999k, 999M, then G. */
+        if (v >= UINT64_C(1000000000))
+                snprintf(buf, 16, "%uG", (unsigned) MIN(v / UINT64_C(1000000000), 9999));
+        else if (v >= 1000000)
+                snprintf(buf, 16, "%uM", (unsigned) (v / 1000000));
+        else if (v >= 100000)
+                snprintf(buf, 16, "%uk", (unsigned) (v / 1000));
+        else
+                snprintf(buf, 16, "%u", (unsigned) v);
+        return buf;
+}
+
+static uint64_t events_sum(const TopCgroup *cg) {
+        uint64_t sum = 0;
+
+        for (unsigned k = 0; k < _TOP_EV_MAX; k++) {
+                uint64_t d = top_event_delta(cg, k);
+                if (d != TOP_NONE)
+                        sum += d;
+        }
+        return sum;
+}
+
+/* Width of the columns after the name: " V" and 5-character values, each after a space. */
+static int fixed_width(const Top *t) {
+        return 2 + (3 + (t->show_protection ? 2 : 0) + 2 + 3) * 6;
+}
+
+/* The indentation and name of a row as shown. */
+static void row_name(const Top *t, const TopCgroup *cg, int *ret_indent, const char **ret_name) {
+        if (t->flat) {
+                *ret_indent = 0;
+                *ret_name = cg->path;
+        } else {
+                *ret_indent = 2 * (int) cg->depth;
+                *ret_name = cg->name;
+        }
+}
+
+/* The name column's width: as wide as the widest name, at most @avail (< 0: no limit). */
+static int name_width(const Top *t, int avail) {
+        int w = (int) strlen("CGROUP");
+
+        for (size_t i = 0; i < t->n_rows; i++) {
+                const TopCgroup *cg = &t->snap.cgroups[t->rows[i]];
+                const char *name;
+                int indent;
+
+                row_name(t, cg, &indent, &name);
+                w = MAX(w, indent + (int) strlen(name));
+        }
+        if (avail >= 0 && w > avail)
+                w = MAX(avail, 6);
+        return MIN(w, MAX_WIDTH / 2);
+}
+
+static void format_column_header(const Top *t, char *buf, size_t size, int nw) {
+        snprintf(buf, size, "%-*s %1s %5s %5s %5s%s %5s %5s %5s %5s %5s", nw, "CGROUP", "V", "USAGE", "HIGH", "MAX",
+                 t->show_protection ? "  EMIN  ELOW" : "", "SOME", "FULL", "+HIGH", "+MAX", "+OOMK");
+}
+
+static void format_row(const Top *t, const TopCgroup *cg, char *buf, size_t size, int nw) {
+        char b[10][16], prot[32] = "";
+        const char *name;
+        int indent, len;
+
+        row_name(t, cg, &indent, &name);
+        if (t->show_protection)
+                snprintf(prot, sizeof(prot), " %5s %5s", fmt_size(b[3], cg->emin), fmt_size(b[4], cg->elow));
+        len = MAX(nw - indent, 0);
+        snprintf(buf, size, "%*s%-*.*s %1s %5s %5s %5s%s %5s %5s %5s %5s %5s", indent, "", len, len, name,
+                 cg->current == TOP_NONE ? "" : cg->mem_v1 ? "1" : "2", fmt_size(b[0], cg->current),
+                 fmt_size(b[1], cg->high), fmt_size(b[2], cg->max), prot,
+                 fmt_psi(b[5], cg->has_psi, cg->some_avg10), fmt_psi(b[6], cg->has_psi, cg->full_avg10),
+                 fmt_count(b[7], top_event_delta(cg, TOP_EV_HIGH)),
+                 fmt_count(b[8], top_event_delta(cg, TOP_EV_MAX)),
+                 fmt_count(b[9], top_event_delta(cg, TOP_EV_OOM_KILL)));
+}
+
+/* The header lines above the table. */
+static void format_header(const Top *t, char lines[4][MAX_WIDTH]) {
+        const TopDaemon *d = &t->daemon;
+        char b[2][16], tb[32], delay[32];
+        struct tm tm;
+        time_t now = (time_t) (t->time_usec / USEC_PER_SEC);
+
+        if (!localtime_r(&now, &tm) || strftime(tb, sizeof(tb), "%H:%M:%S", &tm) == 0)
+                snprintf(tb, sizeof(tb), "-");
+        snprintf(delay, sizeof(delay), "%g", (double) t->delay_usec / 1e6);
+        snprintf(lines[0], MAX_WIDTH, "pressurectl top  %s  every %ss  sort: %s  view: %s  filter: %s  %zu of %zu cgroups",
+                 tb, delay, sort_names[t->sort], t->flat ? "flat" : "tree", t->filter[0] ? t->filter : "-",
+                 t->n_rows, t->snap.n_cgroups);
+
+        if (t->sys.has_psi)
+                snprintf(lines[1], MAX_WIDTH,
+                         "memory PSI  some avg10 %.2f avg60 %.2f  full avg10 %.2f avg60 %.2f  MemAvailable %s of %s",
+                         t->sys.some_avg10, t->sys.some_avg60, t->sys.full_avg10, t->sys.full_avg60,
+                         fmt_size(b[0], t->sys.mem_available), fmt_size(b[1], t->sys.mem_total));
+        else
+                snprintf(lines[1], MAX_WIDTH, "memory PSI  not available  MemAvailable %s of %s",
+                         fmt_size(b[0], t->sys.mem_available), fmt_size(b[1], t->sys.mem_total));
+
+        if (!d->reachable)
+                snprintf(lines[2], MAX_WIDTH, "daemon down: %s (protection columns empty)", d->error);
+        else {
+                char rates[96] = "events -/s read, -/s delivered";
+
+                if (d->have_rates)
+                        snprintf(rates, sizeof(rates), "events %.1f/s read, %.1f/s delivered", d->read_rate,
+                                 d->delivered_rate);
+                snprintf(lines[2], MAX_WIDTH, "daemon %s: %" PRIu64 " client%s, %" PRIu64 " registration%s, %s%s%s",
+                         d->version, d->clients, d->clients == 1 ? "" : "s", d->registrations,
+                         d->registrations == 1 ? "" : "s", rates, d->protection_error[0] ? "; protection: " : "",
+                         d->protection_error);
+        }
+
+        if (t->snapshot_error < 0)
+                snprintf(lines[3], MAX_WIDTH, "cgroups: cannot read %s: %s", t->subtree, strerror(-t->snapshot_error));
+        else
+                snprintf(lines[3], MAX_WIDTH, "cgroups: v2 %s  v1 memory %s", t->roots.v2 ?: "-",
+                         t->roots.v1_memory ?: "-");
+}
+
+/* ---- rows: filter, sort, tree -------------------------------------------------------- */
+
+static double sort_value(const Top *t, const TopCgroup *cg) {
+        switch (t->sort) {
+        case SORT_SOME:
+                return cg->has_psi ? cg->some_avg10 : -1;
+        case SORT_FULL:
+                return cg->has_psi ? cg->full_avg10 : -1;
+        case SORT_CURRENT:
+                return cg->current < TOP_UNLIMITED ? (double) cg->current : -1;
+        case SORT_EVENTS:
+                return (double) events_sum(cg);
+        default:
+                return 0;
+        }
+}
+
+static int row_compare(const void *a, const void *b, void *userdata) {
+        const Top *t = userdata;
+        const TopCgroup *x = &t->snap.cgroups[*(const size_t *) a], *y = &t->snap.cgroups[*(const size_t *) b];
+
+        if (!t->flat && x->parent != y->parent)
+                return x->parent < y->parent ? -1 : 1;
+        if (t->sort != SORT_PATH) {
+                double vx = sort_value(t, x), vy = sort_value(t, y);
+
+                if (vx != vy)
+                        return vx > vy ? -1 : 1;
+        }
+        return strcmp(x->path, y->path);
+}
+
+static bool matches(const Top *t, const TopCgroup *cg) {
+        return !t->filter[0] || strstr(cg->path, t->filter);
+}
+
+/* Append @i and its shown descendants in sorted order; @first/@count index the sorted children. */
+static void add_subtree(Top *t, size_t i, const size_t *sorted, const size_t *first, const size_t *count,
+                        const bool *keep) {
+        if (!keep[i])
+                return;
+        t->rows[t->n_rows++] = i;
+        for (size_t k = first[i]; k < first[i] + count[i]; k++)
+                add_subtree(t, sorted[k], sorted, first, count, keep);
+}
+
+/* Recompute t->rows from the snapshot, the filter, the sort key and the view. */
+static int build_rows(Top *t) {
+        size_t n = t->snap.n_cgroups;
+        _cleanup_free_ size_t *sorted = NULL, *first = NULL, *count = NULL;
+        _cleanup_free_ bool *keep = NULL;
+        size_t *rows;
+
+        t->n_rows = 0;
+        rows = reallocarray(t->rows, n ? n : 1, sizeof(size_t));
+        if (!rows)
+                return -ENOMEM;
+        t->rows = rows;
+        if (n == 0)
+                return 0;
+
+        if (t->flat) {
+                for (size_t i = 0; i < n; i++)
+                        if (matches(t, &t->snap.cgroups[i]))
+                                t->rows[t->n_rows++] = i;
+                qsort_r(t->rows, t->n_rows, sizeof(size_t), row_compare, t);
+                return 0;
+        }
+
+        /* Tree: a cgroup is shown if it or a descendant matches; siblings sorted by the key. */
+        sorted = calloc(n, sizeof(size_t));
+        first = calloc(n, sizeof(size_t));
+        count = calloc(n, sizeof(size_t));
+        keep = calloc(n, sizeof(bool));
+        if (!sorted || !first || !count || !keep)
+                return -ENOMEM;
+        for (size_t i = n; i-- > 0;) {
+                const TopCgroup *cg = &t->snap.cgroups[i];
+
+                keep[i] = keep[i] || matches(t, cg);
+                if (keep[i] && cg->parent != SIZE_MAX)
+                        keep[cg->parent] = true;
+        }
+        for (size_t i = 1; i < n; i++)
+                sorted[i - 1] = i;
+        qsort_r(sorted, n - 1, sizeof(size_t), row_compare, t);
+        for (size_t k = 0; k < n - 1; k++) {
+                size_t p = t->snap.cgroups[sorted[k]].parent;
+
+                if (count[p]++ == 0)
+                        first[p] = k;
+        }
+        add_subtree(t, 0, sorted, first, count, keep);
+        return 0;
+}
+
+/* ---- refresh --------------------------------------------------------------------------- */
+
+static void daemon_error(pressure_client *c, int r, char *buf, size_t size) {
+        const char *name = pressure_client_last_error_name(c);
+
+        if (name)
+                snprintf(buf, size, "%s %s", name, strna(pressure_client_last_error_params(c)));
+        else
+                snprintf(buf, size, "not reachable at %s: %s", pressure_client_get_socket(c), strerror(-r));
+}
+
+static uint64_t jget_u64(json_t *o, const char *key) {
+        json_t *v = json_object_get(o, key);
+        return json_is_integer(v) && json_integer_value(v) >= 0 ? (uint64_t) json_integer_value(v) : 0;
+}
+
+static void query_status(Top *t) {
+        TopDaemon *d = &t->daemon, old = *d;
+        _cleanup_free_ char *text = NULL;
+        json_t *st, *counters;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        int r;
+
+        r = pressure_client_get_status(t->client, &text);
+        *d = (TopDaemon) {};
+        if (r < 0) {
+                daemon_error(t->client, r, d->error, sizeof(d->error));
+                return;
+        }
+        st = json_loads(text, 0, NULL);
+        if (!json_is_object(st)) {
+                json_decref(st);
+                snprintf(d->error, sizeof(d->error), "malformed GetStatus reply");
+                return;
+        }
+        d->reachable = true;
+        snprintf(d->version, sizeof(d->version), "%s",
+                 json_is_string(json_object_get(st, "version")) ? json_string_value(json_object_get(st, "version")) : "?");
+        d->clients = jget_u64(st, "clients");
+        d->subscriptions = jget_u64(st, "subscriptions");
+        d->registrations = json_array_size(json_object_get(st, "registrations"));
+        counters = json_object_get(st, "counters");
+        d->events_read = jget_u64(counters, "events_read");
+        d->events_delivered = jget_u64(counters, "events_delivered");
+        d->at_usec = now;
+        if (old.reachable && now > old.at_usec && d->events_read >= old.events_read &&
+            d->events_delivered >= old.events_delivered) {
+                double sec = (double) (now - old.at_usec) / 1e6;
+
+                d->have_rates = true;
+                d->read_rate = (double) (d->events_read - old.events_read) / sec;
+                d->delivered_rate = (double) (d->events_delivered - old.events_delivered) / sec;
+        }
+        json_decref(st);
+}
+
+typedef struct ProtectionUpdate {
+        Top *top;
+        const TopSnapshot *previous;
+} ProtectionUpdate;
+
+/* One node of the GetProtection reply: set emin/elow of its cgroup, mark it if they changed. */
+static int on_protection_node(const char *cgroup, uint64_t emin, uint64_t elow, void *userdata) {
+        ProtectionUpdate *u = userdata;
+        TopCgroup *cg = top_snapshot_find(&u->top->snap, cgroup);
+        const TopCgroup *old;
+
+        if (!cg)
+                return 0;
+        cg->emin = emin;
+        cg->elow = elow;
+        old = top_snapshot_find(u->previous, cgroup);
+        if (old && old->emin != TOP_NONE && (old->emin != emin || old->elow != elow))
+                cg->changed = true;
+        return 0;
+}
+
+/* emin/elow of the subtree shown, from the daemon's model. */
+static void query_protection(Top *t, const TopSnapshot *previous) {
+        _cleanup_free_ char *text = NULL;
+        ProtectionUpdate u = { .top = t, .previous = previous };
+        int r;
+
+        r = pressure_client_get_protection(t->client, t->subtree, &text);
+        if (r < 0) {
+                daemon_error(t->client, r, t->daemon.protection_error, sizeof(t->daemon.protection_error));
+                return;
+        }
+        if (top_scan_protection(text, on_protection_node, &u) < 0)
+                snprintf(t->daemon.protection_error, sizeof(t->daemon.protection_error), "malformed reply");
+}
+
+/* Read everything once: system, cgroups, daemon. */
+static int top_refresh(Top *t) {
+        TopSnapshot snap = {};
+        int r;
+
+        t->time_usec = now_usec(CLOCK_REALTIME);
+        top_system_read(&t->sys);
+        r = top_snapshot_read(&t->roots, t->subtree, t->refreshes > 0 ? &t->snap : NULL, &snap);
+        if (r == -ENOMEM)
+                return r;
+        t->snapshot_error = r < 0 ? r : 0;
+        if (r >= 0) {
+                TopSnapshot old = t->snap;
+
+                t->snap = snap;
+                query_status(t);
+                if (t->show_protection && t->daemon.reachable)
+                        query_protection(t, &old);
+                top_snapshot_done(&old);
+        } else {
+                top_snapshot_done(&t->snap);
+                query_status(t);
+        }
+        t->refreshes++;
+        return build_rows(t);
+}
+
+/* ---- batch output ------------------------------------------------------------------------ */
+
+static void print_text(Top *t) {
+        char header[4][MAX_WIDTH], line[MAX_WIDTH];
+        int nw = name_width(t, -1);
+
+        format_header(t, header);
+        if (t->refreshes > 1)
+                printf("\n");
+        for (int i = 0; i < 4; i++)
+                printf("%s\n", header[i]);
+        format_column_header(t, line, sizeof(line), nw);
+        printf("\n%s\n", line);
+        for (size_t i = 0; i < t->n_rows; i++) {
+                format_row(t, &t->snap.cgroups[t->rows[i]], line, sizeof(line), nw);
+                printf("%s\n", line);
+        }
+        fflush(stdout);
+}
+
+/* A byte value for JSON: null when unlimited; NULL (leave the key out) when unknown. */
+static json_t *json_size(uint64_t v) {
+        if (v == TOP_NONE)
+                return NULL;
+        if (v == TOP_UNLIMITED)
+                return json_null();
+        return json_integer((json_int_t) v);
+}
+
+static void set_opt(json_t *o, const char *key, json_t *v) {
+        if (v)
+                json_object_set_new(o, key, v);
+}
+
+static int print_json(Top *t) {
+        _cleanup_free_ char *text = NULL;
+        json_t *o = json_object(), *sys = json_object(), *d = json_object(), *roots = json_object(),
+               *cgroups = json_array();
+
+        if (!o || !sys || !d || !roots || !cgroups) {
+                json_decref(o);
+                json_decref(sys);
+                json_decref(d);
+                json_decref(roots);
+                json_decref(cgroups);
+                return -ENOMEM;
+        }
+        json_object_set_new(o, "time_us", json_integer((json_int_t) t->time_usec));
+        json_object_set_new(o, "iteration", json_integer((json_int_t) t->refreshes));
+        json_object_set_new(o, "sort", json_string(sort_names[t->sort]));
+        json_object_set_new(o, "view", json_string(t->flat ? "flat" : "tree"));
+
+        if (t->sys.has_psi)
+                json_object_set_new(sys, "psi", json_pack("{s:f,s:f,s:f,s:f}", "some_avg10", t->sys.some_avg10,
+                                                          "some_avg60", t->sys.some_avg60, "full_avg10",
+                                                          t->sys.full_avg10, "full_avg60", t->sys.full_avg60));
+        else
+                json_object_set_new(sys, "psi", json_null());
+        set_opt(sys, "mem_available", json_size(t->sys.mem_available));
+        set_opt(sys, "mem_total", json_size(t->sys.mem_total));
+        json_object_set_new(o, "system", sys);
+
+        json_object_set_new(d, "reachable", json_boolean(t->daemon.reachable));
+        if (!t->daemon.reachable)
+                json_object_set_new(d, "error", json_string(t->daemon.error));
+        else {
+                json_object_set_new(d, "version", json_string(t->daemon.version));
+                json_object_set_new(d, "clients", json_integer((json_int_t) t->daemon.clients));
+                json_object_set_new(d, "subscriptions", json_integer((json_int_t) t->daemon.subscriptions));
+                json_object_set_new(d, "registrations", json_integer((json_int_t) t->daemon.registrations));
+                json_object_set_new(d, "events_read_per_sec",
+                                    t->daemon.have_rates ? json_real(t->daemon.read_rate) : json_null());
+                json_object_set_new(d, "events_delivered_per_sec",
+                                    t->daemon.have_rates ? json_real(t->daemon.delivered_rate) : json_null());
+                if (t->daemon.protection_error[0])
+                        json_object_set_new(d, "protection_error", json_string(t->daemon.protection_error));
+        }
+        json_object_set_new(o, "daemon", d);
+
+        json_object_set_new(roots, "v2", t->roots.v2 ? json_string(t->roots.v2) : json_null());
+        json_object_set_new(roots, "v1_memory", t->roots.v1_memory ? json_string(t->roots.v1_memory) : json_null());
+        json_object_set_new(o, "roots", roots);
+        if (t->snapshot_error < 0)
+                json_object_set_new(o, "error", json_string(strerror(-t->snapshot_error)));
+
+        for (size_t i = 0; i < t->n_rows; i++) {
+                const TopCgroup *cg = &t->snap.cgroups[t->rows[i]];
+                json_t *c = json_object(), *ev = json_object();
+
+                if (!c || !ev) {
+                        json_decref(c);
+                        json_decref(ev);
+                        continue;
+                }
+                json_object_set_new(c, "cgroup", json_string(cg->path));
+                json_object_set_new(c, "depth", json_integer(cg->depth));
+                json_object_set_new(c, "hierarchy", cg->current == TOP_NONE ? json_null() :
+                                                    json_string(cg->mem_v1 ? "v1" : "v2"));
+                set_opt(c, "current", json_size(cg->current));
+                set_opt(c, "high", json_size(cg->high));
+                set_opt(c, "max", json_size(cg->max));
+                if (t->show_protection) {
+                        set_opt(c, "emin", json_size(cg->emin));
+                        set_opt(c, "elow", json_size(cg->elow));
+                }
+                if (cg->has_psi) {
+                        json_object_set_new(c, "some_avg10", json_real(cg->some_avg10));
+                        json_object_set_new(c, "full_avg10", json_real(cg->full_avg10));
+                }
+                set_opt(ev, "high", json_size(top_event_delta(cg, TOP_EV_HIGH)));
+                set_opt(ev, "max", json_size(top_event_delta(cg, TOP_EV_MAX)));
+                set_opt(ev, "oom_kill", json_size(top_event_delta(cg, TOP_EV_OOM_KILL)));
+                json_object_set_new(c, "events", ev);
+                json_object_set_new(c, "changed", json_boolean(cg->changed));
+                json_array_append_new(cgroups, c);
+        }
+        json_object_set_new(o, "cgroups", cgroups);
+
+        text = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        if (!text)
+                return -ENOMEM;
+        printf("%s\n", text);
+        fflush(stdout);
+        return 0;
+}
+
+static void sleep_usec(uint64_t usec) {
+        struct timespec ts = { .tv_sec = (time_t) (usec / USEC_PER_SEC),
+                               .tv_nsec = (long) (usec % USEC_PER_SEC * NSEC_PER_USEC) };
+
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
+static int run_batch(Top *t) {
+        for (;;) {
+                int r = top_refresh(t);
+
+                if (r < 0)
+                        return r;
+                if (t->json)
+                        r = print_json(t);
+                else
+                        print_text(t);
+                if (r < 0)
+                        return r;
+                if (t->iterations > 0 && t->refreshes >= t->iterations)
+                        return 0;
+                sleep_usec(t->delay_usec);
+        }
+}
+
+/* ---- the full screen ---------------------------------------------------------------------- */
+
+/* The write end of the self-pipe; signals become bytes the main loop polls for. */
+static int signal_pipe[2] = { -1, -1 };
+
+static void on_signal(int sig) {
+        int saved = errno;
+        unsigned char c = (unsigned char) sig;
+
+        (void) !write(signal_pipe[1], &c, 1);
+        errno = saved;
+}
+
+static const int caught_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH };
+
+/* Route the signals that end top, and SIGWINCH, to the self-pipe. Before newterm(), so that
+ * ncurses keeps its hands off them. */
+static int signals_catch(void) {
+        struct sigaction sa = { .sa_handler = on_signal };
+
+        if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+                return -errno;
+        sigemptyset(&sa.sa_mask);
+        for (size_t i = 0; i < ELEMENTSOF(caught_signals); i++)
+                if (sigaction(caught_signals[i], &sa, NULL) < 0)
+                        return -errno;
+        return 0;
+}
+
+typedef struct Screen {
+        SCREEN *screen;
+        bool colors;
+        bool editing;          /* reading a filter after '/' */
+        char saved_filter[128];
+} Screen;
+
+/* Give the terminal back: normal modes, cursor, main screen. Safe to call twice. */
+static void screen_end(Screen *s) {
+        if (!s->screen)
+                return;
+        endwin();
+        delscreen(s->screen);
+        s->screen = NULL;
+        fflush(stdout);
+}
+
+static void draw(Top *t, Screen *s) {
+        char header[4][MAX_WIDTH], line[MAX_WIDTH];
+        int rows = LINES, cols = MIN(COLS, MAX_WIDTH - 1), table_rows, nw;
+
+        erase();
+        format_header(t, header);
+        for (int i = 0; i < 4 && i < rows; i++)
+                mvaddnstr(i, 0, header[i], cols);
+        nw = name_width(t, cols - fixed_width(t) - 1);
+        if (rows > 5) {
+                format_column_header(t, line, sizeof(line), nw);
+                attron(A_REVERSE);
+                mvaddnstr(4, 0, line, cols);
+                for (int x = (int) strlen(line); x < cols; x++)
+                        mvaddch(4, x, ' ');
+                attroff(A_REVERSE);
+        }
+        table_rows = MAX(rows - 6, 0);
+        if (t->scroll + (size_t) table_rows > t->n_rows)
+                t->scroll = t->n_rows > (size_t) table_rows ? t->n_rows - (size_t) table_rows : 0;
+        for (int i = 0; i < table_rows && t->scroll + (size_t) i < t->n_rows; i++) {
+                const TopCgroup *cg = &t->snap.cgroups[t->rows[t->scroll + (size_t) i]];
+                attr_t a = cg->changed ? (A_BOLD | (s->colors ? COLOR_PAIR(1) : 0)) : A_NORMAL;
+
+                format_row(t, cg, line, sizeof(line), nw);
+                attron(a);
+                mvaddnstr(5 + i, 0, line, cols);
+                attroff(a);
+        }
+        if (rows > 1) {
+                if (s->editing)
+                        snprintf(line, sizeof(line), "filter by path: %s_   (Enter keeps it, Esc cancels)", t->filter);
+                else
+                        snprintf(line, sizeof(line),
+                                 "s sort (%s)  / filter  t %s  p %s protection  arrows scroll  q quit",
+                                 sort_names[t->sort], t->flat ? "tree" : "flat",
+                                 t->show_protection ? "hide" : "show");
+                attron(A_REVERSE);
+                mvaddnstr(rows - 1, 0, line, cols);
+                attroff(A_REVERSE);
+        }
+        refresh();
+}
+
+/* Handle one key; returns true to quit. */
+static bool handle_key(Top *t, Screen *s, int ch, bool *ret_refetch) {
+        int page = MAX(LINES - 6, 1);
+
+        if (s->editing) {
+                size_t len = strlen(t->filter);
+
+                if (ch == '\n' || ch == '\r' || ch == KEY_ENTER)
+                        s->editing = false;
+                else if (ch == 27) { /* Esc */
+                        snprintf(t->filter, sizeof(t->filter), "%s", s->saved_filter);
+                        s->editing = false;
+                } else if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
+                        if (len > 0)
+                                t->filter[len - 1] = 0;
+                } else if (ch >= 32 && ch < 127 && len + 1 < sizeof(t->filter)) {
+                        t->filter[len] = (char) ch;
+                        t->filter[len + 1] = 0;
+                }
+                t->scroll = 0;
+                return false;
+        }
+
+        switch (ch) {
+        case 'q':
+        case 'Q':
+                return true;
+        case 's':
+                t->sort = (SortKey) ((t->sort + 1) % _SORT_MAX);
+                t->scroll = 0;
+                break;
+        case '/':
+                snprintf(s->saved_filter, sizeof(s->saved_filter), "%s", t->filter);
+                s->editing = true;
+                break;
+        case 't':
+                t->flat = !t->flat;
+                t->scroll = 0;
+                break;
+        case 'p':
+                t->show_protection = !t->show_protection;
+                *ret_refetch = t->show_protection;
+                break;
+        case KEY_DOWN:
+        case 'j':
+                t->scroll++;
+                break;
+        case KEY_UP:
+        case 'k':
+                if (t->scroll > 0)
+                        t->scroll--;
+                break;
+        case KEY_NPAGE:
+        case ' ':
+                t->scroll += (size_t) page;
+                break;
+        case KEY_PPAGE:
+                t->scroll = t->scroll > (size_t) page ? t->scroll - (size_t) page : 0;
+                break;
+        case KEY_HOME:
+                t->scroll = 0;
+                break;
+        case KEY_END:
+                t->scroll = t->n_rows;
+                break;
+        default:
+                break;
+        }
+        return false;
+}
+
+/* Apply the terminal's current size (after SIGWINCH). */
+static void screen_resize(void) {
+        struct winsize ws;
+
+        if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) >= 0 && ws.ws_row > 0 && ws.ws_col > 0)
+                resizeterm(ws.ws_row, ws.ws_col);
+}
+
+static int run_screen(Top *t) {
+        _cleanup_(screen_end) Screen s = {};
+        uint64_t next;
+        int r, fatal = 0;
+
+        if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+                fprintf(stderr, "pressurectl: top: not a terminal; use --batch or --json\n");
+                return -ENOTTY;
+        }
+        r = signals_catch();
+        if (r < 0)
+                return r;
+        setlocale(LC_ALL, "");
+        s.screen = newterm(NULL, stdout, stdin);
+        if (!s.screen) {
+                fprintf(stderr, "pressurectl: top: cannot use the terminal '%s'\n", strna(getenv("TERM")));
+                return -ENOTTY;
+        }
+        cbreak();
+        noecho();
+        nonl();
+        keypad(stdscr, TRUE);
+        nodelay(stdscr, TRUE);
+        set_escdelay(25);
+        curs_set(0);
+        if (has_colors() && start_color() == OK) {
+                use_default_colors();
+                s.colors = init_pair(1, COLOR_YELLOW, -1) == OK;
+        }
+
+        r = top_refresh(t);
+        next = now_usec(CLOCK_MONOTONIC) + t->delay_usec;
+        while (r >= 0) {
+                struct pollfd p[2] = {
+                        { .fd = STDIN_FILENO, .events = POLLIN },
+                        { .fd = signal_pipe[0], .events = POLLIN },
+                };
+                uint64_t now;
+                bool quit = false, refetch = false;
+                int ch;
+
+                draw(t, &s);
+                now = now_usec(CLOCK_MONOTONIC);
+                if (now >= next) {
+                        if (t->iterations > 0 && t->refreshes >= t->iterations)
+                                break;
+                        r = top_refresh(t);
+                        next = now + t->delay_usec;
+                        continue;
+                }
+                if (poll(p, 2, (int) ((next - now + 999) / 1000)) < 0 && errno != EINTR) {
+                        r = -errno;
+                        break;
+                }
+                if (p[1].revents & POLLIN) {
+                        unsigned char sig;
+
+                        while (read(signal_pipe[0], &sig, 1) == 1) {
+                                if (sig == SIGWINCH)
+                                        screen_resize();
+                                else
+                                        fatal = sig;
+                        }
+                        if (fatal)
+                                break;
+                }
+                while ((ch = getch()) != ERR) {
+                        if (ch == KEY_RESIZE)
+                                continue;
+                        if (handle_key(t, &s, ch, &refetch)) {
+                                quit = true;
+                                break;
+                        }
+                }
+                if (quit)
+                        break;
+                if (refetch) {
+                        r = top_refresh(t);
+                        next = now_usec(CLOCK_MONOTONIC) + t->delay_usec;
+                } else
+                        r = build_rows(t);
+        }
+        screen_end(&s);
+        if (fatal) {
+                /* Terminal restored: now die of the signal, so the caller sees why. */
+                signal(fatal, SIG_DFL);
+                raise(fatal);
+                _exit(128 + fatal);
+        }
+        return r;
+}
+
+/* ---- command line ------------------------------------------------------------------------ */
+
+static void help(void) {
+        printf("pressurectl [OPTIONS] top [CGROUP] [-d SEC] [--batch] [--iterations N]\n\n"
+               "A live view of memory pressure across the cgroups below CGROUP (default: all):\n"
+               "usage and limits, effective protection from the daemon, PSI some/full avg10 and\n"
+               "memory.events counts since top started, one row per cgroup. Keys: s sort,\n"
+               "/ filter by path, t tree or flat, p protection columns, arrows scroll, q quit.\n\n"
+               "Options:\n"
+               "  -d --delay SEC            refresh every SEC seconds (default 1, fractions allowed)\n"
+               "  -b --batch                print the table as plain text at every refresh\n"
+               "  -n --iterations N         exit after N refreshes\n"
+               "     --json                 print one JSON object per refresh (implies --batch)\n"
+               "     --no-protection        start without the EMIN/ELOW columns (no GetProtection)\n"
+               "     --cgroup-root DIR      cgroup2 hierarchy to read (default: from mountinfo)\n"
+               "     --cgroup-v1-root DIR   cgroup v1 memory hierarchy to read (default: from\n"
+               "                            mountinfo); either option turns off discovery of both\n");
+}
+
+/* Read /proc/self/mountinfo and keep what is found. */
+static int roots_from_mountinfo(TopRoots *roots) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+
+        if (!f)
+                return -errno;
+        {
+                FILE *m = open_memstream(&text, &size);
+                char buf[8192];
+                size_t n;
+
+                if (!m)
+                        return -ENOMEM;
+                while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+                        fwrite(buf, 1, n, m);
+                if (fclose(m) != 0)
+                        return -ENOMEM;
+        }
+        return top_roots_discover(text, roots);
+}
+
+/* "/a/b/" -> "/a/b"; NULL for a path that is not absolute or holds "." or ".." components. */
+static char *normalize_subtree(const char *s) {
+        char *p;
+        size_t n;
+
+        if (!s || s[0] != '/')
+                return NULL;
+        p = strdup(s);
+        if (!p)
+                return NULL;
+        n = strlen(p);
+        while (n > 1 && p[n - 1] == '/')
+                p[--n] = 0;
+        for (const char *c = p; *c; c++)
+                if (c[0] == '/' && c[1] == '.' && (c[2] == '/' || !c[2] || (c[2] == '.' && (c[3] == '/' || !c[3])))) {
+                        free(p);
+                        return NULL;
+                }
+        return p;
+}
+
+static int usage(const char *fmt, ...) {
+        if (fmt) {
+                va_list ap;
+
+                fprintf(stderr, "pressurectl: ");
+                va_start(ap, fmt);
+                vfprintf(stderr, fmt, ap);
+                va_end(ap);
+                fprintf(stderr, "\n");
+        }
+        fprintf(stderr, "Try 'pressurectl top --help'.\n");
+        return EXIT_USAGE;
+}
+
+/**
+ * top_main - the top command.
+ * @argc: arguments from the command name on
+ * @argv: likewise
+ * @socket: the global --socket, or NULL
+ * @user: the global --user
+ * @json: the global --json
+ *
+ * Returns the exit status: 0, 1 (error), 2 (usage). A terminating signal
+ * in the full-screen view restores the terminal and then ends the process
+ * by that signal.
+ */
+int top_main(int argc, char **argv, const char *socket, bool user, bool json) {
+        static const struct option options[] = {
+                { "help",           no_argument,       NULL, 'h' },
+                { "json",           no_argument,       NULL, 'j' },
+                { "socket",         required_argument, NULL, 's' },
+                { "user",           no_argument,       NULL, 'u' },
+                { "delay",          required_argument, NULL, 'd' },
+                { "batch",          no_argument,       NULL, 'b' },
+                { "iterations",     required_argument, NULL, 'n' },
+                { "no-protection",  no_argument,       NULL, 'P' },
+                { "cgroup-root",    required_argument, NULL, 'R' },
+                { "cgroup-v1-root", required_argument, NULL, 'V' },
+                {}
+        };
+        _cleanup_(top_done) Top t = {
+                .socket = socket, .user = user, .json = json,
+                .delay_usec = USEC_PER_SEC, .show_protection = true,
+        };
+        bool roots_given = false;
+        int opt, r;
+
+        while ((opt = getopt_long(argc, argv, "hd:bn:", options, NULL)) >= 0) {
+                switch (opt) {
+                case 'h':
+                        help();
+                        return 0;
+                case 'j':
+                        t.json = true;
+                        break;
+                case 's':
+                        t.socket = optarg;
+                        break;
+                case 'u':
+                        t.user = true;
+                        break;
+                case 'd': {
+                        char *end;
+                        double sec;
+
+                        errno = 0;
+                        sec = strtod(optarg, &end);
+                        if (errno || end == optarg || *end || !(sec >= 0) || sec > 86400)
+                                return usage("invalid delay '%s'", optarg);
+                        t.delay_usec = (uint64_t) (sec * 1e6);
+                        break;
+                }
+                case 'b':
+                        t.batch = true;
+                        break;
+                case 'n': {
+                        char *end;
+                        unsigned long long v;
+
+                        errno = 0;
+                        v = strtoull(optarg, &end, 10);
+                        if (errno || end == optarg || *end || optarg[0] == '-' || v == 0)
+                                return usage("invalid iterations '%s'", optarg);
+                        t.iterations = v;
+                        break;
+                }
+                case 'P':
+                        t.show_protection = false;
+                        break;
+                case 'R':
+                case 'V': {
+                        char **dst = opt == 'R' ? &t.roots.v2 : &t.roots.v1_memory;
+
+                        free(*dst);
+                        *dst = strdup(optarg);
+                        if (!*dst)
+                                return EXIT_DAEMON_ERROR;
+                        roots_given = true;
+                        break;
+                }
+                default:
+                        return usage(NULL);
+                }
+        }
+        if (optind < argc) {
+                t.subtree = normalize_subtree(argv[optind]);
+                if (!t.subtree)
+                        return usage("invalid cgroup '%s': give an absolute path such as /system.slice",
+                                     argv[optind]);
+                optind++;
+        }
+        if (optind < argc)
+                return usage("unexpected argument '%s'", argv[optind]);
+        if (!t.subtree && !(t.subtree = strdup("/")))
+                return EXIT_DAEMON_ERROR;
+        if (t.json)
+                t.batch = true;
+        if (!t.batch && t.delay_usec < 50 * USEC_PER_MSEC)
+                t.delay_usec = 50 * USEC_PER_MSEC; /* a screen refreshed faster helps nobody */
+
+        if (!roots_given) {
+                r = roots_from_mountinfo(&t.roots);
+                if (r < 0) {
+                        fprintf(stderr, "pressurectl: top: cannot read /proc/self/mountinfo: %s\n", strerror(-r));
+                        return EXIT_DAEMON_ERROR;
+                }
+        }
+        if (!t.roots.v2 && !t.roots.v1_memory) {
+                fprintf(stderr, "pressurectl: top: no cgroup hierarchy found (no cgroup2 or v1 memory mount)\n");
+                return EXIT_DAEMON_ERROR;
+        }
+
+        r = pressure_client_new(&t.client);
+        if (r >= 0 && t.socket)
+                r = pressure_client_set_socket(t.client, t.socket);
+        else if (r >= 0 && t.user)
+                r = pressure_client_set_user(t.client);
+        if (r >= 0)
+                r = pressure_client_set_call_timeout(t.client, USEC_PER_SEC / 2);
+        if (r < 0) {
+                fprintf(stderr, "pressurectl: top: cannot set up the client: %s\n", strerror(-r));
+                return r == -ENOMEM ? EXIT_DAEMON_ERROR : EXIT_USAGE;
+        }
+
+        /* Keep the cgroup files open between refreshes (a pread() each instead of open, read,
+         * close), within the fd limit, raised to its hard limit for this. */
+        {
+                struct rlimit rl;
+
+                if (getrlimit(RLIMIT_NOFILE, &rl) >= 0) {
+                        if (rl.rlim_cur < rl.rlim_max) {
+                                rl.rlim_cur = rl.rlim_max;
+                                (void) setrlimit(RLIMIT_NOFILE, &rl);
+                                (void) getrlimit(RLIMIT_NOFILE, &rl);
+                        }
+                        top_set_fd_budget(rl.rlim_cur > 128 ? (unsigned) MIN(rl.rlim_cur - 128, 1u << 20) : 0);
+                }
+        }
+        if (t.batch)
+                /* One write per refresh; run_batch() flushes after each. */
+                setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+
+        r = t.batch ? run_batch(&t) : run_screen(&t);
+        if (r == -ENOTTY)
+                return EXIT_USAGE;
+        if (r < 0) {
+                fprintf(stderr, "pressurectl: top: %s\n", strerror(-r));
+                return EXIT_DAEMON_ERROR;
+        }
+        return 0;
+}

@@ -1,0 +1,478 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""pressurectl top on fake cgroup trees: batch text and --json with and
+without the daemon, the daemon calls it makes (GetStatus, and GetProtection
+of the subtree shown only while the protection columns are), memory.events
+deltas and change marks, cgroups vanishing mid-refresh, cgroup v1 trees
+merged with cgroup2 PSI, and the full screen in tmux at 80x24 and 200x50:
+header, rows, keys, highlight, resize, and the terminal given back after q,
+Ctrl-C and SIGTERM."""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.environ.get('PRESSURED_SOURCE_ROOT', os.path.join(os.path.dirname(__file__), '..', '..')), 'tests'))
+import pressured_test as pt  # noqa: E402
+import top_test as tt  # noqa: E402
+
+check = pt.check
+M = 1 << 20
+LONG = 'batch-with-a-rather-long-cgroup-name-for-truncation'
+
+TREE = {
+    '/': dict(current=2048 * M, some=3.0, full=1.0),
+    '/app': dict(current=100 * M, high='max', max=200 * M, min=50 * M, low=80 * M, some=5.0, full=2.0),
+    '/app/web': dict(current=60 * M, high=100 * M, max='max', min=0, low=0, some=12.5, full=0.25),
+    '/app/db': dict(current=40 * M, high='max', max='max', min=0, low=0, some=1.25, full=0.5),
+    '/' + LONG: dict(current=1024 * M, high='max', max=2048 * M, min=0, low=0, some=30.0, full=0.1),
+    '/idle': dict(current=1 * M, high='max', max='max', min=0, low=0, some=0.0, full=0.0),
+}
+
+
+def make_tree(tmp):
+    root = os.path.join(tmp, 'v2')
+    tt.make_v2_tree(root, TREE)
+    return root
+
+
+def no_daemon(tmp):
+    return os.path.join(tmp, 'no-daemon.sock')
+
+
+def test_usage(tmp):
+    root = make_tree(tmp)
+    for args, what in ((['--bogus'], 'unknown option'), (['-d', 'soon'], 'bad delay'),
+                       (['-d', '-1'], 'negative delay'), (['--iterations', '0'], 'zero iterations'),
+                       (['app'], 'relative cgroup'), (['/a/../b'], 'cgroup with ..'),
+                       (['/a', '/b'], 'two cgroups')):
+        res = tt.run_top(*args, '--batch', '--cgroup-root', root)
+        check(res.returncode == 2, f'top {what}: exit 2', res.returncode, res.stderr)
+    # The full screen needs a terminal.
+    res = subprocess.run([pt.PRESSURECTL, 'top', '--cgroup-root', root], capture_output=True, text=True,
+                         timeout=tt.TIMEOUT, stdin=subprocess.DEVNULL)
+    check(res.returncode == 2 and '--batch' in res.stderr, 'top without a terminal: exit 2 and a hint',
+          res.returncode, res.stderr)
+    res = tt.run_top('--help')
+    check(res.returncode == 0 and res.stdout.startswith('pressurectl') and '--iterations' in res.stdout,
+          'top --help', res.stdout)
+    res = pt.run_ctl('--help')
+    check(' top ' in res.stdout, 'pressurectl --help lists top', res.stdout)
+    # The bash completion knows the command and its options.
+    bc = '/usr/share/bash-completion/bash_completion'
+    if os.path.exists(bc) and shutil.which('bash'):
+        comp = os.path.join(pt.SOURCE_ROOT, 'client', 'pressurectl.bash-completion')
+        for words, want in ((['pressurectl', 't'], 'top'), (['pressurectl', 'top', '--it'], '--iterations'),
+                            (['pressurectl', 'top', '--no'], '--no-protection')):
+            line = ' '.join(words)
+            script = (f'source {bc}; source {comp}; COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; '
+                      f'COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; _pressurectl; echo "${{COMPREPLY[@]}}"')
+            res = subprocess.run(['bash', '-c', script], capture_output=True, text=True, timeout=30)
+            check(res.stdout.split() == [want], f'completion of {line!r}', res.stdout, res.stderr)
+    # A subtree that exists nowhere is an error, not an empty screen.
+    res = tt.run_top('--batch', '--iterations', '1', '--cgroup-root', root, '/nowhere', socket=no_daemon(tmp))
+    check(res.returncode == 0 and 'cannot read /nowhere' in res.stdout, 'top /nowhere says so', res.stdout,
+          res.stderr)
+
+
+def test_batch_text(tmp):
+    """Daemon down: everything else is still shown, twice, as a tree sorted by some avg10."""
+    root = make_tree(tmp)
+    res = tt.run_top('--batch', '--iterations', '2', '-d', '0.01', '--cgroup-root', root, socket=no_daemon(tmp))
+    check(res.returncode == 0 and res.stderr == '', 'batch exits 0 quietly', res.returncode, res.stderr)
+    out = res.stdout
+    check(out.count('pressurectl top ') == 2, 'two refreshes printed', out)
+    check('daemon down: not reachable at ' + no_daemon(tmp) in out, 'the daemon is reported down', out)
+    check('memory PSI  some avg10' in out and 'MemAvailable' in out, 'system PSI and MemAvailable', out)
+    table = out.split('\n\n')[1].splitlines()
+    check(table[0].split()[:4] == ['CGROUP', 'V', 'USAGE', 'HIGH'], 'column header', table[0])
+    check(all(h in table[0] for h in ('EMIN', 'ELOW', 'SOME', 'FULL', '+HIGH', '+MAX', '+OOMK')),
+          'all columns', table[0])
+    names = [line.split()[0] for line in table[1:]]
+    check(names == ['/', LONG, 'app', 'web', 'db', 'idle'], 'tree order by some avg10, siblings sorted', names)
+    web = next(line for line in table if line.split()[0] == 'web')
+    check(web.startswith('    web '), 'grandchildren indented by four', web)
+    check(web.split()[1:6] == ['2', '60M', '100M', 'max', '-'], 'web: hierarchy, usage, high, max, no emin', web)
+    check(web.split()[7:9] == ['12.50', '0.25'], 'web: some and full avg10', web)
+    app = next(line for line in table if line.split()[0] == 'app')
+    check(app.split()[-3:] == ['0', '0', '0'], 'app: no events since top started', app)
+
+
+def test_json_with_daemon(tmp):
+    root = make_tree(tmp)
+    with pt.Daemon(cgroup_root=root) as d:
+        refreshes = tt.run_json('--iterations', '2', '-d', '0.01', '--cgroup-root', root, socket=d.socket)
+        check(len(refreshes) == 2, 'one JSON object per refresh', refreshes)
+        expected = {n['cgroup']: n for n in
+                    pt.Varlink(d.socket).call_sync('io.pressured.GetProtection', {})['parameters']['nodes']}
+    first, second = refreshes
+    check(first['iteration'] == 1 and second['iteration'] == 2, 'iterations numbered', first['iteration'])
+    check(first['daemon']['reachable'] is True and first['daemon']['clients'] >= 1, 'daemon status', first['daemon'])
+    check(first['daemon']['events_read_per_sec'] is None and second['daemon']['events_read_per_sec'] == 0,
+          'event rates from the second refresh on', first['daemon'], second['daemon'])
+    check(first['roots'] == {'v2': root, 'v1_memory': None}, 'roots as given', first['roots'])
+    check(first['sort'] == 'some' and first['view'] == 'tree', 'default sort and view', first)
+    order = [c['cgroup'] for c in first['cgroups']]
+    check(order == ['/', '/' + LONG, '/app', '/app/web', '/app/db', '/idle'], 'JSON rows in table order', order)
+    app = tt.row(first, '/app')
+    check(app['current'] == 100 * M and app['high'] is None and app['max'] == 200 * M and app['hierarchy'] == 'v2',
+          'usage, unlimited high as null, max', app)
+    check(app['some_avg10'] == 5.0 and app['full_avg10'] == 2.0 and app['depth'] == 1, 'PSI and depth', app)
+    check(app['events'] == {'high': 0, 'max': 0, 'oom_kill': 0}, 'event deltas start at 0', app)
+    for c in first['cgroups']:
+        if c['cgroup'] in expected:
+            check(c.get('emin') == expected[c['cgroup']]['emin'] and c.get('elow') == expected[c['cgroup']]['elow'],
+                  'emin/elow as the daemon models them', c, expected[c['cgroup']])
+    check(tt.row(first, '/app')['emin'] == 50 * M, '/app emin is its memory.min', tt.row(first, '/app'))
+    check(not any(c['changed'] for c in second['cgroups']), 'nothing changed between two refreshes', second)
+    root_row = tt.row(first, '/')
+    check(root_row['current'] == 2048 * M and 'max' not in root_row, 'the root has no memory.max: left out',
+          root_row)
+
+
+class FakeDaemon:
+    """A varlink server that records the calls it gets and answers GetStatus and GetProtection."""
+
+    def __init__(self, path):
+        self.path = path
+        self.calls = []
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        self.sock.listen(16)
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                buf = b''
+                while True:
+                    data = conn.recv(65536)
+                    if not data:
+                        break
+                    buf += data
+                    while b'\0' in buf:
+                        msg, _, buf = buf.partition(b'\0')
+                        call = json.loads(msg)
+                        self.calls.append((call['method'], call.get('parameters', {})))
+                        conn.sendall(json.dumps(self.answer(call)).encode() + b'\0')
+
+    def answer(self, call):
+        if call['method'] == 'io.pressured.GetStatus':
+            return {'parameters': {'version': 'fake', 'uptime_us': 1, 'clients': 7, 'subscriptions': 3,
+                                   'registrations': [{}, {}], 'counters': {'events_read': 0,
+                                                                           'events_delivered': 0}}}
+        if call['method'] == 'io.pressured.GetProtection':
+            cg = call.get('parameters', {}).get('cgroup', '/')
+            return {'parameters': {'nodes': [{'cgroup': cg, 'emin': 7 * M, 'elow': None}]}}
+        return {'error': 'org.varlink.service.MethodNotFound', 'parameters': {'method': call['method']}}
+
+    def close(self):
+        self.sock.close()
+
+
+def test_daemon_calls(tmp):
+    """Status always; GetProtection of the subtree shown, only with the protection columns."""
+    root = make_tree(tmp)
+    fake = FakeDaemon(os.path.join(tmp, 'fake.sock'))
+    try:
+        refreshes = tt.run_json('--iterations', '2', '-d', '0.01', '--cgroup-root', root, '/app', socket=fake.path)
+        check(fake.calls == [('io.pressured.GetStatus', {}), ('io.pressured.GetProtection', {'cgroup': '/app'})] * 2,
+              'GetStatus and GetProtection(/app) per refresh', fake.calls)
+        app = tt.row(refreshes[0], '/app')
+        check(app['emin'] == 7 * M and app['elow'] is None, 'protection from the daemon, null = unlimited', app)
+        check([c['cgroup'] for c in refreshes[0]['cgroups']] == ['/app', '/app/web', '/app/db'],
+              'only the subtree shown', refreshes[0]['cgroups'])
+        d = refreshes[0]['daemon']
+        check(d['clients'] == 7 and d['registrations'] == 2 and d['version'] == 'fake', 'status fields', d)
+
+        fake.calls.clear()
+        refreshes = tt.run_json('--iterations', '2', '-d', '0.01', '--no-protection', '--cgroup-root', root,
+                                socket=fake.path)
+        check(fake.calls == [('io.pressured.GetStatus', {})] * 2, 'no GetProtection without its columns',
+              fake.calls)
+        check('emin' not in tt.row(refreshes[0], '/app'), 'no emin without its columns', refreshes[0])
+    finally:
+        fake.close()
+
+
+def read_until(proc, pred, what):
+    """Read JSON lines from a running top until pred(obj) holds; returns it."""
+    end = time.monotonic() + tt.TIMEOUT
+    while time.monotonic() < end:
+        line = proc.stdout.readline()
+        if not line:
+            raise AssertionError(f'top ended before {what}: {proc.stderr.read()}')
+        obj = json.loads(line)
+        if pred(obj):
+            return obj
+    raise AssertionError(f'timed out waiting for {what}')
+
+
+def test_events_and_changes(tmp):
+    root = make_tree(tmp)
+    events = os.path.join(root, 'app', 'web', 'memory.events')
+    tt.write(events, tt.events_text(high=10, max_=3, oom_kill=1))
+    proc = subprocess.Popen(tt.top_cmd('--json', '-d', '0.05', '--cgroup-root', root, socket=no_daemon(tmp)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = read_until(proc, lambda o: True, 'the first refresh')
+        check(tt.row(first, '/app/web')['events'] == {'high': 0, 'max': 0, 'oom_kill': 0},
+              'counts before top started are not shown', tt.row(first, '/app/web'))
+        pt.write_file(events, tt.events_text(high=15, max_=3, oom_kill=2))
+        pt.write_file(os.path.join(root, 'idle', 'memory.current'), f'{5 * M}\n')
+        seen = read_until(proc, lambda o: tt.row(o, '/app/web')['events']['high'] == 5, 'the high delta')
+        web = tt.row(seen, '/app/web')
+        check(web['events'] == {'high': 5, 'max': 0, 'oom_kill': 1} and web['changed'], 'deltas and the change mark',
+              web)
+        later = read_until(proc, lambda o: not tt.row(o, '/app/web')['changed'] and tt.row(o, '/idle')['current']
+                           == 5 * M, 'the refresh after the change')
+        check(tt.row(later, '/app/web')['events']['high'] == 5, 'deltas stay since top started',
+              tt.row(later, '/app/web'))
+        # A cgroup made anew (counters back at 0) starts from 0 again.
+        pt.write_file(events, tt.events_text())
+        read_until(proc, lambda o: tt.row(o, '/app/web')['events']['high'] == 0, 'the delta reset')
+        # A new cgroup appears, marked as changed.
+        tt.make_v2_tree(root, {'/app/new': dict(current=M, some=0.5)})
+        new = read_until(proc, lambda o: tt.row(o, '/app/new') is not None, 'the new cgroup')
+        check(tt.row(new, '/app/new')['changed'], 'a new cgroup is marked changed', tt.row(new, '/app/new'))
+    finally:
+        proc.terminate()
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def test_vanishing(tmp):
+    """Cgroups removed and made again while top reads them: no error, no noise."""
+    root = make_tree(tmp)
+    churn = {f'/churn/c{i}': dict(current=M, high='max', max='max', some=1.0, full=0.0) for i in range(60)}
+    tt.make_v2_tree(root, churn)
+    stop = threading.Event()
+
+    def churner():
+        i = 0
+        while not stop.is_set():
+            p = os.path.join(root, 'churn', f'c{i % 60}')
+            shutil.rmtree(p, ignore_errors=True)
+            tt.make_v2_tree(root, {f'/churn/c{i % 60}': churn[f'/churn/c{i % 60}']})
+            i += 1
+
+    t = threading.Thread(target=churner)
+    t.start()
+    try:
+        res = tt.run_top('--batch', '--iterations', '40', '-d', '0', '--cgroup-root', root, socket=no_daemon(tmp))
+    finally:
+        stop.set()
+        t.join()
+    check(res.returncode == 0 and res.stderr == '', 'top survives vanishing cgroups', res.returncode, res.stderr)
+    check(res.stdout.count('pressurectl top ') == 40, 'every refresh printed', res.stdout[-2000:])
+
+
+def test_v1_merged(tmp):
+    """A hybrid layout: usage and limits from v1, PSI from cgroup2, one row per path."""
+    v2 = os.path.join(tmp, 'unified')
+    v1 = os.path.join(tmp, 'memory')
+    tt.make_v2_tree(v2, {'/': dict(some=1.0, full=0.5), '/both': dict(some=9.0, full=4.5),
+                         '/v2only': dict(some=2.0, full=0.0)})
+    tt.make_v1_tree(v1, {'/': dict(usage=900 * M), '/both': dict(usage=64 * M, limit=128 * M, soft=96 * M,
+                                                                  failcnt=4, oom_kill=1),
+                         '/v1only': dict(usage=8 * M)})
+    proc = subprocess.Popen(tt.top_cmd('--json', '-d', '0.05', '--cgroup-root', v2, '--cgroup-v1-root', v1,
+                                       socket=no_daemon(tmp)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = read_until(proc, lambda o: True, 'the first refresh')
+        check([c['cgroup'] for c in first['cgroups']] == ['/', '/both', '/v2only', '/v1only'],
+              'the union of both hierarchies, sorted by some avg10', first['cgroups'])
+        both = tt.row(first, '/both')
+        check(both['hierarchy'] == 'v1' and both['current'] == 64 * M and both['max'] == 128 * M
+              and both['high'] == 96 * M and both['some_avg10'] == 9.0, 'v1 usage/limits with v2 PSI', both)
+        check(both['events'] == {'max': 0, 'oom_kill': 0}, 'v1: failcnt and oom_kill, no high counter', both)
+        check(tt.row(first, '/v1only')['hierarchy'] == 'v1' and 'some_avg10' not in tt.row(first, '/v1only'),
+              'v1 only: no PSI', tt.row(first, '/v1only'))
+        check(tt.row(first, '/v2only')['hierarchy'] is None and 'current' not in tt.row(first, '/v2only'),
+              'cgroup2 without the memory controller: PSI only', tt.row(first, '/v2only'))
+        check(tt.row(first, '/')['max'] is None, 'the v1 "no limit" value is unlimited', tt.row(first, '/'))
+        tt.write(os.path.join(v1, 'both', 'memory.failcnt'), '9\n')
+        seen = read_until(proc, lambda o: tt.row(o, '/both')['events']['max'] == 5, 'the failcnt delta')
+        check(tt.row(seen, '/both')['changed'], 'the v1 row is marked changed', tt.row(seen, '/both'))
+    finally:
+        proc.terminate()
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    res = tt.run_top('--batch', '--iterations', '1', '--cgroup-root', v2, '--cgroup-v1-root', v1,
+                     socket=no_daemon(tmp))
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith('  both'))
+    check(line.split()[1:5] == ['1', '64M', '96M', '128M'], 'V=1 marks v1 numbers in the table', line)
+
+
+# ---- the full screen in tmux ----------------------------------------------------------------------
+
+def table_names(screen):
+    """The first word of each table row (between the column header and the key line)."""
+    lines = screen.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith('CGROUP'))
+    return [ln.split()[0] for ln in lines[start + 1:] if ln.strip() and not ln.startswith('s sort')
+            and not ln.startswith('filter by path')]
+
+
+def start_top(term, root, tmp, extra=''):
+    """Start top in the terminal from a script that reports its exit status as EXIT=N.
+
+    The script ignores SIGINT itself (top does not: it catches it), so that a
+    Ctrl-C ends top but not the script that prints the status.
+    """
+    n = time.monotonic_ns()
+    pidfile = os.path.join(tmp, f'top-{n}.pid')
+    script = os.path.join(tmp, f'run-{n}.sh')
+    tt.write(script, f"""trap '' INT
+sh -c 'echo $$ > {pidfile}; exec "$@"' sh {pt.PRESSURECTL} --socket {no_daemon(tmp)} top --cgroup-root {root} -d 0.2 {extra}
+echo EXIT=$?
+""")
+    term.type(f'sh {script}')
+    term.wait_text('pressurectl top ')
+    pt.wait_for(lambda: os.path.exists(pidfile) and open(pidfile).read().strip(), what='the pid file')
+    with open(pidfile) as f:
+        return int(f.read())
+
+
+def test_screen(tmp, width, height):
+    root = make_tree(tmp)
+    with tt.Terminal(width, height) as term:
+        start_top(term, root, tmp)
+        screen = term.wait_for(lambda s: 'idle' in s, 'the cgroup rows')
+        lines = screen.splitlines()
+        check(lines[0].startswith('pressurectl top ') and 'sort: some' in lines[0], 'title line', lines[0])
+        check(lines[1].startswith('memory PSI') and lines[2].startswith('daemon down'), 'header lines', lines[:4])
+        check(len(lines) <= height and all(len(ln) <= width for ln in lines), 'fits the terminal', lines)
+        check(table_names(screen)[:2] == ['/', LONG if width >= 120 else LONG[:len(table_names(screen)[1])]],
+              'sorted by some avg10', table_names(screen))
+        check(['app', 'web', 'db', 'idle'] == [n for n in table_names(screen) if n in ('app', 'web', 'db', 'idle')],
+              'tree rows', table_names(screen))
+        if width < 120:
+            check(LONG not in screen and LONG[:12] in screen, 'long names cut to fit 80 columns', screen)
+        else:
+            check(LONG in screen, 'long names whole at 200 columns', screen)
+
+        # s: sort by full avg10: app (2.0) before the long one (0.1).
+        term.send('s')
+        screen = term.wait_for(lambda s: 'sort: full' in s, 'sort: full')
+        names = table_names(screen)
+        check(names.index('app') < [i for i, n in enumerate(names) if n.startswith('batch')][0],
+              'sorted by full avg10', names)
+        # s again: by usage: the long one (1G) first again; then events, then path, then back to some.
+        term.send('s')
+        term.wait_for(lambda s: 'sort: current' in s, 'sort: current')
+        term.send('s', 's', 's')
+        term.wait_for(lambda s: 'sort: some' in s, 'the sort keys cycle')
+
+        # /: filter by path, live; Enter keeps it.
+        term.send('/', 'w', 'e')
+        screen = term.wait_for(lambda s: 'filter by path: we' in s, 'the filter prompt')
+        term.send('Enter')
+        screen = term.wait_for(lambda s: 'filter: we ' in s and 'idle' not in s, 'the filter applied')
+        check(table_names(screen) == ['/', 'app', 'web'], 'matches with their ancestors', table_names(screen))
+        # t: flat, full paths, only matches.
+        term.send('t')
+        screen = term.wait_for(lambda s: 'view: flat' in s, 'the flat view')
+        check(table_names(screen) == ['/app/web'], 'flat view shows matching paths', table_names(screen))
+        # Esc cancels an edit; an empty filter shows everything again.
+        term.send('/', 'x', 'Escape')
+        term.wait_for(lambda s: 'filter: we ' in s and 'filter by path' not in s, 'Esc keeps the old filter')
+        term.send('/', 'BSpace', 'BSpace', 'Enter', 't')
+        screen = term.wait_for(lambda s: 'filter: - ' in s and 'view: tree' in s and 'idle' in s, 'no filter')
+        # p: protection columns off and on.
+        check('EMIN' in screen, 'protection columns shown by default', screen)
+        term.send('p')
+        term.wait_for(lambda s: 'EMIN' not in s and 'ELOW' not in s, 'protection columns hidden')
+        term.send('p')
+        term.wait_for(lambda s: 'EMIN' in s, 'protection columns back')
+
+        # A row that changed is highlighted (bold) for one refresh.
+        pt.write_file(os.path.join(root, 'idle', 'memory.current'), f'{7 * M}\n')
+        bold = re.compile(r'\x1b\[(?:[0-9;]*;)?1(?:;[0-9;]*)?m[^\n]*idle')
+        term.wait_for(lambda s: bold.search(s) is not None, 'the changed row in bold', escapes=True)
+        term.wait_for(lambda s: 'idle' in s and bold.search(s) is None, 'the highlight gone after a refresh',
+                      escapes=True)
+
+        # q: exit 0, terminal restored.
+        term.send('q')
+        term.wait_text('EXIT=0')
+        tt.check_terminal_sane(term, tmp)
+
+
+def test_resize(tmp):
+    root = make_tree(tmp)
+    with tt.Terminal(80, 24) as term:
+        start_top(term, root, tmp)
+        term.wait_for(lambda s: 'idle' in s and LONG not in s, 'the 80-column screen')
+        term.resize(200, 50)
+        screen = term.wait_for(lambda s: LONG in s, 'the redraw at 200 columns (SIGWINCH)')
+        check(max(len(ln) for ln in screen.splitlines()) > 80, 'uses the wider terminal', screen)
+        term.resize(60, 12)
+        screen = term.wait_for(lambda s: 'idle' not in s or max(len(ln) for ln in s.splitlines()) <= 60,
+                               'the redraw at 60x12')
+        check(all(len(ln) <= 60 for ln in screen.splitlines()), 'fits 60 columns', screen)
+        term.send('q')
+        term.wait_text('EXIT=0')
+        tt.check_terminal_sane(term, tmp)
+
+
+def test_signals(tmp):
+    root = make_tree(tmp)
+    with tt.Terminal(80, 24) as term:
+        # SIGTERM: the terminal is restored, then top dies of the signal (143).
+        pid = start_top(term, root, tmp)
+        term.wait_text('idle')
+        os.kill(pid, signal.SIGTERM)
+        term.wait_text(f'EXIT={128 + signal.SIGTERM}')
+        tt.check_terminal_sane(term, tmp)
+        # Ctrl-C in the terminal: SIGINT, likewise (130).
+        term.type('clear')
+        start_top(term, root, tmp)
+        term.wait_text('idle')
+        term.send('C-c')
+        term.wait_text(f'EXIT={128 + signal.SIGINT}')
+        tt.check_terminal_sane(term, tmp)
+        # --iterations ends the full screen too, with 0.
+        term.type('clear')
+        start_top(term, root, tmp, '--iterations 2')
+        term.wait_text('EXIT=0')
+        tt.check_terminal_sane(term, tmp)
+
+
+def main():
+    tests = [test_usage, test_batch_text, test_json_with_daemon, test_daemon_calls, test_events_and_changes,
+             test_vanishing, test_v1_merged]
+    screen_tests = [lambda tmp: test_screen(tmp, 80, 24), lambda tmp: test_screen(tmp, 200, 50), test_resize,
+                    test_signals]
+    if tt.have_tmux():
+        tests += screen_tests
+    else:
+        print('tmux is not installed: the full-screen tests do not run', flush=True)
+    for t in tests:
+        tmp = tempfile.mkdtemp(prefix='pressured-top-')
+        try:
+            t(tmp)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if not tt.have_tmux():
+        pt.skip('tmux is not installed (the batch tests passed)')
+    print('ok')
+
+
+if __name__ == '__main__':
+    main()
