@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "config-build.h"
+#include "cli.h"
 #include "pressure.h"
 #include "trigger.h"
 #include "top.h"
@@ -25,14 +26,6 @@
 
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
-
-enum {
-        EXIT_DAEMON_ERROR = 1,
-        EXIT_USAGE = 2,
-        EXIT_UNREACHABLE = 3,
-        EXIT_DENIED = 4,
-        EXIT_TIMEOUT = 124,
-};
 
 static const char *arg_socket;
 static bool arg_json;
@@ -47,30 +40,10 @@ static void json_unrefp(json_t **p) {
 /* ---- Output helpers --------------------------------------------------------- */
 
 /* "1.2G"-style size; "max" for unlimited. */
-static const char *format_bytes(char buf[static 16], uint64_t v) {
-        static const char units[] = "KMGTPE";
-        double d = (double) v;
-        int i = -1;
-
-        if (v == PRESSURE_UNLIMITED)
-                return "max";
-        if (v < 1024) {
-                snprintf(buf, 16, "%" PRIu64 "B", v);
-                return buf;
-        }
-        while (d >= 1024 && i < 5) {
-                d /= 1024;
-                i++;
-        }
-        /* One decimal below 10 unless it would be ".0": "1.2G", "2G", "15G". */
-        if (d < 9.95 && (uint64_t) (d * 10 + 0.5) % 10 != 0)
-                snprintf(buf, 16, "%.1f%c", d, units[i]);
-        else
-                snprintf(buf, 16, "%.0f%c", d, units[i]);
-        return buf;
+static const char *format_bytes(char buf[static FORMAT_SIZE_MAX], uint64_t v) {
+        return v == PRESSURE_UNLIMITED ? "max" : format_size(buf, v);
 }
 
-/* "1.5s", "150ms", "20us". */
 /* A PSI trigger in the words of the configuration, "some 150ms 2s" (the shared formatter). */
 static const char *format_psi(char buf[static PSI_TRIGGER_FORMAT_MAX], const char *stall, uint64_t threshold_us,
                               uint64_t window_us) {
@@ -146,21 +119,6 @@ static int report_error_full(pressure_client *c, int r, const char *what, const 
 static int report_error(pressure_client *c, int r, const char *what) {
         return report_error_full(c, r, what, pressure_client_last_error_name(c),
                                  pressure_client_last_error_params(c));
-}
-
-/* Complain about the command line; @fmt NULL when getopt already did. Returns EXIT_USAGE. */
-_printf_(2, 3) static int usage_error(const char *command, const char *fmt, ...) {
-        if (fmt) {
-                va_list ap;
-
-                fprintf(stderr, "pressurectl: ");
-                va_start(ap, fmt);
-                vfprintf(stderr, fmt, ap);
-                va_end(ap);
-                fprintf(stderr, "\n");
-        }
-        fprintf(stderr, "Try 'pressurectl %s--help'.\n", command ? command : "");
-        return EXIT_USAGE;
 }
 
 static int client_open(pressure_client **ret) {

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "pressure.h"
 #include "top.h"
 #include "util.h"
@@ -38,10 +39,6 @@
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX_WIDTH 1024 /* longest line drawn or printed (the name column is cut to fit) */
 
-enum {
-        EXIT_DAEMON_ERROR = 1,
-        EXIT_USAGE = 2,
-};
 
 typedef enum SortKey {
         SORT_SOME,
@@ -112,30 +109,14 @@ static void top_done(Top *t) {
 /* ---- formatting ------------------------------------------------------------------ */
 
 /* "1.2G", "512M", "max", "-": at most 6 characters. */
-static const char *fmt_size(char buf[static 16], uint64_t v) {
-        static const char units[] = "KMGTPE";
-        double d = (double) v;
-        int i = -1;
-
+static const char *fmt_size(char buf[static FORMAT_SIZE_MAX], uint64_t v) {
         if (v == TOP_NONE)
                 return "-";
         if (v == TOP_UNLIMITED)
                 return "max";
         if (v == 0)
                 return "0";
-        if (v < 1024) {
-                snprintf(buf, 16, "%" PRIu64 "B", v);
-                return buf;
-        }
-        while (d >= 1024 && i < 5) {
-                d /= 1024;
-                i++;
-        }
-        if (d < 9.95)
-                snprintf(buf, 16, "%.1f%c", d, units[i]);
-        else
-                snprintf(buf, 16, "%.0f%c", d, units[i]);
-        return buf;
+        return format_size(buf, v);
 }
 
 static const char *fmt_psi(char buf[static 16], bool present, double v) {
@@ -963,20 +944,6 @@ static char *normalize_subtree(const char *s) {
         return p;
 }
 
-static int usage(const char *fmt, ...) {
-        if (fmt) {
-                va_list ap;
-
-                fprintf(stderr, "pressurectl: ");
-                va_start(ap, fmt);
-                vfprintf(stderr, fmt, ap);
-                va_end(ap);
-                fprintf(stderr, "\n");
-        }
-        fprintf(stderr, "Try 'pressurectl top --help'.\n");
-        return EXIT_USAGE;
-}
-
 /**
  * top_main - the top command.
  * @argc: arguments from the command name on
@@ -1031,7 +998,7 @@ int top_main(int argc, char **argv, const char *socket, bool user, bool json) {
                         errno = 0;
                         sec = strtod(optarg, &end);
                         if (errno || end == optarg || *end || !(sec >= 0) || sec > 86400)
-                                return usage("invalid delay '%s'", optarg);
+                                return usage_error("top ", "invalid delay '%s'", optarg);
                         t.delay_usec = (uint64_t) (sec * 1e6);
                         break;
                 }
@@ -1045,7 +1012,7 @@ int top_main(int argc, char **argv, const char *socket, bool user, bool json) {
                         errno = 0;
                         v = strtoull(optarg, &end, 10);
                         if (errno || end == optarg || *end || optarg[0] == '-' || v == 0)
-                                return usage("invalid iterations '%s'", optarg);
+                                return usage_error("top ", "invalid iterations '%s'", optarg);
                         t.iterations = v;
                         break;
                 }
@@ -1064,18 +1031,18 @@ int top_main(int argc, char **argv, const char *socket, bool user, bool json) {
                         break;
                 }
                 default:
-                        return usage(NULL);
+                        return usage_error("top ", NULL);
                 }
         }
         if (optind < argc) {
                 t.subtree = normalize_subtree(argv[optind]);
                 if (!t.subtree)
-                        return usage("invalid cgroup '%s': give an absolute path such as /system.slice",
+                        return usage_error("top ", "invalid cgroup '%s': give an absolute path such as /system.slice",
                                      argv[optind]);
                 optind++;
         }
         if (optind < argc)
-                return usage("unexpected argument '%s'", argv[optind]);
+                return usage_error("top ", "unexpected argument '%s'", argv[optind]);
         if (!t.subtree && !(t.subtree = strdup("/")))
                 return EXIT_DAEMON_ERROR;
         if (t.json)
