@@ -12,6 +12,7 @@ The trigger's threshold is 90 % of its window and ClearRatio=1, so real
 pressure on a busy test machine cannot keep an episode going: it needs a
 stall of 90 % of wall time."""
 
+import json
 import os
 import select
 import sys
@@ -138,5 +139,62 @@ def main():
         again.close()
 
 
+def test_trigger_change():
+    """A reload that moves a level subscription to a new trigger takes the
+    active episode along: the subscriber still gets its one cleared."""
+    with pt.Daemon(config_text=CONFIG) as d:
+        sub = pt.Varlink(d.socket, timeout=WAIT)
+        old = sub.subscribe(level='medium')['parameters']['event']['trigger']
+        inject(d, 2)
+        for _ in range(2):
+            pt.check(next_event(sub)['kind'] == 'pressure', 'pressure before the reload', None)
+        d.write_config(CONFIG.replace('Medium=some 900ms 1s', 'Medium=some 950ms 1s'))
+        r = pt.Varlink(d.socket).call_sync('io.pressured.Reload')
+        pt.check('error' not in r, 'reload accepted', r)
+        reg = registration(d)
+        pt.check(reg['trigger'] != old and reg.get('episode', {}).get('events') == 2,
+                 'the new registration carries the episode on', old, reg)
+        ev = next_event(sub)
+        pt.check(ev['kind'] == 'cleared' and ev['seq'] == 3 and ev['events'] == 2,
+                 'one cleared for the episode begun before the reload', ev)
+        pt.check(quiet(sub, 2.5), 'and only one', sub.buf)
+        sub.close()
+
+
+def test_slow_consumer():
+    """A client that stopped reading, its queue over OutputBufferBytes=:
+    pressure events are dropped, but "cleared" uses its reserve and comes,
+    with the drops in "missed" and the gap in "seq"."""
+    with pt.Daemon(config_text=CONFIG + 'OutputBufferBytes=4K\n') as d:
+        slow = pt.Varlink(d.socket, timeout=WAIT)
+        slow.subscribe(level='medium')
+        v = pt.Varlink(d.socket, timeout=WAIT)
+        call = json.dumps({'method': 'io.pressured.Inject', 'parameters': {'level': 'medium'}}).encode() + b'\0'
+        sent = 0
+        # Inject until the daemon drops events for the stalled client.
+        while d.status()['counters']['events_dropped'] == 0:
+            pt.check(sent < 200000, 'events are dropped for a client that does not read', sent)
+            v.send_raw(call * 100)
+            for _ in range(100):
+                pt.check('delivered' in v.recv(timeout=WAIT).get('parameters', {}), 'Inject answered')
+            sent += 100
+        v.close()
+        dropped = d.status()['counters']['events_dropped']
+        pt.wait_for(lambda: 'episode' not in d.status()['registrations'][0], timeout=WAIT,
+                    what='the episode to clear')
+        events = []
+        while not events or events[-1]['kind'] != 'cleared':
+            events.append(slow.recv(timeout=WAIT)['parameters']['event'])
+        last = events[-1]
+        pt.check(len(events) == sent - dropped + 1, 'every queued event, then cleared', len(events), sent, dropped)
+        pt.check(last['missed'] == dropped and last['seq'] == sent + 1 and last['events'] == sent,
+                 'cleared reports the drops and closes the episode of every event', last, dropped, sent)
+        pt.check(d.status()['counters']['events_dropped'] == dropped, 'cleared itself was not dropped', None)
+        print(f'stalled client: {sent} events, {dropped} dropped, cleared delivered', flush=True)
+        slow.close()
+
+
 if __name__ == '__main__':
     main()
+    test_trigger_change()
+    test_slow_consumer()
