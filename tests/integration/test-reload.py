@@ -19,7 +19,9 @@ WAIT = 60.0 if pt.WRAPPER else 10.0  # bound on waits that normally take millise
 
 
 def config(medium):
-    return f'[Daemon]\nLogLevel=debug\n\n[Levels]\nMedium={medium}\n'
+    # Episodes must not end between the injections of this test, however
+    # slowly it runs (valgrind): a "cleared" would take the next seq.
+    return f'[Daemon]\nLogLevel=debug\n\n[Levels]\nMedium={medium}\nClearAfterSec=3600\n'
 
 
 def psi_registrations(d):
