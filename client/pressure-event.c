@@ -28,6 +28,7 @@ static const char *const kind_names[] = {
         [PRESSURE_EVENT_REMOVED] = "removed",
         [PRESSURE_EVENT_RECONNECTED] = "reconnected",
         [PRESSURE_EVENT_ERROR] = "error",
+        [PRESSURE_EVENT_CLEARED] = "cleared",
 };
 
 static const char *const state_names[] = {
@@ -304,6 +305,32 @@ static int trigger_parse(json_t *v, pressure_trigger *ret) {
         return 0;
 }
 
+/* The figures of an episode, from a "cleared" event or a State's "episode". */
+static int episode_parse(json_t *v, pressure_episode *ret) {
+        pressure_episode ep = {};
+
+        if (!json_is_object(v) ||
+            get_u64(v, "active_since_us", &ep.active_since_us) < 0 ||
+            get_u64(v, "duration_us", &ep.duration_us) < 0 ||
+            get_u64(v, "events", &ep.events) < 0 ||
+            (ep.has_peak = get_double(v, "peak", &ep.peak)) < 0 ||
+            GET_ENUM(v, "peak_level", level_names, &ep.peak_level) < 0)
+                return -EBADMSG;
+        *ret = ep;
+        return 0;
+}
+
+/**
+ * pressure_event_get_episode - the episode an event describes
+ * @event: the event
+ *
+ * Returns the episode of a cleared event, or the active one of a subscribed
+ * event, or NULL.
+ */
+_public_ const pressure_episode *pressure_event_get_episode(const pressure_event *event) {
+        return event && event->has_episode ? &event->episode : NULL;
+}
+
 int event_parse(json_t *v, pressure_event *ret) {
         pressure_event e = { .cgroup = "/" };
         json_t *x;
@@ -365,9 +392,20 @@ int event_parse(json_t *v, pressure_event *ret) {
                 y = json_object_get(x, "node");
                 if (y && !json_is_null(y) && node_parse(y, &e.node) < 0)
                         return -EBADMSG;
+                y = json_object_get(x, "episode");
+                if (y && !json_is_null(y)) {
+                        if (episode_parse(y, &e.episode) < 0)
+                                return -EBADMSG;
+                        e.has_episode = 1;
+                }
         } else if (x && !json_is_null(x))
                 return -EBADMSG;
 
+        if (e.kind == PRESSURE_EVENT_CLEARED) {
+                if (episode_parse(v, &e.episode) < 0)
+                        return -EBADMSG;
+                e.has_episode = 1;
+        }
         if (e.kind == PRESSURE_EVENT_PROTECTION && e.state == PRESSURE_PROTECTION_UNKNOWN && e.node.present)
                 e.state = e.node.state;
 

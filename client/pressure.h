@@ -101,7 +101,14 @@ typedef enum pressure_event_kind {
          * again, or pressure_client_subscribe_async() was refused or found
          * no daemon. The error is in pressure_event.error (and error_name).
          */
-        PRESSURE_EVENT_ERROR
+        PRESSURE_EVENT_ERROR,
+        /*
+         * The pressure episode is over (since 0.2): no pressure event for the
+         * daemon's hold period and, for PSI, the stall below its clearing
+         * level. Comes once per episode, after its last PRESSURE event; the
+         * figures are in pressure_event_get_episode().
+         */
+        PRESSURE_EVENT_CLEARED
 } pressure_event_kind;
 
 /* Bits of pressure_memory_events.present. */
@@ -154,6 +161,20 @@ typedef struct pressure_trigger {
 } pressure_trigger;
 
 /*
+ * A pressure episode (since 0.2): from PRESSURE_EVENT_CLEARED the one that
+ * ended, from PRESSURE_EVENT_SUBSCRIBED the one going on, if any. Read it
+ * with pressure_event_get_episode().
+ */
+typedef struct pressure_episode {
+        uint64_t active_since_us;  /* SUBSCRIBED: CLOCK_MONOTONIC of its first event */
+        uint64_t duration_us;      /* from its first event to its end (CLEARED) or now */
+        uint64_t events;           /* pressure events in it */
+        int has_peak;              /* PSI: peak is valid */
+        double peak;               /* PSI: largest stall over one window, percent of wall time */
+        pressure_level peak_level; /* vmpressure: the highest level, else NONE */
+} pressure_episode;
+
+/*
  * One event. The library owns the struct and every string in it; they are
  * valid during the handler call only. Fields a kind does not carry are zero
  * (present/has_* flags are 0). New fields may be appended in later versions.
@@ -190,6 +211,9 @@ typedef struct pressure_event {
          */
         const char *error_name;
         const char *error_parameters;
+        /* CLEARED, SUBSCRIBED: see pressure_episode (since 0.2); use pressure_event_get_episode(). */
+        int has_episode;
+        pressure_episode episode;
 } pressure_event;
 
 /*
@@ -365,6 +389,14 @@ const char *pressure_client_last_error_params(pressure_client *client);
 void pressure_client_freep(pressure_client **p);
 void pressure_selector_freep(pressure_selector **p);
 void pressure_subscription_freep(pressure_subscription **p);
+
+/*
+ * pressure_event_get_episode - the episode of a PRESSURE_EVENT_CLEARED event,
+ * or of a PRESSURE_EVENT_SUBSCRIBED event that found one active; NULL
+ * otherwise. Valid as long as @event (since 0.2). Use it rather than the
+ * struct fields: linking against it makes sure the library in use fills them.
+ */
+const pressure_episode *pressure_event_get_episode(const pressure_event *event);
 
 /* ---- Names ----------------------------------------------------------------- */
 

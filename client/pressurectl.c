@@ -291,6 +291,24 @@ static void format_trigger(char *buf, size_t size, json_t *trigger) {
                 snprintf(buf, size, "-");
 }
 
+/* An episode object of GetStatus: "12.300s, 4 events, peak 22.10%" (or "peak medium"). */
+static void format_episode(char *buf, size_t size, json_t *ep) {
+        json_t *peak = json_object_get(ep, "peak");
+        const char *level = jget_str(ep, "peak_level");
+        char d[64];
+        uint64_t events = jget_u64(ep, "events");
+        int n;
+
+        n = snprintf(buf, size, "%s, %" PRIu64 " event%s", format_duration(d, jget_u64(ep, "duration_us")), events,
+                     events == 1 ? "" : "s");
+        if (n < 0 || (size_t) n >= size)
+                return;
+        if (json_is_number(peak))
+                snprintf(buf + n, size - (size_t) n, ", peak %.2f%%", json_number_value(peak));
+        else if (level)
+                snprintf(buf + n, size - (size_t) n, ", peak %s", level);
+}
+
 static int cmd_status(int argc, char **argv) {
         static const struct option options[] = { COMMON_OPTIONS, {} };
         _cleanup_(pressure_client_freep) pressure_client *c = NULL;
@@ -360,11 +378,21 @@ static int cmd_status(int argc, char **argv) {
                         ws = MAX(ws, (int) strlen(strna(jget_str(v, "source"))));
                         wt = MAX(wt, (int) strlen(trig));
                 }
-                printf("  %-*s  %-*s  %-*s  %s\n", wc, "CGROUP", ws, "SOURCE", wt, "TRIGGER", "SUBSCRIBERS");
+                printf("  %-*s  %-*s  %-*s  %-11s  %s\n", wc, "CGROUP", ws, "SOURCE", wt, "TRIGGER", "SUBSCRIBERS",
+                       "EPISODE");
                 json_array_foreach(regs, i, v) {
+                        json_t *ep = json_object_get(v, "episode");
+                        char epi[128] = "-";
+
                         format_trigger(trig, sizeof(trig), json_object_get(v, "trigger"));
-                        printf("  %-*s  %-*s  %-*s  %" PRIu64 "\n", wc, strna(jget_str(v, "cgroup")),
-                               ws, strna(jget_str(v, "source")), wt, trig, jget_u64(v, "subscribers"));
+                        if (json_is_object(ep)) {
+                                char rest[112];
+
+                                format_episode(rest, sizeof(rest), ep);
+                                snprintf(epi, sizeof(epi), "active %s", rest);
+                        }
+                        printf("  %-*s  %-*s  %-*s  %-11" PRIu64 "  %s\n", wc, strna(jget_str(v, "cgroup")),
+                               ws, strna(jget_str(v, "source")), wt, trig, jget_u64(v, "subscribers"), epi);
                 }
         }
 
@@ -378,6 +406,117 @@ static int cmd_status(int argc, char **argv) {
                 json_object_foreach(counters, key, v)
                         printf("  %-*s  %" PRIu64 "\n", w, key, jget_u64(counters, key));
         }
+        return 0;
+}
+
+/* ---- history ------------------------------------------------------------------- */
+
+static int cmd_history(int argc, char **argv) {
+        static const struct option options[] = { COMMON_OPTIONS, {} };
+        _cleanup_(pressure_client_freep) pressure_client *c = NULL;
+        _cleanup_json_ json_t *st = NULL;
+        _cleanup_free_ char *text = NULL;
+        const char *cgroup = NULL;
+        json_t *regs, *v;
+        unsigned shown = 0;
+        size_t i;
+        int opt, r;
+
+        while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                if (common_option(opt))
+                        continue;
+                if (opt == 'h') {
+                        printf("pressurectl [OPTIONS] history [CGROUP]\n\n"
+                               "Show the recent pressure episodes of every registration (of CGROUP only,\n"
+                               "if given): the active one and the last ones that ended. The daemon keeps\n"
+                               "them only while somebody subscribes to the registration.\n\n"
+                               "  --json   one JSON object per episode, with cgroup, source and trigger\n");
+                        return 0;
+                }
+                return usage_error("history ", NULL);
+        }
+        if (optind < argc)
+                cgroup = argv[optind++];
+        if (optind < argc)
+                return usage_error("history ", "unexpected argument '%s'", argv[optind]);
+
+        r = client_open(&c);
+        if (r != 0)
+                return r;
+        r = pressure_client_get_status(c, &text);
+        if (r < 0)
+                return report_error(c, r, "history");
+        st = json_loads(text, 0, NULL);
+        regs = json_object_get(st, "registrations");
+        if (!json_is_array(regs)) {
+                fprintf(stderr, "pressurectl: history: malformed reply\n");
+                return EXIT_DAEMON_ERROR;
+        }
+
+        json_array_foreach(regs, i, v) {
+                json_t *hist = json_object_get(v, "history"), *ep = json_object_get(v, "episode"), *h;
+                char trig[128], a[64], b[64], fig[128];
+                size_t k;
+
+                if (cgroup && !streq_ptr(jget_str(v, "cgroup"), cgroup))
+                        continue;
+                if (!json_is_array(hist))
+                        continue; /* no episodes for this source */
+                if (arg_json) {
+                        json_array_foreach(hist, k, h) {
+                                _cleanup_json_ json_t *o = json_deep_copy(h);
+                                _cleanup_free_ char *line = NULL;
+
+                                if (!o)
+                                        return EXIT_DAEMON_ERROR;
+                                json_object_set(o, "cgroup", json_object_get(v, "cgroup"));
+                                json_object_set(o, "source", json_object_get(v, "source"));
+                                json_object_set(o, "trigger", json_object_get(v, "trigger"));
+                                json_object_set_new(o, "active", json_false());
+                                line = json_dumps(o, JSON_COMPACT);
+                                if (line)
+                                        printf("%s\n", line);
+                        }
+                        if (json_is_object(ep)) {
+                                _cleanup_json_ json_t *o = json_deep_copy(ep);
+                                _cleanup_free_ char *line = NULL;
+
+                                if (!o)
+                                        return EXIT_DAEMON_ERROR;
+                                json_object_set(o, "cgroup", json_object_get(v, "cgroup"));
+                                json_object_set(o, "source", json_object_get(v, "source"));
+                                json_object_set(o, "trigger", json_object_get(v, "trigger"));
+                                json_object_set_new(o, "active", json_true());
+                                line = json_dumps(o, JSON_COMPACT);
+                                if (line)
+                                        printf("%s\n", line);
+                        }
+                        shown++;
+                        continue;
+                }
+                format_trigger(trig, sizeof(trig), json_object_get(v, "trigger"));
+                printf("%s%s %s (%s):\n", shown > 0 ? "\n" : "", strna(jget_str(v, "cgroup")),
+                       strna(jget_str(v, "source")), trig);
+                if (json_array_size(hist) == 0 && !json_is_object(ep))
+                        printf("  no episodes\n");
+                json_array_foreach(hist, k, h) {
+                        format_episode(fig, sizeof(fig), h);
+                        printf("  %s .. %s  %s\n", format_time(a, jget_u64(h, "start_time_us")),
+                               format_time(b, jget_u64(h, "end_time_us")), fig);
+                }
+                if (json_is_object(ep)) {
+                        uint64_t now_mono = now_usec(CLOCK_MONOTONIC), since = jget_u64(ep, "active_since_us");
+
+                        format_episode(fig, sizeof(fig), ep);
+                        printf("  %s .. now (active)  %s\n",
+                               format_time(a, now_usec(CLOCK_REALTIME) - (now_mono > since ? now_mono - since : 0)),
+                               fig);
+                }
+                shown++;
+        }
+        if (shown == 0 && !arg_json)
+                printf(cgroup ? "No registration with episodes on %s.\n" : "No registration with episodes.\n",
+                       cgroup);
         return 0;
 }
 
@@ -557,6 +696,7 @@ static int cmd_reload(int argc, char **argv) {
 typedef struct Watch {
         uint64_t count;    /* exit after this many events; 0 = never */
         uint64_t received;
+        bool until_cleared; /* exit 0 at the first "cleared" */
         int exit_code;     /* >= 0: stop with this code */
 } Watch;
 
@@ -626,6 +766,22 @@ static void print_event_human(const pressure_event *e) {
                 printf(" seq=%" PRIu64, e->seq);
                 print_counters(&e->counters, &e->delta);
                 break;
+        case PRESSURE_EVENT_CLEARED: {
+                const pressure_episode *ep = pressure_event_get_episode(e);
+                char d[64];
+
+                if (e->level != PRESSURE_LEVEL_NONE)
+                        printf(" %s", pressure_level_to_string(e->level));
+                printf(" source=%s seq=%" PRIu64, strna(pressure_source_to_string(e->source)), e->seq);
+                if (ep) {
+                        printf(" duration=%s events=%" PRIu64, format_duration(d, ep->duration_us), ep->events);
+                        if (ep->has_peak)
+                                printf(" peak=%.2f%%", ep->peak);
+                        else if (ep->peak_level != PRESSURE_LEVEL_NONE)
+                                printf(" peak=%s", pressure_level_to_string(ep->peak_level));
+                }
+                break;
+        }
         case PRESSURE_EVENT_PROTECTION:
                 printf(" %s -> %s seq=%" PRIu64, strna(pressure_protection_state_to_string(e->previous)),
                        strna(pressure_protection_state_to_string(e->state)), e->seq);
@@ -672,7 +828,8 @@ static int on_watch_event(pressure_subscription *sub, const pressure_event *e, v
         fflush(stdout);
 
         w->received++;
-        if (e->kind == PRESSURE_EVENT_REMOVED || (w->count > 0 && w->received >= w->count))
+        if (e->kind == PRESSURE_EVENT_REMOVED || (w->count > 0 && w->received >= w->count) ||
+            (w->until_cleared && e->kind == PRESSURE_EVENT_CLEARED))
                 w->exit_code = 0;
         return 0;
 }
@@ -689,6 +846,7 @@ static int cmd_watch(int argc, char **argv) {
                 { "timeout",       required_argument, NULL, 't' },
                 { "min-interval",  required_argument, NULL, 'i' },
                 { "wait",          no_argument,       NULL, 'w' },
+                { "until-cleared", no_argument,       NULL, 'C' },
                 {}
         };
         _cleanup_(pressure_client_freep) pressure_client *c = NULL;
@@ -696,7 +854,7 @@ static int cmd_watch(int argc, char **argv) {
         Watch w = { .exit_code = -1 };
         uint64_t deadline = PRESSURE_TIMEOUT_INFINITE, u;
         unsigned selectors = 0;
-        bool wait_for_daemon = false;
+        bool wait_for_daemon = false, no_episodes = false;
         int opt, r;
 
         r = pressure_selector_new(&sel);
@@ -719,6 +877,7 @@ static int cmd_watch(int argc, char **argv) {
                                "     --protection           changes of the effective-protection state\n\n"
                                "Options:\n"
                                "  -n --count N              exit 0 after N events (the confirmation does not count)\n"
+                               "     --until-cleared        exit 0 when the pressure episode is over (\"cleared\")\n"
                                "  -t --timeout SEC          exit 124 if they have not arrived within SEC seconds\n"
                                "     --min-interval MS      at most one event per MS milliseconds\n"
                                "     --wait                 wait for the daemon if it is not running yet\n"
@@ -755,10 +914,12 @@ static int cmd_watch(int argc, char **argv) {
                 case 'm':
                         (void) pressure_selector_set_memory_events(sel);
                         selectors++;
+                        no_episodes = true;
                         break;
                 case 'P':
                         (void) pressure_selector_set_protection(sel);
                         selectors++;
+                        no_episodes = true;
                         break;
                 case 'n':
                         if (parse_uint(optarg, UINT64_MAX, &w.count) < 0 || w.count == 0)
@@ -782,12 +943,17 @@ static int cmd_watch(int argc, char **argv) {
                 case 'w':
                         wait_for_daemon = true;
                         break;
+                case 'C':
+                        w.until_cleared = true;
+                        break;
                 default:
                         return usage_error("watch ", NULL);
                 }
         }
         if (selectors > 1)
                 return usage_error("watch ", "give at most one of --level, --psi, --vmpressure, --memory-events, --protection");
+        if (w.until_cleared && no_episodes)
+                return usage_error("watch ", "--until-cleared needs a pressure selector (--level, --psi, --vmpressure)");
         if (optind < argc)
                 (void) pressure_selector_set_cgroup(sel, argv[optind++]);
         if (optind < argc)
@@ -833,6 +999,7 @@ static void help(void) {
                "Query and watch pressured, the memory-pressure notification daemon.\n\n"
                "Commands:\n"
                "  status                      daemon status\n"
+               "  history [CGROUP]            recent pressure episodes\n"
                "  watch [CGROUP] [SELECTOR]   subscribe and print events\n"
                "  protection [CGROUP]         protection tree\n"
                "  inject [CGROUP] --level L   send a synthetic event\n"
@@ -856,6 +1023,7 @@ int main(int argc, char **argv) {
                 int (*run)(int argc, char **argv);
         } commands[] = {
                 { "status",     cmd_status },
+                { "history",    cmd_history },
                 { "watch",      cmd_watch },
                 { "protection", cmd_protection },
                 { "inject",     cmd_inject },

@@ -43,6 +43,7 @@ typedef enum ConfigType {
         CONFIG_TRISTATE,        /* RecursiveProtection */
         CONFIG_GROUP,           /* char *, group name or GID */
         CONFIG_LISTEN,          /* char *, ADDRESS:PORT */
+        CONFIG_RATIO,           /* uint32_t parts per million, a decimal fraction, in [min, max] */
 } ConfigType;
 
 typedef struct ConfigKey {
@@ -66,6 +67,8 @@ static const ConfigKey config_keys[] = {
         KEY("Levels",     "Medium",              CONFIG_TRIGGER,         levels[LEVEL_MEDIUM], 0, 0),
         KEY("Levels",     "Critical",            CONFIG_TRIGGER,         levels[LEVEL_CRITICAL], 0, 0),
         KEY("Levels",     "VmpressureMode",      CONFIG_VMPRESSURE_MODE, vmpressure_mode, 0, 0),
+        KEY("Levels",     "ClearAfterSec",       CONFIG_SECONDS,         clear_after_usec, 0, 3600 * USEC_PER_SEC),
+        KEY("Levels",     "ClearRatio",          CONFIG_RATIO,           clear_ratio_ppm, 1, 1000000),
         KEY("Limits",     "MaxClients",          CONFIG_UNSIGNED,        max_clients, 1, 1000000),
         KEY("Limits",     "MaxClientsPerUser",   CONFIG_UNSIGNED,        max_clients_per_user, 1, 1000000),
         KEY("Limits",     "MaxMessageBytes",     CONFIG_SIZE,            max_message_bytes, 1 * KIB, 16 * MIB),
@@ -75,6 +78,7 @@ static const ConfigKey config_keys[] = {
             USEC_PER_SEC / 10, 3600 * USEC_PER_SEC),
         KEY("Limits",     "IdleTimeoutSec",      CONFIG_SECONDS,         idle_timeout_usec,
             1 * USEC_PER_SEC, 86400 * USEC_PER_SEC),
+        KEY("Limits",     "HistoryEpisodes",     CONFIG_UNSIGNED,        history_episodes, 0, CONFIG_HISTORY_EPISODES_MAX),
         KEY("Protection", "RefreshSec",          CONFIG_SECONDS,         refresh_usec,
             USEC_PER_SEC / 10, 3600 * USEC_PER_SEC),
         KEY("Protection", "RecursiveProtection", CONFIG_TRISTATE,        recursive_protection, 0, 0),
@@ -91,6 +95,9 @@ static void config_init_defaults(Config *c) {
                         [LEVEL_CRITICAL] = { PSI_STALL_FULL, 100 * USEC_PER_MSEC, 1 * USEC_PER_SEC },
                 },
                 .vmpressure_mode = VMPRESSURE_MODE_HIERARCHY,
+                .clear_after_usec = 0,
+                .clear_ratio_ppm = 500000,
+                .history_episodes = 16,
                 .max_clients = 4096,
                 .max_clients_per_user = 128,
                 .max_message_bytes = 64 * KIB,
@@ -158,6 +165,8 @@ static size_t config_type_size(ConfigType t) {
                 return sizeof(uint64_t);
         case CONFIG_TRISTATE:
                 return sizeof(RecursiveProtection);
+        case CONFIG_RATIO:
+                return sizeof(uint32_t);
         default:
                 return sizeof(char *);
         }
@@ -244,6 +253,36 @@ static int parse_seconds(const char *s, uint64_t *ret) {
                 return parse_duration_us(buf, ret);
         }
         return parse_duration_us(s, ret);
+}
+
+/* A decimal fraction ("0.5", "1", ".25") in parts per million, at most six decimals. */
+static int parse_ratio_ppm(const char *s, uint64_t *ret) {
+        uint64_t whole = 0, frac = 0;
+        int digits = 0;
+        const char *p = s;
+
+        if (!isdigit((unsigned char) *p) && !(*p == '.' && isdigit((unsigned char) p[1])))
+                return -EINVAL;
+        for (; isdigit((unsigned char) *p); p++) {
+                whole = whole * 10 + (uint64_t) (*p - '0');
+                if (whole > 1)
+                        return -ERANGE;
+        }
+        if (*p == '.') {
+                for (p++; isdigit((unsigned char) *p); p++) {
+                        if (++digits > 6)
+                                return -EINVAL;
+                        frac = frac * 10 + (uint64_t) (*p - '0');
+                }
+                if (digits == 0)
+                        return -EINVAL;
+        }
+        if (*p != 0)
+                return -EINVAL;
+        for (; digits < 6; digits++)
+                frac *= 10;
+        *ret = whole * 1000000 + frac;
+        return 0;
 }
 
 static bool string_has_control(const char *s) {
@@ -427,6 +466,19 @@ static int config_key_parse(const ConfigKey *k, Config *c, const char *value, ch
                         return -EINVAL;
                 }
                 *(uint64_t *) field = v;
+                return 0;
+        }
+
+        case CONFIG_RATIO: {
+                uint64_t v;
+
+                if (parse_ratio_ppm(value, &v) < 0 || v < k->min || v > k->max) {
+                        format_seconds(k->min, lo, sizeof(lo));
+                        format_seconds(k->max, hi, sizeof(hi));
+                        snprintf(reason, reason_size, "must be a decimal fraction between %s and %s", lo, hi);
+                        return -EINVAL;
+                }
+                *(uint32_t *) field = (uint32_t) v;
                 return 0;
         }
 
@@ -895,6 +947,11 @@ char *config_format(const Config *c) {
                         break;
                 case CONFIG_SECONDS:
                         format_seconds(*(const uint64_t *) field, tmp[2], sizeof(tmp[2]));
+                        fputs(tmp[2], f);
+                        break;
+                case CONFIG_RATIO:
+                        /* Parts per million print like microseconds as seconds. */
+                        format_seconds(*(const uint32_t *) field, tmp[2], sizeof(tmp[2]));
                         fputs(tmp[2], f);
                         break;
                 case CONFIG_TRISTATE: {

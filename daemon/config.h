@@ -20,6 +20,9 @@ typedef enum RecursiveProtection {
         RECURSIVE_PROTECTION_NO,
 } RecursiveProtection;
 
+/* The largest [Limits] HistoryEpisodes= accepted. */
+#define CONFIG_HISTORY_EPISODES_MAX 1024
+
 typedef struct Config {
         /* [Daemon] */
         char *socket_path;         /* NULL: built-in default */
@@ -30,6 +33,8 @@ typedef struct Config {
         /* [Levels] */
         PsiTrigger levels[_LEVEL_MAX];
         VmpressureMode vmpressure_mode;
+        uint64_t clear_after_usec;  /* episode hold period; 0: two windows of the trigger (2 s for vmpressure) */
+        uint32_t clear_ratio_ppm;   /* PSI episodes clear below threshold × this / 1e6 */
 
         /* [Limits] */
         unsigned max_clients;
@@ -39,6 +44,7 @@ typedef struct Config {
         unsigned max_registrations;
         uint64_t request_timeout_usec; /* a started message must complete within this */
         uint64_t idle_timeout_usec;    /* a connection with no call in progress is closed after this */
+        unsigned history_episodes;     /* cleared episodes kept per registration */
 
         /* [Protection] */
         uint64_t refresh_usec;

@@ -104,6 +104,51 @@ json_t *event_protection_new(const char *cgroup, const char *state, const char *
         return o;
 }
 
+double event_peak_percent(uint32_t ppm) {
+        return ppm / 10000.0;
+}
+
+json_t *event_episode_json(const EpisodeRecord *rec, bool psi, bool history, uint64_t now_us, uint64_t realtime_us) {
+        uint64_t end = rec->end_us ? rec->end_us : now_us;
+        json_t *o = json_pack("{s:I, s:I}", "events", (json_int_t) rec->events,
+                              "duration_us", (json_int_t) (end > rec->start_us ? end - rec->start_us : 0));
+
+        if (!o)
+                return NULL;
+        if (psi)
+                json_object_set_new(o, "peak", json_real(event_peak_percent(rec->peak)));
+        else if (rec->peak > 0 && rec->peak <= _LEVEL_MAX)
+                json_object_set_new(o, "peak_level", json_string(level_to_string((Level) (rec->peak - 1))));
+        if (!history) {
+                json_object_set_new(o, "active_since_us", json_integer((json_int_t) rec->start_us));
+                return o;
+        }
+        /* Wall-clock times from the monotonic ones, as of now. */
+        json_object_set_new(o, "start_us", json_integer((json_int_t) rec->start_us));
+        json_object_set_new(o, "end_us", json_integer((json_int_t) rec->end_us));
+        json_object_set_new(o, "start_time_us",
+                            json_integer((json_int_t) (realtime_us - (now_us - rec->start_us))));
+        json_object_set_new(o, "end_time_us",
+                            json_integer((json_int_t) (realtime_us - (now_us - rec->end_us))));
+        return o;
+}
+
+json_t *event_cleared_new(const char *cgroup, SourceType source, const EpisodeRecord *rec,
+                          uint64_t realtime_us, uint64_t monotonic_us) {
+        json_t *o = event_new("cleared", cgroup, source_type_to_string(source), realtime_us, monotonic_us);
+
+        if (!o)
+                return NULL;
+        json_object_set_new(o, "duration_us",
+                            json_integer((json_int_t) (rec->end_us > rec->start_us ? rec->end_us - rec->start_us : 0)));
+        json_object_set_new(o, "events", json_integer((json_int_t) rec->events));
+        if (source == SOURCE_PSI)
+                json_object_set_new(o, "peak", json_real(event_peak_percent(rec->peak)));
+        else if (rec->peak > 0 && rec->peak <= _LEVEL_MAX)
+                json_object_set_new(o, "peak_level", json_string(level_to_string((Level) (rec->peak - 1))));
+        return o;
+}
+
 char *event_removed_message(const char *cgroup, uint64_t seq, size_t *ret_size) {
         json_t *params = json_pack("{s:{s:s, s:s, s:I}}", "event", "kind", "removed",
                                    "cgroup", cgroup, "seq", (json_int_t) seq);
@@ -136,6 +181,8 @@ Body *event_body_new(json_t *event, uint64_t monotonic_us) {
         b->size = n + 2;
         b->n_ref = 1;
         b->flags = json_object_get(event, "level") ? BODY_HAS_LEVEL : 0;
+        if (streq_ptr(json_string_value(json_object_get(event, "kind")), "cleared"))
+                b->flags |= BODY_NO_COUNT; /* "cleared" merges no notifications */
         b->monotonic_us = monotonic_us;
         json_decref(event);
         return b;

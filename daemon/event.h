@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "episode.h"
 #include "kernfile.h"
 #include "outqueue.h"
 #include "source.h"
@@ -69,6 +70,25 @@ json_t *event_protection_new(const char *cgroup, const char *state, const char *
                              uint64_t realtime_us, uint64_t monotonic_us);
 
 /*
+ * event_episode_json - an episode's figures: "events", "peak" (PSI: the
+ * largest stall over a window in percent) or "peak_level" (other sources),
+ * "duration_us" up to @now_us (or its end), and, with @history, the
+ * start and end as CLOCK_MONOTONIC and CLOCK_REALTIME; without it
+ * "active_since_us" (CLOCK_MONOTONIC).
+ * @rec: the record
+ * @psi: whether the peak is a PSI stall ratio (else a level + 1)
+ * @now_us: CLOCK_MONOTONIC now; @realtime_us: CLOCK_REALTIME at the same moment
+ */
+json_t *event_episode_json(const EpisodeRecord *rec, bool psi, bool history, uint64_t now_us, uint64_t realtime_us);
+
+/*
+ * event_cleared_new - a "cleared" event for the episode @rec that just
+ * ended (without "seq" and "missed", which each subscriber's prefix adds).
+ */
+json_t *event_cleared_new(const char *cgroup, SourceType source, const EpisodeRecord *rec,
+                          uint64_t realtime_us, uint64_t monotonic_us);
+
+/*
  * event_removed_message - the complete last message of a stream,
  * {"parameters": {"event": {"kind": "removed", ...}}} with its NUL.
  * @seq: the number of this event in the stream
@@ -83,3 +103,6 @@ char *event_removed_message(const char *cgroup, uint64_t seq, size_t *ret_size);
  * @event; NULL @event gives NULL.
  */
 Body *event_body_new(json_t *event, uint64_t monotonic_us);
+
+/* event_peak_percent - a PSI peak in ppm as the percentage the interface reports. */
+double event_peak_percent(uint32_t ppm);

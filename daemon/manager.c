@@ -16,6 +16,7 @@
 #include "config-build.h"
 #include "log.h"
 #include "manager.h"
+#include "registration-episode.h"
 #include "source-protection.h"
 #include "status.h"
 
@@ -332,6 +333,7 @@ static void reload_levels(Manager *m, const Config *old) {
 
 int manager_reload(Manager *m, char **ret_error) {
         _cleanup_free_ char *error = NULL;
+        Registration *r;
         Config *c = NULL, *old;
         int k;
 
@@ -369,6 +371,8 @@ int manager_reload(Manager *m, char **ret_error) {
         log_set_max_level(m->log_level_override >= 0 ? m->log_level_override : c->log_level);
         reload_levels(m, old);
         config_free(old);
+        LIST_FOREACH(registrations, r, m->registrations)
+                registration_episode_reconfigure(r);
         source_protection_reconfigure(m);
         watchdog_setup(m);
 

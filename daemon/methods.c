@@ -19,6 +19,7 @@
 #include "manager.h"
 #include "methods.h"
 #include "registration.h"
+#include "registration-episode.h"
 #include "source-choice.h"
 #include "source-protection.h"
 #include "status.h"
@@ -206,7 +207,7 @@ static int method_subscribe(Client *c, VarlinkCall *call, VarlinkError *e) {
         RegistrationKey key;
         Registration *r;
         Subscription *s;
-        json_t *ev, *state;
+        json_t *ev, *state, *episode;
         char *msg;
         size_t n;
         int k;
@@ -230,6 +231,15 @@ static int method_subscribe(Client *c, VarlinkCall *call, VarlinkError *e) {
         }
 
         state = r->ops->state ? r->ops->state(r) : NULL;
+        episode = registration_episode_json(r);
+        if (episode) {
+                if (!state)
+                        state = json_object();
+                if (state)
+                        json_object_set_new(state, "episode", episode);
+                else
+                        json_decref(episode);
+        }
         ev = event_subscribed_new(r->cgroup, r->type, registration_trigger_json(r, s), r->adjusted, state);
         msg = ev ? varlink_reply_new(json_pack("{s:o}", "event", ev), true, &n) : NULL;
         if (!msg) {
@@ -322,6 +332,8 @@ static int method_inject(Client *c, VarlinkCall *call, VarlinkError *e) {
                 if (r->removed || (r->type != SOURCE_PSI && r->type != SOURCE_VMPRESSURE) ||
                     !streq(r->cgroup, cgroup))
                         continue;
+                /* A synthetic event is part of the episode like a kernel one. */
+                registration_episode_event(r, mono, level);
                 LIST_FOREACH_SAFE(subscriptions, s, n, r->subscriptions)
                         if (!s->client->dead && subscription_offer(s, body, 1))
                                 delivered++;

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "manager.h"
 #include "registration.h"
+#include "registration-episode.h"
 
 static bool key_matches(const Registration *r, const RegistrationKey *k) {
         if (r->type != k->type || r->removed || !streq(r->cgroup, k->cgroup))
@@ -42,6 +43,7 @@ static Registration *registration_free(Registration *r) {
                 r->ops->close(r);
         if (r->ev)
                 event_free(r->ev);
+        registration_episode_done(r);
         safe_close(r->fd);
         safe_close(r->aux_fd);
         free(r->cgroup);
@@ -125,6 +127,7 @@ int registration_acquire(Manager *m, const RegistrationKey *key, Registration **
                 return k;
         }
 
+        registration_episode_init(r);
         LIST_PREPEND(registrations, m->registrations, r);
         m->n_registrations++;
         counter_inc(&m->counters, COUNTER_REGISTRATIONS_CREATED);
@@ -202,6 +205,7 @@ void subscription_move(Subscription *s, Registration *to) {
 
         if (from == to)
                 return;
+        registration_episode_adopt(to, from);
         LIST_REMOVE(subscriptions, from->subscriptions, s);
         from->n_subscriptions--;
         LIST_PREPEND(subscriptions, to->subscriptions, s);
@@ -213,7 +217,13 @@ void subscription_move(Subscription *s, Registration *to) {
 static size_t format_prefix(const Subscription *s, const Body *body, uint64_t count, char *buf) {
         int n;
 
-        if (s->has_level && !(body->flags & BODY_HAS_LEVEL))
+        if (body->flags & BODY_NO_COUNT)
+                n = snprintf(buf, OUT_PREFIX_MAX,
+                             "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":%" PRIu64
+                             ",\"missed\":%" PRIu64 ",%s%s%s",
+                             s->seq, s->missed, s->has_level ? "\"level\":\"" : "",
+                             s->has_level ? level_to_string(s->level) : "", s->has_level ? "\"," : "");
+        else if (s->has_level && !(body->flags & BODY_HAS_LEVEL))
                 n = snprintf(buf, OUT_PREFIX_MAX,
                              "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":%" PRIu64
                              ",\"missed\":%" PRIu64 ",\"count\":%" PRIu64 ",\"level\":\"%s\",",
@@ -227,7 +237,7 @@ static size_t format_prefix(const Subscription *s, const Body *body, uint64_t co
 }
 
 /* Queue one event for one subscriber now; false if it had to be dropped. */
-static bool subscription_send(Subscription *s, Body *body, uint64_t count) {
+static bool subscription_send(Subscription *s, Body *body, uint64_t count, size_t limit) {
         Client *c = s->client;
         Manager *m = c->manager;
         char prefix[OUT_PREFIX_MAX];
@@ -251,7 +261,7 @@ static bool subscription_send(Subscription *s, Body *body, uint64_t count) {
                 if (k >= 0 && !outqueue_is_empty(&c->out))
                         client_kick(c);
         } else {
-                k = outqueue_push_event(&c->out, prefix, n, body, m->config->output_buffer_bytes);
+                k = outqueue_push_event(&c->out, prefix, n, body, limit);
                 if (k >= 0)
                         client_kick(c);
         }
@@ -280,7 +290,7 @@ static void on_coalesce_timer(evutil_socket_t fd, short what, void *userdata) {
         event_free(s->coalesce);
         s->coalesce = NULL;
         if (b) {
-                subscription_send(s, b, count);
+                subscription_send(s, b, count, s->client->manager->config->output_buffer_bytes);
                 body_unref(b);
         }
 }
@@ -288,12 +298,14 @@ static void on_coalesce_timer(evutil_socket_t fd, short what, void *userdata) {
 bool subscription_offer(Subscription *s, Body *body, uint64_t count) {
         uint64_t now;
 
+        const size_t limit = s->client->manager->config->output_buffer_bytes;
+
         if (s->min_interval_usec == 0)
-                return subscription_send(s, body, count);
+                return subscription_send(s, body, count, limit);
 
         now = now_usec(CLOCK_MONOTONIC);
         if (!s->pending && (s->last_sent_usec == 0 || now - s->last_sent_usec >= s->min_interval_usec))
-                return subscription_send(s, body, count);
+                return subscription_send(s, body, count, limit);
 
         /* Inside the interval: keep the newest event, count what it merges. */
         body_unref(s->pending);
@@ -312,6 +324,17 @@ bool subscription_offer(Subscription *s, Body *body, uint64_t count) {
                 evtimer_add(s->coalesce, &tv);
         }
         return true;
+}
+
+bool subscription_offer_cleared(Subscription *s, Body *body) {
+        const size_t limit = s->client->manager->config->output_buffer_bytes;
+
+        /* The last pressure event of the episode goes first, whatever its interval. */
+        if (s->pending)
+                on_coalesce_timer(-1, 0, s);
+        if (s->client->dead)
+                return false;
+        return subscription_send(s, body, 1, limit + SUBSCRIPTION_CLEARED_RESERVE_BYTES);
 }
 
 void registration_deliver(Registration *r, Body *body, uint64_t count) {

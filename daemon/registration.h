@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "episode.h"
 #include "kernfile.h"
 #include "list.h"
 #include "outqueue.h"
@@ -55,6 +56,12 @@ struct Registration {
         MemoryEvents last_events;   /* SOURCE_MEMORY_EVENTS */
         int last_state;             /* SOURCE_PROTECTION: ProtectionState, -1 unknown */
         bool removed;
+
+        /* SOURCE_PSI and SOURCE_VMPRESSURE: the current episode, its timer
+         * (exists only while an episode is active) and the last ones. */
+        Episode episode;
+        struct event *episode_timer;
+        EpisodeHistory history;
 
         Subscription *subscriptions;
         unsigned n_subscriptions;
@@ -125,3 +132,18 @@ void subscription_move(Subscription *s, Registration *to);
 
 /* subscription_offer - deliver @body to @s now or coalesced. Returns true if it was queued. */
 bool subscription_offer(Subscription *s, Body *body, uint64_t count);
+
+/*
+ * A "cleared" event may use this much of a subscriber's queue beyond
+ * [Limits] OutputBufferBytes=, so that a slow reader still learns that
+ * the pressure is over; only when the reserve is used up too is it dropped
+ * and counted in "missed".
+ */
+#define SUBSCRIPTION_CLEARED_RESERVE_BYTES 4096
+
+/*
+ * subscription_offer_cleared - deliver the "cleared" @body to @s: first a
+ * coalesced pressure event still waiting, then @body at once, with the
+ * reserve above. Returns true if it was queued.
+ */
+bool subscription_offer_cleared(Subscription *s, Body *body);

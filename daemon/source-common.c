@@ -6,6 +6,7 @@
 #include "counters.h"
 #include "event.h"
 #include "manager.h"
+#include "registration-episode.h"
 #include "source-common.h"
 #include "source-protection.h"
 #include "util.h"
@@ -28,6 +29,7 @@ void source_publish_pressure(Registration *r, json_t *psi, uint64_t realtime_us,
                                            monotonic_us);
 
         counter_inc(&r->manager->counters, COUNTER_EVENTS_READ);
+        registration_episode_event(r, monotonic_us, _LEVEL_INVALID);
         if (event)
                 source_protection_enrich(r->manager, r->cgroup, event);
         registration_publish(r, event, monotonic_us, count);

@@ -4,6 +4,7 @@
 
 #include "config-build.h"
 #include "manager.h"
+#include "registration-episode.h"
 #include "source-protection.h"
 #include "status.h"
 #include "util.h"
@@ -18,11 +19,21 @@ json_t *status_json(Manager *m) {
         json_t *regs = json_array(), *counters = json_object();
         Registration *r;
 
-        LIST_FOREACH(registrations, r, m->registrations)
-                json_array_append_new(regs, json_pack("{s:s, s:s, s:o, s:I}", "cgroup", r->cgroup,
-                                                      "source", source_type_to_string(r->type),
-                                                      "trigger", registration_trigger_json(r, NULL),
-                                                      "subscribers", (json_int_t) r->n_subscriptions));
+        LIST_FOREACH(registrations, r, m->registrations) {
+                json_t *o = json_pack("{s:s, s:s, s:o, s:I}", "cgroup", r->cgroup,
+                                      "source", source_type_to_string(r->type),
+                                      "trigger", registration_trigger_json(r, NULL),
+                                      "subscribers", (json_int_t) r->n_subscriptions);
+
+                if (o && registration_has_episodes(r)) {
+                        json_t *ep = registration_episode_json(r);
+
+                        if (ep)
+                                json_object_set_new(o, "episode", ep);
+                        json_object_set_new(o, "history", registration_history_json(r));
+                }
+                json_array_append_new(regs, o);
+        }
         status_counters(m, values);
         for (Counter c = 0; c < _COUNTER_MAX; c++)
                 json_object_set_new(counters, counter_info(c)->name, json_integer((json_int_t) values[c]));
@@ -72,6 +83,25 @@ void status_write_metrics(struct evbuffer *out, void *userdata) {
         metrics_histogram_write(out, "pressured_delivery_latency_seconds",
                                 "Time from reading a notification to queueing it for a subscriber.",
                                 &m->counters.latency);
+
+        metrics_write_header(out, "pressured_episode_active", "gauge",
+                             "1 while a pressure episode of the registration is active, else 0.");
+        LIST_FOREACH(registrations, r, m->registrations) {
+                char trigger[PSI_TRIGGER_FORMAT_MAX + 32];
+
+                if (!registration_has_episodes(r))
+                        continue;
+                if (r->type == SOURCE_PSI) {
+                        if (psi_trigger_format(&r->used, PSI_TRIGGER_FORMAT_CONFIG, trigger, sizeof(trigger)) < 0)
+                                snprintf(trigger, sizeof(trigger), "?");
+                } else
+                        snprintf(trigger, sizeof(trigger), "%s,%s", level_to_string(r->vm_level),
+                                 vmpressure_mode_to_string(r->vm_mode));
+                /* Registrations differ by trigger: it is a label, so every series is unique. */
+                MetricsLabel l[3] = { { "cgroup", r->cgroup }, { "source", source_type_to_string(r->type) },
+                                      { "trigger", trigger } };
+                metrics_write_sample_u64(out, "pressured_episode_active", l, 3, r->episode.active ? 1 : 0);
+        }
 
         LIST_FOREACH(registrations, r, m->registrations) {
                 PsiStats st;

@@ -63,6 +63,11 @@ EVENT_KINDS = {
         'optional': {'source', 'missed', 'count'},
         'state': ('enum', ('min', 'low', 'none')),
     },
+    'cleared': {
+        # peak (psi) or peak_level (vmpressure), level: see check_event()
+        'required': {'cgroup', 'source', 'seq', 'missed', 'duration_us', 'events'} | _STAMP,
+        'optional': {'level', 'peak', 'peak_level'},
+    },
     'removed': {
         'required': {'cgroup'},
         'optional': {'seq', 'missed', 'source'} | _STAMP,
@@ -284,6 +289,23 @@ class Validator:
         if kind == 'pressure' and (event.get('source') in ('vmpressure', 'inject') or
                                    (isinstance(request, dict) and 'psi' not in request)):
             required.add('level')
+        if kind == 'cleared':
+            # The peak is typed by the source; a level or vmpressure
+            # subscription's events name their level, cleared included.
+            if event.get('source') == 'psi':
+                required.add('peak')
+            elif event.get('source') == 'vmpressure':
+                required.add('peak_level')
+            else:
+                _fail(f'{path}.source', '"psi" or "vmpressure" in a "cleared" event', event.get('source'))
+            if event.get('peak') is not None and event.get('peak_level') is not None:
+                raise Invalid(f'{path}: "peak" and "peak_level" are exclusive, received {event!r}')
+            if isinstance(event.get('peak'), (int, float)) and not 0 <= event['peak'] <= 100:
+                _fail(f'{path}.peak', 'a percentage in 0..100', event['peak'])
+            if isinstance(event.get('events'), int) and event['events'] < 1:
+                _fail(f'{path}.events', 'at least 1', event['events'])
+            if isinstance(request, dict) and ('level' in request or 'vmpressure' in request):
+                required.add('level')
         for k in required:
             if event.get(k) is None:
                 raise Invalid(f'{path}.{k}: required in a "{kind}" event, missing in {event!r}')

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cache-service: a service that drops its cache when memory pressure
- * reaches "medium" and saves its state when it turns "critical", driven
- * from its own poll() loop. Build: cc cache-service.c $(pkg-config --cflags --libs libpressure)
+ * reaches "medium", lets it grow again when that episode is over, and
+ * saves its state when pressure turns "critical", driven from its own
+ * poll() loop. Build: cc cache-service.c $(pkg-config --cflags --libs libpressure)
  */
 #include <poll.h>
 #include <pressure.h>
@@ -16,6 +17,9 @@ static int on_event(pressure_subscription *sub, const pressure_event *ev, void *
                 printf("memory pressure: dropping the cache\n");
         else if (ev->kind == PRESSURE_EVENT_PRESSURE && level == PRESSURE_LEVEL_CRITICAL)
                 printf("critical memory pressure: saving state\n");
+        else if (ev->kind == PRESSURE_EVENT_CLEARED && level == PRESSURE_LEVEL_MEDIUM)
+                printf("pressure over after %.1f s: the cache may grow again\n",
+                       pressure_event_get_episode(ev)->duration_us / 1e6);
         else if (ev->kind == PRESSURE_EVENT_ERROR)
                 fprintf(stderr, "subscription ended: %s\n", strerror(-ev->error));
         return 0;

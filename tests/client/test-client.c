@@ -88,7 +88,7 @@ static json_t *psi_json(void) {
 static bool serve_subscribe(int fd, json_t *params, unsigned *n_flaky, unsigned *n_gone) {
         const char *cgroup = json_string_value(json_object_get(params, "cgroup"));
         const char *level = json_string_value(json_object_get(params, "level"));
-        json_t *trigger = json_deep_copy(params);
+        json_t *trigger = json_deep_copy(params), *state;
 
         if (!cgroup)
                 cgroup = "/";
@@ -108,9 +108,15 @@ static bool serve_subscribe(int fd, json_t *params, unsigned *n_flaky, unsigned 
                 return false;
         }
 
-        send_event(fd, json_pack("{s:s, s:s, s:s, s:o, s:b, s:{s:o}}", "kind", "subscribed",
+        state = json_pack("{s:o}", "psi", psi_json());
+        if (streq_ptr(cgroup, "/kinds"))
+                /* An episode is going on. */
+                json_object_set_new(state, "episode",
+                                    json_pack("{s:I, s:I, s:i, s:f}", "active_since_us", (json_int_t) 40,
+                                              "duration_us", (json_int_t) 1500000, "events", 3, "peak", 12.5));
+        send_event(fd, json_pack("{s:s, s:s, s:s, s:o, s:b, s:o}", "kind", "subscribed",
                                  "cgroup", cgroup, "source", "psi", "trigger", trigger, "adjusted", 1,
-                                 "state", "psi", psi_json()), true);
+                                 "state", state), true);
 
         if (streq_ptr(cgroup, "/kinds")) {
                 send_event(fd, json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:I, s:b, s:o, s:o, s:s}",
@@ -130,6 +136,17 @@ static bool serve_subscribe(int fd, json_t *params, unsigned *n_flaky, unsigned 
                                          "kind", "protection", "cgroup", cgroup, "source", "protection", "seq", 3,
                                          "state", "low", "previous", "min", "node", node_json(cgroup),
                                          "time_us", (json_int_t) 1700000000000002, "monotonic_us", (json_int_t) 44),
+                           true);
+                send_event(fd, json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:I, s:i, s:f}",
+                                         "kind", "cleared", "cgroup", cgroup, "source", "psi", "level", "medium",
+                                         "seq", 4, "missed", 0,
+                                         "time_us", (json_int_t) 1700000000000003, "monotonic_us", (json_int_t) 45,
+                                         "duration_us", (json_int_t) 4000000, "events", 5, "peak", 37.25),
+                           true);
+                send_event(fd, json_pack("{s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:i, s:s}",
+                                         "kind", "cleared", "cgroup", cgroup, "source", "vmpressure", "seq", 5,
+                                         "time_us", (json_int_t) 1700000000000004, "monotonic_us", (json_int_t) 46,
+                                         "duration_us", (json_int_t) 2000000, "events", 40, "peak_level", "critical"),
                            true);
                 send_event(fd, json_pack("{s:s, s:s}", "kind", "removed", "cgroup", cgroup), false);
                 return false;
@@ -326,6 +343,14 @@ static int on_kinds(pressure_subscription *sub, const pressure_event *e, void *u
                 ASSERT_EQ(e->psi.present, 1);
                 ASSERT_TRUE(e->psi.some_avg10 == 1.5);
                 ASSERT_U64_EQ(e->psi.some_total_us, 123456);
+                /* The active episode rides along. */
+                ASSERT_TRUE(pressure_event_get_episode(e));
+                ASSERT_U64_EQ(pressure_event_get_episode(e)->active_since_us, 40);
+                ASSERT_U64_EQ(pressure_event_get_episode(e)->duration_us, 1500000);
+                ASSERT_U64_EQ(pressure_event_get_episode(e)->events, 3);
+                ASSERT_EQ(pressure_event_get_episode(e)->has_peak, 1);
+                ASSERT_TRUE(pressure_event_get_episode(e)->peak == 12.5);
+                ASSERT_EQ(pressure_event_get_episode(e)->peak_level, PRESSURE_LEVEL_NONE);
                 break;
         case 1:
                 ASSERT_EQ(e->kind, PRESSURE_EVENT_PRESSURE);
@@ -379,8 +404,38 @@ static int on_kinds(pressure_subscription *sub, const pressure_event *e, void *u
                 ASSERT_EQ(e->node.state, PRESSURE_PROTECTION_LOW);
                 ASSERT_U64_EQ(e->seq, 3);
                 break;
-        case 4:
+        case 4: {
+                const pressure_episode *ep = pressure_event_get_episode(e);
+
+                ASSERT_EQ(e->kind, PRESSURE_EVENT_CLEARED);
+                ASSERT_STREQ(pressure_event_kind_to_string(e->kind), "cleared");
+                ASSERT_EQ(e->source, PRESSURE_SOURCE_PSI);
+                ASSERT_EQ(e->level, PRESSURE_LEVEL_MEDIUM);
+                ASSERT_U64_EQ(e->seq, 4);
+                ASSERT_U64_EQ(e->monotonic_us, 45);
+                ASSERT_TRUE(ep);
+                ASSERT_U64_EQ(ep->duration_us, 4000000);
+                ASSERT_U64_EQ(ep->events, 5);
+                ASSERT_EQ(ep->has_peak, 1);
+                ASSERT_TRUE(ep->peak == 37.25);
+                ASSERT_EQ(ep->peak_level, PRESSURE_LEVEL_NONE);
+                break;
+        }
+        case 5: {
+                const pressure_episode *ep = pressure_event_get_episode(e);
+
+                ASSERT_EQ(e->kind, PRESSURE_EVENT_CLEARED);
+                ASSERT_EQ(e->source, PRESSURE_SOURCE_VMPRESSURE);
+                ASSERT_U64_EQ(e->seq, 5);
+                ASSERT_TRUE(ep);
+                ASSERT_U64_EQ(ep->events, 40);
+                ASSERT_EQ(ep->has_peak, 0);
+                ASSERT_EQ(ep->peak_level, PRESSURE_LEVEL_CRITICAL);
+                break;
+        }
+        case 6:
                 ASSERT_EQ(e->kind, PRESSURE_EVENT_REMOVED);
+                ASSERT_TRUE(pressure_event_get_episode(e) == NULL);
                 break;
         default:
                 TEST_FAIL("unexpected event %s", pressure_event_kind_to_string(e->kind));
@@ -390,7 +445,7 @@ static int on_kinds(pressure_subscription *sub, const pressure_event *e, void *u
 }
 
 static bool kinds_done(void *data) {
-        return *(unsigned *) data >= 5;
+        return *(unsigned *) data >= 7;
 }
 
 static void test_event_kinds(void) {
@@ -418,7 +473,7 @@ static void test_event_kinds(void) {
         ASSERT_TRUE(n >= 1);
 
         run_until(c, kinds_done, &n);
-        ASSERT_EQ(n, 5);
+        ASSERT_EQ(n, 7);
         /* "removed" ends the stream: no reconnect, nothing due. */
         ASSERT_EQ(pressure_subscription_is_active(kinds_sub), 0);
         ASSERT_EQ(pressure_client_get_n_active(c), 0);

@@ -145,7 +145,9 @@ def test_slow_client(d):
 
 def main():
     pt.require_root('hundreds of clients, beyond MaxClientsPerUser for other users, and Inject')
-    with pt.Daemon(config_text=f'[Limits]\nOutputBufferBytes={OUTPUT_BUFFER}\n') as d:
+    # ClearAfterSec=3600: the flood's episode does not end while the test
+    # counts pressure events and their seq.
+    with pt.Daemon(config_text=f'[Levels]\nClearAfterSec=3600\n[Limits]\nOutputBufferBytes={OUTPUT_BUFFER}\n') as d:
         test_many_clients(d)
         test_slow_client(d)
     print('ok')

@@ -173,6 +173,52 @@ def value(samples, name):
     return sum(values)
 
 
+def episode_gauge(d, port):
+    """pressured_episode_active: one series per registration labelled by
+    cgroup, source and trigger (values escaped), 1 while an episode is
+    active. A cgroup whose name needs escaping is made when root."""
+    import os
+    import uuid
+    subs = [pt.Varlink(d.socket)]
+    subs[0].subscribe(psi={'stall': 'some', 'threshold_us': 1800000, 'window_us': 2000000})
+    odd = None
+    if os.geteuid() == 0 and os.path.exists(os.path.join(pt.V2_ROOT, 'cgroup.procs')):
+        odd = '/pressured-test-%s-q"b\\s' % uuid.uuid4().hex[:8]
+        os.mkdir(pt.V2_ROOT + odd)
+    try:
+        if odd:
+            subs.append(pt.Varlink(d.socket))
+            first = subs[-1].subscribe(cgroup=odd, psi={'stall': 'some', 'threshold_us': 1800000,
+                                                        'window_us': 2000000})
+            if 'error' in first:
+                fail('subscribe to %r: %r' % (odd, first))
+        r = d.inject('medium')
+        if r['parameters']['delivered'] != 1:
+            fail('inject: %r' % r)
+        _, _, body = get(port, '/metrics')
+        types, samples = parse_exposition(body)
+        if types.get('pressured_episode_active') != 'gauge':
+            fail('pressured_episode_active: TYPE %r' % types.get('pressured_episode_active'))
+        series = {dict(labels)['cgroup']: (dict(labels), v) for (n, labels), v in samples.items()
+                  if n == 'pressured_episode_active'}
+        want = {'/': 1} if not odd else {'/': 1, odd: 0}
+        got = {cg: v for cg, (_, v) in series.items()}
+        if got != want:
+            fail('pressured_episode_active by cgroup: %r, want %r' % (got, want))
+        for cg, (labels, _) in series.items():
+            if labels.get('source') != 'psi' or labels.get('trigger') != 'some 1800ms 2s':
+                fail('pressured_episode_active labels of %s: %r' % (cg, labels))
+        if odd and '\\"b\\\\s' not in body:
+            fail('the cgroup label is not escaped as the text format wants:\n' + body)
+    finally:
+        for v in subs:
+            v.close()
+        if odd:
+            pt.wait_for(lambda: not any(r['cgroup'] == odd for r in d.status()['registrations']),
+                        what='the registration on the odd cgroup to go')
+            os.rmdir(pt.V2_ROOT + odd)
+
+
 def main():
     port = free_port()
     with pt.Daemon(config_text='[Metrics]\nListen=127.0.0.1:%d\n' % port) as d:
@@ -225,6 +271,8 @@ def main():
             fail('pressured_resident_memory_bytes is not positive')
         if value(samples, 'pressured_open_fds') < 3:
             fail('pressured_open_fds is implausibly low')
+
+        episode_gauge(d, port)
 
         # Other paths.
         code, _, _ = get(port, '/other')

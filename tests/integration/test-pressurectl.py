@@ -48,9 +48,11 @@ def test_usage():
     expect(pt.run_ctl('inject'), 2, 'inject without --level')
     expect(pt.run_ctl('status', 'extra'), 2, 'status with an argument')
     expect(pt.run_ctl('reload', '--level', 'low'), 2, 'reload with an option it lacks')
+    expect(pt.run_ctl('watch', '--memory-events', '--until-cleared'), 2, '--until-cleared without episodes')
+    expect(pt.run_ctl('history', '/a', '/b'), 2, 'history with two cgroups')
 
     res = expect(pt.run_ctl('--help'), 0, '--help')
-    for cmd in ('status', 'watch', 'protection', 'inject', 'reload'):
+    for cmd in ('status', 'watch', 'protection', 'inject', 'reload', 'history'):
         check(cmd in res.stdout, f'--help lists {cmd}', res.stdout)
         sub = expect(pt.run_ctl(cmd, '--help'), 0, f'{cmd} --help')
         check(sub.stdout.startswith('pressurectl') and cmd in sub.stdout.splitlines()[0],
@@ -176,8 +178,8 @@ def test_status(d):
                      'TRIGGER', 'SUBSCRIBERS', 'events_delivered', 'registrations_created'):
             check(word in res.stdout, f'status shows {word!r}', res.stdout)
         rows = [line.split() for line in res.stdout.splitlines() if line.startswith('  /')]
-        check(len(rows) == 1 and rows[0][-1] == '1' and rows[0][1] in ('psi', 'vmpressure'),
-              'one registration row: cgroup, source, trigger, subscribers', res.stdout)
+        check(len(rows) == 1 and rows[0][-2] == '1' and rows[0][-1] == '-' and rows[0][1] in ('psi', 'vmpressure'),
+              'one registration row: cgroup, source, trigger, subscribers, no episode', res.stdout)
         res = expect(pt.run_ctl('--json', 'status', socket=d.socket), 0, 'status --json')
         check(len(res.stdout.splitlines()) == 1, 'one line', res.stdout)
         st = json.loads(res.stdout)
@@ -247,6 +249,58 @@ def test_protection():
     shutil.rmtree(root, ignore_errors=True)
 
 
+EPISODE_CONFIG = '[Levels]\nMedium=some 900ms 1s\nClearAfterSec=1\nClearRatio=1\n'
+
+
+def test_episodes():
+    """watch --until-cleared, cleared lines, status and history; a trigger at
+    90 % of its window so that real pressure cannot hold the episode."""
+    with pt.Daemon(config_text=EPISODE_CONFIG) as d:
+        res = expect(pt.run_ctl('history', socket=d.socket), 0, 'history without registrations')
+        check('No registration with episodes' in res.stdout, 'history says there is nothing', res.stdout)
+
+        proc = start_watch(d, '--level', 'medium', '--until-cleared', '--timeout', str(pt.scaled(30)))
+        check(wait_subscribed(d, proc), 'watch subscribed', proc.returncode)
+        expect(pt.run_ctl('inject', '--level', 'medium', socket=d.socket), 0, 'inject')
+        pt.wait_for(lambda: 'episode' in d.status()['registrations'][0], what='the episode to start')
+        res = expect(pt.run_ctl('status', socket=d.socket), 0, 'status')
+        check('EPISODE' in res.stdout and 'active ' in res.stdout and '1 event' in res.stdout,
+              'status shows the active episode', res.stdout)
+        res = expect(pt.run_ctl('history', '/', socket=d.socket), 0, 'history of an active episode')
+        check('now (active)' in res.stdout, 'history shows the active episode', res.stdout)
+        out, err = proc.communicate(timeout=pt.scaled(30))
+        check(proc.returncode == 0, 'watch --until-cleared exits 0 at cleared', proc.returncode, out, err)
+        lines = out.splitlines()
+        check(len(lines) == 3 and ' / pressure medium' in lines[1], 'header, the pressure event', out)
+        check(' / cleared medium source=psi seq=2 ' in lines[2] and 'events=1' in lines[2] and 'peak=' in lines[2],
+              'a human cleared line', lines[2])
+
+        # --json: the raw events; history of the kept registration.
+        keep = pt.Varlink(d.socket)
+        keep.subscribe(level='medium')
+        proc = subprocess.Popen([pt.PRESSURECTL, '--socket', d.socket, 'watch', '--level', 'medium', '--until-cleared',
+                                 '--json', '--timeout', str(pt.scaled(30))],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        pt.wait_for(lambda: d.status()['subscriptions'] == 2, what='the second watch to subscribe')
+        expect(pt.run_ctl('inject', '--level', 'medium', socket=d.socket), 0, 'inject')
+        out, err = proc.communicate(timeout=pt.scaled(30))
+        check(proc.returncode == 0, 'watch --until-cleared --json exits 0', proc.returncode, err)
+        evs = [json.loads(line) for line in out.splitlines()]
+        check([e['kind'] for e in evs] == ['pressure', 'cleared'], 'the raw events', evs)
+        pt.validate({'parameters': {'event': evs[1]}, 'continues': True}, 'io.pressured.Subscribe', True,
+                    {'level': 'medium'})
+        res = expect(pt.run_ctl('--json', 'history', socket=d.socket), 0, 'history --json')
+        hist = [json.loads(line) for line in res.stdout.splitlines()]
+        check(len(hist) == 1 and hist[0]['cgroup'] == '/' and hist[0]['source'] == 'psi' and
+              hist[0]['active'] is False and hist[0]['events'] == 1, 'one ended episode as JSON', hist)
+        res = expect(pt.run_ctl('history', socket=d.socket), 0, 'history')
+        check(res.stdout.startswith('/ psi (') and ' .. ' in res.stdout and '1 event' in res.stdout,
+              'the human history', res.stdout)
+        res = expect(pt.run_ctl('history', '/nothing-here', socket=d.socket), 0, 'history of another cgroup')
+        check('No registration with episodes on /nothing-here' in res.stdout, 'filtered by cgroup', res.stdout)
+        keep.close()
+
+
 def main():
     pt.require_root('pressurectl inject and reload are reserved to root')
     if not os.access(pt.PRESSURECTL, os.X_OK):
@@ -261,6 +315,7 @@ def main():
         test_reload(d)
         test_denied(d)
     test_protection()
+    test_episodes()
     print('ok')
 
 

@@ -3,7 +3,9 @@
 """With no subscriber the daemon holds no kernel registration and does not
 wake up at all: over 5 s its threads record no context switch. The same is
 measured (and printed, not asserted) with 50 PSI subscribers on a quiet,
-empty cgroup2 directory. Runs the daemon directly: under valgrind the
+empty cgroup2 directory. Then one injected event starts a pressure
+episode on that registration; once its "cleared" has come, the daemon is
+back to 0 context switches: the episode timer is gone. Runs the daemon directly: under valgrind the
 tool's own threads would switch."""
 import os
 import sys
@@ -43,6 +45,20 @@ def main():
             print(f'{N} PSI subscribers, no pressure: {busy} context switches in {PERIOD:.0f} s', flush=True)
             regs = kl.registrations_on(d, name)
             pt.check(len(regs) == 1 and regs[0]['subscribers'] == N, 'subscribers still attached', regs)
+
+            # An episode runs a timer while it lasts, and none after "cleared".
+            r = d.inject('medium', cgroup=name)
+            pt.check(r['parameters']['delivered'] == N, 'the injection reached every subscriber', r)
+            for v in clients:
+                kinds = []
+                while 'cleared' not in kinds:
+                    kinds.append(kl.event_of(v.recv(timeout=kl.PRESSURE_TIMEOUT))['kind'])
+                pt.check_eq(kinds, ['pressure', 'cleared'], 'one pressure event, then cleared')
+            pt.check('episode' not in kl.registrations_on(d, name)[0], 'the episode is over', None)
+            kl.settled_fds(d)
+            after = switches_over(d, PERIOD)
+            print(f'{N} PSI subscribers after cleared: {after} context switches in {PERIOD:.0f} s', flush=True)
+            pt.check_eq(after, 0, f'the daemon woke up {after} times in {PERIOD:.0f} s after cleared')
         finally:
             kl.close_all(clients)
     print('ok')

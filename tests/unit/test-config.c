@@ -295,6 +295,27 @@ static void test_errors(void) {
         check_error("[Levels]\nCritical=full 0 1s\n", F "2: [Levels] Critical=: threshold must be greater than 0");
         check_error("[Levels]\nVmpressureMode=global\n",
                     F "2: [Levels] VmpressureMode=: must be default, hierarchy or local");
+        /* Episodes: the ratio is a fraction in (0, 1], the hold at most an hour, the ring bounded. */
+        check_error("[Levels]\nClearRatio=0\n",
+                    F "2: [Levels] ClearRatio=: must be a decimal fraction between 0.000001 and 1");
+        check_error("[Levels]\nClearRatio=1.5\n",
+                    F "2: [Levels] ClearRatio=: must be a decimal fraction between 0.000001 and 1");
+        check_error("[Levels]\nClearRatio=50%\n",
+                    F "2: [Levels] ClearRatio=: must be a decimal fraction between 0.000001 and 1");
+        check_error("[Levels]\nClearRatio=0.0000001\n",
+                    F "2: [Levels] ClearRatio=: must be a decimal fraction between 0.000001 and 1");
+        check_error("[Levels]\nClearRatio=-0.5\n",
+                    F "2: [Levels] ClearRatio=: must be a decimal fraction between 0.000001 and 1");
+        check_error("[Levels]\nClearRatio=.\n",
+                    F "2: [Levels] ClearRatio=: must be a decimal fraction between 0.000001 and 1");
+        check_error("[Levels]\nClearAfterSec=3601\n",
+                    F "2: [Levels] ClearAfterSec=: must be between 0 and 3600 seconds");
+        check_error("[Levels]\nClearAfterSec=soon\n",
+                    F "2: [Levels] ClearAfterSec=: must be between 0 and 3600 seconds");
+        check_error("[Limits]\nHistoryEpisodes=1025\n",
+                    F "2: [Limits] HistoryEpisodes=: must be a number between 0 and 1024");
+        check_error("[Limits]\nHistoryEpisodes=-1\n",
+                    F "2: [Limits] HistoryEpisodes=: must be a number between 0 and 1024");
         check_error("[Limits]\nMaxMessageBytes=1023\n",
                     F "2: [Limits] MaxMessageBytes=: must be a size between 1K and 16M (bytes, or with suffix K, M, G)");
         check_error("[Limits]\nMaxMessageBytes=17M\n",
@@ -399,6 +420,8 @@ static void test_format_roundtrip(void) {
                      "Medium=some 100ms 1s\n"
                      "Critical=full 100ms 1s\n"
                      "VmpressureMode=hierarchy\n"
+                     "ClearAfterSec=0\n"
+                     "ClearRatio=0.5\n"
                      "\n"
                      "[Limits]\n"
                      "MaxClients=4096\n"
@@ -408,6 +431,7 @@ static void test_format_roundtrip(void) {
                      "MaxRegistrations=1024\n"
                      "RequestTimeoutSec=10\n"
                      "IdleTimeoutSec=60\n"
+                     "HistoryEpisodes=16\n"
                      "\n"
                      "[Protection]\n"
                      "RefreshSec=1\n"
@@ -422,8 +446,9 @@ static void test_format_roundtrip(void) {
         ASSERT_OK(config_parse_string(c, "x",
                 "[Daemon]\nSocket=/run/s\nLogLevel=debug\nCgroupRoot=/cg\n"
                 "[Levels]\nLow=some 1500us 1.25s\nCritical=full 1s 10s\nVmpressureMode=default\n"
+                "ClearAfterSec=2.5\nClearRatio=.125\n"
                 "[Limits]\nMaxMessageBytes=1500\nOutputBufferBytes=3M\nRequestTimeoutSec=0.25\n"
-                "IdleTimeoutSec=3600\n"
+                "IdleTimeoutSec=3600\nHistoryEpisodes=0\n"
                 "[Protection]\nRefreshSec=1.000001\nRecursiveProtection=no\n"
                 "[Policy]\nInjectGroup=wheel\n[Metrics]\nListen=0.0.0.0:9100\n", NULL));
         text2 = config_format(c);
@@ -436,6 +461,12 @@ static void test_format_roundtrip(void) {
         ASSERT_TRUE(strstr(text2, "OutputBufferBytes=3M\n"));
         ASSERT_TRUE(strstr(text2, "RecursiveProtection=no\n"));
         ASSERT_TRUE(strstr(text2, "LogLevel=debug\n"));
+        ASSERT_TRUE(strstr(text2, "ClearAfterSec=2.5\n"));
+        ASSERT_TRUE(strstr(text2, "ClearRatio=0.125\n"));
+        ASSERT_TRUE(strstr(text2, "HistoryEpisodes=0\n"));
+        ASSERT_EQ(c->clear_after_usec, 2500 * USEC_PER_MSEC);
+        ASSERT_EQ(c->clear_ratio_ppm, 125000u);
+        ASSERT_EQ(c->history_episodes, 0u);
 
         /* What --dump-config prints reads back to the same configuration. */
         ASSERT_OK(config_parse_string(d, "dump", text2, NULL));

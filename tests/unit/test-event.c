@@ -106,8 +106,53 @@ static void test_removed_and_body(void) {
         ASSERT_TRUE(!event_body_new(NULL, 0));
 }
 
+static void test_episodes(void) {
+        EpisodeRecord psi = { .start_us = 1000000, .end_us = 5000000, .events = 3, .peak = 125000 };
+        EpisodeRecord vm = { .start_us = 10, .end_us = 0, .events = 9, .peak = LEVEL_CRITICAL + 1 };
+        json_t *o;
+        Body *b;
+
+        /* cleared: PSI has the peak in percent, vmpressure the level; no count. */
+        o = event_cleared_new("/a", SOURCE_PSI, &psi, 7, 5000000);
+        CHECK_KEYS(o, "kind", "cgroup", "source", "time_us", "monotonic_us", "duration_us", "events", "peak");
+        ASSERT_STREQ(json_string_value(json_object_get(o, "kind")), "cleared");
+        ASSERT_EQ(json_integer_value(json_object_get(o, "duration_us")), 4000000);
+        ASSERT_EQ(json_integer_value(json_object_get(o, "events")), 3);
+        ASSERT_TRUE(json_real_value(json_object_get(o, "peak")) == 12.5);
+        b = event_body_new(o, 5000000);
+        ASSERT_TRUE(b);
+        ASSERT_EQ(b->flags & BODY_NO_COUNT, BODY_NO_COUNT);
+        body_unref(b);
+
+        vm.end_us = 2000010;
+        o = event_cleared_new("/a", SOURCE_VMPRESSURE, &vm, 7, 2000010);
+        CHECK_KEYS(o, "kind", "cgroup", "source", "time_us", "monotonic_us", "duration_us", "events", "peak_level");
+        ASSERT_STREQ(json_string_value(json_object_get(o, "peak_level")), "critical");
+        json_decref(o);
+
+        /* An active episode: since when and how long so far. */
+        vm.end_us = 0;
+        o = event_episode_json(&vm, false, false, 1000010, 0);
+        CHECK_KEYS(o, "active_since_us", "duration_us", "events", "peak_level");
+        ASSERT_EQ(json_integer_value(json_object_get(o, "duration_us")), 1000000);
+        json_decref(o);
+
+        /* A past one: both clocks, the wall clock derived from "now". */
+        o = event_episode_json(&psi, true, true, 6000000, 1700000000000000);
+        CHECK_KEYS(o, "start_us", "end_us", "start_time_us", "end_time_us", "duration_us", "events", "peak");
+        ASSERT_EQ(json_integer_value(json_object_get(o, "start_time_us")), 1700000000000000 - 5000000);
+        ASSERT_EQ(json_integer_value(json_object_get(o, "end_time_us")), 1700000000000000 - 1000000);
+        json_decref(o);
+
+        /* A pressure event keeps its count. */
+        b = event_body_new(event_pressure_new("/a", "psi", NULL, 1, 2), 2);
+        ASSERT_EQ(b->flags & BODY_NO_COUNT, 0);
+        body_unref(b);
+}
+
 int main(void) {
         test_shapes();
+        test_episodes();
         test_removed_and_body();
         return 0;
 }
