@@ -309,30 +309,49 @@ static void format_episode(char *buf, size_t size, json_t *ep) {
                 snprintf(buf + n, size - (size_t) n, ", peak %s", level);
 }
 
-static int cmd_status(int argc, char **argv) {
+/*
+ * parse_simple_command - the command line of a command that takes only the
+ * common options and, if @ret_cgroup is given, one optional CGROUP. --help
+ * prints @help. Returns -1 to go on, or the exit status to end with.
+ */
+static int parse_simple_command(int argc, char **argv, const char *command, const char *help,
+                                const char **ret_cgroup) {
         static const struct option options[] = { COMMON_OPTIONS, {} };
+        int opt;
+
+        while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                if (common_option(opt))
+                        continue;
+                if (opt == 'h') {
+                        fputs(help, stdout);
+                        return 0;
+                }
+                return usage_error(command, NULL);
+        }
+        if (ret_cgroup && optind < argc)
+                *ret_cgroup = argv[optind++];
+        if (optind < argc)
+                return usage_error(command, "unexpected argument '%s'", argv[optind]);
+        return -1;
+}
+
+static int cmd_status(int argc, char **argv) {
         _cleanup_(pressure_client_freep) pressure_client *c = NULL;
         _cleanup_json_ json_t *st = NULL;
         _cleanup_free_ char *text = NULL;
         json_t *regs, *cg, *counters, *v;
         const char *key;
         char buf[64];
-        int opt, r;
+        int r;
 
-        while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (common_option(opt))
-                        continue;
-                if (opt == 'h') {
-                        printf("pressurectl [OPTIONS] status\n\n"
+        r = parse_simple_command(argc, argv, "status ",
+                                 "pressurectl [OPTIONS] status\n\n"
                                "Show the daemon's version, uptime, clients, subscriptions, the kernel\n"
                                "registrations in use and its counters.\n\n"
-                               "  --json   print the GetStatus() reply as one JSON object\n");
-                        return 0;
-                }
-                return usage_error("status ", NULL);
-        }
-        if (optind < argc)
-                return usage_error("status ", "unexpected argument '%s'", argv[optind]);
+                               "  --json   print the GetStatus() reply as one JSON object\n",
+                                 NULL);
+        if (r >= 0)
+                return r;
 
         r = client_open(&c);
         if (r != 0)
@@ -412,7 +431,6 @@ static int cmd_status(int argc, char **argv) {
 /* ---- history ------------------------------------------------------------------- */
 
 static int cmd_history(int argc, char **argv) {
-        static const struct option options[] = { COMMON_OPTIONS, {} };
         _cleanup_(pressure_client_freep) pressure_client *c = NULL;
         _cleanup_json_ json_t *st = NULL;
         _cleanup_free_ char *text = NULL;
@@ -420,25 +438,17 @@ static int cmd_history(int argc, char **argv) {
         json_t *regs, *v;
         unsigned shown = 0;
         size_t i;
-        int opt, r;
+        int r;
 
-        while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (common_option(opt))
-                        continue;
-                if (opt == 'h') {
-                        printf("pressurectl [OPTIONS] history [CGROUP]\n\n"
+        r = parse_simple_command(argc, argv, "history ",
+                                 "pressurectl [OPTIONS] history [CGROUP]\n\n"
                                "Show the recent pressure episodes of every registration (of CGROUP only,\n"
                                "if given): the active one and the last ones that ended. The daemon keeps\n"
                                "them only while somebody subscribes to the registration.\n\n"
-                               "  --json   one JSON object per episode, with cgroup, source and trigger\n");
-                        return 0;
-                }
-                return usage_error("history ", NULL);
-        }
-        if (optind < argc)
-                cgroup = argv[optind++];
-        if (optind < argc)
-                return usage_error("history ", "unexpected argument '%s'", argv[optind]);
+                               "  --json   one JSON object per episode, with cgroup, source and trigger\n",
+                                 &cgroup);
+        if (r >= 0)
+                return r;
 
         r = client_open(&c);
         if (r != 0)
@@ -532,33 +542,24 @@ static unsigned path_depth(const char *path) {
 }
 
 static int cmd_protection(int argc, char **argv) {
-        static const struct option options[] = { COMMON_OPTIONS, {} };
         _cleanup_(pressure_client_freep) pressure_client *c = NULL;
         _cleanup_json_ json_t *reply = NULL;
         _cleanup_free_ char *text = NULL;
         const char *cgroup = NULL;
         unsigned base = UINT_MAX;
-        int opt, r, wn = (int) strlen("CGROUP");
+        int r, wn = (int) strlen("CGROUP");
         json_t *nodes, *n;
         size_t i;
 
-        while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (common_option(opt))
-                        continue;
-                if (opt == 'h') {
-                        printf("pressurectl [OPTIONS] protection [CGROUP]\n\n"
+        r = parse_simple_command(argc, argv, "protection ",
+                                 "pressurectl [OPTIONS] protection [CGROUP]\n\n"
                                "Show the memory protection of CGROUP (default: the whole tree) and its\n"
                                "descendants as the daemon models it: usage, memory.min and memory.low,\n"
                                "the effective emin/elow, and the state (min, low, none).\n\n"
-                               "  --json   print the nodes, one JSON object per line\n");
-                        return 0;
-                }
-                return usage_error("protection ", NULL);
-        }
-        if (optind < argc)
-                cgroup = argv[optind++];
-        if (optind < argc)
-                return usage_error("protection ", "unexpected argument '%s'", argv[optind]);
+                               "  --json   print the nodes, one JSON object per line\n",
+                                 &cgroup);
+        if (r >= 0)
+                return r;
 
         r = client_open(&c);
         if (r != 0)
@@ -662,23 +663,16 @@ static int cmd_inject(int argc, char **argv) {
 }
 
 static int cmd_reload(int argc, char **argv) {
-        static const struct option options[] = { COMMON_OPTIONS, {} };
         _cleanup_(pressure_client_freep) pressure_client *c = NULL;
-        int opt, r;
+        int r;
 
-        while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (common_option(opt))
-                        continue;
-                if (opt == 'h') {
-                        printf("pressurectl [OPTIONS] reload\n\n"
+        r = parse_simple_command(argc, argv, "reload ",
+                                 "pressurectl [OPTIONS] reload\n\n"
                                "Make the daemon re-read its configuration. Live subscriptions survive.\n"
-                               "Needs root.\n");
-                        return 0;
-                }
-                return usage_error("reload ", NULL);
-        }
-        if (optind < argc)
-                return usage_error("reload ", "unexpected argument '%s'", argv[optind]);
+                               "Needs root.\n",
+                                 NULL);
+        if (r >= 0)
+                return r;
 
         r = client_open(&c);
         if (r != 0)
