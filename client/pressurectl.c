@@ -310,14 +310,15 @@ static void format_episode(char *buf, size_t size, json_t *ep) {
 }
 
 /*
- * parse_simple_command - the command line of a command that takes only the
- * common options and, if @ret_cgroup is given, one optional CGROUP. --help
- * prints @help. Returns -1 to go on, or the exit status to end with.
+ * command_begin - the start of a command that takes only the common options
+ * and, if @ret_cgroup is given, one optional CGROUP: parse the command line
+ * (--help prints @help), then open the client into @ret_client. Returns -1
+ * to go on, or the exit status to end with.
  */
-static int parse_simple_command(int argc, char **argv, const char *command, const char *help,
-                                const char **ret_cgroup) {
+static int command_begin(int argc, char **argv, const char *command, const char *help,
+                         const char **ret_cgroup, pressure_client **ret_client) {
         static const struct option options[] = { COMMON_OPTIONS, {} };
-        int opt;
+        int opt, r;
 
         while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
                 if (common_option(opt))
@@ -332,7 +333,8 @@ static int parse_simple_command(int argc, char **argv, const char *command, cons
                 *ret_cgroup = argv[optind++];
         if (optind < argc)
                 return usage_error(command, "unexpected argument '%s'", argv[optind]);
-        return -1;
+        r = client_open(ret_client);
+        return r != 0 ? r : -1;
 }
 
 static int cmd_status(int argc, char **argv) {
@@ -344,17 +346,13 @@ static int cmd_status(int argc, char **argv) {
         char buf[64];
         int r;
 
-        r = parse_simple_command(argc, argv, "status ",
-                                 "pressurectl [OPTIONS] status\n\n"
-                               "Show the daemon's version, uptime, clients, subscriptions, the kernel\n"
-                               "registrations in use and its counters.\n\n"
-                               "  --json   print the GetStatus() reply as one JSON object\n",
-                                 NULL);
+        r = command_begin(argc, argv, "status ",
+                          "pressurectl [OPTIONS] status\n\n"
+                          "Show the daemon's version, uptime, clients, subscriptions, the kernel\n"
+                          "registrations in use and its counters.\n\n"
+                          "  --json   print the GetStatus() reply as one JSON object\n",
+                          NULL, &c);
         if (r >= 0)
-                return r;
-
-        r = client_open(&c);
-        if (r != 0)
                 return r;
         r = pressure_client_get_status(c, &text);
         if (r < 0)
@@ -430,6 +428,24 @@ static int cmd_status(int argc, char **argv) {
 
 /* ---- history ------------------------------------------------------------------- */
 
+/* One line of `history --json`: @episode with its registration's cgroup, source and trigger. */
+static int print_episode_json(json_t *reg, json_t *episode, bool active) {
+        _cleanup_json_ json_t *o = json_deep_copy(episode);
+        _cleanup_free_ char *line = NULL;
+
+        if (!o)
+                return -ENOMEM;
+        json_object_set(o, "cgroup", json_object_get(reg, "cgroup"));
+        json_object_set(o, "source", json_object_get(reg, "source"));
+        json_object_set(o, "trigger", json_object_get(reg, "trigger"));
+        json_object_set_new(o, "active", json_boolean(active));
+        line = json_dumps(o, JSON_COMPACT);
+        if (!line)
+                return -ENOMEM;
+        printf("%s\n", line);
+        return 0;
+}
+
 static int cmd_history(int argc, char **argv) {
         _cleanup_(pressure_client_freep) pressure_client *c = NULL;
         _cleanup_json_ json_t *st = NULL;
@@ -440,18 +456,14 @@ static int cmd_history(int argc, char **argv) {
         size_t i;
         int r;
 
-        r = parse_simple_command(argc, argv, "history ",
-                                 "pressurectl [OPTIONS] history [CGROUP]\n\n"
-                               "Show the recent pressure episodes of every registration (of CGROUP only,\n"
-                               "if given): the active one and the last ones that ended. The daemon keeps\n"
-                               "them only while somebody subscribes to the registration.\n\n"
-                               "  --json   one JSON object per episode, with cgroup, source and trigger\n",
-                                 &cgroup);
+        r = command_begin(argc, argv, "history ",
+                          "pressurectl [OPTIONS] history [CGROUP]\n\n"
+                          "Show the recent pressure episodes of every registration (of CGROUP only,\n"
+                          "if given): the active one and the last ones that ended. The daemon keeps\n"
+                          "them only while somebody subscribes to the registration.\n\n"
+                          "  --json   one JSON object per episode, with cgroup, source and trigger\n",
+                          &cgroup, &c);
         if (r >= 0)
-                return r;
-
-        r = client_open(&c);
-        if (r != 0)
                 return r;
         r = pressure_client_get_status(c, &text);
         if (r < 0)
@@ -473,34 +485,11 @@ static int cmd_history(int argc, char **argv) {
                 if (!json_is_array(hist))
                         continue; /* no episodes for this source */
                 if (arg_json) {
-                        json_array_foreach(hist, k, h) {
-                                _cleanup_json_ json_t *o = json_deep_copy(h);
-                                _cleanup_free_ char *line = NULL;
-
-                                if (!o)
+                        json_array_foreach(hist, k, h)
+                                if (print_episode_json(v, h, false) < 0)
                                         return EXIT_DAEMON_ERROR;
-                                json_object_set(o, "cgroup", json_object_get(v, "cgroup"));
-                                json_object_set(o, "source", json_object_get(v, "source"));
-                                json_object_set(o, "trigger", json_object_get(v, "trigger"));
-                                json_object_set_new(o, "active", json_false());
-                                line = json_dumps(o, JSON_COMPACT);
-                                if (line)
-                                        printf("%s\n", line);
-                        }
-                        if (json_is_object(ep)) {
-                                _cleanup_json_ json_t *o = json_deep_copy(ep);
-                                _cleanup_free_ char *line = NULL;
-
-                                if (!o)
-                                        return EXIT_DAEMON_ERROR;
-                                json_object_set(o, "cgroup", json_object_get(v, "cgroup"));
-                                json_object_set(o, "source", json_object_get(v, "source"));
-                                json_object_set(o, "trigger", json_object_get(v, "trigger"));
-                                json_object_set_new(o, "active", json_true());
-                                line = json_dumps(o, JSON_COMPACT);
-                                if (line)
-                                        printf("%s\n", line);
-                        }
+                        if (json_is_object(ep) && print_episode_json(v, ep, true) < 0)
+                                return EXIT_DAEMON_ERROR;
                         shown++;
                         continue;
                 }
@@ -551,18 +540,14 @@ static int cmd_protection(int argc, char **argv) {
         json_t *nodes, *n;
         size_t i;
 
-        r = parse_simple_command(argc, argv, "protection ",
-                                 "pressurectl [OPTIONS] protection [CGROUP]\n\n"
-                               "Show the memory protection of CGROUP (default: the whole tree) and its\n"
-                               "descendants as the daemon models it: usage, memory.min and memory.low,\n"
-                               "the effective emin/elow, and the state (min, low, none).\n\n"
-                               "  --json   print the nodes, one JSON object per line\n",
-                                 &cgroup);
+        r = command_begin(argc, argv, "protection ",
+                          "pressurectl [OPTIONS] protection [CGROUP]\n\n"
+                          "Show the memory protection of CGROUP (default: the whole tree) and its\n"
+                          "descendants as the daemon models it: usage, memory.min and memory.low,\n"
+                          "the effective emin/elow, and the state (min, low, none).\n\n"
+                          "  --json   print the nodes, one JSON object per line\n",
+                          &cgroup, &c);
         if (r >= 0)
-                return r;
-
-        r = client_open(&c);
-        if (r != 0)
                 return r;
         r = pressure_client_get_protection(c, cgroup, &text);
         if (r < 0)
@@ -666,16 +651,12 @@ static int cmd_reload(int argc, char **argv) {
         _cleanup_(pressure_client_freep) pressure_client *c = NULL;
         int r;
 
-        r = parse_simple_command(argc, argv, "reload ",
-                                 "pressurectl [OPTIONS] reload\n\n"
-                               "Make the daemon re-read its configuration. Live subscriptions survive.\n"
-                               "Needs root.\n",
-                                 NULL);
+        r = command_begin(argc, argv, "reload ",
+                          "pressurectl [OPTIONS] reload\n\n"
+                          "Make the daemon re-read its configuration. Live subscriptions survive.\n"
+                          "Needs root.\n",
+                          NULL, &c);
         if (r >= 0)
-                return r;
-
-        r = client_open(&c);
-        if (r != 0)
                 return r;
         r = pressure_client_reload(c);
         if (r < 0)
