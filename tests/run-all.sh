@@ -53,7 +53,7 @@ p = f = s = 0
 for line in open(sys.argv[1]):
     t = json.loads(line)
     r = t.get('result')
-    if t.get('name', '').split(':')[-1] == 'vm':
+    if t.get('name', '').endswith(':vm / vm'):
         lines = t.get('stdout', '').splitlines()
         tp = sum(1 for x in lines if x.startswith('ok ') and '# SKIP' not in x)
         ts = sum(1 for x in lines if x.startswith(('ok ', '1..0')) and '# SKIP' in x)
