@@ -1,0 +1,689 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""The vm suite: pressured as installed, under systemd, on a real cgroup v2 host.
+
+Runs inside the VM of tests/vm/run.sh (as root, systemd as PID 1, the
+project installed and pressured.socket listening) and prints TAP: one line
+per check, with what was measured after '#'. Each check waits on conditions
+with generous deadlines, never on fixed sleeps: under TCG everything is
+about ten times slower than on real hardware.
+"""
+import ctypes
+import json
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+import pressured_test as pt  # noqa: E402
+
+# The installed client, as a user runs it (run.sh installed the build).
+pt.PRESSURECTL = shutil.which('pressurectl') or pt.PRESSURECTL
+
+SOCKET = '/run/pressured/io.pressured'
+CGROOT = '/sys/fs/cgroup'
+SCRATCH = os.environ.get('PRESSURED_VM_SCRATCH', '/var/tmp')
+SERVICE = 'pressured.service'
+CONF_DIR = '/etc/pressured'
+DROPIN_DIR = '/etc/systemd/system/pressured.service.d'
+MIB = 1 << 20
+# Deadlines: generous, the guest is emulated.
+REPLY = 60.0
+EVENT = 180.0
+START = time.monotonic()
+# Checks read only the journal entries from the suite's start on.
+SINCE = f'@{int(time.time()) - 1}'
+
+results = []
+
+
+def sh(*cmd, check=True, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if check and r.returncode != 0:
+        raise AssertionError(f'{" ".join(cmd)} exited {r.returncode}: {r.stderr.strip()}')
+    return r
+
+
+def show(prop, unit=SERVICE):
+    return sh('systemctl', 'show', '-P', prop, unit).stdout.strip()
+
+
+def wait_for(pred, timeout, what):
+    return pt.wait_for(pred, timeout=timeout, interval=0.1, what=what)
+
+
+def mib(n):
+    return f'{n / MIB:.1f}M'
+
+
+def journal(*match):
+    """Entries of pressured.service since the suite started, as dicts."""
+    out = sh('journalctl', '-o', 'json', '--no-pager', '--since', SINCE, '-u', SERVICE, *match).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def varlink():
+    return pt.Varlink(SOCKET, timeout=REPLY)
+
+
+def call(method, params=None):
+    v = varlink()
+    try:
+        msg = v.call_sync(method, params)
+    finally:
+        v.close()
+    if 'error' in msg:
+        raise AssertionError(f'{method} failed: {msg!r}')
+    return msg['parameters']
+
+
+def subscribe(**params):
+    v = varlink()
+    msg = v.subscribe(**params)
+    if 'error' in msg:
+        v.close()
+        raise AssertionError(f'Subscribe {params!r} failed: {msg!r}')
+    ev = msg['parameters']['event']
+    pt.check(ev['kind'] == 'subscribed', 'first event is not subscribed', ev)
+    return v, ev
+
+
+def next_event(v, timeout=EVENT, kinds=None):
+    """The next event of @kinds (any if None) within @timeout seconds."""
+    end = time.monotonic() + timeout
+    while True:
+        left = end - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f'no {kinds or "event"} within {timeout:.0f} s')
+        msg = v.recv(timeout=left)
+        if 'error' in msg:
+            raise AssertionError(f'error on the stream: {msg!r}')
+        ev = msg['parameters']['event']
+        if kinds is None or ev['kind'] in kinds:
+            return ev, msg
+
+
+def write(path, text):
+    with open(path, 'w') as f:
+        f.write(text)
+
+
+def read(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+def mkcg(path, **files):
+    d = os.path.join(CGROOT, path.lstrip('/'))
+    os.mkdir(d)
+    for k, v in files.items():
+        write(os.path.join(d, k.replace('_', '.', 1)), str(v))
+    return d
+
+
+def rmcg(path):
+    d = os.path.join(CGROOT, path.lstrip('/'))
+    if not os.path.isdir(d):
+        return
+    for sub in sorted(os.listdir(d)):
+        if os.path.isdir(os.path.join(d, sub)):
+            rmcg(os.path.join(path, sub))
+    try:
+        pids = read(os.path.join(d, 'cgroup.procs')).split()
+    except OSError:
+        pids = []
+    for p in pids:
+        try:
+            os.kill(int(p), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
+    wait_for(lambda: not read(os.path.join(d, 'cgroup.procs')), 60, f'{path} to empty')
+    wait_for(lambda: _try_rmdir(d), 60, f'rmdir {path}')
+
+
+def _try_rmdir(d):
+    try:
+        os.rmdir(d)
+        return True
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def run_in(path, cmd, **kw):
+    d = os.path.join(CGROOT, path.lstrip('/'))
+
+    def enter():
+        write(os.path.join(d, 'cgroup.procs'), str(os.getpid()))
+    return subprocess.Popen(cmd, preexec_fn=enter, start_new_session=True, **kw)
+
+
+def pagecache(path, name, size_mb):
+    """Write @size_mb of clean page cache charged to cgroup @path."""
+    f = os.path.join(SCRATCH, name)
+    p = run_in(path, ['dd', 'if=/dev/zero', f'of={f}', 'bs=1M', f'count={size_mb}',
+                      'conv=fsync', 'status=none'])
+    pt.check(p.wait(timeout=600) == 0, f'dd into {f} failed')
+
+
+def stream_load(path, size_mb):
+    """Write and re-read a @size_mb file on the scratch disk in a loop, in @path."""
+    f = os.path.join(SCRATCH, 'load-' + path.strip('/').replace('/', '-'))
+    script = (f'while :; do dd if=/dev/zero of={f} bs=1M count={size_mb} status=none; '
+              f'cat {f} > /dev/null; cat {f} > /dev/null; rm -f {f}; done')
+    return run_in(path, ['sh', '-c', script])
+
+
+def stop(p):
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait()
+
+
+def check(name):
+    def deco(fn):
+        results.append((name, fn))
+        return fn
+    return deco
+
+
+# --- the service under PID 1 -------------------------------------------------
+
+@check('socket activation: inactive before the first client, active after it')
+def t_socket_activation():
+    pt.check(show('ActiveState', 'pressured.socket') == 'active', 'pressured.socket is not active')
+    before = show('ActiveState')
+    pt.check(before == 'inactive', 'pressured.service is not inactive before the first client', before)
+    t0 = time.monotonic()
+    st = call('io.pressured.GetStatus')
+    answered = time.monotonic() - t0
+    wait_for(lambda: show('ActiveState') == 'active', REPLY, 'pressured.service active')
+    pt.check(st['cgroup']['v2_root'] == CGROOT, 'v2 root', st['cgroup'])
+    return f'first GetStatus answered in {answered:.2f} s by a daemon started on demand'
+
+
+@check('1 s PSI windows are kept, not adjusted, under the shipped unit')
+def t_psi_1s():
+    v, ev = subscribe(psi={'stall': 'some', 'threshold_us': 100000, 'window_us': 1000000})
+    v.close()
+    pt.check(ev['adjusted'] is False, 'a 1 s window was adjusted', ev)
+    pt.check(psi_of(ev)['window_us'] == 1000000, 'trigger window', ev['trigger'])
+    v, ev = subscribe(level='low')
+    v.close()
+    pt.check(ev['adjusted'] is False and psi_of(ev)['window_us'] == 1000000,
+             'the default level low (1 s) was adjusted', ev)
+    return f'explicit psi and level low: trigger {psi_of(ev)}, adjusted false'
+
+
+def psi_of(ev):
+    """The PSI trigger a 'subscribed' event says the daemon registered."""
+    return ev['trigger'].get('psi', ev['trigger'])
+
+
+def level_low_threshold():
+    v, ev = subscribe(level='low')
+    v.close()
+    return psi_of(ev)['threshold_us']
+
+
+@check('systemctl reload applies a configuration change; subscriptions survive')
+def t_reload():
+    os.makedirs(CONF_DIR, exist_ok=True)
+    conf = os.path.join(CONF_DIR, 'pressured.conf')
+    keep, _ = subscribe(level='medium')
+    write(conf, '[Levels]\nLow=some 80ms 1s\n')
+    try:
+        t0 = time.monotonic()
+        sh('systemctl', 'reload', SERVICE)
+        wait_for(lambda: level_low_threshold() == 80000, REPLY, 'level low at 80 ms after reload')
+        took = time.monotonic() - t0
+    finally:
+        os.unlink(conf)
+    pid = show('MainPID')
+    st = call('io.pressured.GetStatus')
+    pt.check(st['subscriptions'] >= 1, 'the live subscription did not survive the reload', st)
+    keep.close()
+    wait_for(lambda: journal('MESSAGE_ID=bb8dd7f7f9864ea0b5fbcdf483a9a349'), REPLY, 'the reload logged')
+    return f'new Low= in effect {took:.2f} s after systemctl reload, same MainPID {pid}'
+
+
+@check('a bad configuration keeps the old one and logs why')
+def t_bad_config():
+    conf = os.path.join(CONF_DIR, 'pressured.conf')
+    write(conf, '[Levels]\nLow=some 80ms 1s\n')
+    sh('systemctl', 'reload', SERVICE)
+    wait_for(lambda: level_low_threshold() == 80000, REPLY, 'level low at 80 ms')
+    try:
+        write(conf, '[Levels]\nLow=some 90ms 1s\nBogusKey=1\n')
+        sh('systemctl', 'reload', SERVICE)
+        rejected = wait_for(lambda: journal('MESSAGE_ID=e8968915283b4de1a599e8a2f21778e2'), REPLY,
+                            'the rejection logged')
+        text = rejected[-1]['MESSAGE']
+        pt.check('BogusKey' in text and 'pressured.conf' in text, 'the log does not say why', text)
+        pt.check(show('ActiveState') == 'active', 'the service did not survive a bad configuration')
+        pt.check(level_low_threshold() == 80000, 'the previous configuration was not kept')
+    finally:
+        os.unlink(conf)
+        sh('systemctl', 'reload', SERVICE)
+    wait_for(lambda: level_low_threshold() == 70000, REPLY, 'the default Low= back')
+    return f'old Low= kept; logged: "{text}"'
+
+
+@check('watchdog: with WatchdogSec=3s a SIGSTOPped daemon is restarted; clients resubscribe')
+def t_watchdog():
+    os.makedirs(DROPIN_DIR, exist_ok=True)
+    write(os.path.join(DROPIN_DIR, 'watchdog.conf'), '[Service]\nWatchdogSec=3s\n')
+    try:
+        sh('systemctl', 'daemon-reload')
+        sh('systemctl', 'restart', SERVICE)
+        pt.check(show('WatchdogUSec') == '3s', 'WatchdogUSec', show('WatchdogUSec'))
+        old = show('MainPID')
+        watch = subprocess.Popen([pt.PRESSURECTL, '--json', 'watch', '--level', 'critical',
+                                  '--count', '1', '--timeout', '400'],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: call('io.pressured.GetStatus')['subscriptions'] >= 1, REPLY,
+                 'pressurectl subscribed')
+        t0 = time.monotonic()
+        os.kill(int(old), signal.SIGSTOP)
+        new = wait_for(lambda: (show('MainPID') not in ('0', old) and show('ActiveState') == 'active'
+                                and show('MainPID')), 120, 'a new daemon')
+        restarted = time.monotonic() - t0
+        wait_for(lambda: call('io.pressured.GetStatus')['subscriptions'] >= 1, 120,
+                 'pressurectl resubscribed')
+        resub = time.monotonic() - t0
+        d = call('io.pressured.Inject', {'level': 'critical'})
+        pt.check(d['delivered'] >= 1, 'inject reached nobody', d)
+        out, err = watch.communicate(timeout=REPLY)
+        pt.check(watch.returncode == 0, 'pressurectl watch exit', watch.returncode, out, err)
+        kinds = [json.loads(line).get('kind') for line in out.splitlines() if line.startswith('{')]
+        pt.check('reconnected' in kinds and 'pressure' in kinds, 'pressurectl output', out)
+        result = [e for e in journal('_PID=1') if 'watchdog' in e.get('MESSAGE', '').lower()]
+        pt.check(result, 'systemd logged no watchdog timeout')
+        return (f'pid {old} stopped; systemd restarted it as {new} after {restarted:.1f} s '
+                f'("{result[0]["MESSAGE"]}"); pressurectl resubscribed after {resub:.1f} s')
+    finally:
+        os.unlink(os.path.join(DROPIN_DIR, 'watchdog.conf'))
+        sh('systemctl', 'daemon-reload')
+        sh('systemctl', 'restart', SERVICE)
+
+
+# --- kernel sources -----------------------------------------------------------
+
+@check('real reclaim in a cgroup gives level, psi and protection events')
+def t_reclaim():
+    cg = '/pvm-reclaim'
+    rmcg(cg)
+    mkcg(cg, memory_max=str(64 * MIB), memory_low=str(16 * MIB))
+    try:
+        subs = {'level': subscribe(cgroup=cg, level='low')[0],
+                'psi': subscribe(cgroup=cg, psi={'stall': 'some', 'threshold_us': 50000,
+                                                 'window_us': 1000000})[0],
+                'protection': subscribe(cgroup=cg, protection=True)[0]}
+        t0 = time.monotonic()
+        load = stream_load(cg, 160)
+        try:
+            got = {}
+            for name, v in subs.items():
+                kind = 'protection' if name == 'protection' else 'pressure'
+                ev, _ = next_event(v, kinds=(kind,))
+                got[name] = (time.monotonic() - t0, ev)
+        finally:
+            stop(load)
+            for v in subs.values():
+                v.close()
+        pt.check(got['level'][1]['source'] == 'psi', 'level source', got['level'][1])
+        return '; '.join(f'{k} first event after {t:.1f} s' +
+                         (f' ({ev["previous"]}->{ev["state"]})' if k == 'protection' else
+                          f' ({ev.get("level") or ev.get("psi", {}).get("some_avg10")})')
+                         for k, (t, ev) in got.items())
+    finally:
+        rmcg(cg)
+
+
+@check('memory_events on v2 report high, max and oom_kill from a real OOM in a leaf')
+def t_oom():
+    cg = '/pvm-oom'
+    rmcg(cg)
+    mkcg(cg, memory_high=str(24 * MIB), memory_max=str(32 * MIB))
+    try:
+        v, ev = subscribe(cgroup=cg, memory_events=True)
+        t0 = time.monotonic()
+        seen = {}
+        hog = run_in(cg, ['/usr/bin/python3', '-c', 'b = b"x" * (256 << 20)'],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            while not all(k in seen for k in ('high', 'max', 'oom_kill')):
+                ev, _ = next_event(v, kinds=('memory_events',))
+                for k, n in ev['delta'].items():
+                    if n > 0 and k not in seen:
+                        seen[k] = time.monotonic() - t0
+        finally:
+            rc = hog.wait(timeout=EVENT)
+            v.close()
+        pt.check(rc == -signal.SIGKILL, 'the hog was not OOM-killed', rc)
+        return ', '.join(f'{k} after {t:.1f} s' for k, t in sorted(seen.items(), key=lambda x: x[1]))
+    finally:
+        rmcg(cg)
+
+
+@check('removing a subscribed cgroup ends its stream with removed')
+def t_removed():
+    cg = '/pvm-removed'
+    rmcg(cg)
+    mkcg(cg)
+    v, _ = subscribe(cgroup=cg, memory_events=True)
+    t0 = time.monotonic()
+    os.rmdir(os.path.join(CGROOT, cg.lstrip('/')))
+    ev, msg = next_event(v, timeout=REPLY, kinds=('removed',))
+    took = time.monotonic() - t0
+    pt.check(msg.get('continues') in (None, False), 'removed continues', msg)
+    v.close()
+    return f'removed {took:.2f} s after rmdir'
+
+
+# --- delegation ---------------------------------------------------------------
+
+def ensure_user(name):
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        sh('useradd', '--system', '--no-create-home', '--shell', '/usr/sbin/nologin', name)
+        return pwd.getpwnam(name)
+
+
+def delegated(unit, user):
+    sh('systemd-run', f'--uid={user}', '-p', 'Delegate=yes', '-p', 'MemoryMax=64M',
+       f'--unit={unit}', '--collect', '--quiet', 'sleep', 'infinity')
+    wait_for(lambda: show('ActiveState', unit + '.service') == 'active', REPLY, unit)
+    return show('ControlGroup', unit + '.service')
+
+
+@check('a user subscribes to its own delegated cgroup and gets events under real load; '
+       "another user's cgroup answers PermissionDenied")
+def t_delegation():
+    u1, u2 = ensure_user('pvmuser1'), ensure_user('pvmuser2')
+    try:
+        cg1 = delegated('pvm-deleg1', 'pvmuser1')
+        cg2 = delegated('pvm-deleg2', 'pvmuser2')
+        d1 = os.path.join(CGROOT, cg1.lstrip('/'))
+        pt.check(os.stat(d1).st_uid == u1.pw_uid, 'the delegated cgroup is not the user\'s')
+        denied = pt.run_ctl('watch', cg2, '--level', 'low', '--count', '1', '--timeout', '60',
+                            user='pvmuser1', timeout=REPLY)
+        pt.check(denied.returncode == 4 and 'PermissionDenied' in denied.stderr + denied.stdout,
+                 "another user's cgroup was not PermissionDenied", denied.returncode, denied.stderr)
+        cmd = ['setpriv', f'--reuid={u1.pw_uid}', f'--regid={u1.pw_gid}', '--clear-groups',
+               pt.PRESSURECTL, '--json', 'watch', cg1, '--level', 'low', '--count', '1',
+               '--timeout', str(int(EVENT))]
+        watch = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: any(r['cgroup'] == cg1 for r in call('io.pressured.GetStatus')['registrations']),
+                 REPLY, 'the user subscribed')
+        t0 = time.monotonic()
+        load = stream_load(cg1, 160)
+        try:
+            out, err = watch.communicate(timeout=EVENT + 30)
+        finally:
+            stop(load)
+        took = time.monotonic() - t0
+        pt.check(watch.returncode == 0, 'pressurectl watch as the user', watch.returncode, out, err)
+        evs = [json.loads(line) for line in out.splitlines() if line.startswith('{')]
+        pressure = [e for e in evs if e.get('kind') == 'pressure']
+        pt.check(pressure and pressure[0].get('source') == 'psi', 'no PSI event', out)
+        return (f'{cg1} owned by uid {u1.pw_uid}: first event after {took:.1f} s of load; '
+                f'{cg2}: exit 4, "{denied.stderr.strip()}"')
+    finally:
+        for unit in ('pvm-deleg1', 'pvm-deleg2'):
+            sh('systemctl', 'stop', unit + '.service', check=False)
+
+
+# --- protection on the real memory controller ------------------------------
+
+def effective(usage, setting, parent_e, siblings_protected, recursive, parent_usage):
+    """The kernel's effective_protection() for one value (min or low), in bytes."""
+    protected = min(usage, setting)
+    if siblings_protected > parent_e:
+        ep = protected * parent_e // siblings_protected
+    else:
+        ep = protected
+    if recursive and parent_e > siblings_protected and usage > protected:
+        ep += (parent_e - siblings_protected) * (usage - protected) // max(parent_usage - siblings_protected, 1)
+    return ep
+
+
+def model(nodes, recursive):
+    """elow of each node of a GetProtection answer (parents first), from usage and low."""
+    by = {n['cgroup']: n for n in nodes}
+
+    def low(n):
+        return 1 << 62 if n['low'] is None else n['low']
+
+    def parent_of(path):
+        return path.rsplit('/', 1)[0] or '/'
+    out = {}
+    for n in nodes:
+        path, parent = n['cgroup'], parent_of(n['cgroup'])
+        if parent == '/':
+            out[path] = low(n)      # the root's children take their own settings
+        elif parent in out:
+            sib = sum(min(c['usage'], low(c)) for c in nodes if parent_of(c['cgroup']) == parent)
+            out[path] = effective(n['usage'], low(n), out[parent], sib, recursive, by[parent]['usage'])
+    return out
+
+
+def protection_nodes(root):
+    return {n['cgroup']: n for n in call('io.pressured.GetProtection', {'cgroup': root})['nodes']}
+
+
+def protection_run(tag, leaves, pressure, recursive):
+    """Build A (max 200M, low 50M) / B (low 50M) / leaves, fill, press from A/G.
+
+    @leaves: (name, low, MiB of page cache). Returns text of the measurements.
+    """
+    a = f'/pvm-prot-{tag}'
+    rmcg(a)
+    mkcg(a, memory_max=str(200 * MIB), memory_low=str(50 * MIB))
+    write(os.path.join(CGROOT, a[1:], 'cgroup.subtree_control'), '+memory')
+    try:
+        mkcg(a + '/B', memory_low=str(50 * MIB))
+        write(os.path.join(CGROOT, a[1:], 'B', 'cgroup.subtree_control'), '+memory')
+        mkcg(a + '/G')
+        for name, low, _ in leaves:
+            mkcg(f'{a}/B/{name}', memory_low=str(low))
+        for name, _, size in leaves:
+            if size:
+                pagecache(f'{a}/B/{name}', f'{tag}-{name}', size)
+        st = call('io.pressured.GetStatus')
+        pt.check(st['cgroup']['recursive_protection'] is recursive, 'recursive_protection', st['cgroup'])
+        nodes = protection_nodes(a)
+        # The daemon read the live files: compare with them.
+        for path, n in nodes.items():
+            live = int(read(os.path.join(CGROOT, path.lstrip('/'), 'memory.current')))
+            pt.check(abs(live - n['usage']) <= 2 * MIB, f'{path} usage vs memory.current', n['usage'], live)
+            want_low = int(read(os.path.join(CGROOT, path.lstrip('/'), 'memory.low')).replace('max', str(1 << 62)))
+            pt.check(n['low'] == (None if want_low >= 1 << 62 else want_low), f'{path} low', n['low'], want_low)
+        exp = model(list(nodes.values()), recursive)
+        for path, n in nodes.items():
+            if exp.get(path) is not None:
+                pt.check(abs(n['elow'] - exp[path]) <= 65536, f'{path} elow vs the kernel formula',
+                         n['elow'], exp[path])
+        before = {p.rsplit('/', 1)[1]: n['elow'] for p, n in nodes.items() if '/B/' in p}
+        pressure(a + '/G')
+        after_nodes = protection_nodes(a)
+        kept = {}
+        for name, _, _ in leaves:
+            path = f'{a}/B/{name}'
+            kept[name] = (int(read(os.path.join(CGROOT, path[1:], 'memory.current'))),
+                          after_nodes[path]['elow'])
+        return before, kept, after_nodes
+    finally:
+        rmcg(a)
+
+
+def close(a, b, pct=15, slack=2 * MIB):
+    return abs(a - b) <= (a + b) / 2 * pct / 100 + slack
+
+
+def anon_pressure(size_mb):
+    def press(g):
+        p = run_in(g, ['dd', 'if=/dev/zero', 'of=/dev/null', f'bs={size_mb}M', 'count=1', 'status=none'])
+        pt.check(p.wait(timeout=EVENT * 2) == 0, 'the anonymous load in A/G failed')
+    return press
+
+
+def stream_pressure(size_mb, rounds):
+    def press(g):
+        f = os.path.join(SCRATCH, 'stream-' + g.strip('/').replace('/', '-'))
+        script = (f'dd if=/dev/zero of={f} bs=1M count={size_mb} status=none; '
+                  + f'cat {f} > /dev/null; ' * rounds + f'rm -f {f}')
+        p = run_in(g, ['sh', '-c', script])
+        pt.check(p.wait(timeout=EVENT * 2) == 0, 'the page-cache load in A/G failed')
+    return press
+
+
+def remount(recursive):
+    """Remount cgroup2 with exactly these options and restart the daemon to see them.
+
+    mount(8) would merge in the options the mount already has, so call
+    mount(2) itself.
+    """
+    opts = b'nsdelegate,memory_recursiveprot' if recursive else b'nsdelegate'
+    libc = ctypes.CDLL(None, use_errno=True)
+    MS_REMOUNT = 32
+    if libc.mount(None, CGROOT.encode(), None, MS_REMOUNT, opts) != 0:
+        raise OSError(ctypes.get_errno(), f'remounting {CGROOT} with {opts!r}')
+    pt.check(recursive_mounted() is recursive, 'memory_recursiveprot after the remount')
+    sh('systemctl', 'restart', SERVICE)
+
+
+def recursive_mounted():
+    for line in open('/proc/self/mountinfo'):
+        f = line.split()
+        if f[4] == CGROOT:
+            return 'memory_recursiveprot' in line
+    return False
+
+
+SELFTEST = [('C', 75 * MIB, 50), ('D', 25 * MIB, 50), ('E', 0, 50), ('F', 500 * MIB, 0)]
+
+
+@check('protection: the selftest tree; GetProtection matches the model, leaves keep what it predicts')
+def t_protection():
+    was = recursive_mounted()
+    remount(False)
+    try:
+        before, kept, _ = protection_run('selftest', SELFTEST, anon_pressure(148), False)
+    finally:
+        remount(was)
+    c, d, e = (kept[n][0] for n in 'CDE')
+    msg = (f'predicted before pressure C {mib(before["C"])} D {mib(before["D"])} E {mib(before["E"])}; '
+           f'kept C {mib(c)} (elow {mib(kept["C"][1])}), D {mib(d)} (elow {mib(kept["D"][1])}), '
+           f'E {mib(e)}; selftest expects 29M, 21M, 0')
+    for n in 'CD':
+        pt.check(close(*kept[n]), f'{n} kept is not what pressured predicts', msg)
+    pt.check(close(c, 29 * MIB) and close(d, 21 * MIB) and e <= 3 * MIB, 'not the selftest values', msg)
+    pt.check(close(c + d, 50 * MIB), 'C + D is not B\'s 50M', msg)
+    return msg
+
+
+RECURSIVE = [('C', 0, 50), ('D', 0, 50)]
+
+
+@check('protection with memory_recursiveprot: unset lows share the parent\'s protection')
+def t_protection_recursive():
+    was = recursive_mounted()
+    out = {}
+    try:
+        for rec in (False, True):
+            remount(rec)
+            before, kept, _ = protection_run('rec' if rec else 'norec', RECURSIVE,
+                                             stream_pressure(300, 2), rec)
+            out[rec] = (before, kept)
+    finally:
+        remount(was)
+    msg = '; '.join(f'{"memory_recursiveprot" if r else "without"}: predicted C {mib(b["C"])} D {mib(b["D"])}, '
+                    f'kept C {mib(k["C"][0])} D {mib(k["D"][0])}' for r, (b, k) in out.items())
+    pt.check(out[False][0]['C'] == 0 and out[True][0]['C'] > 20 * MIB, 'predictions', msg)
+    for n in 'CD':
+        pt.check(out[True][1][n][0] >= 0.8 * out[True][0][n] - 2 * MIB, f'{n} not kept with recursiveprot', msg)
+        pt.check(out[False][1][n][0] < 0.6 * out[True][1][n][0], f'{n} kept as much without', msg)
+    return msg
+
+
+# --- the end ------------------------------------------------------------------
+
+@check('systemctl stop is clean')
+def t_stop():
+    pid = show('MainPID')
+    t0 = time.monotonic()
+    sh('systemctl', 'stop', SERVICE)
+    took = time.monotonic() - t0
+    res = show('Result')
+    status = show('ExecMainStatus')
+    pt.check(res == 'success' and status == '0', 'stop result', res, status)
+    pt.check(show('ActiveState', 'pressured.socket') == 'active', 'the socket went away')
+    wait_for(lambda: journal('MESSAGE_ID=047484cce800486ba342bc412ce57d94'), REPLY, 'the stop logged')
+    return f'pid {pid} stopped in {took:.2f} s, Result={res}, status {status}; socket still listening'
+
+
+@check('the journal carries MESSAGE_IDs and priorities')
+def t_journal():
+    want = {'8fc1a063539d4ee6be808343a4e7ba83': '6', '047484cce800486ba342bc412ce57d94': '6',
+            'bb8dd7f7f9864ea0b5fbcdf483a9a349': '6', 'e8968915283b4de1a599e8a2f21778e2': '3'}
+    entries = journal()
+    seen = {}
+    for e in entries:
+        mid = e.get('MESSAGE_ID')
+        if mid in want:
+            seen.setdefault(mid, e.get('PRIORITY'))
+    for mid, prio in want.items():
+        pt.check(seen.get(mid) == prio, f'MESSAGE_ID {mid} priority', seen.get(mid), prio)
+    return f'{len(entries)} entries; ' + ', '.join(f'{m[:8]}… PRIORITY={p}' for m, p in seen.items())
+
+
+@check('the shipped hardening denies nothing the daemon needs (no EPERM/EACCES in the journal)')
+def t_hardening():
+    bad = []
+    for e in journal():
+        text = str(e.get('MESSAGE', ''))
+        if (e.get('ERRNO') in ('1', '13') or 'Permission denied' in text
+                or 'Operation not permitted' in text or 'EPERM' in text or 'EACCES' in text):
+            if e.get('_PID') != '1':
+                bad.append(text)
+    pt.check(not bad, 'denied', bad)
+    audit = sh('journalctl', '--since', SINCE, '-k', '-o', 'cat', '--no-pager', check=False).stdout
+    seccomp = [line for line in audit.splitlines() if 'pressured' in line and ('seccomp' in line or 'apparmor="DENIED"' in line)]
+    pt.check(not seccomp, 'kernel denials', seccomp)
+    return f'{len(journal())} daemon journal entries over the suite, none with EPERM/EACCES'
+
+
+def main():
+    os.chdir('/')
+    only = sys.argv[1:]
+    todo = [(n, fn) for n, fn in results if not only or fn.__name__ in only]
+    print(f'1..{len(todo)}', flush=True)
+    failed = 0
+    for i, (name, fn) in enumerate(todo, 1):
+        t0 = time.monotonic()
+        try:
+            note = fn()
+            print(f'ok {i} - {name} # {note} [{time.monotonic() - t0:.0f} s]', flush=True)
+        except SystemExit as e:
+            print(f'ok {i} - {name} # SKIP {e}', flush=True)
+        except BaseException as e:  # noqa: B902
+            failed += 1
+            print(f'not ok {i} - {name} # {type(e).__name__}: {e}', flush=True)
+            for line in traceback.format_exc().splitlines():
+                print('# ' + line, flush=True)
+    print(f'# vm suite: {time.monotonic() - START:.0f} s in the guest', flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
