@@ -84,6 +84,7 @@ typedef struct Top {
         SortKey sort;
         bool flat;
         bool show_protection;
+        int indent;          /* columns of indentation per tree level: 2, or 1 on a narrow screen */
         char filter[128];
 
         /* data */
@@ -187,7 +188,7 @@ static void row_name(const Top *t, const TopCgroup *cg, int *ret_indent, const c
                 *ret_indent = 0;
                 *ret_name = cg->path;
         } else {
-                *ret_indent = 2 * (int) cg->depth;
+                *ret_indent = t->indent * (int) cg->depth;
                 *ret_name = cg->name;
         }
 }
@@ -768,6 +769,10 @@ static void draw(Top *t, Screen *s) {
         format_header(t, header);
         for (int i = 0; i < 4 && i < rows; i++)
                 mvaddnstr(i, 0, header[i], cols);
+        /* Where the names do not fit, indent by one column per level: more of each name shows. */
+        t->indent = 2;
+        if (name_width(t, -1) > cols - fixed_width(t) - 1)
+                t->indent = 1;
         nw = name_width(t, cols - fixed_width(t) - 1);
         if (rows > 5) {
                 format_column_header(t, line, sizeof(line), nw);
@@ -1076,7 +1081,7 @@ int top_main(int argc, char **argv, const char *socket, bool user, bool json) {
         };
         _cleanup_(top_done) Top t = {
                 .socket = socket, .user = user, .json = json,
-                .delay_usec = USEC_PER_SEC, .show_protection = true,
+                .delay_usec = USEC_PER_SEC, .show_protection = true, .indent = 2,
         };
         bool roots_given = false;
         int opt, r;

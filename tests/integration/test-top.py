@@ -483,7 +483,9 @@ def test_screen(tmp, width, height):
         check(['app', 'web', 'db', 'idle'] == [n for n in table_names(screen) if n in ('app', 'web', 'db', 'idle')],
               'tree rows', table_names(screen))
         if width < 120:
-            check(LONG not in screen and LONG[:7] in screen, 'long names cut to fit 80 columns', screen)
+            check(LONG not in screen and LONG[:8] in screen, 'long names cut to fit 80 columns', screen)
+            check(' app ' in screen and '  web ' in screen and '   web ' not in screen,
+                  'indented by one column per level where names do not fit', screen)
         else:
             check(LONG in screen, 'long names whole at 200 columns', screen)
 
