@@ -265,10 +265,11 @@ static void format_header(const Top *t, char lines[4][MAX_WIDTH]) {
                         snprintf(rates, sizeof(rates), "events %.1f/s read, %.1f/s delivered", d->read_rate,
                                  d->delivered_rate);
                 snprintf(lines[2], MAX_WIDTH,
-                         "daemon %s: %" PRIu64 " client%s, %" PRIu64 " registration%s, %" PRIu64 " active episode%s, %s%s%s",
+                         "daemon %s: %" PRIu64 " client%s, %" PRIu64 " registration%s, "
+                         "%" PRIu64 " active episode%s, %s%s%s",
                          d->version, d->clients, d->clients == 1 ? "" : "s", d->registrations,
-                         d->registrations == 1 ? "" : "s", d->episodes, d->episodes == 1 ? "" : "s", rates, d->protection_error[0] ? "; protection: " : "",
-                         d->protection_error);
+                         d->registrations == 1 ? "" : "s", d->episodes, d->episodes == 1 ? "" : "s", rates,
+                         d->protection_error[0] ? "; protection: " : "", d->protection_error);
         }
 
         if (t->snapshot_error < 0)

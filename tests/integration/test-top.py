@@ -318,7 +318,8 @@ def test_episodes(tmp):
             seen = read_until(proc, lambda o: episode_of(o, '/') is not None, 'the episode')
             ep = episode_of(seen, '/')
             want = [r for r in d.status()['registrations'] if r['cgroup'] == '/']
-            check(ep['events'] == 1 and ep['source'] == 'psi' and ep['duration_us'] >= 0, 'the episode of /', ep)
+            # >= 1: a test loading memory in parallel may add a real event to the injected one.
+            check(ep['events'] >= 1 and ep['source'] == 'psi' and ep['duration_us'] >= 0, 'the episode of /', ep)
             if want and 'episode' in want[0]:
                 check(ep['active_since_us'] == want[0]['episode']['active_since_us'], 'the daemon\'s episode',
                       ep, want[0])
@@ -340,9 +341,10 @@ def test_episodes(tmp):
                       'an episode going on is no change', tt.row(obj, '/'))
             check(tt.row(obj, '/')['changed'] and obj['daemon']['active_episodes'] == 0,
                   'the end of the episode is a change', tt.row(obj, '/'), obj['daemon'])
-            check(sub.recv(timeout=tt.TIMEOUT)['parameters']['event']['kind'] == 'pressure', 'the event', None)
-            check(sub.recv(timeout=tt.TIMEOUT)['parameters']['event']['kind'] == 'cleared',
-                  'the subscriber got cleared', None)
+            kinds = []
+            while not kinds or kinds[-1] == 'pressure':
+                kinds.append(sub.recv(timeout=tt.TIMEOUT)['parameters']['event']['kind'])
+            check(kinds[0] == 'pressure' and kinds[-1] == 'cleared', 'the subscriber got the episode', kinds)
         finally:
             proc.terminate()
             proc.wait()
