@@ -46,6 +46,7 @@ typedef enum SortKey {
         SORT_CURRENT,
         SORT_EVENTS,
         SORT_PATH,
+        SORT_EPISODE,
         _SORT_MAX,
 } SortKey;
 
@@ -55,6 +56,7 @@ static const char *const sort_names[_SORT_MAX] = {
         [SORT_CURRENT] = "current",
         [SORT_EVENTS] = "events",
         [SORT_PATH] = "path",
+        [SORT_EPISODE] = "episode",
 };
 
 typedef struct TopDaemon {
@@ -62,6 +64,7 @@ typedef struct TopDaemon {
         char error[256];      /* why not reachable, or the daemon's error */
         char version[32];
         uint64_t clients, subscriptions, registrations;
+        uint64_t episodes;    /* registrations with an active pressure episode, shown or not */
         uint64_t events_read, events_delivered, at_usec;
         bool have_rates;
         double read_rate, delivered_rate;
@@ -81,6 +84,7 @@ typedef struct Top {
         SortKey sort;
         bool flat;
         bool show_protection;
+        int indent;          /* columns of indentation per tree level: 2, or 1 on a narrow screen */
         char filter[128];
 
         /* data */
@@ -141,6 +145,26 @@ static const char *fmt_count(char buf[static 16], uint64_t v) {
         return buf;
 }
 
+/* How long an episode has lasted: "12s", "3m04s", "2h05m", "3d04h", "120d": at most 7 characters. */
+static const char *fmt_duration(char buf[static 16], const TopCgroup *cg) {
+        uint64_t s;
+
+        if (cg->ep_since_us == TOP_NONE)
+                return "-";
+        s = cg->ep_duration_us / USEC_PER_SEC;
+        if (s < 60)
+                snprintf(buf, 16, "%us", (unsigned) s);
+        else if (s < 3600)
+                snprintf(buf, 16, "%um%02us", (unsigned) (s / 60), (unsigned) (s % 60));
+        else if (s < 86400)
+                snprintf(buf, 16, "%uh%02um", (unsigned) (s / 3600), (unsigned) (s / 60 % 60));
+        else if (s < 100 * 86400)
+                snprintf(buf, 16, "%ud%02uh", (unsigned) (s / 86400), (unsigned) (s / 3600 % 24));
+        else
+                snprintf(buf, 16, "%ud", (unsigned) MIN(s / 86400, 999999));
+        return buf;
+}
+
 static uint64_t events_sum(const TopCgroup *cg) {
         uint64_t sum = 0;
 
@@ -152,9 +176,10 @@ static uint64_t events_sum(const TopCgroup *cg) {
         return sum;
 }
 
-/* Width of the columns after the name: " V" and 5-character values, each after a space. */
+/* Width of the columns after the name: " V", 5-character values and the 7-character EPISODE,
+ * each after a space. */
 static int fixed_width(const Top *t) {
-        return 2 + (3 + (t->show_protection ? 2 : 0) + 2 + 3) * 6;
+        return 2 + (3 + (t->show_protection ? 2 : 0) + 2 + 3) * 6 + 8;
 }
 
 /* The indentation and name of a row as shown. */
@@ -163,7 +188,7 @@ static void row_name(const Top *t, const TopCgroup *cg, int *ret_indent, const c
                 *ret_indent = 0;
                 *ret_name = cg->path;
         } else {
-                *ret_indent = 2 * (int) cg->depth;
+                *ret_indent = t->indent * (int) cg->depth;
                 *ret_name = cg->name;
         }
 }
@@ -186,12 +211,12 @@ static int name_width(const Top *t, int avail) {
 }
 
 static void format_column_header(const Top *t, char *buf, size_t size, int nw) {
-        snprintf(buf, size, "%-*s %1s %5s %5s %5s%s %5s %5s %5s %5s %5s", nw, "CGROUP", "V", "USAGE", "HIGH", "MAX",
-                 t->show_protection ? "  EMIN  ELOW" : "", "SOME", "FULL", "+HIGH", "+MAX", "+OOMK");
+        snprintf(buf, size, "%-*s %1s %5s %5s %5s%s %5s %5s %7s %5s %5s %5s", nw, "CGROUP", "V", "USAGE", "HIGH",
+                 "MAX", t->show_protection ? "  EMIN  ELOW" : "", "SOME", "FULL", "EPISODE", "+HIGH", "+MAX", "+OOMK");
 }
 
 static void format_row(const Top *t, const TopCgroup *cg, char *buf, size_t size, int nw) {
-        char b[10][16], prot[32] = "";
+        char b[11][16], prot[32] = "";
         const char *name;
         int indent, len;
 
@@ -199,11 +224,11 @@ static void format_row(const Top *t, const TopCgroup *cg, char *buf, size_t size
         if (t->show_protection)
                 snprintf(prot, sizeof(prot), " %5s %5s", fmt_size(b[3], cg->emin), fmt_size(b[4], cg->elow));
         len = MAX(nw - indent, 0);
-        snprintf(buf, size, "%*s%-*.*s %1s %5s %5s %5s%s %5s %5s %5s %5s %5s", indent, "", len, len, name,
+        snprintf(buf, size, "%*s%-*.*s %1s %5s %5s %5s%s %5s %5s %7s %5s %5s %5s", indent, "", len, len, name,
                  cg->current == TOP_NONE ? "" : cg->mem_v1 ? "1" : "2", fmt_size(b[0], cg->current),
                  fmt_size(b[1], cg->high), fmt_size(b[2], cg->max), prot,
                  fmt_psi(b[5], cg->has_psi, cg->some_avg10), fmt_psi(b[6], cg->has_psi, cg->full_avg10),
-                 fmt_count(b[7], top_event_delta(cg, TOP_EV_HIGH)),
+                 fmt_duration(b[10], cg), fmt_count(b[7], top_event_delta(cg, TOP_EV_HIGH)),
                  fmt_count(b[8], top_event_delta(cg, TOP_EV_MAX)),
                  fmt_count(b[9], top_event_delta(cg, TOP_EV_OOM_KILL)));
 }
@@ -239,10 +264,12 @@ static void format_header(const Top *t, char lines[4][MAX_WIDTH]) {
                 if (d->have_rates)
                         snprintf(rates, sizeof(rates), "events %.1f/s read, %.1f/s delivered", d->read_rate,
                                  d->delivered_rate);
-                snprintf(lines[2], MAX_WIDTH, "daemon %s: %" PRIu64 " client%s, %" PRIu64 " registration%s, %s%s%s",
+                snprintf(lines[2], MAX_WIDTH,
+                         "daemon %s: %" PRIu64 " client%s, %" PRIu64 " registration%s, "
+                         "%" PRIu64 " active episode%s, %s%s%s",
                          d->version, d->clients, d->clients == 1 ? "" : "s", d->registrations,
-                         d->registrations == 1 ? "" : "s", rates, d->protection_error[0] ? "; protection: " : "",
-                         d->protection_error);
+                         d->registrations == 1 ? "" : "s", d->episodes, d->episodes == 1 ? "" : "s", rates,
+                         d->protection_error[0] ? "; protection: " : "", d->protection_error);
         }
 
         if (t->snapshot_error < 0)
@@ -264,6 +291,8 @@ static double sort_value(const Top *t, const TopCgroup *cg) {
                 return cg->current < TOP_UNLIMITED ? (double) cg->current : -1;
         case SORT_EVENTS:
                 return (double) events_sum(cg);
+        case SORT_EPISODE:
+                return cg->ep_since_us != TOP_NONE ? (double) cg->ep_duration_us : -1;
         default:
                 return 0;
         }
@@ -364,6 +393,63 @@ static uint64_t jget_u64(json_t *o, const char *key) {
         return json_is_integer(v) && json_integer_value(v) >= 0 ? (uint64_t) json_integer_value(v) : 0;
 }
 
+/* The source names GetStatus uses, as static strings the snapshot can point to. */
+static const char *episode_source(const char *s) {
+        if (s && streq(s, "psi"))
+                return "psi";
+        if (s && streq(s, "vmpressure"))
+                return "vmpressure";
+        return "other";
+}
+
+/*
+ * The active episodes in GetStatus's registrations: count them, and give each cgroup shown the
+ * longest of its own. The duration is the daemon's duration_us (right even when top runs in
+ * another time namespace), else now - active_since_us.
+ */
+static void apply_episodes(Top *t, json_t *regs, uint64_t now) {
+        json_t *reg;
+        size_t i;
+
+        json_array_foreach(regs, i, reg) {
+                json_t *ep = json_object_get(reg, "episode"), *since = json_object_get(ep, "active_since_us"),
+                       *dur = json_object_get(ep, "duration_us");
+                const char *path = json_string_value(json_object_get(reg, "cgroup"));
+                TopCgroup *cg;
+                uint64_t s, duration;
+
+                if (!json_is_object(ep) || !json_is_integer(since) || json_integer_value(since) < 0)
+                        continue;
+                t->daemon.episodes++;
+                cg = path ? top_snapshot_find(&t->snap, path) : NULL;
+                if (!cg)
+                        continue;
+                s = (uint64_t) json_integer_value(since);
+                if (json_is_integer(dur) && json_integer_value(dur) >= 0)
+                        duration = (uint64_t) json_integer_value(dur);
+                else
+                        duration = now > s ? now - s : 0;
+                if (cg->ep_since_us != TOP_NONE && cg->ep_duration_us >= duration)
+                        continue;
+                cg->ep_since_us = s;
+                cg->ep_duration_us = duration;
+                cg->ep_events = jget_u64(ep, "events");
+                cg->ep_source = episode_source(json_string_value(json_object_get(reg, "source")));
+        }
+}
+
+/* Mark a row changed when its episode began, ended or was replaced by another, not because it
+ * went on: a duration that grows at every refresh would keep every such row marked. */
+static void mark_episode_changes(Top *t, const TopSnapshot *previous) {
+        for (size_t k = 0; k < t->snap.n_cgroups; k++) {
+                TopCgroup *cg = &t->snap.cgroups[k];
+
+                if (cg->previous < previous->n_cgroups &&
+                    previous->cgroups[cg->previous].ep_since_us != cg->ep_since_us)
+                        cg->changed = true;
+        }
+}
+
 static void query_status(Top *t) {
         TopDaemon *d = &t->daemon, old = *d;
         _cleanup_free_ char *text = NULL;
@@ -389,6 +475,7 @@ static void query_status(Top *t) {
         d->clients = jget_u64(st, "clients");
         d->subscriptions = jget_u64(st, "subscriptions");
         d->registrations = json_array_size(json_object_get(st, "registrations"));
+        apply_episodes(t, json_object_get(st, "registrations"), now);
         counters = json_object_get(st, "counters");
         d->events_read = jget_u64(counters, "events_read");
         d->events_delivered = jget_u64(counters, "events_delivered");
@@ -456,6 +543,7 @@ static int top_refresh(Top *t) {
 
                 t->snap = snap;
                 query_status(t);
+                mark_episode_changes(t, &old);
                 if (t->show_protection && t->daemon.reachable)
                         query_protection(t, &old);
                 top_snapshot_done(&old);
@@ -537,6 +625,7 @@ static int print_json(Top *t) {
                 json_object_set_new(d, "clients", json_integer((json_int_t) t->daemon.clients));
                 json_object_set_new(d, "subscriptions", json_integer((json_int_t) t->daemon.subscriptions));
                 json_object_set_new(d, "registrations", json_integer((json_int_t) t->daemon.registrations));
+                json_object_set_new(d, "active_episodes", json_integer((json_int_t) t->daemon.episodes));
                 json_object_set_new(d, "events_read_per_sec",
                                     t->daemon.have_rates ? json_real(t->daemon.read_rate) : json_null());
                 json_object_set_new(d, "events_delivered_per_sec",
@@ -580,6 +669,13 @@ static int print_json(Top *t) {
                 set_opt(ev, "max", json_size(top_event_delta(cg, TOP_EV_MAX)));
                 set_opt(ev, "oom_kill", json_size(top_event_delta(cg, TOP_EV_OOM_KILL)));
                 json_object_set_new(c, "events", ev);
+                if (t->daemon.reachable)
+                        json_object_set_new(c, "episode", cg->ep_since_us == TOP_NONE ? json_null() :
+                                            json_pack("{s:I,s:I,s:I,s:s}",
+                                                      "active_since_us", (json_int_t) cg->ep_since_us,
+                                                      "duration_us", (json_int_t) cg->ep_duration_us,
+                                                      "events", (json_int_t) cg->ep_events,
+                                                      "source", cg->ep_source));
                 json_object_set_new(c, "changed", json_boolean(cg->changed));
                 json_array_append_new(cgroups, c);
         }
@@ -674,6 +770,10 @@ static void draw(Top *t, Screen *s) {
         format_header(t, header);
         for (int i = 0; i < 4 && i < rows; i++)
                 mvaddnstr(i, 0, header[i], cols);
+        /* Where the names do not fit, indent by one column per level: more of each name shows. */
+        t->indent = 2;
+        if (name_width(t, -1) > cols - fixed_width(t) - 1)
+                t->indent = 1;
         nw = name_width(t, cols - fixed_width(t) - 1);
         if (rows > 5) {
                 format_column_header(t, line, sizeof(line), nw);
@@ -688,7 +788,16 @@ static void draw(Top *t, Screen *s) {
                 t->scroll = t->n_rows > (size_t) table_rows ? t->n_rows - (size_t) table_rows : 0;
         for (int i = 0; i < table_rows && t->scroll + (size_t) i < t->n_rows; i++) {
                 const TopCgroup *cg = &t->snap.cgroups[t->rows[t->scroll + (size_t) i]];
-                attr_t a = cg->changed ? (A_BOLD | (s->colors ? COLOR_PAIR(1) : 0)) : A_NORMAL;
+                attr_t a = A_NORMAL;
+
+                /* An active episode: red (underlined without colours); changed: bold, yellow
+                 * unless the row is red already. */
+                if (cg->ep_since_us != TOP_NONE)
+                        a = s->colors ? COLOR_PAIR(2) : A_UNDERLINE;
+                else if (cg->changed && s->colors)
+                        a = COLOR_PAIR(1);
+                if (cg->changed)
+                        a |= A_BOLD;
 
                 format_row(t, cg, line, sizeof(line), nw);
                 attron(a);
@@ -816,7 +925,7 @@ static int run_screen(Top *t) {
         curs_set(0);
         if (has_colors() && start_color() == OK) {
                 use_default_colors();
-                s.colors = init_pair(1, COLOR_YELLOW, -1) == OK;
+                s.colors = init_pair(1, COLOR_YELLOW, -1) == OK && init_pair(2, COLOR_RED, -1) == OK;
         }
 
         r = top_refresh(t);
@@ -886,8 +995,9 @@ static int run_screen(Top *t) {
 static void help(void) {
         printf("pressurectl [OPTIONS] top [CGROUP] [-d SEC] [--batch] [--iterations N]\n\n"
                "A live view of memory pressure across the cgroups below CGROUP (default: all):\n"
-               "usage and limits, effective protection from the daemon, PSI some/full avg10 and\n"
-               "memory.events counts since top started, one row per cgroup. Keys: s sort,\n"
+               "usage and limits, effective protection from the daemon, PSI some/full avg10, the\n"
+               "active pressure episode of the daemon's registrations and memory.events counts\n"
+               "since top started, one row per cgroup. Keys: s sort,\n"
                "/ filter by path, t tree or flat, p protection columns, arrows scroll, q quit.\n\n"
                "Options:\n"
                "  -d --delay SEC            refresh every SEC seconds (default 1, fractions allowed)\n"
@@ -972,7 +1082,7 @@ int top_main(int argc, char **argv, const char *socket, bool user, bool json) {
         };
         _cleanup_(top_done) Top t = {
                 .socket = socket, .user = user, .json = json,
-                .delay_usec = USEC_PER_SEC, .show_protection = true,
+                .delay_usec = USEC_PER_SEC, .show_protection = true, .indent = 2,
         };
         bool roots_given = false;
         int opt, r;

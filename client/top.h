@@ -45,6 +45,12 @@ typedef struct TopCgroup {
         uint64_t ev[_TOP_EV_MAX];      /* counters as read, TOP_NONE if missing */
         uint64_t ev_base[_TOP_EV_MAX]; /* the counters when top first saw them */
         uint64_t emin, elow;           /* from the daemon's GetProtection, TOP_NONE if not asked/known */
+        /* The longest active pressure episode of the daemon's registrations on this cgroup, from
+         * GetStatus (top.c): ep_since_us is TOP_NONE when there is none. */
+        uint64_t ep_since_us;          /* CLOCK_MONOTONIC of its first event, µs (the daemon's clock) */
+        uint64_t ep_duration_us;       /* how long it had lasted at the refresh */
+        uint64_t ep_events;            /* pressure events in it so far */
+        const char *ep_source;         /* "psi" or "vmpressure" (static strings) */
         bool changed;      /* a shown value differs from the previous refresh */
         TopFileCache files[2]; /* [0] cgroup2, [1] v1; taken over by the next refresh */
         size_t previous;   /* index of the same cgroup in the previous refresh, SIZE_MAX if new */
