@@ -168,20 +168,6 @@ static bool common_option(int opt) {
         }
 }
 
-static int parse_uint(const char *s, uint64_t max, uint64_t *ret) {
-        char *end;
-        unsigned long long v;
-
-        if (!s || !*s || *s == '-')
-                return -EINVAL;
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        if (errno || *end || v > max)
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
 /* "150ms", "2s", "500us", "1.5s"; a bare number is microseconds. */
 static int parse_duration(const char *s, uint64_t *ret) {
         char *end;
@@ -901,14 +887,11 @@ static int cmd_watch(int argc, char **argv) {
                                 return usage_error("watch ", "invalid count '%s'", optarg);
                         break;
                 case 't': {
-                        char *end;
-                        double sec;
+                        uint64_t timeout;
 
-                        errno = 0;
-                        sec = strtod(optarg, &end);
-                        if (errno || end == optarg || *end || !(sec >= 0) || sec > 1e9)
+                        if (parse_seconds(optarg, 1e9, &timeout) < 0)
                                 return usage_error("watch ", "invalid timeout '%s'", optarg);
-                        deadline = now_usec(CLOCK_MONOTONIC) + (uint64_t) (sec * 1e6);
+                        deadline = now_usec(CLOCK_MONOTONIC) + timeout;
                         break;
                 }
                 case 'i':
