@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* What pressurectl's commands share; see cli.h. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli.h"
 
@@ -50,4 +52,42 @@ int usage_error(const char *command, const char *fmt, ...) {
         }
         fprintf(stderr, "Try 'pressurectl %s--help'.\n", command ? command : "");
         return EXIT_USAGE;
+}
+
+/**
+ * parse_uint - parse a decimal option argument
+ * @s: the text
+ * @max: the largest value accepted
+ * @ret: the value
+ */
+int parse_uint(const char *s, uint64_t max, uint64_t *ret) {
+        char *end;
+        unsigned long long v;
+
+        if (!s || !*s || *s == '-')
+                return -EINVAL;
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno || *end || v > max)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+/**
+ * parse_seconds - parse a duration option argument given in seconds
+ * @s: the text
+ * @max_sec: the largest value accepted
+ * @ret_usec: the duration in microseconds
+ */
+int parse_seconds(const char *s, double max_sec, uint64_t *ret_usec) {
+        char *end;
+        double sec;
+
+        errno = 0;
+        sec = strtod(s, &end);
+        if (errno || end == s || *end || !(sec >= 0) || sec > max_sec)
+                return -EINVAL;
+        *ret_usec = (uint64_t) (sec * 1e6);
+        return 0;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What pressurectl's commands (status, watch, protection, top, ...) share:
- * the exit codes of the command line, usage errors and size formatting.
+ * the exit codes of the command line, usage errors, number arguments and
+ * size formatting.
  * No daemon access.
  */
 #pragma once
@@ -26,6 +27,19 @@ enum {
  * One decimal below 10 units unless it would be ".0". Returns @buf.
  */
 const char *format_size(char buf[static FORMAT_SIZE_MAX], uint64_t v);
+
+/*
+ * parse_uint - a decimal number in [0, @max], without sign.
+ * Returns 0, or -EINVAL with *@ret untouched.
+ */
+int parse_uint(const char *s, uint64_t max, uint64_t *ret);
+
+/*
+ * parse_seconds - a number of seconds in [0, @max_sec], fractions allowed
+ * ("2", "0.5"), as microseconds. Returns 0, or -EINVAL with *@ret_usec
+ * untouched.
+ */
+int parse_seconds(const char *s, double max_sec, uint64_t *ret_usec);
 
 /*
  * usage_error - complain about the command line: "pressurectl: MESSAGE" when

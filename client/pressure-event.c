@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* JSON events to struct pressure_event, and enum names. */
+#include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "pressure-event.h"
@@ -194,54 +196,6 @@ static int get_enum(json_t *o, const char *key, const char *const *table, size_t
         return 1;
 }
 
-#define GET_ENUM(o, key, table, ret)                                                  \
-        ({                                                                            \
-                int _v = (int) *(ret), _r;                                            \
-                _r = get_enum((o), (key), (table), ELEMENTSOF(table), &_v);          \
-                *(ret) = _v;                                                          \
-                _r;                                                                   \
-        })
-
-static int psi_parse(json_t *v, pressure_psi *ret) {
-        pressure_psi p = { .present = 1 };
-        int r = 0;
-
-        if (!json_is_object(v))
-                return -EBADMSG;
-        if (get_double(v, "some_avg10", &p.some_avg10) < 0 ||
-            get_double(v, "some_avg60", &p.some_avg60) < 0 ||
-            get_double(v, "some_avg300", &p.some_avg300) < 0 ||
-            get_u64(v, "some_total_us", &p.some_total_us) < 0)
-                return -EBADMSG;
-        r = get_double(v, "full_avg10", &p.full_avg10);
-        if (r < 0 ||
-            get_double(v, "full_avg60", &p.full_avg60) < 0 ||
-            get_double(v, "full_avg300", &p.full_avg300) < 0 ||
-            get_u64(v, "full_total_us", &p.full_total_us) < 0)
-                return -EBADMSG;
-        p.has_full = r > 0 || json_object_get(v, "full_total_us") != NULL;
-        *ret = p;
-        return 0;
-}
-
-static int counters_parse(json_t *v, pressure_memory_events *ret) {
-        static const char *const keys[] = { "low", "high", "max", "oom", "oom_kill", "oom_group_kill" };
-        pressure_memory_events m = {};
-        uint64_t *fields[] = { &m.low, &m.high, &m.max, &m.oom, &m.oom_kill, &m.oom_group_kill };
-
-        if (!json_is_object(v))
-                return -EBADMSG;
-        for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
-                int r = get_u64(v, keys[i], fields[i]);
-                if (r < 0)
-                        return r;
-                if (r > 0)
-                        m.present |= 1U << i;
-        }
-        *ret = m;
-        return 0;
-}
-
 /* An optional limit: null (or absent) is unlimited. */
 static int get_limit(json_t *o, const char *key, uint64_t *ret) {
         int r = get_u64(o, key, ret);
@@ -250,54 +204,195 @@ static int get_limit(json_t *o, const char *key, uint64_t *ret) {
         return r;
 }
 
+typedef enum FieldType {
+        FIELD_U64,
+        FIELD_LIMIT,
+        FIELD_DOUBLE,
+        FIELD_BOOL,
+        FIELD_STRING,
+        FIELD_ENUM,
+} FieldType;
+
+/* One member of a JSON object and where it goes in a struct. */
+typedef struct Field {
+        const char *key;
+        FieldType type;
+        size_t offset;
+        const char *const *names; /* FIELD_ENUM: the names, by value */
+        size_t n_names;
+} Field;
+
+#define FIELD_KEY(key, type, s, m) { (key), (type), offsetof(s, m), NULL, 0 }
+/* A member whose key is its field's name. */
+#define FIELD(type, s, m) FIELD_KEY(#m, type, s, m)
+/* An enum member given by name; the field must have the size of an int. */
+#define ENUM_FIELD_KEY(key, s, m, table) { (key), FIELD_ENUM, offsetof(s, m), (table), ELEMENTSOF(table) }
+#define ENUM_FIELD(s, m, table) ENUM_FIELD_KEY(#m, s, m, table)
+
+_Static_assert(sizeof(pressure_level) == sizeof(int), "enum fields are stored as int");
+_Static_assert(sizeof(pressure_source) == sizeof(int), "enum fields are stored as int");
+_Static_assert(sizeof(pressure_event_kind) == sizeof(int), "enum fields are stored as int");
+_Static_assert(sizeof(pressure_protection_state) == sizeof(int), "enum fields are stored as int");
+_Static_assert(sizeof(pressure_vmpressure_mode) == sizeof(int), "enum fields are stored as int");
+
+static int parse_field(json_t *o, const Field *f, void *base) {
+        void *p = (char *) base + f->offset;
+
+        switch (f->type) {
+        case FIELD_U64:
+                return get_u64(o, f->key, p);
+        case FIELD_LIMIT:
+                return get_limit(o, f->key, p);
+        case FIELD_DOUBLE:
+                return get_double(o, f->key, p);
+        case FIELD_BOOL:
+                return get_bool(o, f->key, p);
+        case FIELD_STRING:
+                return get_string(o, f->key, p);
+        case FIELD_ENUM:
+                return get_enum(o, f->key, f->names, f->n_names, p);
+        }
+        return -EINVAL;
+}
+
+/*
+ * Fill the members of @base that @fields describe from the object @o.
+ * Returns the mask of the members present (bit i for fields[i]), or -EBADMSG
+ * if @o is no object or a member is malformed. Absent members leave their
+ * field alone (a limit becomes unlimited).
+ */
+static int parse_fields(json_t *o, const Field *fields, size_t n, void *base) {
+        unsigned mask = 0;
+
+        assert(n < 31);
+        if (!json_is_object(o))
+                return -EBADMSG;
+        for (size_t i = 0; i < n; i++) {
+                int r = parse_field(o, &fields[i], base);
+                if (r < 0)
+                        return -EBADMSG;
+                if (r > 0)
+                        mask |= 1U << i;
+        }
+        return (int) mask;
+}
+
+#define PARSE_FIELDS(o, fields, base) parse_fields((o), (fields), ELEMENTSOF(fields), (base))
+
+/* Member @key of @o, or NULL if it is absent or null. */
+static json_t *get_present(json_t *o, const char *key) {
+        json_t *v = json_object_get(o, key);
+        return json_is_null(v) ? NULL : v;
+}
+
+/* An optional sub-object parsed by @parse: 1 if parsed, 0 if absent or null, -EBADMSG. */
+#define PARSE_OPTIONAL(o, key, parse, ret)                                            \
+        ({                                                                            \
+                json_t *_m = get_present((o), (key));                                 \
+                !_m ? 0 : parse(_m, (ret)) < 0 ? -EBADMSG : 1;                        \
+        })
+
+enum { PSI_FULL_AVG10 = 4 }; /* its index in psi_fields */
+
+static const Field psi_fields[] = {
+        FIELD(FIELD_DOUBLE, pressure_psi, some_avg10),
+        FIELD(FIELD_DOUBLE, pressure_psi, some_avg60),
+        FIELD(FIELD_DOUBLE, pressure_psi, some_avg300),
+        FIELD(FIELD_U64, pressure_psi, some_total_us),
+        [PSI_FULL_AVG10] = FIELD(FIELD_DOUBLE, pressure_psi, full_avg10),
+        FIELD(FIELD_DOUBLE, pressure_psi, full_avg60),
+        FIELD(FIELD_DOUBLE, pressure_psi, full_avg300),
+        FIELD(FIELD_U64, pressure_psi, full_total_us),
+};
+
+static int psi_parse(json_t *v, pressure_psi *ret) {
+        pressure_psi p = { .present = 1 };
+        int mask = PARSE_FIELDS(v, psi_fields, &p);
+
+        if (mask < 0)
+                return mask;
+        p.has_full = (mask & (1 << PSI_FULL_AVG10)) || json_object_get(v, "full_total_us") != NULL;
+        *ret = p;
+        return 0;
+}
+
+/* In the order of the bits of pressure_memory_events.present. */
+static const Field counters_fields[] = {
+        FIELD(FIELD_U64, pressure_memory_events, low),
+        FIELD(FIELD_U64, pressure_memory_events, high),
+        FIELD(FIELD_U64, pressure_memory_events, max),
+        FIELD(FIELD_U64, pressure_memory_events, oom),
+        FIELD(FIELD_U64, pressure_memory_events, oom_kill),
+        FIELD(FIELD_U64, pressure_memory_events, oom_group_kill),
+};
+
+static int counters_parse(json_t *v, pressure_memory_events *ret) {
+        pressure_memory_events m = {};
+        int mask = PARSE_FIELDS(v, counters_fields, &m);
+
+        if (mask < 0)
+                return mask;
+        m.present = (unsigned) mask;
+        *ret = m;
+        return 0;
+}
+
+static const Field node_fields[] = {
+        FIELD(FIELD_STRING, pressure_protection_node, cgroup),
+        FIELD(FIELD_U64, pressure_protection_node, usage),
+        FIELD(FIELD_LIMIT, pressure_protection_node, min),
+        FIELD(FIELD_LIMIT, pressure_protection_node, low),
+        FIELD(FIELD_LIMIT, pressure_protection_node, emin),
+        FIELD(FIELD_LIMIT, pressure_protection_node, elow),
+        FIELD(FIELD_U64, pressure_protection_node, min_usage),
+        FIELD(FIELD_U64, pressure_protection_node, low_usage),
+        FIELD(FIELD_U64, pressure_protection_node, children_min_usage),
+        FIELD(FIELD_U64, pressure_protection_node, children_low_usage),
+        ENUM_FIELD(pressure_protection_node, state, state_names),
+};
+
 int node_parse(json_t *v, pressure_protection_node *ret) {
         pressure_protection_node n = { .present = 1, .cgroup = "/" };
-        int state = 0;
 
-        if (!json_is_object(v))
+        if (PARSE_FIELDS(v, node_fields, &n) < 0)
                 return -EBADMSG;
-        if (get_string(v, "cgroup", &n.cgroup) < 0 ||
-            get_u64(v, "usage", &n.usage) < 0 ||
-            get_limit(v, "min", &n.min) < 0 ||
-            get_limit(v, "low", &n.low) < 0 ||
-            get_limit(v, "emin", &n.emin) < 0 ||
-            get_limit(v, "elow", &n.elow) < 0 ||
-            get_u64(v, "min_usage", &n.min_usage) < 0 ||
-            get_u64(v, "low_usage", &n.low_usage) < 0 ||
-            get_u64(v, "children_min_usage", &n.children_min_usage) < 0 ||
-            get_u64(v, "children_low_usage", &n.children_low_usage) < 0 ||
-            get_enum(v, "state", state_names, ELEMENTSOF(state_names), &state) < 0)
-                return -EBADMSG;
-        n.state = (pressure_protection_state) state;
         *ret = n;
         return 0;
 }
+
+static const Field trigger_fields[] = {
+        ENUM_FIELD(pressure_trigger, level, level_names),
+};
+
+/* The members of a trigger's "psi" object, but for "stall". */
+static const Field trigger_psi_fields[] = {
+        FIELD_KEY("threshold_us", FIELD_U64, pressure_trigger, psi_threshold_us),
+        FIELD_KEY("window_us", FIELD_U64, pressure_trigger, psi_window_us),
+};
+
+static const Field trigger_vmpressure_fields[] = {
+        ENUM_FIELD_KEY("level", pressure_trigger, vmpressure_level, level_names),
+        ENUM_FIELD_KEY("mode", pressure_trigger, vmpressure_mode, mode_names),
+};
 
 static int trigger_parse(json_t *v, pressure_trigger *ret) {
         pressure_trigger t = {};
         json_t *psi, *vm;
 
-        if (!json_is_object(v))
+        if (PARSE_FIELDS(v, trigger_fields, &t) < 0)
                 return -EBADMSG;
-        if (GET_ENUM(v, "level", level_names, &t.level) < 0)
-                return -EBADMSG;
-        psi = json_object_get(v, "psi");
-        if (psi && !json_is_null(psi)) {
+        psi = get_present(v, "psi");
+        if (psi) {
                 const char *stall = NULL;
 
-                if (!json_is_object(psi) ||
-                    get_string(psi, "stall", &stall) < 0 ||
-                    get_u64(psi, "threshold_us", &t.psi_threshold_us) < 0 ||
-                    get_u64(psi, "window_us", &t.psi_window_us) < 0)
+                if (PARSE_FIELDS(psi, trigger_psi_fields, &t) < 0 || get_string(psi, "stall", &stall) < 0)
                         return -EBADMSG;
                 t.has_psi = 1;
                 t.psi_stall = streq_ptr(stall, "full") ? PRESSURE_STALL_FULL : PRESSURE_STALL_SOME;
         }
-        vm = json_object_get(v, "vmpressure");
-        if (vm && !json_is_null(vm)) {
-                if (!json_is_object(vm) ||
-                    GET_ENUM(vm, "level", level_names, &t.vmpressure_level) < 0 ||
-                    GET_ENUM(vm, "mode", mode_names, &t.vmpressure_mode) < 0)
+        vm = get_present(v, "vmpressure");
+        if (vm) {
+                if (PARSE_FIELDS(vm, trigger_vmpressure_fields, &t) < 0)
                         return -EBADMSG;
                 t.has_vmpressure = 1;
         }
@@ -305,17 +400,24 @@ static int trigger_parse(json_t *v, pressure_trigger *ret) {
         return 0;
 }
 
+enum { EPISODE_PEAK = 3 }; /* its index in episode_fields */
+
+static const Field episode_fields[] = {
+        FIELD(FIELD_U64, pressure_episode, active_since_us),
+        FIELD(FIELD_U64, pressure_episode, duration_us),
+        FIELD(FIELD_U64, pressure_episode, events),
+        [EPISODE_PEAK] = FIELD(FIELD_DOUBLE, pressure_episode, peak),
+        ENUM_FIELD(pressure_episode, peak_level, level_names),
+};
+
 /* The figures of an episode, from a "cleared" event or a State's "episode". */
 static int episode_parse(json_t *v, pressure_episode *ret) {
         pressure_episode ep = {};
+        int mask = PARSE_FIELDS(v, episode_fields, &ep);
 
-        if (!json_is_object(v) ||
-            get_u64(v, "active_since_us", &ep.active_since_us) < 0 ||
-            get_u64(v, "duration_us", &ep.duration_us) < 0 ||
-            get_u64(v, "events", &ep.events) < 0 ||
-            (ep.has_peak = get_double(v, "peak", &ep.peak)) < 0 ||
-            GET_ENUM(v, "peak_level", level_names, &ep.peak_level) < 0)
-                return -EBADMSG;
+        if (mask < 0)
+                return mask;
+        ep.has_peak = !!(mask & (1 << EPISODE_PEAK));
         *ret = ep;
         return 0;
 }
@@ -331,74 +433,55 @@ _public_ const pressure_episode *pressure_event_get_episode(const pressure_event
         return event && event->has_episode ? &event->episode : NULL;
 }
 
+enum { EVENT_KIND = 0 }; /* its index in event_fields */
+
+static const Field event_fields[] = {
+        [EVENT_KIND] = ENUM_FIELD(pressure_event, kind, kind_names),
+        FIELD(FIELD_STRING, pressure_event, cgroup),
+        ENUM_FIELD(pressure_event, source, source_names),
+        ENUM_FIELD(pressure_event, level, level_names),
+        FIELD(FIELD_U64, pressure_event, seq),
+        FIELD(FIELD_U64, pressure_event, count),
+        FIELD(FIELD_U64, pressure_event, missed),
+        FIELD(FIELD_U64, pressure_event, time_us),
+        FIELD(FIELD_U64, pressure_event, monotonic_us),
+        FIELD(FIELD_BOOL, pressure_event, synthetic),
+        FIELD(FIELD_BOOL, pressure_event, adjusted),
+        ENUM_FIELD(pressure_event, previous, state_names),
+};
+
 int event_parse(json_t *v, pressure_event *ret) {
         pressure_event e = { .cgroup = "/" };
         json_t *x;
-        int kind = -1;
+        int mask;
 
-        if (!json_is_object(v))
-                return -EBADMSG;
-        if (get_enum(v, "kind", kind_names, ELEMENTSOF(kind_names), &kind) <= 0 ||
-            kind == PRESSURE_EVENT_RECONNECTED || kind == PRESSURE_EVENT_ERROR)
-                return -EBADMSG;
-        e.kind = (pressure_event_kind) kind;
-
-        if (get_string(v, "cgroup", &e.cgroup) < 0 ||
-            GET_ENUM(v, "source", source_names, &e.source) < 0 ||
-            GET_ENUM(v, "level", level_names, &e.level) < 0 ||
-            get_u64(v, "seq", &e.seq) < 0 ||
-            get_u64(v, "count", &e.count) < 0 ||
-            get_u64(v, "missed", &e.missed) < 0 ||
-            get_u64(v, "time_us", &e.time_us) < 0 ||
-            get_u64(v, "monotonic_us", &e.monotonic_us) < 0 ||
-            get_bool(v, "synthetic", &e.synthetic) < 0 ||
-            get_bool(v, "adjusted", &e.adjusted) < 0)
+        mask = PARSE_FIELDS(v, event_fields, &e);
+        if (mask < 0 || !(mask & (1 << EVENT_KIND)) ||
+            e.kind == PRESSURE_EVENT_RECONNECTED || e.kind == PRESSURE_EVENT_ERROR)
                 return -EBADMSG;
 
-        x = json_object_get(v, "trigger");
-        if (x && !json_is_null(x) && trigger_parse(x, &e.trigger) < 0)
-                return -EBADMSG;
-        x = json_object_get(v, "psi");
-        if (x && !json_is_null(x) && psi_parse(x, &e.psi) < 0)
-                return -EBADMSG;
-        x = json_object_get(v, "counters");
-        if (x && !json_is_null(x) && counters_parse(x, &e.counters) < 0)
-                return -EBADMSG;
-        x = json_object_get(v, "delta");
-        if (x && !json_is_null(x) && counters_parse(x, &e.delta) < 0)
-                return -EBADMSG;
-        x = json_object_get(v, "node");
-        if (x && !json_is_null(x) && node_parse(x, &e.node) < 0)
+        if (PARSE_OPTIONAL(v, "trigger", trigger_parse, &e.trigger) < 0 ||
+            PARSE_OPTIONAL(v, "psi", psi_parse, &e.psi) < 0 ||
+            PARSE_OPTIONAL(v, "counters", counters_parse, &e.counters) < 0 ||
+            PARSE_OPTIONAL(v, "delta", counters_parse, &e.delta) < 0 ||
+            PARSE_OPTIONAL(v, "node", node_parse, &e.node) < 0)
                 return -EBADMSG;
         /* A pressure event on a tracked cgroup carries its node as "protection". */
-        x = json_object_get(v, "protection");
-        if (x && !json_is_null(x) && !e.node.present && node_parse(x, &e.node) < 0)
-                return -EBADMSG;
-        if (GET_ENUM(v, "previous", state_names, &e.previous) < 0)
+        if (!e.node.present && PARSE_OPTIONAL(v, "protection", node_parse, &e.node) < 0)
                 return -EBADMSG;
 
         /* "state" is the new state string for protection, the State object for subscribed. */
-        x = json_object_get(v, "state");
+        x = get_present(v, "state");
         if (json_is_string(x)) {
-                if (GET_ENUM(v, "state", state_names, &e.state) < 0)
+                if (get_enum(v, "state", state_names, ELEMENTSOF(state_names), (int *) &e.state) < 0)
                         return -EBADMSG;
         } else if (json_is_object(x)) {
-                json_t *y = json_object_get(x, "psi");
-                if (y && !json_is_null(y) && psi_parse(y, &e.psi) < 0)
+                if (PARSE_OPTIONAL(x, "psi", psi_parse, &e.psi) < 0 ||
+                    PARSE_OPTIONAL(x, "counters", counters_parse, &e.counters) < 0 ||
+                    PARSE_OPTIONAL(x, "node", node_parse, &e.node) < 0 ||
+                    (e.has_episode = PARSE_OPTIONAL(x, "episode", episode_parse, &e.episode)) < 0)
                         return -EBADMSG;
-                y = json_object_get(x, "counters");
-                if (y && !json_is_null(y) && counters_parse(y, &e.counters) < 0)
-                        return -EBADMSG;
-                y = json_object_get(x, "node");
-                if (y && !json_is_null(y) && node_parse(y, &e.node) < 0)
-                        return -EBADMSG;
-                y = json_object_get(x, "episode");
-                if (y && !json_is_null(y)) {
-                        if (episode_parse(y, &e.episode) < 0)
-                                return -EBADMSG;
-                        e.has_episode = 1;
-                }
-        } else if (x && !json_is_null(x))
+        } else if (x)
                 return -EBADMSG;
 
         if (e.kind == PRESSURE_EVENT_CLEARED) {

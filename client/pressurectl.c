@@ -168,20 +168,6 @@ static bool common_option(int opt) {
         }
 }
 
-static int parse_uint(const char *s, uint64_t max, uint64_t *ret) {
-        char *end;
-        unsigned long long v;
-
-        if (!s || !*s || *s == '-')
-                return -EINVAL;
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        if (errno || *end || v > max)
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
 /* "150ms", "2s", "500us", "1.5s"; a bare number is microseconds. */
 static int parse_duration(const char *s, uint64_t *ret) {
         char *end;
@@ -337,6 +323,25 @@ static int command_begin(int argc, char **argv, const char *command, const char 
         return r != 0 ? r : -1;
 }
 
+/*
+ * Parse the reply @text of @command into *@ret; with @array, the reply's
+ * member of that name must be an array, returned in *@ret_array. Says so
+ * and returns -EBADMSG if the reply is not that.
+ */
+static int reply_parse(const char *command, const char *text, const char *array, json_t **ret, json_t **ret_array) {
+        _cleanup_json_ json_t *reply = json_loads(text, 0, NULL);
+        json_t *a = array ? json_object_get(reply, array) : NULL;
+
+        if (!reply || (array && !json_is_array(a))) {
+                fprintf(stderr, "pressurectl: %s: malformed reply\n", command);
+                return -EBADMSG;
+        }
+        if (ret_array)
+                *ret_array = a;
+        *ret = TAKE_PTR(reply);
+        return 0;
+}
+
 static int cmd_status(int argc, char **argv) {
         _cleanup_(pressure_client_freep) pressure_client *c = NULL;
         _cleanup_json_ json_t *st = NULL;
@@ -362,11 +367,8 @@ static int cmd_status(int argc, char **argv) {
                 return 0;
         }
 
-        st = json_loads(text, 0, NULL);
-        if (!st) {
-                fprintf(stderr, "pressurectl: status: malformed reply\n");
+        if (reply_parse("status", text, NULL, &st, NULL) < 0)
                 return EXIT_DAEMON_ERROR;
-        }
         printf("Version:        %s\n", strna(jget_str(st, "version")));
         printf("Uptime:         %s\n", format_duration(buf, jget_u64(st, "uptime_us")));
         printf("Clients:        %" PRIu64 "\n", jget_u64(st, "clients"));
@@ -468,12 +470,8 @@ static int cmd_history(int argc, char **argv) {
         r = pressure_client_get_status(c, &text);
         if (r < 0)
                 return report_error(c, r, "history");
-        st = json_loads(text, 0, NULL);
-        regs = json_object_get(st, "registrations");
-        if (!json_is_array(regs)) {
-                fprintf(stderr, "pressurectl: history: malformed reply\n");
+        if (reply_parse("history", text, "registrations", &st, &regs) < 0)
                 return EXIT_DAEMON_ERROR;
-        }
 
         json_array_foreach(regs, i, v) {
                 json_t *hist = json_object_get(v, "history"), *ep = json_object_get(v, "episode"), *h;
@@ -552,12 +550,8 @@ static int cmd_protection(int argc, char **argv) {
         r = pressure_client_get_protection(c, cgroup, &text);
         if (r < 0)
                 return report_error(c, r, "protection");
-        reply = json_loads(text, 0, NULL);
-        nodes = json_object_get(reply, "nodes");
-        if (!json_is_array(nodes)) {
-                fprintf(stderr, "pressurectl: protection: malformed reply\n");
+        if (reply_parse("protection", text, "nodes", &reply, &nodes) < 0)
                 return EXIT_DAEMON_ERROR;
-        }
 
         if (arg_json) {
                 json_array_foreach(nodes, i, n) {
@@ -901,14 +895,11 @@ static int cmd_watch(int argc, char **argv) {
                                 return usage_error("watch ", "invalid count '%s'", optarg);
                         break;
                 case 't': {
-                        char *end;
-                        double sec;
+                        uint64_t timeout;
 
-                        errno = 0;
-                        sec = strtod(optarg, &end);
-                        if (errno || end == optarg || *end || !(sec >= 0) || sec > 1e9)
+                        if (parse_seconds(optarg, 1e9, &timeout) < 0)
                                 return usage_error("watch ", "invalid timeout '%s'", optarg);
-                        deadline = now_usec(CLOCK_MONOTONIC) + (uint64_t) (sec * 1e6);
+                        deadline = now_usec(CLOCK_MONOTONIC) + timeout;
                         break;
                 }
                 case 'i':

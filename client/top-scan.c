@@ -186,36 +186,50 @@ static bool scan_bytes(Scan *s, uint64_t *ret) {
         return true;
 }
 
-/* One node object: hand its cgroup, emin and elow to the callback. */
-static bool scan_node(Scan *s) {
-        char path[4096] = "", key[16];
-        uint64_t emin = TOP_NONE, elow = TOP_NONE;
-        bool have_path = false;
+/*
+ * An object: @member scans the value of each member, given its key (keys
+ * that do not fit 16 bytes are refused, as no member we pick is that long).
+ */
+static bool scan_object(Scan *s, bool (*member)(Scan *s, const char *key, void *userdata), void *userdata) {
+        char key[16];
 
         if (!scan_char(s, '{'))
                 return false;
         if (scan_char(s, '}'))
                 return true;
-        do {
-                bool ok;
+        do
+                if (!scan_string(s, key, sizeof(key)) || !scan_char(s, ':') || !member(s, key, userdata))
+                        return false;
+        while (scan_char(s, ','));
+        return scan_char(s, '}');
+}
 
-                if (!scan_string(s, key, sizeof(key)) || !scan_char(s, ':'))
-                        return false;
-                if (streq(key, "cgroup"))
-                        ok = have_path = scan_string(s, path, sizeof(path));
-                else if (streq(key, "emin"))
-                        ok = scan_bytes(s, &emin);
-                else if (streq(key, "elow"))
-                        ok = scan_bytes(s, &elow);
-                else
-                        ok = scan_skip(s);
-                if (!ok)
-                        return false;
-        } while (scan_char(s, ','));
-        if (!scan_char(s, '}'))
+typedef struct ScanNode {
+        char path[4096];
+        bool have_path;
+        uint64_t emin, elow;
+} ScanNode;
+
+static bool scan_node_member(Scan *s, const char *key, void *userdata) {
+        ScanNode *n = userdata;
+
+        if (streq(key, "cgroup"))
+                return (n->have_path = scan_string(s, n->path, sizeof(n->path)));
+        if (streq(key, "emin"))
+                return scan_bytes(s, &n->emin);
+        if (streq(key, "elow"))
+                return scan_bytes(s, &n->elow);
+        return scan_skip(s);
+}
+
+/* One node object: hand its cgroup, emin and elow to the callback. */
+static bool scan_node(Scan *s) {
+        ScanNode n = { .emin = TOP_NONE, .elow = TOP_NONE };
+
+        if (!scan_object(s, scan_node_member, &n))
                 return false;
-        if (have_path) {
-                int r = s->fn(path, emin, elow, s->userdata);
+        if (n.have_path) {
+                int r = s->fn(n.path, n.emin, n.elow, s->userdata);
 
                 if (r < 0) {
                         s->r = r;
@@ -225,35 +239,28 @@ static bool scan_node(Scan *s) {
         return true;
 }
 
+/* The reply's members: "nodes", an array of nodes, is the one we need. */
+static bool scan_reply_member(Scan *s, const char *key, void *userdata) {
+        bool *seen = userdata;
+
+        if (!streq(key, "nodes"))
+                return scan_skip(s);
+        *seen = true;
+        if (!scan_char(s, '['))
+                return false;
+        if (scan_char(s, ']'))
+                return true;
+        do
+                if (!scan_node(s))
+                        return false;
+        while (scan_char(s, ','));
+        return scan_char(s, ']');
+}
+
 static bool scan_reply(Scan *s) {
-        char key[16];
         bool seen = false;
 
-        if (!scan_char(s, '{'))
-                return false;
-        if (scan_char(s, '}'))
-                return false;
-        do {
-                if (!scan_string(s, key, sizeof(key)) || !scan_char(s, ':'))
-                        return false;
-                if (!streq(key, "nodes")) {
-                        if (!scan_skip(s))
-                                return false;
-                        continue;
-                }
-                seen = true;
-                if (!scan_char(s, '['))
-                        return false;
-                if (scan_char(s, ']'))
-                        continue;
-                do
-                        if (!scan_node(s))
-                                return false;
-                while (scan_char(s, ','));
-                if (!scan_char(s, ']'))
-                        return false;
-        } while (scan_char(s, ','));
-        return seen && scan_char(s, '}');
+        return scan_object(s, scan_reply_member, &seen) && seen;
 }
 
 /**

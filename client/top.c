@@ -1101,31 +1101,17 @@ int top_main(int argc, char **argv, const char *socket, bool user, bool json) {
                 case 'u':
                         t.user = true;
                         break;
-                case 'd': {
-                        char *end;
-                        double sec;
-
-                        errno = 0;
-                        sec = strtod(optarg, &end);
-                        if (errno || end == optarg || *end || !(sec >= 0) || sec > 86400)
+                case 'd':
+                        if (parse_seconds(optarg, 86400, &t.delay_usec) < 0)
                                 return usage_error("top ", "invalid delay '%s'", optarg);
-                        t.delay_usec = (uint64_t) (sec * 1e6);
                         break;
-                }
                 case 'b':
                         t.batch = true;
                         break;
-                case 'n': {
-                        char *end;
-                        unsigned long long v;
-
-                        errno = 0;
-                        v = strtoull(optarg, &end, 10);
-                        if (errno || end == optarg || *end || optarg[0] == '-' || v == 0)
+                case 'n':
+                        if (parse_uint(optarg, UINT64_MAX, &t.iterations) < 0 || t.iterations == 0)
                                 return usage_error("top ", "invalid iterations '%s'", optarg);
-                        t.iterations = v;
                         break;
-                }
                 case 'P':
                         t.show_protection = false;
                         break;

@@ -50,12 +50,13 @@ typedef struct ConfigKey {
         const char *section;
         const char *key;
         ConfigType type;
-        size_t offset;
+        size_t offset, size; /* of the field in Config */
         uint64_t min, max;
 } ConfigKey;
 
-#define KEY(s, k, t, field, lo, hi) \
-        { .section = s, .key = k, .type = t, .offset = offsetof(Config, field), .min = lo, .max = hi }
+#define KEY(s, k, t, field, lo, hi)                                                                      \
+        { .section = s, .key = k, .type = t, .offset = offsetof(Config, field),                          \
+          .size = sizeof(((Config *) NULL)->field), .min = lo, .max = hi }
 
 /* Every key, in the order config_format() prints them. */
 static const ConfigKey config_keys[] = {
@@ -148,28 +149,6 @@ static int replace_string(char **p, const char *value) {
 
 static bool config_type_is_string(ConfigType t) {
         return t == CONFIG_SOCKET || t == CONFIG_AUTO_PATH || t == CONFIG_GROUP || t == CONFIG_LISTEN;
-}
-
-static size_t config_type_size(ConfigType t) {
-        switch (t) {
-        case CONFIG_LOG_LEVEL:
-                return sizeof(int);
-        case CONFIG_TRIGGER:
-                return sizeof(PsiTrigger);
-        case CONFIG_VMPRESSURE_MODE:
-                return sizeof(VmpressureMode);
-        case CONFIG_UNSIGNED:
-                return sizeof(unsigned);
-        case CONFIG_SIZE:
-        case CONFIG_SECONDS:
-                return sizeof(uint64_t);
-        case CONFIG_TRISTATE:
-                return sizeof(RecursiveProtection);
-        case CONFIG_RATIO:
-                return sizeof(uint32_t);
-        default:
-                return sizeof(char *);
-        }
 }
 
 /* "1G", "16M", "4K" when exact, else plain bytes. */
@@ -363,7 +342,7 @@ static int config_key_parse(const ConfigKey *k, Config *c, const char *value, ch
                         free(*p);
                         *p = NULL;
                 } else
-                        memcpy(field, (const uint8_t *) &defaults + k->offset, config_type_size(k->type));
+                        memcpy(field, (const uint8_t *) &defaults + k->offset, k->size);
                 return 0;
         }
 

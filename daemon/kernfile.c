@@ -10,15 +10,24 @@
 #include "kernfile.h"
 #include "util.h"
 
-/* Length of the current line, without its newline. */
-static size_t line_length(const char *p) {
-        return strcspn(p, "\n");
-}
+/*
+ * Take the next non-empty line of the text at *@text: [*@ret_begin,
+ * *@ret_end) without its newline; advance *@text past it. Returns false
+ * at the end of the text. Every parser here reads its file line by line
+ * through this and has no use for blank lines.
+ */
+static bool next_line(const char **text, const char **ret_begin, const char **ret_end) {
+        const char *p = *text;
 
-/* Advance past the current line and its newline, if any. */
-static const char *line_next(const char *p) {
-        p += line_length(p);
-        return *p == '\n' ? p + 1 : p;
+        while (*p == '\n')
+                p++;
+        if (!*p)
+                return false;
+        *ret_begin = p;
+        p += strcspn(p, "\n");
+        *ret_end = p;
+        *text = *p ? p + 1 : p;
+        return true;
 }
 
 /* Parse a decimal uint64 from [p, end); the whole range must be digits. */
@@ -140,19 +149,15 @@ int psi_stats_parse(const char *text, PsiStats *ret) {
         if (!text)
                 return -EBADMSG;
 
-        for (const char *p = text; *p; p = line_next(p)) {
-                size_t len = line_length(p);
-                const char *end = p + len;
+        for (const char *rest = text, *p, *end; next_line(&rest, &p, &end);) {
                 PsiLine *l;
                 bool *has;
                 int r;
 
-                if (len == 0)
-                        continue;
-                if (len >= 5 && memcmp(p, "some ", 5) == 0) {
+                if (end - p >= 5 && memcmp(p, "some ", 5) == 0) {
                         l = &s.some;
                         has = &s.has_some;
-                } else if (len >= 5 && memcmp(p, "full ", 5) == 0) {
+                } else if (end - p >= 5 && memcmp(p, "full ", 5) == 0) {
                         l = &s.full;
                         has = &s.has_full;
                 } else
@@ -199,15 +204,11 @@ int memory_events_parse(const char *text, MemoryEvents *ret) {
         if (!text)
                 return -EBADMSG;
 
-        for (const char *p = text; *p; p = line_next(p)) {
-                size_t len = line_length(p);
-                const char *end = p + len, *sp;
+        for (const char *rest = text, *p, *end; next_line(&rest, &p, &end);) {
+                const char *sp = memchr(p, ' ', (size_t) (end - p));
                 uint64_t v;
                 int r;
 
-                if (len == 0)
-                        continue;
-                sp = memchr(p, ' ', len);
                 if (!sp || sp == p)
                         return -EBADMSG;
                 r = parse_u64_range(sp + 1, end, &v);
@@ -343,8 +344,7 @@ int mountinfo_parse(const char *text, CgroupMounts *ret) {
         if (!text)
                 return -EBADMSG;
 
-        for (const char *p = text; *p && (!v2 || !v1); p = line_next(p)) {
-                const char *end = p + line_length(p);
+        for (const char *rest = text, *p, *end; (!v2 || !v1) && next_line(&rest, &p, &end);) {
                 Field f[64];
                 size_t n = split_fields(p, end, f, ELEMENTSOF(f)), sep;
                 const Field *root, *mnt, *fstype, *super;
@@ -416,16 +416,12 @@ int proc_cgroup_parse(const char *text, char **ret_v2_path, char **ret_v1_memory
         if (!text)
                 return -EBADMSG;
 
-        for (const char *p = text; *p; p = line_next(p)) {
-                size_t len = line_length(p);
-                const char *end = p + len, *c1, *c2;
+        for (const char *rest = text, *p, *end; next_line(&rest, &p, &end);) {
+                const char *c1 = memchr(p, ':', (size_t) (end - p)), *c2;
                 uint64_t id;
                 char **target = NULL;
                 int r;
 
-                if (len == 0)
-                        continue;
-                c1 = memchr(p, ':', len);
                 if (!c1)
                         return -EBADMSG;
                 c2 = memchr(c1 + 1, ':', (size_t) (end - c1 - 1));

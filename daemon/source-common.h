@@ -8,26 +8,34 @@
 #pragma once
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cgroup.h"
 #include "registration.h"
 #include "varlink-error.h"
 
-/*
- * source_open_dir - open @r's cgroup directory in @h and remember
- * its inode, to tell a recreated cgroup from ours later.
- * Returns the fd, or a negative errno with @e filled as
- * varlink_error_from_errno() maps it.
- */
-int source_open_dir(Registration *r, const Hierarchy *h, VarlinkError *e);
+/* A file of a cgroup directory to open, and how. */
+typedef struct SourceFile {
+        const char *name;
+        int flags; /* for openat(); O_CLOEXEC is added */
+} SourceFile;
+
+#define SOURCE_FILES_MAX 4
 
 /*
- * source_open_file - open @file in @r's cgroup directory @dirfd.
- * Returns the fd, or a negative errno with @e filled as
- * varlink_error_from_errno() maps it.
+ * source_open_files - open @r's cgroup directory in @h, remember its inode
+ * (to tell a recreated cgroup from ours later), and open the @n files
+ * @files in it.
+ * @ret_fds: the files' fds, in the order of @files
+ * @ret_dirfd: the directory's fd, or NULL to close it
+ *
+ * Returns 0, or a negative errno with @e filled as
+ * varlink_error_from_errno() maps it; then nothing is left open and
+ * nothing is written to @ret_fds or @ret_dirfd.
  */
-int source_open_file(Registration *r, int dirfd, const char *file, int flags, VarlinkError *e);
+int source_open_files(Registration *r, const Hierarchy *h, const SourceFile *files, size_t n, int *ret_fds,
+                      int *ret_dirfd, VarlinkError *e);
 
 /*
  * source_publish_pressure - count one kernel pressure notification

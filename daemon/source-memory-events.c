@@ -68,12 +68,9 @@ static int memory_events_open(Registration *r, VarlinkError *e) {
         char path[64];
         int k;
 
-        dirfd = source_open_dir(r, &m->v2, e);
-        if (dirfd < 0)
-                return dirfd;
-        evfd = source_open_file(r, dirfd, "memory.events", O_RDONLY, e);
-        if (evfd < 0)
-                return evfd;
+        k = source_open_files(r, &m->v2, &(const SourceFile) { "memory.events", O_RDONLY }, 1, &evfd, &dirfd, e);
+        if (k < 0)
+                return k;
 
         ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (ifd < 0)

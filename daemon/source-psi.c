@@ -76,13 +76,10 @@ static int psi_open(Registration *r, VarlinkError *e) {
                 if (fd < 0)
                         return varlink_error_from_errno(e, -errno, "psi", r->cgroup, "/proc/pressure/memory");
         } else {
-                _cleanup_close_ int dirfd = source_open_dir(r, &m->v2, e);
-
-                if (dirfd < 0)
-                        return dirfd;
-                fd = source_open_file(r, dirfd, "memory.pressure", O_RDWR | O_NONBLOCK, e);
-                if (fd < 0)
-                        return fd;
+                k = source_open_files(r, &m->v2, &(const SourceFile) { "memory.pressure", O_RDWR | O_NONBLOCK }, 1,
+                                      &fd, NULL, e);
+                if (k < 0)
+                        return k;
                 if (fstatfs(fd, &sfs) < 0)
                         return -errno;
                 if (sfs.f_type != CGROUP2_SUPER_MAGIC)

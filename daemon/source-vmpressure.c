@@ -65,20 +65,21 @@ static void vmpressure_close(Registration *r) {
 
 static int vmpressure_open(Registration *r, VarlinkError *e) {
         Manager *m = r->manager;
-        _cleanup_close_ int dirfd = -1, levelfd = -1, ctlfd = -1, efd = -1;
+        static const SourceFile files[] = {
+                { "memory.pressure_level", O_RDONLY },
+                { "cgroup.event_control", O_WRONLY },
+        };
+        _cleanup_close_ int levelfd = -1, ctlfd = -1, efd = -1;
+        int fds[ELEMENTSOF(files)];
         char buf[96];
         int n;
 
-        dirfd = source_open_dir(r, &m->v1, e);
-        if (dirfd < 0)
-                return dirfd;
+        n = source_open_files(r, &m->v1, files, ELEMENTSOF(files), fds, NULL, e);
+        if (n < 0)
+                return n;
+        levelfd = fds[0];
+        ctlfd = fds[1];
 
-        levelfd = source_open_file(r, dirfd, "memory.pressure_level", O_RDONLY, e);
-        if (levelfd < 0)
-                return levelfd;
-        ctlfd = source_open_file(r, dirfd, "cgroup.event_control", O_WRONLY, e);
-        if (ctlfd < 0)
-                return ctlfd;
         efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (efd < 0)
                 return -errno;
