@@ -169,6 +169,16 @@ int main(int argc, char **argv) {
                 manager_free(m);
                 return 1;
         }
+        if (m->config->mp_socket)
+                m->proxy_path = strdup(m->config->mp_socket);
+        else if (arg_user && asprintf(&m->proxy_path, "%s/pressured/memory-pressure", getenv("XDG_RUNTIME_DIR")) < 0)
+                m->proxy_path = NULL;
+        else
+                m->proxy_path = strdup("/run/pressured/memory-pressure");
+        if (!m->proxy_path) {
+                manager_free(m);
+                return 1;
+        }
         if (arg_log_level >= 0 && arg_log_level != config->log_level)
                 log_debug("Log level %s from the command line.", log_level_to_string(arg_log_level));
 

@@ -30,13 +30,16 @@ PRESSURE = {'kind': 'pressure', 'cgroup': '/', 'source': 'inject', 'level': 'cri
             'missed': 0, 'time_us': 1, 'monotonic_us': 2, 'seq': 1, 'synthetic': True}
 PROTECTION = {'kind': 'protection', 'cgroup': '/a', 'state': 'min', 'previous': 'none', 'node': NODE,
               'time_us': 1, 'monotonic_us': 2, 'seq': 1, 'count': 1, 'missed': 0}
-STATUS = {'version': '0.1', 'uptime_us': 5, 'clients': 1, 'subscriptions': 0,
+STATUS = {'version': '0.1', 'uptime_us': 5, 'clients': 1, 'subscriptions': 0, 'proxied_clients': 1,
           'registrations': [{'cgroup': '/', 'source': 'psi', 'subscribers': 2,
+                             'proxied': [{'pid': 7, 'cgroup': '/', 'unit': None}],
                              'trigger': {'psi': {'stall': 'full', 'threshold_us': 1, 'window_us': 2}}}],
           'cgroup': {'v2_root': '/sys/fs/cgroup', 'v1_memory_root': None, 'recursive_protection': False},
           'counters': {k: 0 for k in ('events_read', 'events_delivered', 'events_dropped',
                                       'propagations_applied', 'propagations_skipped', 'registrations_created',
-                                      'registrations_removed', 'events_injected', 'protection_refreshes')}}
+                                      'registrations_removed', 'events_injected', 'protection_refreshes',
+                                      'proxy_connections', 'proxy_events_sent', 'proxy_events_dropped',
+                                      'proxy_invalid_requests')}}
 
 
 def ev(event, continues=True):
