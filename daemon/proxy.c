@@ -162,11 +162,13 @@ static int read_peer_cgroups(pid_t pid, char **ret_v2, char **ret_v1) {
                 if (!cg)
                         continue;
                 *cg++ = 0;
-                ctl++;
+                *ctl++ = 0;
                 if (streq(line, "0") && ctl[0] == 0)
                         dst = ret_v2;
                 else {
-                        for (char *tok = strtok(ctl, ","); tok; tok = strtok(NULL, ","))
+                        char *save = NULL;
+
+                        for (char *tok = strtok_r(ctl, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
                                 if (streq(tok, "memory"))
                                         dst = ret_v1;
                 }
