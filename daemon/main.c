@@ -169,12 +169,19 @@ int main(int argc, char **argv) {
                 manager_free(m);
                 return 1;
         }
+        /* The memory-pressure socket: Socket= of [MemoryPressure], else next
+         * to the varlink socket (/run/pressured/memory-pressure, or under
+         * $XDG_RUNTIME_DIR/pressured with --user). */
+        m->proxy_path_explicit = m->config->mp_socket != NULL;
         if (m->config->mp_socket)
                 m->proxy_path = strdup(m->config->mp_socket);
-        else if (arg_user && asprintf(&m->proxy_path, "%s/pressured/memory-pressure", getenv("XDG_RUNTIME_DIR")) < 0)
-                m->proxy_path = NULL;
-        else
-                m->proxy_path = strdup("/run/pressured/memory-pressure");
+        else {
+                const char *slash = strrchr(socket_path, '/');
+
+                if (asprintf(&m->proxy_path, "%.*s/memory-pressure", slash ? (int) (slash - socket_path) : 1,
+                             slash ? socket_path : ".") < 0)
+                        m->proxy_path = NULL;
+        }
         if (!m->proxy_path) {
                 manager_free(m);
                 return 1;

@@ -195,7 +195,9 @@ int manager_listen(Manager *m, const char *path) {
                 if (mp_fd >= 0 && sd_is_socket_unix(mp_fd, SOCK_STREAM, 1, NULL, 0) <= 0)
                         return log_error_errno(EINVAL, "The inherited fd %d is not a listening AF_UNIX stream socket.",
                                                mp_fd);
-                k = proxy_start(m, mp_fd, mp_fd >= 0 ? NULL : m->proxy_path);
+                /* Without a memory-pressure fd, bind only a configured path:
+                 * the default one belongs to the socket unit. */
+                k = proxy_start(m, mp_fd, mp_fd >= 0 || !m->proxy_path_explicit ? NULL : m->proxy_path);
                 if (k < 0)
                         return k;
                 m->listen_fd = varlink_fd;

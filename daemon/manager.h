@@ -76,6 +76,7 @@ struct Manager {
         void *metrics;              /* MetricsServer */
         ProxyServer *proxy;         /* the memory-pressure socket, NULL when off */
         char *proxy_path;           /* where to bind it when not socket-activated; NULL or "": off */
+        bool proxy_path_explicit;   /* from [MemoryPressure] Socket=: bound even when socket-activated */
 
         uint64_t start_monotonic;
         Counters counters;

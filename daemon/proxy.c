@@ -408,7 +408,7 @@ static void on_proxy_accept(evutil_socket_t lfd, short what, void *userdata) {
 
 static int proxy_bind(ProxyServer *s, const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        _cleanup_close_ int fd = -1;
+        _cleanup_close_ int fd = -1, probe = -1;
         _cleanup_free_ char *dir = NULL;
         char *slash;
 
@@ -427,7 +427,10 @@ static int proxy_bind(ProxyServer *s, const char *path) {
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return log_error_errno(errno, "Failed to create socket: %m");
-        (void) unlink(path); /* the varlink socket already proved no other instance runs */
+        probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (probe >= 0 && connect(probe, (struct sockaddr *) &sa, sizeof(sa)) == 0)
+                return log_error_errno(EADDRINUSE, "Another process is serving %s; not taking it over.", path);
+        (void) unlink(path); /* stale, or not a socket we could reach */
         if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
                 return log_error_errno(errno, "Failed to bind %s: %m", path);
         s->path = strdup(path);
