@@ -37,8 +37,17 @@ def main():
     with d:
         pt.check(oct(os.stat(mp).st_mode & 0o777) == '0o666', 'socket mode 0666', oct(os.stat(mp).st_mode))
 
+        # pressurectl memory-pressure-env prints a drop-in that works as is.
+        r = pt.run_ctl('memory-pressure-env', '--psi', 'some 150ms 2s', socket=d.socket)
+        pt.check_eq(r.returncode, 0, 'memory-pressure-env exit status')
+        lines = r.stdout.splitlines()
+        pt.check_eq(lines[:2], ['[Service]', 'MemoryPressureWatch=skip'], 'drop-in head')
+        env = dict(line.split('=', 2)[1:] for line in lines if line.startswith('Environment='))
+        pt.check_eq(env['MEMORY_PRESSURE_WATCH'], mp, 'watch path next to the varlink socket')
+        pt.check_eq(env['MEMORY_PRESSURE_WRITE'], proxylib.write_value(b'some 150000 2000000'), 'write value')
+
         # One client: its registration is in its own cgroup, and Inject reaches it.
-        c = proxylib.Client(mp, proxylib.write_value(b'some 150000 2000000'))
+        c = proxylib.Client(env['MEMORY_PRESSURE_WATCH'], env['MEMORY_PRESSURE_WRITE'])
         clients.append(c)
         pt.wait_for(lambda: c.pid in proxied(d), timeout=WAIT, what='client listed as proxied')
         reg, entry = proxied(d)[c.pid]
