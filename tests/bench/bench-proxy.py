@@ -7,7 +7,7 @@ memory.pressure directly.
 N sd-event clients watch the cgroup's memory.pressure directly (N kernel
 triggers) and N more go through pressured's memory-pressure socket (one
 shared kernel trigger), all with the same trigger, in the same fresh
-cgroups, while a process there streams a file larger than the 64M limit.
+cgroups, while a process there streams a file larger than the 128M limit.
 Identical triggers on one cgroup are updated by the same PSI poll, so one
 kernel wakeup makes every client's callback run; callbacks are grouped
 into wakeups by time, and the earliest direct callback of a wakeup stands
@@ -38,7 +38,9 @@ def pct(values, p):
 
 
 def run(n, seconds):
-    with pt.real_cgroups(v1=True, v2=True, limit='64M') as (name, v1, v2):
+    # 200 client processes share the cgroup with the load: 128M keeps the
+    # memcg OOM killer away from them at 100 clients each way.
+    with pt.real_cgroups(v1=True, v2=True, limit='128M') as (name, v1, v2):
         d = pt.Daemon(log_level='info')
         mp = os.path.join(d.tmpdir, 'memory-pressure')
         d.write_config(f'[MemoryPressure]\nSocket={mp}\n[Limits]\nMaxClientsPerUser=10000\n')
@@ -55,7 +57,7 @@ def run(n, seconds):
                     pass   # reported below as attached < clients
                 attached = d.status()['proxied_clients']
                 regs = d.status()['registrations']
-                with pt.memory_load(v1, v2, size_mb=200):
+                with pt.memory_load(v1, v2, size_mb=400):
                     time.sleep(seconds)   # the measurement period, not a synchronisation
                 for c in direct + proxied:
                     c.stop()
