@@ -71,9 +71,21 @@ def main():
         st = d.status()
         pt.check_eq(st['proxied_clients'], CLIENTS, 'proxied_clients')
         pt.check_eq(len(st['registrations']), 1, 'one kernel registration in all')
+        # A varlink subscriber of the same (cgroup, source, trigger) shares it too.
+        v = pt.Varlink(d.socket)
+        if reg['source'] == 'psi':
+            first = v.subscribe(cgroup=cgroup, psi=reg['trigger']['psi'])
+        else:
+            first = v.subscribe(cgroup=cgroup, vmpressure=reg['trigger']['vmpressure'])
+        pt.check(first['parameters']['event']['kind'] == 'subscribed', 'varlink subscriber', first)
+        st = d.status()
+        pt.check_eq([(r['subscribers'], len(r['proxied'])) for r in st['registrations']], [(1, CLIENTS)],
+                    'varlink subscriber and proxied clients on one registration')
         d.inject('medium', cgroup)
         pt.wait_for(lambda: all(x.count() >= (2 if x is c else 1) for x in clients), timeout=WAIT,
                     what='every client called back')
+        pt.check_eq(v.recv(timeout=WAIT)['parameters']['event']['kind'], 'pressure', 'varlink subscriber got it')
+        v.close()
 
         # SIGKILL releases the share; the last one out closes the registration.
         victim = clients.pop()
