@@ -373,6 +373,7 @@ static int cmd_status(int argc, char **argv) {
         printf("Uptime:         %s\n", format_duration(buf, jget_u64(st, "uptime_us")));
         printf("Clients:        %" PRIu64 "\n", jget_u64(st, "clients"));
         printf("Subscriptions:  %" PRIu64 "\n", jget_u64(st, "subscriptions"));
+        printf("Proxied:        %" PRIu64 "\n", jget_u64(st, "proxied_clients"));
         cg = json_object_get(st, "cgroup");
         if (json_is_object(cg)) {
                 printf("cgroup v2 root: %s\n", jget_str(cg, "v2_root") ?: "-");
@@ -412,6 +413,19 @@ static int cmd_status(int argc, char **argv) {
                         }
                         printf("  %-*s  %-*s  %-*s  %-11" PRIu64 "  %s\n", wc, strna(jget_str(v, "cgroup")),
                                ws, strna(jget_str(v, "source")), wt, trig, jget_u64(v, "subscribers"), epi);
+                }
+                json_array_foreach(regs, i, v) {
+                        json_t *proxied = json_object_get(v, "proxied"), *p;
+                        size_t j;
+
+                        if (!json_is_array(proxied) || json_array_size(proxied) == 0)
+                                continue;
+                        format_trigger(trig, sizeof(trig), json_object_get(v, "trigger"));
+                        printf("\nProxied on %s (%s %s):\n", strna(jget_str(v, "cgroup")),
+                               strna(jget_str(v, "source")), trig);
+                        json_array_foreach(proxied, j, p)
+                                printf("  pid %-8" PRIu64 " %s  %s\n", jget_u64(p, "pid"),
+                                       strna(jget_str(p, "cgroup")), jget_str(p, "unit") ?: "-");
                 }
         }
 
@@ -657,6 +671,94 @@ static int cmd_reload(int argc, char **argv) {
                 return report_error(c, r, "reload");
         if (arg_json)
                 printf("{}\n");
+        return 0;
+}
+
+/* ---- memory-pressure-env -------------------------------------------------------- */
+
+static void base64_print(const uint8_t *data, size_t n) {
+        static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+        for (size_t i = 0; i < n; i += 3) {
+                uint32_t v = (uint32_t) data[i] << 16;
+                size_t k = n - i;
+
+                if (k > 1)
+                        v |= (uint32_t) data[i + 1] << 8;
+                if (k > 2)
+                        v |= data[i + 2];
+                putchar(alphabet[(v >> 18) & 63]);
+                putchar(alphabet[(v >> 12) & 63]);
+                putchar(k > 1 ? alphabet[(v >> 6) & 63] : '=');
+                putchar(k > 2 ? alphabet[v & 63] : '=');
+        }
+}
+
+static int cmd_memory_pressure_env(int argc, char **argv) {
+        static const struct option options[] = { COMMON_OPTIONS, { "psi", required_argument, NULL, 'p' }, {} };
+        PsiTrigger t = { PSI_STALL_SOME, 200000, 2000000 };
+        _cleanup_free_ char *path = NULL;
+        char kernel[PSI_TRIGGER_FORMAT_MAX];
+        const char *reason;
+        int opt, n;
+
+        while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                if (common_option(opt))
+                        continue;
+                switch (opt) {
+                case 'h':
+                        printf("pressurectl [OPTIONS] memory-pressure-env [--psi TRIGGER]\n\n"
+                               "Print the [Service] lines of a drop-in that points an sd-event program\n"
+                               "(sd_event_add_memory_pressure(), systemd >= 254) at pressured's\n"
+                               "memory-pressure socket instead of its own memory.pressure file.\n\n"
+                               "  --psi 'STALL THR WIN'  the trigger to ask for (default 'some 200ms 2s')\n"
+                               "  --user                 the per-user daemon's socket in $XDG_RUNTIME_DIR\n"
+                               "  --socket PATH          the daemon's varlink socket; the memory-pressure\n"
+                               "                         socket is next to it\n");
+                        return 0;
+                case 'p': {
+                        pressure_stall stall;
+
+                        if (parse_psi(optarg, &stall, &t.threshold_us, &t.window_us) < 0)
+                                return usage_error("memory-pressure-env ", "invalid --psi '%s'", optarg);
+                        t.stall = stall == PRESSURE_STALL_FULL ? PSI_STALL_FULL : PSI_STALL_SOME;
+                        break;
+                }
+                default:
+                        return usage_error("memory-pressure-env ", NULL);
+                }
+        }
+        if (optind < argc)
+                return usage_error("memory-pressure-env ", "unexpected argument '%s'", argv[optind]);
+        if (psi_trigger_check(&t, &reason) < 0)
+                return usage_error("memory-pressure-env ", "invalid --psi: %s", reason);
+
+        if (arg_socket) {
+                const char *slash = strrchr(arg_socket, '/');
+
+                n = asprintf(&path, "%.*s/memory-pressure", slash ? (int) (slash - arg_socket) : 1,
+                             slash ? arg_socket : ".");
+        } else if (arg_user) {
+                const char *rt = getenv("XDG_RUNTIME_DIR");
+
+                if (!rt || rt[0] != '/')
+                        return usage_error("memory-pressure-env ", "--user needs $XDG_RUNTIME_DIR");
+                n = asprintf(&path, "%s/pressured/memory-pressure", rt);
+        } else
+                n = asprintf(&path, "/run/pressured/memory-pressure");
+        if (n < 0)
+                return EXIT_DAEMON_ERROR;
+        n = psi_trigger_format(&t, PSI_TRIGGER_FORMAT_KERNEL, kernel, sizeof(kernel));
+        if (n < 0)
+                return EXIT_DAEMON_ERROR;
+
+        printf("[Service]\n"
+               "MemoryPressureWatch=skip\n"
+               "Environment=MEMORY_PRESSURE_WATCH=%s\n"
+               "Environment=MEMORY_PRESSURE_WRITE=", path);
+        /* systemd's encoding: the trigger line with its trailing NUL. */
+        base64_print((const uint8_t *) kernel, strlen(kernel) + 1);
+        printf("\n");
         return 0;
 }
 
@@ -970,7 +1072,8 @@ static void help(void) {
                "  protection [CGROUP]         protection tree\n"
                "  inject [CGROUP] --level L   send a synthetic event\n"
                "  reload                      reload the daemon's configuration\n"
-               "  top [CGROUP]                live view of pressure, limits and protection\n\n"
+               "  top [CGROUP]                live view of pressure, limits and protection\n"
+               "  memory-pressure-env [--psi T]  drop-in lines for sd-event programs\n\n"
                "Options:\n"
                "  -h --help          show this help ('pressurectl COMMAND --help' for a command)\n"
                "     --version       show the version\n"
@@ -995,6 +1098,7 @@ int main(int argc, char **argv) {
                 { "inject",     cmd_inject },
                 { "reload",     cmd_reload },
                 { "top",        cmd_top },
+                { "memory-pressure-env", cmd_memory_pressure_env },
         };
         int opt;
 

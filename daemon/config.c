@@ -44,6 +44,7 @@ typedef enum ConfigType {
         CONFIG_GROUP,           /* char *, group name or GID */
         CONFIG_LISTEN,          /* char *, ADDRESS:PORT */
         CONFIG_RATIO,           /* uint32_t parts per million, a decimal fraction, in [min, max] */
+        CONFIG_OPT_SOCKET,      /* char *, like CONFIG_SOCKET; empty: "" (off), "auto": NULL (default) */
 } ConfigType;
 
 typedef struct ConfigKey {
@@ -84,6 +85,7 @@ static const ConfigKey config_keys[] = {
             USEC_PER_SEC / 10, 3600 * USEC_PER_SEC),
         KEY("Protection", "RecursiveProtection", CONFIG_TRISTATE,        recursive_protection, 0, 0),
         KEY("Policy",     "InjectGroup",         CONFIG_GROUP,           inject_group, 0, 0),
+        KEY("MemoryPressure", "Socket",          CONFIG_OPT_SOCKET,      mp_socket, 0, 0),
         KEY("Metrics",    "Listen",              CONFIG_LISTEN,          metrics_listen, 0, 0),
 };
 
@@ -130,6 +132,7 @@ Config *config_free(Config *c) {
         free(c->cgroup_v1_root);
         free(c->inject_group);
         free(c->metrics_listen);
+        free(c->mp_socket);
         free(c);
         return NULL;
 }
@@ -148,7 +151,8 @@ static int replace_string(char **p, const char *value) {
 }
 
 static bool config_type_is_string(ConfigType t) {
-        return t == CONFIG_SOCKET || t == CONFIG_AUTO_PATH || t == CONFIG_GROUP || t == CONFIG_LISTEN;
+        return t == CONFIG_SOCKET || t == CONFIG_AUTO_PATH || t == CONFIG_GROUP || t == CONFIG_LISTEN ||
+               t == CONFIG_OPT_SOCKET;
 }
 
 /* "1G", "16M", "4K" when exact, else plain bytes. */
@@ -331,6 +335,16 @@ static int config_key_parse(const ConfigKey *k, Config *c, const char *value, ch
         void *field = (uint8_t *) c + k->offset;
         char lo[32], hi[32];
 
+        if (value[0] == 0 && k->type == CONFIG_OPT_SOCKET)
+                /* An empty socket path turns the socket off. */
+                return replace_string(field, "");
+        if (k->type == CONFIG_OPT_SOCKET && streq(value, "auto")) {
+                char **p = field;
+
+                free(*p);
+                *p = NULL;
+                return 0;
+        }
         if (value[0] == 0) {
                 /* An empty assignment restores the built-in default. */
                 Config defaults;
@@ -349,6 +363,7 @@ static int config_key_parse(const ConfigKey *k, Config *c, const char *value, ch
         switch (k->type) {
 
         case CONFIG_SOCKET:
+        case CONFIG_OPT_SOCKET:
         case CONFIG_AUTO_PATH: {
                 char **p = field;
 
@@ -363,7 +378,7 @@ static int config_key_parse(const ConfigKey *k, Config *c, const char *value, ch
                                                              : "must be an absolute path");
                         return -EINVAL;
                 }
-                if (k->type == CONFIG_SOCKET && strlen(value) >= sizeof(((struct sockaddr_un *) NULL)->sun_path)) {
+                if ((k->type == CONFIG_SOCKET || k->type == CONFIG_OPT_SOCKET) && strlen(value) >= sizeof(((struct sockaddr_un *) NULL)->sun_path)) {
                         snprintf(reason, reason_size, "socket path must be shorter than %zu bytes",
                                  sizeof(((struct sockaddr_un *) NULL)->sun_path));
                         return -EINVAL;
@@ -901,6 +916,7 @@ char *config_format(const Config *c) {
                         fputs(*(char *const *) field ?: "", f);
                         break;
                 case CONFIG_AUTO_PATH:
+                case CONFIG_OPT_SOCKET:
                         fputs(*(char *const *) field ?: "auto", f);
                         break;
                 case CONFIG_LOG_LEVEL:

@@ -53,6 +53,9 @@ typedef struct Config {
         /* [Policy] */
         char *inject_group;        /* NULL: nobody but root */
 
+        /* [MemoryPressure] */
+        char *mp_socket;           /* NULL: built-in default; "": off */
+
         /* [Metrics] */
         char *metrics_listen;      /* NULL: off */
 } Config;

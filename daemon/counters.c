@@ -13,6 +13,10 @@ static const CounterInfo counter_table[_COUNTER_MAX] = {
         [COUNTER_REGISTRATIONS_CREATED] = { "registrations_created", "Kernel registrations created." },
         [COUNTER_REGISTRATIONS_REMOVED] = { "registrations_removed", "Kernel registrations removed." },
         [COUNTER_PROTECTION_REFRESHES]  = { "protection_refreshes", "Protection tree refreshes." },
+        [COUNTER_PROXY_CONNECTIONS]     = { "proxy_connections", "Connections accepted on the memory-pressure socket." },
+        [COUNTER_PROXY_EVENTS_SENT]     = { "proxy_events_sent", "Event bytes written to memory-pressure clients." },
+        [COUNTER_PROXY_EVENTS_DROPPED]  = { "proxy_events_dropped", "Event bytes dropped for memory-pressure clients with a full socket." },
+        [COUNTER_PROXY_INVALID_REQUESTS] = { "proxy_invalid_requests", "Memory-pressure clients that wrote something other than a trigger." },
 };
 
 const CounterInfo *counter_info(Counter c) {

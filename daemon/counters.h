@@ -21,6 +21,10 @@ typedef enum Counter {
         COUNTER_REGISTRATIONS_CREATED,
         COUNTER_REGISTRATIONS_REMOVED,
         COUNTER_PROTECTION_REFRESHES,
+        COUNTER_PROXY_CONNECTIONS,      /* the memory-pressure proxy, see proxy.h */
+        COUNTER_PROXY_EVENTS_SENT,
+        COUNTER_PROXY_EVENTS_DROPPED,
+        COUNTER_PROXY_INVALID_REQUESTS,
         _COUNTER_MAX,
 } Counter;
 

@@ -169,6 +169,23 @@ int main(int argc, char **argv) {
                 manager_free(m);
                 return 1;
         }
+        /* The memory-pressure socket: Socket= of [MemoryPressure], else next
+         * to the varlink socket (/run/pressured/memory-pressure, or under
+         * $XDG_RUNTIME_DIR/pressured with --user). */
+        m->proxy_path_explicit = m->config->mp_socket != NULL;
+        if (m->config->mp_socket)
+                m->proxy_path = strdup(m->config->mp_socket);
+        else {
+                const char *slash = strrchr(socket_path, '/');
+
+                if (asprintf(&m->proxy_path, "%.*s/memory-pressure", slash ? (int) (slash - socket_path) : 1,
+                             slash ? socket_path : ".") < 0)
+                        m->proxy_path = NULL;
+        }
+        if (!m->proxy_path) {
+                manager_free(m);
+                return 1;
+        }
         if (arg_log_level >= 0 && arg_log_level != config->log_level)
                 log_debug("Log level %s from the command line.", log_level_to_string(arg_log_level));
 

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "manager.h"
 #include "registration-episode.h"
+#include "proxy.h"
 #include "source-protection.h"
 #include "status.h"
 
@@ -52,6 +53,8 @@ Manager *manager_free(Manager *m) {
                 return NULL;
         while (m->clients)
                 client_free(m->clients);
+        m->proxy = proxy_stop(m->proxy);
+        free(m->proxy_path);
         /* Every registration went with its last subscriber. */
         source_protection_shutdown(m);
         metrics_server_free(m->metrics);
@@ -153,21 +156,52 @@ static int mkdir_parents(const char *path, mode_t mode) {
         return 0;
 }
 
+static void strv_freep(char ***p) {
+        if (*p)
+                for (char **s = *p; *s; s++)
+                        free(*s);
+        free(*p);
+}
+
 int manager_listen(Manager *m, const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_close_ int fd = -1;
+        _cleanup_(strv_freep) char **names = NULL;
         int n, k;
 
-        n = sd_listen_fds(1);
+        n = sd_listen_fds_with_names(1, &names);
         if (n < 0)
                 return log_error_errno(n, "Failed to get sockets from the service manager: %m");
         if (n > 0) {
-                if (n > 1)
-                        log_warning("Received %d sockets, using the first.", n);
-                if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) <= 0)
+                int varlink_fd = -1, mp_fd = -1;
+
+                /* The memory-pressure socket is told apart by its FileDescriptorName=. */
+                for (int i = 0; i < n; i++) {
+                        int afd = SD_LISTEN_FDS_START + i;
+
+                        if (names && names[i] && streq(names[i], "memory-pressure") && mp_fd < 0)
+                                mp_fd = afd;
+                        else if (varlink_fd < 0)
+                                varlink_fd = afd;
+                        else {
+                                log_warning("Received an extra socket (fd %d), ignoring it.", afd);
+                                (void) close(afd);
+                        }
+                }
+                if (varlink_fd < 0)
+                        return log_error_errno(EINVAL, "The service manager passed no varlink socket.");
+                if (sd_is_socket_unix(varlink_fd, SOCK_STREAM, 1, NULL, 0) <= 0)
                         return log_error_errno(EINVAL, "The inherited fd %d is not a listening AF_UNIX stream socket.",
-                                               SD_LISTEN_FDS_START);
-                m->listen_fd = SD_LISTEN_FDS_START;
+                                               varlink_fd);
+                if (mp_fd >= 0 && sd_is_socket_unix(mp_fd, SOCK_STREAM, 1, NULL, 0) <= 0)
+                        return log_error_errno(EINVAL, "The inherited fd %d is not a listening AF_UNIX stream socket.",
+                                               mp_fd);
+                /* Without a memory-pressure fd, bind only a configured path:
+                 * the default one belongs to the socket unit. */
+                k = proxy_start(m, mp_fd, mp_fd >= 0 || !m->proxy_path_explicit ? NULL : m->proxy_path);
+                if (k < 0)
+                        return k;
+                m->listen_fd = varlink_fd;
                 m->socket_activated = true;
                 (void) fcntl(m->listen_fd, F_SETFL, fcntl(m->listen_fd, F_GETFL) | O_NONBLOCK);
                 (void) fcntl(m->listen_fd, F_SETFD, FD_CLOEXEC);
@@ -204,6 +238,9 @@ int manager_listen(Manager *m, const char *path) {
                 return log_error_errno(errno, "Failed to listen on %s: %m", path);
         m->listen_fd = TAKE_FD(fd);
         log_info("Listening on %s.", path);
+        k = proxy_start(m, -1, m->proxy_path);
+        if (k < 0)
+                return k;
         return client_accept_start(m);
 }
 

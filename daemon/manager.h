@@ -29,6 +29,7 @@
 #include "registration.h"
 
 typedef struct ProtectionReader ProtectionReader;
+typedef struct ProxyServer ProxyServer;
 
 struct Manager {
         struct event_base *base;
@@ -73,6 +74,9 @@ struct Manager {
         struct event *ev_sigterm, *ev_sigint, *ev_sighup;
         struct event *ev_watchdog;  /* exists only while the watchdog is on */
         void *metrics;              /* MetricsServer */
+        ProxyServer *proxy;         /* the memory-pressure socket, NULL when off */
+        char *proxy_path;           /* where to bind it when not socket-activated; NULL or "": off */
+        bool proxy_path_explicit;   /* from [MemoryPressure] Socket=: bound even when socket-activated */
 
         uint64_t start_monotonic;
         Counters counters;

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "manager.h"
 #include "methods.h"
+#include "proxy.h"
 #include "registration.h"
 #include "registration-episode.h"
 #include "source-choice.h"
@@ -337,6 +338,7 @@ static int method_inject(Client *c, VarlinkCall *call, VarlinkError *e) {
                 LIST_FOREACH_SAFE(subscriptions, s, n, r->subscriptions)
                         if (!s->client->dead && subscription_offer(s, body, 1))
                                 delivered++;
+                delivered += proxy_notify(r);
         }
         body_unref(body);
         log_debug("Injected a %s event on %s for uid %u, %" PRIu64 " subscriber(s) reached.",

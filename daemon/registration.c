@@ -10,6 +10,7 @@
 #include "event.h"
 #include "log.h"
 #include "manager.h"
+#include "proxy.h"
 #include "registration.h"
 #include "registration-episode.h"
 
@@ -142,7 +143,7 @@ void registration_release(Registration *r) {
         Manager *m;
         char desc[96];
 
-        if (!r || r->n_subscriptions > 0)
+        if (!r || r->n_subscriptions > 0 || r->n_proxied > 0)
                 return;
         m = r->manager;
         LIST_REMOVE(registrations, m->registrations, r);
@@ -343,6 +344,7 @@ void registration_deliver(Registration *r, Body *body, uint64_t count) {
         LIST_FOREACH_SAFE(subscriptions, s, n, r->subscriptions)
                 if (!s->client->dead)
                         subscription_offer(s, body, count);
+        proxy_notify(r);
 }
 
 void registration_publish(Registration *r, json_t *event, uint64_t monotonic_us, uint64_t count) {
@@ -361,6 +363,11 @@ void registration_removed(Registration *r) {
         Subscription *s, *n;
 
         r->removed = true;
+        proxy_registration_removed(r);
+        if (r->n_subscriptions == 0) {
+                registration_release(r);
+                return;
+        }
         log_info("Cgroup %s is gone, ending %u %s stream(s).", r->cgroup, r->n_subscriptions,
                  source_type_to_string(r->type));
         LIST_FOREACH_SAFE(subscriptions, s, n, r->subscriptions) {

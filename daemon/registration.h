@@ -26,6 +26,7 @@
 typedef struct Manager Manager;
 typedef struct Client Client;
 typedef struct Subscription Subscription;
+typedef struct ProxyClient ProxyClient;
 
 /* The identity of a kernel registration. */
 typedef struct RegistrationKey {
@@ -65,6 +66,8 @@ struct Registration {
 
         Subscription *subscriptions;
         unsigned n_subscriptions;
+        ProxyClient *proxied;       /* memory-pressure proxy clients (proxy.h) */
+        unsigned n_proxied;
         LIST_FIELDS(Registration, registrations);
 };
 
@@ -97,7 +100,7 @@ struct Subscription {
  */
 int registration_acquire(Manager *m, const RegistrationKey *key, Registration **ret, VarlinkError *e);
 
-/* registration_release - close and free @r if no subscription uses it any more. */
+/* registration_release - close and free @r if no subscription or proxied client uses it any more. */
 void registration_release(Registration *r);
 
 /* registration_find - the live registration for @key, or NULL. */

@@ -5,6 +5,7 @@
 #include "config-build.h"
 #include "manager.h"
 #include "registration-episode.h"
+#include "proxy.h"
 #include "source-protection.h"
 #include "status.h"
 #include "util.h"
@@ -20,11 +21,18 @@ json_t *status_json(Manager *m) {
         Registration *r;
 
         LIST_FOREACH(registrations, r, m->registrations) {
-                json_t *o = json_pack("{s:s, s:s, s:o, s:I}", "cgroup", r->cgroup,
-                                      "source", source_type_to_string(r->type),
-                                      "trigger", registration_trigger_json(r, NULL),
-                                      "subscribers", (json_int_t) r->n_subscriptions);
+                json_t *proxied = json_array();
+                ProxyClient *p;
+                json_t *o;
 
+                LIST_FOREACH(proxied, p, r->proxied)
+                        json_array_append_new(proxied, json_pack("{s:I, s:s, s:s?}", "pid", (json_int_t) p->pid,
+                                                                 "cgroup", r->cgroup, "unit", p->unit));
+                o = json_pack("{s:s, s:s, s:o, s:I, s:o}", "cgroup", r->cgroup,
+                              "source", source_type_to_string(r->type),
+                              "trigger", registration_trigger_json(r, NULL),
+                              "subscribers", (json_int_t) r->n_subscriptions,
+                              "proxied", proxied);
                 if (o && registration_has_episodes(r)) {
                         json_t *ep = registration_episode_json(r);
 
@@ -37,11 +45,12 @@ json_t *status_json(Manager *m) {
         status_counters(m, values);
         for (Counter c = 0; c < _COUNTER_MAX; c++)
                 json_object_set_new(counters, counter_info(c)->name, json_integer((json_int_t) values[c]));
-        return json_pack("{s:s, s:I, s:I, s:I, s:o, s:{s:s?, s:s?, s:b}, s:o}",
+        return json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:{s:s?, s:s?, s:b}, s:o}",
                          "version", PACKAGE_VERSION,
                          "uptime_us", (json_int_t) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic),
                          "clients", (json_int_t) m->n_clients,
                          "subscriptions", (json_int_t) m->n_subscriptions,
+                         "proxied_clients", (json_int_t) (m->proxy ? m->proxy->n_clients : 0),
                          "registrations", regs,
                          "cgroup",
                          "v2_root", m->v2.path,
@@ -68,6 +77,8 @@ void status_write_metrics(struct evbuffer *out, void *userdata) {
 
         write_gauge(out, "pressured_clients", "Connected clients.", m->n_clients);
         write_gauge(out, "pressured_subscriptions", "Active subscriptions.", m->n_subscriptions);
+        write_gauge(out, "pressured_proxied_clients", "Clients of the memory-pressure socket.",
+                    m->proxy ? m->proxy->n_clients : 0);
         metrics_write_header(out, "pressured_registrations", "gauge", "Kernel registrations in use, by source.");
         for (int t = 0; t < _SOURCE_MAX; t++) {
                 MetricsLabel l = { "source", source_type_to_string((SourceType) t) };

@@ -88,12 +88,17 @@ rm -rf build-ci build-ci-asan build-ci-fuzz
 # 1. The plain build, warnings as errors, every suite.
 run meson setup build-ci -Dwerror=true --buildtype=debugoptimized
 run meson compile -C build-ci
+# libsystemd >= 254 for the sd-event memory-pressure client (tests/proxy):
+# downloaded from bookworm-backports with a private apt state and unpacked
+# into the build tree, never installed on the host.
+run tests/proxy/fetch-libsystemd.sh build-ci/libsystemd-254
 run meson test -C build-ci --print-errorlogs --num-processes 2
 count build-ci ""
 
 # 2. AddressSanitizer + UndefinedBehaviorSanitizer, every suite.
 run meson setup build-ci-asan -Dwerror=true --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
 run meson compile -C build-ci-asan
+ln -sfn ../build-ci/libsystemd-254 build-ci-asan/libsystemd-254
 run meson test -C build-ci-asan --setup=sanitize --no-suite vm --print-errorlogs --num-processes 2
 count build-ci-asan "-sanitize"
 

@@ -89,6 +89,8 @@ run fanout rc_of "$build/tests/bench/bench-fanout" --out "$out"
 run idle rc_of python3 "$here/bench-idle.py" --out "$out"
 run sharing rc_of python3 "$here/bench-sharing.py" --out "$out"
 run workload rc_of python3 "$here/bench-workload.py" --out "$out"
+# Needs libsystemd >= 254 in $build/libsystemd-254 (tests/proxy/fetch-libsystemd.sh).
+run proxy rc_of python3 "$here/bench-proxy.py" --out "$out"
 # shellcheck disable=SC2086 # word splitting of the optional arguments is wanted
 run protection rc_of "$build/tests/bench/bench-protection" --csv "$out/bench-protection.csv" \
         --generator "$source_root/tests/make-fake-cgroup-tree.py" $protection_args

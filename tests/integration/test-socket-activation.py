@@ -64,8 +64,8 @@ class Notify:
         self.sock.close()
 
 
-def spawn_activated(listen_sock, notify_path, log, extra_env):
-    """fork + execve with the socket as fd 3 and LISTEN_PID = the child's pid."""
+def spawn_activated(listen_sock, notify_path, log, extra_env, second_sock=None):
+    """fork + execve with the socket as fd 3 (and @second_sock as fd 4) and LISTEN_PID = the child's pid."""
     args = [pt.PRESSURED, '--log-level', 'debug']
     env = dict(os.environ)
     for k in ('LISTEN_FDS', 'LISTEN_PID', 'LISTEN_FDNAMES', 'NOTIFY_SOCKET',
@@ -78,11 +78,11 @@ def spawn_activated(listen_sock, notify_path, log, extra_env):
         try:
             os.dup2(log.fileno(), 1)
             os.dup2(log.fileno(), 2)
-            if listen_sock.fileno() == 3:
-                os.set_inheritable(3, True)
-            else:
-                os.dup2(listen_sock.fileno(), 3)   # the copy is inheritable
-            os.closerange(4, 1024)
+            fds = [listen_sock.fileno()] + ([second_sock.fileno()] if second_sock else [])
+            high = [os.dup(fd) for fd in fds]
+            for i, fd in enumerate(high):
+                os.dup2(fd, 3 + i)   # the copies are inheritable
+            os.closerange(3 + len(fds), 1024)
             env['LISTEN_PID'] = str(os.getpid())
             if 'WATCHDOG_USEC' in env:
                 env['WATCHDOG_PID'] = str(os.getpid())
@@ -110,6 +110,52 @@ def check_get_info(path):
     if 'io.pressured' not in info.get('parameters', {}).get('interfaces', []):
         fail('GetInfo on the activated socket: %r' % info)
     return v
+
+
+def check_two_sockets(tmp, log):
+    """Two activated sockets, told apart by name: varlink and memory-pressure."""
+    paths = [os.path.join(tmp, 'two.varlink'), os.path.join(tmp, 'two.mp')]
+    socks = []
+    for p in paths:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        s.bind(p)
+        s.listen(16)
+        socks.append(s)
+    notify = Notify(os.path.join(tmp, 'notify-two'))
+    # The memory-pressure socket first: the names decide, not the order.
+    pid = spawn_activated(socks[1], notify.path, log,
+                          {'LISTEN_FDS': '2', 'LISTEN_FDNAMES': 'memory-pressure:varlink'}, second_sock=socks[0])
+    try:
+        notify.wait_for('READY=1', 'READY=1 with two sockets')
+        check_get_info(paths[0]).close()
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(paths[1])
+        c.sendall(b'some 150000 2000000\0')
+        v = pt.Varlink(paths[0])
+        deadline = time.monotonic() + WAIT
+        while True:
+            st = v.call_sync('io.pressured.GetStatus', {})['parameters']
+            if st['proxied_clients'] == 1 and any(r['proxied'] for r in st['registrations']):
+                break
+            if time.monotonic() > deadline:
+                fail('the activated memory-pressure socket did not serve: %r' % st)
+            time.sleep(0.02)
+        if v.call_sync('io.pressured.Inject', {'level': 'low', 'cgroup': st['registrations'][0]['cgroup']}
+                       )['parameters']['delivered'] < 1:
+            fail('Inject did not reach the proxied client')
+        c.settimeout(WAIT)
+        if len(c.recv(16)) < 1:
+            fail('no byte on the memory-pressure connection')
+        v.close()
+        c.close()
+        os.kill(pid, signal.SIGTERM)
+        status = wait_exit(pid)
+        if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+            fail('two-socket instance exit status %r' % status)
+    finally:
+        for s in socks:
+            s.close()
+        notify.close()
 
 
 def main():
@@ -196,6 +242,12 @@ def main():
         finally:
             listen_sock.close()
             notify.close()
+        try:
+            check_two_sockets(tmp, log)
+        except SystemExit:
+            log.seek(0)
+            sys.stderr.write('--- daemon log ---\n' + log.read())
+            raise
 
         # The stock tool, if present: it listens, execs the daemon on the
         # first connection, and that connection must be answered.

@@ -93,6 +93,17 @@ def main():
             fail('pressured.socket %s=%s, want %s' % (key, get(sock, 'Socket', key), want))
     if get(sock, 'Install', 'WantedBy') != 'sockets.target':
         fail('pressured.socket is not wanted by sockets.target')
+    mp_unit = os.path.join(SOURCE_ROOT, 'systemd', 'pressured-memory-pressure.socket')
+    with open(mp_unit) as f:
+        mp = unit_settings(f.read())
+    for key, want in [('ListenStream', '/run/pressured/memory-pressure'),
+                      ('FileDescriptorName', 'memory-pressure'),
+                      ('Service', 'pressured.service'),
+                      ('SocketMode', '0666')]:
+        if get(mp, 'Socket', key) != want:
+            fail('pressured-memory-pressure.socket %s=%s, want %s' % (key, get(mp, 'Socket', key), want))
+    if 'pressured-memory-pressure.socket' not in (get(service, 'Service', 'Sockets') or '').split():
+        fail('pressured.service does not take pressured-memory-pressure.socket')
     for key, want in [('Type', 'notify'), ('WatchdogSec', '30s'),
                       ('ExecReload', '/bin/kill -HUP $MAINPID'),
                       ('RuntimeDirectory', 'pressured'),
@@ -113,8 +124,10 @@ def main():
         with open(os.path.join(tmp, 'pressured.service'), 'w') as f:
             f.write(test_service)
         shutil.copy(socket_unit, tmp)
+        shutil.copy(mp_unit, tmp)
 
-        r = run(['systemd-analyze', 'verify', '--man=no', 'pressured.socket', 'pressured.service'], cwd=tmp)
+        r = run(['systemd-analyze', 'verify', '--man=no', 'pressured.socket', 'pressured-memory-pressure.socket',
+                 'pressured.service'], cwd=tmp)
         complaints = [line for line in (r.stdout + r.stderr).splitlines() if 'pressured' in line]
         if r.returncode != 0 or complaints:
             fail('systemd-analyze verify (rc %d):\n%s%s' % (r.returncode, r.stdout, r.stderr))
@@ -131,7 +144,8 @@ def main():
         # allows AF_INET (so the drop-in was read).
         os.mkdir(os.path.join(tmp, 'pressured.service.d'))
         shutil.copy(dropin, os.path.join(tmp, 'pressured.service.d', 'metrics.conf'))
-        r = run(['systemd-analyze', 'verify', '--man=no', 'pressured.socket', 'pressured.service'], cwd=tmp)
+        r = run(['systemd-analyze', 'verify', '--man=no', 'pressured.socket', 'pressured-memory-pressure.socket',
+                 'pressured.service'], cwd=tmp)
         complaints = [line for line in (r.stdout + r.stderr).splitlines() if 'pressured' in line]
         if r.returncode != 0 or complaints:
             fail('systemd-analyze verify with the drop-in (rc %d):\n%s%s' % (r.returncode, r.stdout, r.stderr))

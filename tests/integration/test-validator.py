@@ -33,13 +33,16 @@ PROTECTION = {'kind': 'protection', 'cgroup': '/a', 'state': 'min', 'previous': 
 CLEARED = {'kind': 'cleared', 'cgroup': '/', 'source': 'psi', 'level': 'medium', 'seq': 3, 'missed': 0,
            'time_us': 1, 'monotonic_us': 2, 'duration_us': 4000000, 'events': 2, 'peak': 7.5}
 EPISODE = {'active_since_us': 5, 'duration_us': 10, 'events': 1, 'peak': 12.5}
-STATUS = {'version': '0.1', 'uptime_us': 5, 'clients': 1, 'subscriptions': 0,
+STATUS = {'version': '0.1', 'uptime_us': 5, 'clients': 1, 'subscriptions': 0, 'proxied_clients': 1,
           'registrations': [{'cgroup': '/', 'source': 'psi', 'subscribers': 2,
+                             'proxied': [{'pid': 7, 'cgroup': '/', 'unit': None}],
                              'trigger': {'psi': {'stall': 'full', 'threshold_us': 1, 'window_us': 2}}}],
           'cgroup': {'v2_root': '/sys/fs/cgroup', 'v1_memory_root': None, 'recursive_protection': False},
           'counters': {k: 0 for k in ('events_read', 'events_delivered', 'events_dropped',
                                       'propagations_applied', 'propagations_skipped', 'registrations_created',
-                                      'registrations_removed', 'events_injected', 'protection_refreshes')}}
+                                      'registrations_removed', 'events_injected', 'protection_refreshes',
+                                      'proxy_connections', 'proxy_events_sent', 'proxy_events_dropped',
+                                      'proxy_invalid_requests')}}
 
 
 def ev(event, continues=True):

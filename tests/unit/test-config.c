@@ -194,6 +194,15 @@ static void test_value_forms(void) {
         ASSERT_STREQ(c->inject_group, "1234");
         ASSERT_OK(config_parse_string(c, "x", "[Metrics]\nListen=127.0.0.1:9100\n", NULL));
         ASSERT_STREQ(c->metrics_listen, "127.0.0.1:9100");
+
+        /* [MemoryPressure] Socket=: a path, empty for off, "auto" for the default. */
+        ASSERT_TRUE(c->mp_socket == NULL);
+        ASSERT_OK(config_parse_string(c, "x", "[MemoryPressure]\nSocket=/run/x/mp\n", NULL));
+        ASSERT_STREQ(c->mp_socket, "/run/x/mp");
+        ASSERT_OK(config_parse_string(c, "x", "[MemoryPressure]\nSocket=\n", NULL));
+        ASSERT_STREQ(c->mp_socket, "");
+        ASSERT_OK(config_parse_string(c, "x", "[MemoryPressure]\nSocket=auto\n", NULL));
+        ASSERT_TRUE(c->mp_socket == NULL);
 }
 
 static void test_listen_address(void) {
@@ -439,6 +448,9 @@ static void test_format_roundtrip(void) {
                      "\n"
                      "[Policy]\n"
                      "InjectGroup=\n"
+                     "\n"
+                     "[MemoryPressure]\n"
+                     "Socket=auto\n"
                      "\n"
                      "[Metrics]\n"
                      "Listen=\n");

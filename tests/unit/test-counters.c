@@ -12,7 +12,8 @@ int main(void) {
         static const char *const declared[] = {
                 "events_read", "events_delivered", "events_dropped", "propagations_applied",
                 "propagations_skipped", "registrations_created", "registrations_removed",
-                "events_injected", "protection_refreshes",
+                "events_injected", "protection_refreshes", "proxy_connections", "proxy_events_sent",
+                "proxy_events_dropped", "proxy_invalid_requests",
         };
 
         ASSERT_EQ(_COUNTER_MAX, ELEMENTSOF(declared));

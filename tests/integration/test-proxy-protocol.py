@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The memory-pressure socket with raw sockets (no libsystemd needed): a
+newline-terminated trigger; a line longer than the bound is a warning and
+the default trigger, and what follows is read and discarded; MaxClients=
+counts proxied and varlink clients together and refuses beyond it; one
+byte per Inject; an empty [MemoryPressure] Socket= turns the socket off."""
+
+import os
+import socket
+import sys
+
+sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
+import pressured_test as pt  # noqa: E402
+
+WAIT = 60.0 if pt.WRAPPER else 10.0
+
+
+def proxied(d):
+    return [(r, p) for r in d.status()['registrations'] for p in r['proxied']]
+
+
+def connect(path, data=b''):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    if data:
+        s.sendall(data)
+    return s
+
+
+def main():
+    d = pt.Daemon()
+    mp = os.path.join(d.tmpdir, 'mp')
+    d.write_config(f'[MemoryPressure]\nSocket={mp}\n[Limits]\nMaxClients=3\n')
+    with d:
+        a = connect(mp, b'some 150ms 2s\n')
+        pt.wait_for(lambda: len(proxied(d)) == 1, timeout=WAIT, what='newline-terminated trigger attached')
+        t1 = proxied(d)[0][0]['trigger']
+
+        # Too long: warning, default trigger, the rest discarded.
+        b = connect(mp, b'x' * 200)
+        b.sendall(b'y' * 100000)
+        pt.wait_for(lambda: len(proxied(d)) == 2, timeout=WAIT, what='long line attached')
+        pt.wait_for(lambda: 'longer than a trigger line' in d.log(), timeout=WAIT, what='warning')
+        other = [r['trigger'] for r, _ in proxied(d) if r['trigger'] != t1]
+        pt.check(len(other) == 1 and (other[0].get('vmpressure', {}).get('level') == 'medium' or
+                                      other[0].get('psi', {}).get('threshold_us') == 200000),
+                 'the long line got the default trigger', other)
+
+        # MaxClients=3: two proxied plus one varlink call; a third proxied is refused.
+        held = pt.Varlink(d.socket)
+        held.call_sync('org.varlink.service.GetInfo')
+        c = connect(mp)
+        c.settimeout(WAIT)
+        pt.check_eq(c.recv(1), b'', 'refused beyond MaxClients')
+        pt.check('Limit MaxClients=3 reached, refusing a memory-pressure client' in d.log(), 'refusal logged')
+        c.close()
+        held.close()
+
+        # Inject reaches each proxied client with one byte.
+        for r in {r['cgroup'] for r, _ in proxied(d)}:
+            d.inject('low', r)
+        for s in (a, b):
+            s.settimeout(WAIT)
+            pt.check_eq(s.recv(1), b'\n', 'one byte per event')
+        st = d.status()
+        pt.check_eq(st['counters']['proxy_invalid_requests'], 1, 'invalid requests')
+        pt.check(st['counters']['proxy_events_sent'] >= 2, 'sent', st['counters'])
+        a.close()
+        b.close()
+        pt.wait_for(lambda: d.status()['proxied_clients'] == 0, timeout=WAIT, what='closed clients released')
+
+    off = pt.Daemon(config_text='[MemoryPressure]\nSocket=\n')
+    with off:
+        pt.check(not os.path.exists(os.path.join(off.tmpdir, 'memory-pressure')), 'Socket= empty: no socket')
+        pt.check('memory-pressure' not in off.log() or 'is off' in off.log(), 'no memory-pressure socket served')
+    print('ok')
+
+
+if __name__ == '__main__':
+    main()
