@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(meson ninja-build gcc pkg-config libevent-dev libjansson-dev libsystemd-dev libinih-dev)
+packages=(meson ninja-build gcc pkg-config libevent-dev libjansson-dev libsystemd-dev libinih-dev
+          libncurses-dev)
 missing=()
 for p in "${packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
