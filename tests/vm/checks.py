@@ -12,6 +12,7 @@ import ctypes
 import json
 import os
 import pwd
+import select
 import shutil
 import signal
 import subprocess
@@ -346,6 +347,175 @@ def t_reclaim():
                          for k, (t, ev) in got.items())
     finally:
         rmcg(cg)
+
+
+# Episodes with 1 s windows. The hold is set to EPISODE_HOLD through
+# [Levels] ClearAfterSec= rather than the default two windows (2 s): under
+# TCG a new load can take longer than 2 s to stall again, and "load again
+# within the hold period" must not depend on that. The systemd watchdog is
+# off (a drop-in, WatchdogSec=0) while this runs, so that the idle interval
+# after "cleared" must show exactly 0 wakeups, pings included.
+EPISODE_HOLD = 20
+EPISODE_QUIET = 5.0
+EPISODE_EVENTS = 3      # pressure events each load runs for
+
+
+def episode_reg(cg):
+    regs = [r for r in call('io.pressured.GetStatus')['registrations']
+            if r['cgroup'] == cg and r['source'] == 'psi']
+    pt.check(len(regs) == 1, f'one psi registration on {cg}', regs)
+    return regs[0].get('episode'), regs[0]['history']
+
+
+class EpisodeStream:
+    """A subscription's events, read in order, seq checked."""
+
+    def __init__(self, v, first):
+        self.v, self.first, self.seq = v, first, None
+        self.last_pressure = None
+        self.pressure = 0       # pressure events read since the last cleared
+
+    def read(self, timeout):
+        ev, msg = next_event(self.v, timeout=timeout)
+        pt.check(ev['kind'] in ('pressure', 'cleared'), 'only pressure and cleared events', ev)
+        if self.seq is not None:
+            pt.check(ev['seq'] == self.seq + 1, 'seq has no gap', self.seq, ev)
+        self.seq = ev['seq']
+        if ev['kind'] == 'pressure':
+            self.last_pressure = ev
+            self.pressure += 1
+        return ev
+
+    def until_pressure(self):
+        ev = self.read(EVENT)
+        pt.check(ev['kind'] == 'pressure', 'no cleared while a load runs', ev)
+        return ev
+
+    def until_cleared(self, stopped):
+        """Pressure events until "cleared"; (cleared, seconds from @stopped to its
+        arrival, pressure events read in the episode)."""
+        end = time.monotonic() + EPISODE_HOLD + EVENT
+        while True:
+            ev = self.read(max(end - time.monotonic(), 0.1))
+            if ev['kind'] == 'cleared':
+                seen, self.pressure = self.pressure, 0
+                return ev, time.monotonic() - stopped, seen
+
+
+def episode_load(cg, s, n=EPISODE_EVENTS):
+    """Load @cg until @s has @n pressure events; (the first, the monotonic time
+    the load's processes were gone)."""
+    load = stream_load(cg, 160)
+    try:
+        ev = s.until_pressure()
+        for _ in range(n - 1):
+            s.until_pressure()
+    finally:
+        stop(load)
+    procs = os.path.join(CGROOT, cg.lstrip('/'), 'cgroup.procs')
+    wait_for(lambda: not read(procs), REPLY, f'{cg} empty after the load')
+    return ev, time.monotonic()
+
+
+def daemon_ctxt():
+    return pt.process_context_switches(int(show('MainPID')))
+
+
+@check('episodes with 1 s windows: exactly one cleared after the load; a load within the hold '
+       'continues the episode, one after it starts a new one; 0 wakeups once cleared')
+def t_episodes():
+    cg = '/pvm-episodes'
+    conf = os.path.join(CONF_DIR, 'pressured.conf')
+    dropin = os.path.join(DROPIN_DIR, 'episodes-no-watchdog.conf')
+    rmcg(cg)
+    mkcg(cg, memory_max=str(64 * MIB), memory_low=str(16 * MIB))
+    os.makedirs(CONF_DIR, exist_ok=True)
+    os.makedirs(DROPIN_DIR, exist_ok=True)
+    write(dropin, '[Service]\nWatchdogSec=0\n')
+    v = None
+    try:
+        sh('systemctl', 'daemon-reload')
+        sh('systemctl', 'restart', SERVICE)
+        pt.check(show('WatchdogUSec') in ('0', 'infinity'), 'the watchdog is not off', show('WatchdogUSec'))
+        write(conf, f'[Levels]\nClearAfterSec={EPISODE_HOLD}\n')
+        sh('systemctl', 'reload', SERVICE)
+        # The reload is asynchronous: the level registrations it rebuilds
+        # are not observable, so wait for its journal entry.
+        pid = show('MainPID')
+        wait_for(lambda: journal('MESSAGE_ID=bb8dd7f7f9864ea0b5fbcdf483a9a349', f'_PID={pid}'),
+                 REPLY, 'the reload with ClearAfterSec= logged')
+        v, first = subscribe(cgroup=cg, psi={'stall': 'some', 'threshold_us': 50000, 'window_us': 1000000})
+        pt.check(first['adjusted'] is False and psi_of(first)['window_us'] == 1000000,
+                 'the 1 s window was adjusted', first)
+        s = EpisodeStream(v, first)
+
+        # Episode 1: a load, stopped, and a load again at once, within the hold.
+        e1, _ = episode_load(cg, s)
+        ep1, hist = episode_reg(cg)
+        pt.check(ep1 is not None and hist == [], 'an active episode, none ended', ep1, hist)
+        _, stopped1 = episode_load(cg, s)
+        ep2, hist = episode_reg(cg)
+        pt.check(ep2 and ep2['active_since_us'] == ep1['active_since_us'] and ep2['events'] >= 2 and hist == [],
+                 'a load within the hold period does not continue the episode', ep1, ep2, hist)
+        c1, delay1, seen1 = s.until_cleared(stopped1)
+        gap1 = (c1['monotonic_us'] - s.last_pressure['monotonic_us']) / 1e6
+        _, hist = episode_reg(cg)
+        pt.check(len(hist) == 1 and hist[0]['start_us'] == ep1['active_since_us'],
+                 'one ended episode, begun by the first load', hist, ep1)
+        pt.check(hist[0]['end_us'] / 1e6 > stopped1, 'cleared before the load ended', hist, stopped1)
+        pt.check(c1['events'] >= max(ep2['events'], seen1, 2 * EPISODE_EVENTS),
+                 'cleared does not count the events of both loads', c1, ep2, seen1)
+        pt.check(0 < c1['peak'] <= 100, 'peak is not a percentage', c1)
+        pt.check(gap1 >= EPISODE_HOLD - 1.1, 'cleared before the hold had passed', gap1, c1)
+
+        # Episode 2: a load after the end is a new episode; the next event is
+        # its pressure, not a second cleared (read() checks seq).
+        e3, stopped2 = episode_load(cg, s)
+        pt.check(e3['seq'] == c1['seq'] + 1, 'exactly one cleared per episode', c1, e3)
+        c2, delay2, seen2 = s.until_cleared(stopped2)
+        gap2 = (c2['monotonic_us'] - s.last_pressure['monotonic_us']) / 1e6
+        _, hist = episode_reg(cg)
+        pt.check(len(hist) == 2 and hist[1]['start_us'] > hist[0]['end_us'] and hist[1]['end_us'] / 1e6 > stopped2,
+                 'a second episode with its own start, ended after its load', hist)
+        pt.check(gap2 >= EPISODE_HOLD - 1.1, 'cleared before the hold had passed', gap2, c2)
+        pt.check(c2['events'] >= seen2 >= EPISODE_EVENTS, 'events of the second episode', c2, seen2)
+        pt.check(0 < c2['peak'] <= 100, 'peak is not a percentage', c2)
+
+        # Cleared, subscriber still attached: no timer, no wakeup. Wait for
+        # the GetStatus connection to be gone (no switch for 1 s), then count.
+        state = {'n': daemon_ctxt(), 't': time.monotonic()}
+
+        def settled():
+            n = daemon_ctxt()
+            if n != state['n']:
+                state.update(n=n, t=time.monotonic())
+            return time.monotonic() - state['t'] >= 1.0
+        wait_for(settled, REPLY, 'the daemon idle')
+        before = daemon_ctxt()
+        readable, _, _ = select.select([v.sock], [], [], EPISODE_QUIET)
+        woke = daemon_ctxt() - before
+        pt.check(not readable and not v.buf, 'an event after cleared', v.buf)
+        pt.check(woke == 0, 'wakeups after the episodes cleared', woke)
+        return (f'hold {EPISODE_HOLD} s (ClearAfterSec=, reload), some 50ms 1s, adjusted false; '
+                f'episode 1 (two loads): cleared {delay1:.1f} s after the load ended, '
+                f'{gap1:.1f} s after its last event, duration_us {c1["duration_us"]}, '
+                f'events {c1["events"]} ({seen1} read), peak {c1["peak"]:.1f}; '
+                f'episode 2: cleared {delay2:.1f} s after the load ended, {gap2:.1f} s after its last '
+                f'event, duration_us {c2["duration_us"]}, events {c2["events"]} ({seen2} read), peak {c2["peak"]:.1f}; '
+                f'{woke} context switches in {EPISODE_QUIET:.0f} s after cleared (watchdog off by drop-in)')
+    finally:
+        if v:
+            v.close()
+        for f in (conf, dropin):
+            if os.path.exists(f):
+                os.unlink(f)
+        sh('systemctl', 'daemon-reload')
+        sh('systemctl', 'restart', SERVICE)
+        rmcg(cg)
+        try:
+            os.unlink(os.path.join(SCRATCH, 'load-' + cg.strip('/')))
+        except FileNotFoundError:
+            pass
 
 
 @check('memory_events on v2 report high, max and oom_kill from a real OOM in a leaf')
