@@ -1,0 +1,399 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""pressurectl notify on a real session bus: a private dbus-daemon (session
+type, no service activation) and tests/integration/notify-server.c, which
+owns org.freedesktop.Notifications and records every call it gets. The
+daemon runs on a fake cgroup tree (whose children of / the text names) and
+Inject drives the whole-system PSI registration; episodes end after
+ClearAfterSec=1.
+
+Checked: usage errors; --dry-run in text and JSON (show, close, replace);
+the notifier started before the daemon waits for it; the urgency hint per
+level (low 0, medium 1, critical 2), one notification per episode updated in
+place through replaces_id; CloseNotification on cleared, or the "cleared"
+note with --on-cleared=replace; 1,000 injected events give a bounded number
+of Notify calls (derived from --min-interval); the server going away and
+coming back, no session bus at all, a daemon restart; SIGTERM closes what
+is on screen and exits 0."""
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
+import pressured_test as pt  # noqa: E402
+
+check = pt.check
+SERVER = os.path.join(pt.BUILD_ROOT, 'tests', 'integration', 'notify-server')
+WAIT = pt.scaled(20.0)
+# A full stall of 90 % of the window: real pressure on a busy test machine
+# hardly ever adds an event of its own to the injected ones; where it does,
+# the checks allow for the updates it may cause under the rate limit.
+CONFIG = '[Levels]\nMedium=full 900ms 1s\nClearAfterSec=1\nClearRatio=1\n'
+M = 1 << 20
+TREE = {'/': None, '/user.slice': 700 * M, '/system.slice': 300 * M, '/init.scope': 5 * M, '/machine.slice': 1 * M}
+BUS_CONFIG = '''<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:dir={dir}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+'''
+
+
+def make_tree(root):
+    for path, current in TREE.items():
+        d = os.path.join(root, path.lstrip('/'))
+        os.makedirs(d, exist_ok=True)
+        if current is not None:
+            with open(os.path.join(d, 'memory.current'), 'w') as f:
+                f.write(f'{current}\n')
+
+
+class Bus:
+    """A private session bus."""
+
+    def __init__(self, tmp):
+        cfg = os.path.join(tmp, 'bus.conf')
+        with open(cfg, 'w') as f:
+            f.write(BUS_CONFIG.format(dir=tmp))
+        self.proc = subprocess.Popen(['dbus-daemon', '--config-file', cfg, '--nofork', '--print-address=1'],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.address = self.proc.stdout.readline().strip()
+        check(self.address.startswith('unix:'), 'dbus-daemon prints its address', self.address,
+              self.proc.stderr.read() if not self.address else '')
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+
+class Server:
+    """notify-server on @bus, recording to @log."""
+
+    def __init__(self, bus, log):
+        self.log = log
+        env = dict(os.environ, DBUS_SESSION_BUS_ADDRESS=bus.address)
+        self.proc = subprocess.Popen(pt.WRAPPER + [SERVER, log], env=env, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline().strip()
+        check(line == 'ready', 'the notification server owns its name', line, self.proc.poll())
+
+    def calls(self, method=None):
+        try:
+            with open(self.log) as f:
+                out = [json.loads(x) for x in f]
+        except FileNotFoundError:
+            return []
+        return [c for c in out if method is None or c['method'] == method]
+
+    def wait_calls(self, method, n, what):
+        return pt.wait_for(lambda: self.calls(method)[n - 1:] and self.calls(method), timeout=WAIT, what=what)
+
+    def stop(self):
+        self.proc.terminate()
+        rc = self.proc.wait()
+        self.proc.stdout.close()
+        check(rc == 0, 'the notification server exits cleanly', rc)
+
+
+class Notifier:
+    """pressurectl notify in the background, its stdout and stderr in files."""
+
+    def __init__(self, tmp, name, socket, *args, bus=None, env=None, json_output=False):
+        self.out_path = os.path.join(tmp, name + '.out')
+        self.err_path = os.path.join(tmp, name + '.err')
+        e = dict(os.environ)
+        e.pop('DBUS_SESSION_BUS_ADDRESS', None)
+        if bus:
+            e['DBUS_SESSION_BUS_ADDRESS'] = bus.address
+        e.update(env or {})
+        self.out = open(self.out_path, 'w')
+        self.err = open(self.err_path, 'w')
+        self.proc = subprocess.Popen(pt.WRAPPER + [pt.PRESSURECTL, '--socket', socket] + (['--json'] if json_output else []) + ['notify'] + list(args),
+                                     stdout=self.out, stderr=self.err, env=e)
+
+    def stdout(self):
+        with open(self.out_path) as f:
+            return f.read()
+
+    def stderr(self):
+        with open(self.err_path) as f:
+            return f.read()
+
+    def wait_stderr(self, text):
+        return pt.wait_for(lambda: text in self.stderr(), timeout=WAIT, what=f'{text!r} on stderr')
+
+    def stop(self):
+        """SIGTERM; returns the exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=WAIT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        self.out.close()
+        self.err.close()
+        return rc
+
+
+def subscribers_on_root(d):
+    """How many pressure subscribers the whole-system registration has."""
+    return sum(r['subscribers'] for r in d.status()['registrations'] if r['cgroup'] == '/' and r['source'] == 'psi')
+
+
+def wait_subscribed(d, n=1):
+    pt.wait_for(lambda: subscribers_on_root(d) >= n, timeout=WAIT, what='the notifier subscribed')
+
+
+def no_episode(d):
+    return all('episode' not in r for r in d.status()['registrations'])
+
+
+def wait_cleared(d):
+    pt.wait_for(lambda: no_episode(d), timeout=WAIT, what='the episode to clear')
+
+
+def inject(d, level):
+    r = d.inject(level)
+    check(r['parameters']['delivered'] >= 1, 'the injection reached the notifier', r)
+
+
+def test_usage():
+    for args, what in ((['--level', 'huge'], 'bad level'), (['--on-cleared', 'keep'], 'bad --on-cleared'),
+                       (['--min-interval', '0'], 'zero interval'), (['--min-interval', '3601'], 'interval too long'),
+                       (['--min-interval', 'soon'], 'interval not a number'), (['--cgroup', 'user.slice'], 'relative cgroup'),
+                       (['--cgroup', '/a/../b'], 'cgroup with ..'), (['extra'], 'an argument'), (['--bogus'], 'unknown option')):
+        res = pt.run_ctl('notify', *args)
+        check(res.returncode == 2 and 'notify --help' in res.stderr, f'notify {what}: exit 2', res.returncode, res.stderr)
+    res = pt.run_ctl('notify', '--help')
+    check(res.returncode == 0 and '--on-cleared' in res.stdout and '--min-interval' in res.stdout, 'notify --help', res.stdout)
+    check(' notify ' in pt.run_ctl('--help').stdout, 'pressurectl --help lists notify')
+
+
+def expect_session_message(n):
+    """Without --cgroup: the session cgroup from /proc/self/cgroup, or a clear fallback."""
+    uid = os.getuid()
+    with open('/proc/self/cgroup') as f:
+        lines = f.read().splitlines()
+    mine = [ln for ln in lines if f'/user@{uid}.service' in ln]
+    if mine:
+        n.wait_stderr('watching /')
+    else:
+        n.wait_stderr(f'not running in a user@{uid}.service cgroup')
+        n.wait_stderr('watching the whole system only')
+
+
+def test_dry_run(tmp, d, root):
+    # Text: show, then close when the episode clears; the session-cgroup fallback is said.
+    n = Notifier(tmp, 'dry-text', d.socket, '--dry-run', '--cgroup-root', root, '--min-interval', '60')
+    try:
+        expect_session_message(n)
+        wait_subscribed(d)
+        inject(d, 'critical')
+        pt.wait_for(lambda: 'close id=1' in n.stdout(), timeout=WAIT, what='dry-run close')
+        lines = n.stdout().splitlines()
+        check(len(lines) == 2 or all(x.startswith('update id=1 ') for x in lines[1:-1]), 'one show and one close',
+              lines)
+        check(lines[0].startswith('show id=1 cgroup=/ urgency=critical summary="Memory pressure: critical" '
+                                  'body="The whole system, for '), 'the show line', lines[0])
+        check(lines[0].endswith('\\nLargest: user.slice 700M, system.slice 300M, init.scope 5M"'),
+              'the three largest children of / by memory.current', lines[0])
+        check(lines[-1] == 'close id=1 cgroup=/', 'the close line', lines[-1])
+    finally:
+        check(n.stop() == 0, 'notify --dry-run exits 0 on SIGTERM', n.stderr())
+    wait_cleared(d)
+    pt.wait_for(lambda: subscribers_on_root(d) == 0, timeout=WAIT, what='the dry run to unsubscribe')
+
+    # JSON, --on-cleared=replace, a level rising within the episode.
+    n = Notifier(tmp, 'dry-json', d.socket, '--dry-run', '--cgroup', '/', '--cgroup-root', root,
+                 '--on-cleared=replace', '--min-interval', '60', json_output=True)
+    try:
+        wait_subscribed(d)
+        inject(d, 'low')
+        inject(d, 'medium')
+        pt.wait_for(lambda: '"replace"' in n.stdout(), timeout=WAIT, what='dry-run replace')
+        objs = [json.loads(x) for x in n.stdout().splitlines()]
+        objs = objs[:2] + objs[-1:]  # a real event could add an update in between
+        check([o['action'] for o in objs] == ['show', 'update', 'replace'], 'show, update, replace', objs)
+        check([o['urgency'] for o in objs] == ['low', 'normal', 'low'], 'urgency per level, low for the note', objs)
+        check(all(o['id'] == 1 for o in objs), 'one id for the episode', objs)
+        check(objs[2]['summary'] == 'Memory pressure cleared' and
+              objs[2]['body'].startswith('The whole system, after '), 'the cleared note', objs[2])
+    finally:
+        check(n.stop() == 0, 'notify --dry-run --json exits 0 on SIGTERM', n.stderr())
+    wait_cleared(d)
+    pt.wait_for(lambda: subscribers_on_root(d) == 0, timeout=WAIT, what='the dry run to unsubscribe')
+
+
+def episode_calls(calls, first):
+    """The Notify calls of the episode whose first call is @first."""
+    out = []
+    for c in calls:
+        if c is first or (out and c['replaces_id'] == first['id']):
+            out.append(c)
+    return out
+
+
+def main():
+    pt.require_root('Inject is reserved to root')
+    if not os.path.exists('/usr/bin/dbus-daemon') and not any(
+            os.access(os.path.join(p, 'dbus-daemon'), os.X_OK) for p in os.environ.get('PATH', '').split(':')):
+        pt.skip('dbus-daemon is not installed (Debian package dbus-daemon)')
+    if not os.path.exists('/proc/pressure/memory'):
+        pt.skip('no PSI (/proc/pressure/memory): the daemon cannot register on the whole system')
+    test_usage()
+
+    tmp = tempfile.mkdtemp(prefix='pressured-notify-')
+    root = os.path.join(tmp, 'v2')
+    make_tree(root)
+    bus = Bus(tmp)
+    d = pt.Daemon(cgroup_root=root, config_text=CONFIG)
+    notifier = server = None
+    try:
+        d.start()
+        test_dry_run(tmp, d, root)
+
+        # The notifier starts first and waits for the daemon.
+        server = Server(bus, os.path.join(tmp, 'calls-1.jsonl'))
+        d.stop()
+        notifier = Notifier(tmp, 'notify', d.socket, '--cgroup', '/', '--cgroup-root', root, '--min-interval', '1',
+                            bus=bus)
+        d.start()
+        wait_subscribed(d)
+
+        # One episode rising low -> medium -> critical: one notification, updated in place.
+        start = time.monotonic()
+        for level in ('low', 'medium', 'critical'):
+            inject(d, level)
+        calls = server.wait_calls('Notify', 3, 'three Notify calls')[:3]
+        first = calls[0]
+        check([c['hints'].get('urgency') for c in calls] == [0, 1, 2], 'urgency hint: low 0, medium 1, critical 2',
+              calls)
+        check(first['replaces_id'] == 0 and all(c['replaces_id'] == first['id'] and c['id'] == first['id']
+                                                for c in calls[1:]), 'updated in place through replaces_id', calls)
+        check(first['app_name'] == 'pressured' and first['summary'] == 'Memory pressure: low' and
+              first['body'].startswith('The whole system, for ') and
+              'Largest: user.slice 700M, system.slice 300M, init.scope 5M' in first['body'] and
+              first['actions'] == [] and first['expire_timeout'] == -1, 'what the first notification says', first)
+        check(calls[2]['summary'] == 'Memory pressure: critical', 'the update says critical', calls[2])
+        closes = server.wait_calls('CloseNotification', 1, 'CloseNotification on cleared')
+        check(closes == [{'method': 'CloseNotification', 'id': first['id'], 'known': True}],
+              'the episode\'s notification is closed when it clears', closes)
+        # Only a real event joining the episode could add updates, one per second at most.
+        more = server.calls('Notify')[3:]
+        check(len(more) <= math.ceil(time.monotonic() - start) and
+              all(c['replaces_id'] == first['id'] and c['hints'] == {'urgency': 2} for c in more),
+              'nothing else shown for the episode', server.calls('Notify'))
+        check(notifier.stop() == 0, 'notify exits 0 on SIGTERM', notifier.stderr())
+        check(len(server.calls('CloseNotification')) == 1, 'nothing on screen to close at exit', server.calls())
+        wait_cleared(d)
+
+        # 1,000 events in one episode: Notify calls bounded by the rate limit; the cleared note replaces it.
+        interval = 1.0
+        notifier = Notifier(tmp, 'storm', d.socket, '--cgroup', '/', '--cgroup-root', root,
+                            '--min-interval', str(interval), '--on-cleared', 'replace', bus=bus)
+        wait_subscribed(d)
+        before = len(server.calls('Notify'))
+        start = time.monotonic()
+        v = pt.Varlink(d.socket, timeout=WAIT)
+        try:
+            for _ in range(1000):
+                r = v.call_sync('io.pressured.Inject', {'level': 'critical'})
+                check(r['parameters']['delivered'] >= 1, 'each injection reached the notifier', r)
+        finally:
+            v.close()
+        pt.wait_for(lambda: any(c['summary'] == 'Memory pressure cleared' for c in server.calls('Notify')),
+                    timeout=WAIT, what='the cleared note')
+        elapsed = time.monotonic() - start
+        storm = server.calls('Notify')[before:]
+        first = storm[0]
+        check(first['replaces_id'] == 0 and first['hints'] == {'urgency': 2}, 'the storm\'s first notification', first)
+        check(episode_calls(storm, first) == storm, 'every call of the episode replaces its notification', storm)
+        # The show, one update per interval at most, the note.
+        bound = 1 + math.ceil(elapsed / interval) + 1
+        print(f'1000 injected events in {elapsed:.2f} s: {len(storm)} Notify calls (bound {bound})', flush=True)
+        check(2 <= len(storm) <= bound, 'no notification storm', len(storm), bound)
+        note = storm[-1]
+        check(note['summary'] == 'Memory pressure cleared' and note['hints'] == {'urgency': 0} and
+              note['expire_timeout'] == 5000 and note['body'].startswith('The whole system, after '),
+              'the short cleared note', note)
+        check(not server.calls('CloseNotification')[1:], 'replace, not close', server.calls('CloseNotification'))
+        wait_cleared(d)
+
+        # The server goes away: logged, no crash; a later episode reaches the new server.
+        server.stop()
+        inject(d, 'medium')
+        notifier.wait_stderr('cannot show a notification: org.freedesktop.DBus.Error.ServiceUnknown')
+        check(notifier.proc.poll() is None, 'notify keeps running without a server', notifier.stderr())
+        wait_cleared(d)
+        server = Server(bus, os.path.join(tmp, 'calls-2.jsonl'))
+        inject(d, 'medium')
+        calls = server.wait_calls('Notify', 1, 'a notification on the new server')
+        check(calls[0]['replaces_id'] == 0 and calls[0]['hints'] == {'urgency': 1}, 'a fresh notification', calls)
+        notifier.wait_stderr('notifications work again')
+        server.wait_calls('Notify', 2, 'the cleared note on the new server')
+        wait_cleared(d)
+
+        # The daemon restarts: the notifier subscribes again and goes on.
+        d.stop()
+        d.start()
+        notifier.wait_stderr('reconnected to the daemon')
+        wait_subscribed(d)
+        inject(d, 'critical')
+        calls = server.wait_calls('Notify', 3, 'a notification after the daemon restarted')
+        check(calls[2]['replaces_id'] == 0 and calls[2]['hints'] == {'urgency': 2}, 'shown after the restart', calls)
+
+        # SIGTERM while it is on screen: closed, exit 0.
+        check(notifier.stop() == 0, 'notify exits 0 on SIGTERM', notifier.stderr())
+        closes = server.calls('CloseNotification')
+        check(closes and closes[-1]['id'] == calls[2]['id'], 'what is on screen is closed at exit', server.calls())
+        notifier = None
+        wait_cleared(d)
+
+        # No session bus at all: said once, no crash.
+        notifier = Notifier(tmp, 'nobus', d.socket, '--cgroup', '/', '--cgroup-root', root,
+                            env={'DBUS_SESSION_BUS_ADDRESS': 'unix:path=' + os.path.join(tmp, 'no-bus'),
+                                 'XDG_RUNTIME_DIR': tmp})
+        wait_subscribed(d)
+        inject(d, 'critical')
+        notifier.wait_stderr('cannot connect to the session bus')
+        check(notifier.proc.poll() is None, 'notify keeps running without a bus', notifier.stderr())
+        check(notifier.stop() == 0, 'notify without a bus exits 0 on SIGTERM', notifier.stderr())
+        notifier = None
+
+        # A cgroup the daemon does not know: said, and the whole system is still watched.
+        notifier = Notifier(tmp, 'nosuch', d.socket, '--cgroup', '/no-such-cgroup', '--dry-run', bus=bus)
+        notifier.wait_stderr('cannot watch /no-such-cgroup: io.pressured.')
+        notifier.wait_stderr('watching the whole system')
+        check(notifier.proc.poll() is None, 'notify goes on with the whole system', notifier.stderr())
+        check(notifier.stop() == 0, 'exit 0', notifier.stderr())
+        notifier = None
+    finally:
+        if notifier:
+            notifier.stop()
+            sys.stderr.write(f'--- notify stderr ---\n{notifier.stderr()}\n')
+        if server and server.proc.poll() is None:
+            server.stop()
+        d.__exit__(*sys.exc_info())
+        bus.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print('ok')
+
+
+if __name__ == '__main__':
+    main()
