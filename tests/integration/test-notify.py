@@ -183,6 +183,17 @@ def test_usage():
     res = pt.run_ctl('notify', '--help')
     check(res.returncode == 0 and '--on-cleared' in res.stdout and '--min-interval' in res.stdout, 'notify --help', res.stdout)
     check(' notify ' in pt.run_ctl('--help').stdout, 'pressurectl --help lists notify')
+    # The bash completion knows the command, its options and their values.
+    bc = '/usr/share/bash-completion/bash_completion'
+    if os.path.exists(bc) and shutil.which('bash'):
+        comp = os.path.join(pt.SOURCE_ROOT, 'client', 'pressurectl.bash-completion')
+        for words, want in ((['pressurectl', 'no'], 'notify'), (['pressurectl', 'notify', '--dr'], '--dry-run'),
+                            (['pressurectl', 'notify', '--on-cleared', 'r'], 'replace')):
+            line = ' '.join(words)
+            script = (f'source {bc}; source {comp}; COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; '
+                      f'COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; _pressurectl; echo "${{COMPREPLY[@]}}"')
+            res = subprocess.run(['bash', '-c', script], capture_output=True, text=True, timeout=30)
+            check(res.stdout.split() == [want], f'completion of {line!r}', res.stdout, res.stderr)
 
 
 def expect_session_message(n):
@@ -251,8 +262,7 @@ def episode_calls(calls, first):
 
 def main():
     pt.require_root('Inject is reserved to root')
-    if not os.path.exists('/usr/bin/dbus-daemon') and not any(
-            os.access(os.path.join(p, 'dbus-daemon'), os.X_OK) for p in os.environ.get('PATH', '').split(':')):
+    if not shutil.which('dbus-daemon'):
         pt.skip('dbus-daemon is not installed (Debian package dbus-daemon)')
     if not os.path.exists('/proc/pressure/memory'):
         pt.skip('no PSI (/proc/pressure/memory): the daemon cannot register on the whole system')
