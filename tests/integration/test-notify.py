@@ -23,7 +23,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import socket
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
@@ -197,6 +199,69 @@ def test_usage():
             check(res.stdout.split() == [want], f'completion of {line!r}', res.stdout, res.stderr)
 
 
+class RefusingDaemon:
+    """A varlink server in the daemon's place that ends every subscription:
+    the cgroup /gone is removed right after "subscribed", the whole system
+    is refused with PermissionDenied."""
+
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        self.sock.listen(16)
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                buf = b''
+                while b'\0' not in buf:
+                    data = conn.recv(65536)
+                    if not data:
+                        break
+                    buf += data
+                if b'\0' not in buf:
+                    continue
+                call = json.loads(buf.partition(b'\0')[0])
+                cgroup = call.get('parameters', {}).get('cgroup', '/')
+                if cgroup == '/gone':
+                    sub = {'kind': 'subscribed', 'cgroup': cgroup, 'source': 'psi', 'adjusted': False, 'state': {},
+                           'trigger': {'psi': {'stall': 'some', 'threshold_us': 100000, 'window_us': 1000000}}}
+                    msgs = [{'parameters': {'event': sub}, 'continues': True},
+                            {'parameters': {'event': {'kind': 'removed', 'cgroup': cgroup}}}]
+                else:
+                    msgs = [{'error': 'io.pressured.PermissionDenied', 'parameters': {'reason': 'refused by the test'}}]
+                try:
+                    conn.sendall(b''.join(json.dumps(m).encode() + b'\0' for m in msgs))
+                    conn.recv(1)  # until the client hangs up
+                except OSError:
+                    pass
+
+    def close(self):
+        self.sock.close()
+
+
+def test_nothing_left(tmp):
+    """Both subscriptions end (one cgroup removed, the whole system refused): said, and exit 1."""
+    path = os.path.join(tmp, 'refusing.sock')
+    fake = RefusingDaemon(path)
+    try:
+        res = subprocess.run(pt.WRAPPER + [pt.PRESSURECTL, '--socket', path, 'notify', '--dry-run', '--cgroup', '/gone'],
+                             capture_output=True, text=True, timeout=WAIT)
+    finally:
+        fake.close()
+    check(res.returncode == 1, 'notify exits 1 when nothing is left to watch', res.returncode, res.stderr)
+    for text in ('/gone is gone, no longer watching it',
+                 'cannot watch the whole system: io.pressured.PermissionDenied',
+                 'nothing left to watch'):
+        check(text in res.stderr, f'notify says {text!r}', res.stderr)
+    check(res.stdout == '', 'nothing was shown', res.stdout)
+
+
 def expect_session_message(n):
     """Without --cgroup: the session cgroup from /proc/self/cgroup, or a clear fallback."""
     uid = os.getuid()
@@ -270,6 +335,7 @@ def main():
     test_usage()
 
     tmp = tempfile.mkdtemp(prefix='pressured-notify-')
+    test_nothing_left(tmp)
     root = os.path.join(tmp, 'v2')
     make_tree(root)
     bus = Bus(tmp)
