@@ -74,6 +74,10 @@ def test_usage():
     res = pt.run_ctl('notify', '--help')
     check(res.returncode == 0 and '--on-cleared' in res.stdout and '--min-interval' in res.stdout, 'notify --help', res.stdout)
     check(' notify ' in pt.run_ctl('--help').stdout, 'pressurectl --help lists notify')
+    env = {k: v for k, v in os.environ.items() if k != 'XDG_RUNTIME_DIR'}
+    res = subprocess.run([pt.PRESSURECTL, '--user', 'notify'], capture_output=True, text=True, timeout=WAIT, env=env)
+    check(res.returncode == 2 and '--user needs $XDG_RUNTIME_DIR' in res.stderr, 'notify --user without a runtime dir',
+          res.returncode, res.stderr)
     # The bash completion knows the command, its options and their values.
     bc = '/usr/share/bash-completion/bash_completion'
     if os.path.exists(bc) and shutil.which('bash'):
