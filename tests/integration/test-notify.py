@@ -319,25 +319,27 @@ def main():
         calls = server.wait_calls('Notify', 1, 'a notification on the new server')
         check(calls[0]['replaces_id'] == 0 and calls[0]['hints'] == {'urgency': 1}, 'a fresh notification', calls)
         notifier.wait_stderr('notifications work again')
-        server.wait_calls('Notify', 2, 'the cleared note on the new server')
+        pt.wait_for(lambda: any(c['summary'] == 'Memory pressure cleared' for c in server.calls('Notify')),
+                    timeout=WAIT, what='the cleared note on the new server')
         wait_cleared(d)
 
         # The daemon restarts: the notifier subscribes again and goes on.
-        wait_cleared(d)
         d.write_config(CONFIG.replace('ClearAfterSec=1', 'ClearAfterSec=600'))
         d.stop()
         d.start()
         notifier.wait_stderr('reconnected to the daemon')
         wait_subscribed(d)
+        before = len(server.calls('Notify'))
         inject(d, 'critical')
-        calls = server.wait_calls('Notify', 3, 'a notification after the daemon restarted')
-        check(calls[2]['replaces_id'] == 0 and calls[2]['hints'] == {'urgency': 2}, 'shown after the restart', calls)
+        calls = server.wait_calls('Notify', before + 1, 'a notification after the daemon restarted')
+        shown = calls[before]
+        check(shown['replaces_id'] == 0 and shown['hints'] == {'urgency': 2}, 'shown after the restart', calls)
 
         # SIGTERM while it is on screen (the restarted daemon's long hold keeps the episode going): closed, exit 0.
-        check(len(server.calls('Notify')) == 3 and not no_episode(d), 'the episode still shown', server.calls())
+        check(not no_episode(d), 'the episode goes on', d.status())
         check(notifier.stop() == 0, 'notify exits 0 on SIGTERM', notifier.stderr())
         closes = server.calls('CloseNotification')
-        check(closes and closes[-1]['id'] == calls[2]['id'], 'what is on screen is closed at exit', server.calls())
+        check(closes and closes[-1]['id'] == shown['id'], 'what is on screen is closed at exit', server.calls())
         notifier = None
 
         # No session bus at all: said once, no crash.
