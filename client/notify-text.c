@@ -221,6 +221,38 @@ int notify_format_cleared(const char *cgroup, uint64_t duration_us, char **ret_s
 }
 
 /**
+ * notify_escape_markup - a body for a server that reads markup
+ * @s: the text
+ */
+char *notify_escape_markup(const char *s) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f)
+                return NULL;
+        for (const char *p = s; *p; p++)
+                switch (*p) {
+                case '&':
+                        fputs("&amp;", f);
+                        break;
+                case '<':
+                        fputs("&lt;", f);
+                        break;
+                case '>':
+                        fputs("&gt;", f);
+                        break;
+                default:
+                        fputc(*p, f);
+                }
+        if (fclose(f) != 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
+}
+
+/**
  * notify_quote - a string quoted and escaped for one output line
  * @s: the string
  */

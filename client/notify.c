@@ -58,6 +58,7 @@ struct Notifier {
         pressure_client *client;
         sd_bus *bus;
         bool bus_failing;       /* the last bus attempt failed; logged once until one works */
+        int markup;             /* the server reads markup in the body: 1, 0, or -1 not asked yet */
         Watch watches[NOTIFY_MAX_WATCHES];
         size_t n_watches;
         TopRoots roots;
@@ -107,6 +108,7 @@ static void dry_print(Notifier *n, const char *action, uint32_t id, const Watch 
 
 static void bus_drop(Notifier *n) {
         n->bus = sd_bus_flush_close_unref(n->bus);
+        n->markup = -1;
 }
 
 /* The session bus, connected now if it was not; NULL (logged once) if it cannot be had. */
@@ -142,8 +144,31 @@ static void bus_failed(Notifier *n, const char *what, int r, const sd_bus_error 
                                 what, strerror(-r));
         }
         n->bus_failing = true;
+        /* The server that comes next may be another one: ask its capabilities again. */
+        n->markup = -1;
         if (!sd_bus_error_is_set(error) || !n->bus || sd_bus_is_open(n->bus) <= 0)
                 bus_drop(n);
+}
+
+/* Whether the server takes markup in the body (GetCapabilities, asked once per server). */
+static bool bus_markup(Notifier *n, sd_bus *bus) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        const char *cap;
+        int r;
+
+        if (n->markup >= 0)
+                return n->markup;
+        r = sd_bus_call_method(bus, NOTIFY_DEST, NOTIFY_PATH, NOTIFY_IFACE, "GetCapabilities", &error, &reply, "");
+        if (r < 0)
+                return false; /* Notify will fail the same way and say why */
+        n->markup = 0;
+        r = sd_bus_message_enter_container(reply, 'a', "s");
+        while (r >= 0 && (r = sd_bus_message_read(reply, "s", &cap)) > 0)
+                if (streq(cap, "body-markup"))
+                        n->markup = 1;
+        sd_bus_message_unref(reply);
+        return n->markup;
 }
 
 static void bus_worked(Notifier *n) {
@@ -157,12 +182,19 @@ static int bus_notify(Notifier *n, uint32_t replaces, const char *icon, const ch
                       uint8_t urgency, int32_t expire_ms, uint32_t *ret_id) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         sd_bus_message *reply = NULL;
+        _cleanup_free_ char *escaped = NULL;
         sd_bus *bus = bus_get(n);
         uint32_t id;
         int r;
 
         if (!bus)
                 return -ENOTCONN;
+        if (bus_markup(n, bus)) {
+                escaped = notify_escape_markup(body);
+                if (!escaped)
+                        return -ENOMEM;
+                body = escaped;
+        }
         r = sd_bus_call_method(bus, NOTIFY_DEST, NOTIFY_PATH, NOTIFY_IFACE, "Notify", &error, &reply,
                                "susssasa{sv}i", NOTIFY_APP_NAME, replaces, icon, summary, body,
                                0, 1, "urgency", "y", urgency, expire_ms);
@@ -522,7 +554,8 @@ int notify_main(int argc, char **argv, const char *socket, bool user, bool json)
                 { "cgroup-v1-root", required_argument, NULL, ARG_V1_ROOT },
                 {}
         };
-        _cleanup_(notifier_done) Notifier n = { .min_interval_us = NOTIFY_DEFAULT_INTERVAL_USEC, .json = json };
+        _cleanup_(notifier_done) Notifier n = { .min_interval_us = NOTIFY_DEFAULT_INTERVAL_USEC, .json = json,
+                                                .markup = -1 };
         const char *arg_cgroup = NULL;
         _cleanup_free_ char *session = NULL;
         pressure_level level = PRESSURE_LEVEL_MEDIUM;

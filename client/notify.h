@@ -109,6 +109,13 @@ int notify_format(const NotifyText *text, char **ret_summary, char **ret_body);
 int notify_format_cleared(const char *cgroup, uint64_t duration_us, char **ret_summary, char **ret_body);
 
 /*
+ * notify_escape_markup - @s with '&', '<' and '>' written as entities, for
+ * a server that takes markup in the body (capability "body-markup").
+ * Returns NULL on -ENOMEM.
+ */
+char *notify_escape_markup(const char *s);
+
+/*
  * notify_quote - @s in double quotes for a --dry-run line, with '"', '\\'
  * and control characters escaped ("\n", "\t", "\x1b"). Returns NULL on
  * -ENOMEM.

@@ -19,7 +19,11 @@ WAIT = pt.scaled(20.0)
 # may cause under the rate limit.
 CONFIG = '[Levels]\nMedium=full 1s 1s\nClearAfterSec=1\nClearRatio=1\n'
 M = 1 << 20
-TREE = {'/': None, '/user.slice': 700 * M, '/system.slice': 300 * M, '/init.scope': 5 * M, '/machine.slice': 1 * M}
+# The largest child has a name that is markup unless escaped.
+TREE = {'/': None, '/a&b<c>': 800 * M, '/user.slice': 700 * M, '/system.slice': 300 * M, '/init.scope': 5 * M}
+# The children of / as the notification names them: as they are (--dry-run), and for a server that reads markup.
+LARGEST = 'Largest: a&b<c> 800M, user.slice 700M, system.slice 300M'
+LARGEST_MARKUP = 'Largest: a&amp;b&lt;c&gt; 800M, user.slice 700M, system.slice 300M'
 BUS_CONFIG = '''<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>

@@ -11,7 +11,8 @@
  *
  * Notify answers with increasing ids and keeps the id of an open
  * notification it is asked to replace, as the specification says;
- * CloseNotification emits NotificationClosed (reason 3). Prints "ready" on
+ * CloseNotification emits NotificationClosed (reason 3). It reads markup in
+ * the body, as GetCapabilities says ("body-markup"). Prints "ready" on
  * stdout once the name is owned; exits on SIGTERM.
  *
  * Usage: notify-server LOGFILE
@@ -178,7 +179,7 @@ static int method_caps(sd_bus_message *m, void *userdata, sd_bus_error *error) {
 
         if (r < 0)
                 return r;
-        return sd_bus_reply_method_return(m, "as", 2, "body", "persistence");
+        return sd_bus_reply_method_return(m, "as", 3, "body", "body-markup", "persistence");
 }
 
 static int method_info(sd_bus_message *m, void *userdata, sd_bus_error *error) {

@@ -29,7 +29,8 @@ import time
 
 sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
 import pressured_test as pt  # noqa: E402
-from notify_test import (CONFIG, WAIT, Bus, Notifier, inject, make_tree, no_episode,  # noqa: E402
+from notify_test import (CONFIG, LARGEST, LARGEST_MARKUP, WAIT, Bus, Notifier, inject, make_tree,  # noqa: E402
+                         no_episode,
                          subscribers_on_root, wait_cleared, wait_subscribed)
 
 check = pt.check
@@ -180,7 +181,7 @@ def test_dry_run(tmp, d, root):
               lines)
         check(lines[0].startswith('show id=1 cgroup=/ urgency=critical summary="Memory pressure: critical" '
                                   'body="The whole system, for '), 'the show line', lines[0])
-        check(lines[0].endswith('\\nLargest: user.slice 700M, system.slice 300M, init.scope 5M"'),
+        check(lines[0].endswith('\\n' + LARGEST + '"'),
               'the three largest children of / by memory.current', lines[0])
         check(lines[-1] == 'close id=1 cgroup=/', 'the close line', lines[-1])
     finally:
@@ -257,9 +258,10 @@ def main():
                                                 for c in calls[1:]), 'updated in place through replaces_id', calls)
         check(first['app_name'] == 'pressured' and first['summary'] == 'Memory pressure: low' and
               first['body'].startswith('The whole system, for ') and
-              'Largest: user.slice 700M, system.slice 300M, init.scope 5M' in first['body'] and
+              first['body'].endswith('\n' + LARGEST_MARKUP) and
               first['actions'] == [] and first['expire_timeout'] == -1, 'what the first notification says', first)
         check(calls[2]['summary'] == 'Memory pressure: critical', 'the update says critical', calls[2])
+        check(server.calls('GetCapabilities'), 'the server was asked whether it reads markup', server.calls())
         closes = server.wait_calls('CloseNotification', 1, 'CloseNotification on cleared')
         check(closes == [{'method': 'CloseNotification', 'id': first['id'], 'known': True}],
               'the episode\'s notification is closed when it clears', closes)

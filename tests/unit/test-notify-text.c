@@ -169,6 +169,7 @@ static void test_children_and_text(void) {
 }
 
 static void test_quote(void) {
+        char *e = notify_escape_markup("a&b<c>d \"e\"");
         char *q = notify_quote("a \"b\"\\\nc\td\x1b");
 
         ASSERT_STREQ(q, "\"a \\\"b\\\"\\\\\\nc\\td\\x1b\"");
@@ -176,6 +177,11 @@ static void test_quote(void) {
         q = notify_quote("");
         ASSERT_STREQ(q, "\"\"");
         free(q);
+        ASSERT_STREQ(e, "a&amp;b&lt;c&gt;d \"e\"");
+        free(e);
+        e = notify_escape_markup("");
+        ASSERT_STREQ(e, "");
+        free(e);
 }
 
 static void test_rate_limit(void) {
