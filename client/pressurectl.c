@@ -22,6 +22,7 @@
 #include "pressure.h"
 #include "trigger.h"
 #include "top.h"
+#include "notify.h"
 #include "util.h"
 
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -1060,6 +1061,12 @@ static int cmd_top(int argc, char **argv) {
         return top_main(argc, argv, arg_socket, arg_user, arg_json);
 }
 
+/* ---- notify (notify.c) ------------------------------------------------------------- */
+
+static int cmd_notify(int argc, char **argv) {
+        return notify_main(argc, argv, arg_socket, arg_user, arg_json);
+}
+
 /* ---- main ------------------------------------------------------------------------ */
 
 static void help(void) {
@@ -1073,6 +1080,7 @@ static void help(void) {
                "  inject [CGROUP] --level L   send a synthetic event\n"
                "  reload                      reload the daemon's configuration\n"
                "  top [CGROUP]                live view of pressure, limits and protection\n"
+               "  notify                      desktop notifications of pressure on the session\n"
                "  memory-pressure-env [--psi T]  drop-in lines for sd-event programs\n\n"
                "Options:\n"
                "  -h --help          show this help ('pressurectl COMMAND --help' for a command)\n"
@@ -1098,6 +1106,7 @@ int main(int argc, char **argv) {
                 { "inject",     cmd_inject },
                 { "reload",     cmd_reload },
                 { "top",        cmd_top },
+                { "notify",     cmd_notify },
                 { "memory-pressure-env", cmd_memory_pressure_env },
         };
         int opt;

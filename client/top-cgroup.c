@@ -233,6 +233,32 @@ int top_roots_discover(const char *mountinfo, TopRoots *ret) {
 }
 
 /**
+ * top_roots_from_mountinfo - top_roots_discover() on this process's /proc/self/mountinfo.
+ * @roots: filled as by top_roots_discover()
+ */
+int top_roots_from_mountinfo(TopRoots *roots) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+
+        if (!f)
+                return -errno;
+        {
+                FILE *m = open_memstream(&text, &size);
+                char buf[8192];
+                size_t n;
+
+                if (!m)
+                        return -ENOMEM;
+                while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+                        fwrite(buf, 1, n, m);
+                if (fclose(m) != 0)
+                        return -ENOMEM;
+        }
+        return top_roots_discover(text, roots);
+}
+
+/**
  * top_roots_done - free the paths of @roots and reset it.
  * @roots: the roots; NULL is fine
  */

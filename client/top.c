@@ -1010,29 +1010,6 @@ static void help(void) {
                "                            mountinfo); either option turns off discovery of both\n");
 }
 
-/* Read /proc/self/mountinfo and keep what is found. */
-static int roots_from_mountinfo(TopRoots *roots) {
-        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
-        _cleanup_free_ char *text = NULL;
-        size_t size = 0;
-
-        if (!f)
-                return -errno;
-        {
-                FILE *m = open_memstream(&text, &size);
-                char buf[8192];
-                size_t n;
-
-                if (!m)
-                        return -ENOMEM;
-                while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-                        fwrite(buf, 1, n, m);
-                if (fclose(m) != 0)
-                        return -ENOMEM;
-        }
-        return top_roots_discover(text, roots);
-}
-
 /* "/a/b/" -> "/a/b"; NULL for a path that is not absolute or holds "." or ".." components. */
 static char *normalize_subtree(const char *s) {
         char *p;
@@ -1147,7 +1124,7 @@ int top_main(int argc, char **argv, const char *socket, bool user, bool json) {
                 t.delay_usec = 50 * USEC_PER_MSEC; /* a screen refreshed faster helps nobody */
 
         if (!roots_given) {
-                r = roots_from_mountinfo(&t.roots);
+                r = top_roots_from_mountinfo(&t.roots);
                 if (r < 0) {
                         fprintf(stderr, "pressurectl: top: cannot read /proc/self/mountinfo: %s\n", strerror(-r));
                         return EXIT_DAEMON_ERROR;

@@ -83,6 +83,12 @@ typedef struct TopSystem {
  */
 int top_roots_discover(const char *mountinfo, TopRoots *ret);
 
+/*
+ * top_roots_from_mountinfo - top_roots_discover() on the text of this
+ * process's /proc/self/mountinfo. Returns 0 or a negative errno.
+ */
+int top_roots_from_mountinfo(TopRoots *roots);
+
 /* top_roots_done - free the paths of @roots and reset it; NULL is fine. */
 void top_roots_done(TopRoots *roots);
 

@@ -4,7 +4,9 @@
 and without the metrics drop-in), the service's offline security exposure
 stays at or below 2.0, the contract's socket settings are there, and the
 install rules put the units, the drop-in example and the man page where
-the documentation says."""
+the documentation says. The desktop notifier's user unit verifies in a
+user manager, belongs to the graphical session and goes to the user unit
+directory."""
 
 import json
 import os
@@ -159,6 +161,34 @@ def main():
         if not re.search(r'✗ RestrictAddressFamilies=~AF_\(INET\|INET6\)', r.stdout):
             fail('the metrics drop-in was not applied:\n' + r.stdout)
 
+    # The user unit of pressurectl notify.
+    notify_unit = os.path.join(pt.BUILD_ROOT, 'systemd', 'pressured-notify.service')
+    with open(notify_unit) as f:
+        notify_text = f.read()
+    if re.search(r'@[a-z_]+@', notify_text):
+        fail('unsubstituted @variable@ in the built pressured-notify.service')
+    notify = unit_settings(notify_text)
+    exec_start = get(notify, 'Service', 'ExecStart')
+    if not (exec_start.startswith('/') and exec_start.endswith('/pressurectl notify')):
+        fail('pressured-notify.service ExecStart=%s does not run pressurectl notify' % exec_start)
+    for section, key, want in [('Install', 'WantedBy', 'graphical-session.target'),
+                               ('Unit', 'PartOf', 'graphical-session.target'),
+                               ('Unit', 'After', 'graphical-session.target'),
+                               ('Service', 'Restart', 'on-failure')]:
+        if get(notify, section, key) != want:
+            fail('pressured-notify.service %s=%s, want %s' % (key, get(notify, section, key), want))
+    with tempfile.TemporaryDirectory(prefix='pressured-user-units-') as tmp:
+        runtime = os.path.join(tmp, 'runtime')
+        os.mkdir(runtime, 0o700)
+        with open(os.path.join(tmp, 'pressured-notify.service'), 'w') as f:
+            f.write(re.sub(r'(?m)^ExecStart=\S+', 'ExecStart=' + pt.PRESSURECTL, notify_text))
+        r = run(['systemd-analyze', '--user', 'verify', '--man=no', 'pressured-notify.service'], cwd=tmp,
+                env=dict(os.environ, XDG_RUNTIME_DIR=runtime))
+        complaints = [line for line in (r.stdout + r.stderr).splitlines() if 'pressured' in line]
+        if r.returncode != 0 or complaints:
+            fail('systemd-analyze --user verify pressured-notify.service (rc %d):\n%s%s'
+                 % (r.returncode, r.stdout, r.stderr))
+
     # Install locations (what DESTDIR is prefixed to).
     meson = shutil.which('meson')
     if meson:
@@ -180,6 +210,8 @@ def main():
             fail('units installed to %s, not a systemd system unit directory' % unitdir)
         if not dest(dropin).endswith('/doc/pressured/examples/pressured-metrics.conf'):
             fail('metrics drop-in example installed to %s' % dest(dropin))
+        if not os.path.dirname(dest(notify_unit)).endswith('/systemd/user'):
+            fail('pressured-notify.service installed to %s, not a systemd user unit directory' % dest(notify_unit))
         man = dest(os.path.join(SOURCE_ROOT, 'daemon', 'pressured.8'))
         if not man.endswith('/man8/pressured.8'):
             fail('pressured.8 installed to %s' % man)

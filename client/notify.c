@@ -1,0 +1,660 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pressurectl notify: a per-user agent that shows memory pressure as
+ * desktop notifications (org.freedesktop.Notifications on the session bus,
+ * through sd-bus). It watches the user's service manager cgroup and the
+ * whole system, one notification per episode, updated in place and rate
+ * limited, closed or replaced when the episode clears. The words and the
+ * rate limit are in notify-text.c; this file owns the subscriptions, the
+ * bus and the loop.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <systemd/sd-bus.h>
+
+#include "cli.h"
+#include "notify.h"
+#include "util.h"
+
+#define NOTIFY_APP_NAME "pressured"
+#define NOTIFY_DEST "org.freedesktop.Notifications"
+#define NOTIFY_PATH "/org/freedesktop/Notifications"
+#define NOTIFY_IFACE "org.freedesktop.Notifications"
+/* A bus call waits at most this long: a stuck server must not stop the watching. */
+#define NOTIFY_CALL_TIMEOUT_USEC (5 * USEC_PER_SEC)
+/* How long the "cleared" note stays (--on-cleared=replace), milliseconds. */
+#define NOTIFY_CLEARED_EXPIRE_MS 5000
+#define NOTIFY_DEFAULT_INTERVAL_USEC (10 * USEC_PER_SEC)
+#define NOTIFY_MAX_INTERVAL_SEC 3600.0
+/* The session cgroup and the whole system. */
+#define NOTIFY_MAX_WATCHES 2
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
+typedef struct Notifier Notifier;
+
+typedef struct Watch {
+        Notifier *n;
+        char *cgroup;           /* "/" for the whole system */
+        pressure_subscription *sub;
+        NotifyEpisode ep;
+        uint32_t id;            /* the server's id of the episode's notification; 0 = none */
+        uint64_t since_hint_us; /* the active episode a (re)subscription found; 0 = none */
+        bool ended;             /* the subscription is over (error, removed) */
+        bool subscribed;        /* logged "watching" once */
+} Watch;
+
+struct Notifier {
+        pressure_client *client;
+        sd_bus *bus;
+        bool bus_failing;       /* the last bus attempt failed; logged once until one works */
+        int markup;             /* the server reads markup in the body: 1, 0, or -1 not asked yet */
+        Watch watches[NOTIFY_MAX_WATCHES];
+        size_t n_watches;
+        TopRoots roots;
+        bool have_roots;
+        uint64_t min_interval_us;
+        bool on_cleared_replace;
+        bool dry_run;
+        bool json;
+        uint32_t dry_id;
+};
+
+/* ---- output of --dry-run ------------------------------------------------------------- */
+
+static void dry_print(Notifier *n, const char *action, uint32_t id, const Watch *w, int urgency,
+                      const char *summary, const char *body) {
+        if (n->json) {
+                json_t *o = json_pack("{s:s, s:I, s:s}", "action", action, "id", (json_int_t) id, "cgroup", w->cgroup);
+                char *text;
+
+                if (!o)
+                        return;
+                if (urgency >= 0)
+                        json_object_set_new(o, "urgency", json_string(notify_urgency_to_string((uint8_t) urgency)));
+                if (summary) {
+                        json_object_set_new(o, "summary", json_string(summary));
+                        json_object_set_new(o, "body", json_string(body));
+                }
+                text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+                json_decref(o);
+                if (text)
+                        printf("%s\n", text);
+                free(text);
+                return;
+        }
+        printf("%s id=%" PRIu32 " cgroup=%s", action, id, w->cgroup);
+        if (urgency >= 0)
+                printf(" urgency=%s", notify_urgency_to_string((uint8_t) urgency));
+        if (summary) {
+                _cleanup_free_ char *s = notify_quote(summary), *b = notify_quote(body);
+
+                printf(" summary=%s body=%s", strna(s), strna(b));
+        }
+        printf("\n");
+}
+
+/* ---- the session bus ------------------------------------------------------------------- */
+
+static void bus_drop(Notifier *n) {
+        n->bus = sd_bus_flush_close_unref(n->bus);
+        n->markup = -1;
+}
+
+/* The session bus, connected now if it was not; NULL (logged once) if it cannot be had. */
+static sd_bus *bus_get(Notifier *n) {
+        sd_bus *bus = NULL;
+        int r;
+
+        if (n->bus)
+                return n->bus;
+        r = sd_bus_open_user(&bus);
+        if (r >= 0)
+                r = sd_bus_set_method_call_timeout(bus, NOTIFY_CALL_TIMEOUT_USEC);
+        if (r < 0) {
+                sd_bus_unref(bus);
+                if (!n->bus_failing)
+                        fprintf(stderr, "pressurectl: notify: cannot connect to the session bus: %s; "
+                                "will try again at the next notification\n", strerror(-r));
+                n->bus_failing = true;
+                return NULL;
+        }
+        n->bus = bus;
+        return bus;
+}
+
+/* Log the failure of a bus call once, and drop a broken connection. */
+static void bus_failed(Notifier *n, const char *what, int r, const sd_bus_error *error) {
+        if (!n->bus_failing) {
+                if (sd_bus_error_is_set(error))
+                        fprintf(stderr, "pressurectl: notify: %s: %s: %s; will try again at the next notification\n",
+                                what, error->name, strna(error->message));
+                else
+                        fprintf(stderr, "pressurectl: notify: %s: %s; will try again at the next notification\n",
+                                what, strerror(-r));
+        }
+        n->bus_failing = true;
+        /* The server that comes next may be another one: ask its capabilities again. */
+        n->markup = -1;
+        if (!sd_bus_error_is_set(error) || !n->bus || sd_bus_is_open(n->bus) <= 0)
+                bus_drop(n);
+}
+
+/* Whether the server takes markup in the body (GetCapabilities, asked once per server). */
+static bool bus_markup(Notifier *n, sd_bus *bus) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        const char *cap;
+        int r;
+
+        if (n->markup >= 0)
+                return n->markup;
+        r = sd_bus_call_method(bus, NOTIFY_DEST, NOTIFY_PATH, NOTIFY_IFACE, "GetCapabilities", &error, &reply, "");
+        if (r < 0)
+                return false; /* Notify will fail the same way and say why */
+        n->markup = 0;
+        r = sd_bus_message_enter_container(reply, 'a', "s");
+        while (r >= 0 && (r = sd_bus_message_read(reply, "s", &cap)) > 0)
+                if (streq(cap, "body-markup"))
+                        n->markup = 1;
+        sd_bus_message_unref(reply);
+        return n->markup;
+}
+
+static void bus_worked(Notifier *n) {
+        if (n->bus_failing)
+                fprintf(stderr, "pressurectl: notify: notifications work again\n");
+        n->bus_failing = false;
+}
+
+/* Notify(); returns 0 with the server's id in *ret_id, or a negative errno (logged). */
+static int bus_notify(Notifier *n, uint32_t replaces, const char *icon, const char *summary, const char *body,
+                      uint8_t urgency, int32_t expire_ms, uint32_t *ret_id) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        _cleanup_free_ char *escaped = NULL;
+        sd_bus *bus = bus_get(n);
+        uint32_t id;
+        int r;
+
+        if (!bus)
+                return -ENOTCONN;
+        if (bus_markup(n, bus)) {
+                escaped = notify_escape_markup(body);
+                if (!escaped)
+                        return -ENOMEM;
+                body = escaped;
+        }
+        r = sd_bus_call_method(bus, NOTIFY_DEST, NOTIFY_PATH, NOTIFY_IFACE, "Notify", &error, &reply,
+                               "susssasa{sv}i", NOTIFY_APP_NAME, replaces, icon, summary, body,
+                               0, 1, "urgency", "y", urgency, expire_ms);
+        if (r >= 0) {
+                r = sd_bus_message_read(reply, "u", &id);
+                sd_bus_message_unref(reply);
+                if (r == 0)
+                        r = -EBADMSG;
+        }
+        if (r < 0) {
+                bus_failed(n, "cannot show a notification", r, &error);
+                return r;
+        }
+        bus_worked(n);
+        *ret_id = id;
+        return 0;
+}
+
+static int bus_close_notification(Notifier *n, uint32_t id) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus *bus = bus_get(n);
+        int r;
+
+        if (!bus)
+                return -ENOTCONN;
+        r = sd_bus_call_method(bus, NOTIFY_DEST, NOTIFY_PATH, NOTIFY_IFACE, "CloseNotification", &error, NULL,
+                               "u", id);
+        if (r < 0) {
+                bus_failed(n, "cannot close a notification", r, &error);
+                return r;
+        }
+        bus_worked(n);
+        return 0;
+}
+
+/* ---- showing an episode ---------------------------------------------------------------- */
+
+/* Show or update @w's notification (@action NOTIFY_SHOW or NOTIFY_UPDATE). */
+static void watch_show(Watch *w, NotifyAction action, uint64_t now) {
+        Notifier *n = w->n;
+        NotifyText text = {
+                .cgroup = w->cgroup,
+                .level = w->ep.level,
+                .duration_us = now > w->ep.start_us ? now - w->ep.start_us : 0,
+        };
+        TopSnapshot snap = {};
+        _cleanup_free_ char *summary = NULL, *body = NULL;
+        uint8_t urgency = notify_urgency(w->ep.level);
+        bool ok = false;
+        int r;
+
+        /* The children as they are now: what the user may close. Unreadable: the text goes without. */
+        if (n->have_roots && top_snapshot_read(&n->roots, w->cgroup, NULL, &snap) >= 0)
+                text.n_children = notify_pick_children(&snap, w->cgroup, text.children);
+        r = notify_format(&text, &summary, &body);
+        top_snapshot_done(&snap);
+        if (r < 0) {
+                fprintf(stderr, "pressurectl: notify: %s\n", strerror(-r));
+                notify_episode_tried(&w->ep, now, false);
+                return;
+        }
+        if (n->dry_run) {
+                if (w->id == 0)
+                        w->id = ++n->dry_id;
+                dry_print(n, action == NOTIFY_SHOW ? "show" : "update", w->id, w, urgency, summary, body);
+                ok = true;
+        } else {
+                uint32_t id;
+
+                /* replaces_id 0 asks for a new one; an id the server forgot (restarted) gets a new one too. */
+                if (bus_notify(n, w->id, "dialog-warning", summary, body, urgency, -1, &id) >= 0) {
+                        w->id = id;
+                        ok = true;
+                }
+        }
+        notify_episode_tried(&w->ep, now, ok);
+}
+
+/* The episode of @w is over: close its notification, or replace it with a short note. */
+static void watch_end(Watch *w, uint64_t duration_us) {
+        Notifier *n = w->n;
+        _cleanup_free_ char *summary = NULL, *body = NULL;
+        uint32_t id = w->id;
+
+        w->since_hint_us = 0;
+        if (!notify_episode_end(&w->ep) || id == 0)
+                return;
+        w->id = 0;
+        if (n->on_cleared_replace && notify_format_cleared(w->cgroup, duration_us, &summary, &body) < 0) {
+                fprintf(stderr, "pressurectl: notify: %s\n", strerror(ENOMEM));
+                return;
+        }
+        if (n->dry_run) {
+                if (n->on_cleared_replace)
+                        dry_print(n, "replace", id, w, NOTIFY_URGENCY_LOW, summary, body);
+                else
+                        dry_print(n, "close", id, w, -1, NULL, NULL);
+                return;
+        }
+        if (n->on_cleared_replace)
+                (void) bus_notify(n, id, "dialog-information", summary, body, NOTIFY_URGENCY_LOW,
+                                  NOTIFY_CLEARED_EXPIRE_MS, &id);
+        else
+                (void) bus_close_notification(n, id);
+}
+
+static const char *watch_name(const Watch *w) {
+        return streq(w->cgroup, "/") ? "the whole system" : w->cgroup;
+}
+
+static int on_event(pressure_subscription *s, const pressure_event *ev, void *userdata) {
+        Watch *w = userdata;
+        Notifier *n = w->n;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        const pressure_episode *ep = pressure_event_get_episode(ev);
+        NotifyAction a;
+
+        (void) s;
+        switch (ev->kind) {
+        case PRESSURE_EVENT_SUBSCRIBED:
+                /* After a reconnection: the episode shown may have ended while the daemon was away. */
+                if (w->ep.active && (!ep || ep->active_since_us != w->ep.start_us))
+                        watch_end(w, now > w->ep.start_us ? now - w->ep.start_us : 0);
+                w->since_hint_us = ep ? ep->active_since_us : 0;
+                if (!w->subscribed)
+                        fprintf(stderr, "pressurectl: notify: watching %s\n", watch_name(w));
+                w->subscribed = true;
+                break;
+        case PRESSURE_EVENT_PRESSURE: {
+                /* An episode that began before we subscribed is dated from its start. */
+                uint64_t since = !w->ep.active && w->since_hint_us ? w->since_hint_us : ev->monotonic_us;
+
+                a = notify_episode_pressure(&w->ep, ev->level, since, now, n->min_interval_us);
+                if (a == NOTIFY_SHOW || a == NOTIFY_UPDATE)
+                        watch_show(w, a, now);
+                break;
+        }
+        case PRESSURE_EVENT_CLEARED:
+                watch_end(w, ep ? ep->duration_us : now > w->ep.start_us ? now - w->ep.start_us : 0);
+                break;
+        case PRESSURE_EVENT_RECONNECTED:
+                fprintf(stderr, "pressurectl: notify: reconnected to the daemon, subscribing again to %s\n",
+                        watch_name(w));
+                break;
+        case PRESSURE_EVENT_REMOVED:
+                fprintf(stderr, "pressurectl: notify: %s is gone, no longer watching it\n", watch_name(w));
+                watch_end(w, 0);
+                w->ended = true;
+                break;
+        case PRESSURE_EVENT_ERROR:
+                if (ev->error_name)
+                        fprintf(stderr, "pressurectl: notify: cannot watch %s: %s %s\n", watch_name(w),
+                                ev->error_name, strna(ev->error_parameters));
+                else
+                        fprintf(stderr, "pressurectl: notify: cannot watch %s: %s\n", watch_name(w),
+                                strerror(-ev->error));
+                watch_end(w, 0);
+                w->ended = true;
+                break;
+        default:
+                break;
+        }
+        return 0;
+}
+
+/* ---- setup ------------------------------------------------------------------------------- */
+
+/* The user's service manager cgroup from /proc/self/cgroup, or NULL (said why). */
+static char *session_cgroup(void) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
+        char buf[16384];
+        size_t len;
+        char *path = NULL;
+        int r;
+
+        if (!f) {
+                fprintf(stderr, "pressurectl: notify: cannot read /proc/self/cgroup: %m; "
+                        "watching the whole system only\n");
+                return NULL;
+        }
+        len = fread(buf, 1, sizeof(buf) - 1, f);
+        buf[len] = 0;
+        r = notify_session_cgroup(buf, getuid(), &path);
+        if (r < 0) {
+                fprintf(stderr, "pressurectl: notify: not running in a user@%u.service cgroup (%s); "
+                        "watching the whole system only (use --cgroup to name one)\n",
+                        (unsigned) getuid(), r == -ENOENT ? "see /proc/self/cgroup" : strerror(-r));
+                return NULL;
+        }
+        return path;
+}
+
+/* An absolute cgroup path without "." or ".." components (the daemon checks the rest). */
+static bool cgroup_path_ok(const char *p) {
+        if (p[0] != '/')
+                return false;
+        for (const char *c = p; *c; c++)
+                if (c[0] == '/' && c[1] == '.' && (c[2] == '/' || !c[2] || (c[2] == '.' && (c[3] == '/' || !c[3]))))
+                        return false;
+        return true;
+}
+
+static int watch_add(Notifier *n, const char *cgroup, pressure_level level) {
+        Watch *w = &n->watches[n->n_watches];
+        _cleanup_(pressure_selector_freep) pressure_selector *sel = NULL;
+        int r;
+
+        for (size_t i = 0; i < n->n_watches; i++)
+                if (streq(n->watches[i].cgroup, cgroup))
+                        return 0;
+        *w = (Watch) { .n = n, .cgroup = strdup(cgroup) };
+        if (!w->cgroup)
+                return -ENOMEM;
+        n->n_watches++;
+        r = pressure_selector_new(&sel);
+        if (r >= 0)
+                r = pressure_selector_set_cgroup(sel, streq(cgroup, "/") ? NULL : cgroup);
+        if (r >= 0)
+                r = pressure_selector_set_level(sel, level);
+        if (r >= 0)
+                r = pressure_client_subscribe_async(n->client, sel, on_event, w, &w->sub);
+        return r;
+}
+
+static void notifier_done(Notifier *n) {
+        for (size_t i = 0; i < n->n_watches; i++)
+                free(n->watches[i].cgroup);
+        n->client = pressure_client_free(n->client);
+        bus_drop(n);
+        top_roots_done(&n->roots);
+}
+
+/* Close what is on screen when the notifier stops: a stale warning would outlive the watching. */
+static void notifier_close_all(Notifier *n) {
+        for (size_t i = 0; i < n->n_watches; i++) {
+                Watch *w = &n->watches[i];
+
+                if (w->id != 0 && w->ep.shown && !n->dry_run)
+                        (void) bus_close_notification(n, w->id);
+        }
+}
+
+static int poll_timeout_ms(Notifier *n, uint64_t now) {
+        uint64_t wait = PRESSURE_TIMEOUT_INFINITE, t;
+
+        if (pressure_client_get_timeout(n->client, &t) >= 0)
+                wait = t;
+        for (size_t i = 0; i < n->n_watches; i++) {
+                uint64_t d = notify_episode_deadline(&n->watches[i].ep, n->min_interval_us);
+
+                if (d != UINT64_MAX)
+                        wait = MIN(wait, d > now ? d - now : 0);
+        }
+        if (n->bus && sd_bus_get_timeout(n->bus, &t) >= 0 && t != UINT64_MAX)
+                wait = MIN(wait, t > now ? t - now : 0);
+        if (wait == PRESSURE_TIMEOUT_INFINITE)
+                return -1;
+        /* Round up: waking before the deadline would only loop. */
+        return (int) MIN((wait + USEC_PER_MSEC - 1) / USEC_PER_MSEC, (uint64_t) INT32_MAX);
+}
+
+static int run(Notifier *n, int sigfd) {
+        for (;;) {
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
+                struct pollfd p[3] = {
+                        { .fd = pressure_client_get_fd(n->client), .events = (short) pressure_client_get_events(n->client) },
+                        { .fd = sigfd, .events = POLLIN },
+                        { .fd = -1 },
+                };
+                size_t n_active = 0;
+                int r;
+
+                if (n->bus) {
+                        p[2].fd = sd_bus_get_fd(n->bus);
+                        r = sd_bus_get_events(n->bus);
+                        p[2].events = (short) (r > 0 ? r : POLLIN);
+                }
+                r = poll(p, 3, poll_timeout_ms(n, now));
+                if (r < 0 && errno != EINTR) {
+                        fprintf(stderr, "pressurectl: notify: poll: %m\n");
+                        return EXIT_DAEMON_ERROR;
+                }
+                if (p[1].revents & POLLIN) {
+                        struct signalfd_siginfo si;
+
+                        if (read(sigfd, &si, sizeof(si)) == (ssize_t) sizeof(si))
+                                return 0;
+                }
+                r = pressure_client_process(n->client);
+                if (r < 0) {
+                        fprintf(stderr, "pressurectl: notify: %s\n", strerror(-r));
+                        return EXIT_DAEMON_ERROR;
+                }
+                /* Nothing is asked of the bus but calls; drain what it sends (NameAcquired, signals). */
+                while (n->bus && (r = sd_bus_process(n->bus, NULL)) > 0)
+                        ;
+                if (n->bus && r < 0)
+                        bus_drop(n);
+
+                now = now_usec(CLOCK_MONOTONIC);
+                for (size_t i = 0; i < n->n_watches; i++) {
+                        Watch *w = &n->watches[i];
+                        NotifyAction a = notify_episode_due(&w->ep, now, n->min_interval_us);
+
+                        if (a != NOTIFY_NOTHING)
+                                watch_show(w, a, now);
+                        n_active += !w->ended;
+                }
+                if (n_active == 0) {
+                        fprintf(stderr, "pressurectl: notify: nothing left to watch\n");
+                        return EXIT_DAEMON_ERROR;
+                }
+        }
+}
+
+static void help(void) {
+        printf("pressurectl [OPTIONS] notify [--cgroup CGROUP] [--level L] [--on-cleared close|replace]\n"
+               "                             [--min-interval SEC] [--dry-run]\n\n"
+               "Show memory pressure on the user's session (the user@UID.service cgroup) and on\n"
+               "the whole system as desktop notifications (org.freedesktop.Notifications on the\n"
+               "session bus): one per pressure episode, urgency by level, updated in place with\n"
+               "how long it has lasted and the three largest child cgroups by memory.current.\n"
+               "Waits for the daemon, and for the notification server, when they are not there.\n\n"
+               "Options:\n"
+               "     --cgroup CGROUP        watch CGROUP instead of the session's (\"/\": the\n"
+               "                            whole system only)\n"
+               "     --level L              the level subscribed to: low, medium (default), critical\n"
+               "     --on-cleared ACTION    when an episode ends: close its notification (default)\n"
+               "                            or replace it with a short \"cleared\" note\n"
+               "     --min-interval SEC     update an episode's notification at most once per SEC\n"
+               "                            seconds (default 10; a rising level is shown at once)\n"
+               "     --dry-run              print each notification action, one line each (with\n"
+               "                            --json, one JSON object), instead of showing it\n"
+               "     --cgroup-root DIR      cgroup2 hierarchy to read children from (default: from\n"
+               "                            mountinfo)\n"
+               "     --cgroup-v1-root DIR   cgroup v1 memory hierarchy to read children from\n");
+}
+
+/**
+ * notify_main - the notify command
+ * @argc: arguments from the command name on
+ * @argv: likewise
+ * @socket: the global --socket, or NULL
+ * @user: the global --user
+ * @json: the global --json
+ */
+int notify_main(int argc, char **argv, const char *socket, bool user, bool json) {
+        enum { ARG_CGROUP = 0x100, ARG_LEVEL, ARG_ON_CLEARED, ARG_MIN_INTERVAL, ARG_DRY_RUN, ARG_ROOT, ARG_V1_ROOT };
+        static const struct option options[] = {
+                { "help",           no_argument,       NULL, 'h' },
+                { "cgroup",         required_argument, NULL, ARG_CGROUP },
+                { "level",          required_argument, NULL, ARG_LEVEL },
+                { "on-cleared",     required_argument, NULL, ARG_ON_CLEARED },
+                { "min-interval",   required_argument, NULL, ARG_MIN_INTERVAL },
+                { "dry-run",        no_argument,       NULL, ARG_DRY_RUN },
+                { "cgroup-root",    required_argument, NULL, ARG_ROOT },
+                { "cgroup-v1-root", required_argument, NULL, ARG_V1_ROOT },
+                {}
+        };
+        _cleanup_(notifier_done) Notifier n = { .min_interval_us = NOTIFY_DEFAULT_INTERVAL_USEC, .json = json,
+                                                .markup = -1 };
+        const char *arg_cgroup = NULL;
+        _cleanup_free_ char *session = NULL;
+        pressure_level level = PRESSURE_LEVEL_MEDIUM;
+        bool roots_given = false;
+        _cleanup_close_ int sigfd = -EBADF;
+        sigset_t mask;
+        int opt, r;
+
+        while ((opt = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+                switch (opt) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_CGROUP:
+                        if (!cgroup_path_ok(optarg))
+                                return usage_error("notify ", "invalid cgroup '%s', expected an absolute path such as /user.slice", optarg);
+                        arg_cgroup = optarg;
+                        break;
+                case ARG_LEVEL:
+                        r = pressure_level_from_string(optarg);
+                        if (r < 0)
+                                return usage_error("notify ", "invalid level '%s', expected low, medium or critical", optarg);
+                        level = (pressure_level) r;
+                        break;
+                case ARG_ON_CLEARED:
+                        if (streq(optarg, "close"))
+                                n.on_cleared_replace = false;
+                        else if (streq(optarg, "replace"))
+                                n.on_cleared_replace = true;
+                        else
+                                return usage_error("notify ", "invalid --on-cleared '%s', expected close or replace", optarg);
+                        break;
+                case ARG_MIN_INTERVAL:
+                        if (parse_seconds(optarg, NOTIFY_MAX_INTERVAL_SEC, &n.min_interval_us) < 0 ||
+                            n.min_interval_us == 0)
+                                return usage_error("notify ", "invalid --min-interval '%s', expected seconds in (0, %.0f]",
+                                                   optarg, NOTIFY_MAX_INTERVAL_SEC);
+                        break;
+                case ARG_DRY_RUN:
+                        n.dry_run = true;
+                        break;
+                case ARG_ROOT:
+                case ARG_V1_ROOT: {
+                        char **dst = opt == ARG_ROOT ? &n.roots.v2 : &n.roots.v1_memory;
+
+                        free(*dst);
+                        *dst = strdup(optarg);
+                        if (!*dst) {
+                                fprintf(stderr, "pressurectl: notify: %s\n", strerror(ENOMEM));
+                                return EXIT_DAEMON_ERROR;
+                        }
+                        roots_given = true;
+                        break;
+                }
+                default:
+                        return usage_error("notify ", NULL);
+                }
+        if (optind < argc)
+                return usage_error("notify ", "unexpected argument '%s'", argv[optind]);
+
+        if (!roots_given && top_roots_from_mountinfo(&n.roots) < 0)
+                fprintf(stderr, "pressurectl: notify: cannot find the cgroup hierarchies, "
+                        "notifications will not name child cgroups\n");
+        n.have_roots = n.roots.v2 || n.roots.v1_memory;
+
+        r = pressure_client_new(&n.client);
+        if (r >= 0 && socket)
+                r = pressure_client_set_socket(n.client, socket);
+        if (r >= 0 && user)
+                r = pressure_client_set_user(n.client);
+        if (r >= 0)
+                r = pressure_client_set_wait_for_daemon(n.client, 1);
+        if (r < 0) {
+                fprintf(stderr, "pressurectl: notify: %s\n",
+                        r == -ENXIO ? "--user needs $XDG_RUNTIME_DIR" : strerror(-r));
+                return r == -ENXIO ? EXIT_USAGE : EXIT_DAEMON_ERROR;
+        }
+
+        if (!arg_cgroup)
+                arg_cgroup = session = session_cgroup();
+        if (arg_cgroup)
+                r = watch_add(&n, arg_cgroup, level);
+        if (r >= 0)
+                r = watch_add(&n, "/", level);
+        if (r < 0) {
+                fprintf(stderr, "pressurectl: notify: cannot subscribe: %s\n", strerror(-r));
+                return EXIT_DAEMON_ERROR;
+        }
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 || (sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+                fprintf(stderr, "pressurectl: notify: signalfd: %m\n");
+                return EXIT_DAEMON_ERROR;
+        }
+
+        r = run(&n, sigfd);
+        notifier_close_all(&n);
+        return r;
+}

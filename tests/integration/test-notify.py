@@ -1,0 +1,378 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""pressurectl notify on a real session bus: a private dbus-daemon (session
+type, no service activation) and tests/integration/notify-server.c, which
+owns org.freedesktop.Notifications and records every call it gets. The
+daemon runs on a fake cgroup tree (whose children of / the text names) and
+Inject drives the whole-system PSI registration; episodes end after
+ClearAfterSec=1.
+
+Checked: usage errors; --dry-run in text and JSON (show, close, replace);
+the notifier started before the daemon waits for it; the urgency hint per
+level (low 0, medium 1, critical 2), one notification per episode updated in
+place through replaces_id; CloseNotification on cleared, or the "cleared"
+note with --on-cleared=replace; 1,000 injected events give a bounded number
+of Notify calls (derived from --min-interval); the server going away and
+coming back, no session bus at all, a daemon restart; SIGTERM closes what
+is on screen and exits 0."""
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import socket
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
+import pressured_test as pt  # noqa: E402
+from notify_test import (CONFIG, LARGEST, LARGEST_MARKUP, WAIT, Bus, Notifier, inject, make_tree,  # noqa: E402
+                         no_episode,
+                         subscribers_on_root, wait_cleared, wait_subscribed)
+
+check = pt.check
+SERVER = os.path.join(pt.BUILD_ROOT, 'tests', 'integration', 'notify-server')
+
+
+class Server:
+    """notify-server on @bus, recording to @log."""
+
+    def __init__(self, bus, log):
+        self.log = log
+        env = dict(os.environ, DBUS_SESSION_BUS_ADDRESS=bus.address)
+        self.proc = subprocess.Popen(pt.WRAPPER + [SERVER, log], env=env, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline().strip()
+        check(line == 'ready', 'the notification server owns its name', line, self.proc.poll())
+
+    def calls(self, method=None):
+        try:
+            with open(self.log) as f:
+                out = [json.loads(x) for x in f]
+        except FileNotFoundError:
+            return []
+        return [c for c in out if method is None or c['method'] == method]
+
+    def wait_calls(self, method, n, what):
+        return pt.wait_for(lambda: self.calls(method)[n - 1:] and self.calls(method), timeout=WAIT, what=what)
+
+    def stop(self):
+        self.proc.terminate()
+        rc = self.proc.wait()
+        self.proc.stdout.close()
+        check(rc == 0, 'the notification server exits cleanly', rc)
+
+
+def test_usage():
+    for args, what in ((['--level', 'huge'], 'bad level'), (['--on-cleared', 'keep'], 'bad --on-cleared'),
+                       (['--min-interval', '0'], 'zero interval'), (['--min-interval', '3601'], 'interval too long'),
+                       (['--min-interval', 'soon'], 'interval not a number'), (['--cgroup', 'user.slice'], 'relative cgroup'),
+                       (['--cgroup', '/a/../b'], 'cgroup with ..'), (['extra'], 'an argument'), (['--bogus'], 'unknown option')):
+        res = pt.run_ctl('notify', *args)
+        check(res.returncode == 2 and 'notify --help' in res.stderr, f'notify {what}: exit 2', res.returncode, res.stderr)
+    res = pt.run_ctl('notify', '--help')
+    check(res.returncode == 0 and '--on-cleared' in res.stdout and '--min-interval' in res.stdout, 'notify --help', res.stdout)
+    check(' notify ' in pt.run_ctl('--help').stdout, 'pressurectl --help lists notify')
+    env = {k: v for k, v in os.environ.items() if k != 'XDG_RUNTIME_DIR'}
+    res = subprocess.run([pt.PRESSURECTL, '--user', 'notify'], capture_output=True, text=True, timeout=WAIT, env=env)
+    check(res.returncode == 2 and '--user needs $XDG_RUNTIME_DIR' in res.stderr, 'notify --user without a runtime dir',
+          res.returncode, res.stderr)
+    # The bash completion knows the command, its options and their values.
+    bc = '/usr/share/bash-completion/bash_completion'
+    if os.path.exists(bc) and shutil.which('bash'):
+        comp = os.path.join(pt.SOURCE_ROOT, 'client', 'pressurectl.bash-completion')
+        for words, want in ((['pressurectl', 'no'], 'notify'), (['pressurectl', 'notify', '--dr'], '--dry-run'),
+                            (['pressurectl', 'notify', '--on-cleared', 'r'], 'replace')):
+            line = ' '.join(words)
+            script = (f'source {bc}; source {comp}; COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; '
+                      f'COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; _pressurectl; echo "${{COMPREPLY[@]}}"')
+            res = subprocess.run(['bash', '-c', script], capture_output=True, text=True, timeout=30)
+            check(res.stdout.split() == [want], f'completion of {line!r}', res.stdout, res.stderr)
+
+
+class RefusingDaemon:
+    """A varlink server in the daemon's place that ends every subscription:
+    the cgroup /gone is removed right after "subscribed", the whole system
+    is refused with PermissionDenied."""
+
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        self.sock.listen(16)
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                buf = b''
+                while b'\0' not in buf:
+                    data = conn.recv(65536)
+                    if not data:
+                        break
+                    buf += data
+                if b'\0' not in buf:
+                    continue
+                call = json.loads(buf.partition(b'\0')[0])
+                cgroup = call.get('parameters', {}).get('cgroup', '/')
+                if cgroup == '/gone':
+                    sub = {'kind': 'subscribed', 'cgroup': cgroup, 'source': 'psi', 'adjusted': False, 'state': {},
+                           'trigger': {'psi': {'stall': 'some', 'threshold_us': 100000, 'window_us': 1000000}}}
+                    msgs = [{'parameters': {'event': sub}, 'continues': True},
+                            {'parameters': {'event': {'kind': 'removed', 'cgroup': cgroup}}}]
+                else:
+                    msgs = [{'error': 'io.pressured.PermissionDenied', 'parameters': {'reason': 'refused by the test'}}]
+                try:
+                    conn.sendall(b''.join(json.dumps(m).encode() + b'\0' for m in msgs))
+                    conn.recv(1)  # until the client hangs up
+                except OSError:
+                    pass
+
+    def close(self):
+        self.sock.close()
+
+
+def test_nothing_left(tmp):
+    """Both subscriptions end (one cgroup removed, the whole system refused): said, and exit 1."""
+    path = os.path.join(tmp, 'refusing.sock')
+    fake = RefusingDaemon(path)
+    try:
+        res = subprocess.run(pt.WRAPPER + [pt.PRESSURECTL, '--socket', path, 'notify', '--dry-run', '--cgroup', '/gone'],
+                             capture_output=True, text=True, timeout=WAIT)
+    finally:
+        fake.close()
+    check(res.returncode == 1, 'notify exits 1 when nothing is left to watch', res.returncode, res.stderr)
+    for text in ('/gone is gone, no longer watching it',
+                 'cannot watch the whole system: io.pressured.PermissionDenied',
+                 'nothing left to watch'):
+        check(text in res.stderr, f'notify says {text!r}', res.stderr)
+    check(res.stdout == '', 'nothing was shown', res.stdout)
+
+
+def expect_session_message(n):
+    """Without --cgroup: the session cgroup from /proc/self/cgroup, or a clear fallback."""
+    uid = os.getuid()
+    with open('/proc/self/cgroup') as f:
+        lines = f.read().splitlines()
+    mine = [ln for ln in lines if f'/user@{uid}.service' in ln]
+    if mine:
+        n.wait_stderr('watching /')
+    else:
+        n.wait_stderr(f'not running in a user@{uid}.service cgroup')
+        n.wait_stderr('watching the whole system only')
+
+
+def test_dry_run(tmp, d, root):
+    # Text: show, then close when the episode clears; the session-cgroup fallback is said.
+    n = Notifier(tmp, 'dry-text', d.socket, '--dry-run', '--cgroup-root', root, '--min-interval', '60')
+    try:
+        expect_session_message(n)
+        wait_subscribed(d)
+        inject(d, 'critical')
+        pt.wait_for(lambda: 'close id=1' in n.stdout(), timeout=WAIT, what='dry-run close')
+        lines = n.stdout().splitlines()
+        check(len(lines) == 2 or all(x.startswith('update id=1 ') for x in lines[1:-1]), 'one show and one close',
+              lines)
+        check(lines[0].startswith('show id=1 cgroup=/ urgency=critical summary="Memory pressure: critical" '
+                                  'body="The whole system, for '), 'the show line', lines[0])
+        check(lines[0].endswith('\\n' + LARGEST + '"'),
+              'the three largest children of / by memory.current', lines[0])
+        check(lines[-1] == 'close id=1 cgroup=/', 'the close line', lines[-1])
+    finally:
+        check(n.stop() == 0, 'notify --dry-run exits 0 on SIGTERM', n.stderr())
+    wait_cleared(d)
+    pt.wait_for(lambda: subscribers_on_root(d) == 0, timeout=WAIT, what='the dry run to unsubscribe')
+
+    # JSON, --on-cleared=replace, a level rising within the episode.
+    n = Notifier(tmp, 'dry-json', d.socket, '--dry-run', '--cgroup', '/', '--cgroup-root', root,
+                 '--on-cleared=replace', '--min-interval', '60', json_output=True)
+    try:
+        wait_subscribed(d)
+        inject(d, 'low')
+        inject(d, 'medium')
+        pt.wait_for(lambda: '"replace"' in n.stdout(), timeout=WAIT, what='dry-run replace')
+        objs = [json.loads(x) for x in n.stdout().splitlines()]
+        objs = objs[:2] + objs[-1:]  # a real event could add an update in between
+        check([o['action'] for o in objs] == ['show', 'update', 'replace'], 'show, update, replace', objs)
+        check([o['urgency'] for o in objs] == ['low', 'normal', 'low'], 'urgency per level, low for the note', objs)
+        check(all(o['id'] == 1 for o in objs), 'one id for the episode', objs)
+        check(objs[2]['summary'] == 'Memory pressure cleared' and
+              objs[2]['body'].startswith('The whole system, after '), 'the cleared note', objs[2])
+    finally:
+        check(n.stop() == 0, 'notify --dry-run --json exits 0 on SIGTERM', n.stderr())
+    wait_cleared(d)
+    pt.wait_for(lambda: subscribers_on_root(d) == 0, timeout=WAIT, what='the dry run to unsubscribe')
+
+
+def episode_calls(calls, first):
+    """The Notify calls of the episode whose first call is @first."""
+    out = []
+    for c in calls:
+        if c is first or (out and c['replaces_id'] == first['id']):
+            out.append(c)
+    return out
+
+
+def main():
+    pt.require_root('Inject is reserved to root')
+    if not shutil.which('dbus-daemon'):
+        pt.skip('dbus-daemon is not installed (Debian package dbus-daemon)')
+    if not os.path.exists('/proc/pressure/memory'):
+        pt.skip('no PSI (/proc/pressure/memory): the daemon cannot register on the whole system')
+    test_usage()
+
+    tmp = tempfile.mkdtemp(prefix='pressured-notify-')
+    test_nothing_left(tmp)
+    root = os.path.join(tmp, 'v2')
+    make_tree(root)
+    bus = Bus(tmp)
+    d = pt.Daemon(cgroup_root=root, config_text=CONFIG)
+    notifier = server = None
+    try:
+        d.start()
+        test_dry_run(tmp, d, root)
+
+        # The notifier starts first and waits for the daemon.
+        server = Server(bus, os.path.join(tmp, 'calls-1.jsonl'))
+        d.stop()
+        notifier = Notifier(tmp, 'notify', d.socket, '--cgroup', '/', '--cgroup-root', root, '--min-interval', '1',
+                            bus=bus)
+        d.start()
+        wait_subscribed(d)
+
+        # One episode rising low -> medium -> critical: one notification, updated in place.
+        start = time.monotonic()
+        for level in ('low', 'medium', 'critical'):
+            inject(d, level)
+        calls = server.wait_calls('Notify', 3, 'three Notify calls')[:3]
+        first = calls[0]
+        check([c['hints'].get('urgency') for c in calls] == [0, 1, 2], 'urgency hint: low 0, medium 1, critical 2',
+              calls)
+        check(first['replaces_id'] == 0 and all(c['replaces_id'] == first['id'] and c['id'] == first['id']
+                                                for c in calls[1:]), 'updated in place through replaces_id', calls)
+        check(first['app_name'] == 'pressured' and first['summary'] == 'Memory pressure: low' and
+              first['body'].startswith('The whole system, for ') and
+              first['body'].endswith('\n' + LARGEST_MARKUP) and
+              first['actions'] == [] and first['expire_timeout'] == -1, 'what the first notification says', first)
+        check(calls[2]['summary'] == 'Memory pressure: critical', 'the update says critical', calls[2])
+        check(server.calls('GetCapabilities'), 'the server was asked whether it reads markup', server.calls())
+        closes = server.wait_calls('CloseNotification', 1, 'CloseNotification on cleared')
+        check(closes == [{'method': 'CloseNotification', 'id': first['id'], 'known': True}],
+              'the episode\'s notification is closed when it clears', closes)
+        # Only a real event joining the episode could add updates, one per second at most.
+        more = server.calls('Notify')[3:]
+        check(len(more) <= math.ceil(time.monotonic() - start) and
+              all(c['replaces_id'] == first['id'] and c['hints'] == {'urgency': 2} for c in more),
+              'nothing else shown for the episode', server.calls('Notify'))
+        check(notifier.stop() == 0, 'notify exits 0 on SIGTERM', notifier.stderr())
+        check([c['id'] for c in server.calls('CloseNotification')] == sorted({c['id'] for c in server.calls('Notify')}),
+              'each notification closed once, nothing left on screen at exit', server.calls())
+        wait_cleared(d)
+
+        # 1,000 events in one episode: Notify calls bounded by the rate limit; the cleared note replaces it.
+        interval = 1.0
+        notifier = Notifier(tmp, 'storm', d.socket, '--cgroup', '/', '--cgroup-root', root,
+                            '--min-interval', str(interval), '--on-cleared', 'replace', bus=bus)
+        wait_subscribed(d)
+        before = len(server.calls('Notify'))
+        start = time.monotonic()
+        v = pt.Varlink(d.socket, timeout=WAIT)
+        delivered = 0
+        try:
+            for _ in range(1000):
+                delivered += v.call_sync('io.pressured.Inject', {'level': 'critical'})['parameters']['delivered']
+        finally:
+            v.close()
+        # A notifier slower than the burst loses some (its queue in the daemon is bounded); most arrive.
+        check(delivered >= 1, 'the injections reached the notifier', delivered)
+        pt.wait_for(lambda: any(c['summary'] == 'Memory pressure cleared' for c in server.calls('Notify')),
+                    timeout=WAIT, what='the cleared note')
+        elapsed = time.monotonic() - start
+        storm = server.calls('Notify')[before:]
+        first = storm[0]
+        check(first['replaces_id'] == 0 and first['hints'] == {'urgency': 2}, 'the storm\'s first notification', first)
+        check(episode_calls(storm, first) == storm, 'every call of the episode replaces its notification', storm)
+        # The show, one update per interval at most, the note.
+        bound = 1 + math.ceil(elapsed / interval) + 1
+        print(f'1000 injected events ({delivered} delivered) in {elapsed:.2f} s: {len(storm)} Notify calls '
+              f'(bound {bound})', flush=True)
+        check(2 <= len(storm) <= bound, 'no notification storm', len(storm), bound)
+        note = storm[-1]
+        check(note['summary'] == 'Memory pressure cleared' and note['hints'] == {'urgency': 0} and
+              note['expire_timeout'] == 5000 and note['body'].startswith('The whole system, after '),
+              'the short cleared note', note)
+        check(not server.calls('CloseNotification')[1:], 'replace, not close', server.calls('CloseNotification'))
+        wait_cleared(d)
+
+        # The server goes away: logged, no crash; a later episode reaches the new server.
+        server.stop()
+        inject(d, 'medium')
+        notifier.wait_stderr('cannot show a notification: org.freedesktop.DBus.Error.ServiceUnknown')
+        check(notifier.proc.poll() is None, 'notify keeps running without a server', notifier.stderr())
+        wait_cleared(d)
+        server = Server(bus, os.path.join(tmp, 'calls-2.jsonl'))
+        inject(d, 'medium')
+        calls = server.wait_calls('Notify', 1, 'a notification on the new server')
+        check(calls[0]['replaces_id'] == 0 and calls[0]['hints'] == {'urgency': 1}, 'a fresh notification', calls)
+        notifier.wait_stderr('notifications work again')
+        pt.wait_for(lambda: any(c['summary'] == 'Memory pressure cleared' for c in server.calls('Notify')),
+                    timeout=WAIT, what='the cleared note on the new server')
+        wait_cleared(d)
+
+        # The daemon restarts: the notifier subscribes again and goes on.
+        d.write_config(CONFIG.replace('ClearAfterSec=1', 'ClearAfterSec=600'))
+        d.stop()
+        d.start()
+        notifier.wait_stderr('reconnected to the daemon')
+        wait_subscribed(d)
+        before = len(server.calls('Notify'))
+        inject(d, 'critical')
+        calls = server.wait_calls('Notify', before + 1, 'a notification after the daemon restarted')
+        shown = calls[before]
+        check(shown['replaces_id'] == 0 and shown['hints'] == {'urgency': 2}, 'shown after the restart', calls)
+
+        # SIGTERM while it is on screen (the restarted daemon's long hold keeps the episode going): closed, exit 0.
+        check(not no_episode(d), 'the episode goes on', d.status())
+        check(notifier.stop() == 0, 'notify exits 0 on SIGTERM', notifier.stderr())
+        closes = server.calls('CloseNotification')
+        check(closes and closes[-1]['id'] == shown['id'], 'what is on screen is closed at exit', server.calls())
+        notifier = None
+
+        # No session bus at all: said once, no crash.
+        notifier = Notifier(tmp, 'nobus', d.socket, '--cgroup', '/', '--cgroup-root', root,
+                            env={'DBUS_SESSION_BUS_ADDRESS': 'unix:path=' + os.path.join(tmp, 'no-bus'),
+                                 'XDG_RUNTIME_DIR': tmp})
+        wait_subscribed(d)
+        inject(d, 'critical')
+        notifier.wait_stderr('cannot connect to the session bus')
+        check(notifier.proc.poll() is None, 'notify keeps running without a bus', notifier.stderr())
+        check(notifier.stop() == 0, 'notify without a bus exits 0 on SIGTERM', notifier.stderr())
+        notifier = None
+
+        # A cgroup the daemon does not know: said, and the whole system is still watched.
+        notifier = Notifier(tmp, 'nosuch', d.socket, '--cgroup', '/no-such-cgroup', '--dry-run', bus=bus)
+        notifier.wait_stderr('cannot watch /no-such-cgroup: io.pressured.')
+        notifier.wait_stderr('watching the whole system')
+        check(notifier.proc.poll() is None, 'notify goes on with the whole system', notifier.stderr())
+        check(notifier.stop() == 0, 'exit 0', notifier.stderr())
+        notifier = None
+    finally:
+        if notifier:
+            notifier.stop()
+            sys.stderr.write(f'--- notify stderr ---\n{notifier.stderr()}\n')
+        if server and server.proc.poll() is None:
+            server.stop()
+        d.__exit__(*sys.exc_info())
+        bus.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print('ok')
+
+
+if __name__ == '__main__':
+    main()
