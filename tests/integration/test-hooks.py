@@ -46,12 +46,8 @@ try:
 except FileNotFoundError:
     actions = {}
 action = actions.get(seq, actions.get('default', 'ok'))
-if action in ('ignore-term', 'sleep'):
-    # A child in the hook's process group, as a script's commands are.
-    if action == 'ignore-term':
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    child = subprocess.Popen(['sleep', '1000'])
-    rec['child'] = child.pid
+if action == 'ignore-term':
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 with open(os.path.join(d, f'.run-{seq}'), 'w') as f:
     json.dump(rec, f)
 os.rename(os.path.join(d, f'.run-{seq}'), os.path.join(d, f'run-{seq}'))
@@ -64,7 +60,8 @@ elif action == 'segv':
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     os.kill(os.getpid(), signal.SIGSEGV)
 elif action in ('ignore-term', 'sleep'):
-    child.wait()
+    # A child in the hook's process group, as a script's commands are.
+    subprocess.run(['sleep', '1000'])
 '''
 
 
@@ -257,19 +254,23 @@ def test_timeout_kill(d):
     h = Hooks()
     try:
         # Run 1 ignores SIGTERM (its child too) and needs SIGKILL; run 2 ends on SIGTERM.
+        # The timeout leaves the hook time to start and ignore SIGTERM on a busy machine.
+        timeout = pt.scaled(2)
         h.actions(s1='ignore-term', s2='sleep')
-        h.start(d, '--level', 'critical', '--count', '2', '--exec-timeout', '0.5', '--exec', h.script, h.dir)
-        inject(d)
-        first = h.wait_run(1)
-        inject(d)
+        h.start(d, '--level', 'critical', '--count', '2', '--exec-timeout', str(timeout), '--exec', h.script, h.dir)
+        # Event 2 comes while run 1 goes on, and waits for it.
+        inject(d, 2)
         h.finish(0, 'watch --exec-timeout')
-        second = h.runs()[2]
+        runs = h.runs()
+        check_eq(sorted(runs), [1, 2], 'both events ran')
+        first, second = runs[1], runs[2]
         err = h.stderr()
-        for line in ("hook '%s' (event seq 1) ran over its 0.5 s timeout, sending SIGTERM",
-                     "hook '%s' (event seq 1) still running 0.5 s after SIGTERM, sending SIGKILL",
+        for line in ("hook '%s' (event seq 1) ran over its {t} s timeout, sending SIGTERM",
+                     "hook '%s' (event seq 1) still running {g} s after SIGTERM, sending SIGKILL",
                      "hook '%s' (event seq 1) was killed by signal SIGKILL",
-                     "hook '%s' (event seq 2) ran over its 0.5 s timeout, sending SIGTERM",
+                     "hook '%s' (event seq 2) ran over its {t} s timeout, sending SIGTERM",
                      "hook '%s' (event seq 2) was killed by signal SIGTERM"):
+            line = line.format(t=timeout, g=min(timeout, 5))  # the grace: the timeout, at most 5 s
             check(line % h.script in err, 'the kill is logged', line, err)
         check(err.count('sending SIGKILL') == 1, 'a hook that ends on SIGTERM gets no SIGKILL', err)
         for run in (first, second):
@@ -318,10 +319,11 @@ def test_timeout_with_run(d):
     try:
         h.actions(s1='block')
         h.start(d, '--level', 'critical', '--timeout', str(pt.scaled(3)), '--json', '--exec', h.script, h.dir)
-        inject(d)
+        # Event 1 starts a run that is held; event 2 comes after that start, so it waits.
+        inject(d, 2)
         h.wait_run(1)
-        inject(d)
-        pt.wait_for(lambda: 'timed out after 2 events' in h.stderr(), what='the watch to time out')
+        pt.wait_for(lambda: 'timed out after' in h.stderr(), what='the watch to time out')
+        check('timed out after 2 events' in h.stderr(), 'both events came before the timeout', h.stderr())
         check(h.proc.poll() is None, 'pressurectl waits for the run going on', h.stderr())
         h.release()
         h.finish(124, 'watch --timeout with a run going on')
