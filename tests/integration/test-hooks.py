@@ -224,6 +224,36 @@ def test_environment(d):
         h.close()
 
 
+def test_other_kinds():
+    # memory_events and removed on a fake cgroup2 tree: the removal ends the
+    # watch, after the hook ran for it.
+    with tempfile.TemporaryDirectory(prefix='pressured-fake-') as fake:
+        pt.make_fake_tree(fake, {'/': {'current': 1 << 30}, '/a': {'current': 1 << 20}})
+        with pt.Daemon(cgroup_root=fake) as d:
+            h = Hooks()
+            try:
+                h.start(d, '/a', '--memory-events', '--exec', h.script, h.dir)
+                path = os.path.join(fake, 'a', 'memory.events')
+                text = 'low 0\nhigh 1\nmax 0\noom 0\noom_kill 0\n'
+                fd = os.open(path, os.O_WRONLY)
+                os.pwrite(fd, text.encode(), 0)
+                os.close(fd)
+                env = h.wait_run(1)['env']
+                check_eq((env['PRESSURE_KIND'], env['PRESSURE_SOURCE'], env['PRESSURE_LEVEL'], env['PRESSURE_CGROUP'],
+                          env['PRESSURE_SYNTHETIC']), ('memory_events', 'memory_events', '', '/a', '0'),
+                         'a memory.events change')
+                check_eq(json.loads(env['PRESSURE_EVENT'])['delta'].get('high'), 1, 'the event has the change')
+                for name in os.listdir(os.path.join(fake, 'a')):
+                    os.unlink(os.path.join(fake, 'a', name))
+                os.rmdir(os.path.join(fake, 'a'))
+                h.finish(0, 'watch of a cgroup that goes away')
+                env = h.runs()[2]['env']
+                check_eq((env['PRESSURE_KIND'], env['PRESSURE_CGROUP'], env['PRESSURE_SEQ'], env['PRESSURE_SOURCE']),
+                         ('removed', '/a', '2', ''), 'the removal runs the hook before the watch ends')
+            finally:
+                h.close()
+
+
 def test_coalescing(d):
     burst = 20
     h = Hooks()
@@ -351,6 +381,7 @@ def main():
     if not os.access(pt.PRESSURECTL, os.X_OK):
         pt.skip(f'{pt.PRESSURECTL} is not built')
     test_usage()
+    test_other_kinds()
     with pt.Daemon(config_text=CONFIG) as d:
         test_environment(d)
         test_coalescing(d)
