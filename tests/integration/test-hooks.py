@@ -9,6 +9,7 @@ crashing and missing hooks logged while the watch goes on, --count and
 errors."""
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -231,6 +232,24 @@ def test_environment(d):
         h.close()
 
 
+def test_completion():
+    # The bash completion offers the options, and completes the hook's command line as a command's.
+    bc = '/usr/share/bash-completion/bash_completion'
+    if not (os.path.exists(bc) and shutil.which('bash')):
+        print('bash-completion is not installed; completion not checked')
+        return
+    comp = os.path.join(pt.SOURCE_ROOT, 'client', 'pressurectl.bash-completion')
+    for words, want in ((['pressurectl', 'watch', '--exec-t'], ['--exec-timeout']),
+                        (['pressurectl', 'watch', '--exe'], ['--exec-timeout', '--exec']),
+                        (['pressurectl', 'watch', '--exec', 'mkfif'], ['mkfifo']),
+                        (['pressurectl', 'watch', '--exec', 'kill', '-s', 'SIGTER'], ['SIGTERM'])):
+        line = ' '.join(words)
+        script = (f'source {bc}; source {comp}; COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; '
+                  f'COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; _pressurectl 2>/dev/null; echo "${{COMPREPLY[@]}}"')
+        res = subprocess.run(['bash', '-c', script], capture_output=True, text=True, timeout=30)
+        check(set(res.stdout.split()) == set(want), f'completion of {line!r}', want, res.stdout, res.stderr)
+
+
 def test_other_kinds():
     # memory_events and removed on a fake cgroup2 tree: the removal ends the
     # watch, after the hook ran for it.
@@ -388,6 +407,7 @@ def main():
     if not os.access(pt.PRESSURECTL, os.X_OK):
         pt.skip(f'{pt.PRESSURECTL} is not built')
     test_usage()
+    test_completion()
     test_other_kinds()
     with pt.Daemon(config_text=CONFIG) as d:
         test_environment(d)
