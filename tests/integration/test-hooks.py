@@ -242,7 +242,7 @@ def test_completion():
     for words, want in ((['pressurectl', 'watch', '--exec-t'], ['--exec-timeout']),
                         (['pressurectl', 'watch', '--exe'], ['--exec-timeout', '--exec']),
                         (['pressurectl', 'watch', '--exec', 'mkfif'], ['mkfifo']),
-                        (['pressurectl', 'watch', '--exec', 'kill', '-s', 'SIGTER'], ['SIGTERM'])):
+                        (['pressurectl', 'watch', '--level', 'low', '--exec', 'mkfif'], ['mkfifo'])):
         line = ' '.join(words)
         script = (f'source {bc}; source {comp}; COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; '
                   f'COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; _pressurectl 2>/dev/null; echo "${{COMPREPLY[@]}}"')
