@@ -4,7 +4,9 @@
  * posix_spawnp() in a process group of its own (so a timeout kill reaches the
  * whole script, children included), stdin on /dev/null, stdout and stderr
  * shared with pressurectl, and the PRESSURE_* variables added to
- * pressurectl's environment. Its end is seen through a pidfd.
+ * pressurectl's environment. Its end is seen through a signalfd for SIGCHLD
+ * (blocked while the hook exists), which works on every kernel and under
+ * valgrind, where pidfd_open() does not.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/pidfd.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,9 +45,11 @@ struct Hook {
         char *const *argv;
         uint64_t timeout_usec; /* 0: none */
 
+        int sigchld_fd;        /* signalfd for SIGCHLD */
+        sigset_t saved_mask;   /* the signal mask before SIGCHLD was blocked */
+
         /* The run going on: pid > 0. */
         pid_t pid;
-        int pidfd;
         uint64_t run_seq;      /* its event's seq, for the messages */
         uint64_t kill_at_usec; /* CLOCK_MONOTONIC of the next signal; UINT64_MAX: none */
         int kill_signal;       /* that signal: SIGTERM, then SIGKILL, then 0 */
@@ -151,21 +155,36 @@ static int hook_env(const HookEvent *ev, uint64_t coalesced, char ***ret) {
 }
 
 int hook_new(char *const *argv, uint64_t timeout_usec, Hook **ret) {
+        sigset_t chld;
         Hook *h;
+        int r;
 
         h = calloc(1, sizeof(*h));
         if (!h)
                 return -ENOMEM;
         h->argv = argv;
         h->timeout_usec = timeout_usec;
-        h->pidfd = -1;
         h->kill_at_usec = UINT64_MAX;
+
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        if (sigprocmask(SIG_BLOCK, &chld, &h->saved_mask) < 0) {
+                r = -errno;
+                free(h);
+                return r;
+        }
+        h->sigchld_fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (h->sigchld_fd < 0) {
+                r = -errno;
+                (void) sigprocmask(SIG_SETMASK, &h->saved_mask, NULL);
+                free(h);
+                return r;
+        }
         *ret = h;
         return 0;
 }
 
 static void hook_run_done(Hook *h) {
-        h->pidfd = safe_close(h->pidfd);
         h->pid = 0;
         forward_pgid = 0;
         h->kill_at_usec = UINT64_MAX;
@@ -181,6 +200,8 @@ Hook *hook_free(Hook *h) {
                 hook_run_done(h);
         }
         hook_event_clear(&h->pending);
+        safe_close(h->sigchld_fd);
+        (void) sigprocmask(SIG_SETMASK, &h->saved_mask, NULL);
         free(h);
         return NULL;
 }
@@ -253,16 +274,6 @@ static void hook_spawn(Hook *h, const HookEvent *ev, uint64_t coalesced) {
         }
 
         h->run_seq = ev->seq;
-        h->pidfd = pidfd_open(pid, 0);
-        if (h->pidfd < 0) {
-                /* Without a way to see its end, the run cannot be supervised: stop it now. */
-                fprintf(stderr, "pressurectl: hook: cannot watch '%s' (event seq %" PRIu64 "), killing it: %m\n",
-                        h->argv[0], ev->seq);
-                (void) kill(-pid, SIGKILL);
-                (void) waitpid(pid, NULL, 0);
-                hook_run_done(h);
-                return;
-        }
         if (h->timeout_usec > 0) {
                 h->kill_at_usec = now_usec(CLOCK_MONOTONIC) + h->timeout_usec;
                 h->kill_signal = SIGTERM;
@@ -291,7 +302,7 @@ int hook_submit(Hook *h, const pressure_event *e) {
 }
 
 int hook_get_fd(const Hook *h) {
-        return h->pid > 0 ? h->pidfd : -1;
+        return h->pid > 0 ? h->sigchld_fd : -1;
 }
 
 uint64_t hook_get_timeout(const Hook *h) {
@@ -353,6 +364,11 @@ static void hook_check_time(Hook *h) {
 }
 
 void hook_process(Hook *h) {
+        struct signalfd_siginfo si[8];
+
+        /* Empty the signalfd; whether the run ended, waitid() says (SIGCHLDs merge, and may be stale). */
+        while (read(h->sigchld_fd, si, sizeof(si)) > 0)
+                ;
         if (h->pid > 0 && !hook_reap(h))
                 hook_check_time(h);
         if (h->pid <= 0 && h->pending_count > 0) {

@@ -2,7 +2,7 @@
 /*
  * The hook of `pressurectl watch --exec CMD [ARG...]`: runs CMD once per
  * event, one run at a time, as the user running pressurectl. Owns the
- * running child (its pid, pidfd and kill deadline) and the one event waiting
+ * running child (its pid and kill deadline) and the one event waiting
  * for the next run; events that arrive while a run is going on are merged
  * into that waiting one (the latest wins, PRESSURE_COALESCED counts them).
  *
@@ -28,7 +28,8 @@ typedef struct Hook Hook;
  * hook_new - a hook running @argv (NULL-terminated, borrowed: it must outlive
  * the hook; argv[0] is looked up in $PATH). @timeout_usec: SIGTERM a run
  * after this long, SIGKILL it after as long again (at most
- * HOOK_KILL_GRACE_MAX_USEC); 0 = no limit. Returns 0 or -ENOMEM.
+ * HOOK_KILL_GRACE_MAX_USEC); 0 = no limit. Blocks SIGCHLD until hook_free().
+ * Returns 0 or a negative errno.
  */
 int hook_new(char *const *argv, uint64_t timeout_usec, Hook **ret);
 
@@ -46,7 +47,7 @@ void hook_freep(Hook **h);
  */
 int hook_submit(Hook *h, const pressure_event *e);
 
-/* The pidfd of the running hook, readable when it has ended; -1 when none runs. */
+/* An fd readable when the running hook may have ended (a signalfd); -1 when none runs. */
 int hook_get_fd(const Hook *h);
 
 /* Microseconds from now until hook_process() has a kill to do; UINT64_MAX for none. */

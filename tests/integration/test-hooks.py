@@ -39,7 +39,16 @@ HOOK = r'''#!/usr/bin/env python3
 import json, os, resource, signal, subprocess, sys
 d = sys.argv[1]
 seq = os.environ.get('PRESSURE_SEQ', 'none')
+def fds():
+    out = {}
+    for fd in os.listdir('/proc/self/fd'):
+        try:
+            out[fd] = os.readlink(f'/proc/self/fd/{fd}')
+        except OSError:
+            pass  # the directory being listed
+    return out
 rec = {
+    'fds': fds(),
     'env': {k: v for k, v in os.environ.items() if k.startswith('PRESSURE_') or k == 'HOOK_TEST_MARK'},
     'argv': sys.argv[1:],
     'pid': os.getpid(),
@@ -227,6 +236,7 @@ def test_environment(d):
         check_eq(run['stdin_data'], '', 'nothing to read on stdin')
         check_eq(run['uid'], os.getuid(), 'the hook runs as the user running pressurectl')
         check_eq(run['pgid'], run['pid'], 'the hook leads a process group of its own')
+        check_eq(sorted(run['fds']), ['0', '1', '2'], "no fd of pressurectl's leaks into the hook")
         check_eq(h.stderr().count('pressurectl: hook'), 0, 'a run that ends well is not reported')
     finally:
         h.close()
