@@ -290,6 +290,24 @@ def test_other_kinds():
                 h.close()
 
 
+def test_until_cleared():
+    # The end of the episode runs the hook too, and --until-cleared waits for that run.
+    with pt.Daemon(config_text='[Levels]\nCritical=some 1900ms 2s\nClearAfterSec=1\n') as d:
+        h = Hooks()
+        try:
+            h.start(d, *SELECTOR, '--until-cleared', '--exec', h.script, h.dir)
+            inject(d)
+            h.finish(0, 'watch --until-cleared --exec')
+            runs = h.runs()
+            last = runs[max(runs)]['env']
+            check_eq((last['PRESSURE_KIND'], last['PRESSURE_LEVEL'], last['PRESSURE_SYNTHETIC']),
+                     ('cleared', 'critical', '0'), 'the last run is for the end of the episode')
+            check_eq(json.loads(last['PRESSURE_EVENT'])['kind'], 'cleared', 'its event')
+            check_eq(runs[1]['env']['PRESSURE_KIND'], 'pressure', 'the first run is for the injected event')
+        finally:
+            h.close()
+
+
 def test_coalescing(d):
     burst = 20
     h = Hooks()
@@ -419,6 +437,7 @@ def main():
     test_usage()
     test_completion()
     test_other_kinds()
+    test_until_cleared()
     with pt.Daemon(config_text=CONFIG) as d:
         test_environment(d)
         test_coalescing(d)
