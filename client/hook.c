@@ -348,14 +348,17 @@ static void hook_check_time(Hook *h) {
                 return;
         format_seconds(a, h->timeout_usec);
         if (h->kill_signal == SIGTERM) {
-                fprintf(stderr, "pressurectl: hook '%s' (event seq %" PRIu64 ") ran over its %s timeout, sending SIGTERM\n",
+                fprintf(stderr,
+                        "pressurectl: hook '%s' (event seq %" PRIu64 ") ran over its %s timeout, sending SIGTERM\n",
                         h->argv[0], h->run_seq, a);
                 h->kill_signal = SIGKILL;
                 h->kill_at_usec = now_usec(CLOCK_MONOTONIC) + grace;
                 (void) kill(-h->pid, SIGTERM);
         } else {
                 format_seconds(b, grace);
-                fprintf(stderr, "pressurectl: hook '%s' (event seq %" PRIu64 ") still running %s after SIGTERM, sending SIGKILL\n",
+                fprintf(stderr,
+                        "pressurectl: hook '%s' (event seq %" PRIu64 ") still running %s after SIGTERM, "
+                        "sending SIGKILL\n",
                         h->argv[0], h->run_seq, b);
                 h->kill_signal = 0;
                 h->kill_at_usec = UINT64_MAX;

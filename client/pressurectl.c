@@ -920,7 +920,8 @@ static int on_watch_event(pressure_subscription *sub, const pressure_event *e, v
  */
 static int watch_find_exec(int argc, char **argv) {
         static const char *const with_value[] = {
-                "--level", "--psi", "--vmpressure", "--count", "--timeout", "--min-interval", "--socket", "--exec-timeout",
+                "--level", "--psi", "--vmpressure", "--count",
+                "--timeout", "--min-interval", "--socket", "--exec-timeout",
         };
 
         for (int i = 1; i < argc; i++) {
@@ -1137,7 +1138,8 @@ static int cmd_watch(int argc, char **argv) {
                         break;
                 case 'X':
                         if (parse_seconds(optarg, 1e9, &exec_timeout) < 0 || exec_timeout == 0)
-                                return usage_error("watch ", "invalid exec timeout '%s', expected a positive number of seconds",
+                                return usage_error("watch ",
+                                                   "invalid exec timeout '%s', expected a positive number of seconds",
                                                    optarg);
                         has_exec_timeout = true;
                         break;
