@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -19,6 +20,7 @@
 
 #include "config-build.h"
 #include "cli.h"
+#include "hook.h"
 #include "pressure.h"
 #include "trigger.h"
 #include "top.h"
@@ -770,6 +772,7 @@ typedef struct Watch {
         uint64_t received;
         bool until_cleared; /* exit 0 at the first "cleared" */
         int exit_code;     /* >= 0: stop with this code */
+        Hook *hook;        /* --exec: runs for each event; NULL without */
 } Watch;
 
 static void print_counters(const pressure_memory_events *m, const pressure_memory_events *delta) {
@@ -892,18 +895,112 @@ static int on_watch_event(pressure_subscription *sub, const pressure_event *e, v
         default:
                 break;
         }
+        /* The watch is over: what else came in the same read is not shown, counted, or run. */
+        if (w->exit_code >= 0)
+                return 0;
 
         if (arg_json)
                 printf("%s\n", e->json);
         else
                 print_event_human(e);
         fflush(stdout);
+        if (w->hook)
+                (void) hook_submit(w->hook, e);
 
         w->received++;
         if (e->kind == PRESSURE_EVENT_REMOVED || (w->count > 0 && w->received >= w->count) ||
             (w->until_cleared && e->kind == PRESSURE_EVENT_CLEARED))
                 w->exit_code = 0;
         return 0;
+}
+
+/*
+ * Where "--exec" is in watch's arguments, or -1: what follows it is the hook's
+ * command line, not ours. The values of options that take one are skipped,
+ * and "--" ends the search.
+ */
+static int watch_find_exec(int argc, char **argv) {
+        static const char *const with_value[] = {
+                "--level", "--psi", "--vmpressure", "--count",
+                "--timeout", "--min-interval", "--socket", "--exec-timeout",
+        };
+
+        for (int i = 1; i < argc; i++) {
+                const char *a = argv[i];
+
+                if (streq(a, "--exec"))
+                        return i;
+                if (streq(a, "--"))
+                        break;
+                if (a[0] == '-' && a[1] == '-') {
+                        for (size_t k = 0; k < ELEMENTSOF(with_value); k++)
+                                if (streq(a, with_value[k])) {
+                                        i++;
+                                        break;
+                                }
+                } else if (a[0] == '-') {
+                        /* Short options, maybe grouped: one of -l, -n, -t last takes the next argument. */
+                        for (const char *o = a + 1; *o; o++)
+                                if (strchr("lnt", *o)) {
+                                        if (o[1] == '\0')
+                                                i++;
+                                        break;
+                                }
+                }
+        }
+        return -1;
+}
+
+/* pressure_client_wait(), also waking up for the hook's end and its kill deadline. */
+static int watch_wait(pressure_client *c, Hook *hook, uint64_t timeout_usec) {
+        struct pollfd p[2];
+        uint64_t due;
+        int r, ms;
+
+        if (!hook)
+                return pressure_client_wait(c, timeout_usec);
+
+        r = pressure_client_get_timeout(c, &due);
+        if (r < 0)
+                return r;
+        timeout_usec = MIN(timeout_usec, MIN(due, hook_get_timeout(hook)));
+        if (timeout_usec == PRESSURE_TIMEOUT_INFINITE)
+                ms = -1;
+        else
+                ms = (int) MIN((timeout_usec + USEC_PER_MSEC - 1) / USEC_PER_MSEC, (uint64_t) INT32_MAX);
+        p[0] = (struct pollfd) { .fd = pressure_client_get_fd(c), .events = (short) pressure_client_get_events(c) };
+        p[1] = (struct pollfd) { .fd = hook_get_fd(hook), .events = POLLIN }; /* -1: ignored */
+        if (poll(p, ELEMENTSOF(p), ms) < 0 && errno != EINTR)
+                return -errno;
+        hook_process(hook);
+        return pressure_client_process(c);
+}
+
+/* Subscribe and handle events until the watch is over; returns the exit status. */
+static int watch_run(pressure_client *c, const pressure_selector *sel, Watch *w, uint64_t deadline) {
+        int r;
+
+        /* The daemon's answer comes to on_watch_event() like any event, so --timeout covers it too. */
+        r = pressure_client_subscribe_async(c, sel, on_watch_event, w, NULL);
+        if (r < 0)
+                return report_error(c, r, "watch");
+
+        while (w->exit_code < 0) {
+                uint64_t now = now_usec(CLOCK_MONOTONIC), left = PRESSURE_TIMEOUT_INFINITE;
+
+                if (deadline != PRESSURE_TIMEOUT_INFINITE) {
+                        if (now >= deadline) {
+                                fprintf(stderr, "pressurectl: watch: timed out after %" PRIu64 " event%s\n",
+                                        w->received, w->received == 1 ? "" : "s");
+                                return EXIT_TIMEOUT;
+                        }
+                        left = deadline - now;
+                }
+                r = watch_wait(c, w->hook, left);
+                if (r < 0)
+                        return report_error(c, r, "watch");
+        }
+        return w->exit_code;
 }
 
 static int cmd_watch(int argc, char **argv) {
@@ -919,26 +1016,41 @@ static int cmd_watch(int argc, char **argv) {
                 { "min-interval",  required_argument, NULL, 'i' },
                 { "wait",          no_argument,       NULL, 'w' },
                 { "until-cleared", no_argument,       NULL, 'C' },
+                /* Taken off by watch_find_exec(); listed so that "--exec=CMD" is not "--exec-timeout=CMD". */
+                { "exec",          no_argument,       NULL, 'x' },
+                { "exec-timeout",  required_argument, NULL, 'X' },
                 {}
         };
         _cleanup_(pressure_client_freep) pressure_client *c = NULL;
         _cleanup_(pressure_selector_freep) pressure_selector *sel = NULL;
+        _cleanup_(hook_freep) Hook *hook = NULL;
         Watch w = { .exit_code = -1 };
-        uint64_t deadline = PRESSURE_TIMEOUT_INFINITE, u;
+        uint64_t deadline = PRESSURE_TIMEOUT_INFINITE, u, exec_timeout = 0;
         unsigned selectors = 0;
-        bool wait_for_daemon = false, no_episodes = false;
-        int opt, r;
+        bool wait_for_daemon = false, no_episodes = false, has_exec_timeout = false;
+        char **exec_argv = NULL;
+        int opt, r, exec_at;
 
         r = pressure_selector_new(&sel);
         if (r < 0)
                 return EXIT_DAEMON_ERROR;
+
+        /* "--exec CMD [ARG...]" ends watch's own arguments: getopt must not see the command's. */
+        exec_at = watch_find_exec(argc, argv);
+        if (exec_at >= 0) {
+                if (exec_at + 1 >= argc)
+                        return usage_error("watch ", "--exec needs a command: --exec CMD [ARG...]");
+                exec_argv = argv + exec_at + 1; /* argv[argc] is NULL */
+                argc = exec_at;
+        }
 
         while ((opt = getopt_long(argc, argv, "hl:n:t:", options, NULL)) >= 0) {
                 if (common_option(opt))
                         continue;
                 switch (opt) {
                 case 'h':
-                        printf("pressurectl [OPTIONS] watch [CGROUP] [SELECTOR] [--count N] [--timeout SEC]\n\n"
+                        printf("pressurectl [OPTIONS] watch [CGROUP] [SELECTOR] [--count N] [--timeout SEC]\n"
+                               "                            [--exec-timeout SEC] [--exec CMD [ARG...]]\n\n"
                                "Subscribe to CGROUP (default: the whole system) and print one line per\n"
                                "event. Survives daemon restarts by reconnecting.\n\n"
                                "Selectors (one; the default is --level low):\n"
@@ -953,7 +1065,17 @@ static int cmd_watch(int argc, char **argv) {
                                "  -t --timeout SEC          exit 124 if they have not arrived within SEC seconds\n"
                                "     --min-interval MS      at most one event per MS milliseconds\n"
                                "     --wait                 wait for the daemon if it is not running yet\n"
-                               "     --json                 print the events as received, one JSON object per line\n");
+                               "     --json                 print the events as received, one JSON object per line\n\n"
+                               "Hooks:\n"
+                               "     --exec CMD [ARG...]    run CMD for each event, one run at a time; events that\n"
+                               "                            come during a run are merged into the next one. Must be\n"
+                               "                            last: the rest of the line is the command. The event is\n"
+                               "                            in $PRESSURE_KIND, $PRESSURE_LEVEL, $PRESSURE_CGROUP,\n"
+                               "                            $PRESSURE_SOURCE, $PRESSURE_SEQ, $PRESSURE_MISSED,\n"
+                               "                            $PRESSURE_SYNTHETIC, $PRESSURE_EVENT (JSON) and\n"
+                               "                            $PRESSURE_COALESCED (events in this run, 1 or more)\n"
+                               "     --exec-timeout SEC     SIGTERM a run after SEC seconds, SIGKILL it after as\n"
+                               "                            long again (at most 5 s more)\n");
                         return 0;
                 case 'l': {
                         int level = pressure_level_from_string(optarg);
@@ -1015,6 +1137,13 @@ static int cmd_watch(int argc, char **argv) {
                 case 'C':
                         w.until_cleared = true;
                         break;
+                case 'X':
+                        if (parse_seconds(optarg, 1e9, &exec_timeout) < 0 || exec_timeout == 0)
+                                return usage_error("watch ",
+                                                   "invalid exec timeout '%s', expected a positive number of seconds",
+                                                   optarg);
+                        has_exec_timeout = true;
+                        break;
                 default:
                         return usage_error("watch ", NULL);
                 }
@@ -1027,32 +1156,31 @@ static int cmd_watch(int argc, char **argv) {
                 (void) pressure_selector_set_cgroup(sel, argv[optind++]);
         if (optind < argc)
                 return usage_error("watch ", "unexpected argument '%s'", argv[optind]);
+        if (has_exec_timeout && !exec_argv)
+                return usage_error("watch ", "--exec-timeout needs --exec CMD");
 
         r = client_open(&c);
         if (r != 0)
                 return r;
         (void) pressure_client_set_wait_for_daemon(c, wait_for_daemon);
-        /* The daemon's answer comes to on_watch_event() like any event, so --timeout covers it too. */
-        r = pressure_client_subscribe_async(c, sel, on_watch_event, &w, NULL);
-        if (r < 0)
-                return report_error(c, r, "watch");
-
-        while (w.exit_code < 0) {
-                uint64_t now = now_usec(CLOCK_MONOTONIC), left = PRESSURE_TIMEOUT_INFINITE;
-
-                if (deadline != PRESSURE_TIMEOUT_INFINITE) {
-                        if (now >= deadline) {
-                                fprintf(stderr, "pressurectl: watch: timed out after %" PRIu64 " event%s\n",
-                                        w.received, w.received == 1 ? "" : "s");
-                                return EXIT_TIMEOUT;
-                        }
-                        left = deadline - now;
+        if (exec_argv) {
+                r = hook_new(exec_argv, exec_timeout, &hook);
+                if (r < 0) {
+                        fprintf(stderr, "pressurectl: watch: cannot set up the hook: %s\n", strerror(-r));
+                        return EXIT_DAEMON_ERROR;
                 }
-                r = pressure_client_wait(c, left);
-                if (r < 0)
-                        return report_error(c, r, "watch");
+                hook_forward_signals();
+                w.hook = hook;
         }
-        return w.exit_code;
+
+        r = watch_run(c, sel, &w, deadline);
+        if (hook) {
+                /* A watch that ended well runs the event still waiting; any end waits for the run going on. */
+                if (r != 0)
+                        hook_drop_pending(hook);
+                hook_drain(hook);
+        }
+        return r;
 }
 
 /* ---- top (top.c) ---------------------------------------------------------------- */

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The hook of `pressurectl watch --exec CMD [ARG...]`: runs CMD once per
+ * event, one run at a time, as the user running pressurectl. Owns the
+ * running child (its pid and kill deadline) and the one event waiting
+ * for the next run; events that arrive while a run is going on are merged
+ * into that waiting one (the latest wins, PRESSURE_COALESCED counts them).
+ *
+ * The caller's loop polls hook_get_fd() for POLLIN, wakes up after
+ * hook_get_timeout() at the latest, and calls hook_process(). Everything
+ * that happens to a run that did not end well (spawn failure, exit status,
+ * signal, timeout kill) is reported on stderr; a hook's failure never ends
+ * the watch.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pressure.h"
+
+/* The grace between SIGTERM and SIGKILL of a hook that ran over: its timeout, at most this long. */
+#define HOOK_KILL_GRACE_MAX_USEC (5 * UINT64_C(1000000))
+
+typedef struct Hook Hook;
+
+/*
+ * hook_new - a hook running @argv (NULL-terminated, borrowed: it must outlive
+ * the hook; argv[0] is looked up in $PATH). @timeout_usec: SIGTERM a run
+ * after this long, SIGKILL it after as long again (at most
+ * HOOK_KILL_GRACE_MAX_USEC); 0 = no limit. Blocks SIGCHLD until hook_free().
+ * Returns 0 or a negative errno.
+ */
+int hook_new(char *const *argv, uint64_t timeout_usec, Hook **ret);
+
+/*
+ * hook_free - forget the waiting event, kill a run still going on (SIGKILL to
+ * its process group) and reap it. Accepts NULL; returns NULL.
+ */
+Hook *hook_free(Hook *h);
+void hook_freep(Hook **h);
+
+/*
+ * hook_submit - hand an event to the hook: it runs at once if no run is going
+ * on, else it replaces the waiting event. Returns 0, or -ENOMEM (the event
+ * is lost, the hook goes on).
+ */
+int hook_submit(Hook *h, const pressure_event *e);
+
+/* An fd readable when the running hook may have ended (a signalfd); -1 when none runs. */
+int hook_get_fd(const Hook *h);
+
+/* Microseconds from now until hook_process() has a kill to do; UINT64_MAX for none. */
+uint64_t hook_get_timeout(const Hook *h);
+
+/*
+ * hook_process - reap a run that ended and report how it ended, signal a run
+ * that is over its time, and start the waiting event. Never blocks.
+ */
+void hook_process(Hook *h);
+
+/* A run is going on or an event waits for one. */
+bool hook_busy(const Hook *h);
+
+/* Forget the waiting event, if any (the watch is ending without it). */
+void hook_drop_pending(Hook *h);
+
+/*
+ * hook_drain - block until the running hook (and, unless dropped, the waiting
+ * event's run) is over; each run is bounded by the timeout given to
+ * hook_new().
+ */
+void hook_drain(Hook *h);
+
+/*
+ * hook_forward_signals - on SIGINT, SIGTERM and SIGHUP (those not ignored),
+ * pass the signal to the running hook's process group, then die of it as
+ * before. Call once, before the first hook_submit().
+ */
+void hook_forward_signals(void);
