@@ -12,13 +12,15 @@ into a scratch directory) is configured and built from scratch with
 is removed afterwards. The three setups alternate (ABCABC...) after one
 unmeasured warm-up run, so that load from other work on the machine falls
 on all of them alike. The watched setups use the same trigger on the
-build's cgroup, `some 150ms 2s` (a window any process may use):
+build's cgroup, by default `some 150ms 2s` (a window any process may use;
+--trigger "some 20000 2000000" for one that fires more often):
   - pressured: one daemon, and one client process holding 100
     subscriptions over 100 connections and reading every event;
   - own-triggers: psi-holders, 100 processes each holding its own trigger
     on the cgroup's memory.pressure, as 100 sd-event services would.
 Per run: the build's wall time, the cgroup's some and full stall totals
-(memory.pressure total=), and the watchers' CPU time (utime + stime) and
+(memory.pressure total=), and the watchers' on-CPU time (schedstat, the
+nanosecond counterpart of utime + stime) and
 context switches (voluntary + involuntary) over the build, plus the load
 average at its start.
 
@@ -44,8 +46,7 @@ import benchlib as bl  # noqa: E402
 
 pt = bl.pt
 WATCHERS = 100
-TRIGGER = {'stall': 'some', 'threshold_us': 150000, 'window_us': 2000000}
-TRIGGER_TEXT = 'some 150000 2000000'
+TRIGGER_TEXT = 'some 150000 2000000'   # --trigger: STALL THRESHOLD_US WINDOW_US
 SETUPS = ['none', 'pressured', 'own-triggers']
 VM_SOCKET = '/run/pressured/io.pressured'
 VM_SERVICE = 'pressured.service'
@@ -53,12 +54,21 @@ VM_SERVICE = 'pressured.service'
 
 # --- the subscriber client (its own process) --------------------------------
 
-def role_subscribe(sock_path, cgroup, n):
+def parse_trigger(text):
+    """The trigger "some|full THRESHOLD_US WINDOW_US" as a varlink PsiTrigger."""
+    parts = text.split()
+    if len(parts) != 3 or parts[0] not in ('some', 'full') or not all(x.isdigit() for x in parts[1:]):
+        sys.exit(f'bad --trigger "{text}": some|full THRESHOLD_US WINDOW_US')
+    return {'stall': parts[0], 'threshold_us': int(parts[1]), 'window_us': int(parts[2])}
+
+
+def role_subscribe(sock_path, cgroup, n, trigger_text):
     socks = []
     for _ in range(n):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         s.connect(sock_path)
-        msg = {'method': 'io.pressured.Subscribe', 'parameters': {'cgroup': cgroup, 'psi': TRIGGER},
+        msg = {'method': 'io.pressured.Subscribe', 'parameters': {'cgroup': cgroup,
+                                                                  'psi': parse_trigger(trigger_text)},
                'more': True}
         s.sendall(json.dumps(msg).encode() + b'\0')
         socks.append(s)
@@ -160,11 +170,11 @@ def children(pid):
 
 
 def cost(pids):
-    """(CPU seconds, context switches) summed over @pids."""
+    """(on-CPU seconds, context switches) summed over @pids (schedstat: clock ticks are too coarse)."""
     cpu = sw = 0
     for p in pids:
         try:
-            cpu += bl.proc_cpu_seconds(p)
+            cpu += bl.oncpu_seconds(p)
             sw += pt.process_context_switches(p)
         except (FileNotFoundError, ProcessLookupError):
             pass
@@ -172,18 +182,18 @@ def cost(pids):
 
 
 class Watchers:
-    def __init__(self, setup, cg, daemon_socket, daemon_pid):
+    def __init__(self, setup, cg, daemon_socket, daemon_pid, trigger):
         self.setup, self.procs, self.pids = setup, [], []
         if setup == 'pressured':
             p = subprocess.Popen([sys.executable, os.path.abspath(__file__), '--role', daemon_socket, cg.name,
-                                  str(WATCHERS)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                                  str(WATCHERS), trigger], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             self.procs.append(p)
             line = p.stdout.readline().strip()
             pt.check(line == 'ready', 'the subscribers did not start', line)
             self.pids = [daemon_pid, p.pid]
         elif setup == 'own-triggers':
             holders = os.path.join(pt.BUILD_ROOT, 'tests', 'bench', 'psi-holders')
-            p = subprocess.Popen([holders, os.path.join(cg.v2, 'memory.pressure'), str(WATCHERS), TRIGGER_TEXT],
+            p = subprocess.Popen([holders, os.path.join(cg.v2, 'memory.pressure'), str(WATCHERS), trigger],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             self.procs.append(p)
             line = p.stdout.readline().strip()
@@ -220,11 +230,11 @@ def build_once(src, scratch, cg, targets):
     return rc, wall
 
 
-def one_run(setup, src, scratch, limit, targets, daemon_socket, daemon_pid):
+def one_run(setup, src, scratch, limit, targets, daemon_socket, daemon_pid, trigger):
     cg = Cgroup(limit)
     w = None
     try:
-        w = Watchers(setup, cg, daemon_socket, daemon_pid)
+        w = Watchers(setup, cg, daemon_socket, daemon_pid, trigger)
         load = bl.loadavg()
         p0 = cg.pressure()
         c0 = cost(w.pids)
@@ -252,13 +262,13 @@ def measure(args, daemon_socket, daemon_pid, scratch):
     subprocess.run(['tar', '-x', '-C', src], input=archive.stdout, check=True)
     targets = args.targets.split() if args.targets else []
     print(f'source: git archive of HEAD in {src}; limit {args.limit}; targets {targets or "all"}; '
-          f'trigger {TRIGGER_TEXT}; {args.runs} runs per setup after a warm-up', flush=True)
-    warm = one_run('none', src, scratch, args.limit, targets, daemon_socket, daemon_pid)
+          f'trigger {args.trigger}; {args.runs} runs per setup after a warm-up', flush=True)
+    warm = one_run('none', src, scratch, args.limit, targets, daemon_socket, daemon_pid, args.trigger)
     print(f'warm-up: {warm["wall_s"]:.1f} s, rc {warm["rc"]}', flush=True)
     rows = []
     for rep in range(args.runs):
         for setup in SETUPS:
-            r = one_run(setup, src, scratch, args.limit, targets, daemon_socket, daemon_pid)
+            r = one_run(setup, src, scratch, args.limit, targets, daemon_socket, daemon_pid, args.trigger)
             r['run'] = rep + 1
             rows.append(r)
             print(f'run {rep + 1}/{args.runs} {setup:>12}: rc {r["rc"]}, {r["wall_s"]:.2f} s, some '
@@ -294,7 +304,7 @@ def report(args, where, warm, rows, emit):
     summary = summarize(rows)
     bl.print_table(SUMMARY_HEADER, summary)
     info = [['where', where], ['kernel', os.uname().release], ['cpus', os.cpu_count()],
-            ['limit', args.limit], ['runs', args.runs], ['trigger', TRIGGER_TEXT], ['watchers', WATCHERS],
+            ['limit', args.limit], ['runs', args.runs], ['trigger', args.trigger], ['watchers', WATCHERS],
             ['targets', args.targets or 'all'], ['warmup_wall_s', f'{warm["wall_s"]:.3f}'],
             ['date', time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())],
             ['v2_memory_controller', int(unified_memory())]]
@@ -307,7 +317,7 @@ def report(args, where, warm, rows, emit):
 
 def main():
     if len(sys.argv) >= 2 and sys.argv[1] == '--role':
-        role_subscribe(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        role_subscribe(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
         return
 
     def extra(p):
@@ -315,20 +325,23 @@ def main():
         p.add_argument('--limit', default=None, help='memory limit in bytes, or with K/M/G')
         p.add_argument('--targets', default='', help='ninja targets (default: all)')
         p.add_argument('--vm', action='store_true', help='run in the VM test bed')
+        p.add_argument('--trigger', default=TRIGGER_TEXT, help='some|full THRESHOLD_US WINDOW_US')
         p.add_argument('--guest', action='store_true', help=argparse_hidden())
     args = bl.parse_args(__doc__.splitlines()[0], extra)
     if args.runs is None:
         args.runs = 2 if args.quick else 5
+    parse_trigger(args.trigger)
     pt.require_root('real cgroups and PSI')
     if args.vm:
         fwd = ['--guest', '--runs', str(args.runs)] + (['--limit', args.limit] if args.limit else [])
         fwd += ['--targets', args.targets] if args.targets else []
+        fwd += ['--trigger', args.trigger]
         load0 = bl.loadavg()
         rc = bl.run_in_vm(__file__, fwd, args.out, 6 * 3600)
         with open(os.path.join(args.out, 'build-vm-host.csv'), 'w') as f:
             f.write(f'key,value\nhost_load_start,{load0}\nhost_load_end,{bl.loadavg()}\n')
         sys.exit(rc)
-    args.limit = parse_size(args.limit or ('128M' if args.guest else '56M'))
+    args.limit = parse_size(args.limit or ('128M' if args.guest else '60M'))
     if args.guest:
         pid = int(subprocess.run(['systemctl', 'show', '-P', 'MainPID', VM_SERVICE], capture_output=True,
                                  text=True).stdout.strip() or 0)

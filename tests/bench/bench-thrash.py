@@ -7,7 +7,11 @@ daemon installed and started by its shipped units). Run on the host, it
 boots the VM, runs itself there with --guest and writes the CSV files the
 guest prints to --out:
 
-    tests/bench/bench-thrash.py [--out DIR] [--quick]
+    tests/bench/bench-thrash.py [--out DIR] [--quick] [--memory-min SIZE]
+
+--memory-min overrides the unit's MemoryMin= (a drop-in, then a restart of
+the service) to see what the unit's protection is worth; the CSV files get
+the suffix -memmin-SIZE.
 
 In the guest, one direct reader holds the system-wide trigger
 `some 50ms 1s` on /proc/pressure/memory and timestamps each POLLPRI; one
@@ -47,7 +51,7 @@ TRIGGER = {'stall': 'some', 'threshold_us': 50000, 'window_us': 1000000}
 TRIGGER_TEXT = 'some 50000 1000000'
 EXTRA = 100
 FILES, FILE_MB = 6, 512            # 3 GiB re-read in every step
-ROOMS_MIB = [1024, 512, 256, 160, 128, 96, 64, 48, 32]
+ROOMS_MIB = [1024, 512, 256, 160, 128, 96, 64, 48, 32, 24, 16, 8]
 LOAD_S = 20
 SETTLE_S = 3                       # events still arriving after the load count for the step
 MATCH_US = 500000                  # a delivery belongs to the direct event read within this much
@@ -269,11 +273,25 @@ def match(direct, events):
     return pairs
 
 
+def override_memory_min(value):
+    d = f'/etc/systemd/system/{SERVICE}.d'
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, 'bench-memory-min.conf'), 'w') as f:
+        f.write(f'[Service]\nMemoryMin={value}\n')
+    subprocess.run(['systemctl', 'daemon-reload'], check=True)
+    subprocess.run(['systemctl', 'restart', SERVICE], check=True)
+    got = subprocess.run(['systemctl', 'show', '-P', 'MemoryMin', SERVICE], capture_output=True,
+                         text=True).stdout.strip()
+    print(f'MemoryMin= of {SERVICE} now {got}', flush=True)
+
+
 def guest(args):
     pt.require_root('the VM test bed runs as root')
     if not bl.in_vm():
         pt.skip('runs inside tests/vm/run.sh (PRESSURED_VM=1)')
     bl.mlock_self()
+    if args.memory_min:
+        override_memory_min(args.memory_min)
     scratch = os.environ.get('PRESSURED_VM_SCRATCH', '/var/tmp')
     rooms = [512, 96, 48] if args.quick else ROOMS_MIB
     print(f'creating {FILES} x {FILE_MB} MiB in {scratch}', flush=True)
@@ -326,16 +344,25 @@ def guest(args):
                 ['guest_load_end', f.read().split()[0]], ['extra_subscribers', EXTRA],
                 ['extra_messages', x['messages']], ['load_s', LOAD_S], ['trigger', TRIGGER_TEXT],
                 ['errors', '; '.join(str(e) for e in s['errors'] + x['errors'])]]
-    bl.emit_csv('thrash.csv', header, rows)
-    bl.emit_csv('thrash-delays.csv', ['step', 'room_mib', 'delay_ms'], delays_rows)
-    bl.emit_csv('thrash-info.csv', ['key', 'value'], info)
+    info.append(['memory_min', subprocess.run(['systemctl', 'show', '-P', 'MemoryMin', SERVICE],
+                                              capture_output=True, text=True).stdout.strip()])
+    sfx = suffix(args)
+    bl.emit_csv(f'thrash{sfx}.csv', header, rows)
+    bl.emit_csv(f'thrash{sfx}-delays.csv', ['step', 'room_mib', 'delay_ms'], delays_rows)
+    bl.emit_csv(f'thrash{sfx}-info.csv', ['key', 'value'], info)
+
+
+def suffix(args):
+    return f'-memmin-{args.memory_min}' if args.memory_min else ''
 
 
 def host(args):
     load0 = bl.loadavg()
     start = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
-    rc = bl.run_in_vm(__file__, ['--guest'] + (['--quick'] if args.quick else []), args.out, 3600)
-    with open(os.path.join(args.out, 'thrash-host.csv'), 'w') as f:
+    fwd = ['--guest'] + (['--quick'] if args.quick else []) + (['--memory-min', args.memory_min]
+                                                              if args.memory_min else [])
+    rc = bl.run_in_vm(__file__, fwd, args.out, 3600)
+    with open(os.path.join(args.out, f'thrash{suffix(args)}-host.csv'), 'w') as f:
         f.write(f'key,value\ndate,{start}\nhost_load_start,{load0}\nhost_load_end,{bl.loadavg()}\n'
                 f'host_kernel,{os.uname().release}\n')
     sys.exit(rc)
@@ -351,6 +378,7 @@ def main():
 
     def extra(p):
         p.add_argument('--guest', action='store_true', help='run the steps here (inside the VM)')
+        p.add_argument('--memory-min', default='', help="override the unit's MemoryMin= (e.g. 0)")
     args = bl.parse_args(__doc__.splitlines()[0], extra)
     if args.guest:
         guest(args)

@@ -281,6 +281,18 @@ def status_kib(pid, key):
     return 0
 
 
+def oncpu_seconds(pid):
+    """On-CPU time of every thread of @pid in seconds (/proc/PID/task/*/schedstat, ns resolution)."""
+    total = 0
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            with open(f'/proc/{pid}/task/{tid}/schedstat') as f:
+                total += int(f.read().split()[0])
+        except FileNotFoundError:
+            pass
+    return total / 1e9
+
+
 def meminfo_kib(key):
     with open('/proc/meminfo') as f:
         for line in f:

@@ -233,11 +233,11 @@ def kv(out, name):
     return {r['key']: r['value'] for r in rows} if rows else {}
 
 
-def thrash(out):
-    rows = load(out, 'thrash.csv')
+def thrash(out, sfx=''):
+    rows = load(out, f'thrash{sfx}.csv')
     if not rows:
-        return f'_Not run: {status(out, "thrash")}._\n'
-    info, host = kv(out, 'thrash-info.csv'), kv(out, 'thrash-host.csv')
+        return f'_Not run: {status(out, "thrash" + sfx)}._\n'
+    info, host = kv(out, f'thrash{sfx}-info.csv'), kv(out, f'thrash{sfx}-host.csv')
     body = [[num(r['room_mib']), num(r['hog_mib']), num(int(r['memavail_kib_min']) / KIB),
              num(r['direct_events']), num(r['missed']), num(r['delay_p50_ms'], 1), num(r['delay_p99_ms'], 1),
              num(r['delay_max_ms'], 1), num(r['majflt_hog']), num(r['majflt_load']),
@@ -255,11 +255,12 @@ def thrash(out):
              "subscriber's receive time minus the direct reader's, per event. Major faults of the daemon "
              '(/proc/PID/stat field 12) while the hog was being touched and during the load; RSS sampled every '
              '0.5 s. The readers lock their memory and have oom_score_adj -1000; the daemon runs under its '
-             f"shipped unit (OOMScoreAdjust=-900). Guest: kernel {info.get('kernel', '?')}, "
+             f"shipped unit (OOMScoreAdjust=-900, MemoryMin={info.get('memory_min', '?')}). Guest: kernel {info.get('kernel', '?')}, "
              f"{num(int(info.get('memtotal_kib', 0)) / KIB)} MiB, swap {info.get('swap_kib', '?')} KiB, "
              f"{info.get('cpus', '?')} CPUs under TCG; host load average {host.get('host_load_start', '?')} at the "
              f"start and {host.get('host_load_end', '?')} at the end ({host.get('date', '')}, other work on the "
-             'machine). Reproduce with `tests/bench/bench-thrash.py --out DIR` (boots tests/vm/run.sh).\n')
+             'machine). Reproduce with `tests/bench/bench-thrash.py --out DIR'
+             + (f" --memory-min {sfx.split('-')[-1]}" if sfx else '') + '` (boots tests/vm/run.sh).\n')
     return text
 
 
@@ -287,11 +288,12 @@ def build(out, suffix=''):
              f"({num(info.get('warmup_wall_s'), 1)} s). Watchers: {info.get('watchers', '?')} subscribers of one "
              f"daemon (the daemon plus the client process reading them), or {info.get('watchers', '?')} processes "
              f"each holding its own trigger (psi-holders), all with `{info.get('trigger', '?')}` on the build's "
-             'cgroup; their CPU (utime + stime) and context switches over the build. Stall: memory.pressure '
+             'cgroup; their on-CPU time (/proc/PID/task/*/schedstat, as utime + stime in ns) and context switches over the build. Stall: memory.pressure '
              f"total= of the cgroup over the build. {info.get('where', '?')}: kernel {info.get('kernel', '?')}, "
              f"{info.get('cpus', '?')} CPUs, {info.get('date', '')}; the load average column is the machine's at "
              'the start of each run (other work on the machine). Reproduce with `tests/bench/bench-build.py '
-             f"--runs {info.get('runs', '5')} --limit {limit >> 20}M{' --vm' if suffix else ''} --out DIR`.\n")
+             f"--runs {info.get('runs', '5')} --limit {limit >> 20}M --trigger \"{info.get('trigger', '')}\""
+             f"{' --vm' if suffix else ''} --out DIR`.\n")
     return text
 
 

@@ -5,6 +5,7 @@
 # and each step's p50 and p99 (thrash.csv).
 #   gnuplot -e "dir='OUT'; png='tests/bench/thrash.png'" tests/bench/thrash.gp
 if (!exists("dir")) dir = '.'
+if (!exists("sfx")) sfx = ''
 if (!exists("png")) png = 'thrash.png'
 
 set terminal pngcairo size 900,560 enhanced font 'DejaVu Sans,10'
@@ -19,8 +20,8 @@ set xrange [0.5:*]
 set yrange [*:*]
 set offsets 0, 0.5, 0, 0
 
-delays = dir.'/thrash-delays.csv'
-steps = dir.'/thrash.csv'
+delays = dir.'/thrash'.sfx.'-delays.csv'
+steps = dir.'/thrash'.sfx.'.csv'
 jitter(x) = x + (rand(0) - 0.5) * 0.3
 
 plot delays using (jitter($1)):3 skip 1 with points pt 7 ps 0.5 lc rgb '#7f7f7f' title 'each delivery', \
