@@ -240,12 +240,13 @@ def thrash(out, sfx=''):
     info, host = kv(out, f'thrash{sfx}-info.csv'), kv(out, f'thrash{sfx}-host.csv')
     body = [[num(r['room_mib']), num(r['hog_mib']), num(int(r['memavail_kib_min']) / KIB),
              num(r['direct_events']), num(r['missed']), num(r['delay_p50_ms'], 1), num(r['delay_p99_ms'], 1),
-             num(r['delay_max_ms'], 1), num(r['majflt_hog']), num(r['majflt_load']),
+             num(r['delay_max_ms'], 1), f"{num(r['read_p50_ms'], 1)} / {num(r['read_p99_ms'], 1)}",
+             num(r['majflt_hog']), num(r['majflt_load']),
              f"{num(r['rss_kib_min'])} / {num(r['rss_kib_end'])}",
-             'OOM-killed' if r['hog_oom_killed'] == '1' else ('not ready' if r['hog_ready'] != '1' else '')]
+             'OOM-killed' if r['hog_oom_killed'] == '1' else ('not ready' if r['hog_ready'] != '1' else 'held')]
             for r in rows]
     text = table(['room MiB', 'hog MiB', 'MemAvailable min MiB', 'direct events', 'missed', 'delay p50 ms',
-                  'p99', 'max', 'daemon major faults (hog)', '(load)', 'daemon RSS KiB min / end', 'hog'], body)
+                  'p99', 'max', 'daemon read p50 / p99 ms', 'daemon major faults: hog growing', 'load', 'daemon RSS KiB min / end', 'hog'], body)
     text += ('\nPer step: an anonymous hog (touched pages, oom_score_adj 1000) leaves "room" MiB of '
              'MemAvailable for file pages, then 3 GiB of files on the scratch disk are re-read for '
              f"{info.get('load_s', '?')} s. A direct reader and one pressured subscriber hold the same "
@@ -342,6 +343,11 @@ def main():
         ('Building this project under a memory limit, in the VM', 'The same in the VM test bed (cgroup v2 '
                                                                   'memory.max).', lambda o: build(o, '-vm')),
     ]
+    if os.path.exists(os.path.join(out, 'thrash-memmin-0.csv')):
+        i = [t for t, _, _ in sections].index('Thrashing') + 1
+        sections.insert(i, ('Thrashing without the unit\'s MemoryMin=', 'The same steps with a drop-in setting '
+                            'MemoryMin=0 on pressured.service, down to 8 MiB of room.',
+                            lambda o: thrash(o, '-memmin-0')))
     for title, intro, fn in sections:
         print(f'### {title}\n\n{intro}\n')
         print(fn(out))

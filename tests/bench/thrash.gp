@@ -11,7 +11,7 @@ if (!exists("png")) png = 'thrash.png'
 set terminal pngcairo size 900,560 enhanced font 'DejaVu Sans,10'
 set output png
 set datafile separator ','
-set key top left box opaque
+set key top right box opaque
 set xlabel 'room left for file pages (MiB of MemAvailable after the anonymous hog)'
 set ylabel 'delay behind the direct reader (ms)'
 set title "pressured under thrashing: subscriber's delay per step (some 50ms 1s on /, 2 GiB VM, no swap)"
