@@ -197,3 +197,113 @@ def pressure_workload(v1dir, v2dir, iterations, size_mb=200, anon_mb=32):
         return (end - start) / 1e9, cpu, iterations * size_mb * 2
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- benchmarks run inside the VM test bed (tests/vm/run.sh) ----------------
+
+CSV_BEGIN = '@csv '
+CSV_END = '@end'
+
+
+def in_vm():
+    return os.environ.get('PRESSURED_VM') == '1'
+
+
+def emit_csv(name, header, rows):
+    """In the VM: print a CSV file between markers, for run_in_vm() to write out on the host."""
+    print(CSV_BEGIN + name)
+    w = csv.writer(sys.stdout, lineterminator='\n')
+    w.writerow(header)
+    w.writerows(rows)
+    print(CSV_END, flush=True)
+
+
+def run_in_vm(script, args, out_dir, timeout_s):
+    """Run @script with @args in a VM of tests/vm/run.sh; write the CSV files it emits to @out_dir.
+
+    The guest's other output is passed through. Returns the exit status of
+    the script in the VM (run.sh's: 77 when no VM can start here, 124 on
+    the timeout).
+    """
+    run_sh = os.path.join(pt.SOURCE_ROOT, 'tests', 'vm', 'run.sh')
+    env = dict(os.environ, PRESSURED_VM_TIMEOUT=str(timeout_s), PYTHONDONTWRITEBYTECODE='1')
+    proc = subprocess.Popen([run_sh, '--', sys.executable, os.path.abspath(script)] + args,
+                            stdout=subprocess.PIPE, text=True, env=env)
+    name, lines = None, []
+    for line in proc.stdout:
+        line = line.rstrip('\n')
+        if name is None and line.startswith(CSV_BEGIN):
+            name, lines = line[len(CSV_BEGIN):].strip(), []
+        elif name is not None and line == CSV_END:
+            os.makedirs(out_dir, exist_ok=True)
+            path = os.path.join(out_dir, os.path.basename(name))
+            with open(path, 'w') as f:
+                f.write('\n'.join(lines) + '\n')
+            print(f'CSV: {path}', flush=True)
+            name = None
+        elif name is not None:
+            lines.append(line)
+        else:
+            print(line, flush=True)
+    return proc.wait()
+
+
+def mlock_self():
+    """Lock this process's memory and keep the OOM killer off it (root)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mlockall(1 | 2) != 0:   # MCL_CURRENT | MCL_FUTURE
+        raise OSError(ctypes.get_errno(), 'mlockall failed')
+    with open('/proc/self/oom_score_adj', 'w') as f:
+        f.write('-1000')
+
+
+def proc_stat_fields(pid):
+    """/proc/PID/stat as a list indexed by field number (1-based; [0] unused)."""
+    with open(f'/proc/{pid}/stat') as f:
+        data = f.read()
+    head, _, tail = data.rpartition(')')
+    pid_s, _, comm = head.partition(' (')
+    return [None, pid_s, comm] + tail.split()
+
+
+def major_faults(pid):
+    """Major page faults of @pid so far (/proc/PID/stat field 12)."""
+    return int(proc_stat_fields(pid)[12])
+
+
+def status_kib(pid, key):
+    """A field of /proc/PID/status in KiB (VmRSS, RssFile, ...)."""
+    with open(f'/proc/{pid}/status') as f:
+        for line in f:
+            if line.startswith(key + ':'):
+                return int(line.split()[1])
+    return 0
+
+
+def oncpu_seconds(pid):
+    """On-CPU time of every thread of @pid in seconds (/proc/PID/task/*/schedstat, ns resolution)."""
+    total = 0
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            with open(f'/proc/{pid}/task/{tid}/schedstat') as f:
+                total += int(f.read().split()[0])
+        except FileNotFoundError:
+            pass
+    return total / 1e9
+
+
+def meminfo_kib(key):
+    with open('/proc/meminfo') as f:
+        for line in f:
+            if line.startswith(key + ':'):
+                return int(line.split()[1])
+    return 0
+
+
+def percentile(values, p):
+    """The @p-th percentile (nearest rank) of @values, NaN if empty."""
+    if not values:
+        return float('nan')
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]

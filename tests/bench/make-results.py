@@ -233,6 +233,76 @@ def proxy(out):
     return text
 
 
+def kv(out, name):
+    rows = load(out, name)
+    return {r['key']: r['value'] for r in rows} if rows else {}
+
+
+def thrash(out, sfx=''):
+    rows = load(out, f'thrash{sfx}.csv')
+    if not rows:
+        return f'_Not run: {status(out, "thrash" + sfx)}._\n'
+    info, host = kv(out, f'thrash{sfx}-info.csv'), kv(out, f'thrash{sfx}-host.csv')
+    body = [[num(r['room_mib']), num(r['hog_mib']), num(int(r['memavail_kib_min']) / KIB),
+             num(r['direct_events']), num(r['missed']), num(r['delay_p50_ms'], 1), num(r['delay_p99_ms'], 1),
+             num(r['delay_max_ms'], 1), f"{num(r['read_p50_ms'], 1)} / {num(r['read_p99_ms'], 1)}",
+             num(r['majflt_hog']), num(r['majflt_load']),
+             f"{num(r['rss_kib_min'])} / {num(r['rss_kib_end'])}",
+             'OOM-killed' if r['hog_oom_killed'] == '1' else ('not ready' if r['hog_ready'] != '1' else 'held')]
+            for r in rows]
+    text = table(['room MiB', 'hog MiB', 'MemAvailable min MiB', 'direct events', 'missed', 'delay p50 ms',
+                  'p99', 'max', 'daemon read p50 / p99 ms', 'daemon major faults: hog growing', 'load', 'daemon RSS KiB min / end', 'hog'], body)
+    text += ('\nPer step: an anonymous hog (touched pages, oom_score_adj 1000) leaves "room" MiB of '
+             'MemAvailable for file pages, then 3 GiB of files on the scratch disk are re-read for '
+             f"{info.get('load_s', '?')} s. A direct reader and one pressured subscriber hold the same "
+             f"system-wide trigger `{info.get('trigger', '?')}` ({info.get('extra_subscribers', '?')} more "
+             'subscribers on it in another process); "direct events": notifications the direct reader got from '
+             'the start of the load to 3 s after it; "missed": those pressured did not deliver; delay: the '
+             "subscriber's receive time minus the direct reader's, per event. Major faults of the daemon "
+             '(/proc/PID/stat field 12) while the hog was being touched and during the load; RSS sampled every '
+             '0.5 s. The readers lock their memory and have oom_score_adj -1000; the daemon runs under its '
+             f"shipped unit (OOMScoreAdjust=-900, MemoryMin={info.get('memory_min', '?')}). Guest: kernel {info.get('kernel', '?')}, "
+             f"{num(int(info.get('memtotal_kib', 0)) / KIB)} MiB, swap {info.get('swap_kib', '?')} KiB, "
+             f"{info.get('cpus', '?')} CPUs under TCG; host load average {host.get('host_load_start', '?')} at the "
+             f"start and {host.get('host_load_end', '?')} at the end ({host.get('date', '')}, other work on the "
+             'machine). Reproduce with `tests/bench/bench-thrash.py --out DIR'
+             + (f" --memory-min {sfx.split('-')[-1]}" if sfx else '') + '` (boots tests/vm/run.sh).\n')
+    return text
+
+
+def build(out, suffix=''):
+    rows = load(out, f'build{suffix}.csv')
+    if not rows:
+        return f'_Not run: {status(out, "build" + suffix)}._\n'
+    info = kv(out, f'build{suffix}-info.csv')
+    body = []
+    for r in rows:
+        body.append([r['setup'], f"{r['runs']} ({r['failed']} failed)" if r['failed'] != '0' else r['runs'],
+                     f"{num(r['wall_s'], 2)} ± {num(r['wall_sd'], 2)}",
+                     f"{num(r['wall_min'], 2)} / {num(r['wall_max'], 2)}",
+                     f"{num(r['some_s'], 2)} ± {num(r['some_sd'], 2)}", f"{num(r['full_s'], 2)} ± {num(r['full_sd'], 2)}",
+                     f"{num(r['watch_cpu_s'], 3)} ± {num(r['watch_cpu_sd'], 3)}",
+                     f"{num(r['watch_switches'])} ± {num(r['watch_switches_sd'])}", num(r['events']),
+                     f"{r['load_min']}–{r['load_max']}"])
+    text = table(['watchers', 'runs', 'wall s (mean ± sd)', 'min / max', 'some stall s', 'full stall s',
+                  'watchers CPU s', 'watchers switches', 'events per run', 'load average'], body)
+    limit = int(info.get('limit', 0))
+    text += (f"\n`meson setup` and `ninja -j2` of this project from a clean tree (git archive of HEAD) in a "
+             f"fresh cgroup limited to {limit >> 20} MiB "
+             f"({'memory.max' if info.get('v2_memory_controller') == '1' else 'v1 memory.limit_in_bytes, plus a cgroup2 directory for PSI'}), "
+             f"{info.get('runs', '?')} runs per setup alternating after one unmeasured warm-up "
+             f"({num(info.get('warmup_wall_s'), 1)} s). Watchers: {info.get('watchers', '?')} subscribers of one "
+             f"daemon (the daemon plus the client process reading them), or {info.get('watchers', '?')} processes "
+             f"each holding its own trigger (psi-holders), all with `{info.get('trigger', '?')}` on the build's "
+             'cgroup; their on-CPU time (/proc/PID/task/*/schedstat, as utime + stime in ns) and context switches over the build. Stall: memory.pressure '
+             f"total= of the cgroup over the build. {info.get('where', '?')}: kernel {info.get('kernel', '?')}, "
+             f"{info.get('cpus', '?')} CPUs, {info.get('date', '')}; the load average column is the machine's at "
+             'the start of each run (other work on the machine). Reproduce with `tests/bench/bench-build.py '
+             f"--runs {info.get('runs', '5')} --limit {limit >> 20}M --trigger \"{info.get('trigger', '')}\""
+             f"{' --vm' if suffix else ''} --out DIR`.\n")
+    return text
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit('Usage: make-results.py OUT_DIR')
@@ -269,10 +339,25 @@ def main():
         ('Memory-pressure proxy', 'N sd-event clients (libsystemd 254) watching their cgroup\'s '
                                   'memory.pressure directly, or through pressured\'s memory-pressure socket, '
                                   'same trigger, same cgroup, under real reclaim.', proxy),
+        ('Thrashing', 'How far a pressured subscriber trails a direct reader of the same system-wide PSI '
+                      'trigger while an anonymous hog leaves less and less room for file pages (VM test bed, '
+                      '2 GiB, no swap).', thrash),
+        ('Building this project under a memory limit', 'Nobody watching, 100 pressured subscribers, and 100 '
+                                                       'processes each holding its own trigger, on the '
+                                                       "build's cgroup: this machine.", build),
+        ('Building this project under a memory limit, in the VM', 'The same in the VM test bed (cgroup v2 '
+                                                                  'memory.max).', lambda o: build(o, '-vm')),
     ]
+    if os.path.exists(os.path.join(out, 'thrash-memmin-0.csv')):
+        i = [t for t, _, _ in sections].index('Thrashing') + 1
+        sections.insert(i, ('Thrashing without the unit\'s MemoryMin=', 'The same steps with a drop-in setting '
+                            'MemoryMin=0 on pressured.service, down to 8 MiB of room.',
+                            lambda o: thrash(o, '-memmin-0')))
     for title, intro, fn in sections:
         print(f'### {title}\n\n{intro}\n')
         print(fn(out))
+    if os.path.exists(os.path.join(out, 'thrash.csv')):
+        print('![Delay behind a direct reader per thrash step](tests/bench/thrash.png)\n')
     if os.path.exists(os.path.join(out, 'fanout.csv')):
         print('![Fan-out latency vs subscribers](tests/bench/latency.png)')
 

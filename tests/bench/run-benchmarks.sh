@@ -3,7 +3,7 @@
 #
 # Run every benchmark side by side on this machine, collect their CSV files
 # under BUILDDIR/tests/bench/out/, and regenerate tests/bench/results.md and
-# tests/bench/latency.png (gnuplot).
+# tests/bench/latency.png and thrash.png (gnuplot).
 #
 #   tests/bench/run-benchmarks.sh BUILDDIR [--quick]
 #
@@ -95,6 +95,11 @@ run proxy rc_of python3 "$here/bench-proxy.py" --out "$out"
 run protection rc_of "$build/tests/bench/bench-protection" --csv "$out/bench-protection.csv" \
         --generator "$source_root/tests/make-fake-cgroup-tree.py" $protection_args
 run top rc_of python3 "$here/bench-top.py" --out "$out"
+# This project's build in a memory-limited cgroup, here; then the thrash
+# steps and the same build in the VM test bed (tests/vm/run.sh, TCG: long).
+run build rc_of python3 "$here/bench-build.py" --out "$out"
+run thrash rc_of python3 "$here/bench-thrash.py" --out "$out"
+run build-vm rc_of python3 "$here/bench-build.py" --vm --out "$out"
 rm -f "$out/.rc"
 
 echo "load_end=$(cut -d' ' -f1 /proc/loadavg)" >> "$out/machine.txt"
@@ -108,5 +113,8 @@ if [ -f "$out/fanout.csv" ]; then
         else
                 echo "gnuplot is not installed: latency.png not regenerated" >&2
         fi
+fi
+if [ -f "$out/thrash-delays.csv" ] && command -v gnuplot >/dev/null; then
+        gnuplot -e "dir='$out'; png='$here/thrash.png'" "$here/thrash.gp" && echo "=== wrote $here/thrash.png"
 fi
 exit $failed
