@@ -15,32 +15,35 @@ void status_counters(Manager *m, uint64_t ret[static _COUNTER_MAX]) {
         source_protection_counters(m, &ret[COUNTER_PROPAGATIONS_APPLIED], &ret[COUNTER_PROPAGATIONS_SKIPPED]);
 }
 
+/*
+ * The next uid holding fast PSI registrations above @last (any if !@after),
+ * smallest first. The registrations are few (MaxRegistrations=), so a pass
+ * per uid needs no table of its own.
+ */
+static bool next_fast_uid(Manager *m, bool after, uid_t last, uid_t *ret) {
+        Registration *r;
+        bool found = false;
+        uid_t next = 0;
+
+        LIST_FOREACH(registrations, r, m->registrations)
+                if (r->fast_charged && !r->removed && (!after || r->fast_uid > last) &&
+                    (!found || r->fast_uid < next)) {
+                        next = r->fast_uid;
+                        found = true;
+                }
+        if (found)
+                *ret = next;
+        return found;
+}
+
 /* The uids holding fast PSI registrations, with how many each, by ascending uid. */
 static json_t *status_fast_users_json(Manager *m) {
         json_t *users = json_array();
-        Registration *r;
-        uid_t last = 0;
-        bool any = false;
+        uid_t uid = 0;
 
-        /* One pass per distinct uid, smallest first: the registrations are
-         * few (MaxRegistrations=) and this needs no allocation of its own. */
-        for (;;) {
-                bool found = false;
-                uid_t next = 0;
-
-                LIST_FOREACH(registrations, r, m->registrations)
-                        if (r->fast_charged && !r->removed && (!any || r->fast_uid > last) &&
-                            (!found || r->fast_uid < next)) {
-                                next = r->fast_uid;
-                                found = true;
-                        }
-                if (!found)
-                        break;
-                json_array_append_new(users, json_pack("{s:I, s:I}", "uid", (json_int_t) next, "fast_triggers",
-                                                       (json_int_t) registration_fast_count(m, next)));
-                last = next;
-                any = true;
-        }
+        for (bool after = false; next_fast_uid(m, after, uid, &uid); after = true)
+                json_array_append_new(users, json_pack("{s:I, s:I}", "uid", (json_int_t) uid, "fast_triggers",
+                                                       (json_int_t) registration_fast_count(m, uid)));
         return users;
 }
 
@@ -128,6 +131,22 @@ void status_write_metrics(struct evbuffer *out, void *userdata) {
         metrics_histogram_write(out, "pressured_delivery_latency_seconds",
                                 "Time from reading a notification to queueing it for a subscriber.",
                                 &m->counters.latency);
+
+        metrics_write_header(out, "pressured_fast_triggers", "gauge",
+                             "PSI registrations with a window that is not a multiple of 2 s, per uid they count against.");
+        {
+                uid_t uid = 0;
+
+                for (bool after = false; next_fast_uid(m, after, uid, &uid); after = true) {
+                        char u[16];
+                        MetricsLabel l = { "uid", u };
+
+                        snprintf(u, sizeof(u), "%u", (unsigned) uid);
+                        metrics_write_sample_u64(out, "pressured_fast_triggers", &l, 1, registration_fast_count(m, uid));
+                }
+        }
+        write_gauge(out, "pressured_fast_triggers_max_per_user", "[Policy] MaxFastTriggersPerUser=.",
+                    m->config->max_fast_triggers_per_user);
 
         metrics_write_header(out, "pressured_episode_active", "gauge",
                              "1 while a pressure episode of the registration is active, else 0.");

@@ -8,8 +8,10 @@ on Reload, naming file, line and key; a daemon that the kernel holds to
 charges nobody. The quota itself needs a daemon with CAP_SYS_RESOURCE:
 the vm suite checks it (tests/vm/checks.py)."""
 
+import http.client
 import os
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -36,17 +38,27 @@ def test_reported():
         pt.check(out.returncode == 0 and 'Fast PSI triggers: at most 4 per user other than root; none in use'
                  in out.stdout, 'pressurectl status shows the quota', out.returncode, out.stdout)
 
-    d = pt.Daemon(config_text='[Policy]\nMaxFastTriggersPerUser=0\n')
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    d = pt.Daemon(config_text=f'[Policy]\nMaxFastTriggersPerUser=0\n[Metrics]\nListen=127.0.0.1:{port}\n')
     with d:
         pt.check_eq(policy(d)['max_per_user'], 0, 'MaxFastTriggersPerUser=0 is reported')
-        d.write_config('[Policy]\nMaxFastTriggersPerUser=7\n')
+        c = http.client.HTTPConnection('127.0.0.1', port, timeout=WAIT)
+        c.request('GET', '/metrics')
+        text = c.getresponse().read().decode()
+        c.close()
+        pt.check('\npressured_fast_triggers_max_per_user 0\n' in text and
+                 '# TYPE pressured_fast_triggers gauge\n' in text, '/metrics has the quota', text)
+        d.write_config(f'[Policy]\nMaxFastTriggersPerUser=7\n[Metrics]\nListen=127.0.0.1:{port}\n')
         v = pt.Varlink(d.socket, timeout=WAIT)
         r = v.call_sync('io.pressured.Reload')
         v.close()
         pt.check('error' not in r, 'Reload with a new quota', r)
         pt.check_eq(policy(d)['max_per_user'], 7, 'the reloaded quota is reported')
 
-        d.write_config('[Policy]\n\nMaxFastTriggersPerUser=many\n')
+        d.write_config('[Policy]\n\nMaxFastTriggersPerUser=many\n')  # line 3
         v = pt.Varlink(d.socket, timeout=WAIT)
         r = v.call_sync('io.pressured.Reload')
         v.close()
