@@ -7,6 +7,7 @@
  */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -32,12 +33,17 @@ static int pidfd_open_compat(pid_t pid) {
 #endif
 }
 
+/*
+ * Whether the process behind @pidfd still runs: a pidfd polls readable once
+ * it has exited. poll() needs no permission over the process, unlike a
+ * signal 0, which a daemon without CAP_KILL may not send to other users.
+ */
 static bool pidfd_alive(int pidfd) {
-#ifdef SYS_pidfd_send_signal
-        return pidfd < 0 || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
-#else
-        return true;
-#endif
+        struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+
+        if (pidfd < 0)
+                return true;
+        return poll(&pfd, 1, 0) == 0;
 }
 
 int proxy_parse_request(const char *buf, size_t len, PsiTrigger *ret, const char **ret_reason) {
@@ -197,8 +203,12 @@ static bool cgroup_has_file(const Hierarchy *h, const char *cgroup, const char *
 static void proxy_choose(ProxyClient *p, const PsiTrigger *t, RegistrationKey *key, char **ret_cgroup) {
         Manager *m = p->server->manager;
         _cleanup_free_ char *v2 = NULL, *v1 = NULL;
+        int k;
 
-        (void) read_peer_cgroups(p->pid, &v2, &v1);
+        k = read_peer_cgroups(p->pid, &v2, &v1);
+        if (k < 0)
+                log_warning_errno(k, "Cannot read /proc/%d/cgroup of proxied client %" PRIu64 ", "
+                                  "it watches the whole system: %m", (int) p->pid, p->id);
         if (!pidfd_alive(p->pidfd)) {
                 /* The pid may be someone else's by now: trust nothing read. */
                 free(v2);

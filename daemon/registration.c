@@ -450,7 +450,6 @@ void registration_deliver(Registration *r, Body *body, uint64_t count) {
         LIST_FOREACH_SAFE(subscriptions, s, n, r->subscriptions)
                 if (!s->client->dead)
                         subscription_offer(s, body, count);
-        proxy_notify(r);
 }
 
 void registration_publish(Registration *r, json_t *event, uint64_t monotonic_us, uint64_t count) {

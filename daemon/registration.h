@@ -140,7 +140,11 @@ Registration *registration_find(Manager *m, const RegistrationKey *key);
 /* registration_trigger_json - the "trigger" object of @r; @s adds the subscription's level. */
 json_t *registration_trigger_json(const Registration *r, const Subscription *s);
 
-/* registration_deliver - fan @body out to every subscriber of @r; @count notifications it stands for. */
+/*
+ * registration_deliver - fan @body out to every varlink subscriber of @r;
+ * @count notifications it stands for. The sources notify proxied clients
+ * themselves, before building the event (proxy_notify()).
+ */
 void registration_deliver(Registration *r, Body *body, uint64_t count);
 
 /* registration_publish - serialize @event once (stealing it) and fan it out to every subscriber of @r. */

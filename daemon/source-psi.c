@@ -21,6 +21,7 @@
 #include "log.h"
 #include "event.h"
 #include "manager.h"
+#include "proxy.h"
 #include "registration.h"
 #include "source-common.h"
 
@@ -48,6 +49,8 @@ static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
                 registration_removed(r);
                 return;
         }
+        /* Proxied clients need only their byte: they do not wait for the PSI read and the event. */
+        proxy_notify(r);
         source_publish_pressure(r, psi_stats_read(r->fd, &stats) >= 0 ? psi_stats_to_json(&stats) : NULL,
                                 rt, mono, 1);
 }

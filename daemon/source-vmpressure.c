@@ -12,6 +12,7 @@
 #include "log.h"
 #include "event.h"
 #include "manager.h"
+#include "proxy.h"
 #include "registration.h"
 #include "source-common.h"
 
@@ -45,6 +46,8 @@ static void vmpressure_on_ready(evutil_socket_t fd, short what, void *userdata) 
                 return;
         }
 
+        /* Proxied clients need only their byte: they do not wait for the event. */
+        proxy_notify(r);
         source_publish_pressure(r, NULL, rt, mono, count);
 
         if (!r->holdoff)

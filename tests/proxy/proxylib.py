@@ -48,7 +48,8 @@ def write_value(trigger):
 class Client:
     """One sd-event client; its "event" lines are counted by a reader thread."""
 
-    def __init__(self, watch, write=None, cgroups=(None, None)):
+    def __init__(self, watch, write=None, cgroups=(None, None), prefix=()):
+        """@prefix: a command the client runs under, e.g. ['chrt', '-f', '50']."""
         env = dict(os.environ)
         env['MEMORY_PRESSURE_WATCH'] = watch
         env.pop('MEMORY_PRESSURE_WRITE', None)
@@ -57,7 +58,7 @@ class Client:
         self.events = []
         self.ready = False
         self.lock = threading.Lock()
-        self.proc = pt.run_in_cgroups([build_client()], cgroups[0], cgroups[1], env=env,
+        self.proc = pt.run_in_cgroups([*prefix, build_client()], cgroups[0], cgroups[1], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()

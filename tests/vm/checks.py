@@ -613,10 +613,85 @@ def t_delegation():
             sh('systemctl', 'stop', unit + '.service', check=False)
 
 
+# --- the systemd memory-pressure proxy ----------------------------------------
+
+PROXY_SOCKET = '/run/pressured/memory-pressure'
+
+
+def proxy_regs(cg):
+    """The registrations on @cg with their proxied clients."""
+    return [r for r in call('io.pressured.GetStatus')['registrations'] if r['cgroup'] == cg and r['proxied']]
+
+
+def event_lines(path):
+    try:
+        with open(path) as f:
+            return [line for line in f if line.startswith('event ')]
+    except FileNotFoundError:
+        return []
+
+
+@check('the memory-pressure proxy: an sd-event service of another user is served on its own cgroup '
+       'with a 1 s window, gets injected and real events, and kill -9 releases its share')
+def t_proxy():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'proxy'))
+    import proxylib
+    client = proxylib.build_client()
+    pt.check(show('ActiveState', 'pressured-memory-pressure.socket') == 'active',
+             'pressured-memory-pressure.socket is not listening')
+    pt.check(os.path.exists(PROXY_SOCKET), f'no {PROXY_SOCKET}')
+    ensure_user('pvmproxy')
+    unit = 'pvm-proxy'
+    out = os.path.join('/run', unit + '.out')
+    write(out, '')
+    trigger = b'some 100000 1000000'
+    sh('systemd-run', '--uid=pvmproxy', f'--unit={unit}', '--collect', '--quiet',
+       '-p', 'MemoryMax=96M', '-p', f'StandardOutput=file:{out}',
+       '-p', f'Environment=MEMORY_PRESSURE_WATCH={PROXY_SOCKET}',
+       '-p', f'Environment=MEMORY_PRESSURE_WRITE={proxylib.write_value(trigger)}', client)
+    try:
+        wait_for(lambda: show('ActiveState', unit + '.service') == 'active', REPLY, unit)
+        cg = show('ControlGroup', unit + '.service')
+        pid = int(show('MainPID', unit + '.service'))
+        # The peer's own cgroup, read through the hardened unit's /proc.
+        try:
+            wait_for(lambda: proxy_regs(cg), REPLY, f'a registration on {cg} with the proxied client')
+        except TimeoutError:
+            regs = [(r['cgroup'], r['proxied']) for r in call('io.pressured.GetStatus')['registrations']]
+            logs = [str(e.get('MESSAGE')) for e in journal()][-15:]
+            raise AssertionError(f'no registration on {cg} for pid {pid}: registrations {regs}, '
+                                 f'client output {read(out)!r}, daemon log {logs}')
+        reg = proxy_regs(cg)[0]
+        pt.check(reg['source'] == 'psi' and [p['pid'] for p in reg['proxied']] == [pid],
+                 'the proxied client is not listed with its pid', reg)
+        pt.check(psi_of(reg)['window_us'] == 1000000 and psi_of(reg)['threshold_us'] == 100000,
+                 'the 1 s trigger was changed', reg)
+        delivered = call('io.pressured.Inject', {'cgroup': cg, 'level': 'medium'})['delivered']
+        wait_for(lambda: event_lines(out), REPLY, 'the injected event reached the sd-event callback')
+        injected = len(event_lines(out))
+        t0 = time.monotonic()
+        load = stream_load(cg, 200)
+        try:
+            wait_for(lambda: len(event_lines(out)) > injected, EVENT, 'an event from real reclaim')
+        finally:
+            stop(load)
+        took = time.monotonic() - t0
+        real = len(event_lines(out)) - injected
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: not proxy_regs(cg) and not any(r['cgroup'] == cg for r in
+                                                        call('io.pressured.GetStatus')['registrations']),
+                 REPLY, 'the registration released after kill -9')
+        return (f'{cg} (uid pvmproxy, pid {pid}): trigger {psi_of(reg)}; Inject delivered {delivered}; '
+                f'first real event {took:.1f} s into the load ({real} so far); released after kill -9')
+    finally:
+        sh('systemctl', 'stop', unit + '.service', check=False)
+        sh('systemctl', 'reset-failed', unit + '.service', check=False)
+
+
 # --- fast PSI triggers for unprivileged users ---------------------------------
 
 QUOTA = 4  # [Policy] MaxFastTriggersPerUser= default
-MP_SOCKET = '/run/pressured/memory-pressure'
+MP_SOCKET = PROXY_SOCKET
 
 
 def fast(n, ms=100):

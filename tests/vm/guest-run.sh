@@ -43,9 +43,11 @@ step() {
         step "daemon-reload"
         systemctl daemon-reload || fail "daemon-reload failed"
         # daemon-reload above has loaded the units: spare enable a second reload.
-        systemctl enable --now --no-reload pressured.socket || fail "enabling pressured.socket failed"
+        systemctl enable --now --no-reload pressured.socket pressured-memory-pressure.socket || fail "enabling the sockets failed"
         step "socket started"
         systemctl is-active --quiet pressured.socket || fail "pressured.socket is not listening"
+        systemctl is-active --quiet pressured-memory-pressure.socket ||
+                fail "pressured-memory-pressure.socket is not listening"
         test -S /run/pressured/io.pressured || fail "no socket at /run/pressured/io.pressured"
 } >&3 2>&3
 

@@ -17,8 +17,9 @@
 #     cache there is reclaimable, unlike tmpfs, so use it for memory load;
 #   - has the project built in the build directory installed the way a
 #     package installs it (meson install into a staging tree, unpacked over
-#     /, ldconfig, systemctl daemon-reload, pressured.socket enabled and
-#     listening) before CMD runs.
+#     /, ldconfig, systemctl daemon-reload, pressured.socket and
+#     pressured-memory-pressure.socket enabled and listening) before CMD
+#     runs.
 # CMD runs in the VM's working directory equal to ours, with the PRESSURED_*
 # variables of our environment. The boot time goes to stderr.
 #
