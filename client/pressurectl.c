@@ -349,7 +349,7 @@ static int cmd_status(int argc, char **argv) {
         _cleanup_(pressure_client_freep) pressure_client *c = NULL;
         _cleanup_json_ json_t *st = NULL;
         _cleanup_free_ char *text = NULL;
-        json_t *regs, *cg, *counters, *v;
+        json_t *regs, *cg, *counters, *fast, *v;
         const char *key;
         char buf[64];
         int r;
@@ -429,6 +429,25 @@ static int cmd_status(int argc, char **argv) {
                         json_array_foreach(proxied, j, p)
                                 printf("  pid %-8" PRIu64 " %s  %s\n", jget_u64(p, "pid"),
                                        strna(jget_str(p, "cgroup")), jget_str(p, "unit") ?: "-");
+                }
+        }
+
+        fast = json_object_get(st, "fast_triggers");
+        if (json_is_object(fast)) {
+                json_t *users = json_object_get(fast, "users");
+
+                /* Windows that are not multiples of 2 s, per uid against the quota. */
+                printf("\nFast PSI triggers: at most %" PRIu64 " per user other than root;",
+                       jget_u64(fast, "max_per_user"));
+                if (!json_is_array(users) || json_array_size(users) == 0)
+                        printf(" none in use\n");
+                else {
+                        size_t i;
+
+                        printf("\n  %-10s  %s\n", "UID", "IN USE");
+                        json_array_foreach(users, i, v)
+                                printf("  %-10" PRIu64 "  %" PRIu64 "/%" PRIu64 "\n", jget_u64(v, "uid"),
+                                       jget_u64(v, "fast_triggers"), jget_u64(fast, "max_per_user"));
                 }
         }
 

@@ -22,6 +22,7 @@
 #include "config.h"
 #include "log.h"
 #include "metrics.h"
+#include "policy.h"
 #include "util.h"
 
 /* Configuration files are small; anything bigger is a mistake. */
@@ -85,6 +86,8 @@ static const ConfigKey config_keys[] = {
             USEC_PER_SEC / 10, 3600 * USEC_PER_SEC),
         KEY("Protection", "RecursiveProtection", CONFIG_TRISTATE,        recursive_protection, 0, 0),
         KEY("Policy",     "InjectGroup",         CONFIG_GROUP,           inject_group, 0, 0),
+        KEY("Policy",     "MaxFastTriggersPerUser", CONFIG_UNSIGNED,     max_fast_triggers_per_user, 0,
+            POLICY_MAX_FAST_TRIGGERS_MAX),
         KEY("MemoryPressure", "Socket",          CONFIG_OPT_SOCKET,      mp_socket, 0, 0),
         KEY("Metrics",    "Listen",              CONFIG_LISTEN,          metrics_listen, 0, 0),
 };
@@ -110,6 +113,7 @@ static void config_init_defaults(Config *c) {
                 .idle_timeout_usec = 60 * USEC_PER_SEC,
                 .refresh_usec = 1 * USEC_PER_SEC,
                 .recursive_protection = RECURSIVE_PROTECTION_AUTO,
+                .max_fast_triggers_per_user = POLICY_MAX_FAST_TRIGGERS_DEFAULT,
         };
 }
 

@@ -52,6 +52,7 @@ typedef struct Config {
 
         /* [Policy] */
         char *inject_group;        /* NULL: nobody but root */
+        unsigned max_fast_triggers_per_user; /* fast PSI triggers per uid other than 0 (policy.h) */
 
         /* [MemoryPressure] */
         char *mp_socket;           /* NULL: built-in default; "": off */

@@ -50,12 +50,14 @@ json_t *memory_events_to_json(const MemoryEvents *e) {
         return o;
 }
 
-json_t *event_subscribed_new(const char *cgroup, SourceType source, json_t *trigger, bool adjusted, json_t *state) {
-        return json_pack("{s:s, s:s, s:s, s:o, s:b, s:o}",
+json_t *event_subscribed_new(const char *cgroup, SourceType source, json_t *trigger, bool adjusted,
+                             const char *adjusted_reason, json_t *state) {
+        return json_pack("{s:s, s:s, s:s, s:o, s:b, s:s*, s:o}",
                          "kind", "subscribed", "cgroup", cgroup,
                          "source", source_type_to_string(source),
                          "trigger", trigger ?: json_object(),
                          "adjusted", adjusted,
+                         "adjusted_reason", adjusted_reason,
                          "state", state ?: json_object());
 }
 

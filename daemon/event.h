@@ -43,9 +43,11 @@ json_t *memory_events_to_json(const MemoryEvents *e);
  * @source: the source chosen
  * @trigger: steals; the registration used
  * @adjusted: whether the daemon changed the trigger
+ * @adjusted_reason: why, or NULL to leave "adjusted_reason" out
  * @state: steals; the current picture, NULL for {}
  */
-json_t *event_subscribed_new(const char *cgroup, SourceType source, json_t *trigger, bool adjusted, json_t *state);
+json_t *event_subscribed_new(const char *cgroup, SourceType source, json_t *trigger, bool adjusted,
+                             const char *adjusted_reason, json_t *state);
 
 /*
  * event_pressure_new - a "pressure" event without "seq", "count",

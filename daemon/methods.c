@@ -181,15 +181,6 @@ static int resolve_request(Client *c, const SubscribeRequest *req, RegistrationK
                 key->vm_mode = m->config->vmpressure_mode;
         }
 
-        if (key->type == SOURCE_PSI && m->psi_unprivileged) {
-                PsiTrigger rounded;
-
-                /* Known to be unprivileged: share with what the kernel will accept. */
-                if (psi_trigger_round_unprivileged(&key->psi, &rounded) &&
-                    !registration_find(m, key))
-                        key->psi = rounded;
-        }
-
         /* Authorization: root may do anything; others the system-wide
          * level/psi sources, and cgroups whose directory they own. */
         if (c->uid == 0)
@@ -209,6 +200,8 @@ static int method_subscribe(Client *c, VarlinkCall *call, VarlinkError *e) {
         Registration *r;
         Subscription *s;
         json_t *ev, *state, *episode;
+        char reason[POLICY_REASON_MAX];
+        bool adjusted;
         char *msg;
         size_t n;
         int k;
@@ -222,7 +215,7 @@ static int method_subscribe(Client *c, VarlinkCall *call, VarlinkError *e) {
         k = resolve_request(c, &req, &key, e);
         if (k < 0)
                 return k;
-        k = registration_acquire(m, &key, &r, e);
+        k = registration_acquire_for(m, &key, c->uid, req.selector == SELECTOR_PSI, &r, &adjusted, reason, e);
         if (k < 0)
                 return k;
         k = subscription_new(c, r, &req, &s);
@@ -241,7 +234,8 @@ static int method_subscribe(Client *c, VarlinkCall *call, VarlinkError *e) {
                 else
                         json_decref(episode);
         }
-        ev = event_subscribed_new(r->cgroup, r->type, registration_trigger_json(r, s), r->adjusted, state);
+        ev = event_subscribed_new(r->cgroup, r->type, registration_trigger_json(r, s), adjusted,
+                                  adjusted ? reason : NULL, state);
         msg = ev ? varlink_reply_new(json_pack("{s:o}", "event", ev), true, &n) : NULL;
         if (!msg) {
                 subscription_free(s);

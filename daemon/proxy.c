@@ -105,6 +105,7 @@ static ProxyClient *proxy_client_free(ProxyClient *p) {
                 LIST_REMOVE(proxied, r->proxied, p);
                 r->n_proxied--;
                 p->reg = NULL;
+                registration_recharge(r);
                 registration_release(r);
         }
         log_debug("Proxied client %" PRIu64 " (pid %d, unit %s) disconnected; %" PRIu64 " sent, %" PRIu64 " dropped.",
@@ -227,14 +228,6 @@ static void proxy_choose(ProxyClient *p, const PsiTrigger *t, RegistrationKey *k
                 *ret_cgroup = TAKE_PTR(v1);
         } else
                 *ret_cgroup = strdup("/");
-
-        if (key->type == SOURCE_PSI && m->psi_unprivileged) {
-                PsiTrigger rounded;
-
-                key->cgroup = *ret_cgroup;
-                if (psi_trigger_round_unprivileged(&key->psi, &rounded) && !registration_find(m, key))
-                        key->psi = rounded;
-        }
         key->cgroup = *ret_cgroup;
 }
 
@@ -244,7 +237,8 @@ static void proxy_attach(ProxyClient *p, const PsiTrigger *t) {
         _cleanup_(varlink_error_done) VarlinkError e = {};
         RegistrationKey key;
         Registration *r;
-        char desc[PSI_TRIGGER_FORMAT_MAX];
+        char desc[PSI_TRIGGER_FORMAT_MAX], reason[POLICY_REASON_MAX];
+        bool adjusted;
         int k;
 
         p->line_done = true;
@@ -257,7 +251,7 @@ static void proxy_attach(ProxyClient *p, const PsiTrigger *t) {
                 log_warning("Out of memory attaching proxied client %" PRIu64 "; it stays silent.", p->id);
                 return;
         }
-        k = registration_acquire(m, &key, &r, &e);
+        k = registration_acquire_for(m, &key, p->uid, true, &r, &adjusted, reason, &e);
         if (k < 0) {
                 /* Stay connected and silent: closing would make sd-event spin. */
                 log_warning_errno(k, "Proxied client %" PRIu64 " (pid %d, unit %s) cannot watch %s: %s",
@@ -270,6 +264,14 @@ static void proxy_attach(ProxyClient *p, const PsiTrigger *t) {
         (void) psi_trigger_format(t, PSI_TRIGGER_FORMAT_CONFIG, desc, sizeof(desc));
         log_debug("Proxied client %" PRIu64 " (pid %d, uid %u, unit %s) connected: %s on %s (%s).", p->id,
                   (int) p->pid, (unsigned) p->uid, strna(p->unit), source_type_to_string(r->type), r->cgroup, desc);
+        if (adjusted && r->type == SOURCE_PSI) {
+                char used[PSI_TRIGGER_FORMAT_MAX];
+
+                (void) psi_trigger_format(&r->used, PSI_TRIGGER_FORMAT_CONFIG, used, sizeof(used));
+                log_ratelimited(LOG_NOTICE, 0, NULL, 10, 5,
+                                "Proxied client pid %d (uid %u, unit %s) asked for \"%s\", registered \"%s\": %s.",
+                                (int) p->pid, (unsigned) p->uid, strna(p->unit), desc, used, reason);
+        }
 }
 
 static void proxy_reject_line(ProxyClient *p, const char *reason) {

@@ -139,6 +139,109 @@ int registration_acquire(Manager *m, const RegistrationKey *key, Registration **
         return 0;
 }
 
+int registration_acquire_for(Manager *m, RegistrationKey *key, uid_t uid, bool explicit_psi, Registration **ret,
+                             bool *ret_adjusted, char reason[static POLICY_REASON_MAX], VarlinkError *e) {
+        PolicyVerdict verdict = POLICY_KEEP;
+        PolicyRequest pr = {};
+        PsiTrigger asked = key->psi;
+        Registration *r;
+        bool adjusted;
+        int k;
+
+        reason[0] = 0;
+        if (key->type == SOURCE_PSI && m->psi_unprivileged) {
+                PsiTrigger rounded;
+
+                /* Known to be unprivileged: share with what the kernel will accept. */
+                if (psi_trigger_round_unprivileged(&key->psi, &rounded) && !registration_find(m, key))
+                        key->psi = rounded;
+        }
+        if (key->type == SOURCE_PSI) {
+                pr = (PolicyRequest) {
+                        .uid = uid,
+                        .explicit_psi = explicit_psi,
+                        .privileged = !m->psi_unprivileged,
+                        .shared = registration_find(m, key) != NULL,
+                        .trigger = key->psi,
+                        .used = uid != 0 ? registration_fast_count(m, uid) : 0,
+                        .quota = m->config->max_fast_triggers_per_user,
+                };
+                verdict = policy_decide(&pr, &key->psi);
+        }
+
+        k = registration_acquire(m, key, &r, e);
+        if (k < 0)
+                return k;
+
+        /* A registration nobody uses yet was made for this request. */
+        if (verdict == POLICY_CHARGE && r->n_subscriptions == 0 && r->n_proxied == 0 && !r->fast_charged &&
+            psi_trigger_is_fast(&r->used)) {
+                r->fast_charged = true;
+                r->fast_uid = uid;
+        }
+
+        adjusted = r->type == SOURCE_PSI ? !psi_trigger_equal(&asked, &r->used) : r->adjusted;
+        if (adjusted && verdict == POLICY_ROUND)
+                policy_reason(&pr, reason, POLICY_REASON_MAX);
+        else if (adjusted)
+                snprintf(reason, POLICY_REASON_MAX, "%s", POLICY_REASON_UNPRIVILEGED);
+        *ret = r;
+        *ret_adjusted = adjusted;
+        return 0;
+}
+
+unsigned registration_fast_count(Manager *m, uid_t uid) {
+        Registration *r;
+        unsigned n = 0;
+
+        LIST_FOREACH(registrations, r, m->registrations)
+                if (r->fast_charged && !r->removed && r->fast_uid == uid)
+                        n++;
+        return n;
+}
+
+void registration_recharge(Registration *r) {
+        Subscription *s;
+        ProxyClient *p;
+        bool found = false;
+        uid_t next = 0;
+
+        if (!r || !r->fast_charged)
+                return;
+        if (r->removed) {
+                /* Every stream on it is ending. */
+                r->fast_charged = false;
+                return;
+        }
+        LIST_FOREACH(subscriptions, s, r->subscriptions) {
+                uid_t uid = s->client->uid;
+
+                if (!s->explicit_psi || uid == 0)
+                        continue;
+                if (uid == r->fast_uid)
+                        return;
+                if (!found) {
+                        next = uid;
+                        found = true;
+                }
+        }
+        LIST_FOREACH(proxied, p, r->proxied) {
+                if (p->uid == 0)
+                        continue;
+                if (p->uid == r->fast_uid)
+                        return;
+                if (!found) {
+                        next = p->uid;
+                        found = true;
+                }
+        }
+        if (found)
+                log_debug("Fast PSI registration on %s: its charge moves from uid %u to uid %u.", r->cgroup,
+                          (unsigned) r->fast_uid, (unsigned) next);
+        r->fast_charged = found;
+        r->fast_uid = next;
+}
+
 void registration_release(Registration *r) {
         Manager *m;
         char desc[96];
@@ -163,6 +266,7 @@ int subscription_new(Client *c, Registration *r, const SubscribeRequest *req, Su
         s->client = c;
         s->reg = r;
         s->by_level = req->selector == SELECTOR_LEVEL;
+        s->explicit_psi = req->selector == SELECTOR_PSI;
         s->has_level = req->selector == SELECTOR_LEVEL || req->selector == SELECTOR_VMPRESSURE;
         s->level = req->selector == SELECTOR_LEVEL ? req->level :
                    req->selector == SELECTOR_VMPRESSURE ? req->vm_level : _LEVEL_INVALID;
@@ -183,6 +287,7 @@ static void subscription_detach(Subscription *s) {
         LIST_REMOVE(subscriptions, r->subscriptions, s);
         r->n_subscriptions--;
         s->reg = NULL;
+        registration_recharge(r);
         registration_release(r);
 }
 
@@ -212,6 +317,7 @@ void subscription_move(Subscription *s, Registration *to) {
         LIST_PREPEND(subscriptions, to->subscriptions, s);
         to->n_subscriptions++;
         s->reg = to;
+        registration_recharge(from);
         registration_release(from);
 }
 

@@ -18,6 +18,7 @@
 #include "kernfile.h"
 #include "list.h"
 #include "outqueue.h"
+#include "policy.h"
 #include "source.h"
 #include "subscribe.h"
 #include "trigger.h"
@@ -46,7 +47,9 @@ struct Registration {
         PsiTrigger used;            /* SOURCE_PSI: what the kernel accepted */
         Level vm_level;             /* SOURCE_VMPRESSURE */
         VmpressureMode vm_mode;
-        bool adjusted;
+        bool adjusted;              /* the kernel refused r->requested; r->used is rounded */
+        bool fast_charged;          /* a fast trigger counted against fast_uid's quota (policy.h) */
+        uid_t fast_uid;
 
         int fd;                     /* trigger fd / eventfd / inotify fd */
         int aux_fd;                 /* psi: epoll fd; memory_events: memory.events fd */
@@ -75,6 +78,7 @@ struct Subscription {
         Client *client;
         Registration *reg;
         bool by_level;              /* subscribed with "level": follows [Levels] on reload */
+        bool explicit_psi;          /* subscribed with "psi": may carry a fast-trigger charge */
         bool has_level;             /* its events carry "level" (level and vmpressure) */
         Level level;
         uint64_t seq;               /* events generated so far */
@@ -99,6 +103,33 @@ struct Subscription {
  * Returns 0 or a negative errno.
  */
 int registration_acquire(Manager *m, const RegistrationKey *key, Registration **ret, VarlinkError *e);
+
+/*
+ * registration_acquire_for - registration_acquire() for a peer of @uid,
+ * under the rules for PSI triggers: rounded to what the kernel accepts
+ * when the daemon lacks CAP_SYS_RESOURCE, and under the fast-trigger
+ * policy (policy.h) otherwise.
+ * @key: what the peer asked for; its trigger may be replaced
+ * @explicit_psi: the peer named the PSI trigger (not a [Levels] one)
+ * @ret_adjusted: true if the registration's trigger is not the one asked for
+ * @reason: receives the reason of an adjustment (POLICY_REASON_MAX bytes)
+ *
+ * A new fast registration within the quota is charged to @uid.
+ * Returns 0 or a negative errno with @e filled as registration_acquire().
+ */
+int registration_acquire_for(Manager *m, RegistrationKey *key, uid_t uid, bool explicit_psi, Registration **ret,
+                             bool *ret_adjusted, char reason[static POLICY_REASON_MAX], VarlinkError *e);
+
+/* registration_fast_count - the fast registrations charged to @uid. */
+unsigned registration_fast_count(Manager *m, uid_t uid);
+
+/*
+ * registration_recharge - after a subscriber of @r left: keep @r's
+ * fast-trigger charge with its uid while a peer of that uid still uses @r
+ * by an explicit trigger, else move it to another such non-root peer, else
+ * drop it.
+ */
+void registration_recharge(Registration *r);
 
 /* registration_release - close and free @r if no subscription or proxied client uses it any more. */
 void registration_release(Registration *r);

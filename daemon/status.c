@@ -15,6 +15,38 @@ void status_counters(Manager *m, uint64_t ret[static _COUNTER_MAX]) {
         source_protection_counters(m, &ret[COUNTER_PROPAGATIONS_APPLIED], &ret[COUNTER_PROPAGATIONS_SKIPPED]);
 }
 
+/*
+ * The next uid holding fast PSI registrations above @last (any if !@after),
+ * smallest first. The registrations are few (MaxRegistrations=), so a pass
+ * per uid needs no table of its own.
+ */
+static bool next_fast_uid(Manager *m, bool after, uid_t last, uid_t *ret) {
+        Registration *r;
+        bool found = false;
+        uid_t next = 0;
+
+        LIST_FOREACH(registrations, r, m->registrations)
+                if (r->fast_charged && !r->removed && (!after || r->fast_uid > last) &&
+                    (!found || r->fast_uid < next)) {
+                        next = r->fast_uid;
+                        found = true;
+                }
+        if (found)
+                *ret = next;
+        return found;
+}
+
+/* The uids holding fast PSI registrations, with how many each, by ascending uid. */
+static json_t *status_fast_users_json(Manager *m) {
+        json_t *users = json_array();
+        uid_t uid = 0;
+
+        for (bool after = false; next_fast_uid(m, after, uid, &uid); after = true)
+                json_array_append_new(users, json_pack("{s:I, s:I}", "uid", (json_int_t) uid, "fast_triggers",
+                                                       (json_int_t) registration_fast_count(m, uid)));
+        return users;
+}
+
 json_t *status_json(Manager *m) {
         uint64_t values[_COUNTER_MAX];
         json_t *regs = json_array(), *counters = json_object();
@@ -33,6 +65,8 @@ json_t *status_json(Manager *m) {
                               "trigger", registration_trigger_json(r, NULL),
                               "subscribers", (json_int_t) r->n_subscriptions,
                               "proxied", proxied);
+                if (o && r->fast_charged)
+                        json_object_set_new(o, "fast_trigger_uid", json_integer((json_int_t) r->fast_uid));
                 if (o && registration_has_episodes(r)) {
                         json_t *ep = registration_episode_json(r);
 
@@ -45,7 +79,7 @@ json_t *status_json(Manager *m) {
         status_counters(m, values);
         for (Counter c = 0; c < _COUNTER_MAX; c++)
                 json_object_set_new(counters, counter_info(c)->name, json_integer((json_int_t) values[c]));
-        return json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:{s:s?, s:s?, s:b}, s:o}",
+        return json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:{s:s?, s:s?, s:b}, s:o, s:{s:I, s:o}}",
                          "version", PACKAGE_VERSION,
                          "uptime_us", (json_int_t) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic),
                          "clients", (json_int_t) m->n_clients,
@@ -56,7 +90,10 @@ json_t *status_json(Manager *m) {
                          "v2_root", m->v2.path,
                          "v1_memory_root", m->v1.path,
                          "recursive_protection", manager_recursive_protection(m),
-                         "counters", counters);
+                         "counters", counters,
+                         "fast_triggers",
+                         "max_per_user", (json_int_t) m->config->max_fast_triggers_per_user,
+                         "users", status_fast_users_json(m));
 }
 
 static void write_gauge(struct evbuffer *out, const char *name, const char *help, uint64_t v) {
@@ -94,6 +131,22 @@ void status_write_metrics(struct evbuffer *out, void *userdata) {
         metrics_histogram_write(out, "pressured_delivery_latency_seconds",
                                 "Time from reading a notification to queueing it for a subscriber.",
                                 &m->counters.latency);
+
+        metrics_write_header(out, "pressured_fast_triggers", "gauge",
+                             "PSI registrations with a window that is not a multiple of 2 s, per uid they count against.");
+        {
+                uid_t uid = 0;
+
+                for (bool after = false; next_fast_uid(m, after, uid, &uid); after = true) {
+                        char u[16];
+                        MetricsLabel l = { "uid", u };
+
+                        snprintf(u, sizeof(u), "%u", (unsigned) uid);
+                        metrics_write_sample_u64(out, "pressured_fast_triggers", &l, 1, registration_fast_count(m, uid));
+                }
+        }
+        write_gauge(out, "pressured_fast_triggers_max_per_user", "[Policy] MaxFastTriggersPerUser=.",
+                    m->config->max_fast_triggers_per_user);
 
         metrics_write_header(out, "pressured_episode_active", "gauge",
                              "1 while a pressure episode of the registration is active, else 0.");

@@ -46,7 +46,7 @@ _STAMP = {'time_us', 'monotonic_us'}
 EVENT_KINDS = {
     'subscribed': {
         'required': {'cgroup', 'source', 'trigger', 'adjusted', 'state'},
-        'optional': set(),
+        'optional': {'adjusted_reason'},
         'state': ('named', 'State'),
     },
     'pressure': {
@@ -289,6 +289,12 @@ class Validator:
         if kind == 'pressure' and (event.get('source') in ('vmpressure', 'inject') or
                                    (isinstance(request, dict) and 'psi' not in request)):
             required.add('level')
+        if kind == 'subscribed':
+            # An adjustment always says why; nothing else carries a reason.
+            if event.get('adjusted') is True:
+                required.add('adjusted_reason')
+            elif 'adjusted_reason' in event:
+                raise Invalid(f'{path}.adjusted_reason: only with "adjusted": true, received {event!r}')
         if kind == 'cleared':
             # The peak is typed by the source; a level or vmpressure
             # subscription's events name their level, cleared included.

@@ -14,6 +14,7 @@
 #include <syslog.h>
 
 #include "config.h"
+#include "policy.h"
 #include "tests.h"
 #include "util.h"
 
@@ -191,6 +192,14 @@ static void test_value_forms(void) {
         ASSERT_TRUE(c->cgroup_v1_root == NULL);
 
         ASSERT_OK(config_parse_string(c, "x", "[Policy]\nInjectGroup=1234\n", NULL));
+        ASSERT_EQ(c->max_fast_triggers_per_user, POLICY_MAX_FAST_TRIGGERS_DEFAULT);
+        ASSERT_OK(config_parse_string(c, "x", "[Policy]\nMaxFastTriggersPerUser=0\n", NULL));
+        ASSERT_EQ(c->max_fast_triggers_per_user, 0);
+        ASSERT_OK(config_parse_string(c, "x", "[Policy]\nMaxFastTriggersPerUser=1000000\n", NULL));
+        ASSERT_EQ(c->max_fast_triggers_per_user, 1000000);
+        /* An empty assignment restores the default. */
+        ASSERT_OK(config_parse_string(c, "x", "[Policy]\nMaxFastTriggersPerUser=\n", NULL));
+        ASSERT_EQ(c->max_fast_triggers_per_user, POLICY_MAX_FAST_TRIGGERS_DEFAULT);
         ASSERT_STREQ(c->inject_group, "1234");
         ASSERT_OK(config_parse_string(c, "x", "[Metrics]\nListen=127.0.0.1:9100\n", NULL));
         ASSERT_STREQ(c->metrics_listen, "127.0.0.1:9100");
@@ -350,6 +359,12 @@ static void test_errors(void) {
                     F "2: [Protection] RefreshSec=: must be between 0.1 and 3600 seconds");
         check_error("[Protection]\nRecursiveProtection=maybe\n",
                     F "2: [Protection] RecursiveProtection=: must be yes, no or auto");
+        check_error("[Policy]\nMaxFastTriggersPerUser=-1\n",
+                    F "2: [Policy] MaxFastTriggersPerUser=: must be a number between 0 and 1000000");
+        check_error("[Policy]\nMaxFastTriggersPerUser=1000001\n",
+                    F "2: [Policy] MaxFastTriggersPerUser=: must be a number between 0 and 1000000");
+        check_error("[Policy]\nMaxFastTriggersPerUser=four\n",
+                    F "2: [Policy] MaxFastTriggersPerUser=: must be a number between 0 and 1000000");
         check_error("[Policy]\nInjectGroup=bad group\n", F "2: [Policy] InjectGroup=: must be a group name or a numeric GID");
         check_error("[Policy]\nInjectGroup=-wheel\n", F "2: [Policy] InjectGroup=: must be a group name or a numeric GID");
         check_error("[Policy]\nInjectGroup=4294967295\n", F "2: [Policy] InjectGroup=: must be a group name or a numeric GID");
@@ -448,6 +463,7 @@ static void test_format_roundtrip(void) {
                      "\n"
                      "[Policy]\n"
                      "InjectGroup=\n"
+                     "MaxFastTriggersPerUser=4\n"
                      "\n"
                      "[MemoryPressure]\n"
                      "Socket=auto\n"

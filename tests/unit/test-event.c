@@ -38,11 +38,16 @@ static void test_shapes(void) {
         CHECK_KEYS(t, "psi", "level");
         CHECK_KEYS(json_object_get(t, "psi"), "stall", "threshold_us", "window_us");
         ASSERT_STREQ(json_string_value(json_object_get(t, "level")), "medium");
-        o = event_subscribed_new("/a", SOURCE_PSI, t, true, NULL);
-        CHECK_KEYS(o, "kind", "cgroup", "source", "trigger", "adjusted", "state");
+        o = event_subscribed_new("/a", SOURCE_PSI, t, true, "rounded", NULL);
+        CHECK_KEYS(o, "kind", "cgroup", "source", "trigger", "adjusted", "adjusted_reason", "state");
         ASSERT_STREQ(json_string_value(json_object_get(o, "kind")), "subscribed");
         ASSERT_STREQ(json_string_value(json_object_get(o, "source")), "psi");
         ASSERT_TRUE(json_is_true(json_object_get(o, "adjusted")));
+        ASSERT_STREQ(json_string_value(json_object_get(o, "adjusted_reason")), "rounded");
+        json_decref(o);
+        /* Without a reason the key is left out. */
+        o = event_subscribed_new("/a", SOURCE_PSI, event_trigger_new(&psi), false, NULL, NULL);
+        CHECK_KEYS(o, "kind", "cgroup", "source", "trigger", "adjusted", "state");
         json_decref(o);
 
         t = event_trigger_new(&vm);

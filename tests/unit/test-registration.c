@@ -267,9 +267,94 @@ static void test_coalesce(void) {
         manager_free(m);
 }
 
+static Subscription *subscribe_psi(Client *c, Registration *r) {
+        SubscribeRequest req = { .selector = SELECTOR_PSI, .psi = r->requested };
+        Subscription *s;
+
+        ASSERT_OK(subscription_new(c, r, &req, &s));
+        return s;
+}
+
+/* A fast registration's charge: counted once, kept by its uid, moved to
+ * another explicit non-root subscriber when that uid leaves, dropped when
+ * only root and [Levels] subscribers remain. */
+static void test_fast_charge(void) {
+        Manager *m;
+        Peer a, b, root, lvl, e;
+        Registration *r;
+
+        ASSERT_OK(manager_new(&m));
+        peer_open(m, &a, 0);
+        peer_open(m, &b, 0);
+        peer_open(m, &root, 0);
+        peer_open(m, &lvl, 0);
+        peer_open(m, &e, 0);
+        a.client->uid = 1000;
+        b.client->uid = 2000;
+        root.client->uid = 0;
+        lvl.client->uid = 3000;
+        e.client->uid = 2000;
+
+        r = registration_make(m);
+        r->used = r->requested = (PsiTrigger) { PSI_STALL_SOME, 100000, 1000000 };
+        r->fast_charged = true;
+        r->fast_uid = 1000;
+        subscribe_psi(a.client, r);
+        subscribe_psi(b.client, r);
+        subscribe_psi(root.client, r);
+        subscribe(lvl.client, r, LEVEL_LOW, 0);
+        ASSERT_EQ(registration_fast_count(m, 1000), 1);
+        ASSERT_EQ(registration_fast_count(m, 2000), 0);
+        ASSERT_EQ(registration_fast_count(m, 0), 0);
+
+        /* Another subscriber leaving changes nothing. */
+        subscription_free(root.client->sub);
+        ASSERT_TRUE(r->fast_charged);
+        ASSERT_EQ(r->fast_uid, 1000);
+
+        /* The creator leaves: the charge moves to the remaining explicit
+         * non-root subscriber, not to the [Levels] one. */
+        subscription_free(a.client->sub);
+        ASSERT_TRUE(r->fast_charged);
+        ASSERT_EQ(r->fast_uid, 2000);
+        ASSERT_EQ(registration_fast_count(m, 1000), 0);
+        ASSERT_EQ(registration_fast_count(m, 2000), 1);
+
+        /* It stays with its uid while any peer of that uid is left. */
+        subscribe_psi(e.client, r);
+        subscription_free(b.client->sub);
+        ASSERT_TRUE(r->fast_charged);
+        ASSERT_EQ(r->fast_uid, 2000);
+
+        /* Only a [Levels] subscriber left: nobody is charged. */
+        subscription_free(e.client->sub);
+        ASSERT_TRUE(!r->fast_charged);
+        ASSERT_EQ(registration_fast_count(m, 2000), 0);
+        ASSERT_EQ(m->n_registrations, 1);
+
+        /* A removed registration counts for nobody. */
+        r->fast_charged = true;
+        r->fast_uid = 1000;
+        r->removed = true;
+        ASSERT_EQ(registration_fast_count(m, 1000), 0);
+        registration_recharge(r);
+        ASSERT_TRUE(!r->fast_charged);
+        registration_recharge(NULL);
+
+        subscription_free(lvl.client->sub);
+        ASSERT_EQ(m->n_registrations, 0);
+        peer_close(&a);
+        peer_close(&b);
+        peer_close(&root);
+        peer_close(&lvl);
+        peer_close(&e);
+        manager_free(m);
+}
+
 int main(void) {
         test_fanout_and_release();
         test_slow_consumer();
         test_coalesce();
+        test_fast_charge();
         return 0;
 }

@@ -688,6 +688,229 @@ def t_proxy():
         sh('systemctl', 'reset-failed', unit + '.service', check=False)
 
 
+# --- fast PSI triggers for unprivileged users ---------------------------------
+
+QUOTA = 4  # [Policy] MaxFastTriggersPerUser= default
+MP_SOCKET = PROXY_SOCKET
+
+
+def fast(n, ms=100):
+    """The n-th distinct fast trigger (n < 100): some 100ms over 1 s, 1.01 s, 1.02 s, ... 1.99 s."""
+    assert 0 <= n < 100
+    return {'stall': 'some', 'threshold_us': ms * 1000, 'window_us': 1000000 + n * 10000}
+
+
+def rounded_of(t):
+    """What the kernel's rule for unprivileged users makes of @t: window up to a 2 s multiple, threshold scaled."""
+    w = -(-t['window_us'] // 2000000) * 2000000
+    return {'stall': t['stall'], 'window_us': w,
+            'threshold_us': min(w, -(-t['threshold_us'] * w // t['window_us']))}
+
+
+def connect_as(uid):
+    """A varlink connection whose peer credentials (SO_PEERCRED) are @uid's."""
+    os.seteuid(uid)
+    try:
+        return varlink()
+    finally:
+        os.seteuid(0)
+
+
+def subscribe_as(uid, **params):
+    v = connect_as(uid)
+    msg = v.subscribe(**params)
+    if 'error' in msg:
+        v.close()
+        raise AssertionError(f'Subscribe {params!r} as uid {uid} failed: {msg!r}')
+    return v, msg['parameters']['event']
+
+
+def fast_use():
+    """GetStatus: {uid: fast triggers charged}, and the quota."""
+    ft = call('io.pressured.GetStatus')['fast_triggers']
+    return {u['uid']: u['fast_triggers'] for u in ft['users']}, ft['max_per_user']
+
+
+def registration_of(cgroup, trigger):
+    for r in call('io.pressured.GetStatus')['registrations']:
+        if r['cgroup'] == cgroup and r['source'] == 'psi' and r['trigger'].get('psi') == trigger:
+            return r
+    return None
+
+
+def closing(subs):
+    for v in subs:
+        v.close()
+
+
+@check('fast PSI triggers: a user gets MaxFastTriggersPerUser=4 as asked, the 5th rounded with the reason; '
+       'root is unaffected; leaving frees the quota')
+def t_policy_quota():
+    u1 = ensure_user('pvmfast1')
+    uid = u1.pw_uid
+    subs = []
+    try:
+        cg = delegated('pvm-fast1', 'pvmfast1')
+        pt.check_eq(fast_use(), ({}, QUOTA), 'nothing charged before, default quota')
+        for i in range(QUOTA):
+            v, ev = subscribe_as(uid, cgroup=cg, psi=fast(i))
+            subs.append(v)
+            pt.check(ev['adjusted'] is False and 'adjusted_reason' not in ev and psi_of(ev) == fast(i),
+                     f'fast trigger {i + 1} of the quota was changed', ev)
+        pt.check_eq(fast_use()[0], {uid: QUOTA}, 'GetStatus counts the user\'s fast triggers')
+        st = sh(pt.PRESSURECTL, 'status').stdout
+        pt.check(f'{uid}' in st and f'{QUOTA}/{QUOTA}' in st, 'pressurectl status shows the use', st)
+
+        v, ev = subscribe_as(uid, cgroup=cg, psi=fast(QUOTA))
+        subs.append(v)
+        rounded = psi_of(ev)
+        reason = ev.get('adjusted_reason', '')
+        pt.check(ev['adjusted'] is True and rounded == rounded_of(fast(QUOTA)),
+                 'the trigger beyond the quota is not rounded to 2 s with the threshold scaled', ev)
+        pt.check(f'MaxFastTriggersPerUser={QUOTA}' in reason and f'uid {uid}' in reason,
+                 'the reason does not name the quota and the uid', reason)
+        pt.check_eq(fast_use()[0], {uid: QUOTA}, 'a rounded trigger is not charged')
+
+        # Root: as many fast triggers as it likes, charged to nobody.
+        for i in range(QUOTA + 2):
+            v, ev = subscribe_as(0, cgroup=cg, psi=fast(10 + i))
+            subs.append(v)
+            pt.check(ev['adjusted'] is False and psi_of(ev) == fast(10 + i), f'root\'s fast trigger {i + 1}', ev)
+        pt.check_eq(fast_use()[0], {uid: QUOTA}, 'root\'s fast triggers are not counted')
+
+        # Leaving frees the quota: one subscription, then the rest.
+        subs.pop(0).close()
+        wait_for(lambda: fast_use()[0] == {uid: QUOTA - 1}, REPLY, 'the charge of a closed subscription freed')
+        v, ev = subscribe_as(uid, cgroup=cg, psi=fast(QUOTA + 1))
+        subs.append(v)
+        pt.check(ev['adjusted'] is False and psi_of(ev) == fast(QUOTA + 1),
+                 'a fast trigger after one was freed is not granted', ev)
+        closing(subs)
+        subs = []
+        wait_for(lambda: fast_use()[0] == {}, REPLY, 'every charge freed when the peer left')
+        return (f'uid {uid}: {QUOTA} fast triggers unadjusted, the next registered as {rounded}'
+                f' ("{reason}"); root held {QUOTA + 2} unadjusted; the quota came back on disconnect')
+    finally:
+        closing(subs)
+        sh('systemctl', 'stop', 'pvm-fast1.service', check=False)
+
+
+@check('fast PSI triggers: a shared registration counts once, for its creator; '
+       'the charge moves to a remaining user when the creator leaves')
+def t_policy_shared():
+    uid1, uid2 = ensure_user('pvmfast1').pw_uid, ensure_user('pvmfast2').pw_uid
+    trig = fast(7, ms=150)
+    subs = []
+    try:
+        v1, ev1 = subscribe_as(uid1, cgroup='/', psi=trig)
+        subs.append(v1)
+        v2, ev2 = subscribe_as(uid2, cgroup='/', psi=trig)
+        subs.append(v2)
+        for who, ev in (('creator', ev1), ('sharer', ev2)):
+            pt.check(ev['adjusted'] is False and psi_of(ev) == trig, f'the {who}\'s fast trigger changed', ev)
+        reg = registration_of('/', trig)
+        pt.check(reg and reg['subscribers'] == 2 and reg.get('fast_trigger_uid') == uid1,
+                 'one registration, two subscribers, charged to its creator', reg)
+        pt.check_eq(fast_use()[0], {uid1: 1}, 'the sharer is not charged')
+
+        # A sharer whose own quota is used up still shares as asked.
+        for i in range(QUOTA):
+            v, ev = subscribe_as(uid2, cgroup='/', psi=fast(20 + i))
+            subs.append(v)
+        pt.check_eq(fast_use()[0], {uid1: 1, uid2: QUOTA}, 'uid2 at its quota')
+        v3, ev3 = subscribe_as(uid2, cgroup='/', psi=trig)
+        subs.append(v3)
+        pt.check(ev3['adjusted'] is False and psi_of(ev3) == trig, 'sharing over the quota was rounded', ev3)
+
+        # The creator leaves: the charge moves to the remaining user.
+        subs.remove(v1)
+        v1.close()
+        wait_for(lambda: (registration_of('/', trig) or {}).get('fast_trigger_uid') == uid2, REPLY,
+                 'the charge moved to uid2')
+        pt.check_eq(fast_use()[0], {uid2: QUOTA + 1}, 'uid2 holds the moved charge, over its quota')
+        v, ev = subscribe_as(uid2, cgroup='/', psi=fast(30))
+        subs.append(v)
+        pt.check(ev['adjusted'] is True and 'MaxFastTriggersPerUser' in ev['adjusted_reason'],
+                 'over the quota, a new fast trigger is rounded', ev)
+        v, ev = subscribe_as(uid1, cgroup='/', psi=fast(31))
+        subs.append(v)
+        pt.check(ev['adjusted'] is False, 'the creator\'s quota was not freed when it left', ev)
+        closing(subs)
+        subs = []
+        wait_for(lambda: fast_use()[0] == {}, REPLY, 'every charge freed')
+        return (f'registration {trig["window_us"]} us: charged to uid {uid1} with 2 subscribers; '
+                f'after uid {uid1} left, to uid {uid2} ({QUOTA + 1}/{QUOTA})')
+    finally:
+        closing(subs)
+
+
+MP_PEER = ('import socket, sys, time\n'
+           's = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n'
+           f's.connect("{MP_SOCKET}")\n'
+           's.sendall(sys.argv[1].encode() + b"\\n")\n'
+           'time.sleep(100000)\n')
+
+
+def mp_peer(unit, user, trigger):
+    """Start a memory-pressure client as @user asking for @trigger; its registration once attached."""
+    sh('systemd-run', f'--uid={user}', f'--unit={unit}', '--collect', '--quiet',
+       '/usr/bin/python3', '-c', MP_PEER, trigger)
+    wait_for(lambda: show('ActiveState', unit + '.service') == 'active', REPLY, unit)
+    pid = int(show('MainPID', unit + '.service'))
+
+    def attached():
+        for r in call('io.pressured.GetStatus')['registrations']:
+            if any(p['pid'] == pid for p in r['proxied']):
+                return r
+        return None
+    try:
+        return wait_for(attached, REPLY, f'{unit} (pid {pid}) attached to the memory-pressure proxy')
+    except TimeoutError:
+        raise AssertionError(f'{unit} not attached: ' + sh('systemctl', 'status', '--no-pager', unit + '.service',
+                                                            check=False).stdout) from None
+
+
+@check('fast PSI triggers: the memory-pressure socket applies the same quota to its peers')
+def t_policy_proxy():
+    u1 = ensure_user('pvmfast1')
+    uid = u1.pw_uid
+    started = not os.path.exists(MP_SOCKET)
+    subs, units = [], []
+    try:
+        if started:
+            sh('systemctl', 'start', 'pressured-memory-pressure.socket')
+            sh('systemctl', 'restart', SERVICE)
+            wait_for(lambda: os.path.exists(MP_SOCKET), REPLY, 'the memory-pressure socket')
+        call('io.pressured.GetStatus')
+        # A peer with quota left: its 1 s window as asked, charged.
+        units.append('pvm-mp1')
+        reg = mp_peer('pvm-mp1', 'pvmfast1', 'some 100000 1000000')
+        pt.check(reg['trigger']['psi'] == fast(0) and reg.get('fast_trigger_uid') == uid,
+                 'a proxy peer with quota left', reg)
+        pt.check_eq(fast_use()[0], {uid: 1}, 'the proxy peer is charged')
+        # The same user at its quota: the next peer's window is rounded.
+        for i in range(QUOTA - 1):
+            v, ev = subscribe_as(uid, cgroup='/', psi=fast(40 + i))
+            subs.append(v)
+        pt.check_eq(fast_use()[0], {uid: QUOTA}, 'the user at its quota')
+        units.append('pvm-mp2')
+        # (a trigger of its own: both peers may be on the same cgroup)
+        reg2 = mp_peer('pvm-mp2', 'pvmfast1', 'some 100000 1050000')
+        pt.check(reg2['trigger']['psi'] == rounded_of(fast(5)) and 'fast_trigger_uid' not in reg2,
+                 'a proxy peer over the quota is not rounded', reg2)
+        # The peer leaving frees its charge.
+        sh('systemctl', 'stop', 'pvm-mp1.service')
+        wait_for(lambda: fast_use()[0] == {uid: QUOTA - 1}, REPLY, 'the proxy peer\'s charge freed')
+        return (f'uid {uid}: first peer registered {reg["trigger"]["psi"]["window_us"]} us on {reg["cgroup"]}, '
+                f'charged; at the quota the next one got {reg2["trigger"]["psi"]["window_us"]} us on {reg2["cgroup"]}')
+    finally:
+        closing(subs)
+        for unit in units:
+            sh('systemctl', 'stop', unit + '.service', check=False)
+        if started:
+            sh('systemctl', 'stop', 'pressured-memory-pressure.socket', check=False)
+
+
 # --- protection on the real memory controller ------------------------------
 
 def effective(usage, setting, parent_e, siblings_protected, recursive, parent_usage):
