@@ -4,7 +4,8 @@
 callback, through pressured and with the same client watching
 memory.pressure directly.
 
-Phases alternate (direct, proxied, direct, proxied), each in the same fresh
+Phases alternate (direct, proxied, direct, proxied, ...: --rounds pairs of
+--seconds each), each in the same fresh
 cgroups while a process there streams a file larger than the 128M limit:
 in a direct phase N sd-event clients each hold their own trigger on the
 cgroup's memory.pressure (N kernel triggers); in a proxied phase N clients
@@ -125,11 +126,14 @@ def run(n, seconds, rounds):
 
 
 def main():
-    args = bl.parse_args(__doc__.splitlines()[0])
+    def extra(p):
+        p.add_argument('--seconds', type=int, help='length of each phase (default 20, --quick 10)')
+        p.add_argument('--rounds', type=int, default=2, help='direct/proxied phase pairs (default 2)')
+    args = bl.parse_args(__doc__.splitlines()[0], extra)
     pt.require_root('real cgroups and PSI')
     proxylib.build_client()
-    seconds = 10 if args.quick else 20
-    rows = [run(n, seconds, 2) for n in [int(x) for x in os.environ.get('BENCH_PROXY_CLIENTS', '1 100').split()]]
+    seconds = args.seconds or (10 if args.quick else 20)
+    rows = [run(n, seconds, args.rounds) for n in [int(x) for x in os.environ.get('BENCH_PROXY_CLIENTS', '1 100').split()]]
     keys = list(rows[0].keys())
     print(' | '.join(keys))
     for r in rows:

@@ -215,7 +215,7 @@ def proxy(out):
     text = table(['clients', 'seconds per mode', 'wakeups direct / proxied', 'kernel triggers direct → proxied',
                   'direct p50', 'p99', 'proxied p50', 'p99', 'overhead p50', 'overhead p99',
                   'daemon CPU µs per wakeup', 'callbacks direct / proxied', 'unmatched', 'dropped'], body)
-    text += ('\nDirect and proxied phases alternate (two of each), so the two sets of clients never compete for '
+    text += ('\nDirect and proxied phases alternate (--rounds pairs of --seconds each), so the two sets of clients never compete for '
              'the CPUs. Latencies in µs from the callback of a reference client (same trigger, SCHED_FIFO, '
              'standing for the kernel wakeup) to each sd-event callback; overhead = proxied minus direct at the '
              'same percentile; unmatched = callbacks with no reference callback within 100 ms. Daemon CPU: its '
