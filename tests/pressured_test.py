@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 
@@ -589,3 +590,44 @@ def rss_unreliable():
         if b'__asan_init' in f.read():
             return 'the daemon is built with AddressSanitizer'
     return None
+
+
+class FakeVarlinkServer:
+    """A varlink server in the daemon's place, for testing clients against
+    answers the real daemon does not give on demand. Every call read from a
+    connection is passed to @respond(call), which returns the messages to
+    send back (a list of dicts, each framed with its NUL); the connection
+    stays open until the client hangs up."""
+
+    def __init__(self, path, respond):
+        self.path = path
+        self.respond = respond
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        self.sock.listen(16)
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                buf = b''
+                try:
+                    while True:
+                        data = conn.recv(65536)
+                        if not data:
+                            break
+                        buf += data
+                        while b'\0' in buf:
+                            msg, _, buf = buf.partition(b'\0')
+                            out = self.respond(json.loads(msg))
+                            conn.sendall(b''.join(json.dumps(m).encode() + b'\0' for m in out))
+                except OSError:
+                    pass
+
+    def close(self):
+        self.sock.close()

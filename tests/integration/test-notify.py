@@ -21,10 +21,8 @@ import math
 import os
 import shutil
 import subprocess
-import socket
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
@@ -92,56 +90,25 @@ def test_usage():
             check(res.stdout.split() == [want], f'completion of {line!r}', res.stdout, res.stderr)
 
 
-class RefusingDaemon:
+def refusing_daemon(path):
     """A varlink server in the daemon's place that ends every subscription:
     the cgroup /gone is removed right after "subscribed", the whole system
     is refused with PermissionDenied."""
-
-    def __init__(self, path):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(path)
-        self.sock.listen(16)
-        self.thread = threading.Thread(target=self.serve, daemon=True)
-        self.thread.start()
-
-    def serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            with conn:
-                buf = b''
-                while b'\0' not in buf:
-                    data = conn.recv(65536)
-                    if not data:
-                        break
-                    buf += data
-                if b'\0' not in buf:
-                    continue
-                call = json.loads(buf.partition(b'\0')[0])
-                cgroup = call.get('parameters', {}).get('cgroup', '/')
-                if cgroup == '/gone':
-                    sub = {'kind': 'subscribed', 'cgroup': cgroup, 'source': 'psi', 'adjusted': False, 'state': {},
-                           'trigger': {'psi': {'stall': 'some', 'threshold_us': 100000, 'window_us': 1000000}}}
-                    msgs = [{'parameters': {'event': sub}, 'continues': True},
-                            {'parameters': {'event': {'kind': 'removed', 'cgroup': cgroup}}}]
-                else:
-                    msgs = [{'error': 'io.pressured.PermissionDenied', 'parameters': {'reason': 'refused by the test'}}]
-                try:
-                    conn.sendall(b''.join(json.dumps(m).encode() + b'\0' for m in msgs))
-                    conn.recv(1)  # until the client hangs up
-                except OSError:
-                    pass
-
-    def close(self):
-        self.sock.close()
+    def respond(call):
+        cgroup = call.get('parameters', {}).get('cgroup', '/')
+        if cgroup != '/gone':
+            return [{'error': 'io.pressured.PermissionDenied', 'parameters': {'reason': 'refused by the test'}}]
+        sub = {'kind': 'subscribed', 'cgroup': cgroup, 'source': 'psi', 'adjusted': False, 'state': {},
+               'trigger': {'psi': {'stall': 'some', 'threshold_us': 100000, 'window_us': 1000000}}}
+        return [{'parameters': {'event': sub}, 'continues': True},
+                {'parameters': {'event': {'kind': 'removed', 'cgroup': cgroup}}}]
+    return pt.FakeVarlinkServer(path, respond)
 
 
 def test_nothing_left(tmp):
     """Both subscriptions end (one cgroup removed, the whole system refused): said, and exit 1."""
     path = os.path.join(tmp, 'refusing.sock')
-    fake = RefusingDaemon(path)
+    fake = refusing_daemon(path)
     try:
         res = subprocess.run(pt.WRAPPER + [pt.PRESSURECTL, '--socket', path, 'notify', '--dry-run', '--cgroup', '/gone'],
                              capture_output=True, text=True, timeout=WAIT)

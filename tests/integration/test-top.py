@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -141,36 +140,16 @@ def test_json_with_daemon(tmp):
           root_row)
 
 
-class FakeDaemon:
+class FakeDaemon(pt.FakeVarlinkServer):
     """A varlink server that records the calls it gets and answers GetStatus and GetProtection."""
 
     def __init__(self, path):
-        self.path = path
         self.calls = []
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(path)
-        self.sock.listen(16)
-        self.thread = threading.Thread(target=self.serve, daemon=True)
-        self.thread.start()
+        super().__init__(path, self.record)
 
-    def serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            with conn:
-                buf = b''
-                while True:
-                    data = conn.recv(65536)
-                    if not data:
-                        break
-                    buf += data
-                    while b'\0' in buf:
-                        msg, _, buf = buf.partition(b'\0')
-                        call = json.loads(msg)
-                        self.calls.append((call['method'], call.get('parameters', {})))
-                        conn.sendall(json.dumps(self.answer(call)).encode() + b'\0')
+    def record(self, call):
+        self.calls.append((call['method'], call.get('parameters', {})))
+        return [self.answer(call)]
 
     # Two episodes on /app/web (top shows the longer), one on a cgroup not shown, none on /app.
     REGISTRATIONS = [
@@ -192,10 +171,6 @@ class FakeDaemon:
             cg = call.get('parameters', {}).get('cgroup', '/')
             return {'parameters': {'nodes': [{'cgroup': cg, 'emin': 7 * M, 'elow': None}]}}
         return {'error': 'org.varlink.service.MethodNotFound', 'parameters': {'method': call['method']}}
-
-    def close(self):
-        self.sock.close()
-
 
 def test_daemon_calls(tmp):
     """Status always; GetProtection of the subtree shown, only with the protection columns."""
