@@ -4,7 +4,8 @@
 with nobody watching, with 100 pressured subscribers, and with 100
 processes each holding its own PSI trigger.
 
-    tests/bench/bench-build.py [--out DIR] [--runs N] [--limit SIZE] [--vm] [--quick]
+    tests/bench/bench-build.py [--out DIR] [--runs N] [--limit SIZE] [--cache cold|warm]
+                               [--build-timeout S] [--vm] [--quick]
 
 Each run copies nothing: the source (git archive of HEAD, extracted once
 into a scratch directory) is configured and built from scratch with
@@ -24,6 +25,19 @@ nanosecond counterpart of utime + stime) and
 context switches (voluntary + involuntary) over the build, plus the load
 average at its start.
 
+By default every run starts with a cold page cache (sync, then
+/proc/sys/vm/drop_caches): the compilers, headers and sources are read
+inside the build's cgroup and charged to it, as for a build that is the
+first to use them, and the limit squeezes them along with the compilers'
+anonymous memory. With a warm cache (--cache warm) they stay charged to
+whoever read them first and the build's own working set is mostly
+anonymous memory, so a tight limit goes from no stall straight to OOM
+kills. The default limit (72 MiB on a hybrid host, 80 MiB in the VM) makes
+the build stall for seconds but finish. A build that exceeds
+--build-timeout (default 900 s, 3600 s in the VM) is killed and counted as
+failed. SIGINT, SIGTERM and SIGHUP stop the benchmark after removing its
+cgroups and scratch directory.
+
 Where the cgroup2 hierarchy has the memory controller (the VM test bed),
 the limit is memory.max; on a hybrid host it is the v1
 memory.limit_in_bytes, and the build also runs in a cgroup2 directory for
@@ -34,6 +48,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -217,28 +232,50 @@ class Watchers:
         return events
 
 
-def build_once(src, scratch, cg, targets):
+def drop_caches():
+    """Write back dirty pages, then drop the clean page cache."""
+    os.sync()
+    with open('/proc/sys/vm/drop_caches', 'w') as f:
+        f.write('1')
+
+
+def build_once(src, scratch, cg, targets, timeout):
+    """Build in @cg; returns (exit status, or 'timeout', wall seconds)."""
     bdir = os.path.join(scratch, 'build')
     shutil.rmtree(bdir, ignore_errors=True)
     script = (f'meson setup {bdir} {src} > {scratch}/setup.log 2>&1 && '
               f'ninja -C {bdir} -j2 {" ".join(targets)} > {scratch}/ninja.log 2>&1')
     t0 = time.monotonic()
     p = pt.run_in_cgroups(['sh', '-c', script], cg.v1, cg.v2)
-    rc = p.wait()
-    wall = time.monotonic() - t0
-    shutil.rmtree(bdir, ignore_errors=True)
+    try:
+        rc = p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        rc = 'timeout'
+    finally:
+        wall = time.monotonic() - t0
+        # The build runs in a session of its own: stop all of it (on the
+        # timeout, or when the benchmark itself is interrupted).
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+        pt.wait_for(lambda: not pt.process_group_alive(p.pid), timeout=60, what='the build to exit')
+        shutil.rmtree(bdir, ignore_errors=True)
     return rc, wall
 
 
-def one_run(setup, src, scratch, limit, targets, daemon_socket, daemon_pid, trigger):
-    cg = Cgroup(limit)
+def one_run(setup, src, scratch, args, daemon_socket, daemon_pid):
+    cg = Cgroup(args.limit)
     w = None
     try:
-        w = Watchers(setup, cg, daemon_socket, daemon_pid, trigger)
+        w = Watchers(setup, cg, daemon_socket, daemon_pid, args.trigger)
+        if args.cache == 'cold':
+            drop_caches()
         load = bl.loadavg()
         p0 = cg.pressure()
         c0 = cost(w.pids)
-        rc, wall = build_once(src, scratch, cg, targets)
+        rc, wall = build_once(src, scratch, cg, args.targets.split(), args.build_timeout)
         c1 = cost(w.pids)
         p1 = cg.pressure()
         events = w.stop()
@@ -260,15 +297,14 @@ def measure(args, daemon_socket, daemon_pid, scratch):
     os.makedirs(src)
     archive = subprocess.run(['git', '-C', pt.SOURCE_ROOT, 'archive', 'HEAD'], capture_output=True, check=True)
     subprocess.run(['tar', '-x', '-C', src], input=archive.stdout, check=True)
-    targets = args.targets.split() if args.targets else []
-    print(f'source: git archive of HEAD in {src}; limit {args.limit}; targets {targets or "all"}; '
-          f'trigger {args.trigger}; {args.runs} runs per setup after a warm-up', flush=True)
-    warm = one_run('none', src, scratch, args.limit, targets, daemon_socket, daemon_pid, args.trigger)
+    print(f'source: git archive of HEAD in {src}; limit {args.limit}; targets {args.targets or "all"}; '
+          f'trigger {args.trigger}; {args.cache} cache; {args.runs} runs per setup after a warm-up', flush=True)
+    warm = one_run('none', src, scratch, args, daemon_socket, daemon_pid)
     print(f'warm-up: {warm["wall_s"]:.1f} s, rc {warm["rc"]}', flush=True)
     rows = []
     for rep in range(args.runs):
         for setup in SETUPS:
-            r = one_run(setup, src, scratch, args.limit, targets, daemon_socket, daemon_pid, args.trigger)
+            r = one_run(setup, src, scratch, args, daemon_socket, daemon_pid)
             r['run'] = rep + 1
             rows.append(r)
             print(f'run {rep + 1}/{args.runs} {setup:>12}: rc {r["rc"]}, {r["wall_s"]:.2f} s, some '
@@ -305,7 +341,8 @@ def report(args, where, warm, rows, emit):
     bl.print_table(SUMMARY_HEADER, summary)
     info = [['where', where], ['kernel', os.uname().release], ['cpus', os.cpu_count()],
             ['limit', args.limit], ['runs', args.runs], ['trigger', args.trigger], ['watchers', WATCHERS],
-            ['targets', args.targets or 'all'], ['warmup_wall_s', f'{warm["wall_s"]:.3f}'],
+            ['targets', args.targets or 'all'], ['cache', args.cache], ['build_timeout_s', args.build_timeout],
+            ['warmup_wall_s', f'{warm["wall_s"]:.3f}'],
             ['date', time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())],
             ['v2_memory_controller', int(unified_memory())]]
     suffix = '-vm' if where == 'vm' else ''
@@ -326,22 +363,31 @@ def main():
         p.add_argument('--targets', default='', help='ninja targets (default: all)')
         p.add_argument('--vm', action='store_true', help='run in the VM test bed')
         p.add_argument('--trigger', default=TRIGGER_TEXT, help='some|full THRESHOLD_US WINDOW_US')
+        p.add_argument('--cache', choices=('cold', 'warm'), default='cold',
+                       help='drop the page cache before each build (cold, the default) or not')
+        p.add_argument('--build-timeout', type=float, default=None,
+                       help='seconds after which a build is killed and counted as failed')
         p.add_argument('--guest', action='store_true', help=argparse_hidden())
     args = bl.parse_args(__doc__.splitlines()[0], extra)
     if args.runs is None:
         args.runs = 2 if args.quick else 5
     parse_trigger(args.trigger)
     pt.require_root('real cgroups and PSI')
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, frame: sys.exit(128 + signum))
     if args.vm:
         fwd = ['--guest', '--runs', str(args.runs)] + (['--limit', args.limit] if args.limit else [])
         fwd += ['--targets', args.targets] if args.targets else []
-        fwd += ['--trigger', args.trigger]
+        fwd += ['--trigger', args.trigger, '--cache', args.cache]
+        fwd += ['--build-timeout', str(args.build_timeout)] if args.build_timeout else []
         load0 = bl.loadavg()
         rc = bl.run_in_vm(__file__, fwd, args.out, 6 * 3600)
         with open(os.path.join(args.out, 'build-vm-host.csv'), 'w') as f:
             f.write(f'key,value\nhost_load_start,{load0}\nhost_load_end,{bl.loadavg()}\n')
         sys.exit(rc)
-    args.limit = parse_size(args.limit or ('128M' if args.guest else '60M'))
+    args.limit = parse_size(args.limit or ('80M' if args.guest else '72M'))
+    if args.build_timeout is None:
+        args.build_timeout = 3600.0 if args.guest else 900.0
     if args.guest:
         pid = int(subprocess.run(['systemctl', 'show', '-P', 'MainPID', VM_SERVICE], capture_output=True,
                                  text=True).stdout.strip() or 0)
