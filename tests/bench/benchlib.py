@@ -229,6 +229,18 @@ def run_in_vm(script, args, out_dir, timeout_s):
     env = dict(os.environ, PRESSURED_VM_TIMEOUT=str(timeout_s), PYTHONDONTWRITEBYTECODE='1')
     proc = subprocess.Popen([run_sh, '--', sys.executable, os.path.abspath(script)] + args,
                             stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        _relay_vm_output(proc, out_dir)
+    finally:
+        if proc.poll() is None:
+            # Interrupted: run.sh stops the VM and removes its directory on SIGTERM.
+            proc.terminate()
+            proc.wait()
+    return proc.wait()
+
+
+def _relay_vm_output(proc, out_dir):
+    """Copy the guest's output through, writing its CSV blocks to @out_dir."""
     name, lines = None, []
     for line in proc.stdout:
         line = line.rstrip('\n')
@@ -245,7 +257,6 @@ def run_in_vm(script, args, out_dir, timeout_s):
             lines.append(line)
         else:
             print(line, flush=True)
-    return proc.wait()
 
 
 def mlock_self():
