@@ -433,6 +433,16 @@ _public_ const pressure_episode *pressure_event_get_episode(const pressure_event
         return event && event->has_episode ? &event->episode : NULL;
 }
 
+/**
+ * pressure_event_get_adjusted_reason - why the daemon changed the trigger
+ * @event: the event
+ *
+ * Returns the daemon's adjusted_reason of a subscribed event, or NULL.
+ */
+_public_ const char *pressure_event_get_adjusted_reason(const pressure_event *event) {
+        return event ? event->adjusted_reason : NULL;
+}
+
 enum { EVENT_KIND = 0 }; /* its index in event_fields */
 
 static const Field event_fields[] = {
@@ -447,6 +457,7 @@ static const Field event_fields[] = {
         FIELD(FIELD_U64, pressure_event, monotonic_us),
         FIELD(FIELD_BOOL, pressure_event, synthetic),
         FIELD(FIELD_BOOL, pressure_event, adjusted),
+        FIELD(FIELD_STRING, pressure_event, adjusted_reason),
         ENUM_FIELD(pressure_event, previous, state_names),
 };
 

@@ -214,6 +214,12 @@ typedef struct pressure_event {
         /* CLEARED, SUBSCRIBED: see pressure_episode (since 0.2); use pressure_event_get_episode(). */
         int has_episode;
         pressure_episode episode;
+        /*
+         * SUBSCRIBED with adjusted: why the daemon changed the trigger, as it
+         * said it; NULL when it gave no reason (since 0.2). Use
+         * pressure_event_get_adjusted_reason().
+         */
+        const char *adjusted_reason;
 } pressure_event;
 
 /*
@@ -397,6 +403,17 @@ void pressure_subscription_freep(pressure_subscription **p);
  * struct fields: linking against it makes sure the library in use fills them.
  */
 const pressure_episode *pressure_event_get_episode(const pressure_event *event);
+
+/*
+ * pressure_event_get_adjusted_reason - why the daemon changed the trigger of
+ * a PRESSURE_EVENT_SUBSCRIBED event with adjusted set, e.g. it lacks
+ * CAP_SYS_RESOURCE or the caller's quota of fast PSI triggers is used up;
+ * NULL when the event carries no reason (other kinds, not adjusted, or a
+ * daemon older than 0.2). Valid as long as @event (since 0.2). Use it
+ * rather than the struct field, for the same reason as
+ * pressure_event_get_episode().
+ */
+const char *pressure_event_get_adjusted_reason(const pressure_event *event);
 
 /* ---- Names ----------------------------------------------------------------- */
 

@@ -832,8 +832,11 @@ static void print_subscribed(FILE *f, const pressure_event *e) {
                         t->vmpressure_mode == PRESSURE_VMPRESSURE_MODE_HIERARCHY ? "hierarchy" :
                         t->vmpressure_mode == PRESSURE_VMPRESSURE_MODE_LOCAL ? "local" :
                         t->vmpressure_mode == PRESSURE_VMPRESSURE_MODE_DEFAULT ? "default" : "");
-        if (e->adjusted)
-                fprintf(f, ", adjusted by the daemon");
+        if (e->adjusted) {
+                const char *reason = pressure_event_get_adjusted_reason(e);
+
+                fprintf(f, ", adjusted by the daemon%s%s", reason ? ": " : "", reason ?: "");
+        }
         fprintf(f, "\n");
         fflush(f);
 }

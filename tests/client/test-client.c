@@ -11,6 +11,8 @@
  *   /hangup      subscribed + one event, then hang up, every time
  *   /gone        first connection: subscribed, then hang up; later: NoSuchCgroup
  *   /bad         subscribed, then an event of an unknown kind
+ *   /reason      subscribed with an adjusted_reason, then as "anything"
+ *   /reason-bad  subscribed with an adjusted_reason that is no string
  *   anything     subscribed (trigger = the request's parameters) + one
  *                pressure event, kept open
  *
@@ -35,6 +37,8 @@
 #define LOOP_BUDGET_USEC (10 * 1000000ULL)
 
 static char socket_path[108];
+
+#define ADJUSTED_REASON "the daemon lacks CAP_SYS_RESOURCE: the window was rounded up to 2 s"
 
 /* ---- The fake server (child process) ------------------------------------------ */
 
@@ -88,7 +92,7 @@ static json_t *psi_json(void) {
 static bool serve_subscribe(int fd, json_t *params, unsigned *n_flaky, unsigned *n_gone) {
         const char *cgroup = json_string_value(json_object_get(params, "cgroup"));
         const char *level = json_string_value(json_object_get(params, "level"));
-        json_t *trigger = json_deep_copy(params), *state;
+        json_t *trigger = json_deep_copy(params), *state, *sub;
 
         if (!cgroup)
                 cgroup = "/";
@@ -114,9 +118,13 @@ static bool serve_subscribe(int fd, json_t *params, unsigned *n_flaky, unsigned 
                 json_object_set_new(state, "episode",
                                     json_pack("{s:I, s:I, s:i, s:f}", "active_since_us", (json_int_t) 40,
                                               "duration_us", (json_int_t) 1500000, "events", 3, "peak", 12.5));
-        send_event(fd, json_pack("{s:s, s:s, s:s, s:o, s:b, s:o}", "kind", "subscribed",
-                                 "cgroup", cgroup, "source", "psi", "trigger", trigger, "adjusted", 1,
-                                 "state", state), true);
+        sub = json_pack("{s:s, s:s, s:s, s:o, s:b, s:o}", "kind", "subscribed",
+                        "cgroup", cgroup, "source", "psi", "trigger", trigger, "adjusted", 1, "state", state);
+        if (streq_ptr(cgroup, "/reason"))
+                json_object_set_new(sub, "adjusted_reason", json_string(ADJUSTED_REASON));
+        else if (streq_ptr(cgroup, "/reason-bad"))
+                json_object_set_new(sub, "adjusted_reason", json_integer(7));
+        send_event(fd, sub, true);
 
         if (streq_ptr(cgroup, "/kinds")) {
                 send_event(fd, json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:I, s:b, s:o, s:o, s:s}",
@@ -151,7 +159,7 @@ static bool serve_subscribe(int fd, json_t *params, unsigned *n_flaky, unsigned 
                 send_event(fd, json_pack("{s:s, s:s}", "kind", "removed", "cgroup", cgroup), false);
                 return false;
         }
-        if (streq_ptr(cgroup, "/bad")) {
+        if (streq_ptr(cgroup, "/bad") || streq_ptr(cgroup, "/reason-bad")) {
                 send_event(fd, json_pack("{s:s, s:s}", "kind", "no-such-kind", "cgroup", cgroup), true);
                 return true;
         }
@@ -333,6 +341,8 @@ static int on_kinds(pressure_subscription *sub, const pressure_event *e, void *u
                 ASSERT_EQ(e->kind, PRESSURE_EVENT_SUBSCRIBED);
                 ASSERT_EQ(e->source, PRESSURE_SOURCE_PSI);
                 ASSERT_EQ(e->adjusted, 1);
+                /* Adjusted without a reason, as a daemon before 0.2 says it. */
+                ASSERT_TRUE(pressure_event_get_adjusted_reason(e) == NULL);
                 /* The server echoes the request as the trigger: the builder's PSI spec. */
                 ASSERT_EQ(e->trigger.has_psi, 1);
                 ASSERT_EQ(e->trigger.psi_stall, PRESSURE_STALL_FULL);
@@ -793,6 +803,83 @@ static void test_reconnect_failures(pid_t *server) {
         pressure_client_free(c);
 }
 
+typedef struct ReasonSeen {
+        unsigned n;
+        pressure_event_kind kinds[2];
+        int adjusted;
+        int error;
+        bool has_reason;
+        char reason[128];
+} ReasonSeen;
+
+static int on_reason(pressure_subscription *sub, const pressure_event *e, void *userdata) {
+        ReasonSeen *r = userdata;
+        const char *reason = pressure_event_get_adjusted_reason(e);
+
+        (void) sub;
+        ASSERT_TRUE(r->n < ELEMENTSOF(r->kinds));
+        r->kinds[r->n++] = e->kind;
+        if (e->kind == PRESSURE_EVENT_SUBSCRIBED) {
+                r->adjusted = e->adjusted;
+                r->has_reason = reason != NULL;
+                snprintf(r->reason, sizeof(r->reason), "%s", reason ?: "");
+                /* The accessor and the field agree. */
+                ASSERT_TRUE(reason == e->adjusted_reason);
+        } else
+                /* Only the confirmation carries a reason. */
+                ASSERT_TRUE(reason == NULL);
+        if (e->kind == PRESSURE_EVENT_ERROR)
+                r->error = e->error;
+        return 0;
+}
+
+static unsigned reason_want;
+static bool reason_done(void *data) {
+        return ((ReasonSeen *) data)->n >= reason_want;
+}
+
+/* Subscribe to @cgroup of the fake server and take @n events. */
+static void subscribe_reason(const char *cgroup, unsigned n, ReasonSeen *seen) {
+        pressure_client *c = client_new();
+        pressure_selector *s;
+
+        ASSERT_OK(pressure_selector_new(&s));
+        ASSERT_OK(pressure_selector_set_cgroup(s, cgroup));
+        ASSERT_OK(pressure_selector_set_psi(s, PRESSURE_STALL_SOME, 100000, 1000000));
+        ASSERT_OK(pressure_client_set_reconnect(c, 0));
+        *seen = (ReasonSeen) {};
+        ASSERT_OK(pressure_client_subscribe(c, s, on_reason, seen, NULL));
+        pressure_selector_free(s);
+        reason_want = n;
+        run_until(c, reason_done, seen);
+        pressure_client_free(c);
+}
+
+static void test_adjusted_reason(void) {
+        ReasonSeen seen;
+
+        ASSERT_TRUE(pressure_event_get_adjusted_reason(NULL) == NULL);
+
+        /* The daemon says why it adjusted: the text as sent, on the confirmation only. */
+        subscribe_reason("/reason", 2, &seen);
+        ASSERT_EQ(seen.kinds[0], PRESSURE_EVENT_SUBSCRIBED);
+        ASSERT_EQ(seen.kinds[1], PRESSURE_EVENT_PRESSURE);
+        ASSERT_EQ(seen.adjusted, 1);
+        ASSERT_TRUE(seen.has_reason);
+        ASSERT_STREQ(seen.reason, ADJUSTED_REASON);
+
+        /* Adjusted without a reason (a daemon before 0.2): NULL. */
+        subscribe_reason("/noreason", 2, &seen);
+        ASSERT_EQ(seen.kinds[0], PRESSURE_EVENT_SUBSCRIBED);
+        ASSERT_EQ(seen.adjusted, 1);
+        ASSERT_TRUE(!seen.has_reason);
+
+        /* A reason that is no string is a malformed event: the subscription ends with -EBADMSG. */
+        subscribe_reason("/reason-bad", 1, &seen);
+        ASSERT_EQ(seen.kinds[0], PRESSURE_EVENT_ERROR);
+        ASSERT_EQ(seen.error, -EBADMSG);
+}
+
 static int subscribe_async_cgroup(pressure_client *c, const char *cgroup, Recorder *r,
                                   pressure_subscription **ret) {
         _cleanup_(pressure_selector_freep) pressure_selector *s = NULL;
@@ -886,6 +973,7 @@ int main(void) {
 
         test_selectors();
         test_event_kinds();
+        test_adjusted_reason();
         test_errors();
         test_requests();
         test_multiple();

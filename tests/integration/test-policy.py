@@ -5,10 +5,12 @@ GetStatus reports [Policy] MaxFastTriggersPerUser= (default 4, 0, a
 reloaded value) and its use per uid; a bad value is refused at start and
 on Reload, naming file, line and key; a daemon that the kernel holds to
 2 s windows rounds every fast trigger, says why in adjusted_reason and
-charges nobody. The quota itself needs a daemon with CAP_SYS_RESOURCE:
-the vm suite checks it (tests/vm/checks.py)."""
+charges nobody, and pressurectl watch prints that reason. The quota itself
+needs a daemon with CAP_SYS_RESOURCE: the vm suite checks it
+(tests/vm/checks.py)."""
 
 import http.client
+import json
 import os
 import shutil
 import socket
@@ -136,10 +138,74 @@ def test_unprivileged_daemon():
         pt.check(ev['adjusted'] is False and 'adjusted_reason' not in ev, 'a 4 s window is kept as is', ev)
 
 
+def watch_one(d, cgroup, *args):
+    """pressurectl [ARGS] watch CGROUP --psi 'some 100ms 1s' --count 1 until
+    one injected event; return (stdout, stderr)."""
+    pt.wait_for(lambda: d.status()['subscriptions'] == 0, timeout=WAIT, what='earlier subscriptions to go')
+    proc = subprocess.Popen([pt.PRESSURECTL, '--socket', d.socket] + list(args) +
+                            ['watch', cgroup, '--psi', 'some 100ms 1s', '--count', '1'],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def subscribed():
+            if proc.poll() is not None:
+                return 'exited'
+            return d.status()['subscriptions'] >= 1
+        pt.check(pt.wait_for(subscribed, timeout=WAIT, what='the watch to subscribe') is True,
+                 'watch subscribed', proc.returncode, proc.stderr.read() if proc.poll() is not None else '')
+        res = pt.run_ctl('inject', cgroup, '--level', 'low', socket=d.socket, timeout=WAIT)
+        pt.check(res.returncode == 0, 'inject on the watched cgroup', res.returncode, res.stderr)
+        out, err = proc.communicate(timeout=WAIT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    pt.check(proc.returncode == 0, 'watch --count 1 exits 0', proc.returncode, out, err)
+    return out, err
+
+
+def test_watch_prints_reason():
+    """pressurectl watch shows why the daemon adjusted the trigger. An empty
+    cgroup of our own gets no kernel events, only the injected one."""
+    with pt.real_cgroups(v1=False) as (cgroup, _, _), pt.Daemon() as d:
+        v = pt.Varlink(d.socket, timeout=WAIT)
+        ev = v.subscribe(cgroup=cgroup, psi=FAST)['parameters']['event']
+        v.close()
+        if not ev['adjusted']:
+            print('the daemon has CAP_SYS_RESOURCE here: nothing adjusted to show', flush=True)
+            return
+        reason = ev['adjusted_reason']
+        header = f'Watching {cgroup}: psi (some 200ms 2s), adjusted by the daemon: {reason}'
+
+        out, err = watch_one(d, cgroup)
+        lines = out.splitlines()
+        pt.check(len(lines) == 2, 'a header and one event line', out, err)
+        pt.check_eq(lines[0], header, 'the header names the reason')
+        pt.check('CAP_SYS_RESOURCE' in lines[0], 'the reason names the capability', lines[0])
+        pt.check(f' {cgroup} pressure low source=inject synthetic' in lines[1], 'the event line', lines[1])
+
+        # --json: the header, reason included, goes to stderr; stdout has the event only.
+        out, err = watch_one(d, cgroup, '--json')
+        pt.check(header in err.splitlines(), 'the --json header names the reason', err)
+        lines = out.splitlines()
+        pt.check(len(lines) == 1 and json.loads(lines[0])['kind'] == 'pressure', 'one JSON event line', out)
+
+        # Nothing adjusted, nothing said.
+        pt.wait_for(lambda: d.status()['subscriptions'] == 0, timeout=WAIT, what='the watches to go')
+        proc = subprocess.Popen([pt.PRESSURECTL, '--socket', d.socket, 'watch', cgroup, '--psi', 'some 200ms 2s'],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            line = proc.stdout.readline()
+        finally:
+            proc.kill()
+            proc.communicate()
+        pt.check_eq(line, f'Watching {cgroup}: psi (some 200ms 2s)\n', 'a kept trigger has no adjustment note')
+
+
 def main():
     pt.require_root('it runs clients as nobody')
     test_reported()
     test_bad_start()
+    test_watch_prints_reason()
     test_unprivileged_daemon()
 
 

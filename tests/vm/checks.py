@@ -769,6 +769,19 @@ def t_policy_quota():
                  'the trigger beyond the quota is not rounded to 2 s with the threshold scaled', ev)
         pt.check(f'MaxFastTriggersPerUser={QUOTA}' in reason and f'uid {uid}' in reason,
                  'the reason does not name the quota and the uid', reason)
+        # pressurectl watch, as that user and for the same trigger, prints the reason in its header.
+        t = fast(QUOTA)
+        watch = subprocess.Popen(['setpriv', f'--reuid={uid}', f'--regid={u1.pw_gid}', '--clear-groups',
+                                  pt.PRESSURECTL, 'watch', cg, '--psi',
+                                  f'some {t["threshold_us"] // 1000}ms {t["window_us"] // 1000}ms'],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            header = watch.stdout.readline()
+        finally:
+            watch.kill()
+            watch.communicate()
+        pt.check(header.rstrip('\n').endswith(f', adjusted by the daemon: {reason}'),
+                 'pressurectl watch does not print the reason in its header', header)
         pt.check_eq(fast_use()[0], {uid: QUOTA}, 'a rounded trigger is not charged')
 
         # Root: as many fast triggers as it likes, charged to nobody.
@@ -789,7 +802,8 @@ def t_policy_quota():
         subs = []
         wait_for(lambda: fast_use()[0] == {}, REPLY, 'every charge freed when the peer left')
         return (f'uid {uid}: {QUOTA} fast triggers unadjusted, the next registered as {rounded}'
-                f' ("{reason}"); root held {QUOTA + 2} unadjusted; the quota came back on disconnect')
+                f' ("{reason}", also in pressurectl watch\'s header); root held {QUOTA + 2} unadjusted;'
+                f' the quota came back on disconnect')
     finally:
         closing(subs)
         sh('systemctl', 'stop', 'pvm-fast1.service', check=False)
