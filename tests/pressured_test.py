@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -410,6 +411,50 @@ def real_cgroups(v1=True, v2=True, limit='64M'):
     finally:
         for d in reversed(made):
             remove_cgroup(d)
+
+
+def cgroup2_mount():
+    """Where cgroup2 is mounted, found as the daemon finds it (the first
+    cgroup2 mount of its hierarchy's root in /proc/self/mountinfo), or None."""
+    try:
+        with open('/proc/self/mountinfo') as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields, _, rest = line.partition(' - ')
+        fields = fields.split()
+        if len(fields) >= 5 and rest.split()[:1] == ['cgroup2'] and fields[3] == '/':
+            # mountinfo escapes blanks and backslashes as octal (\040).
+            return re.sub(r'\\([0-7]{3})', lambda m: chr(int(m.group(1), 8)), fields[4])
+    return None
+
+
+@contextlib.contextmanager
+def quiet_cgroup():
+    """An empty cgroup2 directory of the test's own, for subscriptions that
+    must receive only the events the test injects; always removed.
+
+    The whole-system registration on "/" reads /proc/pressure/memory, so it
+    gets real events whenever anything on the machine stalls on memory
+    (other builds, VMs); a cgroup without tasks never stalls, so the kernel
+    never reports pressure on it. Nothing may run in it. Skips (exit 77)
+    without root, cgroup2 or PSI in cgroup2 directories. Yields the cgroup
+    as the daemon names it, e.g. "/pressured-test-123-0a1b2c3d".
+    """
+    require_root('the quiet cgroup is made in the machine\'s cgroup2 hierarchy')
+    root = cgroup2_mount()
+    if root is None or not os.path.exists(os.path.join(root, 'cgroup.procs')):
+        skip('no cgroup2 hierarchy in /proc/self/mountinfo for a quiet cgroup')
+    name = f'pressured-test-{os.getpid()}-{uuid.uuid4().hex[:8]}'
+    d = os.path.join(root, name)
+    os.mkdir(d)
+    try:
+        if not os.path.exists(os.path.join(d, 'memory.pressure')):
+            skip('PSI is not available in cgroup2 directories (memory.pressure missing)')
+        yield '/' + name
+    finally:
+        remove_cgroup(d)
 
 
 def remove_cgroup(d):

@@ -90,11 +90,13 @@ def wait_subscribed(d, proc):
     return pt.wait_for(ready, what='the watch to subscribe') is True
 
 
-def test_watch_and_inject(d):
+def test_watch_and_inject(d, cg):
+    """Watches on @cg, an empty cgroup (see pt.quiet_cgroup()), so that
+    only the injected events arrive, not real pressure on the machine."""
     # --json: exactly one line after one Inject, the event object as sent.
-    proc = start_watch(d, '--level', 'medium', '--count', '1', '--json')
+    proc = start_watch(d, cg, '--level', 'medium', '--count', '1', '--json')
     check(wait_subscribed(d, proc), 'watch subscribed', proc.returncode)
-    res = expect(pt.run_ctl('inject', '--level', 'medium', socket=d.socket), 0, 'inject')
+    res = expect(pt.run_ctl('inject', cg, '--level', 'medium', socket=d.socket), 0, 'inject')
     check(res.stdout.strip() == 'Delivered to 1 subscriber.', 'inject reports the subscribers reached', res.stdout)
     out, err = proc.communicate(timeout=10)
     check(proc.returncode == 0, 'watch --count 1 exits 0', proc.returncode, out, err)
@@ -102,46 +104,46 @@ def test_watch_and_inject(d):
     check(len(lines) == 1, 'one JSON line', out)
     ev = json.loads(lines[0])
     check(ev['kind'] == 'pressure' and ev['level'] == 'medium' and ev['synthetic'] is True
-          and ev['source'] == 'inject' and ev['seq'] == 1 and ev['cgroup'] == '/', 'the injected event', ev)
-    check('Watching /' in err, 'the subscription header goes to stderr with --json', err)
+          and ev['source'] == 'inject' and ev['seq'] == 1 and ev['cgroup'] == cg, 'the injected event', ev)
+    check(f'Watching {cg}' in err, 'the subscription header goes to stderr with --json', err)
 
     # Human output: a header line, then one line per event; --count counts events only.
-    proc = start_watch(d, '/', '--level', 'critical', '--count', '2')
+    proc = start_watch(d, cg, '--level', 'critical', '--count', '2')
     check(wait_subscribed(d, proc), 'watch subscribed', proc.returncode)
-    res = expect(pt.run_ctl('--json', 'inject', '/', '--level', 'critical', socket=d.socket), 0, 'inject --json')
+    res = expect(pt.run_ctl('--json', 'inject', cg, '--level', 'critical', socket=d.socket), 0, 'inject --json')
     check(json.loads(res.stdout) == {'delivered': 1}, 'inject --json', res.stdout)
-    expect(pt.run_ctl('inject', '--level', 'critical', socket=d.socket), 0, 'second inject')
+    expect(pt.run_ctl('inject', cg, '--level', 'critical', socket=d.socket), 0, 'second inject')
     out, err = proc.communicate(timeout=10)
     check(proc.returncode == 0, 'watch --count 2 exits 0', proc.returncode, out, err)
     lines = out.splitlines()
-    check(len(lines) == 3 and lines[0].startswith('Watching /:'), 'header and two events', out)
+    check(len(lines) == 3 and lines[0].startswith(f'Watching {cg}:'), 'header and two events', out)
     for line in lines[1:]:
-        check(' / pressure critical source=inject synthetic' in line, 'a human event line', line)
+        check(f' {cg} pressure critical source=inject synthetic' in line, 'a human event line', line)
     # Local time stamp first: "YYYY-MM-DD HH:MM:SS.mmm".
     check(len(lines[1]) > 23 and lines[1][4] == '-' and lines[1][13] == ':' and lines[1][19] == '.',
           'the line starts with a local time', lines[1])
 
     # An inject on another level still reaches a --level subscription (the level is the injected one).
-    proc = start_watch(d, '--psi', 'some 150ms 2s', '--count', '1', '--json')
+    proc = start_watch(d, cg, '--psi', 'some 150ms 2s', '--count', '1', '--json')
     if not wait_subscribed(d, proc):
         out, err = proc.communicate()
         check(proc.returncode == 1 and 'SourceUnavailable' in err,
               'the PSI subscription failed only because PSI is missing', err)
         print('PSI unavailable here; skipped the --psi part')
     else:
-        expect(pt.run_ctl('inject', '--level', 'low', socket=d.socket), 0, 'inject low')
+        expect(pt.run_ctl('inject', cg, '--level', 'low', socket=d.socket), 0, 'inject low')
         out, err = proc.communicate(timeout=10)
         check(proc.returncode == 0, 'watch --psi exits 0', proc.returncode, err)
         check(json.loads(out)['level'] == 'low', '--psi subscription got the event', out)
         check('some 150ms 2s' in err or 'adjusted' in err, 'the header shows the trigger', err)
 
 
-def test_watch_timeout(d):
+def test_watch_timeout(d, cg):
     res = expect(pt.run_ctl('watch', '--level', 'critical', '--timeout', '1', socket=d.socket), 124,
                  'watch without events')
     check('timed out' in res.stderr, 'the timeout is reported', res.stderr)
     check(res.stdout.startswith('Watching /'), 'the header was printed', res.stdout)
-    res = expect(pt.run_ctl('watch', '--count', '3', '--timeout', '0.5', '--json', socket=d.socket), 124,
+    res = expect(pt.run_ctl('watch', cg, '--count', '3', '--timeout', '0.5', '--json', socket=d.socket), 124,
                  'watch --json without events')
     check(res.stdout == '', 'no event lines', res.stdout)
     # A daemon that takes the connection and never answers: --timeout covers
@@ -169,8 +171,9 @@ def test_daemon_errors(d):
     check('NoSuchCgroup' in res.stderr, 'the daemon error is named', res.stderr)
 
 
-def test_status(d):
-    proc = start_watch(d, '--level', 'medium')
+def test_status(d, cg):
+    # On @cg: real pressure on / would start an episode and fill its column.
+    proc = start_watch(d, cg, '--level', 'medium')
     try:
         check(wait_subscribed(d, proc), 'watch subscribed', proc.returncode)
         res = expect(pt.run_ctl('status', socket=d.socket), 0, 'status')
@@ -253,48 +256,49 @@ EPISODE_CONFIG = '[Levels]\nMedium=some 900ms 1s\nClearAfterSec=1\nClearRatio=1\
 
 
 def test_episodes():
-    """watch --until-cleared, cleared lines, status and history; a trigger at
-    90 % of its window so that real pressure cannot hold the episode."""
-    with pt.Daemon(config_text=EPISODE_CONFIG) as d:
+    """watch --until-cleared, cleared lines, status and history on an empty
+    cgroup that only injected events reach; a trigger at 90 % of its window
+    besides."""
+    with pt.quiet_cgroup() as cg, pt.Daemon(config_text=EPISODE_CONFIG) as d:
         res = expect(pt.run_ctl('history', socket=d.socket), 0, 'history without registrations')
         check('No registration with episodes' in res.stdout, 'history says there is nothing', res.stdout)
 
-        proc = start_watch(d, '--level', 'medium', '--until-cleared', '--timeout', str(pt.scaled(30)))
+        proc = start_watch(d, cg, '--level', 'medium', '--until-cleared', '--timeout', str(pt.scaled(30)))
         check(wait_subscribed(d, proc), 'watch subscribed', proc.returncode)
-        expect(pt.run_ctl('inject', '--level', 'medium', socket=d.socket), 0, 'inject')
+        expect(pt.run_ctl('inject', cg, '--level', 'medium', socket=d.socket), 0, 'inject')
         pt.wait_for(lambda: 'episode' in d.status()['registrations'][0], what='the episode to start')
         res = expect(pt.run_ctl('status', socket=d.socket), 0, 'status')
         check('EPISODE' in res.stdout and 'active ' in res.stdout and '1 event' in res.stdout,
               'status shows the active episode', res.stdout)
-        res = expect(pt.run_ctl('history', '/', socket=d.socket), 0, 'history of an active episode')
+        res = expect(pt.run_ctl('history', cg, socket=d.socket), 0, 'history of an active episode')
         check('now (active)' in res.stdout, 'history shows the active episode', res.stdout)
         out, err = proc.communicate(timeout=pt.scaled(30))
         check(proc.returncode == 0, 'watch --until-cleared exits 0 at cleared', proc.returncode, out, err)
         lines = out.splitlines()
-        check(len(lines) == 3 and ' / pressure medium' in lines[1], 'header, the pressure event', out)
-        check(' / cleared medium source=psi seq=2 ' in lines[2] and 'events=1' in lines[2] and 'peak=' in lines[2],
+        check(len(lines) == 3 and f' {cg} pressure medium' in lines[1], 'header, the pressure event', out)
+        check(f' {cg} cleared medium source=psi seq=2 ' in lines[2] and 'events=1' in lines[2] and 'peak=' in lines[2],
               'a human cleared line', lines[2])
 
         # --json: the raw events; history of the kept registration.
         keep = pt.Varlink(d.socket)
-        keep.subscribe(level='medium')
-        proc = subprocess.Popen([pt.PRESSURECTL, '--socket', d.socket, 'watch', '--level', 'medium', '--until-cleared',
+        keep.subscribe(level='medium', cgroup=cg)
+        proc = subprocess.Popen([pt.PRESSURECTL, '--socket', d.socket, 'watch', cg, '--level', 'medium', '--until-cleared',
                                  '--json', '--timeout', str(pt.scaled(30))],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         pt.wait_for(lambda: d.status()['subscriptions'] == 2, what='the second watch to subscribe')
-        expect(pt.run_ctl('inject', '--level', 'medium', socket=d.socket), 0, 'inject')
+        expect(pt.run_ctl('inject', cg, '--level', 'medium', socket=d.socket), 0, 'inject')
         out, err = proc.communicate(timeout=pt.scaled(30))
         check(proc.returncode == 0, 'watch --until-cleared --json exits 0', proc.returncode, err)
         evs = [json.loads(line) for line in out.splitlines()]
         check([e['kind'] for e in evs] == ['pressure', 'cleared'], 'the raw events', evs)
         pt.validate({'parameters': {'event': evs[1]}, 'continues': True}, 'io.pressured.Subscribe', True,
-                    {'level': 'medium'})
+                    {'level': 'medium', 'cgroup': cg})
         res = expect(pt.run_ctl('--json', 'history', socket=d.socket), 0, 'history --json')
         hist = [json.loads(line) for line in res.stdout.splitlines()]
-        check(len(hist) == 1 and hist[0]['cgroup'] == '/' and hist[0]['source'] == 'psi' and
+        check(len(hist) == 1 and hist[0]['cgroup'] == cg and hist[0]['source'] == 'psi' and
               hist[0]['active'] is False and hist[0]['events'] == 1, 'one ended episode as JSON', hist)
         res = expect(pt.run_ctl('history', socket=d.socket), 0, 'history')
-        check(res.stdout.startswith('/ psi (') and ' .. ' in res.stdout and '1 event' in res.stdout,
+        check(res.stdout.startswith(f'{cg} psi (') and ' .. ' in res.stdout and '1 event' in res.stdout,
               'the human history', res.stdout)
         res = expect(pt.run_ctl('history', '/nothing-here', socket=d.socket), 0, 'history of another cgroup')
         check('No registration with episodes on /nothing-here' in res.stdout, 'filtered by cgroup', res.stdout)
@@ -307,11 +311,11 @@ def main():
         pt.skip(f'{pt.PRESSURECTL} is not built')
     test_usage()
     test_unreachable()
-    with pt.Daemon() as d:
-        test_watch_and_inject(d)
-        test_watch_timeout(d)
+    with pt.quiet_cgroup() as cg, pt.Daemon() as d:
+        test_watch_and_inject(d, cg)
+        test_watch_timeout(d, cg)
         test_daemon_errors(d)
-        test_status(d)
+        test_status(d, cg)
         test_reload(d)
         test_denied(d)
     test_protection()
