@@ -3,7 +3,8 @@
 """Coalescing: with min_interval_ms a subscriber gets fewer events than
 notifications, every notification counted in "count", numbered without
 gaps; a subscriber without min_interval_ms on the same registration still
-gets each one."""
+gets each one. The subscriptions are on an empty cgroup of the test's own
+(pt.quiet_cgroup()), which only the injected notifications reach."""
 
 import json
 import os
@@ -18,10 +19,10 @@ INTERVAL_MS = 500
 INJECTS = 10
 
 
-def burst(d, n, level='medium'):
+def burst(d, cg, n, level='medium'):
     """Inject @n events in one send, so they arrive well within one interval."""
     v = pt.Varlink(d.socket, timeout=WAIT)
-    call = json.dumps({'method': 'io.pressured.Inject', 'parameters': {'level': level}}).encode() + b'\0'
+    call = json.dumps({'method': 'io.pressured.Inject', 'parameters': {'cgroup': cg, 'level': level}}).encode() + b'\0'
     v.send_raw(call * n)
     for _ in range(n):
         r = v.recv(timeout=WAIT)
@@ -45,17 +46,17 @@ def main():
     pt.require_root('Inject is reserved to root')
     # No "cleared" between the bursts, however slowly the test runs: it
     # counts pressure events only.
-    with pt.Daemon(config_text='[Levels]\nClearAfterSec=3600\n') as d:
+    with pt.quiet_cgroup() as cg, pt.Daemon(config_text='[Levels]\nClearAfterSec=3600\n') as d:
         slow = pt.Varlink(d.socket, timeout=WAIT)
-        first = slow.subscribe(level='medium', min_interval_ms=INTERVAL_MS)
+        first = slow.subscribe(cgroup=cg, level='medium', min_interval_ms=INTERVAL_MS)
         pt.check(first['parameters']['event']['kind'] == 'subscribed', 'subscribed with min_interval_ms', first)
         plain = pt.Varlink(d.socket, timeout=WAIT)
-        plain.subscribe(level='medium')
+        plain.subscribe(cgroup=cg, level='medium')
         regs = d.status()['registrations']
         pt.check(len(regs) == 1 and regs[0]['subscribers'] == 2, 'coalescing subscribers share the registration',
                  regs)
 
-        burst(d, INJECTS)
+        burst(d, cg, INJECTS)
         events = collect(slow, INJECTS)
         pt.check(1 <= len(events) < INJECTS, 'fewer events than notifications', len(events))
         pt.check([e['seq'] for e in events] == list(range(1, len(events) + 1)), 'seq has no gaps', events)
@@ -67,7 +68,7 @@ def main():
                  'a subscriber without min_interval_ms gets every event', plain_events)
 
         # A second burst continues the numbering and the counting.
-        burst(d, INJECTS)
+        burst(d, cg, INJECTS)
         more = collect(slow, INJECTS)
         pt.check(len(more) < INJECTS, 'the second burst is coalesced too', len(more))
         pt.check([e['seq'] for e in more] == list(range(len(events) + 1, len(events) + len(more) + 1)),

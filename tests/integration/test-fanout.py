@@ -4,7 +4,8 @@
 registration and each receive every event, numbered without gaps; a client
 that stops reading neither delays the others nor grows the daemon past its
 per-client output limit, and when it reads again it sees the gap in seq
-and the same number in missed."""
+and the same number in missed. The registration is on an empty cgroup of
+the test's own (pt.quiet_cgroup()), which only the injected events reach."""
 
 import json
 import os
@@ -24,10 +25,10 @@ BATCH = 50
 RSS_ALLOWANCE_KIB = 3 * 1024
 
 
-def inject_many(d, n, on_batch=None):
+def inject_many(d, cg, n, on_batch=None):
     """Inject @n medium events, pipelined in batches; call on_batch(k) after each."""
     v = pt.Varlink(d.socket)
-    call = json.dumps({'method': 'io.pressured.Inject', 'parameters': {'level': 'medium'}}).encode() + b'\0'
+    call = json.dumps({'method': 'io.pressured.Inject', 'parameters': {'cgroup': cg, 'level': 'medium'}}).encode() + b'\0'
     done = 0
     while done < n:
         k = min(BATCH, n - done)
@@ -41,11 +42,11 @@ def inject_many(d, n, on_batch=None):
     v.close()
 
 
-def test_many_clients(d):
+def test_many_clients(d, cg):
     clients = []
     for i in range(CLIENTS):
         v = pt.Varlink(d.socket, timeout=WAIT)
-        first = v.subscribe(level='medium')
+        first = v.subscribe(cgroup=cg, level='medium')
         pt.check(first.get('parameters', {}).get('event', {}).get('kind') == 'subscribed',
                  f'client {i} subscribed', first)
         clients.append(v)
@@ -53,13 +54,13 @@ def test_many_clients(d):
     st = d.status()
     regs = st['registrations']
     pt.check(len(regs) == 1, 'one shared registration', regs)
-    pt.check(regs[0]['cgroup'] == '/' and regs[0]['subscribers'] == CLIENTS,
+    pt.check(regs[0]['cgroup'] == cg and regs[0]['subscribers'] == CLIENTS,
              f'the registration has {CLIENTS} subscribers', regs[0])
     pt.check(st['subscriptions'] == CLIENTS, 'subscriptions counted', st['subscriptions'])
     pt.check(st['counters']['registrations_created'] == 1, 'one registration created', st['counters'])
 
     for _ in range(EVENTS):
-        r = d.inject('medium')
+        r = d.inject('medium', cg)
         pt.check(r['parameters']['delivered'] == CLIENTS, 'Inject reached every subscriber', r)
     for i, v in enumerate(clients):
         for seq in range(1, EVENTS + 1):
@@ -74,11 +75,11 @@ def test_many_clients(d):
                 what='the registration to go with its last subscriber')
 
 
-def test_slow_client(d):
+def test_slow_client(d, cg):
     fast = pt.Varlink(d.socket, timeout=WAIT)
-    fast.subscribe(level='medium')
+    fast.subscribe(cgroup=cg, level='medium')
     slow = pt.Varlink(d.socket, timeout=WAIT)
-    slow.subscribe(level='medium')
+    slow.subscribe(cgroup=cg, level='medium')
     st = d.status()
     pt.check(st['registrations'][0]['subscribers'] == 2, 'two subscribers', st['registrations'])
     dropped_before = st['counters']['events_dropped']
@@ -95,7 +96,7 @@ def test_slow_client(d):
             pt.check(ev['seq'] == fast_seq[0] and ev['missed'] == 0,
                      'the fast client misses nothing while another stalls', ev, fast_seq[0])
 
-    inject_many(d, FLOOD, drain_fast)
+    inject_many(d, cg, FLOOD, drain_fast)
     pt.check(fast_seq[0] == FLOOD, 'the fast client received every event', fast_seq[0])
 
     st = d.status()
@@ -129,7 +130,7 @@ def test_slow_client(d):
              'the stalled client\'s backlog is bounded by the socket buffer and OutputBufferBytes',
              nbytes, kernel_buffer, OUTPUT_BUFFER)
     # Then, on the next event, the gap: seq jumps by missed + 1.
-    r = d.inject('medium')
+    r = d.inject('medium', cg)
     pt.check(r['parameters']['delivered'] == 2, 'both subscribers reached after the flood', r)
     ev = slow.recv(timeout=WAIT)['parameters']['event']
     pt.check(ev['missed'] == dropped, 'missed equals the dropped events', ev, dropped)
@@ -147,9 +148,10 @@ def main():
     pt.require_root('hundreds of clients, beyond MaxClientsPerUser for other users, and Inject')
     # ClearAfterSec=3600: the flood's episode does not end while the test
     # counts pressure events and their seq.
-    with pt.Daemon(config_text=f'[Levels]\nClearAfterSec=3600\n[Limits]\nOutputBufferBytes={OUTPUT_BUFFER}\n') as d:
-        test_many_clients(d)
-        test_slow_client(d)
+    config = f'[Levels]\nClearAfterSec=3600\n[Limits]\nOutputBufferBytes={OUTPUT_BUFFER}\n'
+    with pt.quiet_cgroup() as cg, pt.Daemon(config_text=config) as d:
+        test_many_clients(d, cg)
+        test_slow_client(d, cg)
     print('ok')
 
 
