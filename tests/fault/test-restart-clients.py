@@ -28,16 +28,17 @@ def main():
     pt.require_root('Inject is reserved to root')
     if not os.access(pt.PRESSURECTL, os.X_OK):
         pt.skip('pressurectl is not built')
-    with pt.Daemon(config_text='[Limits]\nMaxClients=1000\n', log_level='notice') as d:
+    # On an empty cgroup of its own: real pressure on / would add events.
+    with pt.quiet_cgroup() as cg, pt.Daemon(config_text='[Limits]\nMaxClients=1000\n', log_level='notice') as d:
         procs = []
         try:
             for _ in range(N):
                 procs.append(subprocess.Popen(
-                    [pt.PRESSURECTL, '--socket', d.socket, '--json', 'watch', '--level', 'medium',
+                    [pt.PRESSURECTL, '--socket', d.socket, '--json', 'watch', cg, '--level', 'medium',
                      '--count', '2', '--timeout', str(4 * DEADLINE)],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
             pt.wait_for(lambda: subscriptions(d) == N, timeout=DEADLINE, what=f'{N} subscriptions')
-            r = d.inject('medium')
+            r = d.inject('medium', cg)
             pt.check(r['parameters']['delivered'] == N, 'first inject reaches all', r)
 
             d.kill()
@@ -50,7 +51,7 @@ def main():
             pt.check(len(st['registrations']) == 1 and st['registrations'][0]['subscribers'] == N,
                      'one shared registration again', st['registrations'])
 
-            r = d.inject('medium')
+            r = d.inject('medium', cg)
             pt.check(r['parameters']['delivered'] == N, 'second inject reaches all', r)
             for p in procs:
                 out, err = p.communicate(timeout=DEADLINE)

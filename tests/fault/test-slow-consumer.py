@@ -52,8 +52,8 @@ class Reader(threading.Thread):
             self.error = e
 
 
-def inject_many(d, n, batch=100, after_batch=None):
-    """Inject @n events over one connection, pipelining @batch calls at a time;
+def inject_many(d, cg, n, batch=100, after_batch=None):
+    """Inject @n events on @cg over one connection, pipelining @batch calls at a time;
     after_batch(total) runs after each batch."""
     v = pt.Varlink(d.socket, timeout=WAIT)
     delivered = []
@@ -62,7 +62,7 @@ def inject_many(d, n, batch=100, after_batch=None):
         while left:
             k = min(batch, left)
             for _ in range(k):
-                v.call('io.pressured.Inject', {'level': 'critical'})
+                v.call('io.pressured.Inject', {'cgroup': cg, 'level': 'critical'})
             for _ in range(k):
                 delivered.append(v.recv(timeout=WAIT)['parameters']['delivered'])
             left -= k
@@ -86,15 +86,16 @@ def drain(v, timeout):
 def main():
     pt.require_root('Inject is reserved to root')
     config = f'[Limits]\nOutputBufferBytes={OUTPUT_BUFFER}\nIdleTimeoutSec=600\n'
-    with pt.Daemon(config_text=config, log_level='notice') as d:
+    # On an empty cgroup of its own: real pressure on / would add events.
+    with pt.quiet_cgroup() as cg, pt.Daemon(config_text=config, log_level='notice') as d:
         stalled = []
         for _ in range(STALLED):
             v = pt.Varlink(d.socket)
-            first = v.subscribe(level='critical')
+            first = v.subscribe(cgroup=cg, level='critical')
             pt.check(first['parameters']['event']['kind'] == 'subscribed', 'subscribe failed', first)
             stalled.append(v)
         fast = pt.Varlink(d.socket)
-        fast.subscribe(level='critical')
+        fast.subscribe(cgroup=cg, level='critical')
         reader = Reader(fast)
         reader.start()
 
@@ -105,7 +106,7 @@ def main():
 
         # The reading client is a Python thread: let it keep up with each batch
         # (it reads; the point is that the stalled ones do not slow it down).
-        delivered = inject_many(d, INJECTS, after_batch=lambda total: pt.wait_for(
+        delivered = inject_many(d, cg, INJECTS, after_batch=lambda total: pt.wait_for(
             lambda: len(reader.events) >= total or reader.error, timeout=WAIT, what='the reader to keep up'))
         # The first events reach everyone; later ones at least the reading client.
         pt.check(delivered[0] == STALLED + 1, 'first inject did not reach every subscriber', delivered[0])
@@ -152,7 +153,7 @@ def main():
         pt.check(qs and qs == list(range(1, len(qs) + 1)), 'queued events of the slow client not 1..k', qs[:5])
         pt.check(all(e['missed'] == 0 for e in queued), 'queued events carry missed')
         pt.check(len(qs) < INJECTS, 'the slow client got everything; nothing was dropped', len(qs))
-        inject_many(d, 1)
+        inject_many(d, cg, 1)
         ev = slow.recv(timeout=WAIT)['parameters']['event']
         gap = ev['seq'] - qs[-1] - 1
         print(f'slow consumer: resumed client read {len(qs)} queued events (seq 1..{qs[-1]}), '

@@ -28,7 +28,8 @@ RSS_ALLOWANCE_KIB = 3 * 1024
 def inject_many(d, cg, n, on_batch=None):
     """Inject @n medium events, pipelined in batches; call on_batch(k) after each."""
     v = pt.Varlink(d.socket)
-    call = json.dumps({'method': 'io.pressured.Inject', 'parameters': {'cgroup': cg, 'level': 'medium'}}).encode() + b'\0'
+    call = json.dumps({'method': 'io.pressured.Inject',
+                       'parameters': {'cgroup': cg, 'level': 'medium'}}).encode() + b'\0'
     done = 0
     while done < n:
         k = min(BATCH, n - done)

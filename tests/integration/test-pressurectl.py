@@ -282,8 +282,8 @@ def test_episodes():
         # --json: the raw events; history of the kept registration.
         keep = pt.Varlink(d.socket)
         keep.subscribe(level='medium', cgroup=cg)
-        proc = subprocess.Popen([pt.PRESSURECTL, '--socket', d.socket, 'watch', cg, '--level', 'medium', '--until-cleared',
-                                 '--json', '--timeout', str(pt.scaled(30))],
+        proc = subprocess.Popen([pt.PRESSURECTL, '--socket', d.socket, 'watch', cg, '--level', 'medium',
+                                 '--until-cleared', '--json', '--timeout', str(pt.scaled(30))],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         pt.wait_for(lambda: d.status()['subscriptions'] == 2, what='the second watch to subscribe')
         expect(pt.run_ctl('inject', cg, '--level', 'medium', socket=d.socket), 0, 'inject')
