@@ -23,14 +23,9 @@ check = pt.check
 check_eq = pt.check_eq
 
 # Every event should be an injected one, and no episode end in the middle of
-# a test. Where the cgroup v1 memory controller is mounted the watches take
-# vmpressure of the root cgroup itself (critical global reclaim, which a busy
-# test machine does not reach), else a PSI trigger at 95 % of wall time (which
-# a loaded machine can still fire now and then).
-if os.path.exists(os.path.join(pt.V1_MEMORY_ROOT, 'memory.pressure_level')):
-    SELECTOR = ('--vmpressure', 'critical,local')
-else:
-    SELECTOR = ('--level', 'critical')
+# a test: the watches are on an empty cgroup of the test's own
+# (pt.quiet_cgroup()), which real pressure on the machine never reaches.
+SELECTOR = ('--level', 'critical')
 CONFIG = '[Levels]\nCritical=some 1900ms 2s\nClearAfterSec=3600\n'
 
 # The hook: records what it was given in DIR/run-SEQ (atomically), then does
@@ -164,9 +159,9 @@ class Hooks:
         os.rmdir(self.dir)
 
 
-def inject(d, n=1):
+def inject(d, cg, n=1):
     for _ in range(n):
-        r = d.inject('critical')
+        r = d.inject('critical', cg)
         check(r['parameters']['delivered'] == 1, 'the injection reached the watch', r)
 
 
@@ -199,14 +194,14 @@ def test_usage():
           and '--exec-timeout SEC' in res.stdout, 'watch --help documents the hook', res.stdout)
 
 
-def test_environment(d):
+def test_environment(d, cg):
     h = Hooks()
     try:
         # Everything after --exec is the hook's, options of watch included.
-        h.start(d, '/', *SELECTOR, '--count', '1', '--json',
+        h.start(d, cg, *SELECTOR, '--count', '1', '--json',
                 '--exec', h.script, h.dir, 'two words', '--count', '7',
                 env={'PRESSURE_LEVEL': 'inherited', 'HOOK_TEST_MARK': 'kept'})
-        inject(d)
+        inject(d, cg)
         h.finish(0, 'watch --count 1 --exec')
         runs = h.runs()
         check_eq(sorted(runs), [1], 'one run for one event')
@@ -218,7 +213,7 @@ def test_environment(d):
         check_eq(run['argv'], [h.dir, 'two words', '--count', '7'], "the hook's arguments")
         check_eq(env['PRESSURE_KIND'], 'pressure', 'PRESSURE_KIND')
         check_eq(env['PRESSURE_LEVEL'], 'critical', 'PRESSURE_LEVEL (an inherited value is replaced)')
-        check_eq(env['PRESSURE_CGROUP'], '/', 'PRESSURE_CGROUP')
+        check_eq(env['PRESSURE_CGROUP'], cg, 'PRESSURE_CGROUP')
         check_eq(env['PRESSURE_SOURCE'], 'inject', 'PRESSURE_SOURCE')
         check_eq(env['PRESSURE_SEQ'], '1', 'PRESSURE_SEQ')
         check_eq(env['PRESSURE_MISSED'], '0', 'PRESSURE_MISSED')
@@ -292,11 +287,11 @@ def test_other_kinds():
 
 def test_until_cleared():
     # The end of the episode runs the hook too, and --until-cleared waits for that run.
-    with pt.Daemon(config_text='[Levels]\nCritical=some 1900ms 2s\nClearAfterSec=1\n') as d:
+    with pt.quiet_cgroup() as cg, pt.Daemon(config_text='[Levels]\nCritical=some 1900ms 2s\nClearAfterSec=1\n') as d:
         h = Hooks()
         try:
-            h.start(d, *SELECTOR, '--until-cleared', '--exec', h.script, h.dir)
-            inject(d)
+            h.start(d, cg, *SELECTOR, '--until-cleared', '--exec', h.script, h.dir)
+            inject(d, cg)
             h.finish(0, 'watch --until-cleared --exec')
             runs = h.runs()
             last = runs[max(runs)]['env']
@@ -308,16 +303,16 @@ def test_until_cleared():
             h.close()
 
 
-def test_coalescing(d):
+def test_coalescing(d, cg):
     burst = 20
     h = Hooks()
     try:
         h.actions(s1='block')
-        h.start(d, *SELECTOR, '--count', str(burst), '--json', '--exec', h.script, h.dir)
-        inject(d)
+        h.start(d, cg, *SELECTOR, '--count', str(burst), '--json', '--exec', h.script, h.dir)
+        inject(d, cg)
         h.wait_run(1)
         # While run 1 is held, the rest of the burst arrives (and is printed: nothing waits for the hook).
-        inject(d, burst - 1)
+        inject(d, cg, burst - 1)
         pt.wait_for(lambda: len(event_lines(h)) == burst, what='the burst to be printed')
         check_eq(sorted(h.runs()), [1], 'no second run while the first one goes on')
         h.release()
@@ -334,16 +329,16 @@ def test_coalescing(d):
         h.close()
 
 
-def test_timeout_kill(d):
+def test_timeout_kill(d, cg):
     h = Hooks()
     try:
         # Run 1 ignores SIGTERM (its child too) and needs SIGKILL; run 2 ends on SIGTERM.
         # The timeout leaves the hook time to start and ignore SIGTERM on a busy machine.
         timeout = pt.scaled(2)
         h.actions(s1='ignore-term', s2='sleep')
-        h.start(d, *SELECTOR, '--count', '2', '--exec-timeout', str(timeout), '--exec', h.script, h.dir)
+        h.start(d, cg, *SELECTOR, '--count', '2', '--exec-timeout', str(timeout), '--exec', h.script, h.dir)
         # Event 2 comes while run 1 goes on, and waits for it.
-        inject(d, 2)
+        inject(d, cg, 2)
         h.finish(0, 'watch --exec-timeout')
         runs = h.runs()
         check_eq(sorted(runs), [1, 2], 'both events ran')
@@ -363,14 +358,14 @@ def test_timeout_kill(d):
         h.close()
 
 
-def test_failures(d):
+def test_failures(d, cg):
     h = Hooks()
     try:
         h.actions(s1='exit 3', s2='segv')
-        h.start(d, *SELECTOR, '--count', '3', '--exec', h.script, h.dir)
+        h.start(d, cg, *SELECTOR, '--count', '3', '--exec', h.script, h.dir)
         # One at a time, so that no two events merge into one run.
         for seq in (1, 2, 3):
-            inject(d)
+            inject(d, cg)
             h.wait_run(seq)
         h.finish(0, 'watch with failing hooks')
         err = h.stderr()
@@ -386,8 +381,8 @@ def test_failures(d):
     h = Hooks()
     try:
         missing = os.path.join(h.dir, 'no-such-hook')
-        h.start(d, *SELECTOR, '--count', '2', '--exec', missing)
-        inject(d, 2)
+        h.start(d, cg, *SELECTOR, '--count', '2', '--exec', missing)
+        inject(d, cg, 2)
         h.finish(0, 'watch with a missing hook')
         err = h.stderr()
         check(err.count(f"cannot run '{missing}'") == 2 and 'No such file or directory' in err,
@@ -396,15 +391,15 @@ def test_failures(d):
         h.close()
 
 
-def test_timeout_with_run(d):
+def test_timeout_with_run(d, cg):
     # --timeout ends the watch (124) while a run goes on: that run is waited
     # for, the event waiting behind it is dropped.
     h = Hooks()
     try:
         h.actions(s1='block')
-        h.start(d, *SELECTOR, '--timeout', str(pt.scaled(3)), '--json', '--exec', h.script, h.dir)
+        h.start(d, cg, *SELECTOR, '--timeout', str(pt.scaled(3)), '--json', '--exec', h.script, h.dir)
         # Event 1 starts a run that is held; event 2 comes after that start, so it waits.
-        inject(d, 2)
+        inject(d, cg, 2)
         h.wait_run(1)
         pt.wait_for(lambda: 'timed out after' in h.stderr(), what='the watch to time out')
         check('timed out after 2 events' in h.stderr(), 'both events came before the timeout', h.stderr())
@@ -416,12 +411,12 @@ def test_timeout_with_run(d):
         h.close()
 
 
-def test_signal_forwarding(d):
+def test_signal_forwarding(d, cg):
     h = Hooks()
     try:
         h.actions(s1='sleep')
-        h.start(d, *SELECTOR, '--exec', h.script, h.dir)
-        inject(d)
+        h.start(d, cg, *SELECTOR, '--exec', h.script, h.dir)
+        inject(d, cg)
         run = h.wait_run(1)
         h.proc.send_signal(signal.SIGTERM)
         h.finish(-signal.SIGTERM, 'pressurectl on SIGTERM')
@@ -438,13 +433,13 @@ def main():
     test_completion()
     test_other_kinds()
     test_until_cleared()
-    with pt.Daemon(config_text=CONFIG) as d:
-        test_environment(d)
-        test_coalescing(d)
-        test_timeout_kill(d)
-        test_failures(d)
-        test_timeout_with_run(d)
-        test_signal_forwarding(d)
+    with pt.quiet_cgroup() as cg, pt.Daemon(config_text=CONFIG) as d:
+        test_environment(d, cg)
+        test_coalescing(d, cg)
+        test_timeout_kill(d, cg)
+        test_failures(d, cg)
+        test_timeout_with_run(d, cg)
+        test_signal_forwarding(d, cg)
     print('ok')
 
 

@@ -43,7 +43,8 @@ def expect_refused(v, limit, value):
 
 
 def test_max_clients():
-    with pt.Daemon(config_text=f'[Limits]\nMaxClients={MAX_CLIENTS}\n') as d:
+    # The subscriber is on an empty cgroup: real pressure on / would come first.
+    with pt.quiet_cgroup() as cg, pt.Daemon(config_text=f'[Limits]\nMaxClients={MAX_CLIENTS}\n') as d:
         # Connections closed before (the start-up probe) go away asynchronously:
         # start once the daemon counts only this client.
         control = pt.Varlink(d.socket, timeout=WAIT)
@@ -58,9 +59,9 @@ def test_max_clients():
         # The others are still served, and a subscriber among them gets events.
         for v in clients:
             pt.check(served(v), 'clients within the limit are still served')
-        first = clients[0].subscribe(level='medium')
+        first = clients[0].subscribe(cgroup=cg, level='medium')
         pt.check(first['parameters']['event']['kind'] == 'subscribed', 'subscribe at the limit', first)
-        r = clients[1].call_sync('io.pressured.Inject', {'level': 'medium'})
+        r = clients[1].call_sync('io.pressured.Inject', {'cgroup': cg, 'level': 'medium'})
         pt.check(r.get('parameters', {}).get('delivered') == 1, 'inject at the limit', r)
         ev = clients[0].recv(timeout=WAIT)['parameters']['event']
         pt.check(ev['kind'] == 'pressure' and ev['seq'] == 1, 'the subscriber got the event', ev)
