@@ -41,9 +41,10 @@ def waiting(pid):
 
 
 def test_restart():
-    with pt.Daemon() as d:
-        human = watch(d, '--level', 'medium', '--count', '1')
-        js = watch(d, '--level', 'medium', '--count', '1', '--json')
+    # The watches are on an empty cgroup: real pressure on / would end them early.
+    with pt.quiet_cgroup() as cg, pt.Daemon() as d:
+        human = watch(d, cg, '--level', 'medium', '--count', '1')
+        js = watch(d, cg, '--level', 'medium', '--count', '1', '--json')
         pt.wait_for(lambda: subscriptions(d) == 2, what='both watches to subscribe')
 
         d.kill()
@@ -58,14 +59,14 @@ def test_restart():
         resumed = time.monotonic() - restarted
         print(f'watches resubscribed {resumed * 1000:.0f} ms after the daemon accepted again')
 
-        reply = d.inject('medium')
+        reply = d.inject('medium', cg)
         check(reply['parameters']['delivered'] == 2, 'the injection reaches both watches', reply)
 
         out, err = human.communicate(timeout=pt.scaled(10))
         check(human.returncode == 0, 'human watch exits 0 after its event', human.returncode, out, err)
         check('reconnected' in err, 'human watch prints a reconnect notice on stderr', err)
         lines = out.splitlines()
-        check(len(lines) == 3 and lines[0].startswith('Watching /') and lines[1].startswith('Watching /')
+        check(len(lines) == 3 and lines[0].startswith(f'Watching {cg}') and lines[1].startswith(f'Watching {cg}')
               and ' pressure medium ' in lines[2], 'header, header again, the event', out)
 
         out, err = js.communicate(timeout=pt.scaled(10))
@@ -77,16 +78,21 @@ def test_restart():
 
 
 def test_wait_for_daemon():
+    with pt.quiet_cgroup() as cg:
+        wait_for_daemon(cg)
+
+
+def wait_for_daemon(cg):
     d = pt.Daemon()
     try:
-        proc = watch(d, '--wait', '--level', 'critical', '--count', '1', '--json')
+        proc = watch(d, '--wait', cg, '--level', 'critical', '--count', '1', '--json')
         # Without a daemon nothing blocks but the wait for it: once the watch
         # sleeps with its timer set up, it has tried and is waiting.
         pt.wait_for(lambda: proc.poll() is not None or waiting(proc.pid), what='watch --wait to wait')
         check(proc.poll() is None, 'watch --wait waits for an absent daemon', proc.returncode)
         d.start()
         pt.wait_for(lambda: subscriptions(d) == 1, what='the waiting watch to subscribe')
-        pt.check_eq(d.inject('critical')['parameters']['delivered'], 1, 'injected')
+        pt.check_eq(d.inject('critical', cg)['parameters']['delivered'], 1, 'injected')
         out, err = proc.communicate(timeout=pt.scaled(10))
         check(proc.returncode == 0, 'watch --wait exits 0 after its event', proc.returncode, err)
         events = [json.loads(line) for line in out.splitlines()]

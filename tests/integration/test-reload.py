@@ -33,8 +33,8 @@ def psi(threshold_us, window_us):
     return {'stall': 'some', 'threshold_us': threshold_us, 'window_us': window_us}
 
 
-def expect_event(sub, seq, d):
-    r = d.inject('medium')
+def expect_event(sub, seq, d, cg):
+    r = d.inject('medium', cg)
     pt.check(r['parameters']['delivered'] == 1, 'Inject reaches the subscriber', r)
     msg = sub.recv(timeout=WAIT)
     ev = msg['parameters']['event']
@@ -56,13 +56,14 @@ def stable(regs):
 
 def main():
     pt.require_root('Reload is reserved to root')
-    with pt.Daemon(config_text=config('some 100ms 2s')) as d:
+    # On an empty cgroup of its own: real pressure on / would add events.
+    with pt.quiet_cgroup() as cg, pt.Daemon(config_text=config('some 100ms 2s')) as d:
         sub = pt.Varlink(d.socket, timeout=WAIT)
-        first = sub.subscribe(level='medium')
+        first = sub.subscribe(cgroup=cg, level='medium')
         ev = first['parameters']['event']
         pt.check(ev['trigger'].get('psi') == psi(100000, 2000000) and ev['trigger'].get('level') == 'medium',
                  'subscribed with the configured Medium trigger', ev)
-        pt.check(psi_registrations(d) == [('/', psi(100000, 2000000), 1)], 'one registration, old trigger',
+        pt.check(psi_registrations(d) == [(cg, psi(100000, 2000000), 1)], 'one registration, old trigger',
                  psi_registrations(d))
         created = d.status()['counters']['registrations_created']
 
@@ -71,20 +72,20 @@ def main():
         ctl = pt.Varlink(d.socket, timeout=WAIT)
         r = ctl.call_sync('io.pressured.Reload')
         pt.check('error' not in r and r.get('parameters', {}) == {}, 'Reload succeeds with an empty reply', r)
-        pt.check(psi_registrations(d) == [('/', psi(150000, 2000000), 1)],
+        pt.check(psi_registrations(d) == [(cg, psi(150000, 2000000), 1)],
                  'the subscription moved to the new trigger; the old registration is gone', psi_registrations(d))
         st = d.status()
         pt.check(st['counters']['registrations_created'] == created + 1, 'one new registration', st['counters'])
         pt.check(st['subscriptions'] == 1, 'still one subscription', st['subscriptions'])
-        expect_event(sub, 1, d)
+        expect_event(sub, 1, d, cg)
 
         # A new subscriber to the same level shares the moved registration.
         other = pt.Varlink(d.socket, timeout=WAIT)
-        ev = other.subscribe(level='medium')['parameters']['event']
+        ev = other.subscribe(cgroup=cg, level='medium')['parameters']['event']
         pt.check(ev['trigger'].get('psi') == psi(150000, 2000000), 'new subscribers get the new trigger', ev)
-        pt.check(psi_registrations(d) == [('/', psi(150000, 2000000), 2)], 'shared', psi_registrations(d))
+        pt.check(psi_registrations(d) == [(cg, psi(150000, 2000000), 2)], 'shared', psi_registrations(d))
         other.close()
-        pt.wait_for(lambda: psi_registrations(d) == [('/', psi(150000, 2000000), 1)], timeout=WAIT,
+        pt.wait_for(lambda: psi_registrations(d) == [(cg, psi(150000, 2000000), 1)], timeout=WAIT,
                     what='the second subscriber to leave')
 
         # A bad configuration is rejected and changes nothing.
@@ -102,26 +103,26 @@ def main():
             pt.check(after['counters'][k] == before['counters'][k], f'{k} unchanged', after['counters'])
         # The old [Levels] stay in force for new subscribers.
         other = pt.Varlink(d.socket, timeout=WAIT)
-        ev = other.subscribe(level='medium')['parameters']['event']
+        ev = other.subscribe(cgroup=cg, level='medium')['parameters']['event']
         pt.check(ev['trigger'].get('psi') == psi(150000, 2000000), 'the previous configuration is still used', ev)
         other.close()
-        expect_event(sub, 2, d)
+        expect_event(sub, 2, d, cg)
 
         # SIGHUP reloads as well.
         d.write_config(config('some 200ms 4s'))
         os.kill(d.pid, signal.SIGHUP)
-        pt.wait_for(lambda: psi_registrations(d) == [('/', psi(200000, 4000000), 1)], timeout=WAIT,
+        pt.wait_for(lambda: psi_registrations(d) == [(cg, psi(200000, 4000000), 1)], timeout=WAIT,
                     what='SIGHUP to move the subscription to the new trigger')
-        expect_event(sub, 3, d)
+        expect_event(sub, 3, d, cg)
 
         # Reload as root through pressurectl, if it was built.
         if os.path.exists(pt.PRESSURECTL):
             d.write_config(config('some 250ms 6s'))
             p = pt.run_ctl('reload', socket=d.socket, timeout=WAIT)
             pt.check(p.returncode == 0, 'pressurectl reload', p.returncode, p.stdout, p.stderr)
-            pt.check(psi_registrations(d) == [('/', psi(250000, 6000000), 1)], 'reloaded via pressurectl',
+            pt.check(psi_registrations(d) == [(cg, psi(250000, 6000000), 1)], 'reloaded via pressurectl',
                      psi_registrations(d))
-            expect_event(sub, 4, d)
+            expect_event(sub, 4, d, cg)
         ctl.close()
         sub.close()
     print('ok')
