@@ -45,9 +45,10 @@ def test_stale_socket():
 
 
 def test_live_socket():
-    with pt.Daemon() as first:
+    # On an empty cgroup of its own: real pressure on / would add events.
+    with pt.quiet_cgroup() as cg, pt.Daemon() as first:
         sub = pt.Varlink(first.socket, timeout=WAIT)
-        sub.subscribe(level='medium')
+        sub.subscribe(cgroup=cg, level='medium')
         second = pt.Daemon(socket_path=first.socket)
         second.start(wait=False)
         try:
@@ -62,7 +63,7 @@ def test_live_socket():
         # The first one still owns the socket and its subscriber.
         pt.check(os.path.exists(first.socket), 'the socket file is still there')
         pt.check(served(first.socket), 'the first daemon still serves')
-        r = first.inject('medium')
+        r = first.inject('medium', cg)
         pt.check(r['parameters']['delivered'] == 1, 'the subscriber is still there', r)
         ev = sub.recv(timeout=WAIT)['parameters']['event']
         pt.check(ev['seq'] == 1, 'and gets events', ev)
@@ -71,11 +72,17 @@ def test_live_socket():
 
 
 def test_sigterm():
+    # Subscribed on an empty cgroup: a real event on / would arrive before the end of file.
+    with pt.quiet_cgroup() as cg:
+        sigterm(cg)
+
+
+def sigterm(cg):
     d = pt.Daemon().start()
     try:
         subs = [pt.Varlink(d.socket, timeout=WAIT) for _ in range(3)]
         for v in subs:
-            v.subscribe(level='medium')
+            v.subscribe(cgroup=cg, level='medium')
         idle = pt.Varlink(d.socket, timeout=WAIT)
         d.proc.send_signal(signal.SIGTERM)
         rc = d.proc.wait(timeout=WAIT)

@@ -28,7 +28,8 @@ static int on_event(pressure_subscription *s, const pressure_event *e, void *don
         return 0;
 }
 
-int main(void) {
+/* argv[1]: the cgroup to watch (default: the whole system). */
+int main(int argc, char **argv) {
         pressure_client *c;
         pressure_selector *sel;
         int done = 0, r;
@@ -36,6 +37,8 @@ int main(void) {
         if (pressure_client_new(&c) < 0 || pressure_selector_new(&sel) < 0)
                 return 1;
         pressure_selector_set_level(sel, PRESSURE_LEVEL_CRITICAL);
+        if (argc > 1 && pressure_selector_set_cgroup(sel, argv[1]) < 0)
+                return 1;
         r = pressure_client_subscribe(c, sel, on_event, &done, NULL);
         pressure_selector_free(sel);
         if (r < 0)
@@ -113,16 +116,17 @@ def main():
         run([cc, '-o', prog, src] + san + cflags + libs)
 
         libdir = os.path.dirname(so)
-        with pt.Daemon() as d:
+        # On an empty cgroup: a real event on / could end the program before the injected one.
+        with pt.quiet_cgroup() as cg, pt.Daemon() as d:
             penv = dict(os.environ, LD_LIBRARY_PATH=libdir, PRESSURED_SOCKET=d.socket)
-            proc = subprocess.Popen([prog], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=penv)
+            proc = subprocess.Popen([prog, cg], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=penv)
             line = proc.stdout.readline()
             check(line == 'subscribed\n', 'the program subscribed', line, proc.poll())
-            reply = d.inject('critical')
+            reply = d.inject('critical', cg)
             check(reply['parameters']['delivered'] == 1, 'the injection reached the program', reply)
             out, err = proc.communicate(timeout=10)
             check(proc.returncode == 0, 'the program got its event', proc.returncode, out, err)
-            check(out == 'event critical /\n', 'the event as the program saw it', out)
+            check(out == f'event critical {cg}\n', 'the event as the program saw it', out)
             # It really ran against the installed copy.
             maps_lib = run(['ldd', prog], env=penv)
             check(libdir in maps_lib, 'the installed library was used', maps_lib)
