@@ -79,8 +79,8 @@ class LimitedDaemon(pt.Daemon):
         return ['prlimit', f'--nofile={NOFILE}:{NOFILE}', '--'] + super().command()
 
 
-def inject(v):
-    v.call('io.pressured.Inject', {'level': 'critical'})
+def inject(v, cg):
+    v.call('io.pressured.Inject', {'cgroup': cg, 'level': 'critical'})
     r = v.recv(timeout=WAIT)
     pt.check('error' not in r, 'Inject failed at the fd limit', r)
     return r['parameters']['delivered']
@@ -90,11 +90,14 @@ def main():
     pt.require_root('Inject is reserved to root, and the fd count is read from /proc/PID/fd')
     if not shutil.which('prlimit'):
         pt.skip('prlimit(1) (util-linux) is not installed')
-    with LimitedDaemon(config_text='[Limits]\nIdleTimeoutSec=600\n', log_level='notice') as d:
-        run(d)
+    # The subscribers are on an empty cgroup of the test's own: real pressure
+    # on / would add events to the injected ones.
+    with pt.quiet_cgroup() as cg, \
+            LimitedDaemon(config_text='[Limits]\nIdleTimeoutSec=600\n', log_level='notice') as d:
+        run(d, cg)
 
 
-def run(d):
+def run(d, cg):
     limits = open(f'/proc/{d.pid}/limits').read()
     line = next(x for x in limits.splitlines() if x.startswith('Max open files'))
     pt.check(line.split()[3] == str(NOFILE), 'daemon did not get the fd limit', line)
@@ -103,7 +106,7 @@ def run(d):
     subs = []
     for _ in range(SUBSCRIBERS):
         v = pt.Varlink(d.socket, timeout=WAIT)
-        first = v.subscribe(level='critical')
+        first = v.subscribe(cgroup=cg, level='critical')
         pt.check(first['parameters']['event']['kind'] == 'subscribed', 'subscribe', first)
         subs.append(v)
     injector = pt.Varlink(d.socket, timeout=WAIT)
@@ -143,7 +146,7 @@ def run(d):
     pt.check(d.proc.poll() is None, 'daemon died at the fd limit')
 
     # Existing subscribers keep receiving.
-    delivered = inject(injector)
+    delivered = inject(injector, cg)
     for i, v in enumerate(subs):
         ev = v.recv(timeout=WAIT)['parameters']['event']
         pt.check(ev['kind'] == 'pressure' and ev['seq'] == 1 and ev['missed'] == 0,
@@ -186,7 +189,7 @@ def run(d):
         kind, x = accept_one(d.socket)
         pt.check(kind == 'accepted', 'no client accepted after closing some', kind, x)
         again.append(x)
-    delivered = inject(injector)
+    delivered = inject(injector, cg)
     for i, v in enumerate(subs):
         ev = v.recv(timeout=WAIT)['parameters']['event']
         pt.check(ev['seq'] == 2 and ev['missed'] == 0, f'subscriber {i} after the fd limit', ev)

@@ -45,9 +45,10 @@ class Reader(threading.Thread):
 class Injector(threading.Thread):
     """Injects over one connection, a few calls in flight, until stopped."""
 
-    def __init__(self, path):
+    def __init__(self, path, cg):
         super().__init__(daemon=True)
         self.v = pt.Varlink(path, timeout=WAIT)
+        self.cg = cg
         self.stop = threading.Event()
         self.sent = 0
         self.error = None
@@ -56,7 +57,7 @@ class Injector(threading.Thread):
         try:
             while not self.stop.is_set():
                 for _ in range(5):
-                    self.v.call('io.pressured.Inject', {'level': 'critical'})
+                    self.v.call('io.pressured.Inject', {'cgroup': self.cg, 'level': 'critical'})
                 for _ in range(5):
                     r = self.v.recv(timeout=WAIT)
                     if 'error' in r:
@@ -78,11 +79,12 @@ def write_config(d, text):
 
 def main():
     pt.require_root('Inject is reserved to root')
-    with pt.Daemon(config_text=CONFIGS[0], log_level='info') as d:
+    # On an empty cgroup of its own: real pressure on / would add events.
+    with pt.quiet_cgroup() as cg, pt.Daemon(config_text=CONFIGS[0], log_level='info') as d:
         subs = []
         for _ in range(SUBSCRIBERS):
             v = pt.Varlink(d.socket)
-            first = v.subscribe(level='critical')
+            first = v.subscribe(cgroup=cg, level='critical')
             pt.check(first['parameters']['event']['kind'] == 'subscribed', 'subscribe', first)
             subs.append(v)
         readers = [Reader(v) for v in subs]
@@ -90,7 +92,7 @@ def main():
             r.start()
         fds_before = d.non_socket_fds()
 
-        inj = Injector(d.socket)
+        inj = Injector(d.socket, cg)
         inj.start()
         pt.wait_for(lambda: inj.sent >= 20 or inj.error, timeout=WAIT, what='injects to flow')
         sent_at_storm = inj.sent
