@@ -438,7 +438,8 @@ def quiet_cgroup():
     The whole-system registration on "/" reads /proc/pressure/memory, so it
     gets real events whenever anything on the machine stalls on memory
     (other builds, VMs); a cgroup without tasks never stalls, so the kernel
-    never reports pressure on it. Nothing may run in it. Skips (exit 77)
+    never reports pressure on it. Nothing that could stall on memory may
+    run in it (an idle client waiting for events may). Skips (exit 77)
     without root, cgroup2 or PSI in cgroup2 directories. Yields the cgroup
     as the daemon names it, e.g. "/pressured-test-123-0a1b2c3d".
     """

@@ -5,7 +5,13 @@
 one cgroup with one trigger hold one kernel registration; a client killed
 with SIGKILL releases its share; a garbage MEMORY_PRESSURE_WRITE gets the
 default trigger and a warning naming the pid; no write at all gets the
-default too. Every GetStatus reply is checked against the interface."""
+default too. Every GetStatus reply is checked against the interface.
+
+The clients run in an empty cgroup2 directory of the test's own
+(pt.quiet_cgroup()), so that their registration is PSI on a cgroup where
+only they, idle, live: in the test runner's own cgroup (often "/", the
+whole system's PSI) real pressure on the machine would add events to the
+injected ones."""
 
 import os
 import signal
@@ -34,7 +40,9 @@ def main():
     mp = os.path.join(d.tmpdir, 'memory-pressure')
     d.write_config(f'[MemoryPressure]\nSocket={mp}\n')
     clients = []
-    with d:
+    with pt.quiet_cgroup() as quiet, d:
+        # The clients' cgroups: v1 as the test runner's, v2 the quiet one.
+        cgroups = (None, os.path.join(pt.cgroup2_mount(), quiet.lstrip('/')))
         pt.check(oct(os.stat(mp).st_mode & 0o777) == '0o666', 'socket mode 0666', oct(os.stat(mp).st_mode))
 
         # pressurectl memory-pressure-env prints a drop-in that works as is.
@@ -47,13 +55,14 @@ def main():
         pt.check_eq(env['MEMORY_PRESSURE_WRITE'], proxylib.write_value(b'some 150000 2000000'), 'write value')
 
         # One client: its registration is in its own cgroup, and Inject reaches it.
-        c = proxylib.Client(env['MEMORY_PRESSURE_WATCH'], env['MEMORY_PRESSURE_WRITE'])
+        c = proxylib.Client(env['MEMORY_PRESSURE_WATCH'], env['MEMORY_PRESSURE_WRITE'], cgroups=cgroups)
         clients.append(c)
         pt.wait_for(lambda: c.pid in proxied(d), timeout=WAIT, what='client listed as proxied')
         reg, entry = proxied(d)[c.pid]
         with open(f'/proc/{c.pid}/cgroup') as f:
             own = f.read()
         pt.check(f':{entry["cgroup"]}\n' in own, 'the registration is on the peer\'s own cgroup', entry, own)
+        pt.check_eq(entry['cgroup'], quiet, 'the peer\'s cgroup2 cgroup, which has memory.pressure')
         if reg['source'] == 'psi':
             pt.check_eq(reg['trigger']['psi']['threshold_us'] * 2000000 // reg['trigger']['psi']['window_us'],
                         150000, 'trigger ratio kept')
@@ -64,7 +73,7 @@ def main():
 
         # 100 clients, same cgroup and trigger: one kernel registration.
         for _ in range(CLIENTS - 1):
-            clients.append(proxylib.Client(mp, proxylib.write_value(b'some 150000 2000000')))
+            clients.append(proxylib.Client(mp, proxylib.write_value(b'some 150000 2000000'), cgroups=cgroups))
         pt.wait_for(lambda: len(proxied(d)) == CLIENTS, timeout=WAIT, what=f'{CLIENTS} proxied clients')
         regs = {(r['cgroup'], r['source'], str(r['trigger'])) for r, _ in proxied(d).values()}
         pt.check_eq(len(regs), 1, 'one shared registration')
@@ -98,7 +107,7 @@ def main():
         pt.wait_for(lambda: not d.status()['registrations'], timeout=WAIT, what='registration released')
 
         # Garbage: a warning naming the pid, and the default trigger.
-        g = proxylib.Client(mp, proxylib.write_value(b'\x01\x02 not a trigger'))
+        g = proxylib.Client(mp, proxylib.write_value(b'\x01\x02 not a trigger'), cgroups=cgroups)
         clients.append(g)
         pt.wait_for(lambda: g.pid in proxied(d), timeout=WAIT, what='garbage client attached')
         pt.wait_for(lambda: f'pid {g.pid}' in d.log() and 'other than a PSI trigger' in d.log(),
@@ -112,7 +121,7 @@ def main():
         pt.check_eq(d.status()['counters']['proxy_invalid_requests'], 1, 'invalid request counted')
 
         # No MEMORY_PRESSURE_WRITE: nothing written, the default after the deadline.
-        n = proxylib.Client(mp, None)
+        n = proxylib.Client(mp, None, cgroups=cgroups)
         clients.append(n)
         pt.wait_for(lambda: n.pid in proxied(d), timeout=WAIT, what='silent client attached')
         pt.check_eq(proxied(d)[n.pid][0]['trigger'], reg['trigger'], 'silent client shares the default')
