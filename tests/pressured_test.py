@@ -413,15 +413,17 @@ def real_cgroups(v1=True, v2=True, limit='64M'):
             remove_cgroup(d)
 
 
-def cgroup2_mount():
+def cgroup2_mount(mountinfo=None):
     """Where cgroup2 is mounted, found as the daemon finds it (the first
-    cgroup2 mount of its hierarchy's root in /proc/self/mountinfo), or None."""
-    try:
-        with open('/proc/self/mountinfo') as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return None
-    for line in lines:
+    cgroup2 mount of its hierarchy's root in /proc/self/mountinfo, or in
+    the text @mountinfo), or None."""
+    if mountinfo is None:
+        try:
+            with open('/proc/self/mountinfo') as f:
+                mountinfo = f.read()
+        except OSError:
+            return None
+    for line in mountinfo.splitlines():
         fields, _, rest = line.partition(' - ')
         fields = fields.split()
         if len(fields) >= 5 and rest.split()[:1] == ['cgroup2'] and fields[3] == '/':
@@ -445,8 +447,10 @@ def quiet_cgroup():
     """
     require_root('the quiet cgroup is made in the machine\'s cgroup2 hierarchy')
     root = cgroup2_mount()
-    if root is None or not os.path.exists(os.path.join(root, 'cgroup.procs')):
-        skip('no cgroup2 hierarchy in /proc/self/mountinfo for a quiet cgroup')
+    if root is None:
+        skip('no cgroup2 mount in /proc/self/mountinfo for a quiet cgroup')
+    if not os.path.exists(os.path.join(root, 'cgroup.procs')):
+        skip(f'{root} is no cgroup2 hierarchy (no cgroup.procs) for a quiet cgroup')
     name = f'pressured-test-{os.getpid()}-{uuid.uuid4().hex[:8]}'
     d = os.path.join(root, name)
     os.mkdir(d)
