@@ -223,6 +223,12 @@ int manager_listen(Manager *m, const char *path) {
         if (k == 0 && unlink(path) == 0)
                 log_info("Removed the stale socket %s left by a previous instance.", path);
 
+        /* The memory-pressure socket first: once the varlink socket accepts,
+         * whoever waited for it finds the daemon's sockets all in place. */
+        k = proxy_start(m, -1, m->proxy_path);
+        if (k < 0)
+                return k;
+
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return log_error_errno(errno, "Failed to create socket: %m");
@@ -238,9 +244,6 @@ int manager_listen(Manager *m, const char *path) {
                 return log_error_errno(errno, "Failed to listen on %s: %m", path);
         m->listen_fd = TAKE_FD(fd);
         log_info("Listening on %s.", path);
-        k = proxy_start(m, -1, m->proxy_path);
-        if (k < 0)
-                return k;
         return client_accept_start(m);
 }
 

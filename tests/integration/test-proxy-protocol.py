@@ -4,7 +4,8 @@
 newline-terminated trigger; a line longer than the bound is a warning and
 the default trigger, and what follows is read and discarded; MaxClients=
 counts proxied and varlink clients together and refuses beyond it; one
-byte per Inject; an empty [MemoryPressure] Socket= turns the socket off."""
+byte per Inject; an empty [MemoryPressure] Socket= turns the socket off.
+The memory-pressure socket is ready before the varlink socket listens."""
 
 import os
 import socket
@@ -33,6 +34,12 @@ def main():
     mp = os.path.join(d.tmpdir, 'mp')
     d.write_config(f'[MemoryPressure]\nSocket={mp}\n[Limits]\nMaxClients=3\n')
     with d:
+        # Both sockets are in place once the varlink socket accepts (which is
+        # what Daemon waits for): the memory-pressure one is bound first.
+        log = d.log()
+        pt.check(0 <= log.find(f'memory-pressure protocol on {mp}') < log.find(f'Listening on {d.socket}'),
+                 'the memory-pressure socket is bound before the varlink socket listens', log)
+        pt.check_eq(os.stat(mp).st_mode & 0o777, 0o666, 'memory-pressure socket mode once the daemon is ready')
         a = connect(mp, b'some 150ms 2s\n')
         pt.wait_for(lambda: len(proxied(d)) == 1, timeout=WAIT, what='newline-terminated trigger attached')
         t1 = proxied(d)[0][0]['trigger']
