@@ -286,21 +286,47 @@ def build(out, suffix=''):
                      f"{r['load_min']}–{r['load_max']}"])
     text = table(['watchers', 'runs', 'wall s (mean ± sd)', 'min / max', 'some stall s', 'full stall s',
                   'watchers CPU s', 'watchers switches', 'events per run', 'load average'], body)
+    text += build_per_event(out, suffix, int(info.get('watchers', 100)))
     limit = int(info.get('limit', 0))
+    cold = info.get('cache') == 'cold'
     text += (f"\n`meson setup` and `ninja -j2` of this project from a clean tree (git archive of HEAD) in a "
              f"fresh cgroup limited to {limit >> 20} MiB "
              f"({'memory.max' if info.get('v2_memory_controller') == '1' else 'v1 memory.limit_in_bytes, plus a cgroup2 directory for PSI'}), "
              f"{info.get('runs', '?')} runs per setup alternating after one unmeasured warm-up "
-             f"({num(info.get('warmup_wall_s'), 1)} s). Watchers: {info.get('watchers', '?')} subscribers of one "
+             f"({num(info.get('warmup_wall_s'), 1)} s). "
+             + ('Before each run the page cache is dropped, so the compilers, headers and sources are read inside '
+                "the build's cgroup and charged to it. " if cold else '')
+             + f"Watchers: {info.get('watchers', '?')} subscribers of one "
              f"daemon (the daemon plus the client process reading them), or {info.get('watchers', '?')} processes "
              f"each holding its own trigger (psi-holders), all with `{info.get('trigger', '?')}` on the build's "
-             'cgroup; their on-CPU time (/proc/PID/task/*/schedstat, as utime + stime in ns) and context switches over the build. Stall: memory.pressure '
+             'cgroup; their on-CPU time (/proc/PID/task/*/schedstat, as utime + stime in ns) and context switches '
+             'over the build. "Events per run" counts deliveries: one kernel event reaches every subscriber, or '
+             'wakes every holder. Stall: memory.pressure '
              f"total= of the cgroup over the build. {info.get('where', '?')}: kernel {info.get('kernel', '?')}, "
              f"{info.get('cpus', '?')} CPUs, {info.get('date', '')}; the load average column is the machine's at "
              'the start of each run (other work on the machine). Reproduce with `tests/bench/bench-build.py '
              f"--runs {info.get('runs', '5')} --limit {limit >> 20}M --trigger \"{info.get('trigger', '')}\""
-             f"{' --vm' if suffix else ''} --out DIR`.\n")
+             f" --cache {info.get('cache', 'warm')}{' --vm' if suffix else ''} --out DIR`.\n")
     return text
+
+
+def build_per_event(out, suffix, watchers):
+    """The watchers' cost per kernel event, summed over the runs of each setup."""
+    runs = load(out, f'build{suffix}-runs.csv')
+    body = []
+    for setup, what in (('pressured', 'pressured (the daemon and one client process reading all connections)'),
+                        ('own-triggers', f'own-triggers ({watchers} processes)')):
+        rs = [r for r in runs if r['setup'] == setup and r['rc'] == '0']
+        kernel_events = sum(int(r['events']) for r in rs) / watchers
+        if not kernel_events:
+            continue
+        body.append([what, num(kernel_events),
+                     num(sum(int(r['watch_switches']) for r in rs) / kernel_events, 1),
+                     f"{num(sum(float(r['watch_cpu_s']) for r in rs) / kernel_events * 1000, 1)} ms"])
+    if not body:
+        return ''
+    return ('\nPer kernel event, over all runs of each setup:\n\n'
+            + table(['watchers', 'kernel events', 'switches per kernel event', 'CPU per kernel event'], body))
 
 
 def main():
