@@ -575,9 +575,11 @@ static int subscription_start(pressure_subscription *s) {
         r = conn_connect(s->client->socket_path, &fd);
         if (r < 0)
                 return r;
-        /* A fresh socket's buffer takes a small request whole; if not, retry later. */
+        /* A fresh socket's buffer takes a small request whole; if not, retry
+         * later. A daemon that refused us may have answered and closed before
+         * the request went out: its answer is read like any other. */
         r = conn_send(fd, s->request, 0);
-        if (r < 0)
+        if (r < 0 && !conn_peer_closed(r))
                 return r;
         s->fd = TAKE_FD(fd);
         r = subscription_watch(s);
@@ -670,9 +672,7 @@ _public_ int pressure_client_subscribe(pressure_client *c, const pressure_select
         deadline = call_deadline(c);
         r = conn_connect(c->socket_path, &fd);
         if (r >= 0)
-                r = conn_send(fd, s->request, deadline);
-        if (r >= 0)
-                r = conn_receive(fd, &s->buffer, deadline, &reply);
+                r = conn_send_receive(fd, s->request, deadline, &s->buffer, &reply);
         if (r < 0) {
                 if (!c->wait_for_daemon || !c->reconnect || !conn_is_disconnect(r))
                         goto fail;
@@ -1017,9 +1017,7 @@ static int client_call_json_full(pressure_client *c, const char *method, json_t 
         r = conn_connect(c->socket_path, &fd);
         if (r < 0)
                 return r;
-        r = conn_send(fd, text, deadline);
-        if (r >= 0)
-                r = conn_receive(fd, &buffer, deadline, &reply);
+        r = conn_send_receive(fd, text, deadline, &buffer, &reply);
         conn_buffer_done(&buffer);
         if (r < 0)
                 return r;

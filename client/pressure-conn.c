@@ -148,6 +148,21 @@ int conn_receive(int fd, ConnBuffer *b, uint64_t deadline, json_t **ret) {
         }
 }
 
+bool conn_peer_closed(int error) {
+        return error == -EPIPE || error == -ECONNRESET;
+}
+
+int conn_send_receive(int fd, const char *msg, uint64_t deadline, ConnBuffer *b, json_t **ret) {
+        int r, k;
+
+        r = conn_send(fd, msg, deadline);
+        if (r < 0 && !conn_peer_closed(r))
+                return r;
+        k = conn_receive(fd, b, deadline, ret);
+        /* Nothing was left for us: the failed send is the better report. */
+        return r < 0 && k < 0 ? r : k;
+}
+
 int conn_error_to_errno(const char *name) {
         static const struct {
                 const char *name;

@@ -68,6 +68,17 @@ bool conn_has_message(ConnBuffer *b);
 int conn_receive(int fd, ConnBuffer *b, uint64_t deadline, json_t **ret);
 
 /*
+ * conn_send_receive - conn_send() @msg, then conn_receive() the answer.
+ * A daemon that refuses a client answers and closes without reading its
+ * request; when the send fails because the peer is gone, the answer it
+ * left is returned all the same. Otherwise as conn_send(), conn_receive().
+ */
+int conn_send_receive(int fd, const char *msg, uint64_t deadline, ConnBuffer *b, json_t **ret);
+
+/* conn_peer_closed - whether a send() error means the peer closed its end. */
+bool conn_peer_closed(int error);
+
+/*
  * conn_error_to_errno - the errno value for a varlink error name:
  * PermissionDenied -EACCES, NoSuchCgroup -ENOENT, InvalidCgroupPath,
  * InvalidTrigger, InvalidParameter, ConfigurationRejected -EINVAL,

@@ -20,6 +20,7 @@ import pressured_test as pt  # noqa: E402
 WAIT = 60.0 if pt.WRAPPER else 10.0  # bound on waits that normally take milliseconds
 MAX_CLIENTS = 5
 PER_USER = 2
+CTL_REFUSALS = 30  # pressurectl runs over the per-user limit
 
 
 def served(v):
@@ -93,6 +94,13 @@ def per_user_child(sock):
         out['refusal'] = repr(e)
     out['refused_closed'] = extra.is_closed(timeout=WAIT)
     extra.close()
+    # libpressure reports the refusal as such, also when the daemon has
+    # answered and closed before the request was written (EPIPE on send).
+    out['ctl'] = []
+    for i in range(CTL_REFUSALS):
+        args = ('status',) if i % 2 else ('watch', '--wait', '--count', '1', '/')
+        p = pt.run_ctl(*args, socket=sock, timeout=WAIT)
+        out['ctl'].append((args[0], p.returncode, p.stderr.strip()))
     out['held_still_served'] = all(served(v) for v in held)
     held.pop().close()
     deadline = time.monotonic() + WAIT
@@ -122,6 +130,9 @@ def test_max_clients_per_user():
         pt.check(r.get('parameters') == {'limit': 'MaxClientsPerUser', 'value': PER_USER},
                  'LimitExceeded names MaxClientsPerUser', r)
         pt.check(out['refused_closed'], 'the refused connection is closed', out)
+        bad = [c for c in out['ctl'] if c[1] != 1 or 'LimitExceeded {"limit":"MaxClientsPerUser"' not in c[2]]
+        pt.check(len(out['ctl']) == CTL_REFUSALS and not bad,
+                 'pressurectl status and watch --wait report LimitExceeded every time', bad)
         pt.check(out['held_still_served'], 'the user\'s other clients are still served', out)
         pt.check(out['after_leave_served'], 'a client leaving frees a per-user slot', out)
         # Root is not subject to the per-user limit.
