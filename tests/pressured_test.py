@@ -368,6 +368,17 @@ def run_ctl(*args, socket=None, timeout=10, user=None, input=None, env=None):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=input, env=e)
 
 
+def first_line(cmd):
+    """Start @cmd, return the first line of its stdout (with its newline, or
+    '' if it ended without one), then kill it."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        return proc.stdout.readline()
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
 def as_user(user):
     """preexec_fn that drops to @user (for subprocesses run as an unprivileged peer)."""
     pw = pwd.getpwnam(user)

@@ -191,13 +191,7 @@ def test_watch_prints_reason():
 
         # Nothing adjusted, nothing said.
         pt.wait_for(lambda: d.status()['subscriptions'] == 0, timeout=WAIT, what='the watches to go')
-        proc = subprocess.Popen([pt.PRESSURECTL, '--socket', d.socket, 'watch', cgroup, '--psi', 'some 200ms 2s'],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            line = proc.stdout.readline()
-        finally:
-            proc.kill()
-            proc.communicate()
+        line = pt.first_line([pt.PRESSURECTL, '--socket', d.socket, 'watch', cgroup, '--psi', 'some 200ms 2s'])
         pt.check_eq(line, f'Watching {cgroup}: psi (some 200ms 2s)\n', 'a kept trigger has no adjustment note')
 
 

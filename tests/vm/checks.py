@@ -771,15 +771,9 @@ def t_policy_quota():
                  'the reason does not name the quota and the uid', reason)
         # pressurectl watch, as that user and for the same trigger, prints the reason in its header.
         t = fast(QUOTA)
-        watch = subprocess.Popen(['setpriv', f'--reuid={uid}', f'--regid={u1.pw_gid}', '--clear-groups',
-                                  pt.PRESSURECTL, 'watch', cg, '--psi',
-                                  f'some {t["threshold_us"] // 1000}ms {t["window_us"] // 1000}ms'],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            header = watch.stdout.readline()
-        finally:
-            watch.kill()
-            watch.communicate()
+        header = pt.first_line(['setpriv', f'--reuid={uid}', f'--regid={u1.pw_gid}', '--clear-groups',
+                                pt.PRESSURECTL, 'watch', cg, '--psi',
+                                f'some {t["threshold_us"] // 1000}ms {t["window_us"] // 1000}ms'])
         pt.check(header.rstrip('\n').endswith(f', adjusted by the daemon: {reason}'),
                  'pressurectl watch does not print the reason in its header', header)
         pt.check_eq(fast_use()[0], {uid: QUOTA}, 'a rounded trigger is not charged')
