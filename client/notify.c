@@ -615,6 +615,9 @@ int notify_main(int argc, char **argv, const char *socket, bool user, bool json)
                 }
         if (optind < argc)
                 return usage_error("notify ", "unexpected argument '%s'", argv[optind]);
+        /* Without --dry-run nothing is printed: say so rather than ignore it. */
+        if (json && !n.dry_run)
+                return usage_error("notify ", "--json needs --dry-run: notifications go to the desktop, not to stdout");
 
         if (!roots_given && top_roots_from_mountinfo(&n.roots) < 0)
                 fprintf(stderr, "pressurectl: notify: cannot find the cgroup hierarchies, "

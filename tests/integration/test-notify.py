@@ -70,6 +70,9 @@ def test_usage():
                        (['--cgroup', '/a/../b'], 'cgroup with ..'), (['extra'], 'an argument'), (['--bogus'], 'unknown option')):
         res = pt.run_ctl('notify', *args)
         check(res.returncode == 2 and 'notify --help' in res.stderr, f'notify {what}: exit 2', res.returncode, res.stderr)
+    res = pt.run_ctl('--json', 'notify')
+    check(res.returncode == 2 and '--json needs --dry-run' in res.stderr, 'notify --json without --dry-run: exit 2',
+          res.returncode, res.stderr)
     res = pt.run_ctl('notify', '--help')
     check(res.returncode == 0 and '--on-cleared' in res.stdout and '--min-interval' in res.stdout, 'notify --help', res.stdout)
     check(' notify ' in pt.run_ctl('--help').stdout, 'pressurectl --help lists notify')
