@@ -38,6 +38,21 @@ SLOW_FACTOR = 10 if WRAPPER else 1
 V2_ROOT = '/sys/fs/cgroup/unified'
 V1_MEMORY_ROOT = '/sys/fs/cgroup/memory'
 
+_MAIN_PID = os.getpid()
+
+
+def _on_sigterm(signum, frame):
+    """A test stopped with SIGTERM (meson's timeout, or a stopped run) unwinds
+    like one that fails, so that its cgroups and temporary directories are
+    removed. A forked child (run_as) must not run its parent's clean-up: it
+    just exits."""
+    if os.getpid() != _MAIN_PID:
+        os._exit(128 + signum)
+    sys.exit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, _on_sigterm)
+
 
 def skip(reason):
     print(f'SKIP: {reason}', flush=True)

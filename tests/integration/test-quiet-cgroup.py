@@ -3,11 +3,13 @@
 """The harness's quiet cgroup (pressured_test.quiet_cgroup()): an empty
 cgroup2 directory named as the daemon names it, where a level subscription
 is PSI and only injected events arrive; removed at exit, also when the test
-fails; skipped (exit 77) with a reason without root, cgroup2 or
+fails or is stopped with SIGTERM (meson's timeout); skipped (exit 77) with a reason without root, cgroup2 or
 memory.pressure; the cgroup2 mount found in mountinfo as the daemon finds
 it."""
 import os
 import re
+import signal
+import subprocess
 import sys
 import tempfile
 
@@ -99,12 +101,55 @@ def test_skips():
     check_eq(pt.run_as('nobody', as_nobody), 77, 'without root: exit 77')
 
 
+WAIT = 60.0 if pt.WRAPPER else 10.0
+
+SIGTERM_CHILD = """
+import os, sys, time
+sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
+import pressured_test as pt
+with pt.quiet_cgroup() as cg:
+    if os.fork() == 0:  # a forked child that is stopped too must not remove it
+        time.sleep(600)
+    print(cg, flush=True)
+    time.sleep(600)
+"""
+
+
+def test_sigterm():
+    """A test stopped with SIGTERM (meson's timeout) still removes its quiet
+    cgroup, and exits with 128 + SIGTERM; its forked children don't remove it."""
+    proc = subprocess.Popen([sys.executable, '-c', SIGTERM_CHILD], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        cg = proc.stdout.readline().strip()
+        path = pt.cgroup2_mount() + cg
+        pt.check(cg.startswith('/pressured-test-') and os.path.isdir(path), 'the child made its quiet cgroup', cg)
+        children = [int(x) for x in open(f'/proc/{proc.pid}/task/{proc.pid}/children').read().split()]
+        pt.check(len(children) == 1, 'the child forked once', children)
+        os.kill(children[0], signal.SIGTERM)
+        pt.wait_for(lambda: not os.path.exists(f'/proc/{children[0]}/cmdline') or
+                    open(f'/proc/{children[0]}/stat').read().rpartition(')')[2].split()[0] == 'Z',
+                    timeout=WAIT, what='the forked child to exit')
+        pt.check(os.path.isdir(path), 'a forked child stopped by SIGTERM leaves the cgroup alone', path)
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=WAIT)
+        pt.check_eq(rc, 128 + signal.SIGTERM, 'exit status on SIGTERM')
+        pt.check(not os.path.exists(path), 'the quiet cgroup is removed on SIGTERM', path)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
 def main():
     pt.require_root('the quiet cgroup is made in the machine\'s cgroup2 hierarchy')
     test_mountinfo()
     test_skips()
     if pt.cgroup2_mount() is None:
         pt.skip('no cgroup2 hierarchy (the helper itself was checked)')
+    test_sigterm()
     with pt.Daemon() as d:
         test_quiet(d)
     print('ok')
