@@ -5,7 +5,9 @@ newline-terminated trigger; a line longer than the bound is a warning and
 the default trigger, and what follows is read and discarded; MaxClients=
 counts proxied and varlink clients together and refuses beyond it; one
 byte per Inject; an empty [MemoryPressure] Socket= turns the socket off.
-The memory-pressure socket is ready before the varlink socket listens."""
+The memory-pressure socket is ready before the varlink socket listens. A
+peer whose /proc/PID/cgroup cannot be read (it handed its connection on and
+exited) is logged and watches the whole system."""
 
 import os
 import socket
@@ -27,6 +29,26 @@ def connect(path, data=b''):
     if data:
         s.sendall(data)
     return s
+
+
+def connect_and_exit(path):
+    """Connect to @path in a child that passes the connection back and exits:
+    the peer credentials name a process that is gone. Returns (its pid, the
+    connection)."""
+    here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            s = connect(path)
+            socket.send_fds(there, [b'x'], [s.fileno()])
+        finally:
+            os._exit(0)
+    there.close()
+    _, fds, _, _ = socket.recv_fds(here, 1, 1)
+    here.close()
+    os.waitpid(pid, 0)
+    pt.check(len(fds) == 1 and not os.path.exists(f'/proc/{pid}'), 'the child passed its connection and is gone', fds)
+    return pid, socket.socket(fileno=fds[0])
 
 
 def main():
@@ -76,6 +98,20 @@ def main():
         a.close()
         b.close()
         pt.wait_for(lambda: d.status()['proxied_clients'] == 0, timeout=WAIT, what='closed clients released')
+
+        # A peer that handed its connection on and exited before sending its
+        # trigger: its /proc/PID/cgroup cannot be read; logged, and it
+        # watches the whole system.
+        pid, held_on = connect_and_exit(mp)
+        held_on.sendall(b'some 150ms 2s\n')
+        pt.wait_for(lambda: len(proxied(d)) == 1, timeout=WAIT, what='the handed-on connection attached')
+        pt.check(f'Cannot read /proc/{pid}/cgroup of proxied client' in d.log() and
+                 'it watches the whole system' in d.log(), 'unreadable /proc/PID/cgroup logged', d.log())
+        reg, peer = proxied(d)[0]
+        pt.check(reg['cgroup'] == '/' and peer['pid'] == pid and peer['cgroup'] == '/',
+                 'a peer whose cgroup cannot be read watches the whole system', reg)
+        held_on.close()
+        pt.wait_for(lambda: d.status()['proxied_clients'] == 0, timeout=WAIT, what='the handed-on client released')
 
     off = pt.Daemon(config_text='[MemoryPressure]\nSocket=\n')
     with off:
