@@ -548,14 +548,20 @@ def memory_load(v1dir, v2dir, size_mb=200):
     try:
         yield proc
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
+        kill_group(proc)
         # dd or cat may still be dying with a file open: wait for the group to be gone.
         wait_for(lambda: not process_group_alive(proc.pid), what='the memory load to exit')
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def kill_group(proc):
+    """SIGKILL the process group led by @proc (a Popen started in a session
+    of its own) and reap @proc."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def process_group_alive(pgid):

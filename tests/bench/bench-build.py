@@ -255,11 +255,7 @@ def build_once(src, scratch, cg, targets, timeout):
         wall = time.monotonic() - t0
         # The build runs in a session of its own: stop all of it (on the
         # timeout, or when the benchmark itself is interrupted).
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
+        pt.kill_group(p)
         pt.wait_for(lambda: not pt.process_group_alive(p.pid), timeout=60, what='the build to exit')
         shutil.rmtree(bdir, ignore_errors=True)
     return rc, wall

@@ -108,8 +108,11 @@ import os, sys, time
 sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
 import pressured_test as pt
 with pt.quiet_cgroup() as cg:
+    r, w = os.pipe()
     if os.fork() == 0:  # a forked child that is stopped too must not remove it
+        os.write(w, b'x')  # past fork: a signal now reaches the handler
         time.sleep(600)
+    os.read(r, 1)
     print(cg, flush=True)
     time.sleep(600)
 """
@@ -136,11 +139,7 @@ def test_sigterm():
         pt.check_eq(rc, 128 + signal.SIGTERM, 'exit status on SIGTERM')
         pt.check(not os.path.exists(path), 'the quiet cgroup is removed on SIGTERM', path)
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
+        pt.kill_group(proc)
 
 
 def main():
