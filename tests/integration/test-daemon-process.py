@@ -71,6 +71,35 @@ def test_live_socket():
         shutil.rmtree(second.tmpdir, ignore_errors=True)
 
 
+def test_live_memory_pressure_socket():
+    """A second daemon configured with a memory-pressure socket that a live
+    daemon serves exits non-zero, leaves no varlink socket behind, and leaves
+    the first one's socket alone."""
+    first = pt.Daemon()
+    mp = os.path.join(first.tmpdir, 'mp')
+    first.write_config(f'[MemoryPressure]\nSocket={mp}\n')
+    with first:
+        second = pt.Daemon(config_text=f'[MemoryPressure]\nSocket={mp}\n')
+        second.start(wait=False)
+        try:
+            rc = second.proc.wait(timeout=WAIT)
+        except subprocess.TimeoutExpired:
+            second.kill()
+            raise AssertionError('a second daemon on a live memory-pressure socket did not exit')
+        second.logf.close()
+        log = second.log()
+        pt.check(rc != 0 and f'Another process is serving {mp}; not taking it over' in log,
+                 'a live memory-pressure socket is not taken over', rc, log)
+        pt.check(not os.path.exists(second.socket), 'the second daemon leaves no varlink socket behind', log)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(mp)
+        s.sendall(b'some 150ms 2s\n')
+        pt.wait_for(lambda: first.status()['proxied_clients'] == 1, timeout=WAIT,
+                    what='the first daemon still serving its memory-pressure socket')
+        s.close()
+        shutil.rmtree(second.tmpdir, ignore_errors=True)
+
+
 def test_sigterm():
     # Subscribed on an empty cgroup: a real event on / would arrive before the end of file.
     with pt.quiet_cgroup() as cg:
@@ -163,6 +192,7 @@ def main():
     test_command_line()
     test_stale_socket()
     test_live_socket()
+    test_live_memory_pressure_socket()
     test_sigterm()
     test_bad_config()
     print('ok')
