@@ -289,7 +289,9 @@ def build(out, suffix=''):
     text += build_per_event(out, suffix, int(info.get('watchers', 100)))
     limit = int(info.get('limit', 0))
     cold = info.get('cache') == 'cold'
-    text += (f"\n`meson setup` and `ninja -j2` of this project from a clean tree (git archive of HEAD) in a "
+    targets = info.get('targets', 'all')
+    what = 'this project' if targets == 'all' else f'`{targets}` of this project'
+    text += (f"\n`meson setup` and `ninja -j2` of {what} from a clean tree (git archive of HEAD) in a "
              f"fresh cgroup limited to {limit >> 20} MiB "
              f"({'memory.max' if info.get('v2_memory_controller') == '1' else 'v1 memory.limit_in_bytes, plus a cgroup2 directory for PSI'}), "
              f"{info.get('runs', '?')} runs per setup alternating after one unmeasured warm-up "
@@ -306,7 +308,8 @@ def build(out, suffix=''):
              f"{info.get('cpus', '?')} CPUs, {info.get('date', '')}; the load average column is the machine's at "
              'the start of each run (other work on the machine). Reproduce with `tests/bench/bench-build.py '
              f"--runs {info.get('runs', '5')} --limit {limit >> 20}M --trigger \"{info.get('trigger', '')}\""
-             f" --cache {info.get('cache', 'warm')}{' --vm' if suffix else ''} --out DIR`.\n")
+             f" --cache {info.get('cache', 'warm')}{' --vm' if suffix else ''}"
+             + (f' --targets "{targets}"' if targets != 'all' else '') + ' --out DIR`.\n')
     return text
 
 

@@ -44,20 +44,26 @@ def test_stale_socket():
         pt.check(served(d.socket), 'the daemon serves on the path of the stale socket')
 
 
+def refused_start(second, where):
+    """Start @second, a daemon expected to give up at once because another
+    one serves @where; return its exit status and its log."""
+    second.start(wait=False)
+    try:
+        rc = second.proc.wait(timeout=WAIT)
+    except subprocess.TimeoutExpired:
+        second.kill()
+        raise AssertionError(f'a second daemon on {where} did not exit')
+    second.logf.close()
+    return rc, second.log()
+
+
 def test_live_socket():
     # On an empty cgroup of its own: real pressure on / would add events.
     with pt.quiet_cgroup() as cg, pt.Daemon() as first:
         sub = pt.Varlink(first.socket, timeout=WAIT)
         sub.subscribe(cgroup=cg, level='medium')
         second = pt.Daemon(socket_path=first.socket)
-        second.start(wait=False)
-        try:
-            rc = second.proc.wait(timeout=WAIT)
-        except subprocess.TimeoutExpired:
-            second.kill()
-            raise AssertionError('a second daemon on a live socket did not exit')
-        second.logf.close()
-        log = second.log()
+        rc, log = refused_start(second, 'a live socket')
         pt.check(rc != 0, 'a second daemon on a live socket exits non-zero', rc, log)
         pt.check(re.search(r'another pressured', log, re.I), 'its message mentions another pressured', log)
         # The first one still owns the socket and its subscriber.
@@ -80,14 +86,7 @@ def test_live_memory_pressure_socket():
     first.write_config(f'[MemoryPressure]\nSocket={mp}\n')
     with first:
         second = pt.Daemon(config_text=f'[MemoryPressure]\nSocket={mp}\n')
-        second.start(wait=False)
-        try:
-            rc = second.proc.wait(timeout=WAIT)
-        except subprocess.TimeoutExpired:
-            second.kill()
-            raise AssertionError('a second daemon on a live memory-pressure socket did not exit')
-        second.logf.close()
-        log = second.log()
+        rc, log = refused_start(second, 'a live memory-pressure socket')
         pt.check(rc != 0 and f'Another process is serving {mp}; not taking it over' in log,
                  'a live memory-pressure socket is not taken over', rc, log)
         pt.check(not os.path.exists(second.socket), 'the second daemon leaves no varlink socket behind', log)
