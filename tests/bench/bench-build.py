@@ -5,6 +5,7 @@ with nobody watching, with 100 pressured subscribers, and with 100
 processes each holding its own PSI trigger.
 
     tests/bench/bench-build.py [--out DIR] [--runs N] [--limit SIZE] [--cache cold|warm]
+                               [--targets "T..."] [--trigger "some|full US US"]
                                [--build-timeout S] [--vm] [--quick]
 
 Each run copies nothing: the source (git archive of HEAD, extracted once
@@ -22,8 +23,9 @@ build's cgroup, by default `some 150ms 2s` (a window any process may use;
 Per run: the build's wall time, the cgroup's some and full stall totals
 (memory.pressure total=), and the watchers' on-CPU time (schedstat, the
 nanosecond counterpart of utime + stime) and
-context switches (voluntary + involuntary) over the build, plus the load
-average at its start.
+context switches (voluntary + involuntary) over the build, the daemon's
+own share of them (in every setup: with no subscriber it should do
+nothing), plus the load average at its start.
 
 By default every run starts with a cold page cache (sync, then
 /proc/sys/vm/drop_caches): the compilers, headers and sources are read
@@ -91,13 +93,13 @@ def role_subscribe(sock_path, cgroup, n, trigger_text):
     for s in socks:
         p.register(s.fileno(), select.POLLIN)
     p.register(0, select.POLLIN)
-    subscribed, events, errors = 0, 0, []
+    subscribed, events, cleared, errors = 0, 0, 0, []
     bufs = {s.fileno(): b'' for s in socks}
     ready = False
     while True:
         for f, _ in p.poll():
             if f == 0:
-                json.dump({'events': events, 'errors': errors}, sys.stdout)
+                json.dump({'events': events, 'cleared': cleared, 'errors': errors}, sys.stdout)
                 print(flush=True)
                 return
             data = os.read(f, 1 << 16)
@@ -111,10 +113,15 @@ def role_subscribe(sock_path, cgroup, n, trigger_text):
                 msg = json.loads(m)
                 if 'error' in msg:
                     errors.append(msg['error'])
-                elif msg['parameters']['event']['kind'] == 'subscribed':
+                    continue
+                kind = msg['parameters']['event']['kind']
+                if kind == 'subscribed':
                     subscribed += 1
-                else:
+                elif kind == 'pressure':
                     events += 1
+                elif kind == 'cleared':
+                    # The end of an episode, from the daemon's timer: no kernel event.
+                    cleared += 1
         if not ready and (subscribed == n or errors):
             ready = True
             print('ready' if not errors else f'failed {errors}', flush=True)
@@ -217,8 +224,8 @@ class Watchers:
             pt.check(len(self.pids) == WATCHERS, 'psi-holders children', self.pids)
 
     def stop(self):
-        """Stop the watchers; return the events they received."""
-        events = 0
+        """Stop the watchers; return the pressure events and the "cleared" events they received."""
+        events = cleared = 0
         for p in self.procs:
             p.stdin.close()
             out = p.stdout.read()
@@ -227,9 +234,10 @@ class Watchers:
                 r = json.loads(out)
                 pt.check(not r['errors'], 'subscriber errors', r['errors'])
                 events += r['events']
+                cleared += r['cleared']
             else:
                 events += int(out.split('events')[1].split()[0])
-        return events
+        return events, cleared
 
 
 def drop_caches():
@@ -270,11 +278,11 @@ def one_run(setup, src, scratch, args, daemon_socket, daemon_pid):
             drop_caches()
         load = bl.loadavg()
         p0 = cg.pressure()
-        c0 = cost(w.pids)
+        c0, d0 = cost(w.pids), cost([daemon_pid])
         rc, wall = build_once(src, scratch, cg, args.targets.split(), args.build_timeout)
-        c1 = cost(w.pids)
+        c1, d1 = cost(w.pids), cost([daemon_pid])
         p1 = cg.pressure()
-        events = w.stop()
+        events, cleared = w.stop()
         w = None
     finally:
         if w:
@@ -284,7 +292,8 @@ def one_run(setup, src, scratch, args, daemon_socket, daemon_pid):
         cg.remove()
     return {'setup': setup, 'rc': rc, 'wall_s': wall, 'some_s': (p1['some'] - p0['some']) / 1e6,
             'full_s': (p1['full'] - p0['full']) / 1e6, 'watch_cpu_s': c1[0] - c0[0],
-            'watch_switches': c1[1] - c0[1], 'events': events, 'load': load}
+            'watch_switches': c1[1] - c0[1], 'events': events, 'cleared': cleared, 'load': load,
+            'daemon_cpu_s': d1[0] - d0[0], 'daemon_switches': d1[1] - d0[1]}
 
 
 def measure(args, daemon_socket, daemon_pid, scratch):
@@ -305,7 +314,8 @@ def measure(args, daemon_socket, daemon_pid, scratch):
             rows.append(r)
             print(f'run {rep + 1}/{args.runs} {setup:>12}: rc {r["rc"]}, {r["wall_s"]:.2f} s, some '
                   f'{r["some_s"]:.3f} s, full {r["full_s"]:.3f} s, watchers {r["watch_cpu_s"]:.3f} s CPU '
-                  f'{r["watch_switches"]} switches, {r["events"]} events, load {r["load"]:.2f}', flush=True)
+                  f'{r["watch_switches"]} switches, {r["events"]} events ({r["cleared"]} cleared), load {r["load"]:.2f}; daemon '
+                  f'{r["daemon_cpu_s"]:.3f} s CPU {r["daemon_switches"]} switches', flush=True)
     shutil.rmtree(src, ignore_errors=True)
     return warm, rows
 
@@ -329,7 +339,8 @@ def summarize(rows):
 SUMMARY_HEADER = ['setup', 'runs', 'failed', 'wall_s', 'wall_sd', 'some_s', 'some_sd', 'full_s', 'full_sd',
                   'watch_cpu_s', 'watch_cpu_sd', 'watch_switches', 'watch_switches_sd', 'events', 'events_sd',
                   'wall_min', 'wall_max', 'load_min', 'load_max']
-RUN_KEYS = ['run', 'setup', 'rc', 'wall_s', 'some_s', 'full_s', 'watch_cpu_s', 'watch_switches', 'events', 'load']
+RUN_KEYS = ['run', 'setup', 'rc', 'wall_s', 'some_s', 'full_s', 'watch_cpu_s', 'watch_switches', 'events', 'cleared',
+            'load', 'daemon_cpu_s', 'daemon_switches']
 
 
 def report(args, where, warm, rows, emit):

@@ -302,20 +302,30 @@ def build(out, suffix=''):
              f"daemon (the daemon plus the client process reading them), or {info.get('watchers', '?')} processes "
              f"each holding its own trigger (psi-holders), all with `{info.get('trigger', '?')}` on the build's "
              'cgroup; their on-CPU time (/proc/PID/task/*/schedstat, as utime + stime in ns) and context switches '
-             'over the build. "Events per run" counts deliveries: one kernel event reaches every subscriber, or '
-             'wakes every holder. Stall: memory.pressure '
-             f"total= of the cgroup over the build. {info.get('where', '?')}: kernel {info.get('kernel', '?')}, "
-             f"{info.get('cpus', '?')} CPUs, {info.get('date', '')}; the load average column is the machine's at "
-             'the start of each run (other work on the machine). Reproduce with `tests/bench/bench-build.py '
+             'over the build. "Events per run" counts deliveries of pressure events: one kernel event reaches '
+             'every subscriber, or wakes every holder. Stall: memory.pressure '
+             f"total= of the cgroup over the build. {where(out, suffix, info)}; the load average column is the "
+             "machine's at the start of each run. Reproduce with `tests/bench/bench-build.py "
              f"--runs {info.get('runs', '5')} --limit {limit >> 20}M --trigger \"{info.get('trigger', '')}\""
              f" --cache {info.get('cache', 'warm')}{' --vm' if suffix else ''}"
              + (f' --targets "{targets}"' if targets != 'all' else '') + ' --out DIR`.\n')
     return text
 
 
+def where(out, suffix, info):
+    """Where a build series ran: the host, or the VM with the host's load around it."""
+    if not suffix:
+        return f"Host: kernel {info.get('kernel', '?')}, {info.get('cpus', '?')} CPUs, {info.get('date', '')}"
+    host = kv(out, f'build{suffix}-host.csv')
+    return (f"Guest: kernel {info.get('kernel', '?')}, {info.get('cpus', '?')} CPUs under TCG, "
+            f"{info.get('date', '')} at the end; host load average {host.get('host_load_start', '?')} at the "
+            f"start and {host.get('host_load_end', '?')} at the end")
+
+
 def build_per_event(out, suffix, watchers):
     """The watchers' cost per kernel event, summed over the runs of each setup."""
     runs = load(out, f'build{suffix}-runs.csv')
+    split = bool(runs) and 'daemon_cpu_s' in runs[0]
     body = []
     for setup, what in (('pressured', 'pressured (the daemon and one client process reading all connections)'),
                         ('own-triggers', f'own-triggers ({watchers} processes)')):
@@ -323,13 +333,46 @@ def build_per_event(out, suffix, watchers):
         kernel_events = sum(int(r['events']) for r in rs) / watchers
         if not kernel_events:
             continue
-        body.append([what, num(kernel_events),
-                     num(sum(int(r['watch_switches']) for r in rs) / kernel_events, 1),
-                     f"{num(sum(float(r['watch_cpu_s']) for r in rs) / kernel_events * 1000, 1)} ms"])
+        row = [what, num(kernel_events),
+               num(sum(int(r['watch_switches']) for r in rs) / kernel_events, 1),
+               f"{num(sum(float(r['watch_cpu_s']) for r in rs) / kernel_events * 1000, 1)} ms"]
+        if split:
+            row.append(f"{num(sum(int(r['daemon_switches']) for r in rs) / kernel_events, 1)} / "
+                       f"{num(sum(float(r['daemon_cpu_s']) for r in rs) / kernel_events * 1000, 1)} ms"
+                       if setup == 'pressured' else '–')
+        body.append(row)
     if not body:
         return ''
-    return ('\nPer kernel event, over all runs of each setup:\n\n'
-            + table(['watchers', 'kernel events', 'switches per kernel event', 'CPU per kernel event'], body))
+    header = ['watchers', 'kernel events', 'switches per kernel event', 'CPU per kernel event']
+    text = '\nPer kernel event, over all runs of each setup:\n\n' + table(
+        header + (['of which the daemon: switches / CPU'] if split else []), body)
+    pr = [r for r in runs if r['setup'] == 'pressured' and r['rc'] == '0']
+    if pr and 'cleared' in pr[0] and any(int(r['cleared']) for r in pr):
+        text += (f"\nBesides the pressure events, pressured delivered "
+                 f"{num(sum(int(r['cleared']) for r in pr) / watchers)} `cleared` events per subscriber in all "
+                 "(the end of an episode, from the daemon's own timer); they are in the CPU and switches above "
+                 "but not in the kernel events.\n")
+    if split:
+        # The daemon's own cost with nobody subscribed: it should do nothing
+        # (under systemd, but for its watchdog ping).
+        idle = [r for r in runs if r['setup'] in ('none', 'own-triggers') and r['rc'] == '0']
+        wall = sum(float(r['wall_s']) for r in idle)
+        if idle and wall > 0 and pr:
+            sw = sum(int(r['daemon_switches']) for r in idle)
+            cpu = sum(float(r['daemon_cpu_s']) for r in idle)
+            kernel_events = sum(int(r['events']) for r in pr) / watchers
+            pwall = sum(float(r['wall_s']) for r in pr)
+            text += (f"\nThe daemon with no subscriber (the none and own-triggers runs, {len(idle)} builds, "
+                     f"{num(wall)} s): {num(sw)} context switches and {num(cpu * 1000, 1)} ms CPU in all"
+                     + (f", one context switch every {num(wall / sw, 1)} s." if sw else ': it did nothing.'))
+            if kernel_events and (sw or cpu):
+                text += (" Less that rate, the daemon's share in the pressured runs is "
+                         f"{num((sum(int(r['daemon_switches']) for r in pr) - sw / wall * pwall) / kernel_events, 1)}"
+                         " switches and "
+                         f"{num((sum(float(r['daemon_cpu_s']) for r in pr) - cpu / wall * pwall) / kernel_events * 1000, 1)}"
+                         " ms CPU per kernel event.")
+            text += '\n'
+    return text
 
 
 def main():
