@@ -314,7 +314,8 @@ def measure(args, daemon_socket, daemon_pid, scratch):
             rows.append(r)
             print(f'run {rep + 1}/{args.runs} {setup:>12}: rc {r["rc"]}, {r["wall_s"]:.2f} s, some '
                   f'{r["some_s"]:.3f} s, full {r["full_s"]:.3f} s, watchers {r["watch_cpu_s"]:.3f} s CPU '
-                  f'{r["watch_switches"]} switches, {r["events"]} events ({r["cleared"]} cleared), load {r["load"]:.2f}; daemon '
+                  f'{r["watch_switches"]} switches, {r["events"]} events ({r["cleared"]} cleared), '
+                  f'load {r["load"]:.2f}; daemon '
                   f'{r["daemon_cpu_s"]:.3f} s CPU {r["daemon_switches"]} switches', flush=True)
     shutil.rmtree(src, ignore_errors=True)
     return warm, rows

@@ -322,23 +322,27 @@ def where(out, suffix, info):
             f"start and {host.get('host_load_end', '?')} at the end")
 
 
+def total(rows, key):
+    return sum(float(r[key]) for r in rows)
+
+
 def build_per_event(out, suffix, watchers):
     """The watchers' cost per kernel event, summed over the runs of each setup."""
-    runs = load(out, f'build{suffix}-runs.csv')
+    runs = load(out, f'build{suffix}-runs.csv') or []
+    ok = {setup: [r for r in runs if r['setup'] == setup and r['rc'] == '0'] for setup in SETUPS}
     split = bool(runs) and 'daemon_cpu_s' in runs[0]
     body = []
     for setup, what in (('pressured', 'pressured (the daemon and one client process reading all connections)'),
                         ('own-triggers', f'own-triggers ({watchers} processes)')):
-        rs = [r for r in runs if r['setup'] == setup and r['rc'] == '0']
-        kernel_events = sum(int(r['events']) for r in rs) / watchers
+        rs = ok[setup]
+        kernel_events = total(rs, 'events') / watchers
         if not kernel_events:
             continue
-        row = [what, num(kernel_events),
-               num(sum(int(r['watch_switches']) for r in rs) / kernel_events, 1),
-               f"{num(sum(float(r['watch_cpu_s']) for r in rs) / kernel_events * 1000, 1)} ms"]
+        row = [what, num(kernel_events), num(total(rs, 'watch_switches') / kernel_events, 1),
+               f"{num(total(rs, 'watch_cpu_s') / kernel_events * 1000, 1)} ms"]
         if split:
-            row.append(f"{num(sum(int(r['daemon_switches']) for r in rs) / kernel_events, 1)} / "
-                       f"{num(sum(float(r['daemon_cpu_s']) for r in rs) / kernel_events * 1000, 1)} ms"
+            row.append(f"{num(total(rs, 'daemon_switches') / kernel_events, 1)} / "
+                       f"{num(total(rs, 'daemon_cpu_s') / kernel_events * 1000, 1)} ms"
                        if setup == 'pressured' else '–')
         body.append(row)
     if not body:
@@ -346,33 +350,33 @@ def build_per_event(out, suffix, watchers):
     header = ['watchers', 'kernel events', 'switches per kernel event', 'CPU per kernel event']
     text = '\nPer kernel event, over all runs of each setup:\n\n' + table(
         header + (['of which the daemon: switches / CPU'] if split else []), body)
-    pr = [r for r in runs if r['setup'] == 'pressured' and r['rc'] == '0']
-    if pr and 'cleared' in pr[0] and any(int(r['cleared']) for r in pr):
-        text += (f"\nBesides the pressure events, pressured delivered "
-                 f"{num(sum(int(r['cleared']) for r in pr) / watchers)} `cleared` events per subscriber in all "
-                 "(the end of an episode, from the daemon's own timer); they are in the CPU and switches above "
-                 "but not in the kernel events.\n")
-    if split:
-        # The daemon's own cost with nobody subscribed: it should do nothing
-        # (under systemd, but for its watchdog ping).
-        idle = [r for r in runs if r['setup'] in ('none', 'own-triggers') and r['rc'] == '0']
-        wall = sum(float(r['wall_s']) for r in idle)
-        if idle and wall > 0 and pr:
-            sw = sum(int(r['daemon_switches']) for r in idle)
-            cpu = sum(float(r['daemon_cpu_s']) for r in idle)
-            kernel_events = sum(int(r['events']) for r in pr) / watchers
-            pwall = sum(float(r['wall_s']) for r in pr)
-            text += (f"\nThe daemon with no subscriber (the none and own-triggers runs, {len(idle)} builds, "
-                     f"{num(wall)} s): {num(sw)} context switches and {num(cpu * 1000, 1)} ms CPU in all"
-                     + (f", one context switch every {num(wall / sw, 1)} s." if sw else ': it did nothing.'))
-            if kernel_events and (sw or cpu):
-                text += (" Less that rate, the daemon's share in the pressured runs is "
-                         f"{num((sum(int(r['daemon_switches']) for r in pr) - sw / wall * pwall) / kernel_events, 1)}"
-                         " switches and "
-                         f"{num((sum(float(r['daemon_cpu_s']) for r in pr) - cpu / wall * pwall) / kernel_events * 1000, 1)}"
-                         " ms CPU per kernel event.")
-            text += '\n'
-    return text
+    pr = ok['pressured']
+    if pr and 'cleared' in pr[0] and total(pr, 'cleared'):
+        text += (f"\nBesides the pressure events, pressured delivered {num(total(pr, 'cleared') / watchers)} "
+                 "`cleared` events per subscriber in all (the end of an episode, from the daemon's own timer); "
+                 "they are in the CPU and switches above but not in the kernel events.\n")
+    # The daemon's own cost with nobody subscribed: it should do nothing
+    # (under systemd, but for its watchdog ping).
+    idle = ok['none'] + ok['own-triggers']
+    wall = total(idle, 'wall_s')
+    if not (split and pr and wall > 0):
+        return text
+    sw, cpu = total(idle, 'daemon_switches'), total(idle, 'daemon_cpu_s')
+    text += (f"\nThe daemon with no subscriber (the none and own-triggers runs, {len(idle)} builds, "
+             f"{num(wall)} s): {num(sw)} context switches and {num(cpu * 1000, 1)} ms CPU in all"
+             + (f", one context switch every {num(wall / sw, 1)} s." if sw else ': it did nothing.'))
+    kernel_events = total(pr, 'events') / watchers
+    if kernel_events and (sw or cpu):
+        # Take out what the daemon would have spent over the same time with nobody subscribed.
+        pwall = total(pr, 'wall_s')
+        text += (" Less that rate, the daemon's share in the pressured runs is "
+                 f"{num((total(pr, 'daemon_switches') - sw / wall * pwall) / kernel_events, 1)} switches and "
+                 f"{num((total(pr, 'daemon_cpu_s') - cpu / wall * pwall) / kernel_events * 1000, 1)} ms CPU "
+                 "per kernel event.")
+    return text + '\n'
+
+
+SETUPS = ['none', 'pressured', 'own-triggers']
 
 
 def main():
