@@ -9,6 +9,19 @@
 #include "log.h"
 #include "manager.h"
 
+#define CONFIG_MAIN PRESSURED_CONFDIR "/pressured.conf"
+#define CONFIG_DROPINS PRESSURED_CONFDIR "/pressured.conf.d"
+
+typedef struct Args {
+        const char *config;
+        const char *socket;
+        const char *cgroup_root;
+        const char *cgroup_v1_root;
+        bool user;
+        bool dump_config;
+        int log_level;
+} Args;
+
 static void help(void) {
         printf("Usage: pressured [OPTIONS]\n"
                "\n"
@@ -30,22 +43,8 @@ static void help(void) {
                "See pressured(8) and pressured.conf(5).\n");
 }
 
-/*
- * Every client and every kernel registration costs fds, and the protection
- * reader keeps cgroup files open: use the hard limit, as the loop is epoll
- * based and never select()s.
- */
-static void bump_nofile(void) {
-        struct rlimit rl;
-
-        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
-                return;
-        rl.rlim_cur = rl.rlim_max;
-        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-                log_debug_errno(errno, "Failed to raise RLIMIT_NOFILE, ignoring: %m");
-}
-
-int main(int argc, char **argv) {
+/* Returns -1 to go on, or the exit status. */
+static int parse_argv(int argc, char **argv, Args *a) {
         enum { ARG_USER = 0x100, ARG_CGROUP_ROOT, ARG_CGROUP_V1_ROOT, ARG_DUMP_CONFIG };
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
@@ -59,42 +58,35 @@ int main(int argc, char **argv) {
                 { "version", no_argument, NULL, 'V' },
                 {}
         };
-        const char *arg_config = NULL, *arg_socket = NULL, *arg_root = NULL, *arg_v1_root = NULL;
-        _cleanup_free_ char *error = NULL, *user_socket = NULL;
-        bool arg_user = false, arg_dump = false;
-        int arg_log_level = -1, c, k;
-        Manager *m = NULL;
-        Config *config = NULL;
-        const char *socket_path;
+        int c;
 
-        log_setup();
-
+        *a = (Args) { .log_level = -1 };
         while ((c = getopt_long(argc, argv, "c:s:l:hV", options, NULL)) >= 0) {
                 switch (c) {
                 case 'c':
-                        arg_config = optarg;
+                        a->config = optarg;
                         break;
                 case 's':
-                        arg_socket = optarg;
+                        a->socket = optarg;
                         break;
                 case ARG_USER:
-                        arg_user = true;
+                        a->user = true;
                         break;
                 case ARG_CGROUP_ROOT:
-                        arg_root = optarg;
+                        a->cgroup_root = optarg;
                         break;
                 case ARG_CGROUP_V1_ROOT:
-                        arg_v1_root = optarg;
+                        a->cgroup_v1_root = optarg;
                         break;
                 case 'l':
-                        arg_log_level = log_level_from_string(optarg);
-                        if (arg_log_level < 0) {
+                        a->log_level = log_level_from_string(optarg);
+                        if (a->log_level < 0) {
                                 fprintf(stderr, "pressured: invalid log level \"%s\" (debug, info, notice, warning, err)\n", optarg);
                                 return 2;
                         }
                         break;
                 case ARG_DUMP_CONFIG:
-                        arg_dump = true;
+                        a->dump_config = true;
                         break;
                 case 'h':
                         help();
@@ -111,89 +103,105 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "pressured: unexpected argument \"%s\"; try 'pressured --help'.\n", argv[optind]);
                 return 2;
         }
+        return -1;
+}
 
-        k = config_load(PRESSURED_CONFDIR "/pressured.conf", PRESSURED_CONFDIR "/pressured.conf.d", arg_config,
-                        &config, &error);
+/*
+ * Every client and every kernel registration costs fds, and the protection
+ * reader keeps cgroup files open: use the hard limit, as the loop is epoll
+ * based and never select()s.
+ */
+static void bump_nofile(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+                return;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                log_debug_errno(errno, "Failed to raise RLIMIT_NOFILE, ignoring: %m");
+}
+
+/* The varlink socket's path: --socket, else under $XDG_RUNTIME_DIR with --user, else Socket= or the default. */
+static int socket_path(const Args *a, const Config *config, char **ret) {
+        const char *rt = getenv("XDG_RUNTIME_DIR");
+
+        if (a->socket)
+                *ret = strdup(a->socket);
+        else if (!a->user)
+                *ret = strdup(config->socket_path ?: "/run/pressured/io.pressured");
+        else if (!rt || rt[0] != '/') {
+                log_error("--user needs $XDG_RUNTIME_DIR to be set to an absolute path.");
+                return -EINVAL;
+        } else if (asprintf(ret, "%s/pressured/io.pressured", rt) < 0)
+                *ret = NULL;
+        return *ret ? 0 : log_error_errno(ENOMEM, "Out of memory.");
+}
+
+static int dump_config(Config *config) {
+        _cleanup_free_ char *text = config_format(config);
+
+        config_free(config);
+        if (!text)
+                return 1;
+        fputs(text, stdout);
+        return 0;
+}
+
+static int run(const Args *a, Config *config) {
+        _cleanup_free_ char *path = NULL;
+        ManagerOptions o = {
+                .config_main = CONFIG_MAIN,
+                .config_dropins = CONFIG_DROPINS,
+                .config_path = a->config,
+                .cgroup_root = a->cgroup_root,
+                .cgroup_v1_root = a->cgroup_v1_root,
+                .user_mode = a->user,
+                .log_level_override = a->log_level,
+        };
+        Manager *m = NULL;
+        int k;
+
+        if (socket_path(a, config, &path) < 0) {
+                config_free(config);
+                return 1;
+        }
+        o.socket_path = path;
+        if (a->log_level >= 0 && a->log_level != config->log_level)
+                log_debug("Log level %s from the command line.", log_level_to_string(a->log_level));
+        (void) signal(SIGPIPE, SIG_IGN);
+        bump_nofile();
+
+        k = manager_new(&o, config, &m);
+        if (k < 0) {
+                log_error_errno(k, "Failed to allocate the manager: %m");
+                return 1;
+        }
+        k = manager_start(m);
+        if (k >= 0)
+                k = manager_run(m);
+        manager_free(m);
+        return k < 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+        _cleanup_free_ char *error = NULL;
+        Config *config = NULL;
+        Args a;
+        int k;
+
+        log_setup();
+        k = parse_argv(argc, argv, &a);
+        if (k >= 0)
+                return k;
+
+        k = config_load(CONFIG_MAIN, CONFIG_DROPINS, a.config, &config, &error);
         if (k < 0) {
                 log_struct(LOG_ERR, MESSAGE_ID_CONFIG_REJECTED, "Invalid configuration: %s",
                            error ? error : strerror(-k));
                 return 1;
         }
-        if (arg_dump) {
-                _cleanup_free_ char *text = config_format(config);
-
-                config_free(config);
-                if (!text)
-                        return 1;
-                fputs(text, stdout);
-                return 0;
-        }
-        log_set_max_level(arg_log_level >= 0 ? arg_log_level : config->log_level);
-
-        if (arg_socket)
-                socket_path = arg_socket;
-        else if (arg_user) {
-                const char *rt = getenv("XDG_RUNTIME_DIR");
-
-                if (!rt || rt[0] != '/') {
-                        log_error("--user needs $XDG_RUNTIME_DIR to be set to an absolute path.");
-                        config_free(config);
-                        return 1;
-                }
-                if (asprintf(&user_socket, "%s/pressured/io.pressured", rt) < 0) {
-                        config_free(config);
-                        return 1;
-                }
-                socket_path = user_socket;
-        } else
-                socket_path = config->socket_path ?: "/run/pressured/io.pressured";
-
-        (void) signal(SIGPIPE, SIG_IGN);
-        bump_nofile();
-
-        k = manager_new(&m);
-        if (k < 0) {
-                config_free(config);
-                log_error_errno(k, "Failed to allocate the manager: %m");
-                return 1;
-        }
-        config_free(m->config);
-        m->config = config;
-        m->config_path = arg_config;
-        m->config_main = PRESSURED_CONFDIR "/pressured.conf";
-        m->config_dropins = PRESSURED_CONFDIR "/pressured.conf.d";
-        m->user_mode = arg_user;
-        m->log_level_override = arg_log_level;
-        if ((arg_root && !(m->cgroup_root_arg = strdup(arg_root))) ||
-            (arg_v1_root && !(m->cgroup_v1_root_arg = strdup(arg_v1_root)))) {
-                manager_free(m);
-                return 1;
-        }
-        /* The memory-pressure socket: Socket= of [MemoryPressure], else next
-         * to the varlink socket (/run/pressured/memory-pressure, or under
-         * $XDG_RUNTIME_DIR/pressured with --user). */
-        m->proxy_path_explicit = m->config->mp_socket != NULL;
-        if (m->config->mp_socket)
-                m->proxy_path = strdup(m->config->mp_socket);
-        else {
-                const char *slash = strrchr(socket_path, '/');
-
-                if (asprintf(&m->proxy_path, "%.*s/memory-pressure", slash ? (int) (slash - socket_path) : 1,
-                             slash ? socket_path : ".") < 0)
-                        m->proxy_path = NULL;
-        }
-        if (!m->proxy_path) {
-                manager_free(m);
-                return 1;
-        }
-        if (arg_log_level >= 0 && arg_log_level != config->log_level)
-                log_debug("Log level %s from the command line.", log_level_to_string(arg_log_level));
-
-        k = manager_setup_cgroups(m);
-        if (k >= 0)
-                k = manager_listen(m, socket_path);
-        if (k >= 0)
-                k = manager_run(m);
-        manager_free(m);
-        return k < 0 ? 1 : 0;
+        if (a.dump_config)
+                return dump_config(config);
+        log_set_max_level(a.log_level >= 0 ? a.log_level : config->log_level);
+        return run(&a, config);
 }

@@ -1,42 +1,113 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The manager: event loop, configuration and reload, cgroup hierarchies,
- * the listening socket (own or socket-activated), signals, sd_notify and
- * the watchdog, GetStatus and the metrics export.
+ * the listening sockets (own or socket-activated), signals, sd_notify and
+ * the watchdog, and the wiring of the layers below.
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <systemd/sd-daemon.h>
 
 #include "config-build.h"
 #include "log.h"
 #include "manager.h"
-#include "registration-episode.h"
+#include "methods.h"
+#include "metrics.h"
 #include "proxy.h"
+#include "registration.h"
+#include "socket-util.h"
 #include "source-protection.h"
 #include "status.h"
 
-int manager_new(Manager **ret) {
+struct Manager {
+        struct event_base *base;
+        Config *config;
+        char *config_main, *config_dropins, *config_path;
+        char *socket_path_arg;      /* where to bind the varlink socket */
+        char *cgroup_root_arg, *cgroup_v1_root_arg;
+        bool user_mode;
+        int log_level_override;
+
+        Hierarchy v2, v1;
+        bool mount_recursiveprot;
+        Counters counters;
+
+        SourceEnv env;
+        ProtectionSource *protection; /* NULL without a cgroup2 hierarchy */
+        Registry registry;
+        ClientServer *clients;
+        ProxyServer *proxy;         /* the memory-pressure socket, NULL when off */
+        Methods methods;
+        StatusContext status;
+        MetricsServer *metrics;
+
+        char *socket_path;          /* the varlink socket we bound and must unlink, or NULL */
+        struct event *ev_sigterm, *ev_sigint, *ev_sighup;
+        struct event *ev_watchdog;  /* exists only while the watchdog is on */
+};
+
+static int manager_reload_cb(void *userdata, char **ret_error) {
+        return manager_reload(userdata, ret_error);
+}
+
+/* Every object below keeps a pointer to the configuration in force. */
+static void manager_set_config(Manager *m, Config *c) {
+        m->config = c;
+        m->methods.config = c;
+        m->status.config = c;
+        if (m->clients)
+                m->clients->config = c;
+        proxy_set_config(m->proxy, c);
+}
+
+static int strdup_opt(const char *s, char **ret) {
+        *ret = NULL;
+        if (s && !(*ret = strdup(s)))
+                return -ENOMEM;
+        return 0;
+}
+
+int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
         Manager *m = calloc(1, sizeof(*m));
 
-        if (!m)
+        if (!m) {
+                config_free(config);
                 return -ENOMEM;
-        m->listen_fd = -1;
-        m->spare_fd = -1;
-        m->log_level_override = -1;
+        }
+        m->config = config;
+        m->log_level_override = o->log_level_override;
+        m->user_mode = o->user_mode;
         m->v1.fd = m->v2.fd = -1;
-        m->start_monotonic = now_usec(CLOCK_MONOTONIC);
+        m->status.start_monotonic = now_usec(CLOCK_MONOTONIC);
         m->base = event_base_new();
-        m->config = config_new_default();
-        if (!m->base || !m->config) {
+        if (!m->base || strdup_opt(o->config_main, &m->config_main) < 0 ||
+            strdup_opt(o->config_dropins, &m->config_dropins) < 0 || strdup_opt(o->config_path, &m->config_path) < 0 ||
+            strdup_opt(o->socket_path, &m->socket_path_arg) < 0 || strdup_opt(o->cgroup_root, &m->cgroup_root_arg) < 0 ||
+            strdup_opt(o->cgroup_v1_root, &m->cgroup_v1_root_arg) < 0) {
                 manager_free(m);
                 return -ENOMEM;
         }
+        m->env = (SourceEnv) { .base = m->base, .v2 = &m->v2, .v1 = &m->v1, .counters = &m->counters };
+        registry_init(&m->registry, &m->env, config, &m->counters);
+        m->status = (StatusContext) {
+                .registry = &m->registry,
+                .counters = &m->counters,
+                .v2 = &m->v2,
+                .v1 = &m->v1,
+                .start_monotonic = m->status.start_monotonic,
+        };
+        m->methods = (Methods) {
+                .registry = &m->registry,
+                .v2 = &m->v2,
+                .v1 = &m->v1,
+                .counters = &m->counters,
+                .status = &m->status,
+                .reload = manager_reload_cb,
+                .userdata = m,
+        };
+        manager_set_config(m, config);
         *ret = m;
         return 0;
 }
@@ -51,31 +122,28 @@ static void free_event(struct event **e) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
-        while (m->clients)
-                client_free(m->clients);
+        /* Every registration goes with its last listener. */
+        m->clients = client_server_free(m->clients);
         m->proxy = proxy_stop(m->proxy);
-        free(m->proxy_path);
-        /* Every registration went with its last subscriber. */
-        source_protection_shutdown(m);
+        registry_done(&m->registry);
+        m->protection = protection_source_free(m->protection);
         metrics_server_free(m->metrics);
-        free_event(&m->ev_accept);
-        free_event(&m->ev_reap);
         free_event(&m->ev_sigterm);
         free_event(&m->ev_sigint);
         free_event(&m->ev_sighup);
         free_event(&m->ev_watchdog);
-        free_event(&m->ev_refresh);
-        safe_close(m->listen_fd);
-        safe_close(m->spare_fd);
         if (m->socket_path) {
                 (void) unlink(m->socket_path);
                 free(m->socket_path);
         }
         hierarchy_close(&m->v1);
         hierarchy_close(&m->v2);
+        free(m->config_main);
+        free(m->config_dropins);
+        free(m->config_path);
+        free(m->socket_path_arg);
         free(m->cgroup_root_arg);
         free(m->cgroup_v1_root_arg);
-        free(m->users);
         config_free(m->config);
         if (m->base)
                 event_base_free(m->base);
@@ -83,7 +151,21 @@ Manager *manager_free(Manager *m) {
         return NULL;
 }
 
-int manager_setup_cgroups(Manager *m) {
+static bool manager_recursive_protection(const Manager *m) {
+        return config_recursive_protection(m->config, m->mount_recursiveprot);
+}
+
+static void manager_open_hierarchy(Hierarchy *h, const char *path, const char *what, const char *consequence) {
+        int k;
+
+        if (!path)
+                return;
+        k = hierarchy_open(h, path);
+        if (k < 0)
+                log_warning_errno(k, "Failed to open %s %s, %s: %m", what, path, consequence);
+}
+
+static int manager_setup_cgroups(Manager *m) {
         _cleanup_free_ char *text = NULL;
         CgroupMounts mounts = {};
         const char *v2, *v1;
@@ -100,59 +182,22 @@ int manager_setup_cgroups(Manager *m) {
 
         v2 = m->cgroup_root_arg ?: m->config->cgroup_root ?: mounts.v2_root;
         v1 = m->cgroup_v1_root_arg ?: m->config->cgroup_v1_root ?: mounts.v1_memory_root;
-        m->recursive_prot_mount = mounts.v2_recursive_prot && !m->cgroup_root_arg && !m->config->cgroup_root;
+        m->mount_recursiveprot = mounts.v2_recursive_prot && !m->cgroup_root_arg && !m->config->cgroup_root;
+        m->status.mount_recursiveprot = m->mount_recursiveprot;
 
-        hierarchy_close(&m->v2);
-        hierarchy_close(&m->v1);
-        if (v2) {
-                k = hierarchy_open(&m->v2, v2);
-                if (k < 0)
-                        log_warning_errno(k, "Failed to open cgroup2 hierarchy %s, cgroup2 sources are unavailable: %m", v2);
-        }
-        if (v1) {
-                k = hierarchy_open(&m->v1, v1);
-                if (k < 0)
-                        log_warning_errno(k, "Failed to open cgroup v1 memory hierarchy %s, vmpressure is unavailable: %m", v1);
-        }
+        manager_open_hierarchy(&m->v2, v2, "cgroup2 hierarchy", "cgroup2 sources are unavailable");
+        manager_open_hierarchy(&m->v1, v1, "cgroup v1 memory hierarchy", "vmpressure is unavailable");
         log_info("cgroup2 hierarchy: %s; cgroup v1 memory hierarchy: %s; recursive protection: %s.",
                  strna(m->v2.path), strna(m->v1.path), manager_recursive_protection(m) ? "yes" : "no");
         cgroup_mounts_done(&mounts);
-        return 0;
-}
 
-static int socket_is_live(const char *path) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        _cleanup_close_ int fd = -1;
-
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        strncpy(sa.sun_path, path, sizeof(sa.sun_path) - 1);
-        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0)
-                return 1;
-        return errno == ECONNREFUSED || errno == ENOENT ? 0 : -errno;
-}
-
-static int mkdir_parents(const char *path, mode_t mode) {
-        _cleanup_free_ char *dir = strdup(path);
-        char *slash;
-
-        if (!dir)
-                return -ENOMEM;
-        slash = strrchr(dir, '/');
-        if (!slash || slash == dir)
-                return 0;
-        *slash = 0;
-        for (char *p = dir + 1; *p; p++) {
-                if (*p != '/')
-                        continue;
-                *p = 0;
-                if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-                        return -errno;
-                *p = '/';
-        }
-        if (mkdir(dir, mode) < 0 && errno != EEXIST)
-                return -errno;
+        k = protection_source_new(m->base, &m->counters, m->v2.path, manager_recursive_protection(m),
+                                  m->config->refresh_usec, &m->protection);
+        if (k < 0)
+                return log_error_errno(k, "Out of memory.");
+        m->env.protection = m->protection;
+        m->methods.protection = m->protection;
+        m->status.protection = m->protection;
         return 0;
 }
 
@@ -163,92 +208,171 @@ static void strv_freep(char ***p) {
         free(*p);
 }
 
-int manager_listen(Manager *m, const char *path) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        _cleanup_close_ int fd = -1;
+/* Take an inherited listening socket: non-blocking, close-on-exec. */
+static int manager_take_fd(int fd) {
+        if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0)
+                return log_error_errno(EINVAL, "The inherited fd %d is not a listening AF_UNIX stream socket.", fd);
+        (void) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+        (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
+        return fd;
+}
+
+/*
+ * The sockets passed by the service manager: the varlink one, and the
+ * memory-pressure one told apart by its FileDescriptorName=. Returns the
+ * number passed (0: none), or a negative errno (logged).
+ */
+static int manager_inherited_fds(int *ret_varlink_fd, int *ret_mp_fd) {
         _cleanup_(strv_freep) char **names = NULL;
-        int n, k;
+        int n, varlink_fd = -1, mp_fd = -1;
 
         n = sd_listen_fds_with_names(1, &names);
-        if (n < 0)
-                return log_error_errno(n, "Failed to get sockets from the service manager: %m");
-        if (n > 0) {
-                int varlink_fd = -1, mp_fd = -1;
+        if (n <= 0) {
+                if (n < 0)
+                        return log_error_errno(n, "Failed to get sockets from the service manager: %m");
+                return 0;
+        }
+        for (int i = 0; i < n; i++) {
+                int afd = SD_LISTEN_FDS_START + i;
 
-                /* The memory-pressure socket is told apart by its FileDescriptorName=. */
-                for (int i = 0; i < n; i++) {
-                        int afd = SD_LISTEN_FDS_START + i;
-
-                        if (names && names[i] && streq(names[i], "memory-pressure") && mp_fd < 0)
-                                mp_fd = afd;
-                        else if (varlink_fd < 0)
-                                varlink_fd = afd;
-                        else {
-                                log_warning("Received an extra socket (fd %d), ignoring it.", afd);
-                                (void) close(afd);
-                        }
+                if (names && names[i] && streq(names[i], "memory-pressure") && mp_fd < 0)
+                        mp_fd = afd;
+                else if (varlink_fd < 0)
+                        varlink_fd = afd;
+                else {
+                        log_warning("Received an extra socket (fd %d), ignoring it.", afd);
+                        (void) close(afd);
                 }
-                if (varlink_fd < 0)
-                        return log_error_errno(EINVAL, "The service manager passed no varlink socket.");
-                if (sd_is_socket_unix(varlink_fd, SOCK_STREAM, 1, NULL, 0) <= 0)
-                        return log_error_errno(EINVAL, "The inherited fd %d is not a listening AF_UNIX stream socket.",
-                                               varlink_fd);
-                if (mp_fd >= 0 && sd_is_socket_unix(mp_fd, SOCK_STREAM, 1, NULL, 0) <= 0)
-                        return log_error_errno(EINVAL, "The inherited fd %d is not a listening AF_UNIX stream socket.",
-                                               mp_fd);
+        }
+        if (varlink_fd < 0)
+                return log_error_errno(EINVAL, "The service manager passed no varlink socket.");
+        if (manager_take_fd(varlink_fd) < 0 || (mp_fd >= 0 && manager_take_fd(mp_fd) < 0))
+                return -EINVAL;
+        *ret_varlink_fd = varlink_fd;
+        *ret_mp_fd = mp_fd;
+        return n;
+}
+
+/* Serve the memory-pressure protocol on @fd (taken over), bound by us at @path or inherited. */
+static int manager_start_proxy(Manager *m, int fd, const char *path) {
+        ProxyEnv env = {
+                .base = m->base,
+                .config = m->config,
+                .registry = &m->registry,
+                .counters = &m->counters,
+                .v2 = &m->v2,
+                .v1 = &m->v1,
+                .varlink = m->clients,
+        };
+        int k;
+
+        k = proxy_start(&env, fd, path, &m->proxy);
+        if (k < 0)
+                return k;
+        m->status.proxy = m->proxy;
+        if (path)
+                log_info("Serving the memory-pressure protocol on %s.", path);
+        else
+                log_info("Serving the memory-pressure protocol on the socket passed by the service manager.");
+        return 0;
+}
+
+/* Bind and serve the memory-pressure socket at @path; NULL or "" leaves it off. */
+static int manager_bind_proxy(Manager *m, const char *path) {
+        int fd, k;
+
+        if (!path || !path[0]) {
+                log_debug("The memory-pressure socket is off.");
+                return 0;
+        }
+        /* Any service may connect; each gets only its own cgroup. */
+        k = socket_listen_unix(path, 0666, 0755, NULL, &fd);
+        if (k == -EADDRINUSE)
+                return log_error_errno(k, "Another process is serving %s; not taking it over.", path);
+        if (k < 0)
+                return log_error_errno(k, "Failed to listen on %s: %m", path);
+        return manager_start_proxy(m, fd, path);
+}
+
+/* Where the memory-pressure socket goes: [MemoryPressure] Socket=, else next to the varlink socket. */
+static char *manager_proxy_path(const Manager *m) {
+        const char *slash = strrchr(m->socket_path_arg, '/');
+        char *p;
+
+        if (m->config->mp_socket)
+                return strdup(m->config->mp_socket);
+        if (asprintf(&p, "%.*s/memory-pressure", slash ? (int) (slash - m->socket_path_arg) : 1,
+                     slash ? m->socket_path_arg : ".") < 0)
+                return NULL;
+        return p;
+}
+
+static int manager_serve(Manager *m, int fd) {
+        return client_server_new(m->base, m->config, fd, methods_dispatch, &m->methods, &m->clients);
+}
+
+static int manager_listen(Manager *m) {
+        _cleanup_free_ char *proxy_path = manager_proxy_path(m);
+        const char *path = m->socket_path_arg;
+        int varlink_fd = -1, mp_fd = -1, fd, k;
+        bool replaced;
+
+        if (!proxy_path)
+                return log_error_errno(ENOMEM, "Out of memory.");
+        k = manager_inherited_fds(&varlink_fd, &mp_fd);
+        if (k < 0)
+                return k;
+        if (k > 0) {
+                k = manager_serve(m, varlink_fd);
                 /* Without a memory-pressure fd, bind only a configured path:
                  * the default one belongs to the socket unit. */
-                k = proxy_start(m, mp_fd, mp_fd >= 0 || !m->proxy_path_explicit ? NULL : m->proxy_path);
-                if (k < 0)
-                        return k;
-                m->listen_fd = varlink_fd;
-                m->socket_activated = true;
-                (void) fcntl(m->listen_fd, F_SETFL, fcntl(m->listen_fd, F_GETFL) | O_NONBLOCK);
-                (void) fcntl(m->listen_fd, F_SETFD, FD_CLOEXEC);
-                log_info("Serving on the socket passed by the service manager.");
-                return client_accept_start(m);
+                if (k >= 0 && mp_fd >= 0)
+                        k = manager_start_proxy(m, mp_fd, NULL);
+                else if (k >= 0 && m->config->mp_socket)
+                        k = manager_bind_proxy(m, proxy_path);
+                if (k >= 0)
+                        log_info("Serving on the socket passed by the service manager.");
+                return k;
         }
-
-        if (strlen(path) >= sizeof(sa.sun_path))
-                return log_error_errno(ENAMETOOLONG, "Socket path %s is too long.", path);
-        strcpy(sa.sun_path, path);
-
-        k = mkdir_parents(path, m->user_mode ? 0700 : 0755);
-        if (k < 0)
-                return log_error_errno(k, "Failed to create the directory of %s: %m", path);
-
-        k = socket_is_live(path);
-        if (k > 0)
-                return log_error_errno(EADDRINUSE, "Another pressured is already serving %s; not taking it over.", path);
-        if (k == 0 && unlink(path) == 0)
-                log_info("Removed the stale socket %s left by a previous instance.", path);
 
         /* The memory-pressure socket first: once the varlink socket accepts,
          * whoever waited for it finds the daemon's sockets all in place. */
-        k = proxy_start(m, -1, m->proxy_path);
+        k = manager_bind_proxy(m, proxy_path);
         if (k < 0)
                 return k;
-
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return log_error_errno(errno, "Failed to create socket: %m");
-        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                return log_error_errno(errno, "Failed to bind %s: %m", path);
-        m->socket_path = strdup(path);
-        if (!m->socket_path)
-                return log_error_errno(ENOMEM, "Out of memory.");
         /* System mode: anyone may connect; access control is per call. */
-        if (chmod(path, m->user_mode ? 0600 : 0666) < 0)
-                return log_error_errno(errno, "Failed to set the mode of %s: %m", path);
-        if (listen(fd, SOMAXCONN) < 0)
-                return log_error_errno(errno, "Failed to listen on %s: %m", path);
-        m->listen_fd = TAKE_FD(fd);
+        k = socket_listen_unix(path, m->user_mode ? 0600 : 0666, m->user_mode ? 0700 : 0755, &replaced, &fd);
+        if (k == -EADDRINUSE)
+                return log_error_errno(k, "Another pressured is already serving %s; not taking it over.", path);
+        if (k < 0)
+                return log_error_errno(k, "Failed to listen on %s: %m", path);
+        if (replaced)
+                log_info("Removed the stale socket %s left by a previous instance.", path);
+        m->socket_path = strdup(path);
+        if (!m->socket_path) {
+                safe_close(fd);
+                return log_error_errno(ENOMEM, "Out of memory.");
+        }
+        k = manager_serve(m, fd);
+        if (k < 0)
+                return k;
         log_info("Listening on %s.", path);
-        return client_accept_start(m);
+        return 0;
 }
 
-static void on_reap(evutil_socket_t fd, short what, void *userdata) {
-        client_reap(userdata);
+int manager_start(Manager *m) {
+        int k = manager_setup_cgroups(m);
+
+        if (k < 0)
+                return k;
+        k = manager_listen(m);
+        if (k < 0)
+                return k;
+        /* The proxy may have started first: its peers count against MaxClients= with the varlink ones. */
+        if (m->proxy)
+                m->proxy->env.varlink = m->clients;
+        m->status.clients = m->clients;
+        return 0;
 }
 
 static void on_sigterm(evutil_socket_t sig, short what, void *userdata) {
@@ -281,10 +405,11 @@ static void watchdog_setup(Manager *m) {
         }
         if (!m->ev_watchdog)
                 m->ev_watchdog = event_new(m->base, -1, EV_PERSIST, on_watchdog, m);
-        if (!m->ev_watchdog)
-                return;
         tv = usec_to_timeval(usec / 2);
-        event_add(m->ev_watchdog, &tv);
+        if (!m->ev_watchdog || event_add(m->ev_watchdog, &tv) < 0) {
+                log_error("Failed to arm the watchdog timer; the service manager will restart the daemon.");
+                return;
+        }
         (void) sd_notify(0, "WATCHDOG=1");
 }
 
@@ -295,7 +420,7 @@ static int metrics_setup(Manager *m, const char *listen) {
         m->metrics = metrics_server_free(m->metrics);
         if (!listen)
                 return 0;
-        k = metrics_server_new(m->base, listen, status_write_metrics, m, &s);
+        k = metrics_server_new(m->base, listen, status_write_metrics, &m->status, &s);
         if (k < 0)
                 return k;
         m->metrics = s;
@@ -303,18 +428,22 @@ static int metrics_setup(Manager *m, const char *listen) {
         return 0;
 }
 
-int manager_run(Manager *m) {
-        int k;
-
-        m->ev_reap = event_new(m->base, -1, 0, on_reap, m);
+static int signals_setup(Manager *m) {
         m->ev_sigterm = evsignal_new(m->base, SIGTERM, on_sigterm, m);
         m->ev_sigint = evsignal_new(m->base, SIGINT, on_sigterm, m);
         m->ev_sighup = evsignal_new(m->base, SIGHUP, on_sighup, m);
-        if (!m->ev_reap || !m->ev_sigterm || !m->ev_sigint || !m->ev_sighup ||
-            event_add(m->ev_sigterm, NULL) < 0 || event_add(m->ev_sigint, NULL) < 0 ||
-            event_add(m->ev_sighup, NULL) < 0)
+        if (!m->ev_sigterm || !m->ev_sigint || !m->ev_sighup || event_add(m->ev_sigterm, NULL) < 0 ||
+            event_add(m->ev_sigint, NULL) < 0 || event_add(m->ev_sighup, NULL) < 0)
                 return log_error_errno(ENOMEM, "Failed to set up signal handling.");
+        return 0;
+}
 
+int manager_run(Manager *m) {
+        int k;
+
+        k = signals_setup(m);
+        if (k < 0)
+                return k;
         k = metrics_setup(m, m->config->metrics_listen);
         if (k < 0)
                 return k;
@@ -331,64 +460,27 @@ int manager_run(Manager *m) {
         return 0;
 }
 
-/* Move level subscriptions whose configured trigger changed. */
-static void reload_levels(Manager *m, const Config *old) {
-        Registration *r, *rn;
-
-        LIST_FOREACH_SAFE(registrations, r, rn, m->registrations) {
-                Subscription *s, *sn;
-
-                LIST_FOREACH_SAFE(subscriptions, s, sn, r->subscriptions) {
-                        RegistrationKey key = { .type = r->type, .cgroup = r->cgroup };
-                        VarlinkError e = {};
-                        Registration *to;
-                        int k;
-
-                        if (!s->by_level)
-                                continue;
-                        if (r->type == SOURCE_PSI) {
-                                if (psi_trigger_equal(&old->levels[s->level], &m->config->levels[s->level]))
-                                        continue;
-                                key.psi = m->config->levels[s->level];
-                        } else if (r->type == SOURCE_VMPRESSURE) {
-                                if (old->vmpressure_mode == m->config->vmpressure_mode)
-                                        continue;
-                                key.vm_level = s->level;
-                                key.vm_mode = m->config->vmpressure_mode;
-                        } else
-                                continue;
-
-                        k = registration_acquire(m, &key, &to, &e);
-                        if (k < 0) {
-                                log_warning("Could not move a %s subscription on %s to the new trigger (%s), keeping the old one.",
-                                            level_to_string(s->level), r->cgroup, strna(e.name));
-                                varlink_error_done(&e);
-                                continue;
-                        }
-                        /* Frees r when its last subscription moved; sn is NULL then. */
-                        subscription_move(s, to);
-                }
-        }
+/* Reject the loaded @c: log @why, keep the previous configuration. */
+static int reload_reject(Manager *m, Config *c, int k, const char *why, char **ret_error) {
+        log_struct(LOG_ERR, MESSAGE_ID_CONFIG_REJECTED, "Configuration rejected, keeping the previous one: %s",
+                   why ?: strerror(-k));
+        config_free(c);
+        (void) sd_notify(0, "READY=1\nSTATUS=Serving (configuration rejected).");
+        if (ret_error)
+                *ret_error = why ? strdup(why) : NULL;
+        return k;
 }
 
 int manager_reload(Manager *m, char **ret_error) {
         _cleanup_free_ char *error = NULL;
-        Registration *r;
         Config *c = NULL, *old;
         int k;
 
         (void) sd_notifyf(0, "RELOADING=1\nSTATUS=Reloading.\nMONOTONIC_USEC=%" PRIu64, now_usec(CLOCK_MONOTONIC));
 
         k = config_load(m->config_main, m->config_dropins, m->config_path, &c, &error);
-        if (k < 0) {
-                log_struct(LOG_ERR, MESSAGE_ID_CONFIG_REJECTED, "Configuration rejected, keeping the previous one: %s",
-                           error ? error : strerror(-k));
-                (void) sd_notify(0, "READY=1\nSTATUS=Serving (configuration rejected).");
-                if (ret_error)
-                        *ret_error = TAKE_PTR(error);
-                return k;
-        }
-
+        if (k < 0)
+                return reload_reject(m, NULL, k, error, ret_error);
         if (!streq_ptr(c->metrics_listen, m->config->metrics_listen)) {
                 k = metrics_setup(m, c->metrics_listen);
                 if (k < 0) {
@@ -396,24 +488,18 @@ int manager_reload(Manager *m, char **ret_error) {
 
                         snprintf(buf, sizeof(buf), "[Metrics] Listen=%s cannot be used: %s", c->metrics_listen,
                                  strerror(-k));
-                        log_struct(LOG_ERR, MESSAGE_ID_CONFIG_REJECTED, "Configuration rejected, keeping the previous one: %s", buf);
                         (void) metrics_setup(m, m->config->metrics_listen);
-                        config_free(c);
-                        (void) sd_notify(0, "READY=1");
-                        if (ret_error)
-                                *ret_error = strdup(buf);
-                        return -EINVAL;
+                        return reload_reject(m, c, -EINVAL, buf, ret_error);
                 }
         }
 
         old = m->config;
-        m->config = c;
+        manager_set_config(m, c);
         log_set_max_level(m->log_level_override >= 0 ? m->log_level_override : c->log_level);
-        reload_levels(m, old);
+        registry_reconfigure(&m->registry, old, c);
         config_free(old);
-        LIST_FOREACH(registrations, r, m->registrations)
-                registration_episode_reconfigure(r);
-        source_protection_reconfigure(m);
+        if (m->protection)
+                protection_source_configure(m->protection, manager_recursive_protection(m), c->refresh_usec);
         watchdog_setup(m);
 
         log_struct(LOG_INFO, MESSAGE_ID_RELOADED, "Configuration reloaded.");

@@ -1,99 +1,47 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The manager owns the event loop and all daemon state: configuration,
- * the listening socket and its clients, the registrations of kernel
- * pressure sources and the subscriptions sharing them, counters, and the
- * systemd integration (notify, watchdog, reload).
- *
- * The objects it owns have their own modules, bottom-up: the pure
- * parsers and models (trigger.h, varlink-framer.h, kernfile.h, config.h,
- * protection*.h, counters.h, varlink.h, varlink-error.h, subscribe.h,
- * source-choice.h, event.h), the kernel sources (source.h,
- * source-common.h, source-*.c), registrations and fan-out
- * (registration.h), clients (client.h), the varlink methods (methods.h)
- * and what the daemon reports about itself (status.h).
+ * The manager, the top of the daemon: it owns the event loop and every
+ * object of the layers below (daemon/README.md draws them), wires them
+ * together with the callbacks they take, and handles what belongs to the
+ * process: the configuration and its reload, the cgroup hierarchies, the
+ * listening sockets (own or socket-activated), signals, sd_notify and the
+ * watchdog. Its state is its own: struct Manager is defined in manager.c.
  */
 #pragma once
 
-#include <event2/event.h>
-#include <jansson.h>
 #include <stdbool.h>
-#include <stdint.h>
-#include <sys/types.h>
 
-#include "cgroup.h"
-#include "client.h"
 #include "config.h"
-#include "counters.h"
-#include "metrics.h"
-#include "registration.h"
 
-typedef struct ProtectionReader ProtectionReader;
-typedef struct ProxyServer ProxyServer;
+typedef struct Manager Manager;
 
-struct Manager {
-        struct event_base *base;
-        Config *config;
-        const char *config_path;    /* --config, or NULL */
+/* How the daemon was started; copied by manager_new(). */
+typedef struct ManagerOptions {
         const char *config_main;    /* normally /etc/pressured/pressured.conf */
-        const char *config_dropins;
-
-        bool user_mode;
+        const char *config_dropins; /* normally /etc/pressured/pressured.conf.d */
+        const char *config_path;    /* --config, or NULL */
+        const char *socket_path;    /* where to bind the varlink socket when not socket-activated */
+        const char *cgroup_root;    /* --cgroup-root, or NULL */
+        const char *cgroup_v1_root; /* --cgroup-v1-root, or NULL */
+        bool user_mode;             /* --user */
         int log_level_override;     /* --log-level, or -1: wins over LogLevel= on reload too */
-        char *socket_path;          /* path we bound and must unlink, or NULL */
-        int listen_fd;
-        bool socket_activated;
-        struct event *ev_accept;
-        int spare_fd;               /* reserved to refuse clients cleanly at EMFILE */
+} ManagerOptions;
 
-        Hierarchy v2;
-        Hierarchy v1;
-        bool recursive_prot_mount;
-        char *cgroup_root_arg;
-        char *cgroup_v1_root_arg;
-
-        Client *clients;
-        Client *dead;
-        unsigned n_clients;
-        unsigned n_subscriptions;
-        uint64_t next_client_id;
-        UserCount *users;
-        size_t n_users;
-        struct event *ev_reap;
-
-        Registration *registrations;
-        unsigned n_registrations;
-        bool psi_unprivileged;      /* learned: the kernel wants 2 s windows from us */
-
-        ProtectionReader *protection; /* exists only while protection is tracked */
-        struct event *ev_refresh;   /* exists only while protection is subscribed */
-        bool prot_refreshing;
-        /* counters of readers already freed, so totals stay monotonic */
-        uint64_t prot_applied_base, prot_skipped_base;
-
-        struct event *ev_sigterm, *ev_sigint, *ev_sighup;
-        struct event *ev_watchdog;  /* exists only while the watchdog is on */
-        void *metrics;              /* MetricsServer */
-        ProxyServer *proxy;         /* the memory-pressure socket, NULL when off */
-        char *proxy_path;           /* where to bind it when not socket-activated; NULL or "": off */
-        bool proxy_path_explicit;   /* from [MemoryPressure] Socket=: bound even when socket-activated */
-
-        uint64_t start_monotonic;
-        Counters counters;
-        int exit_code;
-};
-
-/* manager_new - a manager with the default configuration and an event loop. Returns 0 or -ENOMEM. */
-int manager_new(Manager **ret);
+/*
+ * manager_new - a manager for @options with the configuration @config
+ * (taken over, also on failure) and an event loop. Returns 0 or -ENOMEM.
+ */
+int manager_new(const ManagerOptions *options, Config *config, Manager **ret);
 
 /* manager_free - close every client, registration and socket; NULL-safe, returns NULL. */
 Manager *manager_free(Manager *m);
 
-/* manager_setup_cgroups - find and open the cgroup2 and v1 memory hierarchies. Returns 0 or a negative errno (logged). */
-int manager_setup_cgroups(Manager *m);
-
-/* manager_listen - take the socket-activated socket, or bind @socket_path. Returns 0 or a negative errno (logged). */
-int manager_listen(Manager *m, const char *socket_path);
+/*
+ * manager_start - find the cgroup hierarchies, and serve the varlink and
+ * memory-pressure sockets (socket-activated or bound). Returns 0 or a
+ * negative errno (logged).
+ */
+int manager_start(Manager *m);
 
 /* manager_run - serve until SIGTERM or SIGINT. Returns 0 or a negative errno (logged). */
 int manager_run(Manager *m);
@@ -105,19 +53,3 @@ int manager_run(Manager *m);
  * Returns 0, or a negative errno with the previous configuration kept.
  */
 int manager_reload(Manager *m, char **ret_error);
-
-/*
- * manager_recursive_protection - whether effective protection is computed
- * recursively: RecursiveProtection=, or with "auto" the cgroup2 mount's
- * memory_recursiveprot option.
- */
-static inline bool manager_recursive_protection(const Manager *m) {
-        switch (m->config->recursive_protection) {
-        case RECURSIVE_PROTECTION_YES:
-                return true;
-        case RECURSIVE_PROTECTION_NO:
-                return false;
-        default:
-                return m->recursive_prot_mount;
-        }
-}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/* Binding AF_UNIX listening sockets; see socket-util.h. */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "socket-util.h"
+#include "util.h"
+
+/* Whether something accepts connections at @path: 1 yes, 0 no (stale or absent), or a negative errno. */
+static int socket_is_live(const struct sockaddr_un *sa) {
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (const struct sockaddr *) sa, sizeof(*sa)) == 0)
+                return 1;
+        return errno == ECONNREFUSED || errno == ENOENT ? 0 : -errno;
+}
+
+static int mkdir_parents(const char *path, mode_t mode) {
+        _cleanup_free_ char *dir = strdup(path);
+        char *slash;
+
+        if (!dir)
+                return -ENOMEM;
+        slash = strrchr(dir, '/');
+        if (!slash || slash == dir)
+                return 0;
+        *slash = 0;
+        for (char *p = dir + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = 0;
+                if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                *p = '/';
+        }
+        if (mkdir(dir, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+int socket_listen_unix(const char *path, mode_t mode, mode_t dir_mode, bool *ret_replaced, int *ret_fd) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = -1;
+        bool replaced = false;
+        int k;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+        k = mkdir_parents(path, dir_mode);
+        if (k < 0)
+                return k;
+        k = socket_is_live(&sa);
+        if (k > 0)
+                return -EADDRINUSE;
+        if (k == 0 && unlink(path) == 0)
+                replaced = true;
+
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return -errno;
+        if (chmod(path, mode) < 0 || listen(fd, SOMAXCONN) < 0) {
+                k = -errno;
+                (void) unlink(path);
+                return k;
+        }
+        if (ret_replaced)
+                *ret_replaced = replaced;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* Binding the daemon's AF_UNIX listening sockets. */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/*
+ * socket_listen_unix - a non-blocking, close-on-exec listening AF_UNIX
+ * stream socket at @path. The missing directories above it are made (the
+ * last one with @dir_mode, the others 0755). A socket file that nobody
+ * serves is replaced; one that answers is left alone.
+ * @mode: the socket file's mode
+ * @ret_replaced: optional; whether a stale socket file was removed
+ * @ret_fd: the socket
+ *
+ * Returns 0; -ENAMETOOLONG; -EADDRINUSE if another process serves @path;
+ * or the negative errno of the step that failed (nothing is left open).
+ */
+int socket_listen_unix(const char *path, mode_t mode, mode_t dir_mode, bool *ret_replaced, int *ret_fd);

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The configuration: embedded defaults, then /etc/pressured/pressured.conf,
+ * then pressured.conf.d/ *.conf in lexical order, then --config. Parsed with
+ * libinih. Any unknown section or key, or a bad value, rejects the whole
+ * load with a message naming file, line and key.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "trigger.h"
+
+typedef enum RecursiveProtection {
+        RECURSIVE_PROTECTION_AUTO,
+        RECURSIVE_PROTECTION_YES,
+        RECURSIVE_PROTECTION_NO,
+} RecursiveProtection;
+
+/* The largest [Limits] HistoryEpisodes= accepted. */
+#define CONFIG_HISTORY_EPISODES_MAX 1024
+
+typedef struct Config {
+        /* [Daemon] */
+        char *socket_path;         /* NULL: built-in default */
+        int log_level;             /* syslog priority */
+        char *cgroup_root;         /* NULL: auto */
+        char *cgroup_v1_root;      /* NULL: auto */
+
+        /* [Levels] */
+        PsiTrigger levels[_LEVEL_MAX];
+        VmpressureMode vmpressure_mode;
+        uint64_t clear_after_usec;  /* episode hold period; 0: two windows of the trigger (2 s for vmpressure) */
+        uint32_t clear_ratio_ppm;   /* PSI episodes clear below threshold × this / 1e6 */
+
+        /* [Limits] */
+        unsigned max_clients;
+        unsigned max_clients_per_user;
+        uint64_t max_message_bytes;
+        uint64_t output_buffer_bytes;
+        unsigned max_registrations;
+        uint64_t request_timeout_usec; /* a started message must complete within this */
+        uint64_t idle_timeout_usec;    /* a connection with no call in progress is closed after this */
+        unsigned history_episodes;     /* cleared episodes kept per registration */
+
+        /* [Protection] */
+        uint64_t refresh_usec;
+        RecursiveProtection recursive_protection;
+
+        /* [Policy] */
+        char *inject_group;        /* NULL: nobody but root */
+        unsigned max_fast_triggers_per_user; /* fast PSI triggers per uid other than 0 (policy.h) */
+
+        /* [MemoryPressure] */
+        char *mp_socket;           /* NULL: built-in default; "": off */
+
+        /* [Metrics] */
+        char *metrics_listen;      /* NULL: off */
+} Config;
+
+/* config_new_default - a Config holding the embedded defaults. */
+Config *config_new_default(void);
+Config *config_free(Config *c);
+
+/*
+ * config_load - build a configuration from the embedded defaults and files.
+ * @main_path: e.g. /etc/pressured/pressured.conf; a missing file is fine
+ * @dropin_dir: e.g. /etc/pressured/pressured.conf.d; missing is fine;
+ *              *.conf files inside are read in lexical (strcmp) order
+ * @extra_path: --config FILE or NULL; this one must exist
+ * @ret: the result
+ * @ret_error: on failure, a malloc'ed message "FILE:LINE: [Section] Key=: reason"
+ *             (or "FILE: reason" for I/O errors) the caller logs or returns
+ *
+ * Returns 0 or a negative errno (-EINVAL for content errors).
+ */
+int config_load(const char *main_path, const char *dropin_dir, const char *extra_path,
+                Config **ret, char **ret_error);
+
+/* config_parse_string - apply INI text to @c (for tests and fuzzing); @name is used in errors. */
+int config_parse_string(Config *c, const char *name, const char *text, char **ret_error);
+
+/* config_format - the configuration as INI text, every key (for --dump-config and tests). */
+char *config_format(const Config *c);
+
+/*
+ * config_parse_listen - turn a [Metrics] Listen= value ("127.0.0.1:9100",
+ * "[::1]:9100"; numeric addresses, port 1..65535) into a socket address.
+ * @ret and @ret_len are optional. Returns 0 or -EINVAL.
+ */
+int config_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len);
+
+/*
+ * config_recursive_protection - whether effective protection is computed
+ * recursively: RecursiveProtection=, or with "auto" @mount_recursiveprot,
+ * the cgroup2 mount's memory_recursiveprot option.
+ */
+static inline bool config_recursive_protection(const Config *c, bool mount_recursiveprot) {
+        switch (c->recursive_protection) {
+        case RECURSIVE_PROTECTION_YES:
+                return true;
+        case RECURSIVE_PROTECTION_NO:
+                return false;
+        default:
+                return mount_recursiveprot;
+        }
+}

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The JSON shapes of the events of a subscription stream (subscribed,
+ * pressure, memory_events, protection, removed) and of the pieces they
+ * carry (trigger, PSI averages, memory.events counters), plus turning an
+ * event into the shared Body that fan-out writes to every subscriber.
+ * Pure: no I/O, no event loop. Every builder returns NULL when out of
+ * memory.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "episode.h"
+#include "kernfile.h"
+#include "outqueue.h"
+#include "source-type.h"
+#include "trigger.h"
+
+/* What a "trigger" object describes: the kernel registration used. */
+typedef struct EventTrigger {
+        SourceType type;
+        PsiTrigger psi;             /* SOURCE_PSI */
+        Level vm_level;             /* SOURCE_VMPRESSURE */
+        VmpressureMode vm_mode;
+        Level level;                /* the portable level asked for, or _LEVEL_INVALID */
+} EventTrigger;
+
+/* event_trigger_new - {"psi": {...}} or {"vmpressure": {...}}, plus "level" if set. */
+json_t *event_trigger_new(const EventTrigger *t);
+
+/* psi_stats_to_json - the PsiStats object of the interface (averages as percentages). */
+json_t *psi_stats_to_json(const PsiStats *s);
+
+/* memory_events_to_json - the counters present in @e. */
+json_t *memory_events_to_json(const MemoryEvents *e);
+
+/*
+ * event_subscribed_new - the first event of a stream.
+ * @cgroup: the subscribed cgroup
+ * @source: the source chosen
+ * @trigger: steals; the registration used
+ * @adjusted: whether the daemon changed the trigger
+ * @adjusted_reason: why, or NULL to leave "adjusted_reason" out
+ * @state: steals; the current picture, NULL for {}
+ */
+json_t *event_subscribed_new(const char *cgroup, SourceType source, json_t *trigger, bool adjusted,
+                             const char *adjusted_reason, json_t *state);
+
+/*
+ * event_pressure_new - a "pressure" event without "seq", "count",
+ * "missed" (each subscriber's prefix adds those) and without "level"
+ * unless the caller adds it.
+ * @source: "psi", "vmpressure" or "inject"
+ * @psi: steals; the PSI averages of a "psi" event, or NULL
+ */
+json_t *event_pressure_new(const char *cgroup, const char *source, json_t *psi, uint64_t realtime_us,
+                           uint64_t monotonic_us);
+
+/* event_memory_events_new - a "memory_events" event with the counters and their change. */
+json_t *event_memory_events_new(const char *cgroup, const MemoryEvents *counters, const MemoryEvents *delta,
+                                uint64_t realtime_us, uint64_t monotonic_us);
+
+/*
+ * event_protection_new - a "protection" event.
+ * @state, @previous: "min", "low" or "none"
+ * @node: steals; the protection node, or NULL
+ */
+json_t *event_protection_new(const char *cgroup, const char *state, const char *previous, json_t *node,
+                             uint64_t realtime_us, uint64_t monotonic_us);
+
+/*
+ * event_episode_json - an episode's figures: "events", "peak" (PSI: the
+ * largest stall over a window in percent) or "peak_level" (other sources),
+ * "duration_us" up to @now_us (or its end), and, with @history, the
+ * start and end as CLOCK_MONOTONIC and CLOCK_REALTIME; without it
+ * "active_since_us" (CLOCK_MONOTONIC).
+ * @rec: the record
+ * @psi: whether the peak is a PSI stall ratio (else a level + 1)
+ * @now_us: CLOCK_MONOTONIC now; @realtime_us: CLOCK_REALTIME at the same moment
+ */
+json_t *event_episode_json(const EpisodeRecord *rec, bool psi, bool history, uint64_t now_us, uint64_t realtime_us);
+
+/*
+ * event_cleared_new - a "cleared" event for the episode @rec that just
+ * ended (without "seq" and "missed", which each subscriber's prefix adds).
+ */
+json_t *event_cleared_new(const char *cgroup, SourceType source, const EpisodeRecord *rec,
+                          uint64_t realtime_us, uint64_t monotonic_us);
+
+/*
+ * event_removed_message - the complete last message of a stream,
+ * {"parameters": {"event": {"kind": "removed", ...}}} with its NUL.
+ * @seq: the number of this event in the stream
+ * @ret_size: the size including the NUL
+ */
+char *event_removed_message(const char *cgroup, uint64_t seq, size_t *ret_size);
+
+/*
+ * event_body_new - serialize @event once into the Body every subscriber's
+ * queue shares (the object without its opening brace; each subscriber's
+ * prefix supplies the envelope, "seq", "missed" and "count"). Steals
+ * @event; NULL @event gives NULL.
+ */
+Body *event_body_new(json_t *event, uint64_t monotonic_us);
+
+/* event_peak_percent - a PSI peak in ppm as the percentage the interface reports. */
+double event_peak_percent(uint32_t ppm);

@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Registrations and their listeners: the lazy, shared, reference-counted
+ * kernel registrations, and the fan-out of one serialized event to all
+ * their listeners.
+ */
+#include <inttypes.h>
+
+#include "event.h"
+#include "log.h"
+#include "registration.h"
+#include "registration-episode.h"
+#include "source-protection.h"
+
+static bool key_matches(const Registration *r, const RegistrationKey *k) {
+        const Source *s = &r->src;
+
+        if (s->type != k->type || r->removed || !streq(s->cgroup, k->cgroup))
+                return false;
+        switch (k->type) {
+        case SOURCE_PSI:
+                return psi_trigger_equal(&s->requested, &k->psi) || psi_trigger_equal(&s->used, &k->psi);
+        case SOURCE_VMPRESSURE:
+                return s->vm_level == k->vm_level && s->vm_mode == k->vm_mode;
+        default:
+                return true;
+        }
+}
+
+void registry_init(Registry *reg, SourceEnv *env, const Config *config, Counters *counters) {
+        *reg = (Registry) { .env = env, .config = config, .counters = counters };
+}
+
+void registry_done(Registry *reg) {
+        reg->registrations = NULL;
+        reg->n_registrations = 0;
+}
+
+Registration *registration_find(const Registry *reg, const RegistrationKey *key) {
+        Registration *r;
+
+        LIST_FOREACH(registrations, r, reg->registrations)
+                if (key_matches(r, key))
+                        return r;
+        return NULL;
+}
+
+static Registration *registration_from_source(Source *s) {
+        return (Registration *) ((char *) s - offsetof(Registration, src));
+}
+
+static void registration_removed(Registration *r);
+
+/* Proxied clients need only their byte: they get it before the event is read and built. */
+static uint64_t registration_kick(Registration *r) {
+        Listener *l, *n;
+        uint64_t delivered = 0;
+
+        LIST_FOREACH_SAFE(listeners, l, n, r->listeners)
+                if (l->kick && l->ops->deliver(l, NULL, 1))
+                        delivered++;
+        return delivered;
+}
+
+/* Fan @body out to every listener that takes events; returns how many got it. */
+static uint64_t registration_deliver(Registration *r, Body *body, uint64_t count) {
+        Listener *l, *n;
+        uint64_t delivered = 0;
+
+        LIST_FOREACH_SAFE(listeners, l, n, r->listeners)
+                if (!l->kick && l->ops->deliver(l, body, count))
+                        delivered++;
+        return delivered;
+}
+
+/* Serialize @event once (stealing it) and fan it out. */
+static void registration_publish(Registration *r, json_t *event, uint64_t monotonic_us, uint64_t count) {
+        Body *body = event_body_new(event, monotonic_us);
+
+        /* event_body_new() takes NULL for an event that could not be built. */
+        if (!body) {
+                log_ratelimited(LOG_WARNING, ENOMEM, NULL, 10, 1, "Failed to serialize an event, dropping it: %m");
+                return;
+        }
+        (void) registration_deliver(r, body, count);
+        body_unref(body);
+}
+
+static void on_source_kick(Source *s) {
+        (void) registration_kick(registration_from_source(s));
+}
+
+static void on_source_pressure(Source *s, json_t *psi, uint64_t realtime_us, uint64_t monotonic_us, uint64_t count) {
+        Registration *r = registration_from_source(s);
+        json_t *event = event_pressure_new(s->cgroup, source_type_to_string(s->type), psi, realtime_us, monotonic_us);
+
+        counter_inc(r->registry->counters, COUNTER_EVENTS_READ);
+        registration_episode_event(r, monotonic_us, _LEVEL_INVALID);
+        /* A tracked cgroup's protection node rides along. */
+        protection_source_enrich(s->env->protection, s->cgroup, event);
+        registration_publish(r, event, monotonic_us, count);
+}
+
+static void on_source_event(Source *s, json_t *event, uint64_t monotonic_us) {
+        registration_publish(registration_from_source(s), event, monotonic_us, 1);
+}
+
+static void on_source_removed(Source *s) {
+        registration_removed(registration_from_source(s));
+}
+
+static const SourceCallbacks registration_source_callbacks = {
+        .kick = on_source_kick,
+        .pressure = on_source_pressure,
+        .event = on_source_event,
+        .removed = on_source_removed,
+};
+
+static Registration *registration_free(Registration *r) {
+        if (!r)
+                return NULL;
+        source_close(&r->src);
+        registration_episode_done(r);
+        free(r);
+        return NULL;
+}
+
+int registration_acquire(Registry *reg, const RegistrationKey *key, Registration **ret, VarlinkError *e) {
+        Registration *r;
+        char desc[96];
+        int k;
+
+        r = registration_find(reg, key);
+        if (r) {
+                *ret = r;
+                return 0;
+        }
+
+        if (reg->n_registrations >= reg->config->max_registrations) {
+                log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 5,
+                                "Limit MaxRegistrations=%u reached, refusing a new registration.",
+                                reg->config->max_registrations);
+                return varlink_error_limit_exceeded(e, -EUSERS, "MaxRegistrations", reg->config->max_registrations);
+        }
+
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        r->registry = reg;
+        k = source_open(&r->src, reg->env, &registration_source_callbacks, key, e);
+        if (k < 0) {
+                free(r);
+                return k;
+        }
+
+        registration_episode_init(r);
+        LIST_PREPEND(registrations, reg->registrations, r);
+        reg->n_registrations++;
+        counter_inc(reg->counters, COUNTER_REGISTRATIONS_CREATED);
+        log_struct(LOG_INFO, MESSAGE_ID_REGISTRATION_ADDED,
+                   "Registered %s on %s (%s)%s.", source_type_to_string(r->src.type), r->src.cgroup,
+                   source_describe(&r->src, desc, sizeof(desc)), r->src.adjusted ? ", adjusted" : "");
+        *ret = r;
+        return 0;
+}
+
+unsigned registry_fast_count(const Registry *reg, uid_t uid) {
+        Registration *r;
+        unsigned n = 0;
+
+        LIST_FOREACH(registrations, r, reg->registrations)
+                if (r->fast_charged && !r->removed && r->fast_uid == uid)
+                        n++;
+        return n;
+}
+
+/* The policy's verdict on @key for @uid; may round @key's trigger. */
+static PolicyVerdict registration_policy(Registry *reg, RegistrationKey *key, uid_t uid, bool explicit_psi,
+                                         PolicyRequest *pr) {
+        if (key->type != SOURCE_PSI)
+                return POLICY_KEEP;
+        if (reg->env->psi_unprivileged) {
+                PsiTrigger rounded;
+
+                /* Known to be unprivileged: share with what the kernel will accept. */
+                if (psi_trigger_round_unprivileged(&key->psi, &rounded) && !registration_find(reg, key))
+                        key->psi = rounded;
+        }
+        *pr = (PolicyRequest) {
+                .uid = uid,
+                .explicit_psi = explicit_psi,
+                .privileged = !reg->env->psi_unprivileged,
+                .shared = registration_find(reg, key) != NULL,
+                .trigger = key->psi,
+                .used = uid != 0 ? registry_fast_count(reg, uid) : 0,
+                .quota = reg->config->max_fast_triggers_per_user,
+        };
+        return policy_decide(pr, &key->psi);
+}
+
+int registration_acquire_for(Registry *reg, RegistrationKey *key, uid_t uid, bool explicit_psi, Registration **ret,
+                             bool *ret_adjusted, char reason[static POLICY_REASON_MAX], VarlinkError *e) {
+        PolicyRequest pr = {};
+        PsiTrigger asked = key->psi;
+        PolicyVerdict verdict;
+        Registration *r;
+        bool adjusted;
+        int k;
+
+        reason[0] = 0;
+        verdict = registration_policy(reg, key, uid, explicit_psi, &pr);
+        k = registration_acquire(reg, key, &r, e);
+        if (k < 0)
+                return k;
+
+        /* A registration nobody uses yet was made for this request. */
+        if (verdict == POLICY_CHARGE && !r->listeners && !r->fast_charged && psi_trigger_is_fast(&r->src.used)) {
+                r->fast_charged = true;
+                r->fast_uid = uid;
+        }
+
+        adjusted = r->src.type == SOURCE_PSI ? !psi_trigger_equal(&asked, &r->src.used) : r->src.adjusted;
+        if (adjusted && verdict == POLICY_ROUND)
+                policy_reason(&pr, reason, POLICY_REASON_MAX);
+        else if (adjusted)
+                snprintf(reason, POLICY_REASON_MAX, "%s", POLICY_REASON_UNPRIVILEGED);
+        *ret = r;
+        *ret_adjusted = adjusted;
+        return 0;
+}
+
+/*
+ * After a listener of @r left: keep @r's fast-trigger charge with its uid
+ * while a peer of that uid still uses @r by an explicit trigger, else move
+ * it to another such non-root peer, else drop it.
+ */
+static void registration_recharge(Registration *r) {
+        Listener *l;
+        bool found = false;
+        uid_t next = 0;
+
+        if (!r->fast_charged)
+                return;
+        if (r->removed) {
+                /* Every stream on it is ending. */
+                r->fast_charged = false;
+                return;
+        }
+        LIST_FOREACH(listeners, l, r->listeners) {
+                if (!l->explicit_psi || l->uid == 0)
+                        continue;
+                if (l->uid == r->fast_uid)
+                        return;
+                if (!found) {
+                        next = l->uid;
+                        found = true;
+                }
+        }
+        if (found)
+                log_debug("Fast PSI registration on %s: its charge moves from uid %u to uid %u.", r->src.cgroup,
+                          (unsigned) r->fast_uid, (unsigned) next);
+        r->fast_charged = found;
+        r->fast_uid = next;
+}
+
+void registration_release(Registration *r) {
+        Registry *reg;
+        char desc[96];
+
+        if (!r || r->listeners)
+                return;
+        reg = r->registry;
+        LIST_REMOVE(registrations, reg->registrations, r);
+        reg->n_registrations--;
+        counter_inc(reg->counters, COUNTER_REGISTRATIONS_REMOVED);
+        log_struct(LOG_INFO, MESSAGE_ID_REGISTRATION_REMOVED,
+                   "Removed %s registration on %s (%s).", source_type_to_string(r->src.type), r->src.cgroup,
+                   source_describe(&r->src, desc, sizeof(desc)));
+        registration_free(r);
+}
+
+static void listener_unlink(Listener *l) {
+        Registration *r = l->reg;
+
+        LIST_REMOVE(listeners, r->listeners, l);
+        if (l->kick)
+                r->n_kicked--;
+        else
+                r->n_subscribers--;
+        l->reg = NULL;
+}
+
+void listener_attach(Listener *l, Registration *r) {
+        l->reg = r;
+        LIST_PREPEND(listeners, r->listeners, l);
+        if (l->kick)
+                r->n_kicked++;
+        else
+                r->n_subscribers++;
+}
+
+void listener_detach(Listener *l) {
+        Registration *r = l->reg;
+
+        if (!r)
+                return;
+        listener_unlink(l);
+        registration_recharge(r);
+        registration_release(r);
+}
+
+void listener_move(Listener *l, Registration *to) {
+        Registration *from = l->reg;
+
+        if (from == to)
+                return;
+        registration_episode_adopt(to, from);
+        listener_unlink(l);
+        listener_attach(l, to);
+        registration_recharge(from);
+        registration_release(from);
+}
+
+/* The cgroup is gone: tell every listener, then free @r. */
+static void registration_removed(Registration *r) {
+        r->removed = true;
+        r->fast_charged = false;
+        if (r->n_subscribers > 0)
+                log_info("Cgroup %s is gone, ending %u %s stream(s).", r->src.cgroup, r->n_subscribers,
+                         source_type_to_string(r->src.type));
+        while (r->listeners) {
+                Listener *l = r->listeners;
+
+                listener_unlink(l);
+                l->ops->removed(l, r);
+        }
+        registration_release(r);
+}
+
+uint64_t registry_inject(Registry *reg, const char *cgroup, Level level, Body *body, uint64_t monotonic_us) {
+        Registration *r, *n;
+        uint64_t delivered = 0;
+
+        LIST_FOREACH_SAFE(registrations, r, n, reg->registrations) {
+                if (r->removed || (r->src.type != SOURCE_PSI && r->src.type != SOURCE_VMPRESSURE) ||
+                    !streq(r->src.cgroup, cgroup))
+                        continue;
+                /* A synthetic event is part of the episode like a kernel one. */
+                registration_episode_event(r, monotonic_us, level);
+                delivered += registration_deliver(r, body, 1);
+                delivered += registration_kick(r);
+        }
+        return delivered;
+}
+
+/* Move one listener that follows [Levels] whose configured trigger changed. */
+static void reload_listener(Registry *reg, Listener *l, const Config *old) {
+        Registration *r = l->reg, *to;
+        RegistrationKey key = { .type = r->src.type, .cgroup = r->src.cgroup };
+        VarlinkError e = {};
+        int k;
+
+        if (r->src.type == SOURCE_PSI) {
+                if (psi_trigger_equal(&old->levels[l->level], &reg->config->levels[l->level]))
+                        return;
+                key.psi = reg->config->levels[l->level];
+        } else if (r->src.type == SOURCE_VMPRESSURE) {
+                if (old->vmpressure_mode == reg->config->vmpressure_mode)
+                        return;
+                key.vm_level = l->level;
+                key.vm_mode = reg->config->vmpressure_mode;
+        } else
+                return;
+
+        k = registration_acquire(reg, &key, &to, &e);
+        if (k < 0) {
+                log_warning("Could not move a %s subscription on %s to the new trigger (%s), keeping the old one.",
+                            level_to_string(l->level), r->src.cgroup, strna(e.name));
+                varlink_error_done(&e);
+                return;
+        }
+        listener_move(l, to);
+}
+
+void registry_reconfigure(Registry *reg, const Config *old, const Config *config) {
+        Registration *r, *rn;
+
+        reg->config = config;
+        LIST_FOREACH_SAFE(registrations, r, rn, reg->registrations) {
+                Listener *l, *ln;
+
+                /* Moving the last listener frees r; rn is then still valid, ln is NULL. */
+                LIST_FOREACH_SAFE(listeners, l, ln, r->listeners)
+                        if (l->by_level)
+                                reload_listener(reg, l, old);
+        }
+        LIST_FOREACH(registrations, r, reg->registrations)
+                registration_episode_reconfigure(r);
+}
+
+json_t *registration_trigger_json(const Registration *r, const Listener *l) {
+        EventTrigger t = {
+                .type = r->src.type,
+                .psi = r->src.used,
+                .vm_level = r->src.vm_level,
+                .vm_mode = r->src.vm_mode,
+                .level = l && l->by_level ? l->level : _LEVEL_INVALID,
+        };
+
+        return event_trigger_new(&t);
+}
+
+json_t *registration_state_json(Registration *r) {
+        json_t *state = source_state(&r->src), *episode = registration_episode_json(r);
+
+        if (!episode)
+                return state;
+        if (!state)
+                state = json_object();
+        if (!state || json_object_set_new(state, "episode", episode) < 0) {
+                json_decref(state);
+                return NULL;
+        }
+        return state;
+}

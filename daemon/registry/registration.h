@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The registry layer. A Registration is one kernel registration (a
+ * Source: cgroup, source, trigger), made by the first listener and closed
+ * when the last one leaves; every identical Listener shares it. An event a
+ * source reports is serialized once and fanned out to every listener
+ * through its ListenerOps: a varlink subscription queues it (with its own
+ * drop accounting and coalescing), a memory-pressure proxy client writes
+ * one byte. The registry never touches a socket: listeners do.
+ *
+ *   registration.c          the registry, sharing, the fast-trigger charge,
+ *                           fan-out to listeners, reload of [Levels]
+ *   registration-episode.c  the pressure episodes of a registration, their
+ *                           timer and history, and "cleared"
+ */
+#pragma once
+
+#include <event2/event.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "counters.h"
+#include "episode.h"
+#include "list.h"
+#include "outqueue.h"
+#include "policy.h"
+#include "source.h"
+#include "trigger.h"
+#include "varlink-error.h"
+
+typedef struct Registry Registry;
+typedef struct Registration Registration;
+typedef struct Listener Listener;
+
+/* The identity of a kernel registration. */
+typedef SourceParams RegistrationKey;
+
+/* What a listener does with what its registration reports. */
+typedef struct ListenerOps {
+        /*
+         * An event standing for @count notifications; @body is NULL for a
+         * listener with `kick` set, which takes the bare notification
+         * before any event is built. Returns true if it was delivered.
+         */
+        bool (*deliver)(Listener *l, Body *body, uint64_t count);
+        /* The "cleared" event that ends an episode; optional. Returns true if delivered. */
+        bool (*cleared)(Listener *l, Body *body);
+        /*
+         * The cgroup of @r is gone: @l was detached from @r (l->reg is NULL)
+         * and may free itself; @r lives until every listener was told.
+         */
+        void (*removed)(Listener *l, Registration *r);
+} ListenerOps;
+
+struct Listener {
+        const ListenerOps *ops;
+        Registration *reg;          /* NULL while detached */
+        uid_t uid;                  /* the peer, for the fast-trigger charge */
+        bool explicit_psi;          /* named its PSI trigger: may carry a fast-trigger charge */
+        bool kick;                  /* takes the bare notification, no event */
+        bool by_level;              /* subscribed with "level": follows [Levels] on reload */
+        Level level;                /* the level its events carry, or _LEVEL_INVALID */
+        LIST_FIELDS(Listener, listeners);
+};
+
+struct Registration {
+        Registry *registry;
+        Source src;
+        bool removed;
+        bool fast_charged;          /* a fast trigger counted against fast_uid's quota (policy.h) */
+        uid_t fast_uid;
+
+        /* SOURCE_PSI and SOURCE_VMPRESSURE: the current episode, its timer
+         * (exists only while an episode is active) and the last ones. */
+        Episode episode;
+        struct event *episode_timer;
+        EpisodeHistory history;
+
+        Listener *listeners;
+        unsigned n_subscribers;     /* listeners that take events */
+        unsigned n_kicked;          /* listeners that take the bare notification */
+        LIST_FIELDS(Registration, registrations);
+};
+
+struct Registry {
+        SourceEnv *env;
+        const Config *config;
+        Counters *counters;
+        Registration *registrations;
+        unsigned n_registrations;
+};
+
+/* registry_init - an empty registry over @env, under @config, counting in @counters. */
+void registry_init(Registry *reg, SourceEnv *env, const Config *config, Counters *counters);
+
+/* registry_done - every registration must be gone already (listeners release them); checks nothing. */
+void registry_done(Registry *reg);
+
+/*
+ * registry_reconfigure - apply @config, which replaces @old: listeners that
+ * follow [Levels] move to the new triggers, episodes take the new
+ * parameters. @old stays valid for the call.
+ */
+void registry_reconfigure(Registry *reg, const Config *old, const Config *config);
+
+/*
+ * registry_inject - a synthetic @level event on @cgroup: every PSI and
+ * vmpressure registration there counts it in its episode and delivers
+ * @body to its listeners. Returns how many listeners got it.
+ */
+uint64_t registry_inject(Registry *reg, const char *cgroup, Level level, Body *body, uint64_t monotonic_us);
+
+/* registry_fast_count - the fast registrations charged to @uid. */
+unsigned registry_fast_count(const Registry *reg, uid_t uid);
+
+/*
+ * registration_acquire - the registration for @key: an existing one, or a
+ * new one opened through its source.
+ * @ret: the registration (shared; released with its last listener)
+ * @e: filled on failure (LimitExceeded for MaxRegistrations, or the
+ *     source's error)
+ *
+ * Returns 0 or a negative errno.
+ */
+int registration_acquire(Registry *reg, const RegistrationKey *key, Registration **ret, VarlinkError *e);
+
+/*
+ * registration_acquire_for - registration_acquire() for a peer of @uid,
+ * under the rules for PSI triggers: rounded to what the kernel accepts
+ * when the daemon lacks CAP_SYS_RESOURCE, and under the fast-trigger
+ * policy (policy.h) otherwise.
+ * @key: what the peer asked for; its trigger may be replaced
+ * @explicit_psi: the peer named the PSI trigger (not a [Levels] one)
+ * @ret_adjusted: true if the registration's trigger is not the one asked for
+ * @reason: receives the reason of an adjustment (POLICY_REASON_MAX bytes)
+ *
+ * A new fast registration within the quota is charged to @uid.
+ * Returns 0 or a negative errno with @e filled as registration_acquire().
+ */
+int registration_acquire_for(Registry *reg, RegistrationKey *key, uid_t uid, bool explicit_psi, Registration **ret,
+                             bool *ret_adjusted, char reason[static POLICY_REASON_MAX], VarlinkError *e);
+
+/* registration_release - close and free @r if no listener uses it any more. */
+void registration_release(Registration *r);
+
+/* registration_find - the live registration for @key, or NULL. */
+Registration *registration_find(const Registry *reg, const RegistrationKey *key);
+
+/* registration_trigger_json - the "trigger" object of @r; @l adds the listener's level. */
+json_t *registration_trigger_json(const Registration *r, const Listener *l);
+
+/* registration_state_json - the current picture for "subscribed": the source's and the episode. */
+json_t *registration_state_json(Registration *r);
+
+/*
+ * listener_attach - add @l to @r's listeners (@r was acquired for it).
+ * A detached listener is released with listener_detach().
+ */
+void listener_attach(Listener *l, Registration *r);
+
+/* listener_detach - take @l off its registration, which is released if unused; idempotent. */
+void listener_detach(Listener *l);
+
+/* listener_move - move @l to @to (a reload changed its trigger); releases the old registration. */
+void listener_move(Listener *l, Registration *to);

@@ -1,0 +1,499 @@
+/* SPDX-License-Identifier: MIT */
+/* Clients of the varlink socket: accept, read, dispatch, write, close. */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include "client.h"
+#include "log.h"
+#include "varlink-error.h"
+
+static void client_arm_timer(Client *c);
+static void client_kick(Client *c);
+static void client_process(Client *c);
+
+static UserCount *user_find(ClientServer *m, uid_t uid) {
+        for (size_t i = 0; i < m->n_users; i++)
+                if (m->users[i].uid == uid)
+                        return &m->users[i];
+        return NULL;
+}
+
+static int user_add(ClientServer *m, uid_t uid) {
+        UserCount *u = user_find(m, uid), *nu;
+
+        if (u) {
+                u->n++;
+                return 0;
+        }
+        nu = realloc(m->users, (m->n_users + 1) * sizeof(UserCount));
+        if (!nu)
+                return -ENOMEM;
+        m->users = nu;
+        m->users[m->n_users++] = (UserCount) { .uid = uid, .n = 1 };
+        return 0;
+}
+
+static void user_remove(ClientServer *m, uid_t uid) {
+        UserCount *u = user_find(m, uid);
+
+        if (!u)
+                return;
+        if (--u->n == 0) {
+                *u = m->users[--m->n_users];
+                if (m->n_users == 0) {
+                        free(m->users);
+                        m->users = NULL;
+                }
+        }
+}
+
+Client *client_free(Client *c) {
+        ClientServer *m;
+
+        if (!c)
+                return NULL;
+        m = c->server;
+        if (c->stream) {
+                void *stream = TAKE_PTR(c->stream);
+
+                m->n_streams--;
+                c->stream_free(stream);
+        }
+        if (c->ev_read)
+                event_free(c->ev_read);
+        if (c->ev_write)
+                event_free(c->ev_write);
+        if (c->ev_timer)
+                event_free(c->ev_timer);
+        safe_close(c->fd);
+        varlink_reader_done(&c->in);
+        outqueue_done(&c->out);
+        if (c->dead)
+                LIST_REMOVE(dead, m->dead, c);
+        LIST_REMOVE(clients, m->clients, c);
+        m->n_clients--;
+        user_remove(m, c->uid);
+        log_debug("Client %" PRIu64 " disconnected.", c->id);
+        free(c);
+        return NULL;
+}
+
+void client_kill(Client *c) {
+        ClientServer *m = c->server;
+
+        if (c->dead)
+                return;
+        /* Fan-out skips dead clients; the client (and its subscription, which may
+         * hold the last reference to a registration being iterated) is freed
+         * from the loop, outside any fan-out. */
+        c->dead = true;
+        LIST_PREPEND(dead, m->dead, c);
+        event_active(m->ev_reap, 0, 0);
+}
+
+static void client_kick(Client *c) {
+        int k;
+
+        if (c->dead || c->write_armed)
+                return;
+        k = outqueue_flush(&c->out, c->fd);
+        if (k < 0) {
+                client_kill(c);
+                return;
+        }
+        if (k == 0) {
+                if (event_add(c->ev_write, NULL) < 0) {
+                        client_kill(c);
+                        return;
+                }
+                c->write_armed = true;
+        }
+}
+
+int client_send_owned(Client *c, char *msg, size_t size) {
+        int k = outqueue_push_owned(&c->out, msg, size);
+
+        if (k < 0) {
+                client_kill(c);
+                return k;
+        }
+        client_kick(c);
+        return 0;
+}
+
+int client_send_event(Client *c, const char *prefix, size_t n, Body *body, size_t limit) {
+        int k;
+
+        if (c->dead)
+                return -ECONNRESET;
+        if (outqueue_is_empty(&c->out) && !c->write_armed) {
+                /* Nothing queued: hand prefix and body to the socket directly and
+                 * queue only what it did not take. */
+                ssize_t w = outqueue_write_direct(c->fd, prefix, n, body);
+
+                if (w < 0 && w != -EAGAIN) {
+                        client_kill(c);
+                        return (int) w;
+                }
+                if (w >= 0 && (size_t) w == n + body->size)
+                        return 0;
+                k = outqueue_push_event_partial(&c->out, prefix, n, body, w < 0 ? 0 : (size_t) w);
+        } else
+                k = outqueue_push_event(&c->out, prefix, n, body, limit);
+        if (k < 0)
+                return k == -ENOMEM ? -ENOBUFS : k;
+        client_kick(c);
+        return 0;
+}
+
+void client_stream_start(Client *c, void *stream, ClientStreamFreeFn stream_free) {
+        c->stream = stream;
+        c->stream_free = stream_free;
+        c->server->n_streams++;
+}
+
+void client_stream_ended(Client *c) {
+        if (!c->stream)
+                return;
+        c->stream = NULL;
+        c->server->n_streams--;
+        /* Pipelined calls that waited behind the stream may proceed. */
+        if (!c->dead)
+                client_process(c);
+}
+
+static void client_pause_reading(Client *c, bool pause) {
+        if (pause == c->read_paused)
+                return;
+        if (pause)
+                event_del(c->ev_read);
+        else if (event_add(c->ev_read, NULL) < 0) {
+                client_kill(c);
+                return;
+        }
+        c->read_paused = pause;
+}
+
+static void on_client_write(evutil_socket_t fd, short what, void *userdata) {
+        Client *c = userdata;
+        int k;
+
+        k = outqueue_flush(&c->out, c->fd);
+        if (k < 0) {
+                client_kill(c);
+                return;
+        }
+        if (k > 0) {
+                event_del(c->ev_write);
+                c->write_armed = false;
+                if (c->read_paused) {
+                        client_pause_reading(c, false);
+                        if (!c->dead)
+                                client_process(c);
+                }
+        }
+}
+
+static void handle_message(Client *c, const char *msg, size_t size) {
+        VarlinkCall call = {};
+        int k;
+
+        k = varlink_call_parse(msg, size, &call);
+        if (k == -EBADMSG) {
+                log_ratelimited(LOG_NOTICE, 0, NULL, 10, 5,
+                                "Client %" PRIu64 " (uid %u) sent a malformed message, closing its connection.",
+                                c->id, (unsigned) c->uid);
+                client_kill(c);
+                return;
+        }
+        if (k == -EINVAL) {
+                if (!call.oneway) {
+                        VarlinkError e = {};
+                        size_t n;
+                        char *reply;
+
+                        varlink_error_invalid_parameter(&e, "parameters");
+                        reply = varlink_error_new(e.name, TAKE_PTR(e.parameters), &n);
+                        if (reply)
+                                client_send_owned(c, reply, n);
+                }
+                varlink_call_done(&call);
+                return;
+        }
+        c->server->dispatch(c, &call, c->server->userdata);
+        varlink_call_done(&call);
+}
+
+/* Answer every complete buffered call, in order, unless a stream is active. */
+static void client_process(Client *c) {
+        ClientServer *m = c->server;
+
+        while (!c->dead && !c->stream) {
+                const char *msg;
+                size_t size;
+                int k;
+
+                if (c->out.bytes > m->config->output_buffer_bytes) {
+                        /* The client does not read its answers: stop reading its calls. */
+                        client_pause_reading(c, true);
+                        break;
+                }
+                k = varlink_reader_next(&c->in, &msg, &size);
+                if (k < 0) {
+                        log_ratelimited(LOG_NOTICE, 0, MESSAGE_ID_LIMIT_HIT, 10, 5,
+                                        "Client %" PRIu64 " (uid %u) sent a message over MaxMessageBytes=%" PRIu64 ", closing its connection.",
+                                        c->id, (unsigned) c->uid, m->config->max_message_bytes);
+                        client_kill(c);
+                        return;
+                }
+                if (k == 0)
+                        break;
+                c->last_activity = now_usec(CLOCK_MONOTONIC);
+                handle_message(c, msg, size);
+        }
+        if (c->dead)
+                return;
+
+        if (varlink_reader_pending(&c->in) == 0) {
+                c->partial_since = 0;
+                varlink_reader_trim(&c->in);
+        }
+        else if (c->partial_since == 0)
+                c->partial_since = now_usec(CLOCK_MONOTONIC);
+        client_arm_timer(c);
+}
+
+static void on_client_read(evutil_socket_t fd, short what, void *userdata) {
+        Client *c = userdata;
+        ClientServer *m = c->server;
+        ssize_t n;
+
+        n = varlink_reader_fill(&c->in, c->fd);
+        if (n == -EAGAIN)
+                return;
+        if (n <= 0) {
+                if (n < 0 && n != -ECONNRESET)
+                        log_debug_errno((int) n, "Failed to read from client %" PRIu64 ": %m", c->id);
+                client_kill(c);
+                return;
+        }
+        /* While a stream runs, further calls wait; but not without bound. */
+        if (c->stream && varlink_reader_pending(&c->in) > m->config->max_message_bytes) {
+                log_ratelimited(LOG_NOTICE, 0, MESSAGE_ID_LIMIT_HIT, 10, 5,
+                                "Client %" PRIu64 " sent too much data during a stream, closing its connection.",
+                                c->id);
+                client_kill(c);
+                return;
+        }
+        client_process(c);
+}
+
+static void on_client_timer(evutil_socket_t fd, short what, void *userdata) {
+        Client *c = userdata;
+
+        log_ratelimited(LOG_NOTICE, 0, MESSAGE_ID_LIMIT_HIT, 10, 5,
+                        "Client %" PRIu64 " (uid %u) %s, closing its connection.", c->id, (unsigned) c->uid,
+                        c->partial_since ? "did not finish its message in time" : "was idle too long");
+        client_kill(c);
+}
+
+/*
+ * A client with an active stream needs no timer. Otherwise it must finish a
+ * started message within RequestTimeoutSec and make a call within
+ * IdleTimeoutSec.
+ */
+static void client_arm_timer(Client *c) {
+        ClientServer *m = c->server;
+        uint64_t now, due;
+        struct timeval tv;
+
+        if (c->stream && c->partial_since == 0) {
+                if (c->ev_timer) {
+                        event_free(c->ev_timer);
+                        c->ev_timer = NULL;
+                }
+                return;
+        }
+        now = now_usec(CLOCK_MONOTONIC);
+        if (c->partial_since)
+                due = c->partial_since + m->config->request_timeout_usec;
+        else
+                due = c->last_activity + m->config->idle_timeout_usec;
+        if (!c->ev_timer) {
+                c->ev_timer = evtimer_new(m->base, on_client_timer, c);
+                if (!c->ev_timer) {
+                        client_kill(c);
+                        return;
+                }
+        }
+        tv = usec_to_timeval(due > now ? due - now : 0);
+        if (evtimer_add(c->ev_timer, &tv) < 0)
+                client_kill(c);
+}
+
+/* Tell a refused client why (@e, consumed), best effort, and close it. */
+static void refuse(int fd, VarlinkError *e) {
+        size_t n;
+        char *msg = varlink_error_new(e->name, TAKE_PTR(e->parameters), &n);
+
+        if (msg)
+                (void) send(fd, msg, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        free(msg);
+        safe_close(fd);
+}
+
+int client_new(ClientServer *m, int fd, const struct ucred *cred, Client **ret) {
+        Client *c = calloc(1, sizeof(*c));
+        int k;
+
+        if (!c) {
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        k = user_add(m, cred->uid);
+        if (k < 0) {
+                free(c);
+                safe_close(fd);
+                return k;
+        }
+        c->server = m;
+        c->id = ++m->next_client_id;
+        c->fd = fd;
+        c->uid = cred->uid;
+        c->gid = cred->gid;
+        c->pid = cred->pid;
+        c->last_activity = now_usec(CLOCK_MONOTONIC);
+        varlink_reader_init(&c->in, m->config->max_message_bytes);
+        outqueue_init(&c->out);
+        LIST_PREPEND(clients, m->clients, c);
+        m->n_clients++;
+
+        c->ev_read = event_new(m->base, fd, EV_READ | EV_PERSIST, on_client_read, c);
+        c->ev_write = event_new(m->base, fd, EV_WRITE | EV_PERSIST, on_client_write, c);
+        if (!c->ev_read || !c->ev_write || event_add(c->ev_read, NULL) < 0) {
+                client_free(c);
+                return -ENOMEM;
+        }
+        client_arm_timer(c);
+        *ret = c;
+        return 0;
+}
+
+static void on_accept(evutil_socket_t lfd, short what, void *userdata) {
+        ClientServer *m = userdata;
+
+        for (int i = 0; i < 64; i++) {
+                struct ucred cred;
+                socklen_t len = sizeof(cred);
+                VarlinkError e = {};
+                Client *c;
+                UserCount *u;
+                int fd, k;
+
+                fd = accept4(m->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (fd < 0) {
+                        if (errno == EAGAIN || errno == EINTR)
+                                return;
+                        if ((errno == EMFILE || errno == ENFILE) && m->spare_fd >= 0) {
+                                /* Out of fds: use the reserved one to accept and close the
+                                 * client, so it is refused cleanly instead of hanging. */
+                                m->spare_fd = safe_close(m->spare_fd);
+                                fd = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+                                if (fd >= 0) {
+                                        varlink_error_open_files(&e, -EMFILE);
+                                        refuse(fd, &e);
+                                }
+                                m->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                                log_ratelimited(LOG_WARNING, EMFILE, MESSAGE_ID_LIMIT_HIT, 10, 3,
+                                                "Out of file descriptors, refusing a client: %m");
+                                continue;
+                        }
+                        log_ratelimited(LOG_WARNING, errno, NULL, 10, 3, "Failed to accept a client: %m");
+                        return;
+                }
+
+                if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+                        log_warning_errno(errno, "Failed to get peer credentials, closing: %m");
+                        safe_close(fd);
+                        continue;
+                }
+
+                if (m->n_clients >= m->config->max_clients) {
+                        log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 3,
+                                        "Limit MaxClients=%u reached, refusing a client of uid %u.",
+                                        m->config->max_clients, (unsigned) cred.uid);
+                        varlink_error_limit_exceeded(&e, -EUSERS, "MaxClients", m->config->max_clients);
+                        refuse(fd, &e);
+                        continue;
+                }
+                u = user_find(m, cred.uid);
+                if (cred.uid != 0 && u && u->n >= m->config->max_clients_per_user) {
+                        log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 3,
+                                        "Limit MaxClientsPerUser=%u reached for uid %u, refusing a client.",
+                                        m->config->max_clients_per_user, (unsigned) cred.uid);
+                        varlink_error_limit_exceeded(&e, -EUSERS, "MaxClientsPerUser",
+                                                     m->config->max_clients_per_user);
+                        refuse(fd, &e);
+                        continue;
+                }
+
+                k = client_new(m, fd, &cred, &c);
+                if (k < 0) {
+                        log_error_errno(k, "Failed to set up a client: %m");
+                        return;
+                }
+                log_debug("Client %" PRIu64 " connected (pid %d, uid %u).", c->id, (int) c->pid,
+                          (unsigned) c->uid);
+        }
+}
+
+static void on_reap(evutil_socket_t fd, short what, void *userdata) {
+        ClientServer *m = userdata;
+
+        while (m->dead)
+                client_free(m->dead);
+}
+
+int client_server_new(struct event_base *base, const Config *config, int listen_fd, ClientDispatchFn dispatch,
+                      void *userdata, ClientServer **ret) {
+        ClientServer *m = calloc(1, sizeof(*m));
+
+        if (!m) {
+                safe_close(listen_fd);
+                return log_error_errno(ENOMEM, "Out of memory.");
+        }
+        *m = (ClientServer) {
+                .base = base,
+                .config = config,
+                .dispatch = dispatch,
+                .userdata = userdata,
+                .listen_fd = listen_fd,
+                .spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC),
+        };
+        m->ev_reap = event_new(base, -1, 0, on_reap, m);
+        m->ev_accept = event_new(base, listen_fd, EV_READ | EV_PERSIST, on_accept, m);
+        if (!m->ev_reap || !m->ev_accept || event_add(m->ev_accept, NULL) < 0) {
+                client_server_free(m);
+                return log_error_errno(ENOMEM, "Failed to watch the listening socket.");
+        }
+        *ret = m;
+        return 0;
+}
+
+ClientServer *client_server_free(ClientServer *m) {
+        if (!m)
+                return NULL;
+        while (m->clients)
+                client_free(m->clients);
+        if (m->ev_accept)
+                event_free(m->ev_accept);
+        if (m->ev_reap)
+                event_free(m->ev_reap);
+        safe_close(m->listen_fd);
+        safe_close(m->spare_fd);
+        free(m->users);
+        free(m);
+        return NULL;
+}

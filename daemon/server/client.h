@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Clients of the varlink socket: accepting them under the configured
+ * limits, reading and framing their calls, answering in order, writing
+ * their output without ever blocking the loop, and closing them on
+ * protocol errors, timeouts or hang-up.
+ */
+#pragma once
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "list.h"
+#include "outqueue.h"
+#include "varlink.h"
+
+typedef struct Client Client;
+typedef struct ClientServer ClientServer;
+
+/* Called for each call a client makes, in order; may queue answers and start a stream. */
+typedef void (*ClientDispatchFn)(Client *c, VarlinkCall *call, void *userdata);
+
+/* What a client's active stream is to the client: freed with it. */
+typedef void (*ClientStreamFreeFn)(void *stream);
+
+struct Client {
+        ClientServer *server;
+        uint64_t id;
+        int fd;
+        struct event *ev_read;
+        struct event *ev_write;
+        struct event *ev_timer;
+        uid_t uid;
+        gid_t gid;
+        pid_t pid;
+        VarlinkReader in;
+        OutQueue out;
+        void *stream;               /* active stream, or NULL: later calls wait */
+        ClientStreamFreeFn stream_free;
+        uint64_t partial_since;     /* monotonic time the unfinished message began, 0 none */
+        uint64_t last_activity;
+        bool dead;
+        bool read_paused;
+        bool write_armed;
+        LIST_FIELDS(Client, clients);
+        LIST_FIELDS(Client, dead);
+};
+
+/* Connections per uid, for MaxClientsPerUser=. */
+typedef struct UserCount {
+        uid_t uid;
+        unsigned n;
+} UserCount;
+
+/* The varlink socket and its clients. */
+struct ClientServer {
+        struct event_base *base;
+        const Config *config;
+        ClientDispatchFn dispatch;
+        void *userdata;
+        int listen_fd;
+        struct event *ev_accept;
+        struct event *ev_reap;
+        int spare_fd;               /* reserved to refuse clients cleanly at EMFILE */
+        Client *clients;
+        Client *dead;
+        unsigned n_clients;
+        unsigned n_streams;         /* clients with an active stream */
+        uint64_t next_client_id;
+        UserCount *users;
+        size_t n_users;
+};
+
+/*
+ * client_server_new - serve varlink on the listening socket @listen_fd
+ * (taken over): accept clients under the limits of @config, and hand each
+ * call to @dispatch. Returns 0 or a negative errno (logged).
+ */
+int client_server_new(struct event_base *base, const Config *config, int listen_fd, ClientDispatchFn dispatch,
+                      void *userdata, ClientServer **ret);
+
+/* client_server_free - close every client and the socket; NULL-safe, returns NULL. */
+ClientServer *client_server_free(ClientServer *s);
+
+/*
+ * client_new - a client for the accepted connection @fd, with the peer
+ * credentials @cred, counted for MaxClientsPerUser= and watched for input.
+ * @fd is taken over, and closed on failure. Returns 0 or -ENOMEM.
+ */
+int client_new(ClientServer *s, int fd, const struct ucred *cred, Client **ret);
+
+/* client_free - close @c now and free it with its stream; NULL-safe, returns NULL. */
+Client *client_free(Client *c);
+
+/* client_kill - close @c later, from the loop; safe during fan-out. */
+void client_kill(Client *c);
+
+/* client_send_owned - queue the message @msg (@size bytes with its NUL; taken over) for @c. */
+int client_send_owned(Client *c, char *msg, size_t size);
+
+/*
+ * client_send_event - queue one event for @c: @prefix (@n bytes) then the
+ * shared @body, straight to the socket when nothing waits before it.
+ * @limit: the most @c may have queued
+ *
+ * Returns 0, -ENOBUFS if it did not fit (the event is dropped), or another
+ * negative errno after which @c is being closed.
+ */
+int client_send_event(Client *c, const char *prefix, size_t n, Body *body, size_t limit);
+
+/* client_stream_start - @stream is @c's active stream; later calls wait until it ends. */
+void client_stream_start(Client *c, void *stream, ClientStreamFreeFn stream_free);
+
+/* client_stream_ended - @c's stream is over (the stream freed itself): answer the calls that waited behind it. */
+void client_stream_ended(Client *c);

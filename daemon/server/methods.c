@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The varlink methods: org.varlink.service (GetInfo,
+ * GetInterfaceDescription) and io.pressured (Subscribe, GetStatus,
+ * GetProtection, Inject, Reload), with source selection and the
+ * authorization rules of the contract.
+ */
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "config-build.h"
+#include "io.pressured.varlink.h"
+#include "event.h"
+#include "log.h"
+#include "methods.h"
+#include "source-choice.h"
+#include "subscribe.h"
+#include "subscription.h"
+
+static const char org_varlink_service_description[] =
+        "# The Varlink Service Interface is provided by every varlink service.\n"
+        "interface org.varlink.service\n"
+        "\n"
+        "method GetInfo() -> (\n"
+        "  vendor: string,\n"
+        "  product: string,\n"
+        "  version: string,\n"
+        "  url: string,\n"
+        "  interfaces: []string\n"
+        ")\n"
+        "\n"
+        "method GetInterfaceDescription(interface: string) -> (description: string)\n"
+        "\n"
+        "error InterfaceNotFound (interface: string)\n"
+        "error MethodNotFound (method: string)\n"
+        "error MethodNotImplemented (method: string)\n"
+        "error InvalidParameter (parameter: string)\n"
+        "error PermissionDenied ()\n"
+        "error ExpectedMore ()\n";
+
+/*
+ * Answer @call with @params (stolen). NULL @params is a reply that could
+ * not be built: out of memory, never an empty success.
+ */
+static int reply(Client *c, const VarlinkCall *call, json_t *params) {
+        size_t n;
+        char *msg;
+
+        if (!params)
+                return -ENOMEM;
+        if (call->oneway) {
+                json_decref(params);
+                return 0;
+        }
+        msg = varlink_reply_new(params, false, &n);
+        if (!msg)
+                return -ENOMEM;
+        return client_send_owned(c, msg, n);
+}
+
+static int reply_error(Client *c, const VarlinkCall *call, VarlinkError *e) {
+        size_t n;
+        char *msg;
+
+        if (call->oneway || !e->name) {
+                varlink_error_done(e);
+                return 0;
+        }
+        msg = varlink_error_new(e->name, TAKE_PTR(e->parameters), &n);
+        varlink_error_done(e);
+        if (!msg)
+                return -ENOMEM;
+        return client_send_owned(c, msg, n);
+}
+
+/* The optional "cgroup" parameter of @params, normalized ("/" if absent). */
+static int get_cgroup_param(json_t *params, char **ret, VarlinkError *e) {
+        json_t *v = json_object_get(params, "cgroup");
+        int k;
+
+        if (v && !json_is_null(v) && !json_is_string(v))
+                return varlink_error_invalid_parameter(e, "cgroup");
+        k = cgroup_path_normalize(json_string_value(v), ret);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return varlink_error_invalid_cgroup_path(e, -EINVAL, json_string_value(v));
+        return 0;
+}
+
+/* Reject any parameter not in @allowed (NULL-terminated). */
+static int check_params(json_t *params, const char *const *allowed, VarlinkError *e) {
+        const char *key;
+        json_t *v;
+
+        json_object_foreach(params, key, v) {
+                bool ok = false;
+
+                for (const char *const *a = allowed; *a; a++)
+                        if (streq(key, *a))
+                                ok = true;
+                if (!ok)
+                        return varlink_error_invalid_parameter(e, key);
+        }
+        return 0;
+}
+
+static bool psi_system_available(void) {
+        return access("/proc/pressure/memory", R_OK) == 0;
+}
+
+/*
+ * Gather what source_choose() needs to know about @cgroup. The cgroup's
+ * directories stay open in @ret_v2fd and @ret_v1fd (-1 if absent) for the
+ * authorization check.
+ */
+static void gather_facts(const Methods *m, const SubscribeRequest *req, CgroupFacts *ret,
+                         int *ret_v2fd, int *ret_v1fd) {
+        CgroupFacts f = {
+                .system = streq(req->cgroup, "/"),
+                .has_v2 = m->v2->fd >= 0,
+                .has_v1 = m->v1->fd >= 0,
+                .in_v2 = -ENOENT,
+                .in_v1 = -ENOENT,
+        };
+        int v2fd = -1, v1fd = -1;
+
+        if (f.system && (req->selector == SELECTOR_LEVEL || req->selector == SELECTOR_PSI)) {
+                /* The whole system: /proc/pressure, or the v1 root, which needs no check. */
+                f.psi_system = req->selector == SELECTOR_LEVEL && psi_system_available();
+        } else {
+                if (f.has_v2 && req->selector != SELECTOR_VMPRESSURE) {
+                        v2fd = hierarchy_open_cgroup(m->v2, req->cgroup);
+                        f.in_v2 = v2fd < 0 ? v2fd : 0;
+                }
+                if (f.has_v1 && req->selector != SELECTOR_PSI) {
+                        v1fd = hierarchy_open_cgroup(m->v1, req->cgroup);
+                        f.in_v1 = v1fd < 0 ? v1fd : 0;
+                }
+                if (v2fd >= 0) {
+                        f.v2_pressure = faccessat(v2fd, "memory.pressure", F_OK, 0) == 0;
+                        f.v2_current = faccessat(v2fd, "memory.current", F_OK, 0) == 0;
+                        f.v2_events = faccessat(v2fd, "memory.events", F_OK, 0) == 0;
+                }
+        }
+        *ret = f;
+        *ret_v2fd = v2fd < 0 ? -1 : v2fd;
+        *ret_v1fd = v1fd < 0 ? -1 : v1fd;
+}
+
+/*
+ * Decide which kernel registration a request needs (source_choose()),
+ * and check that the caller may use it. Fills @key.
+ */
+static int resolve_request(const Methods *m, Client *c, const SubscribeRequest *req, RegistrationKey *key, VarlinkError *e) {
+        _cleanup_close_ int v2fd = -1, v1fd = -1;
+        CgroupFacts facts;
+        SourceType type;
+        struct stat st;
+        int fd, k;
+
+        gather_facts(m, req, &facts, &v2fd, &v1fd);
+        k = source_choose(req->selector, req->cgroup, &facts, &type, e);
+        if (k < 0)
+                return k;
+
+        *key = (RegistrationKey) { .type = type, .cgroup = req->cgroup };
+        if (req->selector == SELECTOR_PSI)
+                key->psi = req->psi;
+        else if (req->selector == SELECTOR_VMPRESSURE) {
+                key->vm_level = req->vm_level;
+                key->vm_mode = req->vm_mode;
+        } else if (req->selector == SELECTOR_LEVEL && type == SOURCE_PSI)
+                key->psi = m->config->levels[req->level];
+        else if (req->selector == SELECTOR_LEVEL) {
+                key->vm_level = req->level;
+                key->vm_mode = m->config->vmpressure_mode;
+        }
+
+        /* Authorization: root may do anything; others the system-wide
+         * level/psi sources, and cgroups whose directory they own. */
+        if (c->uid == 0)
+                return 0;
+        if (facts.system && (req->selector == SELECTOR_LEVEL || req->selector == SELECTOR_PSI))
+                return 0;
+        fd = key->type == SOURCE_VMPRESSURE ? v1fd : v2fd;
+        if (fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == c->uid)
+                return 0;
+        return varlink_error_permission_denied(e, "the cgroup is not delegated to the caller's user");
+}
+
+/* The first message of a stream, with "continues"; NULL when out of memory. */
+static char *subscribed_message(Registration *r, const Subscription *s, bool adjusted, const char *reason,
+                                size_t *ret_size) {
+        json_t *ev, *params;
+
+        ev = event_subscribed_new(r->src.cgroup, r->src.type, registration_trigger_json(r, &s->listener), adjusted,
+                                  adjusted ? reason : NULL, registration_state_json(r));
+        params = ev ? json_pack("{s:o}", "event", ev) : NULL;
+        return params ? varlink_reply_new(params, true, ret_size) : NULL;
+}
+
+static int method_subscribe(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
+        _cleanup_(subscribe_request_done) SubscribeRequest req = {};
+        RegistrationKey key;
+        Registration *r;
+        Subscription *s;
+        char reason[POLICY_REASON_MAX];
+        bool adjusted;
+        char *msg;
+        size_t n;
+        int k;
+
+        if (!call->more)
+                return varlink_error_expected_more(e);
+
+        k = subscribe_request_parse(call->parameters, &req, e);
+        if (k < 0)
+                return k;
+        k = resolve_request(ms, c, &req, &key, e);
+        if (k < 0)
+                return k;
+        k = registration_acquire_for(ms->registry, &key, c->uid, req.selector == SELECTOR_PSI, &r, &adjusted,
+                                     reason, e);
+        if (k < 0)
+                return k;
+        k = subscription_new(c, ms->counters, r, &req, &s);
+        if (k < 0) {
+                registration_release(r);
+                return k;
+        }
+        msg = subscribed_message(r, s, adjusted, reason, &n);
+        if (!msg) {
+                subscription_free(s);
+                return -ENOMEM;
+        }
+        log_debug("Client %" PRIu64 " subscribed to %s on %s.", c->id, source_type_to_string(r->src.type),
+                  r->src.cgroup);
+        k = client_send_owned(c, msg, n);
+        if (k < 0) {
+                subscription_free(s);
+                return k;
+        }
+        subscription_start(s);
+        return 0;
+}
+
+static int method_get_status(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
+        static const char *const allowed[] = { NULL };
+        int k = check_params(call->parameters, allowed, e);
+
+        if (k < 0)
+                return k;
+        return reply(c, call, status_json(ms->status));
+}
+
+static bool in_group(const Client *c, gid_t gid) {
+        gid_t groups[256];
+        socklen_t len = sizeof(groups);
+
+        if (c->gid == gid)
+                return true;
+        if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
+                return false;
+        for (size_t i = 0; i < len / sizeof(gid_t); i++)
+                if (groups[i] == gid)
+                        return true;
+        return false;
+}
+
+static bool may_inject(const Methods *ms, const Client *c) {
+        const char *group = ms->config->inject_group;
+        struct group *g;
+        uint64_t gid;
+
+        if (c->uid == 0)
+                return true;
+        if (!group)
+                return false;
+        /* InjectGroup= takes a group name or a numeric GID. */
+        if (safe_atou64(group, &gid) == 0 && gid < (gid_t) -1)
+                return in_group(c, (gid_t) gid);
+        g = getgrnam(group);
+        return g && in_group(c, g->gr_gid);
+}
+
+static int method_inject(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
+        static const char *const allowed[] = { "cgroup", "level", NULL };
+        _cleanup_free_ char *cgroup = NULL;
+        json_t *v, *ev;
+        Level level;
+        Body *body;
+        uint64_t delivered, rt, mono;
+        int k;
+
+        k = check_params(call->parameters, allowed, e);
+        if (k < 0)
+                return k;
+        v = json_object_get(call->parameters, "level");
+        if (!json_is_string(v) || (level = level_from_string(json_string_value(v))) < 0)
+                return varlink_error_invalid_parameter(e, "level");
+        k = get_cgroup_param(call->parameters, &cgroup, e);
+        if (k < 0)
+                return k;
+        if (!may_inject(ms, c))
+                return varlink_error_permission_denied(e, "Inject is reserved to root and the InjectGroup= group");
+
+        rt = now_usec(CLOCK_REALTIME);
+        mono = now_usec(CLOCK_MONOTONIC);
+        ev = event_pressure_new(cgroup, "inject", NULL, rt, mono);
+        if (!ev)
+                return -ENOMEM;
+        if (json_object_set_new(ev, "level", json_string(level_to_string(level))) < 0 ||
+            json_object_set_new(ev, "synthetic", json_true()) < 0) {
+                json_decref(ev);
+                return -ENOMEM;
+        }
+        /* Like a kernel event: say whether the cgroup was protected. */
+        protection_source_enrich(ms->protection, cgroup, ev);
+        body = event_body_new(ev, mono);
+        if (!body)
+                return -ENOMEM;
+
+        counter_inc(ms->counters, COUNTER_EVENTS_INJECTED);
+        delivered = registry_inject(ms->registry, cgroup, level, body, mono);
+        body_unref(body);
+        log_debug("Injected a %s event on %s for uid %u, %" PRIu64 " subscriber(s) reached.",
+                 level_to_string(level), cgroup, (unsigned) c->uid, delivered);
+        return reply(c, call, json_pack("{s:I}", "delivered", (json_int_t) delivered));
+}
+
+static int method_reload(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
+        static const char *const allowed[] = { NULL };
+        _cleanup_free_ char *error = NULL;
+        int k;
+
+        k = check_params(call->parameters, allowed, e);
+        if (k < 0)
+                return k;
+        if (c->uid != 0)
+                return varlink_error_permission_denied(e, "Reload is reserved to root");
+        k = ms->reload(ms->userdata, &error);
+        if (k < 0)
+                return varlink_error_configuration_rejected(e, k, error ?: strerror(-k));
+        return reply(c, call, json_object());
+}
+
+static int method_get_protection(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
+        static const char *const allowed[] = { "cgroup", NULL };
+        const Methods *m = ms;
+        _cleanup_free_ char *cgroup = NULL;
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        json_t *nodes = NULL;
+        int k;
+
+        k = check_params(call->parameters, allowed, e);
+        if (k < 0)
+                return k;
+        k = get_cgroup_param(call->parameters, &cgroup, e);
+        if (k < 0)
+                return k;
+        if (m->v2->fd < 0 || !m->protection)
+                return varlink_error_source_unavailable(e, -EOPNOTSUPP, "protection", "there is no cgroup2 hierarchy");
+        fd = hierarchy_open_cgroup(m->v2, cgroup);
+        if (fd < 0)
+                return varlink_error_from_errno(e, fd, "protection", cgroup, NULL);
+        if (c->uid != 0 && (fstat(fd, &st) < 0 || st.st_uid != c->uid))
+                return varlink_error_permission_denied(e, "the cgroup is not delegated to the caller's user");
+
+        k = protection_source_read(m->protection, cgroup, &nodes);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return varlink_error_from_errno(e, k, "protection", cgroup, NULL);
+        return reply(c, call, json_pack("{s:o}", "nodes", nodes));
+}
+
+static int method_get_info(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
+        static const char *const allowed[] = { NULL };
+        int k = check_params(call->parameters, allowed, e);
+
+        if (k < 0)
+                return k;
+        return reply(c, call,
+                     json_pack("{s:s, s:s, s:s, s:s, s:[s, s]}", "vendor", "pressured",
+                               "product", "pressured", "version", PACKAGE_VERSION,
+                               "url", "man:pressured(8)",
+                               "interfaces", "org.varlink.service", "io.pressured"));
+}
+
+static int method_get_interface_description(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
+        static const char *const allowed[] = { "interface", NULL };
+        json_t *v;
+        int k;
+
+        k = check_params(call->parameters, allowed, e);
+        if (k < 0)
+                return k;
+        v = json_object_get(call->parameters, "interface");
+        if (!json_is_string(v))
+                return varlink_error_invalid_parameter(e, "interface");
+        if (streq(json_string_value(v), "io.pressured"))
+                return reply(c, call, json_pack("{s:s}", "description", io_pressured_varlink));
+        if (streq(json_string_value(v), "org.varlink.service"))
+                return reply(c, call, json_pack("{s:s}", "description", org_varlink_service_description));
+        return varlink_error_interface_not_found(e, json_string_value(v));
+}
+
+static const struct {
+        const char *name;
+        int (*func)(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e);
+} methods[] = {
+        { "org.varlink.service.GetInfo", method_get_info },
+        { "org.varlink.service.GetInterfaceDescription", method_get_interface_description },
+        { "io.pressured.Subscribe", method_subscribe },
+        { "io.pressured.GetStatus", method_get_status },
+        { "io.pressured.GetProtection", method_get_protection },
+        { "io.pressured.Inject", method_inject },
+        { "io.pressured.Reload", method_reload },
+};
+
+/* The error for a method nobody implements: an unknown method of our interfaces, or an unknown interface. */
+static int method_unknown(const char *method, VarlinkError *e) {
+        const char *dot = strrchr(method, '.');
+        _cleanup_free_ char *iface = NULL;
+
+        if (!dot)
+                return varlink_error_method_not_found(e, method);
+        iface = strndup(method, (size_t) (dot - method));
+        if (!iface)
+                return -ENOMEM;
+        if (streq(iface, "io.pressured") || streq(iface, "org.varlink.service"))
+                return varlink_error_method_not_found(e, method);
+        return varlink_error_interface_not_found(e, iface);
+}
+
+void methods_dispatch(Client *c, VarlinkCall *call, void *userdata) {
+        Methods *ms = userdata;
+        VarlinkError e = {};
+        int k = 1;
+
+        for (size_t i = 0; i < ELEMENTSOF(methods) && k > 0; i++)
+                if (streq(methods[i].name, call->method))
+                        k = methods[i].func(ms, c, call, &e);
+        if (k > 0)
+                k = method_unknown(call->method, &e);
+        if (k >= 0)
+                return;
+        if (!e.name && (k == -EMFILE || k == -ENFILE)) {
+                log_ratelimited(LOG_WARNING, k, MESSAGE_ID_LIMIT_HIT, 10, 3,
+                                "Out of file descriptors handling %s: %m", call->method);
+                varlink_error_open_files(&e, k);
+        } else if (!e.name) {
+                log_error_errno(k, "Failed to handle %s: %m", call->method);
+                varlink_error_internal(&e, k);
+        } else
+                log_debug("%s from client %" PRIu64 " failed: %s", call->method, c->id, e.name);
+        if (reply_error(c, call, &e) < 0)
+                client_kill(c); /* not even the error could be queued */
+}

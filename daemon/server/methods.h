@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The varlink methods: org.varlink.service (GetInfo,
+ * GetInterfaceDescription) and io.pressured (Subscribe, GetStatus,
+ * GetProtection, Inject, Reload), with the authorization rules of the
+ * contract. The manager installs methods_dispatch() as the clients'
+ * dispatch callback, and hands in what lies outside this layer (reloading
+ * the configuration) as a callback too.
+ */
+#pragma once
+
+#include "cgroup.h"
+#include "client.h"
+#include "config.h"
+#include "counters.h"
+#include "registration.h"
+#include "source-protection.h"
+#include "status.h"
+#include "varlink.h"
+
+typedef struct Methods {
+        const Config *config;
+        Registry *registry;
+        ProtectionSource *protection;   /* NULL without a cgroup2 hierarchy */
+        const Hierarchy *v2;
+        const Hierarchy *v1;
+        Counters *counters;
+        const StatusContext *status;
+        /* Re-read the configuration (Reload); @ret_error: why it was rejected. */
+        int (*reload)(void *userdata, char **ret_error);
+        void *userdata;
+} Methods;
+
+/*
+ * methods_dispatch - answer @call from @c (a ClientDispatchFn; @userdata
+ * is the Methods): run the method, or send the declared error. When the
+ * answer cannot be queued the client is closed.
+ */
+void methods_dispatch(Client *c, VarlinkCall *call, void *userdata);

@@ -1,0 +1,487 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The systemd memory-pressure proxy (see proxy.h): accepting and
+ * identifying peers, reading their trigger line with a bound and a
+ * deadline, attaching them to the registration of their own cgroup, and
+ * writing one byte per event without ever blocking.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "proxy.h"
+
+static const ListenerOps proxy_listener_ops;
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+static int pidfd_open_compat(pid_t pid) {
+#ifdef SYS_pidfd_open
+        return (int) syscall(SYS_pidfd_open, pid, 0);
+#else
+        errno = ENOSYS;
+        return -1;
+#endif
+}
+
+/*
+ * Whether the process behind @pidfd still runs: a pidfd polls readable once
+ * it has exited. poll() needs no permission over the process, unlike a
+ * signal 0, which a daemon without CAP_KILL may not send to other users.
+ */
+static bool pidfd_alive(int pidfd) {
+        struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+
+        if (pidfd < 0)
+                return true;
+        return poll(&pfd, 1, 0) == 0;
+}
+
+int proxy_parse_request(const char *buf, size_t len, PsiTrigger *ret, const char **ret_reason) {
+        char text[PROXY_LINE_MAX + 1];
+        const char *reason = NULL;
+        PsiTrigger t;
+
+        *ret = PROXY_DEFAULT_TRIGGER;
+        if (ret_reason)
+                *ret_reason = NULL;
+        if (len > PROXY_LINE_MAX) {
+                reason = "longer than a trigger line";
+                goto fail;
+        }
+        for (size_t i = 0; i < len; i++)
+                if ((unsigned char) buf[i] < 0x20 || (unsigned char) buf[i] >= 0x7f) {
+                        reason = "binary data";
+                        goto fail;
+                }
+        memcpy(text, buf, len);
+        text[len] = 0;
+        if (psi_trigger_parse(text, &t) < 0) {
+                reason = "not a PSI trigger";
+                goto fail;
+        }
+        if (psi_trigger_check(&t, &reason) < 0)
+                goto fail;
+        *ret = t;
+        return 0;
+fail:
+        if (ret_reason)
+                *ret_reason = reason;
+        return -EINVAL;
+}
+
+Level proxy_vmpressure_level(const PsiTrigger *t, const PsiTrigger levels[static _LEVEL_MAX]) {
+        for (int l = _LEVEL_MAX - 1; l > LEVEL_LOW; l--) {
+                const PsiTrigger *c = &levels[l];
+
+                if (c->stall == PSI_STALL_FULL && t->stall != PSI_STALL_FULL)
+                        continue;
+                /* t->threshold / t->window >= c->threshold / c->window */
+                if ((unsigned __int128) t->threshold_us * c->window_us >=
+                    (unsigned __int128) c->threshold_us * t->window_us)
+                        return (Level) l;
+        }
+        return LEVEL_LOW;
+}
+
+static ProxyClient *proxy_client_free(ProxyClient *p) {
+        ProxyServer *s;
+
+        if (!p)
+                return NULL;
+        s = p->server;
+        listener_detach(&p->listener);
+        log_debug("Proxied client %" PRIu64 " (pid %d, unit %s) disconnected; %" PRIu64 " sent, %" PRIu64 " dropped.",
+                  p->id, (int) p->pid, strna(p->unit), p->sent, p->dropped);
+        LIST_REMOVE(all, s->clients, p);
+        s->n_clients--;
+        if (p->ev_read)
+                event_free(p->ev_read);
+        if (p->ev_timer)
+                event_free(p->ev_timer);
+        safe_close(p->fd);
+        safe_close(p->pidfd);
+        free(p->unit);
+        free(p);
+        return NULL;
+}
+
+/* The unit a cgroup path belongs to: its last ".service" or ".scope" component. */
+static char *unit_from_cgroup(const char *path) {
+        const char *best = NULL, *p = path;
+        size_t best_len = 0;
+
+        while (p && *p) {
+                const char *e;
+                size_t n;
+
+                while (*p == '/')
+                        p++;
+                e = strchrnul(p, '/');
+                n = (size_t) (e - p);
+                if ((n > 8 && memcmp(e - 8, ".service", 8) == 0) || (n > 6 && memcmp(e - 6, ".scope", 6) == 0)) {
+                        best = p;
+                        best_len = n;
+                }
+                p = e;
+        }
+        return best ? strndup(best, best_len) : NULL;
+}
+
+/*
+ * The peer's cgroup paths from /proc/PID/cgroup: @ret_v2 from the "0::"
+ * line, @ret_v1 from the line whose controllers include "memory".
+ */
+static int read_peer_cgroups(pid_t pid, char **ret_v2, char **ret_v1) {
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *line = NULL;
+        char path[64];
+        size_t size = 0;
+
+        *ret_v2 = *ret_v1 = NULL;
+        snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        while (getline(&line, &size, f) > 0) {
+                char *ctl, *cg, **dst = NULL;
+
+                strip_trailing(line);
+                ctl = strchr(line, ':');
+                cg = ctl ? strchr(ctl + 1, ':') : NULL;
+                if (!cg)
+                        continue;
+                *cg++ = 0;
+                *ctl++ = 0;
+                if (streq(line, "0") && ctl[0] == 0)
+                        dst = ret_v2;
+                else {
+                        char *save = NULL;
+
+                        for (char *tok = strtok_r(ctl, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+                                if (streq(tok, "memory"))
+                                        dst = ret_v1;
+                }
+                if (dst && !*dst && cgroup_path_normalize(cg, dst) < 0)
+                        *dst = NULL;
+        }
+        return 0;
+}
+
+static bool cgroup_has_file(const Hierarchy *h, const char *cgroup, const char *file) {
+        _cleanup_close_ int fd = -1;
+
+        if (h->fd < 0)
+                return false;
+        fd = hierarchy_open_cgroup(h, cgroup);
+        return fd >= 0 && (!file || faccessat(fd, file, F_OK, 0) == 0);
+}
+
+/*
+ * The registration key for the peer: PSI on its cgroup2 cgroup if that has
+ * memory.pressure; else vmpressure on its v1 memory cgroup at the
+ * matching level; else the system-wide PSI trigger. @ret_cgroup owns the
+ * string @key points to.
+ */
+static void proxy_choose(ProxyClient *p, const PsiTrigger *t, RegistrationKey *key, char **ret_cgroup) {
+        ProxyEnv *env = &p->server->env;
+        _cleanup_free_ char *v2 = NULL, *v1 = NULL;
+        int k;
+
+        k = read_peer_cgroups(p->pid, &v2, &v1);
+        if (k < 0)
+                log_warning_errno(k, "Cannot read /proc/%d/cgroup of proxied client %" PRIu64 ", "
+                                  "it watches the whole system: %m", (int) p->pid, p->id);
+        if (!pidfd_alive(p->pidfd)) {
+                /* The pid may be someone else's by now: trust nothing read. */
+                free(v2);
+                free(v1);
+                v2 = v1 = NULL;
+        }
+        free(p->unit);
+        p->unit = unit_from_cgroup(v2 ?: v1 ?: "");
+
+        *key = (RegistrationKey) { .type = SOURCE_PSI, .psi = *t };
+        if (v2 && !streq(v2, "/") && cgroup_has_file(env->v2, v2, "memory.pressure"))
+                *ret_cgroup = TAKE_PTR(v2);
+        else if (v1 && !streq(v1, "/") && cgroup_has_file(env->v1, v1, "memory.pressure_level")) {
+                key->type = SOURCE_VMPRESSURE;
+                key->vm_level = proxy_vmpressure_level(t, env->config->levels);
+                key->vm_mode = env->config->vmpressure_mode;
+                *ret_cgroup = TAKE_PTR(v1);
+        } else
+                *ret_cgroup = strdup("/");
+        key->cgroup = *ret_cgroup;
+}
+
+static void proxy_attach(ProxyClient *p, const PsiTrigger *t) {
+        ProxyEnv *env = &p->server->env;
+        _cleanup_free_ char *cgroup = NULL;
+        _cleanup_(varlink_error_done) VarlinkError e = {};
+        RegistrationKey key;
+        Registration *r;
+        char desc[PSI_TRIGGER_FORMAT_MAX], reason[POLICY_REASON_MAX];
+        bool adjusted;
+        int k;
+
+        p->line_done = true;
+        if (p->ev_timer) {
+                event_free(p->ev_timer);
+                p->ev_timer = NULL;
+        }
+        proxy_choose(p, t, &key, &cgroup);
+        if (!cgroup) {
+                log_warning("Out of memory attaching proxied client %" PRIu64 "; it stays silent.", p->id);
+                return;
+        }
+        k = registration_acquire_for(env->registry, &key, p->uid, true, &r, &adjusted, reason, &e);
+        if (k < 0) {
+                /* Stay connected and silent: closing would make sd-event spin. */
+                log_warning_errno(k, "Proxied client %" PRIu64 " (pid %d, unit %s) cannot watch %s: %s",
+                                  p->id, (int) p->pid, strna(p->unit), cgroup, strna(e.name));
+                return;
+        }
+        listener_attach(&p->listener, r);
+        (void) psi_trigger_format(t, PSI_TRIGGER_FORMAT_CONFIG, desc, sizeof(desc));
+        log_debug("Proxied client %" PRIu64 " (pid %d, uid %u, unit %s) connected: %s on %s (%s).", p->id,
+                  (int) p->pid, (unsigned) p->uid, strna(p->unit), source_type_to_string(r->src.type), r->src.cgroup, desc);
+        if (adjusted && r->src.type == SOURCE_PSI) {
+                char used[PSI_TRIGGER_FORMAT_MAX];
+
+                (void) psi_trigger_format(&r->src.used, PSI_TRIGGER_FORMAT_CONFIG, used, sizeof(used));
+                log_ratelimited(LOG_NOTICE, 0, NULL, 10, 5,
+                                "Proxied client pid %d (uid %u, unit %s) asked for \"%s\", registered \"%s\": %s.",
+                                (int) p->pid, (unsigned) p->uid, strna(p->unit), desc, used, reason);
+        }
+}
+
+static void proxy_reject_line(ProxyClient *p, const char *reason) {
+        log_ratelimited(LOG_WARNING, 0, NULL, 10, 20,
+                        "Proxied client pid %d (unit %s) wrote something other than a PSI trigger (%s); using the default trigger.",
+                        (int) p->pid, strna(p->unit), reason);
+        counter_inc(p->server->env.counters, COUNTER_PROXY_INVALID_REQUESTS);
+}
+
+static void proxy_decide(ProxyClient *p) {
+        const char *reason;
+        PsiTrigger t;
+
+        if (proxy_parse_request(p->line, p->len, &t, &reason) < 0)
+                proxy_reject_line(p, reason);
+        proxy_attach(p, &t);
+}
+
+static void on_proxy_timeout(evutil_socket_t fd, short what, void *userdata) {
+        ProxyClient *p = userdata;
+
+        if (p->len == 0) {
+                /* Nothing written: MEMORY_PRESSURE_WRITE was unset. */
+                PsiTrigger t = PROXY_DEFAULT_TRIGGER;
+
+                proxy_attach(p, &t);
+        } else
+                proxy_decide(p); /* an unterminated line: judged as it is */
+}
+
+static void on_proxy_read(evutil_socket_t fd, short what, void *userdata) {
+        ProxyClient *p = userdata;
+        char buf[4096];
+        ssize_t n;
+
+        n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        if (n <= 0) {
+                proxy_client_free(p);
+                return;
+        }
+        if (p->line_done)
+                return; /* read and discarded */
+
+        for (ssize_t i = 0; i < n; i++) {
+                if (buf[i] == 0 || buf[i] == '\n') {
+                        proxy_decide(p);
+                        return;
+                }
+                if (p->len >= PROXY_LINE_MAX) {
+                        proxy_reject_line(p, "longer than a trigger line");
+                        PsiTrigger t = PROXY_DEFAULT_TRIGGER;
+                        proxy_attach(p, &t);
+                        return;
+                }
+                p->line[p->len++] = buf[i];
+        }
+}
+
+static unsigned proxy_clients_of(ProxyServer *s, uid_t uid) {
+        ProxyClient *p;
+        unsigned n = 0;
+
+        LIST_FOREACH(all, p, s->clients)
+                if (p->uid == uid)
+                        n++;
+        return n;
+}
+
+static void proxy_accept_one(ProxyServer *s, int fd) {
+        ProxyEnv *env = &s->env;
+        _cleanup_close_ int cfd = fd;
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        struct timeval tv = usec_to_timeval(PROXY_READ_TIMEOUT_USEC);
+        ProxyClient *p;
+        int pidfd = -1;
+        _cleanup_free_ char *v2 = NULL, *v1 = NULL;
+
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+                log_warning_errno(errno, "Failed to get the credentials of a proxied client: %m");
+                return;
+        }
+        if ((env->varlink ? env->varlink->n_clients : 0) + s->n_clients >= env->config->max_clients) {
+                log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 5,
+                                "Limit MaxClients=%u reached, refusing a memory-pressure client of uid %u.",
+                                env->config->max_clients, (unsigned) cred.uid);
+                return;
+        }
+        if (cred.uid != 0 && proxy_clients_of(s, cred.uid) >= env->config->max_clients_per_user) {
+                log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 5,
+                                "Limit MaxClientsPerUser=%u reached, refusing a memory-pressure client of uid %u.",
+                                env->config->max_clients_per_user, (unsigned) cred.uid);
+                return;
+        }
+        len = sizeof(pidfd);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0) {
+                pidfd = pidfd_open_compat(cred.pid);
+                if (pidfd >= 0)
+                        (void) fcntl(pidfd, F_SETFD, FD_CLOEXEC);
+        }
+
+        p = calloc(1, sizeof(*p));
+        if (!p) {
+                safe_close(pidfd);
+                return;
+        }
+        *p = (ProxyClient) {
+                .listener = { .ops = &proxy_listener_ops, .uid = cred.uid, .explicit_psi = true, .kick = true,
+                              .level = _LEVEL_INVALID },
+                .server = s,
+                .id = ++s->next_id,
+                .fd = TAKE_FD(cfd),
+                .pidfd = pidfd,
+                .pid = cred.pid,
+                .uid = cred.uid,
+        };
+        LIST_PREPEND(all, s->clients, p);
+        s->n_clients++;
+        counter_inc(env->counters, COUNTER_PROXY_CONNECTIONS);
+        if (read_peer_cgroups(p->pid, &v2, &v1) >= 0)
+                p->unit = unit_from_cgroup(v2 ?: v1 ?: "");
+
+        p->ev_read = event_new(env->base, p->fd, EV_READ | EV_PERSIST, on_proxy_read, p);
+        p->ev_timer = evtimer_new(env->base, on_proxy_timeout, p);
+        if (!p->ev_read || !p->ev_timer || event_add(p->ev_read, NULL) < 0 || evtimer_add(p->ev_timer, &tv) < 0) {
+                log_warning("Out of memory accepting a proxied client.");
+                proxy_client_free(p);
+        }
+}
+
+static void on_proxy_accept(evutil_socket_t lfd, short what, void *userdata) {
+        ProxyServer *s = userdata;
+
+        for (int i = 0; i < 64; i++) {
+                int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+                if (fd < 0) {
+                        if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+                                log_ratelimited(LOG_WARNING, errno, NULL, 10, 5,
+                                                "Failed to accept a memory-pressure client: %m");
+                        return;
+                }
+                proxy_accept_one(s, fd);
+        }
+}
+
+int proxy_start(const ProxyEnv *env, int listen_fd, const char *path, ProxyServer **ret) {
+        ProxyServer *s = calloc(1, sizeof(*s));
+
+        if (!s) {
+                safe_close(listen_fd);
+                return log_error_errno(ENOMEM, "Out of memory.");
+        }
+        s->env = *env;
+        s->listen_fd = listen_fd;
+        if (path && !(s->path = strdup(path))) {
+                proxy_stop(s);
+                return log_error_errno(ENOMEM, "Out of memory.");
+        }
+        s->ev_accept = event_new(env->base, s->listen_fd, EV_READ | EV_PERSIST, on_proxy_accept, s);
+        if (!s->ev_accept || event_add(s->ev_accept, NULL) < 0) {
+                proxy_stop(s);
+                return log_error_errno(ENOMEM, "Failed to watch the memory-pressure socket.");
+        }
+        *ret = s;
+        return 0;
+}
+
+void proxy_set_config(ProxyServer *s, const Config *config) {
+        if (s)
+                s->env.config = config;
+}
+
+ProxyServer *proxy_stop(ProxyServer *s) {
+        if (!s)
+                return NULL;
+        while (s->clients)
+                proxy_client_free(s->clients);
+        if (s->ev_accept)
+                event_free(s->ev_accept);
+        safe_close(s->listen_fd);
+        if (s->path) {
+                (void) unlink(s->path);
+                free(s->path);
+        }
+        free(s);
+        return NULL;
+}
+
+/* One byte per event, never blocking; a full socket drops the byte and counts it. */
+static bool proxy_deliver(Listener *l, Body *body, uint64_t count) {
+        ProxyClient *p = (ProxyClient *) l;
+        Counters *counters = p->server->env.counters;
+
+        if (send(p->fd, "\n", 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1) {
+                p->sent++;
+                counter_inc(counters, COUNTER_PROXY_EVENTS_SENT);
+                return true;
+        }
+        /* Full (or gone: its end of file comes through the loop). */
+        p->dropped++;
+        counter_inc(counters, COUNTER_PROXY_EVENTS_DROPPED);
+        return false;
+}
+
+/* The cgroup is gone: stay connected and silent, since closing would make sd-event spin. */
+static void proxy_removed(Listener *l, Registration *r) {
+        ProxyClient *p = (ProxyClient *) l;
+
+        log_info("Cgroup %s is gone; proxied client pid %d stays connected without events.", r->src.cgroup,
+                 (int) p->pid);
+}
+
+static const ListenerOps proxy_listener_ops = {
+        .deliver = proxy_deliver,
+        .removed = proxy_removed,
+};
+
+const ProxyClient *proxy_client_of(const Listener *l) {
+        return l->ops == &proxy_listener_ops ? (const ProxyClient *) l : NULL;
+}

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The systemd memory-pressure proxy: a second listening socket that
+ * speaks the protocol sd_event_add_memory_pressure() uses when
+ * MEMORY_PRESSURE_WATCH names an AF_UNIX stream socket. A client writes
+ * one PSI trigger line (or nothing) and then receives one byte per
+ * pressure event. Each proxied client is attached to the registration of
+ * its own cgroup, shared with varlink subscribers of the same
+ * (cgroup, source, trigger). Connections are never closed by the daemon
+ * while the client lives: sd-event would spin on the end of file.
+ */
+#pragma once
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cgroup.h"
+#include "client.h"
+#include "config.h"
+#include "counters.h"
+#include "list.h"
+#include "registration.h"
+#include "trigger.h"
+#include "util.h"
+
+typedef struct ProxyServer ProxyServer;
+typedef struct ProxyClient ProxyClient;
+
+/* The longest trigger line read; anything longer is not a trigger. */
+#define PROXY_LINE_MAX 128
+/* How long a new connection has to write its trigger line. */
+#define PROXY_READ_TIMEOUT_USEC (1 * USEC_PER_SEC)
+
+struct ProxyClient {
+        Listener listener;          /* first: attached to its registration, or detached */
+        ProxyServer *server;
+        uint64_t id;
+        int fd;
+        int pidfd;                  /* the peer process, -1 if the kernel gave none */
+        pid_t pid;
+        uid_t uid;
+        char *unit;                 /* systemd unit from the peer's cgroup, or NULL */
+        char line[PROXY_LINE_MAX];
+        size_t len;
+        bool line_done;             /* the request is decided; later bytes are discarded */
+        struct event *ev_read;
+        struct event *ev_timer;     /* exists until the request is decided */
+        uint64_t sent;
+        uint64_t dropped;
+        LIST_FIELDS(ProxyClient, all);      /* in server->clients */
+};
+
+/* What the proxy needs of the rest of the daemon. */
+typedef struct ProxyEnv {
+        struct event_base *base;
+        const Config *config;
+        Registry *registry;
+        Counters *counters;
+        const Hierarchy *v2;
+        const Hierarchy *v1;
+        const ClientServer *varlink; /* its clients count against MaxClients= too; may be NULL */
+} ProxyEnv;
+
+struct ProxyServer {
+        ProxyEnv env;
+        int listen_fd;
+        char *path;                 /* bound by us and unlinked at exit, or NULL */
+        struct event *ev_accept;
+        ProxyClient *clients;
+        unsigned n_clients;
+        uint64_t next_id;
+};
+
+/* The trigger sd-event asks for when MEMORY_PRESSURE_WRITE is unset. */
+#define PROXY_DEFAULT_TRIGGER ((PsiTrigger) { PSI_STALL_SOME, 200000, 2000000 })
+
+/*
+ * proxy_start - serve the memory-pressure socket.
+ * @env: the rest of the daemon (copied; env->config is updated with proxy_set_config())
+ * @listen_fd: the listening socket (taken over), bound by us at @path or
+ *             passed by the service manager (@path NULL)
+ * @path: unlinked when the proxy stops, or NULL
+ *
+ * Returns 0 or a negative errno (logged).
+ */
+int proxy_start(const ProxyEnv *env, int listen_fd, const char *path, ProxyServer **ret);
+
+/* proxy_stop - close every proxied client and the socket; NULL-safe, returns NULL. */
+ProxyServer *proxy_stop(ProxyServer *s);
+
+/* proxy_set_config - the configuration after a reload. */
+void proxy_set_config(ProxyServer *s, const Config *config);
+
+/* proxy_client_of - the proxied client behind @l, or NULL if @l is another kind of listener. */
+const ProxyClient *proxy_client_of(const Listener *l);
+
+/*
+ * proxy_vmpressure_level - the vmpressure level that matches the PSI
+ * trigger @t: the most severe of [Levels] @levels whose stall/window
+ * ratio @t reaches (a "full" level only for "full" triggers); low if none.
+ */
+Level proxy_vmpressure_level(const PsiTrigger *t, const PsiTrigger levels[static _LEVEL_MAX]);
+
+/*
+ * proxy_parse_request - decide the trigger from what a client wrote.
+ * @buf: the bytes read, up to and excluding the NUL or newline
+ * @len: their number
+ * @ret: the trigger; the default when the request is not valid
+ * @ret_reason: why the request was not valid, or NULL
+ *
+ * The line is the kernel format ("some 150000 2000000") or the config
+ * format ("some 150ms 2s"), checked like Subscribe's "psi". Returns 0 for
+ * a valid trigger, -EINVAL for anything else.
+ */
+int proxy_parse_request(const char *buf, size_t len, PsiTrigger *ret, const char **ret_reason);

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/* GetStatus and the Prometheus exposition, both from the manager's state and the counter table. */
+#include <inttypes.h>
+
+#include "config-build.h"
+#include "metrics-text.h"
+#include "registration-episode.h"
+#include "status.h"
+#include "util.h"
+
+void status_counters(const StatusContext *m, uint64_t ret[static _COUNTER_MAX]) {
+        memcpy(ret, m->counters->value, sizeof(m->counters->value));
+        protection_source_counters(m->protection, &ret[COUNTER_PROPAGATIONS_APPLIED], &ret[COUNTER_PROPAGATIONS_SKIPPED]);
+}
+
+/*
+ * The next uid holding fast PSI registrations above @last (any if !@after),
+ * smallest first. The registrations are few (MaxRegistrations=), so a pass
+ * per uid needs no table of its own.
+ */
+static bool next_fast_uid(const StatusContext *m, bool after, uid_t last, uid_t *ret) {
+        Registration *r;
+        bool found = false;
+        uid_t next = 0;
+
+        LIST_FOREACH(registrations, r, m->registry->registrations)
+                if (r->fast_charged && !r->removed && (!after || r->fast_uid > last) &&
+                    (!found || r->fast_uid < next)) {
+                        next = r->fast_uid;
+                        found = true;
+                }
+        if (found)
+                *ret = next;
+        return found;
+}
+
+/* The uids holding fast PSI registrations, with how many each, by ascending uid. */
+static json_t *status_fast_users_json(const StatusContext *m) {
+        json_t *users = json_array();
+        uid_t uid = 0;
+
+        for (bool after = false; next_fast_uid(m, after, uid, &uid); after = true)
+                json_array_append_new(users, json_pack("{s:I, s:I}", "uid", (json_int_t) uid, "fast_triggers",
+                                                       (json_int_t) registry_fast_count(m->registry, uid)));
+        return users;
+}
+
+json_t *status_json(const StatusContext *m) {
+        uint64_t values[_COUNTER_MAX];
+        json_t *regs = json_array(), *counters = json_object();
+        Registration *r;
+
+        LIST_FOREACH(registrations, r, m->registry->registrations) {
+                json_t *proxied = json_array();
+                Listener *l;
+                json_t *o;
+
+                LIST_FOREACH(listeners, l, r->listeners) {
+                        const ProxyClient *p = proxy_client_of(l);
+
+                        if (p)
+                                json_array_append_new(proxied, json_pack("{s:I, s:s, s:s?}", "pid", (json_int_t) p->pid,
+                                                                         "cgroup", r->src.cgroup, "unit", p->unit));
+                }
+                o = json_pack("{s:s, s:s, s:o, s:I, s:o}", "cgroup", r->src.cgroup,
+                              "source", source_type_to_string(r->src.type),
+                              "trigger", registration_trigger_json(r, NULL),
+                              "subscribers", (json_int_t) r->n_subscribers,
+                              "proxied", proxied);
+                if (o && r->fast_charged)
+                        json_object_set_new(o, "fast_trigger_uid", json_integer((json_int_t) r->fast_uid));
+                if (o && registration_has_episodes(r)) {
+                        json_t *ep = registration_episode_json(r);
+
+                        if (ep)
+                                json_object_set_new(o, "episode", ep);
+                        json_object_set_new(o, "history", registration_history_json(r));
+                }
+                json_array_append_new(regs, o);
+        }
+        status_counters(m, values);
+        for (Counter c = 0; c < _COUNTER_MAX; c++)
+                json_object_set_new(counters, counter_info(c)->name, json_integer((json_int_t) values[c]));
+        return json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:{s:s?, s:s?, s:b}, s:o, s:{s:I, s:o}}",
+                         "version", PACKAGE_VERSION,
+                         "uptime_us", (json_int_t) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic),
+                         "clients", (json_int_t) (m->clients ? m->clients->n_clients : 0),
+                         "subscriptions", (json_int_t) (m->clients ? m->clients->n_streams : 0),
+                         "proxied_clients", (json_int_t) (m->proxy ? m->proxy->n_clients : 0),
+                         "registrations", regs,
+                         "cgroup",
+                         "v2_root", m->v2->path,
+                         "v1_memory_root", m->v1->path,
+                         "recursive_protection", config_recursive_protection(m->config, m->mount_recursiveprot),
+                         "counters", counters,
+                         "fast_triggers",
+                         "max_per_user", (json_int_t) m->config->max_fast_triggers_per_user,
+                         "users", status_fast_users_json(m));
+}
+
+static void write_gauge(struct evbuffer *out, const char *name, const char *help, uint64_t v) {
+        metrics_write_header(out, name, "gauge", help);
+        metrics_write_sample_u64(out, name, NULL, 0, v);
+}
+
+void status_write_metrics(struct evbuffer *out, void *userdata) {
+        const StatusContext *m = userdata;
+        unsigned by_source[_SOURCE_MAX] = {};
+        uint64_t values[_COUNTER_MAX];
+        Registration *r;
+        bool psi_header = false;
+
+        LIST_FOREACH(registrations, r, m->registry->registrations)
+                by_source[r->src.type]++;
+        status_counters(m, values);
+
+        write_gauge(out, "pressured_clients", "Connected clients.", m->clients ? m->clients->n_clients : 0);
+        write_gauge(out, "pressured_subscriptions", "Active subscriptions.", m->clients ? m->clients->n_streams : 0);
+        write_gauge(out, "pressured_proxied_clients", "Clients of the memory-pressure socket.",
+                    m->proxy ? m->proxy->n_clients : 0);
+        metrics_write_header(out, "pressured_registrations", "gauge", "Kernel registrations in use, by source.");
+        for (int t = 0; t < _SOURCE_MAX; t++) {
+                MetricsLabel l = { "source", source_type_to_string((SourceType) t) };
+                metrics_write_sample_u64(out, "pressured_registrations", &l, 1, by_source[t]);
+        }
+        for (Counter c = 0; c < _COUNTER_MAX; c++) {
+                char name[64];
+
+                snprintf(name, sizeof(name), "pressured_%s_total", counter_info(c)->name);
+                metrics_write_header(out, name, "counter", counter_info(c)->help);
+                metrics_write_sample_u64(out, name, NULL, 0, values[c]);
+        }
+        metrics_histogram_write(out, "pressured_delivery_latency_seconds",
+                                "Time from reading a notification to queueing it for a subscriber.",
+                                &m->counters->latency);
+
+        metrics_write_header(out, "pressured_fast_triggers", "gauge",
+                             "PSI registrations with a window that is not a multiple of 2 s, per uid they count against.");
+        {
+                uid_t uid = 0;
+
+                for (bool after = false; next_fast_uid(m, after, uid, &uid); after = true) {
+                        char u[16];
+                        MetricsLabel l = { "uid", u };
+
+                        snprintf(u, sizeof(u), "%u", (unsigned) uid);
+                        metrics_write_sample_u64(out, "pressured_fast_triggers", &l, 1, registry_fast_count(m->registry, uid));
+                }
+        }
+        write_gauge(out, "pressured_fast_triggers_max_per_user", "[Policy] MaxFastTriggersPerUser=.",
+                    m->config->max_fast_triggers_per_user);
+
+        metrics_write_header(out, "pressured_episode_active", "gauge",
+                             "1 while a pressure episode of the registration is active, else 0.");
+        LIST_FOREACH(registrations, r, m->registry->registrations) {
+                char trigger[PSI_TRIGGER_FORMAT_MAX + 32];
+
+                if (!registration_has_episodes(r))
+                        continue;
+                if (r->src.type == SOURCE_PSI) {
+                        if (psi_trigger_format(&r->src.used, PSI_TRIGGER_FORMAT_CONFIG, trigger, sizeof(trigger)) < 0)
+                                snprintf(trigger, sizeof(trigger), "?");
+                } else
+                        snprintf(trigger, sizeof(trigger), "%s,%s", level_to_string(r->src.vm_level),
+                                 vmpressure_mode_to_string(r->src.vm_mode));
+                /* Registrations differ by trigger: it is a label, so every series is unique. */
+                MetricsLabel l[3] = { { "cgroup", r->src.cgroup }, { "source", source_type_to_string(r->src.type) },
+                                      { "trigger", trigger } };
+                metrics_write_sample_u64(out, "pressured_episode_active", l, 3, r->episode.active ? 1 : 0);
+        }
+
+        LIST_FOREACH(registrations, r, m->registry->registrations) {
+                PsiStats st;
+                char window[32], threshold[32];
+
+                if (source_read_psi(&r->src, &st) < 0)
+                        continue;
+                if (!psi_header) {
+                        metrics_write_header(out, "pressured_psi_some_avg10_ratio", "gauge",
+                                             "memory PSI some avg10 of registered cgroups, as a ratio.");
+                        psi_header = true;
+                }
+                snprintf(window, sizeof(window), "%" PRIu64, r->src.used.window_us);
+                snprintf(threshold, sizeof(threshold), "%" PRIu64, r->src.used.threshold_us);
+                /* One series per registration: every field of the trigger is a label. */
+                MetricsLabel l[4] = { { "cgroup", r->src.cgroup }, { "stall", psi_stall_to_string(r->src.used.stall) },
+                                      { "threshold_us", threshold }, { "window_us", window } };
+                metrics_write_sample(out, "pressured_psi_some_avg10_ratio", l, 4, st.some.avg10 / 10000.0);
+        }
+        metrics_write_process(out);
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the daemon reports about itself: the GetStatus reply and the
+ * Prometheus text of /metrics. Both read the manager's state and export
+ * every counter of the counter table (counters.h), so they agree.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "cgroup.h"
+#include "client.h"
+#include "config.h"
+#include "counters.h"
+#include "proxy.h"
+#include "registration.h"
+#include "source-protection.h"
+
+struct evbuffer;
+
+/* What the daemon reports on; filled by the manager, which keeps it current. */
+typedef struct StatusContext {
+        const Config *config;
+        const Registry *registry;
+        const ClientServer *clients;        /* NULL before the socket is served */
+        const ProxyServer *proxy;           /* NULL when the memory-pressure socket is off */
+        const ProtectionSource *protection; /* NULL without a cgroup2 hierarchy */
+        const Counters *counters;
+        const Hierarchy *v2;
+        const Hierarchy *v1;
+        bool mount_recursiveprot;           /* the cgroup2 mount's memory_recursiveprot */
+        uint64_t start_monotonic;
+} StatusContext;
+
+/* status_counters - every counter of the table, now; propagations come from the protection source. */
+void status_counters(const StatusContext *m, uint64_t ret[static _COUNTER_MAX]);
+
+/* status_json - the GetStatus reply parameters. */
+json_t *status_json(const StatusContext *m);
+
+/* status_write_metrics - the Prometheus exposition text (a MetricsCollectFn; @userdata is the StatusContext). */
+void status_write_metrics(struct evbuffer *out, void *userdata);

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A varlink subscription: the Listener through which a client's Subscribe
+ * stream hears its registration. It formats each event's envelope (seq,
+ * missed, count, level) in front of the shared body, drops what a slow
+ * reader cannot take and counts it ("missed"), coalesces events inside
+ * the subscriber's min_interval_ms, and ends the stream with "removed"
+ * when the cgroup goes away.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "client.h"
+#include "counters.h"
+#include "registration.h"
+#include "subscribe.h"
+
+typedef struct Subscription Subscription;
+
+struct Subscription {
+        Listener listener;          /* first: the registration's view of it */
+        Client *client;
+        Counters *counters;
+        uint64_t seq;               /* events generated so far */
+        uint64_t missed;            /* dropped since the last one delivered */
+        uint64_t min_interval_usec;
+        uint64_t last_sent_usec;
+        Body *pending;              /* coalesced event waiting for the interval */
+        uint64_t pending_count;
+        struct event *coalesce;     /* exists only while an event is pending */
+};
+
+/*
+ * A "cleared" event may use this much of a subscriber's queue beyond
+ * [Limits] OutputBufferBytes=, so that a slow reader still learns that
+ * the pressure is over; only when the reserve is used up too is it dropped
+ * and counted in "missed".
+ */
+#define SUBSCRIPTION_CLEARED_RESERVE_BYTES 4096
+
+/*
+ * subscription_new - a subscription of client @c to @r for @req, attached
+ * to @r but not yet @c's stream (subscription_start()).
+ * Returns 0 or -ENOMEM.
+ */
+int subscription_new(Client *c, Counters *counters, Registration *r, const SubscribeRequest *req,
+                     Subscription **ret);
+
+/* subscription_start - make @s its client's active stream, after the "subscribed" reply was queued. */
+void subscription_start(Subscription *s);
+
+/* subscription_free - detach @s (releasing its registration) and free it; NULL-safe, returns NULL. */
+Subscription *subscription_free(Subscription *s);

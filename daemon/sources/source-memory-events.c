@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * memory.events of a cgroup2 directory. The kernel raises a file-modified
+ * event on it whenever a counter changes; inotify delivers that. The file
+ * gets no final event when the cgroup is removed, and the memory.events fd
+ * we keep open pins the directory so that it gets no IN_DELETE_SELF either;
+ * so the parent directory is watched for the entry's deletion (rmdir goes
+ * through the VFS, for cgroupfs too), as is cgroup.events, and every wakeup
+ * checks that the cgroup still exists. Each event carries the counters and
+ * their change since the previous event.
+ */
+#include <fcntl.h>
+#include <sys/inotify.h>
+
+#include "log.h"
+#include "event.h"
+#include "source-common.h"
+
+static void memory_events_on_ready(evutil_socket_t fd, short what, void *userdata) {
+        Source *s = userdata;
+        SourceEnv *env = s->env;
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+        MemoryEvents now, delta = {};
+        bool changed = false;
+        uint64_t rt, mono;
+        json_t *event;
+
+        /* Drain; which watch fired does not matter, the state is re-read. */
+        while (read(s->fd, buf, sizeof(buf)) > 0)
+                ;
+        mono = now_usec(CLOCK_MONOTONIC);
+        rt = now_usec(CLOCK_REALTIME);
+
+        if (!cgroup_exists_as(env->v2, s->cgroup, s->dir_ino)) {
+                s->cb->removed(s);
+                return;
+        }
+        /* The kernel replaces the file's contents atomically; an empty or torn
+         * read can only come from a file being rewritten by hand. Wait for the
+         * next change rather than report a bogus delta. */
+        if (memory_events_read(s->aux_fd, &now) < 0 || now.present == 0)
+                return;
+        counter_inc(env->counters, COUNTER_EVENTS_READ);
+
+        delta.present = now.present;
+        for (int k = 0; k < _MEMORY_EVENT_MAX; k++) {
+                if (!(now.present & (1u << k)))
+                        continue;
+                /* Counters only grow; a smaller value means a reset, report it as is. */
+                delta.value[k] = now.value[k] >= s->last_events.value[k] ? now.value[k] - s->last_events.value[k]
+                                                                          : now.value[k];
+                if (now.value[k] != s->last_events.value[k])
+                        changed = true;
+        }
+        s->last_events = now;
+        if (!changed)
+                return;
+
+        event = event_memory_events_new(s->cgroup, &now, &delta, rt, mono);
+        s->cb->event(s, event, mono);
+}
+
+static int memory_events_open(Source *s, VarlinkError *e) {
+        SourceEnv *env = s->env;
+        _cleanup_close_ int dirfd = -1, evfd = -1, ifd = -1;
+        char path[64];
+        int k;
+
+        k = source_open_files(s, env->v2, &(const SourceFile) { "memory.events", O_RDONLY }, 1, &evfd, &dirfd, e);
+        if (k < 0)
+                return k;
+
+        ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (ifd < 0)
+                return -errno;
+        /* inotify takes paths; the directory fd is pinned through /proc/self/fd. */
+        snprintf(path, sizeof(path), "/proc/self/fd/%d/memory.events", dirfd);
+        if (inotify_add_watch(ifd, path, IN_MODIFY | IN_DELETE_SELF) < 0)
+                return -errno;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", dirfd);
+        if (inotify_add_watch(ifd, path, IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR) < 0)
+                return -errno;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d/..", dirfd);
+        if (inotify_add_watch(ifd, path, IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR) < 0)
+                return -errno;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d/cgroup.events", dirfd);
+        (void) inotify_add_watch(ifd, path, IN_MODIFY); /* absent in fake trees */
+
+        s->aux_fd = TAKE_FD(evfd);
+        k = memory_events_read(s->aux_fd, &s->last_events);
+        if (k < 0) {
+                s->aux_fd = safe_close(s->aux_fd);
+                return varlink_error_source_unavailable(e, k, "memory_events", "memory.events cannot be parsed");
+        }
+        s->ev = event_new(env->base, ifd, EV_READ | EV_PERSIST, memory_events_on_ready, s);
+        if (!s->ev || event_add(s->ev, NULL) < 0) {
+                s->aux_fd = safe_close(s->aux_fd);
+                return -ENOMEM;
+        }
+        s->fd = TAKE_FD(ifd);
+        return 0;
+}
+
+static json_t *memory_events_state(Source *s) {
+        return json_pack("{s:o}", "counters", memory_events_to_json(&s->last_events));
+}
+
+const SourceOps source_memory_events_ops = {
+        .open = memory_events_open,
+        .state = memory_events_state,
+};

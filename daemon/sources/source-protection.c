@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/* The protection source: tracked cgroups, the refresh timer, GetProtection, enrichment. */
+#include "event.h"
+#include "log.h"
+#include "protection-tree.h"
+#include "source.h"
+#include "source-protection.h"
+
+struct ProtectionSource {
+        struct event_base *base;
+        Counters *counters;
+        char *root;                 /* the cgroup2 hierarchy, or NULL */
+        bool recursive;
+        uint64_t refresh_usec;
+        ProtectionReader *reader;   /* exists only while something is tracked or read */
+        struct event *ev_refresh;   /* exists only while something is tracked */
+        bool refreshing;
+        Source *tracked;            /* the SOURCE_PROTECTION sources */
+        /* counters of readers already freed, so totals stay monotonic */
+        uint64_t applied_base, skipped_base;
+};
+
+static void on_change(ProtectionReader *reader, const ProtectionChange *change, void *userdata) {
+        ProtectionSource *p = userdata;
+        Source *s, *n;
+
+        LIST_FOREACH_SAFE(tracked, s, n, p->tracked) {
+                uint64_t rt, mono;
+                json_t *event, *node = NULL;
+
+                if (!streq(s->cgroup, change->cgroup))
+                        continue;
+                if (change->removed) {
+                        s->cb->removed(s);
+                        continue;
+                }
+                if ((int) change->state == s->last_state)
+                        continue;
+                s->last_state = (int) change->state;
+
+                mono = now_usec(CLOCK_MONOTONIC);
+                rt = now_usec(CLOCK_REALTIME);
+                counter_inc(p->counters, COUNTER_EVENTS_READ);
+                if (change->node && protection_node_to_json(change->node, &node) < 0)
+                        node = NULL;
+                event = event_protection_new(s->cgroup, protection_state_to_string(change->state),
+                                             protection_state_to_string(change->previous), node, rt, mono);
+                s->cb->event(s, event, mono);
+        }
+}
+
+static void fold_counters(ProtectionSource *p) {
+        ProtectionCounters c;
+
+        if (!p->reader)
+                return;
+        protection_tree_get_counters(protection_reader_get_tree(p->reader), &c);
+        p->applied_base += c.propagations_applied;
+        p->skipped_base += c.propagations_skipped;
+}
+
+static void reader_drop_if_unused(ProtectionSource *p) {
+        if (!p->reader || protection_reader_n_tracked(p->reader) > 0)
+                return;
+        fold_counters(p);
+        p->reader = protection_reader_free(p->reader);
+        if (p->ev_refresh) {
+                event_free(p->ev_refresh);
+                p->ev_refresh = NULL;
+        }
+}
+
+static void on_refresh(evutil_socket_t fd, short what, void *userdata) {
+        ProtectionSource *p = userdata;
+        int k;
+
+        p->refreshing = true;
+        k = protection_reader_refresh(p->reader);
+        p->refreshing = false;
+        counter_inc(p->counters, COUNTER_PROTECTION_REFRESHES);
+        if (k < 0)
+                log_ratelimited(LOG_WARNING, k, NULL, 60, 1, "Failed to refresh the protection tree, continuing: %m");
+        reader_drop_if_unused(p);
+}
+
+static int reader_ensure(ProtectionSource *p) {
+        int k;
+
+        if (p->reader)
+                return 0;
+        if (!p->root)
+                return -EOPNOTSUPP;
+        k = protection_reader_new(p->root, p->recursive, &p->reader);
+        if (k < 0)
+                return k;
+        protection_reader_set_callback(p->reader, on_change, p);
+        return 0;
+}
+
+static int refresh_timer_ensure(ProtectionSource *p) {
+        struct timeval tv = usec_to_timeval(p->refresh_usec);
+
+        if (!p->ev_refresh) {
+                p->ev_refresh = event_new(p->base, -1, EV_PERSIST, on_refresh, p);
+                if (!p->ev_refresh)
+                        return -ENOMEM;
+        }
+        if (event_add(p->ev_refresh, &tv) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static int protection_open(Source *s, VarlinkError *e) {
+        ProtectionSource *p = s->env->protection;
+        ProtectionNode *node;
+        int k;
+
+        k = p ? reader_ensure(p) : -EOPNOTSUPP;
+        if (k >= 0)
+                k = protection_reader_track(p->reader, s->cgroup);
+        if (k >= 0) {
+                k = refresh_timer_ensure(p);
+                if (k < 0)
+                        (void) protection_reader_untrack(p->reader, s->cgroup);
+        }
+        if (k < 0) {
+                if (p)
+                        reader_drop_if_unused(p);
+                if (k == -ENOMEM)
+                        return k;
+                return varlink_error_from_errno(e, k, "protection", s->cgroup, NULL);
+        }
+        node = protection_reader_lookup(p->reader, s->cgroup);
+        if (node)
+                s->last_state = (int) protection_node_state(node);
+        LIST_PREPEND(tracked, p->tracked, s);
+        return 0;
+}
+
+static void protection_close(Source *s) {
+        ProtectionSource *p = s->env->protection;
+
+        LIST_REMOVE(tracked, p->tracked, s);
+        if (!p->reader)
+                return;
+        (void) protection_reader_untrack(p->reader, s->cgroup);
+        if (!p->refreshing)
+                reader_drop_if_unused(p);
+}
+
+static json_t *protection_state(Source *s) {
+        ProtectionSource *p = s->env->protection;
+        ProtectionNode *node = p->reader ? protection_reader_lookup(p->reader, s->cgroup) : NULL;
+        json_t *j = NULL;
+
+        if (!node || protection_node_to_json(node, &j) < 0)
+                return NULL;
+        return json_pack("{s:o}", "node", j);
+}
+
+const SourceOps source_protection_ops = {
+        .open = protection_open,
+        .close = protection_close,
+        .state = protection_state,
+};
+
+int protection_source_new(struct event_base *base, Counters *counters, const char *root, bool recursive,
+                          uint64_t refresh_usec, ProtectionSource **ret) {
+        ProtectionSource *p = calloc(1, sizeof(*p));
+
+        if (!p)
+                return -ENOMEM;
+        *p = (ProtectionSource) {
+                .base = base,
+                .counters = counters,
+                .recursive = recursive,
+                .refresh_usec = refresh_usec,
+        };
+        if (root && !(p->root = strdup(root))) {
+                free(p);
+                return -ENOMEM;
+        }
+        *ret = p;
+        return 0;
+}
+
+ProtectionSource *protection_source_free(ProtectionSource *p) {
+        if (!p)
+                return NULL;
+        p->reader = protection_reader_free(p->reader);
+        if (p->ev_refresh)
+                event_free(p->ev_refresh);
+        free(p->root);
+        free(p);
+        return NULL;
+}
+
+void protection_source_configure(ProtectionSource *p, bool recursive, uint64_t refresh_usec) {
+        p->recursive = recursive;
+        p->refresh_usec = refresh_usec;
+        if (!p->reader)
+                return;
+        protection_reader_set_recursive(p->reader, recursive);
+        if (p->ev_refresh && refresh_timer_ensure(p) < 0)
+                log_warning("Failed to re-arm the protection refresh timer; the tree is refreshed on the next change.");
+}
+
+int protection_source_read(ProtectionSource *p, const char *cgroup, json_t **ret_nodes) {
+        int k;
+
+        k = reader_ensure(p);
+        if (k < 0)
+                return k;
+        k = protection_reader_get_nodes_json(p->reader, cgroup, ret_nodes);
+        reader_drop_if_unused(p);
+        return k;
+}
+
+void protection_source_enrich(ProtectionSource *p, const char *cgroup, json_t *event) {
+        ProtectionNode *node;
+        json_t *j;
+
+        if (!p || !p->reader || !event)
+                return;
+        node = protection_reader_lookup(p->reader, cgroup);
+        if (node && protection_node_to_json(node, &j) >= 0)
+                json_object_set_new(event, "protection", j);
+}
+
+void protection_source_counters(const ProtectionSource *p, uint64_t *ret_applied, uint64_t *ret_skipped) {
+        ProtectionCounters c = {};
+
+        if (p && p->reader)
+                protection_tree_get_counters(protection_reader_get_tree(p->reader), &c);
+        *ret_applied = (p ? p->applied_base : 0) + c.propagations_applied;
+        *ret_skipped = (p ? p->skipped_base : 0) + c.propagations_skipped;
+}

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * PSI triggers: /proc/pressure/memory for the system, memory.pressure in a
+ * cgroup2 directory otherwise. The trigger text is written with its NUL;
+ * the kernel then raises POLLPRI when the threshold is crossed within the
+ * window, and POLLERR when the cgroup goes away. libevent cannot wait for
+ * POLLPRI, so each trigger sits in a private epoll set whose fd the loop
+ * watches for readability.
+ *
+ * The kernel's PSI poll is one-shot: the poll that reports POLLPRI also
+ * clears it. When the loop's epoll checks our epoll set, that check runs the
+ * PSI poll and consumes the POLLPRI, so by the time we look into our set it
+ * is usually empty. The wakeup itself is therefore the notification; only
+ * POLLERR, which the kernel keeps reporting, is looked for explicitly.
+ */
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/epoll.h>
+#include <sys/statfs.h>
+
+#include "log.h"
+#include "event.h"
+#include "source-common.h"
+
+static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
+        Source *s = userdata;
+        SourceEnv *env = s->env;
+        struct epoll_event ev;
+        PsiStats stats;
+        uint64_t rt, mono;
+        int n;
+
+        n = epoll_wait(s->aux_fd, &ev, 1, 0);
+        mono = now_usec(CLOCK_MONOTONIC);
+        rt = now_usec(CLOCK_REALTIME);
+
+        if (n > 0 && (ev.events & EPOLLERR)) {
+                /* The cgroup is gone (or PSI was switched off for it). */
+                if (!streq(s->cgroup, "/") && !cgroup_exists_as(env->v2, s->cgroup, s->dir_ino)) {
+                        s->cb->removed(s);
+                        return;
+                }
+                log_ratelimited(LOG_WARNING, 0, NULL, 60, 1,
+                                "PSI trigger on %s reports an error but the cgroup exists; was PSI disabled for it (cgroup.pressure=0)? Ending its streams.",
+                                s->cgroup);
+                s->cb->removed(s);
+                return;
+        }
+        /* Proxied clients need only their byte: they do not wait for the PSI read and the event. */
+        s->cb->kick(s);
+        s->cb->pressure(s, psi_stats_read(s->fd, &stats) >= 0 ? psi_stats_to_json(&stats) : NULL,
+                                rt, mono, 1);
+}
+
+static int psi_write_trigger(int fd, const PsiTrigger *t) {
+        char buf[PSI_TRIGGER_FORMAT_MAX];
+        int n = psi_trigger_format(t, PSI_TRIGGER_FORMAT_KERNEL, buf, sizeof(buf));
+
+        if (n < 0)
+                return n;
+        /* The kernel wants the trailing NUL as part of the write. */
+        if (write(fd, buf, (size_t) n + 1) < 0)
+                return -errno;
+        return 0;
+}
+
+static int psi_open(Source *s, VarlinkError *e) {
+        SourceEnv *env = s->env;
+        _cleanup_close_ int fd = -1, epfd = -1;
+        struct epoll_event ev = { .events = EPOLLPRI };
+        struct statfs sfs;
+        int k;
+
+        if (streq(s->cgroup, "/")) {
+                fd = open("/proc/pressure/memory", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+                if (fd < 0)
+                        return varlink_error_from_errno(e, -errno, "psi", s->cgroup, "/proc/pressure/memory");
+        } else {
+                k = source_open_files(s, env->v2, &(const SourceFile) { "memory.pressure", O_RDWR | O_NONBLOCK }, 1,
+                                      &fd, NULL, e);
+                if (k < 0)
+                        return k;
+                if (fstatfs(fd, &sfs) < 0)
+                        return -errno;
+                if (sfs.f_type != CGROUP2_SUPER_MAGIC)
+                        return varlink_error_source_unavailable(e, -EOPNOTSUPP, "psi",
+                                                                "memory.pressure is not a kernel cgroup2 file");
+        }
+
+        k = psi_write_trigger(fd, &s->requested);
+        s->used = s->requested;
+        if (k == -EINVAL) {
+                PsiTrigger rounded;
+
+                /* Without CAP_SYS_RESOURCE the kernel only accepts windows that are
+                 * multiples of 2 s: round up, scale the threshold, and say so. */
+                if (psi_trigger_round_unprivileged(&s->requested, &rounded)) {
+                        k = psi_write_trigger(fd, &rounded);
+                        if (k >= 0) {
+                                s->used = rounded;
+                                s->adjusted = true;
+                                if (!env->psi_unprivileged)
+                                        log_notice("The kernel accepts only PSI windows that are multiples of 2 s from this process (no CAP_SYS_RESOURCE); triggers are rounded up.");
+                                env->psi_unprivileged = true;
+                        }
+                }
+        }
+        if (k < 0) {
+                char text[PSI_TRIGGER_FORMAT_MAX], what[PSI_TRIGGER_FORMAT_MAX + 32];
+
+                (void) psi_trigger_format(&s->requested, PSI_TRIGGER_FORMAT_CONFIG, text, sizeof(text));
+                snprintf(what, sizeof(what), "the PSI trigger \"%s\"", text);
+                return varlink_error_from_errno(e, k, "psi", s->cgroup, what);
+        }
+
+        epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (epfd < 0)
+                return -errno;
+        if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+                return -errno;
+        s->ev = event_new(env->base, epfd, EV_READ | EV_PERSIST, psi_on_ready, s);
+        if (!s->ev || event_add(s->ev, NULL) < 0)
+                return -ENOMEM;
+        s->fd = TAKE_FD(fd);
+        s->aux_fd = TAKE_FD(epfd);
+        return 0;
+}
+
+static json_t *psi_state(Source *s) {
+        PsiStats stats;
+
+        if (psi_stats_read(s->fd, &stats) < 0)
+                return NULL;
+        return json_pack("{s:o}", "psi", psi_stats_to_json(&stats));
+}
+
+const SourceOps source_psi_ops = {
+        .open = psi_open,
+        .state = psi_state,
+};

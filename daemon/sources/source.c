@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/* The table of source operations; opening, closing and describing a Source. */
+#include "source.h"
+#include "util.h"
+
+static const SourceOps *const source_ops[_SOURCE_MAX] = {
+        [SOURCE_PSI] = &source_psi_ops,
+        [SOURCE_VMPRESSURE] = &source_vmpressure_ops,
+        [SOURCE_MEMORY_EVENTS] = &source_memory_events_ops,
+        [SOURCE_PROTECTION] = &source_protection_ops,
+};
+
+const SourceOps *source_ops_get(SourceType t) {
+        return t >= 0 && t < _SOURCE_MAX ? source_ops[t] : NULL;
+}
+
+int source_open(Source *s, SourceEnv *env, const SourceCallbacks *cb, const SourceParams *p, VarlinkError *e) {
+        int k;
+
+        if (!source_ops_get(p->type))
+                return -EINVAL;
+        *s = (Source) {
+                .env = env,
+                .cb = cb,
+                .type = p->type,
+                .requested = p->psi,
+                .used = p->psi,
+                .vm_level = p->vm_level,
+                .vm_mode = p->vm_mode,
+                .fd = -1,
+                .aux_fd = -1,
+                .last_state = -1,
+                .cgroup = strdup(p->cgroup),
+        };
+        if (!s->cgroup)
+                return -ENOMEM;
+        k = source_ops_get(p->type)->open(s, e);
+        if (k < 0) {
+                /* Nothing of a failed registration may stay behind. */
+                source_close(s);
+                return k;
+        }
+        s->ops = source_ops_get(p->type);
+        return 0;
+}
+
+void source_close(Source *s) {
+        if (s->ops && s->ops->close)
+                s->ops->close(s);
+        s->ops = NULL;
+        if (s->ev)
+                event_free(s->ev);
+        s->ev = NULL;
+        s->fd = safe_close(s->fd);
+        s->aux_fd = safe_close(s->aux_fd);
+        free(s->cgroup);
+        s->cgroup = NULL;
+}
+
+json_t *source_state(Source *s) {
+        return s->ops && s->ops->state ? s->ops->state(s) : NULL;
+}
+
+int source_read_psi(const Source *s, PsiStats *ret) {
+        if (s->type != SOURCE_PSI)
+                return -EOPNOTSUPP;
+        return psi_stats_read(s->fd, ret);
+}
+
+char *source_describe(const Source *s, char *buf, size_t size) {
+        switch (s->type) {
+        case SOURCE_PSI:
+                if (psi_trigger_format(&s->used, PSI_TRIGGER_FORMAT_CONFIG, buf, size) < 0)
+                        snprintf(buf, size, "?");
+                break;
+        case SOURCE_VMPRESSURE:
+                snprintf(buf, size, "%s,%s", level_to_string(s->vm_level), vmpressure_mode_to_string(s->vm_mode));
+                break;
+        default:
+                snprintf(buf, size, "-");
+        }
+        return buf;
+}

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sources layer: one kernel registration per Source (a PSI trigger,
+ * a vmpressure eventfd, a memory.events watch, or a cgroup tracked by the
+ * protection source), made by open() and dropped by source_close(). A
+ * source knows nothing of who listens: it reports what the kernel said
+ * through the callbacks its owner installed (the registry, above it).
+ *
+ *   source.c                the table of operations, opening and closing
+ *   source-common.c         cgroup directory and files of a registration
+ *   source-psi.c            PSI triggers (memory.pressure, /proc/pressure/memory)
+ *   source-vmpressure.c     cgroup v1 vmpressure through cgroup.event_control
+ *   source-memory-events.c  memory.events through inotify
+ *   source-protection.c     the protection source: the one reader of the
+ *                           protection tree and its refresh timer
+ *   source-choice.c         which source serves a Subscribe request (pure)
+ */
+#pragma once
+
+#include <event2/event.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cgroup.h"
+#include "counters.h"
+#include "kernfile.h"
+#include "list.h"
+#include "source-type.h"
+#include "trigger.h"
+#include "varlink-error.h"
+
+typedef struct Source Source;
+typedef struct ProtectionSource ProtectionSource;
+
+/* What every source shares; owned by the manager. */
+typedef struct SourceEnv {
+        struct event_base *base;
+        const Hierarchy *v2;
+        const Hierarchy *v1;
+        Counters *counters;
+        ProtectionSource *protection; /* NULL without a cgroup2 hierarchy */
+        bool psi_unprivileged;        /* learned: the kernel wants 2 s windows from us */
+} SourceEnv;
+
+/* How a source reports to its owner; every callback may free the source. */
+typedef struct SourceCallbacks {
+        /* A kernel notification arrived; called first, before anything is read. */
+        void (*kick)(Source *s);
+        /* A pressure notification: @psi (stolen, may be NULL) the averages read with it. */
+        void (*pressure)(Source *s, json_t *psi, uint64_t realtime_us, uint64_t monotonic_us, uint64_t count);
+        /* Any other event, built by the source (stolen; NULL when out of memory). */
+        void (*event)(Source *s, json_t *event, uint64_t monotonic_us);
+        /* The cgroup is gone. */
+        void (*removed)(Source *s);
+} SourceCallbacks;
+
+/* What to register. */
+typedef struct SourceParams {
+        SourceType type;
+        const char *cgroup;
+        PsiTrigger psi;             /* SOURCE_PSI: the trigger requested */
+        Level vm_level;             /* SOURCE_VMPRESSURE */
+        VmpressureMode vm_mode;
+} SourceParams;
+
+typedef struct SourceOps SourceOps;
+
+struct Source {
+        SourceEnv *env;
+        const SourceCallbacks *cb;
+        const SourceOps *ops;
+        SourceType type;
+        char *cgroup;
+        PsiTrigger requested;       /* SOURCE_PSI */
+        PsiTrigger used;            /* SOURCE_PSI: what the kernel accepted */
+        Level vm_level;             /* SOURCE_VMPRESSURE */
+        VmpressureMode vm_mode;
+        bool adjusted;              /* the kernel refused requested; used is rounded */
+
+        int fd;                     /* trigger fd / eventfd / inotify fd */
+        int aux_fd;                 /* psi: epoll fd; memory_events: memory.events fd */
+        ino_t dir_ino;              /* to tell a recreated cgroup from ours */
+        struct event *ev;
+        struct event *holdoff;      /* SOURCE_VMPRESSURE: re-arms ev after a pause */
+
+        MemoryEvents last_events;   /* SOURCE_MEMORY_EVENTS */
+        int last_state;             /* SOURCE_PROTECTION: ProtectionState, -1 unknown */
+        LIST_FIELDS(Source, tracked); /* SOURCE_PROTECTION: in the protection source's list */
+};
+
+typedef struct SourceOps {
+        /* Make the kernel registration; fill @e on failure. */
+        int (*open)(Source *s, VarlinkError *e);
+        /* Release what open() made beyond fd, aux_fd and ev (which the
+         * registration closes itself); optional. */
+        void (*close)(Source *s);
+        /* The current picture for the "subscribed" reply, or NULL; optional. */
+        json_t *(*state)(Source *s);
+} SourceOps;
+
+extern const SourceOps source_psi_ops;
+extern const SourceOps source_vmpressure_ops;
+extern const SourceOps source_memory_events_ops;
+extern const SourceOps source_protection_ops;
+
+/* source_ops_get - the operations implementing @t, or NULL if out of range. */
+const SourceOps *source_ops_get(SourceType t);
+
+/*
+ * source_open - make the kernel registration @p in @s (zeroed by the
+ * caller), reporting to @cb.
+ * @e: filled on failure
+ *
+ * Returns 0, or a negative errno with nothing left open.
+ */
+int source_open(Source *s, SourceEnv *env, const SourceCallbacks *cb, const SourceParams *p, VarlinkError *e);
+
+/* source_close - drop the kernel registration of @s; idempotent. */
+void source_close(Source *s);
+
+/* source_state - the current picture for the "subscribed" reply, or NULL. */
+json_t *source_state(Source *s);
+
+/* source_read_psi - the PSI averages and totals of a PSI source's pressure file. */
+int source_read_psi(const Source *s, PsiStats *ret);
+
+/* source_describe - the registration in words for the log ("some 150ms 2s", "medium,default"). */
+char *source_describe(const Source *s, char *buf, size_t size);
