@@ -335,6 +335,8 @@ static int manager_listen(Manager *m) {
                 return k;
         }
 
+        if (socket_unix_is_live(path) > 0)
+                return log_error_errno(EADDRINUSE, "Another pressured is already serving %s; not taking it over.", path);
         /* The memory-pressure socket first: once the varlink socket accepts,
          * whoever waited for it finds the daemon's sockets all in place. */
         k = manager_bind_proxy(m, proxy_path);

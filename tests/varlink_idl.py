@@ -3,7 +3,7 @@
 
 parse() reads varlink IDL (interface, type, method, error; structs, enums,
 optional ?T, arrays []T, maps [string]T, object). A Validator holds the
-parsed io.pressured (daemon/io.pressured.varlink) and org.varlink.service
+parsed io.pressured (daemon/protocol/io.pressured.varlink) and org.varlink.service
 and checks one received message against the call it answers: a reply's
 parameters against the method's output, an error against the declared
 error's parameters. Every violation raises Invalid with the path of the
@@ -374,6 +374,6 @@ class Validator:
 def default_validator(source_root=None):
     """A Validator for io.pressured (from the source tree) and org.varlink.service."""
     root = source_root or os.path.join(os.path.dirname(__file__), '..')
-    with open(os.path.join(root, 'daemon', 'io.pressured.varlink')) as f:
+    with open(os.path.join(root, 'daemon', 'protocol', 'io.pressured.varlink')) as f:
         pressured = parse(f.read())
     return Validator(pressured, parse(ORG_VARLINK_SERVICE))

@@ -7,7 +7,6 @@
 #include "socket-util.h"
 #include "util.h"
 
-/* Whether something accepts connections at @path: 1 yes, 0 no (stale or absent), or a negative errno. */
 static int socket_is_live(const struct sockaddr_un *sa) {
         _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
@@ -16,6 +15,15 @@ static int socket_is_live(const struct sockaddr_un *sa) {
         if (connect(fd, (const struct sockaddr *) sa, sizeof(*sa)) == 0)
                 return 1;
         return errno == ECONNREFUSED || errno == ENOENT ? 0 : -errno;
+}
+
+int socket_unix_is_live(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+        return socket_is_live(&sa);
 }
 
 static int mkdir_parents(const char *path, mode_t mode) {

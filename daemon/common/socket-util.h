@@ -5,6 +5,9 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+/* socket_unix_is_live - whether something accepts connections at @path: 1 yes, 0 no (stale or absent), or a negative errno. */
+int socket_unix_is_live(const char *path);
+
 /*
  * socket_listen_unix - a non-blocking, close-on-exec listening AF_UNIX
  * stream socket at @path. The missing directories above it are made (the

@@ -223,11 +223,11 @@ def test_info(d):
     pt.check({'org.varlink.service', 'io.pressured'} <= set(p['interfaces']), 'GetInfo lists both interfaces', r)
     pt.check('error' not in r and 'continues' not in r, 'GetInfo is a plain reply', r)
 
-    with open(os.path.join(pt.SOURCE_ROOT, 'daemon', 'io.pressured.varlink')) as f:
+    with open(os.path.join(pt.SOURCE_ROOT, 'daemon', 'protocol', 'io.pressured.varlink')) as f:
         text = f.read()
     r = v.call_sync('org.varlink.service.GetInterfaceDescription', {'interface': 'io.pressured'})
     desc = r.get('parameters', {}).get('description')
-    pt.check(desc == text, 'the description of io.pressured is daemon/io.pressured.varlink verbatim',
+    pt.check(desc == text, 'the description of io.pressured is daemon/protocol/io.pressured.varlink verbatim',
              (desc or '')[:80])
     iface, members = parse_idl(desc)
     pt.check(iface == 'io.pressured', 'interface name', iface)
