@@ -30,7 +30,8 @@ packages=(meson ninja-build gcc clang libclang-rt-14-dev pkg-config python3
           libevent-dev libjansson-dev libsystemd-dev libinih-dev
           valgrind systemd util-linux prometheus bash-completion
           libncurses-dev tmux dbus-daemon dunst xvfb
-          qemu-system-x86 busybox-static cpio kmod e2fsprogs passwd)
+          qemu-system-x86 busybox-static cpio kmod e2fsprogs passwd
+          universal-ctags cscope)
 if [ "${SKIP_APT:-0}" != 1 ]; then
         echo "== Installing dependencies"
         export DEBIAN_FRONTEND=noninteractive

@@ -1,0 +1,694 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Check two rules about the shape of the C sources.
+
+1. No call cycle between files of daemon/ (every .c file under daemon/, in
+   any subfolder, is a node). A function defined in one file that calls a
+   function defined in another makes an edge between the two files; files
+   that reach each other through such edges form a cycle. A lower layer that
+   must reach up does so through a function pointer (a callback or an ops
+   table), which this check does not see, on purpose.
+
+2. No function in daemon/ or client/ (.c files, recursively) longer than
+   80 lines; up to 2 functions named in ALLOW_LONG may have up to 120; none
+   may have more. The length is from the line where ctags puts the
+   definition to the closing brace, both included.
+
+Definitions and their line ranges come from Universal Ctags, call sites from
+cscope. A call site is credited to the function whose lines hold it, and the
+callee is resolved the way the linker would: to the calling file's own
+definition if it has one (static or not), else to the only non-static
+definition in another file. Calls of members (o->fn(), s.fn()) are calls
+through pointers, even when a function has the same name. Functions defined
+in headers (static inline) are not nodes, and calls made inside macros are
+not seen. A macro used at file scope to define functions (such as
+DEFINE_STRING_TABLE_LOOKUP) is given to ctags with its #define from daemon/
+or client/, so that the functions it defines are known.
+
+Usage: check-structure.py [--root DIR] [--graph] [--list-long]
+       check-structure.py --self-test
+Exit status: 0 when both rules hold, 1 when one does not (the report says
+what to change), 77 when ctags or cscope is missing.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+MAX_LINES = 80          # any function
+LONG_MAX_LINES = 120    # the allowed long ones
+LIST_LONG_OVER = 60     # --list-long prints those over this
+
+# Functions allowed between 81 and 120 lines, as "path:function" relative to
+# the source root, e.g. "daemon/config.c:config_key_parse". At most 2, and
+# only for a table that reads better long (a switch over every key of a
+# configuration file, say), not for a function nobody has split yet.
+ALLOW_LONG = ()
+MAX_ALLOW_LONG = 2
+
+SKIP = 77
+
+
+class Trouble(Exception):
+    """A tool failed or gave output this script cannot trust."""
+
+
+# ---------------------------------------------------------------------------
+# Tools
+
+def tools_missing():
+    """Why the check cannot run here, or None."""
+    for tool, package in (('ctags', 'universal-ctags'), ('cscope', 'cscope')):
+        if shutil.which(tool) is None:
+            return f'{tool} not found (Debian package {package})'
+    out = subprocess.run(['ctags', '--version'], capture_output=True,
+                         text=True).stdout
+    if 'Universal Ctags' not in out:
+        return ('ctags is not Universal Ctags (Debian package '
+                'universal-ctags), it gives no end lines')
+    return None
+
+
+def source_files(root, tops):
+    """The .c and .h files under root/top for each top, recursively."""
+    found = []
+    for top in tops:
+        for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith('.'))
+            found += [os.path.join(dirpath, f) for f in sorted(filenames)
+                      if f.endswith(('.c', '.h'))]
+    return found
+
+
+def c_files(root, top):
+    """The .c files under root/top, as sorted paths relative to root."""
+    return sorted(os.path.relpath(p, root) for p in source_files(root, [top])
+                  if p.endswith('.c'))
+
+
+def strip_comments(text):
+    return re.sub(r'/\*.*?\*/|//[^\n]*', ' ', text, flags=re.S)
+
+
+# A macro used at file scope that expands to function definitions, such as
+# DEFINE_STRING_TABLE_LOOKUP(level, Level), is what ctags cannot read on its
+# own: it takes the macro for an old-style definition that runs on into the
+# next function. Such macros are handed to ctags with their bodies (-D), so
+# that it sees the functions they define.
+DEFINE_RE = re.compile(r'^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)]*)\)(.*)$')
+FILE_SCOPE_CALL_RE = re.compile(r'^([A-Z_][A-Z0-9_]*)\s*\(.*\)\s*;?\s*$')
+
+
+def function_like_macros(root, tops):
+    """{name: (params, body)} of the function-like macros in the sources."""
+    macros = {}
+    for path in source_files(root, tops):
+        with open(path, errors='replace') as f:
+            text = strip_comments(f.read().replace('\\\n', ' '))
+        for line in text.splitlines():
+            m = DEFINE_RE.match(line)
+            if m:
+                macros.setdefault(m.group(1),
+                                  (m.group(2).strip(), ' '.join(m.group(3).split())))
+    return macros
+
+
+def ctags_defines(root, files, macros):
+    """-D options for the macros used at file scope that define functions."""
+    wanted = set()
+    for rel in files:
+        with open(os.path.join(root, rel), errors='replace') as f:
+            for line in f:
+                m = FILE_SCOPE_CALL_RE.match(line)
+                if m and m.group(1) in macros and '{' in macros[m.group(1)][1]:
+                    wanted.add(m.group(1))
+    # and the macros of that kind their bodies use
+    todo = sorted(wanted)
+    while todo:
+        body = macros[todo.pop()][1]
+        for name in re.findall(r'\b([A-Za-z_]\w*)\s*\(', body):
+            if name in macros and '{' in macros[name][1] and name not in wanted:
+                wanted.add(name)
+                todo.append(name)
+    return [f'-D{n}({macros[n][0]})={macros[n][1]}' for n in sorted(wanted)]
+
+
+class Definition:
+    __slots__ = ('name', 'path', 'start', 'end', 'static')
+
+    def __init__(self, name, path, start, end, static):
+        self.name, self.path = name, path
+        self.start, self.end, self.static = start, end, static
+
+    @property
+    def length(self):
+        return self.end - self.start + 1
+
+    def __repr__(self):
+        return f'{self.path}:{self.start}:{self.name}'
+
+
+def run_ctags(root, files, defines):
+    """Function definitions in files, sorted by path and line."""
+    if not files:
+        return []
+    cmd = ['ctags', '--options=NONE', '--language-force=C', '--kinds-C=f',
+           '--fields=+ne', '--excmd=number', '--sort=no', '-f', '-']
+    r = subprocess.run(cmd + defines + files, cwd=root, capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        raise Trouble(f'ctags failed ({r.returncode}): {r.stderr.strip()}')
+    defs = []
+    for line in r.stdout.splitlines():
+        cols = line.split('\t')
+        if len(cols) < 4:
+            continue
+        fields = dict(c.partition(':')[::2] for c in cols[3:])
+        if 'line' not in fields or 'end' not in fields:
+            raise Trouble(f'ctags gave no line range: {line}')
+        defs.append(Definition(cols[0], cols[1], int(fields['line']),
+                               int(fields['end']), 'file' in fields))
+    defs.sort(key=lambda d: (d.path, d.start, d.name))
+    return defs
+
+
+def check_macros_read(root, defs):
+    """A definition that is a macro used at file scope (NAME(...) alone on
+    its line, no type) means ctags misread the file: the range it gives
+    runs on into the next function, which it then misses."""
+    bad = []
+    for d in defs:
+        if not re.fullmatch(r'[A-Z_][A-Z0-9_]*', d.name):
+            continue
+        with open(os.path.join(root, d.path), errors='replace') as f:
+            lines = f.read().splitlines()
+        m = FILE_SCOPE_CALL_RE.match(lines[d.start - 1] if d.start <= len(lines) else '')
+        if m and m.group(1) == d.name:
+            bad.append(d)
+    if bad:
+        raise Trouble('ctags took these macro uses for function definitions, '
+                      'so the line ranges after them are wrong (is the macro '
+                      'defined under daemon/ or client/?):\n' +
+                      '\n'.join(f'  {d.path}:{d.start}: {d.name}' for d in bad))
+
+
+def run_cscope(root, files, names, tmp):
+    """{name: [(path, line), ...]}: the sites where each name is called."""
+    namefile = os.path.join(tmp, 'files')
+    with open(namefile, 'w') as f:
+        f.writelines(f'"{p}"\n' for p in files)
+    db = os.path.join(tmp, 'cscope.out')
+    env = dict(os.environ, TMPDIR=tmp)
+    env.pop('CSCOPEOPTIONS', None)
+    r = subprocess.run(['cscope', '-b', '-q', '-k', '-i', namefile, '-f', db],
+                       cwd=root, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise Trouble(f'cscope -b failed ({r.returncode}): {r.stderr.strip()}')
+    # One cscope in line mode answers every query ("3NAME": who calls NAME).
+    queries = ''.join(f'3{n}\n' for n in names)
+    r = subprocess.run(['cscope', '-d', '-l', '-k', '-f', db], cwd=root,
+                       input=queries, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise Trouble(f'cscope -d failed ({r.returncode}): {r.stderr.strip()}')
+    lines = r.stdout.splitlines()
+    sites = {}
+    i = 0
+    for name in names:
+        while i < len(lines):
+            # "Unable to search database" is how it says "no calls".
+            m = re.match(r'^(?:>> )*(?:cscope: (\d+) lines?|'
+                         r'Unable to search database)$', lines[i])
+            i += 1
+            if m:
+                break
+        else:
+            raise Trouble(f'cscope gave no answer for {name}')
+        count = int(m.group(1) or 0)
+        found = []
+        for line in lines[i:i + count]:
+            cols = line.split(' ', 3)
+            if len(cols) < 3 or not cols[2].isdigit():
+                raise Trouble(f'unexpected cscope line: {line}')
+            found.append((cols[0], int(cols[2])))
+        if len(found) != count:
+            raise Trouble(f'cscope answer for {name} is cut short')
+        i += count
+        sites[name] = found
+    return sites
+
+
+# ---------------------------------------------------------------------------
+# The call graph
+
+def code_only(line):
+    """line without string and character literals and comments."""
+    line = re.sub(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'', '""', line)
+    return re.sub(r'/\*.*?(\*/|$)|//.*', ' ', line)
+
+
+def is_member_call(text, name):
+    """Whether every call of name on this line is o->name( or s.name(."""
+    code = code_only(text)
+    seen = False
+    for m in re.finditer(r'\b' + re.escape(name) + r'\s*\(', code):
+        seen = True
+        before = code[:m.start()].rstrip()
+        if not (before.endswith('->') or before.endswith('.')):
+            return False
+    return seen
+
+
+class CallGraph:
+    def __init__(self):
+        self.defs = []
+        self.calls = {}         # (caller Definition, callee Definition) -> sites
+        self.warnings = []
+
+    def file_edges(self):
+        """{(caller file, callee file): sorted [(caller, callee) names]}."""
+        edges = {}
+        for (a, b) in self.calls:
+            if a.path != b.path:
+                edges.setdefault((a.path, b.path), set()).add((a.name, b.name))
+        return {k: sorted(v) for k, v in sorted(edges.items())}
+
+
+def build_call_graph(root, files, defs, tmp):
+    g = CallGraph()
+    g.defs = defs
+    by_path = {}
+    for d in defs:
+        by_path.setdefault(d.path, []).append(d)
+    by_name = {}
+    for d in defs:
+        by_name.setdefault(d.name, []).append(d)
+    names = sorted(by_name)
+    sites = run_cscope(root, files, names, tmp)
+    texts = {}
+
+    def enclosing(path, line):
+        for d in by_path.get(path, ()):
+            if d.start <= line <= d.end:
+                return d
+        return None
+
+    for name in names:
+        for path, line in sites.get(name, ()):
+            caller = enclosing(path, line)
+            if caller is None:
+                continue        # outside any function (a macro, say)
+            if path not in texts:
+                with open(os.path.join(root, path), errors='replace') as f:
+                    texts[path] = f.read().splitlines()
+            text = texts[path][line - 1] if line <= len(texts[path]) else ''
+            if is_member_call(text, name):
+                continue        # a call through a pointer
+            own = [d for d in by_name[name] if d.path == path]
+            if own:
+                callee = own[0]
+            else:
+                public = [d for d in by_name[name] if not d.static]
+                if not public:
+                    continue    # static elsewhere: not this function
+                if len(public) > 1:
+                    g.warnings.append(
+                        f'{path}:{line}: {name} is defined in ' +
+                        ', '.join(sorted({d.path for d in public})) +
+                        '; the call is left out of the graph')
+                    continue
+                callee = public[0]
+            g.calls.setdefault((caller, callee), []).append((path, line))
+    g.warnings = sorted(set(g.warnings))
+    return g
+
+
+def strongly_connected(nodes, edges):
+    """Tarjan's algorithm without recursion. nodes: sorted list; edges:
+    {node: sorted successors}. Returns the components, each sorted, in a
+    deterministic order."""
+    index = {}
+    low = {}
+    on_stack = set()
+    stack = []
+    components = []
+    counter = 0
+    for start in nodes:
+        if start in index:
+            continue
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        work = [(start, iter(edges.get(start, ())))]
+        while work:
+            v, successors = work[-1]
+            for w in successors:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(edges.get(w, ()))))
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[v])
+                if low[v] == index[v]:
+                    component = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        component.append(w)
+                        if w == v:
+                            break
+                    components.append(sorted(component))
+    return sorted(components)
+
+
+def cycles(graph, files):
+    edges = {}
+    for (a, b) in graph.file_edges():
+        edges.setdefault(a, []).append(b)
+    for a in edges:
+        edges[a].sort()
+    return [c for c in strongly_connected(files, edges) if len(c) > 1]
+
+
+# ---------------------------------------------------------------------------
+# The checks
+
+def check_cycles(graph, files, out):
+    bad = cycles(graph, files)
+    if not bad:
+        return True
+    file_edges = graph.file_edges()
+    for comp in bad:
+        members = set(comp)
+        print(f'Call cycle between {len(comp)} files of daemon/ (each reaches '
+              'every other through direct calls):', file=out)
+        for f in comp:
+            print(f'  {f}', file=out)
+        print('Calls inside the cycle (caller -> callee); turn one direction '
+              'into a callback, or move the function, to break it:', file=out)
+        for (a, b), pairs in file_edges.items():
+            if a in members and b in members:
+                print(f'  {a} -> {b}', file=out)
+                for caller, callee in pairs:
+                    print(f'      {caller} -> {callee}', file=out)
+    return False
+
+
+def check_lengths(defs, out, allow=None):
+    allow = ALLOW_LONG if allow is None else allow
+    ok = True
+    if len(allow) > MAX_ALLOW_LONG:
+        print(f'ALLOW_LONG names {len(allow)} functions; at most '
+              f'{MAX_ALLOW_LONG} may be longer than {MAX_LINES} lines.', file=out)
+        ok = False
+    too_long = []
+    allowed_used = set()
+    for d in defs:
+        key = f'{d.path}:{d.name}'
+        if d.length > LONG_MAX_LINES:
+            too_long.append((d, f'over {LONG_MAX_LINES}'))
+        elif d.length > MAX_LINES:
+            if key in allow:
+                allowed_used.add(key)
+            else:
+                too_long.append((d, f'over {MAX_LINES}'))
+    if too_long:
+        ok = False
+        print(f'Functions too long (at most {MAX_LINES} lines; up to '
+              f'{LONG_MAX_LINES} for at most {MAX_ALLOW_LONG} listed in '
+              'ALLOW_LONG of tests/check-structure.py):', file=out)
+        for d, why in sorted(too_long, key=lambda t: (-t[0].length, t[0].path,
+                                                       t[0].start)):
+            print(f'  {d.path}:{d.start}: {d.name}: {d.length} lines ({why})',
+                  file=out)
+    for key in sorted(set(allow) - allowed_used):
+        print(f'note: ALLOW_LONG lists {key}, which is not a function of '
+              f'{MAX_LINES + 1} to {LONG_MAX_LINES} lines; drop it.', file=out)
+    return ok
+
+
+def print_graph(graph, out):
+    edges = graph.file_edges()
+    print(f'File-level call graph of daemon/ ({len(edges)} edges; the count '
+          'is the number of distinct caller -> callee functions):', file=out)
+    width = max((len(a) for a, _ in edges), default=0)
+    for (a, b), pairs in edges.items():
+        print(f'  {a:<{width}} -> {b}  {len(pairs)}', file=out)
+
+
+def print_long(defs, out):
+    long_defs = sorted((d for d in defs if d.length > LIST_LONG_OVER),
+                       key=lambda d: (-d.length, d.path, d.start))
+    print(f'Functions over {LIST_LONG_OVER} lines ({len(long_defs)}):', file=out)
+    for d in long_defs:
+        print(f'  {d.length:4}  {d.path}:{d.start}: {d.name}', file=out)
+
+
+def check(root, graph_out=False, list_long=False, out=sys.stdout, allow=None):
+    """Run both checks on root. Returns 0 or 1; raises Trouble."""
+    daemon_files = c_files(root, 'daemon')
+    all_files = daemon_files + c_files(root, 'client')
+    if not daemon_files:
+        raise Trouble(f'no .c files under {os.path.join(root, "daemon")}')
+    macros = function_like_macros(root, ['daemon', 'client'])
+    defs = run_ctags(root, all_files, ctags_defines(root, all_files, macros))
+    check_macros_read(root, defs)
+    daemon_set = set(daemon_files)
+    daemon_defs = [d for d in defs if d.path in daemon_set]
+    with tempfile.TemporaryDirectory(prefix='check-structure.') as tmp:
+        graph = build_call_graph(root, daemon_files, daemon_defs, tmp)
+    for w in graph.warnings:
+        print(f'warning: {w}', file=out)
+    if graph_out:
+        print_graph(graph, out)
+    if list_long:
+        print_long(defs, out)
+    ok = check_cycles(graph, daemon_files, out)
+    ok = check_lengths(defs, out, allow) and ok
+    if ok:
+        print(f'structure: no call cycle between the {len(daemon_files)} files '
+              f'of daemon/; no function over {MAX_LINES} lines in '
+              f'{len(all_files)} files of daemon/ and client/', file=out)
+    return 0 if ok else 1
+
+
+# ---------------------------------------------------------------------------
+# Self-test: small trees with known answers.
+
+def body(n, first='return 0;'):
+    """Statements that make a function of n lines in all."""
+    return '\n'.join([f'        {first}'] + ['        ;'] * (n - 3))
+
+
+FIXTURE_CYCLE = {
+    # a/x.c -> b/y.c -> a/x.c
+    'daemon/a/x.c': '''
+        int y_entry(int n);
+        int x_entry(int n) {
+                return n > 0 ? y_entry(n - 1) : 0;
+        }
+    ''',
+    'daemon/b/y.c': '''
+        int x_entry(int n);
+        int y_entry(int n) {
+                return x_entry(n);
+        }
+    ''',
+}
+
+FIXTURE_CLEAN = {
+    # q.c calls p.c, r.c calls q.c, and p.c calls nothing outside: both p.c
+    # and q.c have a static helper(), p.c has a static shared() and q.c a
+    # public one, and p.c calls q_entry() only through pointers.
+    'daemon/p.c': '''
+        struct ops { int (*q_entry)(void); };
+        static int helper(void) {
+                return 1;
+        }
+        static int shared(void) {
+                return 2;
+        }
+        int p_entry(void) {
+                return helper() + shared();
+        }
+        int p_callback(struct ops *o, struct ops s) {
+                return o->q_entry() + s.q_entry();
+        }
+    ''',
+    'daemon/sub/q.c': '''
+        int p_entry(void);
+        static int helper(void) {
+                return p_entry();
+        }
+        int shared(void) {
+                return 3;
+        }
+        int q_entry(void) {
+                return helper();
+        }
+    ''',
+    'daemon/sub/r.c': '''
+        int shared(void);
+        int r_entry(void) {
+                return shared();
+        }
+    ''',
+    'daemon/t.c': '''
+        #define DEFINE_TO_STRING(name) \\
+                const char *name##_to_string(int i) { \\
+                        return i ? "yes" : "no"; \\
+                }
+        DEFINE_TO_STRING(flag)
+        int t_entry(void) {
+                return 0;
+        }
+    ''',
+    'client/short.c': 'int short_fn(void) {\n' + body(80) + '\n}\n',
+}
+
+
+def write_tree(root, files):
+    for rel, text in files.items():
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as f:
+            f.write(textwrap.dedent(text).lstrip('\n'))
+
+
+def self_test():
+    failures = []
+
+    def expect(cond, what):
+        print(('ok      ' if cond else 'FAILED  ') + what)
+        if not cond:
+            failures.append(what)
+
+    # Tarjan on a graph with two cycles, a tail, and a long chain that would
+    # overflow a recursive version.
+    g = {'a': ['b'], 'b': ['c'], 'c': ['a', 'd'], 'd': ['e'], 'e': ['d'],
+         'f': ['a']}
+    chain = {f'n{i:05}': [f'n{i + 1:05}'] for i in range(20000)}
+    chain['n20000'] = ['n00000']
+    comps = strongly_connected(sorted(set(g) | {'g'}), g)
+    expect(comps == [['a', 'b', 'c'], ['d', 'e'], ['f'], ['g']],
+           f'strongly_connected finds a-b-c and d-e: {comps}')
+    comps = strongly_connected(sorted(chain), chain)
+    expect(len(comps) == 1 and len(comps[0]) == 20001,
+           'strongly_connected handles a cycle of 20001 nodes')
+
+    with tempfile.TemporaryDirectory(prefix='check-structure-test.') as tmp:
+        clean = os.path.join(tmp, 'clean')
+        write_tree(clean, FIXTURE_CLEAN)
+        r = subprocess.run([sys.executable, __file__, '--root', clean,
+                            '--graph'], capture_output=True, text=True)
+        print(textwrap.indent(r.stdout + r.stderr, '    | '), end='')
+        expect(r.returncode == 0, 'clean tree passes (static namesakes, calls '
+               'through pointers, a function defined by a macro, an 80-line '
+               'function)')
+        expect('daemon/sub/q.c -> daemon/p.c  1' in r.stdout,
+               'graph shows q.c -> p.c (helper -> p_entry)')
+        expect('daemon/sub/r.c -> daemon/sub/q.c  1' in r.stdout,
+               'graph shows r.c -> q.c (r_entry -> the public shared)')
+        expect('daemon/p.c ->' not in r.stdout,
+               'graph has no edge from p.c (its own static helper() and '
+               'shared(); o->q_entry() and s.q_entry() are through pointers)')
+
+        bad = os.path.join(tmp, 'bad')
+        files = dict(FIXTURE_CYCLE, **FIXTURE_CLEAN)
+        files['client/long.c'] = (
+            'int long_fn(void) {\n' + body(130) + '\n}\n\n'
+            'int longish_fn(void) {\n' + body(95) + '\n}\n\n'
+            'static int short_one(void) {\n' + body(61) + '\n}\n')
+        write_tree(bad, files)
+        r = subprocess.run([sys.executable, __file__, '--root', bad,
+                            '--list-long'], capture_output=True, text=True)
+        print(textwrap.indent(r.stdout + r.stderr, '    | '), end='')
+        out = r.stdout
+        expect(r.returncode == 1, 'bad tree fails with status 1')
+        expect('Call cycle between 2 files' in out and
+               '  daemon/a/x.c\n  daemon/b/y.c\n' in out,
+               'the cycle a/x.c <-> b/y.c is reported')
+        expect('      x_entry -> y_entry' in out and
+               '      y_entry -> x_entry' in out,
+               'the calls inside the cycle are named')
+        expect(out.count('Call cycle') == 1, 'no other cycle (p.c, q.c)')
+        expect('client/long.c:1: long_fn: 130 lines (over 120)' in out,
+               'the 130-line function is reported')
+        expect('client/long.c:132: longish_fn: 95 lines (over 80)' in out,
+               'the 95-line function is reported')
+        expect('short_fn: 80 lines' not in out.split('Functions too long')[-1],
+               'the 80-line function is not')
+        expect('  61  client/long.c:228: short_one' in out,
+               '--list-long lists the 61-line function')
+
+        # ALLOW_LONG lets a listed function of 81 to 120 lines through, not
+        # one over 120, and not more than two names.
+        macros = function_like_macros(bad, ['daemon', 'client'])
+        defs = run_ctags(bad, c_files(bad, 'client'), [])
+        with open(os.devnull, 'w') as devnull:
+            with_long_fn = check_lengths(defs, devnull,
+                                         ('client/long.c:longish_fn',))
+            without = check_lengths([d for d in defs if d.name != 'long_fn'],
+                                    devnull, ('client/long.c:longish_fn',))
+            three = check_lengths([d for d in defs if d.length <= 80], devnull,
+                                  ('a:x', 'b:y', 'c:z'))
+        expect(without and not with_long_fn,
+               'ALLOW_LONG admits longish_fn (95) but not long_fn (130)')
+        expect(not three, 'ALLOW_LONG with three names is refused')
+        expect('DEFINE_TO_STRING' in macros, 'function-defining macros found')
+
+    print(f'self-test: {"FAILED" if failures else "passed"}')
+    return 1 if failures else 0
+
+
+# ---------------------------------------------------------------------------
+
+def default_root():
+    env = os.environ.get('PRESSURED_SOURCE_ROOT')
+    if env:
+        return env
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def main():
+    p = argparse.ArgumentParser(
+        description='Check that daemon/ has no call cycle between files and '
+                    'that no function in daemon/ or client/ is too long.')
+    p.add_argument('--root', help='source root (default: $PRESSURED_SOURCE_ROOT '
+                   'or the directory above this script)')
+    p.add_argument('--graph', action='store_true',
+                   help='print the file-level call graph of daemon/')
+    p.add_argument('--list-long', action='store_true',
+                   help=f'print every function over {LIST_LONG_OVER} lines')
+    p.add_argument('--self-test', action='store_true',
+                   help='check this script on small trees with known answers')
+    args = p.parse_args()
+
+    why = tools_missing()
+    if why:
+        print(f'SKIP: {why}')
+        return SKIP
+    try:
+        if args.self_test:
+            return self_test()
+        return check(os.path.abspath(args.root or default_root()),
+                     args.graph, args.list_long)
+    except Trouble as e:
+        print(f'check-structure: {e}', file=sys.stderr)
+        return 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
