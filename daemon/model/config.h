@@ -1,5 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * The model layer (daemon/README.md): pure logic, no event loop: the
+ * configuration (config.h), the protection model (protection.h) and its
+ * tree reader (protection-tree.h), pressure episodes (episode.h), the
+ * fast-trigger policy (policy.h), counters (counters.h, histogram.h) and the
+ * kinds of source (source-type.h). Tests drive it with plain structs and
+ * fixture files.
+ *
  * The configuration: embedded defaults, then /etc/pressured/pressured.conf,
  * then pressured.conf.d/ *.conf in lexical order, then --config. Parsed with
  * libinih. Any unknown section or key, or a bad value, rejects the whole

@@ -1,5 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * The protocol layer (daemon/README.md): the wire format. varlink.h
+ * (messages), varlink-error.h (the declared errors), event.h (the event
+ * shapes and the shared Body), outqueue.h (per-client output queues),
+ * subscribe.h (Subscribe's parameters), metrics-text.h (Prometheus text),
+ * and io.pressured.varlink, the interface compiled into the daemon.
+ *
  * Varlink messages of the daemon: call parsing checks the envelope; reply
  * builders produce complete NUL-terminated messages. The framing itself
  * (splitting the byte stream at NULs) is varlink-framer.h.

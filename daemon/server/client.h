@@ -1,5 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * The server layer (daemon/README.md): what peers talk to. client.h (the
+ * varlink socket and its clients), methods.h (the methods, installed as
+ * the clients' dispatch callback), subscription.h (a Subscribe stream, a
+ * registration Listener), proxy.h (the memory-pressure socket, whose
+ * clients are Listeners too), status.h (GetStatus and /metrics) and
+ * metrics.h (the HTTP endpoint).
+ *
  * Clients of the varlink socket: accepting them under the configured
  * limits, reading and framing their calls, answering in order, writing
  * their output without ever blocking the loop, and closing them on
