@@ -108,6 +108,26 @@ def skip(reason):
     sys.exit(77)
 
 
+_left_out = []
+
+
+def skip_part(reason):
+    """Leave out one part of a test that cannot run here (a kernel
+    feature, a tool or root is missing), saying why. The test goes on with
+    the rest, which can still fail; finish() then exits 77, so that meson
+    reports the test skipped rather than passed."""
+    print(f'SKIP: {reason}', flush=True)
+    _left_out.append(reason)
+
+
+def finish():
+    """End a test whose checks passed: print 'ok', or, if skip_part() left
+    a part out, exit 77 naming what was left out."""
+    if _left_out:
+        skip('the rest passed; left out: ' + '; '.join(_left_out))
+    print('ok', flush=True)
+
+
 def check(cond, what, *values):
     """Assert with a message that shows the values."""
     if not cond:
