@@ -32,11 +32,60 @@ WRAPPER = os.environ.get('PRESSURED_TEST_WRAPPER', '').split()
 # Set by the valgrind and sanitize setups: a daemon that exits non-zero on
 # SIGTERM had a memory error or leak.
 STRICT_EXIT = bool(WRAPPER) or bool(os.environ.get('PRESSURED_TEST_STRICT_EXIT'))
-# Under valgrind the daemon runs 20-50 times slower: deadlines of waits
-# for something the daemon does are scaled by this (see scaled()).
-SLOW_FACTOR = 10 if WRAPPER else 1
-V2_ROOT = '/sys/fs/cgroup/unified'
-V1_MEMORY_ROOT = '/sys/fs/cgroup/memory'
+# Set by tests/vm/run.sh: the test runs in its VM, emulated, where
+# everything (the kernel's reclaim included) is about ten times slower.
+IN_VM = os.environ.get('PRESSURED_VM') == '1'
+# Under valgrind the daemon runs 20-50 times slower, in the VM everything
+# about ten times: deadlines of waits for something the daemon does are
+# scaled by this (see scaled()).
+SLOW_FACTOR = 10 if WRAPPER or IN_VM else 1
+
+
+def _mountinfo(mountinfo):
+    """The text of /proc/self/mountinfo, or @mountinfo if given ('' if unreadable)."""
+    if mountinfo is not None:
+        return mountinfo
+    try:
+        with open('/proc/self/mountinfo') as f:
+            return f.read()
+    except OSError:
+        return ''
+
+
+def _cgroup_mounts(mountinfo, fstype):
+    """(mount point, super options) of each @fstype mount of its hierarchy's root."""
+    for line in _mountinfo(mountinfo).splitlines():
+        fields, _, rest = line.partition(' - ')
+        fields, rest = fields.split(), rest.split()
+        if len(fields) >= 5 and rest[:1] == [fstype] and fields[3] == '/':
+            # mountinfo escapes blanks and backslashes as octal (\040).
+            yield (re.sub(r'\\([0-7]{3})', lambda m: chr(int(m.group(1), 8)), fields[4]),
+                   rest[2].split(',') if len(rest) > 2 else [])
+
+
+def cgroup2_mount(mountinfo=None):
+    """Where cgroup2 is mounted, found as the daemon finds it (the first
+    cgroup2 mount of its hierarchy's root in /proc/self/mountinfo, or in
+    the text @mountinfo), or None."""
+    for path, _ in _cgroup_mounts(mountinfo, 'cgroup2'):
+        return path
+    return None
+
+
+def cgroup_v1_memory_mount(mountinfo=None):
+    """Where the cgroup v1 memory hierarchy is mounted, found as the daemon
+    finds it (the first cgroup mount of its root with the memory
+    controller), or None: a pure cgroup2 host."""
+    for path, opts in _cgroup_mounts(mountinfo, 'cgroup'):
+        if 'memory' in opts:
+            return path
+    return None
+
+
+# The machine's hierarchies as the daemon finds them; the usual hybrid
+# layout's paths where one is not mounted (tests check before use).
+V2_ROOT = cgroup2_mount() or '/sys/fs/cgroup/unified'
+V1_MEMORY_ROOT = cgroup_v1_memory_mount() or '/sys/fs/cgroup/memory'
 
 _MAIN_PID = os.getpid()
 
@@ -57,6 +106,26 @@ signal.signal(signal.SIGTERM, _on_sigterm)
 def skip(reason):
     print(f'SKIP: {reason}', flush=True)
     sys.exit(77)
+
+
+_left_out = []
+
+
+def skip_part(reason):
+    """Leave out one part of a test that cannot run here (a kernel
+    feature, a tool or root is missing), saying why. The test goes on with
+    the rest, which can still fail; finish() then exits 77, so that meson
+    reports the test skipped rather than passed."""
+    print(f'SKIP: {reason}', flush=True)
+    _left_out.append(reason)
+
+
+def finish():
+    """End a test whose checks passed: print 'ok', or, if skip_part() left
+    a part out, exit 77 naming what was left out."""
+    if _left_out:
+        skip('the rest passed; left out: ' + '; '.join(_left_out))
+    print('ok', flush=True)
 
 
 def check(cond, what, *values):
@@ -280,7 +349,7 @@ class Daemon:
                     return True
                 except OSError:
                     return False
-            wait_for(ready, timeout=30 if WRAPPER else 10, what='daemon socket')
+            wait_for(ready, timeout=30 if WRAPPER or IN_VM else 10, what='daemon socket')
         return self
 
     @property
@@ -405,10 +474,33 @@ def as_user(user):
     return fn
 
 
+# real_cgroups(v1=IF_PRESENT): the v1 memory cgroup where the machine has
+# that hierarchy, None on a pure cgroup2 host.
+IF_PRESENT = 'if present'
+
+
+def have_v1_memory():
+    """True if the machine has a cgroup v1 memory hierarchy (vmpressure)."""
+    return os.path.exists(os.path.join(V1_MEMORY_ROOT, 'cgroup.event_control'))
+
+
 @contextlib.contextmanager
-def real_cgroups(v1=True, v2=True, limit='64M'):
+def real_cgroups(v1=True, v2=True, limit='64M', limited=False):
     """Create uniquely named cgroups in the real hierarchies; always removed.
 
+    @v1, @v2: True: make the cgroup in that hierarchy, skip (exit 77) if the
+    machine lacks it; False: do not. @v1 may also be IF_PRESENT: made
+    where the machine has a cgroup v1 memory hierarchy, None on a pure
+    cgroup2 host, so that a test runs its cgroup2 parts there and leaves
+    out only its v1 ones.
+    @limit: a memory limit written where the cgroups can hold one: the v1
+    directory's memory.limit_in_bytes, and the cgroup2 directory's
+    memory.max when cgroup2 has the memory controller (a pure cgroup2
+    host; on a hybrid one the memory controller is v1's). None: no limit.
+    @limited: skip unless @limit binds what runs in the cgroup2 directory
+    (run_in_cgroups() puts a process in both): its memory.max, or, on a
+    hybrid host, the v1 memory cgroup of the same name, whose reclaim the
+    kernel accounts to the cgroup2 directory's PSI.
     Yields (name, v1_dir or None, v2_dir or None).
     """
     require_root("real cgroups are made in the machine's hierarchies")
@@ -417,14 +509,15 @@ def real_cgroups(v1=True, v2=True, limit='64M'):
     try:
         v1dir = v2dir = None
         if v1:
-            if not os.path.exists(os.path.join(V1_MEMORY_ROOT, 'cgroup.event_control')):
+            if have_v1_memory():
+                v1dir = os.path.join(V1_MEMORY_ROOT, name)
+                os.mkdir(v1dir)
+                made.append(v1dir)
+                if limit:
+                    with open(os.path.join(v1dir, 'memory.limit_in_bytes'), 'w') as f:
+                        f.write(limit)
+            elif v1 != IF_PRESENT:
                 skip('no cgroup v1 memory hierarchy at ' + V1_MEMORY_ROOT)
-            v1dir = os.path.join(V1_MEMORY_ROOT, name)
-            os.mkdir(v1dir)
-            made.append(v1dir)
-            if limit:
-                with open(os.path.join(v1dir, 'memory.limit_in_bytes'), 'w') as f:
-                    f.write(limit)
         if v2:
             if not os.path.exists(os.path.join(V2_ROOT, 'cgroup.procs')):
                 skip('no cgroup2 hierarchy at ' + V2_ROOT)
@@ -433,29 +526,18 @@ def real_cgroups(v1=True, v2=True, limit='64M'):
             made.append(v2dir)
             if not os.path.exists(os.path.join(v2dir, 'memory.pressure')):
                 skip('PSI is not available in cgroup2 directories (memory.pressure missing)')
+            v2max = os.path.join(v2dir, 'memory.max')
+            if limit and os.path.exists(v2max):
+                with open(v2max, 'w') as f:
+                    f.write(limit)
+            if limited and not (limit and (v1dir or os.path.exists(v2max))):
+                skip(f'nothing can limit the memory of {v2dir}: cgroup2 has no memory controller there '
+                     f'(no memory.max; see {V2_ROOT}/cgroup.subtree_control) and no cgroup v1 memory '
+                     'cgroup is made beside it')
         yield '/' + name, v1dir, v2dir
     finally:
         for d in reversed(made):
             remove_cgroup(d)
-
-
-def cgroup2_mount(mountinfo=None):
-    """Where cgroup2 is mounted, found as the daemon finds it (the first
-    cgroup2 mount of its hierarchy's root in /proc/self/mountinfo, or in
-    the text @mountinfo), or None."""
-    if mountinfo is None:
-        try:
-            with open('/proc/self/mountinfo') as f:
-                mountinfo = f.read()
-        except OSError:
-            return None
-    for line in mountinfo.splitlines():
-        fields, _, rest = line.partition(' - ')
-        fields = fields.split()
-        if len(fields) >= 5 and rest.split()[:1] == ['cgroup2'] and fields[3] == '/':
-            # mountinfo escapes blanks and backslashes as octal (\040).
-            return re.sub(r'\\([0-7]{3})', lambda m: chr(int(m.group(1), 8)), fields[4])
-    return None
 
 
 @contextlib.contextmanager
@@ -539,8 +621,11 @@ def run_in_cgroups(cmd, v1dir, v2dir, **kw):
 
 @contextlib.contextmanager
 def memory_load(v1dir, v2dir, size_mb=200):
-    """A shell loop in the cgroups writing a file larger than the limit and reading it back."""
-    tmp = tempfile.mkdtemp(prefix='pressured-load-', dir='/var/tmp')
+    """A shell loop in the cgroups writing a file larger than the limit and
+    reading it back. The file is on a disk, whose page cache can be
+    reclaimed: /var/tmp, or in the VM of tests/vm/run.sh its scratch disk
+    (the VM's /var/tmp lives in its memory)."""
+    tmp = tempfile.mkdtemp(prefix='pressured-load-', dir=os.environ.get('PRESSURED_VM_SCRATCH', '/var/tmp'))
     script = (f'while :; do dd if=/dev/zero of={tmp}/f bs=1M count={size_mb} status=none; '
               f'cat {tmp}/f > /dev/null; rm -f {tmp}/f; done')
 

@@ -5,8 +5,14 @@ GetInterfaceDescription, whose text must parse as varlink IDL), the
 standard errors (InterfaceNotFound, MethodNotFound, InvalidParameter naming
 the parameter, ExpectedMore), pipelined and oneway calls, and hostile
 input (malformed JSON, a non-object, an oversized message) that closes only
-the offending connection."""
+the offending connection.
 
+Only one part needs root: that a subscriber still receives the events
+Inject sends (Inject is reserved to root) after each hostile input, on a
+cgroup of the test's own. Without root that part is left out, saying so,
+the rest runs and the test then exits 77."""
+
+import contextlib
 import json
 import os
 import re
@@ -346,10 +352,14 @@ def send_bad(d, data):
 
 
 def test_hostile(d, cg):
-    # On @cg, an empty cgroup: real pressure on / would interleave its events.
-    sub = pt.Varlink(d.socket)
-    first = sub.subscribe(cgroup=cg, level='medium')
-    pt.check(first['parameters']['event']['kind'] == 'subscribed', 'subscribed', first)
+    """@cg: an empty cgroup for a subscriber that must keep receiving
+    injected events (real pressure on / would interleave its events), or
+    None to leave that out."""
+    sub = None
+    if cg:
+        sub = pt.Varlink(d.socket)
+        first = sub.subscribe(cgroup=cg, level='medium')
+        pt.check(first['parameters']['event']['kind'] == 'subscribed', 'subscribed', first)
     bystander = pt.Varlink(d.socket)
     pt.check('parameters' in bystander.call_sync('io.pressured.GetStatus'), 'bystander served')
 
@@ -369,6 +379,8 @@ def test_hostile(d, cg):
         # Everybody else is still served.
         r = bystander.call_sync('io.pressured.GetStatus')
         pt.check('parameters' in r, f'a bystander is served after {what}', r)
+        if not sub:
+            continue
         r = d.inject('medium', cg)
         pt.check(r.get('parameters', {}).get('delivered') == 1, f'inject after {what}', r)
         ev = sub.recv(timeout=WAIT)['parameters']['event']
@@ -376,20 +388,28 @@ def test_hostile(d, cg):
         pt.check(ev['kind'] == 'pressure' and ev['seq'] == seq and ev['missed'] == 0,
                  f'the subscriber still receives events after {what}', ev)
     st = d.status()
-    pt.check(st['subscriptions'] == 1, 'the subscription survived', st['subscriptions'])
-    sub.close()
+    pt.check(st['subscriptions'] == (1 if sub else 0), 'the subscription survived', st['subscriptions'])
+    if sub:
+        sub.close()
     bystander.close()
 
 
 def main():
-    pt.require_root('Inject is reserved to root')
     self_test_parser()
-    with pt.quiet_cgroup() as cg, pt.Daemon() as d:
+    with contextlib.ExitStack() as stack:
+        cg = None
+        if os.geteuid() == 0:
+            cg = stack.enter_context(pt.quiet_cgroup())
+        else:
+            pt.skip_part('that a subscriber still receives injected events after each hostile input: '
+                         'needs root (Inject is reserved to root; its cgroup is made in the machine\'s '
+                         'cgroup2 hierarchy)')
+        d = stack.enter_context(pt.Daemon())
         test_info(d)
         test_errors(d)
         test_pipelined(d)
         test_hostile(d, cg)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

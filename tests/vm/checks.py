@@ -559,6 +559,66 @@ def t_removed():
     return f'removed {took:.2f} s after rmdir'
 
 
+# --- the kernel tests, on a pure cgroup2 host ---------------------------------
+#
+# tests/kernel's tests that need only cgroup2 for most of what they check.
+# Each starts the build's daemon on a socket of its own (not the installed
+# service) and makes uniquely named cgroups, always removed. There is no
+# cgroup v1 here: each leaves out its vmpressure part, saying so, and checks
+# that vmpressure is SourceUnavailable instead. They see PRESSURED_VM=1
+# (run.sh) and scale their waits. One that skips as a whole fails here:
+# this VM has root, cgroup2 with the memory controller and PSI.
+
+KERNEL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'kernel')
+KERNEL_TIMEOUT = 600
+
+
+def kernel_test(name):
+    """Run tests/kernel/@name.py; the lines it printed, 'ok' aside, as the note."""
+    p = subprocess.Popen([sys.executable, os.path.join(KERNEL_DIR, name + '.py')],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        out, _ = p.communicate(timeout=KERNEL_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        # On SIGTERM the test unwinds and removes its cgroups.
+        p.terminate()
+        try:
+            out, _ = p.communicate(timeout=REPLY)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, _ = p.communicate()
+        raise AssertionError(f'{name} did not end within {KERNEL_TIMEOUT} s; it printed:\n{out}') from None
+    lines = [line.strip() for line in out.splitlines() if line.strip()]
+    if p.returncode == 77:
+        raise AssertionError(f'{name} skipped though this VM has all it needs:\n{out}')
+    if p.returncode != 0:
+        raise AssertionError(f'{name} exited {p.returncode}:\n{out}')
+    # A note beginning with "SKIP" would be a TAP skip directive.
+    return f'{name} exit 0; ' + '; '.join(line.replace('SKIP: ', 'left out: ', 1) for line in lines
+                                          if line != 'ok')
+
+
+@check('kernel test-trigger-errors: refused PSI triggers, PSI switched off, missing cgroups')
+def t_kernel_trigger_errors():
+    return kernel_test('test-trigger-errors')
+
+
+@check('kernel test-shared-registration: 50 identical PSI subscribers share one registration')
+def t_kernel_shared_registration():
+    return kernel_test('test-shared-registration')
+
+
+@check('kernel test-psi-load: a PSI event with the averages under a load in a 64M cgroup')
+def t_kernel_psi_load():
+    return kernel_test('test-psi-load')
+
+
+@check('kernel test-episodes-load: PSI episodes under real load, exactly one cleared each, '
+       '0 wakeups after')
+def t_kernel_episodes_load():
+    return kernel_test('test-episodes-load')
+
+
 # --- delegation ---------------------------------------------------------------
 
 def ensure_user(name):
