@@ -9,17 +9,21 @@ parameters against the method's output, an error against the declared
 error's parameters. Every violation raises Invalid with the path of the
 field, what the interface expects and what was received.
 
-Varlink has no sum types, so io.pressured declares one Event struct whose
-fields are optional and a "state" of type object. What each kind of event
-must carry, and what "state" is per kind, is public contract the IDL cannot
-express (the Subscribe replies the project's contract lists, and the
-comments of the Event type); EVENT_KINDS below spells it out and the
-Validator checks it on top of the IDL.
+Varlink has no sum types, so io.pressured declares one type per kind of
+event (SubscribedEvent, PressureEvent, ...; each has a "kind" field that is
+an enum of that one kind) and Subscribe returns the event as object. The
+Validator finds the event's type by its "kind" and checks the event
+against it like any other value. A few rules of the public contract that
+the IDL cannot express (a field required only with some subscriptions,
+fields that exclude each other) are checked on top, in check_event(); they
+only ever add requirements: what the IDL declares is always checked as
+declared.
 
 The harness (pressured_test.Varlink) runs every message it receives
 through here, so every integration, fault and kernel test checks every
 reply, event and error it gets.
 """
+import math
 import os
 import re
 
@@ -38,42 +42,6 @@ error InvalidParameter (parameter: string)
 error PermissionDenied ()
 error ExpectedMore ()
 '''
-
-# Per event kind: fields that must be present, fields that may be, and a
-# stricter type for "state" than the IDL's object. Every event after
-# "subscribed" is numbered (seq).
-_STAMP = {'time_us', 'monotonic_us'}
-EVENT_KINDS = {
-    'subscribed': {
-        'required': {'cgroup', 'source', 'trigger', 'adjusted', 'state'},
-        'optional': {'adjusted_reason'},
-        'state': ('named', 'State'),
-    },
-    'pressure': {
-        'required': {'cgroup', 'source', 'count', 'missed', 'seq'} | _STAMP,
-        # level: see check_event()
-        'optional': {'level', 'synthetic', 'psi', 'protection'},
-    },
-    'memory_events': {
-        'required': {'cgroup', 'counters', 'delta', 'seq'} | _STAMP,
-        'optional': {'source', 'missed', 'count'},
-    },
-    'protection': {
-        'required': {'cgroup', 'state', 'previous', 'node', 'seq'} | _STAMP,
-        'optional': {'source', 'missed', 'count'},
-        'state': ('enum', ('min', 'low', 'none')),
-    },
-    'cleared': {
-        # peak (psi) or peak_level (vmpressure), level: see check_event()
-        'required': {'cgroup', 'source', 'seq', 'missed', 'duration_us', 'events'} | _STAMP,
-        'optional': {'level', 'peak', 'peak_level'},
-    },
-    'removed': {
-        'required': {'cgroup'},
-        'optional': {'seq', 'missed', 'source'} | _STAMP,
-    },
-}
-
 
 class Invalid(AssertionError):
     """A message that does not match the interface."""
@@ -205,11 +173,54 @@ def _fail(path, expected, got):
     raise Invalid(f'{path}: expected {expected}, received {got!r}')
 
 
+def _kind_of(t):
+    """The one value of a struct's "kind" field if it is an enum of one
+    value (the event types of io.pressured), else None."""
+    if t[0] != 'struct':
+        return None
+    k = t[1].get('kind')
+    if k is not None and k[0] == 'enum' and len(k[1]) == 1:
+        return k[1][0]
+    return None
+
+
+def _named_types(t):
+    """The names of the types @t refers to."""
+    kind = t[0]
+    if kind == 'named':
+        yield t[1]
+    elif kind in ('optional', 'array', 'map'):
+        yield from _named_types(t[1])
+    elif kind == 'struct':
+        for f in t[1].values():
+            yield from _named_types(f)
+
+
 class Validator:
     def __init__(self, *interfaces):
         self.interfaces = {i.name: i for i in interfaces}
+        # Per interface: event kind -> the name of the type declaring it.
+        self.event_types = {}
+        for i in interfaces:
+            self.event_types[i.name] = {}
+            decls = list(i.types.values()) + [io for m in i.methods.values() for io in m] + \
+                list(i.errors.values())
+            for t in decls:
+                for name in _named_types(t):
+                    if name not in i.types:
+                        raise ValueError(f'IDL {i.name}: type {name} is used but not declared')
+            for name, t in i.types.items():
+                kind = _kind_of(t)
+                if kind is not None:
+                    if kind in self.event_types[i.name]:
+                        raise ValueError(f'IDL {i.name}: kind {kind!r} declared by '
+                                         f'{self.event_types[i.name][kind]} and {name}')
+                    self.event_types[i.name][kind] = name
 
     def check_value(self, iface, value, t, path):
+        """@value against the IDL type @t, exactly: no JSON value passes for
+        a type it is not (a string is no object, a bool no int, an int
+        with a fraction no int, NaN no float)."""
         kind = t[0]
         if kind == 'optional':
             if value is not None:
@@ -232,6 +243,8 @@ class Validator:
         elif kind == 'float':
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 _fail(path, 'float', value)
+            if isinstance(value, float) and not math.isfinite(value):
+                _fail(path, 'a finite float (JSON has no NaN or infinity)', value)
         elif kind == 'string':
             if not isinstance(value, str):
                 _fail(path, 'string', value)
@@ -250,13 +263,15 @@ class Validator:
             if not isinstance(value, dict):
                 _fail(path, _describe(t), value)
             for k, v in value.items():
+                if not isinstance(k, str):
+                    _fail(f'{path}[{k!r}]', 'a string key', k)
                 self.check_value(iface, v, t[1], f'{path}[{k!r}]')
         elif kind == 'struct':
             self.check_struct(iface, value, t[1], path)
         else:
             raise Invalid(f'{path}: unknown type {t!r}')
 
-    def check_struct(self, iface, value, fields, path, overrides=None):
+    def check_struct(self, iface, value, fields, path):
         if not isinstance(value, dict):
             _fail(path, _describe(('struct', fields)), value)
         for k in value:
@@ -264,7 +279,6 @@ class Validator:
                 raise Invalid(f'{path}.{k}: field not declared by the interface '
                               f'(declared: {", ".join(fields) or "none"}), received {value[k]!r}')
         for k, t in fields.items():
-            t = (overrides or {}).get(k, t)
             if k not in value:
                 if t[0] != 'optional':
                     raise Invalid(f'{path}.{k}: required field of type {_describe(t)} missing, '
@@ -273,17 +287,17 @@ class Validator:
             self.check_value(iface, value[k], t, f'{path}.{k}')
 
     def check_event(self, iface, event, path, request=None):
-        """An io.pressured Event: the IDL's struct, then the contract per kind.
+        """An io.pressured event: the type its "kind" names, as the IDL
+        declares it, then the rules of the contract the IDL cannot express.
         @request: the Subscribe parameters, if known."""
-        kind = event.get('kind') if isinstance(event, dict) else None
-        rules = EVENT_KINDS.get(kind)
-        overrides = {}
-        if rules and 'state' in rules:
-            overrides['state'] = ('optional', rules['state'])
-        self.check_struct(iface, event, iface.types['Event'][1], path, overrides)
-        if rules is None:
-            _fail(f'{path}.kind', 'one of (' + ', '.join(EVENT_KINDS) + ')', kind)
-        required = set(rules['required'])
+        if not isinstance(event, dict):
+            _fail(path, 'object', event)
+        types = self.event_types[iface.name]
+        kind = event.get('kind')
+        if kind not in types:
+            _fail(f'{path}.kind', 'one of (' + ', '.join(types) + ')', kind)
+        self.check_value(iface, event, ('named', types[kind]), path)
+        required = set()
         # A pressure event names its level, except on a subscription to an
         # explicit PSI trigger, which has none (an injection still does).
         if kind == 'pressure' and (event.get('source') in ('vmpressure', 'inject') or
@@ -298,28 +312,18 @@ class Validator:
         if kind == 'cleared':
             # The peak is typed by the source; a level or vmpressure
             # subscription's events name their level, cleared included.
-            if event.get('source') == 'psi':
-                required.add('peak')
-            elif event.get('source') == 'vmpressure':
-                required.add('peak_level')
-            else:
-                _fail(f'{path}.source', '"psi" or "vmpressure" in a "cleared" event', event.get('source'))
+            required.add('peak' if event['source'] == 'psi' else 'peak_level')
             if event.get('peak') is not None and event.get('peak_level') is not None:
                 raise Invalid(f'{path}: "peak" and "peak_level" are exclusive, received {event!r}')
-            if isinstance(event.get('peak'), (int, float)) and not 0 <= event['peak'] <= 100:
+            if event.get('peak') is not None and not 0 <= event['peak'] <= 100:
                 _fail(f'{path}.peak', 'a percentage in 0..100', event['peak'])
-            if isinstance(event.get('events'), int) and event['events'] < 1:
+            if event['events'] < 1:
                 _fail(f'{path}.events', 'at least 1', event['events'])
             if isinstance(request, dict) and ('level' in request or 'vmpressure' in request):
                 required.add('level')
-        for k in required:
+        for k in sorted(required):
             if event.get(k) is None:
                 raise Invalid(f'{path}.{k}: required in a "{kind}" event, missing in {event!r}')
-        allowed = rules['required'] | rules['optional'] | {'kind'}
-        for k in event:
-            if k not in allowed:
-                raise Invalid(f'{path}.{k}: not part of a "{kind}" event '
-                              f'(allowed: {", ".join(sorted(allowed))}), received {event[k]!r}')
 
     def check(self, msg, method=None, more=False, request=None):
         """Check one received message; @method is the call it answers (None if
@@ -359,16 +363,10 @@ class Validator:
         if 'parameters' not in msg:
             raise Invalid(f'{method}: reply without "parameters": {msg!r}')
         out = iface.methods[m][1][1]
+        self.check_struct(iface, params, out, f'{method}.parameters')
         if (iface_name, m) == ('io.pressured', 'Subscribe'):
-            for k in params:
-                if k != 'event':
-                    raise Invalid(f'{method}.parameters.{k}: field not declared by the interface '
-                                  f'(declared: event), received {params[k]!r}')
-            if 'event' not in params:
-                raise Invalid(f'{method}.parameters.event: required field missing, received {params!r}')
+            # Declared as object: its type is the one its kind names.
             self.check_event(iface, params['event'], f'{method}.parameters.event', request)
-        else:
-            self.check_struct(iface, params, out, f'{method}.parameters')
 
 
 def default_validator(source_root=None):

@@ -11,6 +11,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <ini.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -95,6 +96,7 @@ static const ConfigKey config_keys[] = {
 static void config_init_defaults(Config *c) {
         *c = (Config) {
                 .log_level = LOG_INFO,
+                .inject_gid = (gid_t) -1,
                 .levels = {
                         [LEVEL_LOW] = { PSI_STALL_SOME, 70 * USEC_PER_MSEC, 1 * USEC_PER_SEC },
                         [LEVEL_MEDIUM] = { PSI_STALL_SOME, 100 * USEC_PER_MSEC, 1 * USEC_PER_SEC },
@@ -874,6 +876,11 @@ int config_load(const char *main_path, const char *dropin_dir, const char *extra
                 r = config_apply_dropins(c, dropin_dir, &error);
         if (r >= 0 && extra_path)
                 r = config_apply_file(c, extra_path, true, &error);
+        if (r >= 0) {
+                r = config_resolve_inject_group(c);
+                if (r < 0)
+                        set_error(&error, "out of memory");
+        }
         if (r < 0) {
                 if (ret_error)
                         *ret_error = TAKE_PTR(error);
@@ -881,6 +888,61 @@ int config_load(const char *main_path, const char *dropin_dir, const char *extra
         }
 
         *ret = TAKE_PTR(c);
+        return 0;
+}
+
+/* The GID of the group @name: -ESRCH if there is none, -ENOMEM, or NSS's error. */
+static int group_lookup(const char *name, gid_t *ret) {
+        long size_max = sysconf(_SC_GETGR_R_SIZE_MAX);
+        size_t size = size_max > 0 ? (size_t) size_max : 4096;
+
+        for (;;) {
+                _cleanup_free_ char *buf = malloc(size);
+                struct group g, *found = NULL;
+                int e;
+
+                if (!buf)
+                        return -ENOMEM;
+                e = getgrnam_r(name, &g, buf, size, &found);
+                if (e == ERANGE && size < 1024 * 1024) {
+                        size *= 2;
+                        continue;
+                }
+                if (e != 0)
+                        return -e;
+                if (!found)
+                        return -ESRCH;
+                *ret = found->gr_gid;
+                return 0;
+        }
+}
+
+int config_resolve_inject_group(Config *c) {
+        const char *name = c->inject_group;
+        uint64_t v;
+        gid_t gid = (gid_t) -1;
+        int r;
+
+        c->inject_gid = (gid_t) -1;
+        c->inject_gid_set = false;
+        if (!name)
+                return 0;
+        /* A numeric GID needs no lookup; the parser refused (gid_t) -1. */
+        if (strspn(name, "0123456789") == strlen(name) && safe_atou64(name, &v) >= 0 && v < UINT32_MAX) {
+                c->inject_gid = (gid_t) v;
+                c->inject_gid_set = true;
+                return 0;
+        }
+        r = group_lookup(name, &gid);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                log_warning("[Policy] InjectGroup=%s: %s; only root may call Inject until a reload finds the group.",
+                            name, r == -ESRCH ? "no such group" : strerror(-r));
+                return 0;
+        }
+        c->inject_gid = gid;
+        c->inject_gid_set = true;
         return 0;
 }
 

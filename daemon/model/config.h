@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include "trigger.h"
+#include "util.h"
 
 typedef enum RecursiveProtection {
         RECURSIVE_PROTECTION_AUTO,
@@ -58,7 +59,9 @@ typedef struct Config {
         RecursiveProtection recursive_protection;
 
         /* [Policy] */
-        char *inject_group;        /* NULL: nobody but root */
+        char *inject_group;        /* NULL: nobody but root; as written (name or GID) */
+        gid_t inject_gid;          /* InjectGroup= resolved when loaded; valid if inject_gid_set */
+        bool inject_gid_set;       /* false: no group may inject (none set, or the name did not resolve) */
         unsigned max_fast_triggers_per_user; /* fast PSI triggers per uid other than 0 (policy.h) */
 
         /* [MemoryPressure] */
@@ -69,7 +72,7 @@ typedef struct Config {
 } Config;
 
 /* config_new_default - a Config holding the embedded defaults. */
-Config *config_new_default(void);
+Config *config_new_default(void) _warn_unused_result_;
 Config *config_free(Config *c);
 
 /*
@@ -85,20 +88,33 @@ Config *config_free(Config *c);
  * Returns 0 or a negative errno (-EINVAL for content errors).
  */
 int config_load(const char *main_path, const char *dropin_dir, const char *extra_path,
-                Config **ret, char **ret_error);
+                Config **ret, char **ret_error) _warn_unused_result_;
 
-/* config_parse_string - apply INI text to @c (for tests and fuzzing); @name is used in errors. */
-int config_parse_string(Config *c, const char *name, const char *text, char **ret_error);
+/*
+ * config_resolve_inject_group - set inject_gid and inject_gid_set from
+ * inject_group: a numeric GID as it is, a group name looked up once, now,
+ * with getgrnam_r(), so that Inject never waits on NSS. config_load() calls
+ * it. A name that does not resolve is logged as a warning and leaves
+ * inject_gid_set false (only root may inject) until a reload finds it.
+ * Returns 0 or -ENOMEM.
+ */
+int config_resolve_inject_group(Config *c) _warn_unused_result_;
+
+/*
+ * config_parse_string - apply INI text to @c (for tests and fuzzing); @name
+ * is used in errors. Resolves nothing: see config_resolve_inject_group().
+ */
+int config_parse_string(Config *c, const char *name, const char *text, char **ret_error) _warn_unused_result_;
 
 /* config_format - the configuration as INI text, every key (for --dump-config and tests). */
-char *config_format(const Config *c);
+char *config_format(const Config *c) _warn_unused_result_;
 
 /*
  * config_parse_listen - turn a [Metrics] Listen= value ("127.0.0.1:9100",
  * "[::1]:9100"; numeric addresses, port 1..65535) into a socket address.
  * @ret and @ret_len are optional. Returns 0 or -EINVAL.
  */
-int config_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len);
+int config_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len) _warn_unused_result_;
 
 /*
  * config_recursive_protection - whether effective protection is computed

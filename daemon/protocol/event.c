@@ -4,23 +4,42 @@
 #include "util.h"
 #include "varlink.h"
 
+/*
+ * Every builder returns either the complete object or NULL: a field that
+ * could not be added fails the whole event (a subscriber must never get
+ * an event missing a field its kind always has). Arguments documented as
+ * stolen are released on every path.
+ */
+
+/* Add @v (stolen, also on failure; NULL: an allocation failed) as @key of @o. */
+static bool set(json_t *o, const char *key, json_t *v) {
+        return json_object_set_new(o, key, v) == 0;
+}
+
+/* @o if @ok, else NULL after releasing @o. */
+static json_t *finish(json_t *o, bool ok) {
+        if (ok)
+                return o;
+        json_decref(o);
+        return NULL;
+}
+
 json_t *event_trigger_new(const EventTrigger *t) {
         json_t *o = json_object();
+        bool ok = o;
 
-        if (!o)
-                return NULL;
-        if (t->type == SOURCE_PSI)
-                json_object_set_new(o, "psi",
-                                    json_pack("{s:s, s:I, s:I}", "stall", psi_stall_to_string(t->psi.stall),
-                                              "threshold_us", (json_int_t) t->psi.threshold_us,
-                                              "window_us", (json_int_t) t->psi.window_us));
-        else if (t->type == SOURCE_VMPRESSURE)
-                json_object_set_new(o, "vmpressure",
-                                    json_pack("{s:s, s:s}", "level", level_to_string(t->vm_level),
-                                              "mode", vmpressure_mode_to_string(t->vm_mode)));
-        if (t->level >= 0 && t->level < _LEVEL_MAX)
-                json_object_set_new(o, "level", json_string(level_to_string(t->level)));
-        return o;
+        if (ok && t->type == SOURCE_PSI)
+                ok = set(o, "psi",
+                         json_pack("{s:s, s:I, s:I}", "stall", psi_stall_to_string(t->psi.stall),
+                                   "threshold_us", (json_int_t) t->psi.threshold_us,
+                                   "window_us", (json_int_t) t->psi.window_us));
+        else if (ok && t->type == SOURCE_VMPRESSURE)
+                ok = set(o, "vmpressure",
+                         json_pack("{s:s, s:s}", "level", level_to_string(t->vm_level),
+                                   "mode", vmpressure_mode_to_string(t->vm_mode)));
+        if (ok && t->level >= 0 && t->level < _LEVEL_MAX)
+                ok = set(o, "level", json_string(level_to_string(t->level)));
+        return finish(o, ok);
 }
 
 json_t *psi_stats_to_json(const PsiStats *s) {
@@ -29,36 +48,48 @@ json_t *psi_stats_to_json(const PsiStats *s) {
                               "some_avg60", s->some.avg60 / 100.0,
                               "some_avg300", s->some.avg300 / 100.0,
                               "some_total_us", (json_int_t) s->some.total_us);
-        if (o && s->has_full) {
-                json_object_set_new(o, "full_avg10", json_real(s->full.avg10 / 100.0));
-                json_object_set_new(o, "full_avg60", json_real(s->full.avg60 / 100.0));
-                json_object_set_new(o, "full_avg300", json_real(s->full.avg300 / 100.0));
-                json_object_set_new(o, "full_total_us", json_integer((json_int_t) s->full.total_us));
-        }
-        return o;
+        bool ok = o;
+
+        if (ok && s->has_full)
+                ok = set(o, "full_avg10", json_real(s->full.avg10 / 100.0)) &&
+                     set(o, "full_avg60", json_real(s->full.avg60 / 100.0)) &&
+                     set(o, "full_avg300", json_real(s->full.avg300 / 100.0)) &&
+                     set(o, "full_total_us", json_integer((json_int_t) s->full.total_us));
+        return finish(o, ok);
 }
 
 json_t *memory_events_to_json(const MemoryEvents *e) {
         json_t *o = json_object();
+        bool ok = o;
 
-        if (!o)
-                return NULL;
-        for (int k = 0; k < _MEMORY_EVENT_MAX; k++)
+        for (int k = 0; ok && k < _MEMORY_EVENT_MAX; k++)
                 if (e->present & (1u << k))
-                        json_object_set_new(o, memory_event_key_to_string((MemoryEventKey) k),
-                                            json_integer((json_int_t) e->value[k]));
-        return o;
+                        ok = set(o, memory_event_key_to_string((MemoryEventKey) k),
+                                 json_integer((json_int_t) e->value[k]));
+        return finish(o, ok);
 }
 
 json_t *event_subscribed_new(const char *cgroup, SourceType source, json_t *trigger, bool adjusted,
                              const char *adjusted_reason, json_t *state) {
-        return json_pack("{s:s, s:s, s:s, s:o, s:b, s:s*, s:o}",
-                         "kind", "subscribed", "cgroup", cgroup,
-                         "source", source_type_to_string(source),
-                         "trigger", trigger ?: json_object(),
-                         "adjusted", adjusted,
-                         "adjusted_reason", adjusted_reason,
-                         "state", state ?: json_object());
+        json_t *o = json_pack("{s:s, s:s, s:s}", "kind", "subscribed", "cgroup", cgroup,
+                              "source", source_type_to_string(source));
+        bool ok = o;
+
+        /* Field by field rather than json_pack()'s "o", so that @trigger and
+         * @state are released on every path whatever fails. */
+        if (ok)
+                ok = set(o, "trigger", trigger ?: json_object());
+        else
+                json_decref(trigger);
+        if (ok)
+                ok = set(o, "adjusted", json_boolean(adjusted));
+        if (ok && adjusted_reason)
+                ok = set(o, "adjusted_reason", json_string(adjusted_reason));
+        if (ok)
+                ok = set(o, "state", state ?: json_object());
+        else
+                json_decref(state);
+        return finish(o, ok);
 }
 
 /* The fields every event after "subscribed" starts with. */
@@ -72,38 +103,36 @@ static json_t *event_new(const char *kind, const char *cgroup, const char *sourc
 json_t *event_pressure_new(const char *cgroup, const char *source, json_t *psi, uint64_t realtime_us,
                            uint64_t monotonic_us) {
         json_t *o = event_new("pressure", cgroup, source, realtime_us, monotonic_us);
+        bool ok = o;
 
-        if (o && psi)
-                json_object_set_new(o, "psi", psi);
+        if (ok && psi)
+                ok = set(o, "psi", psi);
         else
                 json_decref(psi);
-        return o;
+        return finish(o, ok);
 }
 
 json_t *event_memory_events_new(const char *cgroup, const MemoryEvents *counters, const MemoryEvents *delta,
                                 uint64_t realtime_us, uint64_t monotonic_us) {
         json_t *o = event_new("memory_events", cgroup, "memory_events", realtime_us, monotonic_us);
+        bool ok = o;
 
-        if (!o)
-                return NULL;
-        json_object_set_new(o, "counters", memory_events_to_json(counters));
-        json_object_set_new(o, "delta", memory_events_to_json(delta));
-        return o;
+        ok = ok && set(o, "counters", memory_events_to_json(counters)) &&
+             set(o, "delta", memory_events_to_json(delta));
+        return finish(o, ok);
 }
 
 json_t *event_protection_new(const char *cgroup, const char *state, const char *previous, json_t *node,
                              uint64_t realtime_us, uint64_t monotonic_us) {
         json_t *o = event_new("protection", cgroup, "protection", realtime_us, monotonic_us);
+        bool ok = o;
 
-        if (!o) {
+        ok = ok && set(o, "state", json_string(state)) && set(o, "previous", json_string(previous));
+        if (ok && node)
+                ok = set(o, "node", node);
+        else
                 json_decref(node);
-                return NULL;
-        }
-        json_object_set_new(o, "state", json_string(state));
-        json_object_set_new(o, "previous", json_string(previous));
-        if (node)
-                json_object_set_new(o, "node", node);
-        return o;
+        return finish(o, ok);
 }
 
 double event_peak_percent(uint32_t ppm) {
@@ -114,41 +143,35 @@ json_t *event_episode_json(const EpisodeRecord *rec, bool psi, bool history, uin
         uint64_t end = rec->end_us ? rec->end_us : now_us;
         json_t *o = json_pack("{s:I, s:I}", "events", (json_int_t) rec->events,
                               "duration_us", (json_int_t) (end > rec->start_us ? end - rec->start_us : 0));
+        bool ok = o;
 
-        if (!o)
-                return NULL;
-        if (psi)
-                json_object_set_new(o, "peak", json_real(event_peak_percent(rec->peak)));
-        else if (rec->peak > 0 && rec->peak <= _LEVEL_MAX)
-                json_object_set_new(o, "peak_level", json_string(level_to_string((Level) (rec->peak - 1))));
-        if (!history) {
-                json_object_set_new(o, "active_since_us", json_integer((json_int_t) rec->start_us));
-                return o;
-        }
+        if (ok && psi)
+                ok = set(o, "peak", json_real(event_peak_percent(rec->peak)));
+        else if (ok && rec->peak > 0 && rec->peak <= _LEVEL_MAX)
+                ok = set(o, "peak_level", json_string(level_to_string((Level) (rec->peak - 1))));
+        if (!history)
+                return finish(o, ok && set(o, "active_since_us", json_integer((json_int_t) rec->start_us)));
         /* Wall-clock times from the monotonic ones, as of now. */
-        json_object_set_new(o, "start_us", json_integer((json_int_t) rec->start_us));
-        json_object_set_new(o, "end_us", json_integer((json_int_t) rec->end_us));
-        json_object_set_new(o, "start_time_us",
-                            json_integer((json_int_t) (realtime_us - (now_us - rec->start_us))));
-        json_object_set_new(o, "end_time_us",
-                            json_integer((json_int_t) (realtime_us - (now_us - rec->end_us))));
-        return o;
+        ok = ok && set(o, "start_us", json_integer((json_int_t) rec->start_us)) &&
+             set(o, "end_us", json_integer((json_int_t) rec->end_us)) &&
+             set(o, "start_time_us", json_integer((json_int_t) (realtime_us - (now_us - rec->start_us)))) &&
+             set(o, "end_time_us", json_integer((json_int_t) (realtime_us - (now_us - rec->end_us))));
+        return finish(o, ok);
 }
 
 json_t *event_cleared_new(const char *cgroup, SourceType source, const EpisodeRecord *rec,
                           uint64_t realtime_us, uint64_t monotonic_us) {
         json_t *o = event_new("cleared", cgroup, source_type_to_string(source), realtime_us, monotonic_us);
+        bool ok = o;
 
-        if (!o)
-                return NULL;
-        json_object_set_new(o, "duration_us",
-                            json_integer((json_int_t) (rec->end_us > rec->start_us ? rec->end_us - rec->start_us : 0)));
-        json_object_set_new(o, "events", json_integer((json_int_t) rec->events));
-        if (source == SOURCE_PSI)
-                json_object_set_new(o, "peak", json_real(event_peak_percent(rec->peak)));
-        else if (rec->peak > 0 && rec->peak <= _LEVEL_MAX)
-                json_object_set_new(o, "peak_level", json_string(level_to_string((Level) (rec->peak - 1))));
-        return o;
+        ok = ok && set(o, "duration_us", json_integer((json_int_t) (rec->end_us > rec->start_us ?
+                                                                     rec->end_us - rec->start_us : 0))) &&
+             set(o, "events", json_integer((json_int_t) rec->events));
+        if (ok && source == SOURCE_PSI)
+                ok = set(o, "peak", json_real(event_peak_percent(rec->peak)));
+        else if (ok && rec->peak > 0 && rec->peak <= _LEVEL_MAX)
+                ok = set(o, "peak_level", json_string(level_to_string((Level) (rec->peak - 1))));
+        return finish(o, ok);
 }
 
 char *event_removed_message(const char *cgroup, uint64_t seq, size_t *ret_size) {
@@ -175,7 +198,12 @@ Body *event_body_new(json_t *event, uint64_t monotonic_us) {
                 json_decref(event);
                 return NULL;
         }
-        json_dumpb(event, tmp, n, VARLINK_JSON_FLAGS);
+        /* The second pass allocates too and may fail where the first did not. */
+        if (json_dumpb(event, tmp, n, VARLINK_JSON_FLAGS) != n) {
+                free(b);
+                json_decref(event);
+                return NULL;
+        }
         memcpy(b->data, tmp + 1, n - 1);
         b->data[n - 1] = '}';
         b->data[n] = '}';

@@ -18,6 +18,7 @@
 #include "outqueue.h"
 #include "source-type.h"
 #include "trigger.h"
+#include "util.h"
 
 /* What a "trigger" object describes: the kernel registration used. */
 typedef struct EventTrigger {
@@ -29,13 +30,13 @@ typedef struct EventTrigger {
 } EventTrigger;
 
 /* event_trigger_new - {"psi": {...}} or {"vmpressure": {...}}, plus "level" if set. */
-json_t *event_trigger_new(const EventTrigger *t);
+json_t *event_trigger_new(const EventTrigger *t) _warn_unused_result_;
 
 /* psi_stats_to_json - the PsiStats object of the interface (averages as percentages). */
-json_t *psi_stats_to_json(const PsiStats *s);
+json_t *psi_stats_to_json(const PsiStats *s) _warn_unused_result_;
 
 /* memory_events_to_json - the counters present in @e. */
-json_t *memory_events_to_json(const MemoryEvents *e);
+json_t *memory_events_to_json(const MemoryEvents *e) _warn_unused_result_;
 
 /*
  * event_subscribed_new - the first event of a stream.
@@ -47,7 +48,7 @@ json_t *memory_events_to_json(const MemoryEvents *e);
  * @state: steals; the current picture, NULL for {}
  */
 json_t *event_subscribed_new(const char *cgroup, SourceType source, json_t *trigger, bool adjusted,
-                             const char *adjusted_reason, json_t *state);
+                             const char *adjusted_reason, json_t *state) _warn_unused_result_;
 
 /*
  * event_pressure_new - a "pressure" event without "seq", "count",
@@ -57,11 +58,11 @@ json_t *event_subscribed_new(const char *cgroup, SourceType source, json_t *trig
  * @psi: steals; the PSI averages of a "psi" event, or NULL
  */
 json_t *event_pressure_new(const char *cgroup, const char *source, json_t *psi, uint64_t realtime_us,
-                           uint64_t monotonic_us);
+                           uint64_t monotonic_us) _warn_unused_result_;
 
 /* event_memory_events_new - a "memory_events" event with the counters and their change. */
 json_t *event_memory_events_new(const char *cgroup, const MemoryEvents *counters, const MemoryEvents *delta,
-                                uint64_t realtime_us, uint64_t monotonic_us);
+                                uint64_t realtime_us, uint64_t monotonic_us) _warn_unused_result_;
 
 /*
  * event_protection_new - a "protection" event.
@@ -69,7 +70,7 @@ json_t *event_memory_events_new(const char *cgroup, const MemoryEvents *counters
  * @node: steals; the protection node, or NULL
  */
 json_t *event_protection_new(const char *cgroup, const char *state, const char *previous, json_t *node,
-                             uint64_t realtime_us, uint64_t monotonic_us);
+                             uint64_t realtime_us, uint64_t monotonic_us) _warn_unused_result_;
 
 /*
  * event_episode_json - an episode's figures: "events", "peak" (PSI: the
@@ -81,14 +82,14 @@ json_t *event_protection_new(const char *cgroup, const char *state, const char *
  * @psi: whether the peak is a PSI stall ratio (else a level + 1)
  * @now_us: CLOCK_MONOTONIC now; @realtime_us: CLOCK_REALTIME at the same moment
  */
-json_t *event_episode_json(const EpisodeRecord *rec, bool psi, bool history, uint64_t now_us, uint64_t realtime_us);
+json_t *event_episode_json(const EpisodeRecord *rec, bool psi, bool history, uint64_t now_us, uint64_t realtime_us) _warn_unused_result_;
 
 /*
  * event_cleared_new - a "cleared" event for the episode @rec that just
  * ended (without "seq" and "missed", which each subscriber's prefix adds).
  */
 json_t *event_cleared_new(const char *cgroup, SourceType source, const EpisodeRecord *rec,
-                          uint64_t realtime_us, uint64_t monotonic_us);
+                          uint64_t realtime_us, uint64_t monotonic_us) _warn_unused_result_;
 
 /*
  * event_removed_message - the complete last message of a stream,
@@ -96,7 +97,7 @@ json_t *event_cleared_new(const char *cgroup, SourceType source, const EpisodeRe
  * @seq: the number of this event in the stream
  * @ret_size: the size including the NUL
  */
-char *event_removed_message(const char *cgroup, uint64_t seq, size_t *ret_size);
+char *event_removed_message(const char *cgroup, uint64_t seq, size_t *ret_size) _warn_unused_result_;
 
 /*
  * event_body_new - serialize @event once into the Body every subscriber's
@@ -104,7 +105,7 @@ char *event_removed_message(const char *cgroup, uint64_t seq, size_t *ret_size);
  * prefix supplies the envelope, "seq", "missed" and "count"). Steals
  * @event; NULL @event gives NULL.
  */
-Body *event_body_new(json_t *event, uint64_t monotonic_us);
+Body *event_body_new(json_t *event, uint64_t monotonic_us) _warn_unused_result_;
 
 /* event_peak_percent - a PSI peak in ppm as the percentage the interface reports. */
 double event_peak_percent(uint32_t ppm);

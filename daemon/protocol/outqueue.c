@@ -130,8 +130,11 @@ int outqueue_push_event_partial(OutQueue *q, const char *prefix, size_t prefix_s
 }
 
 int outqueue_push_owned(OutQueue *q, char *data, size_t size) {
-        OutEntry *e = outqueue_append(q);
+        OutEntry *e;
 
+        if (!data)
+                return -ENOMEM; /* the caller's allocation failed */
+        e = outqueue_append(q);
         if (!e) {
                 free(data);
                 return -ENOMEM;

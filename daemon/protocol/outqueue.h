@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "util.h"
+
 typedef struct Body {
         unsigned n_ref;
         size_t size;
@@ -29,8 +31,9 @@ typedef struct Body {
 
 /*
  * body_new - allocate a body holding @size bytes copied from @data.
+ * Returns NULL when out of memory.
  */
-Body *body_new(const char *data, size_t size);
+Body *body_new(const char *data, size_t size) _warn_unused_result_;
 Body *body_ref(Body *b);
 Body *body_unref(Body *b);
 
@@ -67,14 +70,14 @@ static inline bool outqueue_is_empty(const OutQueue *q) {
  * (used for final messages).
  */
 int outqueue_push_event(OutQueue *q, const char *prefix, size_t prefix_size, Body *body,
-                        size_t limit);
+                        size_t limit) _warn_unused_result_;
 
 /*
  * outqueue_write_direct - write @prefix and @body to @fd at once, for an
  * empty queue. Returns the number of bytes written, -EAGAIN, or another
  * negative errno (the peer is gone).
  */
-ssize_t outqueue_write_direct(int fd, const char *prefix, size_t prefix_size, const Body *body);
+ssize_t outqueue_write_direct(int fd, const char *prefix, size_t prefix_size, const Body *body) _warn_unused_result_;
 
 /*
  * outqueue_push_event_partial - queue the rest of an event of which
@@ -82,14 +85,18 @@ ssize_t outqueue_write_direct(int fd, const char *prefix, size_t prefix_size, co
  * subject to the limit: the queue was empty.
  */
 int outqueue_push_event_partial(OutQueue *q, const char *prefix, size_t prefix_size, Body *body,
-                                size_t written);
+                                size_t written) _warn_unused_result_;
 
-/* outqueue_push_owned - queue @data (taking ownership of the malloc'ed buffer). */
-int outqueue_push_owned(OutQueue *q, char *data, size_t size);
+/*
+ * outqueue_push_owned - queue @data, taking ownership of the malloc'ed
+ * buffer (freed if it cannot be queued). NULL @data, a failed allocation
+ * of the caller's, is -ENOMEM too. Returns 0 or -ENOMEM.
+ */
+int outqueue_push_owned(OutQueue *q, char *data, size_t size) _warn_unused_result_;
 
 /*
  * outqueue_flush - write as much as the socket takes.
  * Returns 1 if the queue is now empty, 0 if the socket is full (EAGAIN),
  * or a negative errno on a write error (the peer is gone).
  */
-int outqueue_flush(OutQueue *q, int fd);
+int outqueue_flush(OutQueue *q, int fd) _warn_unused_result_;

@@ -67,6 +67,7 @@ void varlink_call_done(VarlinkCall *c) {
         *c = (VarlinkCall) {};
 }
 
+/* Serialize @msg plus the NUL; steals @msg (NULL gives NULL). */
 static char *dump_with_nul(json_t *msg, size_t *ret_size) {
         size_t n;
         char *s;
@@ -79,8 +80,13 @@ static char *dump_with_nul(json_t *msg, size_t *ret_size) {
                 return NULL;
         }
         s = malloc(n + 1);
+        /* The second pass allocates too (jansson's loop check) and may fail
+         * where the first did not: then the buffer holds no message. */
+        if (s && json_dumpb(msg, s, n, VARLINK_JSON_FLAGS) != n) {
+                free(s);
+                s = NULL;
+        }
         if (s) {
-                json_dumpb(msg, s, n, VARLINK_JSON_FLAGS);
                 s[n] = 0;
                 *ret_size = n + 1;
         }
@@ -88,17 +94,39 @@ static char *dump_with_nul(json_t *msg, size_t *ret_size) {
         return s;
 }
 
-char *varlink_reply_new(json_t *params, bool continues, size_t *ret_size) {
+/*
+ * message_new - {"error": @error, "parameters": @params}, without "error"
+ * if @error is NULL. Steals @params (NULL means {}) on every path,
+ * success or not: json_object_set_new() consumes its value even when it
+ * fails, so nothing here may return before @params has been handed to it
+ * or released.
+ */
+static json_t *message_new(const char *error, json_t *params) {
         json_t *msg;
 
-        if (!params)
-                params = json_object();
         msg = json_object();
-        if (!msg || !params || json_object_set_new(msg, "parameters", params) < 0) {
+        if (!msg) {
+                json_decref(params);
+                return NULL;
+        }
+        if (error && json_object_set_new(msg, "error", json_string(error)) < 0) {
+                json_decref(params);
                 json_decref(msg);
                 return NULL;
         }
-        if (continues && json_object_set_new(msg, "continues", json_true()) < 0) {
+        if (!params)
+                params = json_object();
+        if (json_object_set_new(msg, "parameters", params) < 0) {
+                json_decref(msg);
+                return NULL;
+        }
+        return msg;
+}
+
+char *varlink_reply_new(json_t *params, bool continues, size_t *ret_size) {
+        json_t *msg = message_new(NULL, params);
+
+        if (msg && continues && json_object_set_new(msg, "continues", json_true()) < 0) {
                 json_decref(msg);
                 return NULL;
         }
@@ -106,10 +134,5 @@ char *varlink_reply_new(json_t *params, bool continues, size_t *ret_size) {
 }
 
 char *varlink_error_new(const char *error, json_t *params, size_t *ret_size) {
-        json_t *msg;
-
-        if (!params)
-                params = json_object();
-        msg = json_pack("{s:s, s:o}", "error", error, "parameters", params);
-        return dump_with_nul(msg, ret_size);
+        return dump_with_nul(message_new(error, params), ret_size);
 }

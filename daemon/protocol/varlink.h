@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "util.h"
 #include "varlink-framer.h"
 
 typedef struct VarlinkCall {
@@ -33,21 +34,24 @@ typedef struct VarlinkCall {
  * types, duplicate keys) -- the connection must be closed; -EINVAL if
  * "parameters" is not an object (answer InvalidParameter "parameters").
  */
-int varlink_call_parse(const char *msg, size_t size, VarlinkCall *ret);
+int varlink_call_parse(const char *msg, size_t size, VarlinkCall *ret) _warn_unused_result_;
 void varlink_call_done(VarlinkCall *c);
 
 /*
  * varlink_reply_new - serialize {"parameters": @params, "continues": ...}
- * plus the NUL. Steals @params (NULL means {}). Returns a malloc'ed buffer
- * and its size including the NUL, or NULL on allocation failure.
+ * plus the NUL. Steals @params (NULL means {}) on every path, also when it
+ * fails. Returns a malloc'ed buffer and its size including the NUL, or
+ * NULL on allocation failure (@ret_size is then not written).
  */
-char *varlink_reply_new(json_t *params, bool continues, size_t *ret_size);
+char *varlink_reply_new(json_t *params, bool continues, size_t *ret_size) _warn_unused_result_;
 
 /*
  * varlink_error_new - serialize {"error": @error, "parameters": @params}
- * plus the NUL. Steals @params (NULL means {}).
+ * plus the NUL. Steals @params (NULL means {}) on every path, like
+ * varlink_reply_new(), and fails (NULL) the same way, also when @error is
+ * not valid UTF-8.
  */
-char *varlink_error_new(const char *error, json_t *params, size_t *ret_size);
+char *varlink_error_new(const char *error, json_t *params, size_t *ret_size) _warn_unused_result_;
 
 /* Dump flags used for everything the daemon sends. */
 #define VARLINK_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(6) | JSON_ENSURE_ASCII)

@@ -6,7 +6,6 @@
  * authorization rules of the contract.
  */
 #include <fcntl.h>
-#include <grp.h>
 #include <inttypes.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -271,20 +270,9 @@ static bool in_group(const Client *c, gid_t gid) {
         return false;
 }
 
+/* InjectGroup= was resolved when the configuration was loaded: no name service lookups here. */
 static bool may_inject(const Methods *ms, const Client *c) {
-        const char *group = ms->config->inject_group;
-        struct group *g;
-        uint64_t gid;
-
-        if (c->uid == 0)
-                return true;
-        if (!group)
-                return false;
-        /* InjectGroup= takes a group name or a numeric GID. */
-        if (safe_atou64(group, &gid) == 0 && gid < (gid_t) -1)
-                return in_group(c, (gid_t) gid);
-        g = getgrnam(group);
-        return g && in_group(c, g->gr_gid);
+        return c->uid == 0 || (ms->config->inject_gid_set && in_group(c, ms->config->inject_gid));
 }
 
 static int method_inject(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {

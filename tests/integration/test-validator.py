@@ -119,11 +119,11 @@ BAD = [
      ev(changed(changed(CLEARED, ('peak',), DELETE), ('source',), 'vmpressure')), SUB, True,
      'event.peak_level: required in a "cleared" event'),
     ('cleared with both peaks', ev(changed(CLEARED, ('peak_level',), 'low')), SUB, True, 'exclusive'),
-    ('cleared with a count', ev(changed(CLEARED, ('count',), 1)), SUB, True, 'event.count: not part of a "cleared"'),
+    ('cleared with a count', ev(changed(CLEARED, ('count',), 1)), SUB, True, 'event.count: field not declared by the interface'),
     ('cleared without duration', ev(changed(CLEARED, ('duration_us',), DELETE)), SUB, True,
-     'event.duration_us: required in a "cleared" event'),
+     'event.duration_us: required field of type int missing'),
     ('cleared of an injection source', ev(changed(CLEARED, ('source',), 'inject')), SUB, True,
-     '"psi" or "vmpressure" in a "cleared" event'),
+     "event.source: expected one of (psi, vmpressure), received 'inject'"),
     ('cleared peak beyond 100 percent', ev(changed(CLEARED, ('peak',), 150.0)), SUB, True,
      'a percentage in 0..100'),
     ('episode with a string peak', ev(changed(SUBSCRIBED, ('state', 'episode'), changed(EPISODE, ('peak',), 'x'))),
@@ -162,15 +162,15 @@ BAD = [
     ('null for a required field', {'parameters': changed(STATUS, ('version',), None)},
      'io.pressured.GetStatus', False, 'GetStatus.parameters.version: expected string, received None'),
     ('missing field a kind needs', ev(changed(PRESSURE, ('seq',), DELETE)), SUB, True,
-     'event.seq: required in a "pressure" event'),
+     'event.seq: required field of type int missing'),
     ('injected pressure without level', ev(changed(PRESSURE, ('level',), DELETE)), SUB, True,
      'event.level: required in a "pressure" event'),
     ('field of another kind', ev(changed(SUBSCRIBED, ('seq',), 1)), SUB, True,
-     'event.seq: not part of a "subscribed" event'),
+     'event.seq: field not declared by the interface (declared: kind, cgroup, source, trigger'),
     ('bad enum value: level', ev(changed(PRESSURE, ('level',), 'extreme')), SUB, True,
      "event.level: expected one of (low, medium, critical), received 'extreme'"),
     ('bad enum value: kind', ev(changed(PRESSURE, ('kind',), 'panic')), SUB, True,
-     "event.kind: expected one of (subscribed, pressure, memory_events, protection, removed, cleared), received 'panic'"),
+     "event.kind: expected one of (subscribed, pressure, memory_events, protection, cleared, removed), received 'panic'"),
     ('bad enum value deep inside', ev(changed(SUBSCRIBED, ('trigger', 'psi', 'stall'), 'most')), SUB, True,
      "trigger.psi.stall: expected one of (some, full), received 'most'"),
     ('subscribed state a string', ev(changed(SUBSCRIBED, ('state',), 'min')), SUB, True,
@@ -226,6 +226,108 @@ def test_parser():
     pt.check(x['v'] == ('struct', {'n': ('float',)}), 'inline struct', x['v'])
     pt.check(i.methods['M'] == (('struct', {}), ('struct', {})), 'empty method', i.methods['M'])
     pt.check(i.errors['E'] == ('struct', {}), 'empty error', i.errors['E'])
+
+
+STRICT = varlink_idl.parse('''
+    interface t.strict
+    type N (x: int)
+    type T (b: ?bool, i: ?int, f: ?float, s: ?string, o: ?object, e: ?(x, y), a: ?[]int, m: ?[string]int,
+            n: ?N, r: int)
+    method M() -> (t: T)
+''')
+# (field, value) the IDL declares, and (field, value, text the error must
+# contain) for values of the wrong type: each JSON value is exactly one type.
+STRICT_GOOD = [('o', {}), ('o', {'any': [1, None]}), ('f', 1), ('f', -1.5), ('i', -2**63), ('a', []), ('m', {}),
+               ('e', 'y'), ('n', {'x': 0}), ('s', ''), ('b', False)] + \
+    [(k, None) for k in 'bifsoeamn']
+STRICT_BAD = [
+    ('o', 'low', "t.o: expected object, received 'low'"),
+    ('o', [], 't.o: expected object, received []'),
+    ('o', 1, 't.o: expected object, received 1'),
+    ('o', True, 't.o: expected object, received True'),
+    ('b', 1, 't.b: expected bool, received 1'),
+    ('b', 'true', "t.b: expected bool, received 'true'"),
+    ('i', True, 't.i: expected int, received True'),
+    ('i', 1.0, 't.i: expected int, received 1.0'),
+    ('i', '1', "t.i: expected int, received '1'"),
+    ('i', 2**63, 't.i: expected int in the 64-bit signed range'),
+    ('f', False, 't.f: expected float, received False'),
+    ('f', '1.5', "t.f: expected float, received '1.5'"),
+    ('f', float('nan'), 't.f: expected a finite float'),
+    ('f', float('inf'), 't.f: expected a finite float'),
+    ('s', 1, 't.s: expected string, received 1'),
+    ('s', {}, 't.s: expected string, received {}'),
+    ('e', 'z', "t.e: expected one of (x, y), received 'z'"),
+    ('e', 1, 't.e: expected one of (x, y), received 1'),
+    ('a', {}, 't.a: expected []int, received {}'),
+    ('a', [1, 'x'], "t.a[1]: expected int, received 'x'"),
+    ('m', [], 't.m: expected [string]int, received []'),
+    ('m', {'k': 'v'}, "t.m['k']: expected int, received 'v'"),
+    ('n', 'x', "t.n: expected object (x), received 'x'"),
+    ('n', {}, 't.n.x: required field of type int missing'),
+    ('n', {'x': 1, 'y': 2}, 't.n.y: field not declared'),
+    ('r', None, 't.r: expected int, received None'),
+]
+
+
+def test_strict_types():
+    """Every IDL type accepts its own JSON values and nothing else."""
+    v = varlink_idl.Validator(STRICT)
+    for field, value in STRICT_GOOD:
+        t = {'r': 1, field: value}
+        try:
+            v.check({'parameters': {'t': t}}, 't.strict.M')
+        except varlink_idl.Invalid as e:
+            raise AssertionError(f'{field}={value!r}: a correct value was rejected: {e}') from None
+    for field, value, expect in STRICT_BAD:
+        t = {'r': 1, field: value}
+        try:
+            v.check({'parameters': {'t': t}}, 't.strict.M')
+        except varlink_idl.Invalid as e:
+            pt.check(expect in str(e), f'{field}={value!r}: rejected, but the message does not say why',
+                     expect, str(e))
+            continue
+        raise AssertionError(f'{field}={value!r} was accepted for {STRICT.types["T"][1][field]}')
+    pt.check(not v.check({'parameters': {'t': {'r': 1}}}, 't.strict.M'), 'only the required field')
+
+
+def test_event_state_declared_object():
+    """An event is checked as its type declares it: a "state" declared
+    ?object is no string, whatever kind of event carries it. (This is how
+    io.pressured once declared the protection event's state, which the
+    daemon sends as a string; the validator had let its own table of kinds
+    override the IDL and accepted it.)"""
+    i = varlink_idl.parse('''
+        interface io.pressured
+        type ProtectionEvent (kind: (protection), cgroup: string, state: ?object)
+        method Subscribe() -> (event: object)
+    ''')
+    v = varlink_idl.Validator(i)
+    v.check(ev({'kind': 'protection', 'cgroup': '/', 'state': {}}), SUB, True)
+    try:
+        v.check(ev({'kind': 'protection', 'cgroup': '/', 'state': 'low'}), SUB, True)
+    except varlink_idl.Invalid as e:
+        pt.check("event.state: expected object, received 'low'" in str(e), 'names the field and the type', str(e))
+    else:
+        raise AssertionError('a string "state" was accepted where the IDL declares ?object')
+    try:
+        v.check(ev({'kind': 'pressure', 'cgroup': '/'}), SUB, True)
+    except varlink_idl.Invalid as e:
+        pt.check("event.kind: expected one of (protection), received 'pressure'" in str(e),
+                 'a kind no type declares', str(e))
+    else:
+        raise AssertionError('an event of an undeclared kind was accepted')
+
+
+def test_idl_declares_all_used_types():
+    """A type used but not declared is an error of the IDL, found when it
+    is loaded rather than when a message happens to use it."""
+    try:
+        varlink_idl.Validator(varlink_idl.parse('interface a.b\nmethod M() -> (x: ?Missing)'))
+    except ValueError as e:
+        pt.check('Missing' in str(e), 'names the type', str(e))
+    else:
+        raise AssertionError('an IDL using an undeclared type was accepted')
 
 
 def fake_daemon(path, reply):
@@ -294,12 +396,16 @@ def test_daemon_descriptions():
 def main():
     import tempfile
     test_parser()
+    test_strict_types()
+    test_event_state_declared_object()
+    test_idl_declares_all_used_types()
     test_good()
     test_bad()
     with tempfile.TemporaryDirectory() as tmp:
         test_harness_checks_every_reply(tmp)
     test_daemon_descriptions()
-    print(f'ok: {len(GOOD)} correct messages accepted, {len(BAD) + len(BAD_WITH_REQUEST)} wrong ones rejected')
+    print(f'ok: {len(GOOD) + len(STRICT_GOOD)} correct messages accepted, '
+          f'{len(BAD) + len(BAD_WITH_REQUEST) + len(STRICT_BAD)} wrong ones rejected')
 
 
 if __name__ == '__main__':

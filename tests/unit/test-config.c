@@ -14,6 +14,7 @@
 #include <syslog.h>
 
 #include "config.h"
+#include "fail-inject.h"
 #include "policy.h"
 #include "tests.h"
 #include "util.h"
@@ -705,6 +706,96 @@ static void test_unreadable(void) {
         ASSERT_EQ(WEXITSTATUS(status), 0);
 }
 
+/*
+ * InjectGroup= is resolved once, when the configuration is loaded: a GID
+ * as written, a name through NSS; a name that does not resolve leaves no
+ * group (root only) and the load succeeds.
+ */
+static void test_inject_group(void) {
+        _cleanup_free_ char *path = tmp_path("inject.conf");
+        static const struct {
+                const char *text;
+                bool set;
+                gid_t gid;
+        } cases[] = {
+                { "", false, (gid_t) -1 },
+                { "[Policy]\nInjectGroup=1234\n", true, 1234 },
+                { "[Policy]\nInjectGroup=0\n", true, 0 },
+                { "[Policy]\nInjectGroup=root\n", true, 0 },
+                { "[Policy]\nInjectGroup=pressured-no-such-group\n", false, (gid_t) -1 },
+                { "[Policy]\nInjectGroup=root\nInjectGroup=\n", false, (gid_t) -1 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(config_freep) Config *c = NULL;
+                _cleanup_free_ char *error = NULL;
+
+                write_file("inject.conf", cases[i].text);
+                ASSERT_OK(config_load(path, NULL, NULL, &c, &error));
+                ASSERT_TRUE(error == NULL);
+                if (c->inject_gid_set != cases[i].set)
+                        TEST_FAIL("\"%s\": inject_gid_set is %d, expected %d", cases[i].text, c->inject_gid_set,
+                                  cases[i].set);
+                ASSERT_U64_EQ(c->inject_gid, cases[i].gid);
+        }
+
+        /* Without a load nothing is resolved; resolving by hand works alike. */
+        {
+                _cleanup_(config_freep) Config *c = config_new_default();
+
+                ASSERT_TRUE(c);
+                ASSERT_TRUE(!c->inject_gid_set);
+                ASSERT_OK(config_parse_string(c, "x", "[Policy]\nInjectGroup=root\n", NULL));
+                ASSERT_TRUE(!c->inject_gid_set);
+                ASSERT_OK(config_resolve_inject_group(c));
+                ASSERT_TRUE(c->inject_gid_set);
+                ASSERT_U64_EQ(c->inject_gid, 0);
+        }
+}
+
+/*
+ * Out of memory: with each allocation of a load failing in turn (files,
+ * drop-ins, strings, the group lookup's buffer), config_load() returns
+ * -ENOMEM and no configuration, and leaks nothing (valgrind, ASan).
+ */
+static void test_load_out_of_memory(void) {
+        _cleanup_free_ char *main_path = tmp_path("oom.conf"), *dropins = tmp_path("oom.conf.d");
+        char dir[600];
+
+        snprintf(dir, sizeof(dir), "%s/oom.conf.d", tmpdir);
+        ASSERT_OK(mkdir(dir, 0755));
+        write_file("oom.conf", "[Daemon]\nSocket=/run/x.sock\nCgroupRoot=/sys/fs/cgroup\n"
+                               "[Policy]\nInjectGroup=root\n[Metrics]\nListen=127.0.0.1:9100\n");
+        write_file("oom.conf.d/10-a.conf", "[Limits]\nMaxClients=10\n");
+        write_file("oom.conf.d/20-b.conf", "[MemoryPressure]\nSocket=\n");
+
+        for (unsigned n = 1;; n++) {
+                Config *c = NULL;
+                char *error = NULL;
+                bool injected;
+                int r;
+
+                fail_inject_reset();
+                fail_inject_after(FAIL_MALLOC, n);
+                r = config_load(main_path, dropins, NULL, &c, &error);
+                injected = fail_inject_fired(FAIL_MALLOC) > 0;
+                fail_inject_reset();
+                if (!injected) {
+                        ASSERT_OK(r);
+                        ASSERT_TRUE(c && c->inject_gid_set && c->max_clients == 10);
+                        ASSERT_TRUE(error == NULL);
+                        config_free(c);
+                        ASSERT_TRUE(n > 5);
+                        break;
+                }
+                if (r != -ENOMEM)
+                        TEST_FAIL("allocation %u failing: config_load() returned %d (%s), expected -ENOMEM", n, r,
+                                  error ?: "no message");
+                ASSERT_TRUE(c == NULL);
+                free(error);
+        }
+}
+
 int main(void) {
         if (!mkdtemp(tmpdir)) {
                 perror("mkdtemp");
@@ -721,6 +812,8 @@ int main(void) {
         test_load_files();
         test_shipped_conf();
         test_unreadable();
+        test_inject_group();
+        test_load_out_of_memory();
 
         rm_rf(tmpdir);
         return 0;

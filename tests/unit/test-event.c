@@ -5,6 +5,7 @@
  * shared body that a subscriber's prefix turns into one valid message.
  */
 #include "event.h"
+#include "fail-inject.h"
 #include "tests.h"
 #include "util.h"
 
@@ -155,9 +156,122 @@ static void test_episodes(void) {
         body_unref(b);
 }
 
+/*
+ * Out of memory: with each allocation of a builder failing in turn, it
+ * returns NULL (never an event missing a field), releases what it steals,
+ * and leaks nothing (valgrind, ASan).
+ */
+/* @stolen and @other are made before the failures start: the builder takes both. */
+static json_t *build(int which, json_t *stolen, json_t *other) {
+        static const MemoryEvents me = { .present = 3, .value = { 1, 2 } };
+        static const PsiStats st = { .has_some = true, .has_full = true };
+        static const EventTrigger psi = { .type = SOURCE_PSI, .psi = { PSI_STALL_SOME, 1, 2 }, .level = LEVEL_LOW };
+        static const EpisodeRecord rec = { .start_us = 1, .end_us = 3, .events = 2, .peak = 1 };
+
+        if (which > 1)
+                json_decref(other);
+        switch (which) {
+        case 0:
+                return event_subscribed_new("/a", SOURCE_PSI, stolen, true, "why", other);
+        case 1:
+                return event_subscribed_new("/a", SOURCE_PSI, other, false, NULL, stolen);
+        case 2:
+                return event_pressure_new("/a", "psi", stolen, 1, 2);
+        case 3:
+                return event_protection_new("/a", "low", "none", stolen, 1, 2);
+        case 4:
+                json_decref(stolen);
+                return event_memory_events_new("/a", &me, &me, 1, 2);
+        case 5:
+                json_decref(stolen);
+                return event_trigger_new(&psi);
+        case 6:
+                json_decref(stolen);
+                return psi_stats_to_json(&st);
+        case 7:
+                json_decref(stolen);
+                return event_episode_json(&rec, false, true, 5, 6);
+        default:
+                json_decref(stolen);
+                return event_cleared_new("/a", SOURCE_PSI, &rec, 1, 2);
+        }
+}
+
+static void test_out_of_memory(void) {
+        for (int which = 0; which <= 8; which++) {
+                _cleanup_free_ char *full = NULL;
+
+                for (unsigned n = 1;; n++) {
+                        json_t *stolen = json_object(), *other = json_object(), *o;
+                        bool injected;
+
+                        ASSERT_TRUE(stolen && other);
+                        json_incref(stolen);
+                        fail_inject_reset();
+                        fail_inject_after(FAIL_ALLOC, n);
+                        o = build(which, stolen, other);
+                        injected = fail_inject_fired(FAIL_ALLOC) > 0;
+                        fail_inject_reset();
+                        if (injected && o)
+                                TEST_FAIL("builder %d, allocation %u failing: returned %s", which, n,
+                                          (full = json_dumps(o, JSON_COMPACT)));
+                        if (!injected)
+                                ASSERT_TRUE(o);
+                        json_decref(o);
+                        if (stolen->refcount != 1)
+                                TEST_FAIL("builder %d, allocation %u failing: the stolen argument has %zu references",
+                                          which, n, (size_t) stolen->refcount);
+                        json_decref(stolen);
+                        if (!injected)
+                                break;
+                }
+        }
+
+        /* The body: each allocation of serializing failing gives NULL, the event released. */
+        for (unsigned n = 1;; n++) {
+                json_t *ev = event_pressure_new("/a", "inject", NULL, 1, 2);
+                bool injected;
+                Body *b;
+
+                ASSERT_TRUE(ev);
+                json_incref(ev);
+                fail_inject_reset();
+                fail_inject_after(FAIL_ALLOC, n);
+                b = event_body_new(ev, 2);
+                injected = fail_inject_fired(FAIL_ALLOC) > 0;
+                fail_inject_reset();
+                ASSERT_EQ(ev->refcount, 1);
+                json_decref(ev);
+                if (!injected) {
+                        ASSERT_TRUE(b && b->size > 2 && b->data[b->size - 1] == 0);
+                        body_unref(b);
+                        break;
+                }
+                ASSERT_TRUE(b == NULL);
+        }
+
+        for (unsigned n = 1;; n++) {
+                size_t size = 7;
+                char *m;
+
+                fail_inject_reset();
+                fail_inject_after(FAIL_ALLOC, n);
+                m = event_removed_message("/a", 3, &size);
+                if (!fail_inject_fired(FAIL_ALLOC)) {
+                        ASSERT_STREQ(m, "{\"parameters\":{\"event\":{\"kind\":\"removed\",\"cgroup\":\"/a\",\"seq\":3}}}");
+                        free(m);
+                        break;
+                }
+                ASSERT_TRUE(m == NULL);
+                ASSERT_EQ(size, 7);
+        }
+        fail_inject_reset();
+}
+
 int main(void) {
         test_shapes();
         test_episodes();
         test_removed_and_body();
+        test_out_of_memory();
         return 0;
 }

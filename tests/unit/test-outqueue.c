@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fail-inject.h"
 #include "outqueue.h"
 #include "tests.h"
 #include "util.h"
@@ -256,6 +257,59 @@ static void test_direct_and_partial(void) {
         pair_close(&p);
 }
 
+/*
+ * Out of memory: body_new() gives NULL; a push that cannot grow the ring
+ * is -ENOMEM and leaves the queue as it was (what is queued still goes
+ * out, in order); an owned buffer that cannot be queued is freed (no leak
+ * under valgrind or ASan).
+ */
+static void test_out_of_memory(void) {
+        Pair p = pair_new(0);
+        OutQueue q;
+        Body *b;
+        char buf[64];
+
+        fail_inject_reset();
+        fail_inject_after(FAIL_MALLOC, 1);
+        ASSERT_TRUE(body_new("x", 1) == NULL);
+        ASSERT_EQ(fail_inject_fired(FAIL_MALLOC), 1);
+
+        b = body_new("B", 1);
+        ASSERT_TRUE(b);
+        outqueue_init(&q);
+
+        /* The first push allocates the ring: failing, nothing is queued. */
+        fail_inject_after(FAIL_MALLOC, 1);
+        ASSERT_ERR(outqueue_push_event(&q, "a", 1, b, 0), ENOMEM);
+        ASSERT_EQ(b->n_ref, 1);
+        ASSERT_TRUE(outqueue_is_empty(&q));
+        ASSERT_EQ(q.bytes, 0);
+
+        /* Fill the four slots, then the growth fails: the queue is unchanged. */
+        for (int i = 0; i < 4; i++)
+                ASSERT_OK(outqueue_push_event(&q, "a", 1, b, 0));
+        fail_inject_after(FAIL_MALLOC, 1);
+        ASSERT_ERR(outqueue_push_event(&q, "c", 1, b, 0), ENOMEM);
+        ASSERT_EQ(b->n_ref, 5);
+        fail_inject_after(FAIL_MALLOC, 1);
+        ASSERT_ERR(outqueue_push_owned(&q, strdup("lost"), 4), ENOMEM); /* the caller's strdup fails */
+        fail_inject_after(FAIL_MALLOC, 2);
+        ASSERT_ERR(outqueue_push_owned(&q, strdup("freed"), 5), ENOMEM); /* the ring growth fails */
+        ASSERT_EQ(fail_inject_fired(FAIL_MALLOC), 5);
+        ASSERT_EQ(q.n, 4);
+        ASSERT_EQ(q.bytes, 8);
+
+        /* What was queued still goes out whole. */
+        ASSERT_EQ(outqueue_flush(&q, p.w), 1);
+        ASSERT_EQ(drain(p.r, buf, sizeof(buf)), 8);
+        ASSERT_TRUE(memcmp(buf, "aBaBaBaB", 8) == 0);
+        ASSERT_EQ(b->n_ref, 1);
+        fail_inject_reset();
+        outqueue_done(&q);
+        body_unref(b);
+        pair_close(&p);
+}
+
 int main(void) {
         test_body_refcount();
         test_order_and_ownership();
@@ -263,6 +317,7 @@ int main(void) {
         test_partial_writes();
         test_wrap_then_grow();
         test_direct_and_partial();
+        test_out_of_memory();
         printf("all outqueue tests passed\n");
         return 0;
 }

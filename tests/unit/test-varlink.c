@@ -2,6 +2,7 @@
 /* Varlink framing (split and merged reads, size limit) and call envelopes. */
 #include <sys/socket.h>
 
+#include "fail-inject.h"
 #include "tests.h"
 #include "util.h"
 #include "varlink.h"
@@ -143,11 +144,98 @@ static void test_replies(void) {
         ASSERT_STREQ(a, "{\"parameters\":{},\"continues\":true}");
 }
 
+/*
+ * The reply builders steal their parameters on every path: with each of
+ * their allocations failing in turn, the caller's extra reference is the
+ * only one left afterwards, and nothing leaks (valgrind, ASan).
+ */
+static char *build(int which, json_t *params, size_t *ret_size) {
+        switch (which) {
+        case 0:
+                return varlink_reply_new(params, false, ret_size);
+        case 1:
+                return varlink_reply_new(params, true, ret_size);
+        default:
+                return varlink_error_new("io.pressured.NoSuchCgroup", params, ret_size);
+        }
+}
+
+static void test_replies_out_of_memory(void) {
+        static const char *const expected[] = {
+                "{\"parameters\":{\"cgroup\":\"/x\"}}",
+                "{\"parameters\":{\"cgroup\":\"/x\"},\"continues\":true}",
+                "{\"error\":\"io.pressured.NoSuchCgroup\",\"parameters\":{\"cgroup\":\"/x\"}}",
+        };
+
+        for (int which = 0; which < 3; which++)
+                for (unsigned n = 1;; n++) {
+                        json_t *params = json_pack("{s:s}", "cgroup", "/x");
+                        size_t size = 12345;
+                        bool injected;
+                        char *m;
+
+                        ASSERT_TRUE(params);
+                        json_incref(params);
+                        fail_inject_reset();
+                        fail_inject_after(FAIL_ALLOC, n);
+                        m = build(which, params, &size);
+                        injected = fail_inject_fired(FAIL_ALLOC) > 0;
+                        fail_inject_reset();
+                        if (params->refcount != 1)
+                                TEST_FAIL("builder %d, allocation %u failing: %zu references to the parameters "
+                                          "left, expected only the test's own", which, n, (size_t) params->refcount);
+                        json_decref(params);
+                        if (!injected) {
+                                /* Past the last allocation: it worked. */
+                                ASSERT_STREQ(m, expected[which]);
+                                ASSERT_EQ(size, strlen(m) + 1);
+                                free(m);
+                                ASSERT_TRUE(n > 1);
+                                break;
+                        }
+                        if (m)
+                                TEST_FAIL("builder %d, allocation %u failing: succeeded anyway with \"%s\"",
+                                          which, n, m);
+                        ASSERT_EQ(size, 12345); /* not written on failure */
+                }
+
+        /* NULL parameters ({}) and each allocation failing: nothing to leak but the builder's own. */
+        for (unsigned n = 1;; n++) {
+                size_t size = 1;
+                char *m;
+
+                fail_inject_reset();
+                fail_inject_after(FAIL_ALLOC, n);
+                m = varlink_reply_new(NULL, true, &size);
+                if (!fail_inject_fired(FAIL_ALLOC)) {
+                        ASSERT_STREQ(m, "{\"parameters\":{},\"continues\":true}");
+                        free(m);
+                        break;
+                }
+                ASSERT_TRUE(m == NULL);
+        }
+        fail_inject_reset();
+
+        /* An error name jansson refuses (not UTF-8): NULL, and the parameters are still taken. */
+        {
+                json_t *params = json_object();
+                size_t size = 1;
+
+                ASSERT_TRUE(params);
+                json_incref(params);
+                ASSERT_TRUE(varlink_error_new("io.pressured.\xff", params, &size) == NULL);
+                ASSERT_EQ(params->refcount, 1);
+                ASSERT_EQ(size, 1);
+                json_decref(params);
+        }
+}
+
 int main(void) {
         test_split_and_merged();
         test_size_limit();
         test_fill_from_socket();
         test_call_parse();
         test_replies();
+        test_replies_out_of_memory();
         return 0;
 }
