@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "kernfile.h"
 #include "top.h"
 #include "util.h"
 
@@ -55,206 +56,64 @@ static ssize_t read_small_at(int dfd, const char *name, char *buf, size_t size) 
         return n;
 }
 
-/* A size or limit: decimal bytes, or "max". */
-static uint64_t parse_value(const char *text, bool v1) {
-        char *end;
-        unsigned long long v;
+/*
+ * A size, limit or counter as top keeps it: TOP_UNLIMITED for "max" (and in
+ * cgroup v1, @v1, for the "no limit" value), TOP_NONE if it does not parse.
+ */
+static uint64_t memory_value(const char *text, bool v1) {
+        uint64_t v;
 
-        while (*text == ' ')
-                text++;
-        if (strncmp(text, "max", 3) == 0)
-                return TOP_UNLIMITED;
-        if (*text < '0' || *text > '9')
+        if (parse_memory_value(text, &v) < 0)
                 return TOP_NONE;
-        errno = 0;
-        v = strtoull(text, &end, 10);
-        if (errno || (*end && *end != '\n'))
-                return TOP_NONE;
-        if (v1 && v >= V1_UNLIMITED_FLOOR)
+        if (v == UINT64_MAX || (v1 && v >= V1_UNLIMITED_FLOOR))
                 return TOP_UNLIMITED;
-        if (v >= TOP_UNLIMITED)
+        return v == TOP_UNLIMITED ? TOP_NONE : v;
+}
+
+/* A counter of a flat-keyed file such as memory.oom_control; TOP_NONE if absent or malformed. */
+static uint64_t keyed_value(const char *text, const char *key) {
+        uint64_t v;
+
+        if (flat_keyed_value(text, key, &v) < 0 || v >= TOP_UNLIMITED)
                 return TOP_NONE;
         return v;
 }
 
-/* The value of "KEY N" in a keyed file such as memory.events; TOP_NONE if absent. */
-static uint64_t keyed_value(const char *text, const char *key) {
-        size_t len = strlen(key);
-
-        for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-                if (strncmp(p, key, len) == 0 && p[len] == ' ') {
-                        uint64_t v = parse_value(p + len + 1, false);
-                        return v == TOP_UNLIMITED ? TOP_NONE : v;
-                }
-        return TOP_NONE;
-}
-
-/* Parse " avg10=1.23 avg60=4.56 ..." after the "some"/"full" word at @p. */
-static int parse_psi_line(const char *p, double *ret_avg10, double *ret_avg60) {
-        double v[2];
-        char *end;
-
-        for (int i = 0; i < 2; i++) {
-                const char *key = i == 0 ? " avg10=" : " avg60=";
-
-                if (strncmp(p, key, 7) != 0)
-                        return -EBADMSG;
-                p += 7;
-                errno = 0;
-                v[i] = strtod(p, &end);
-                if (errno || end == p || !(v[i] >= 0))
-                        return -EBADMSG;
-                p = end;
-        }
-        *ret_avg10 = v[0];
-        *ret_avg60 = v[1];
-        return 0;
-}
-
-/**
- * top_parse_psi - parse the text of a PSI file (memory.pressure or
- * /proc/pressure/memory).
- * @text: the file's contents
- * @ret_some_avg10: some avg10 in percent
- * @ret_some_avg60: some avg60
- * @ret_full_avg10: full avg10; 0 if the file has no "full" line
- * @ret_full_avg60: full avg60; likewise
- *
- * Any output pointer may be NULL. Returns 0 or -EBADMSG if there is no
- * valid "some" line; nothing is written then.
- */
-int top_parse_psi(const char *text, double *ret_some_avg10, double *ret_some_avg60,
-                  double *ret_full_avg10, double *ret_full_avg60) {
-        double s10, s60, f10 = 0, f60 = 0;
-        const char *full;
-
-        if (!text || strncmp(text, "some", 4) != 0 || parse_psi_line(text + 4, &s10, &s60) < 0)
-                return -EBADMSG;
-        full = strstr(text, "\nfull");
-        if (full && parse_psi_line(full + 5, &f10, &f60) < 0)
-                f10 = f60 = 0;
-        if (ret_some_avg10)
-                *ret_some_avg10 = s10;
-        if (ret_some_avg60)
-                *ret_some_avg60 = s60;
-        if (ret_full_avg10)
-                *ret_full_avg10 = f10;
-        if (ret_full_avg60)
-                *ret_full_avg60 = f60;
-        return 0;
-}
-
 /* ---- roots --------------------------------------------------------------------------- */
-
-/* Copy a mountinfo field, decoding the kernel's \ooo escapes (space, tab, newline, backslash). */
-static char *unescape_field(const char *p, size_t len) {
-        char *s = malloc(len + 1), *o = s;
-        const char *end = p + len;
-
-        if (!s)
-                return NULL;
-        while (p < end) {
-                if (*p == '\\' && end - p >= 4 && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' &&
-                    p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
-                        *o++ = (char) (((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
-                        p += 4;
-                } else
-                        *o++ = *p++;
-        }
-        *o = 0;
-        return s;
-}
-
-/* True if the comma-separated @list of length @len holds @word. */
-static bool list_has(const char *list, size_t len, const char *word) {
-        size_t wlen = strlen(word);
-
-        for (const char *p = list, *end = list + len; p < end;) {
-                const char *comma = memchr(p, ',', (size_t) (end - p)), *item_end = comma ?: end;
-
-                if ((size_t) (item_end - p) == wlen && memcmp(p, word, wlen) == 0)
-                        return true;
-                p = item_end + 1;
-        }
-        return false;
-}
 
 /**
  * top_roots_discover - find the cgroup hierarchies in mountinfo text.
  * @mountinfo: the contents of /proc/self/mountinfo
  * @ret: the first cgroup2 mount and the first cgroup v1 mount with the
- *       memory controller, each mounted at its hierarchy's root ("/")
+ *       memory controller, each mounted at its hierarchy's root ("/"), as
+ *       mountinfo_parse() finds them
  *
- * Malformed lines are skipped. Returns 0 or -ENOMEM; @ret is untouched on
- * failure.
+ * Returns 0 or -ENOMEM; @ret is untouched on failure.
  */
 int top_roots_discover(const char *mountinfo, TopRoots *ret) {
-        _cleanup_free_ char *v2 = NULL, *v1 = NULL;
+        CgroupMounts m = {};
+        int r;
 
-        for (const char *p = mountinfo; p && *p;) {
-                const char *nl = strchr(p, '\n'), *end = nl ?: p + strlen(p);
-                const char *f[64];
-                size_t len[64], n = 0, sep;
-
-                /* Split at spaces. */
-                for (const char *q = p; q < end && n < ELEMENTSOF(f);) {
-                        const char *sp;
-
-                        while (q < end && *q == ' ')
-                                q++;
-                        if (q >= end)
-                                break;
-                        sp = memchr(q, ' ', (size_t) (end - q));
-                        f[n] = q;
-                        len[n] = (size_t) ((sp ?: end) - q);
-                        n++;
-                        q = sp ?: end;
-                }
-                p = nl ? nl + 1 : NULL;
-
-                for (sep = 6; sep < n; sep++)
-                        if (len[sep] == 1 && f[sep][0] == '-')
-                                break;
-                if (sep + 3 >= n || len[3] != 1 || f[3][0] != '/')
-                        continue;
-                if (!v2 && len[sep + 1] == 7 && memcmp(f[sep + 1], "cgroup2", 7) == 0) {
-                        v2 = unescape_field(f[4], len[4]);
-                        if (!v2)
-                                return -ENOMEM;
-                } else if (!v1 && len[sep + 1] == 6 && memcmp(f[sep + 1], "cgroup", 6) == 0 &&
-                           list_has(f[sep + 3], len[sep + 3], "memory")) {
-                        v1 = unescape_field(f[4], len[4]);
-                        if (!v1)
-                                return -ENOMEM;
-                }
-        }
-        *ret = (TopRoots) { .v2 = TAKE_PTR(v2), .v1_memory = TAKE_PTR(v1) };
+        r = mountinfo_parse(mountinfo ?: "", &m);
+        if (r < 0)
+                return r;
+        *ret = (TopRoots) { .v2 = TAKE_PTR(m.v2_root), .v1_memory = TAKE_PTR(m.v1_memory_root) };
         return 0;
 }
 
 /**
  * top_roots_from_mountinfo - top_roots_discover() on this process's /proc/self/mountinfo.
  * @roots: filled as by top_roots_discover()
+ *
+ * Returns 0 or a negative errno.
  */
 int top_roots_from_mountinfo(TopRoots *roots) {
-        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
         _cleanup_free_ char *text = NULL;
-        size_t size = 0;
+        int r;
 
-        if (!f)
-                return -errno;
-        {
-                FILE *m = open_memstream(&text, &size);
-                char buf[8192];
-                size_t n;
-
-                if (!m)
-                        return -ENOMEM;
-                while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-                        fwrite(buf, 1, n, m);
-                if (fclose(m) != 0)
-                        return -ENOMEM;
-        }
+        r = read_full_file("/proc/self/mountinfo", MOUNTINFO_READ_MAX, &text, NULL);
+        if (r < 0)
+                return r;
         return top_roots_discover(text, roots);
 }
 
@@ -421,7 +280,7 @@ static uint64_t read_cached_value(TopFileCache *c, unsigned k, int dfd, const ch
 
         if (read_cached(c, k, dfd, name, buf, sizeof(buf)) <= 0)
                 return TOP_NONE;
-        return parse_value(buf, v1);
+        return memory_value(buf, v1);
 }
 
 typedef struct Walk {
@@ -433,8 +292,17 @@ typedef struct Walk {
         size_t dents_size;
 } Walk;
 
+/* Counter @k of memory.events; TOP_NONE if the file lacks it. */
+static uint64_t event_value(const MemoryEvents *ev, MemoryEventKey k) {
+        if (!(ev->present & (1u << k)) || ev->value[k] >= TOP_UNLIMITED)
+                return TOP_NONE;
+        return ev->value[k];
+}
+
 static void read_v2(TopCgroup *cg, int dfd) {
         TopFileCache *c = &cg->files[0];
+        MemoryEvents ev;
+        PsiStats psi;
         char buf[512];
 
         cg->current = read_cached_value(c, 0, dfd, "memory.current", false);
@@ -443,14 +311,16 @@ static void read_v2(TopCgroup *cg, int dfd) {
                 cg->max = read_cached_value(c, 2, dfd, "memory.max", false);
                 cg->mem_v1 = false;
         }
-        if (read_cached(c, 3, dfd, "memory.events", buf, sizeof(buf)) > 0) {
-                cg->ev[TOP_EV_HIGH] = keyed_value(buf, "high");
-                cg->ev[TOP_EV_MAX] = keyed_value(buf, "max");
-                cg->ev[TOP_EV_OOM_KILL] = keyed_value(buf, "oom_kill");
+        if (read_cached(c, 3, dfd, "memory.events", buf, sizeof(buf)) > 0 && memory_events_parse(buf, &ev) >= 0) {
+                cg->ev[TOP_EV_HIGH] = event_value(&ev, MEMORY_EVENT_HIGH);
+                cg->ev[TOP_EV_MAX] = event_value(&ev, MEMORY_EVENT_MAX);
+                cg->ev[TOP_EV_OOM_KILL] = event_value(&ev, MEMORY_EVENT_OOM_KILL);
         }
-        if (read_cached(c, 4, dfd, "memory.pressure", buf, sizeof(buf)) > 0 &&
-            top_parse_psi(buf, &cg->some_avg10, NULL, &cg->full_avg10, NULL) >= 0)
+        if (read_cached(c, 4, dfd, "memory.pressure", buf, sizeof(buf)) > 0 && psi_stats_parse(buf, &psi) >= 0) {
                 cg->has_psi = true;
+                cg->some_avg10 = psi.some.avg10;
+                cg->full_avg10 = psi.has_full ? psi.full.avg10 : 0;
+        }
 }
 
 /* cgroup v1: usage and limit; "high" is the soft limit, the nearest v1 counterpart. */
@@ -732,9 +602,8 @@ static bool values_changed(const TopCgroup *a, const TopCgroup *b) {
         if (a->current != b->current || a->high != b->high || a->max != b->max ||
             a->has_psi != b->has_psi)
                 return true;
-        /* PSI averages as shown, to two decimals. */
-        if (a->has_psi && ((long) (a->some_avg10 * 100 + 0.5) != (long) (b->some_avg10 * 100 + 0.5) ||
-                           (long) (a->full_avg10 * 100 + 0.5) != (long) (b->full_avg10 * 100 + 0.5)))
+        /* PSI averages in hundredths, as the kernel gives and top shows them. */
+        if (a->has_psi && (a->some_avg10 != b->some_avg10 || a->full_avg10 != b->full_avg10))
                 return true;
         return memcmp(a->ev, b->ev, sizeof(a->ev)) != 0;
 }
@@ -843,11 +712,16 @@ static uint64_t meminfo_value(const char *text, const char *key) {
  */
 void top_system_read(TopSystem *ret) {
         char buf[4096];
+        PsiStats psi;
 
         *ret = (TopSystem) { .mem_available = TOP_NONE, .mem_total = TOP_NONE };
-        if (read_small_at(AT_FDCWD, "/proc/pressure/memory", buf, sizeof(buf)) > 0 &&
-            top_parse_psi(buf, &ret->some_avg10, &ret->some_avg60, &ret->full_avg10, &ret->full_avg60) >= 0)
+        if (read_small_at(AT_FDCWD, "/proc/pressure/memory", buf, sizeof(buf)) > 0 && psi_stats_parse(buf, &psi) >= 0) {
                 ret->has_psi = true;
+                ret->some_avg10 = psi.some.avg10;
+                ret->some_avg60 = psi.some.avg60;
+                ret->full_avg10 = psi.has_full ? psi.full.avg10 : 0;
+                ret->full_avg60 = psi.has_full ? psi.full.avg60 : 0;
+        }
         if (read_small_at(AT_FDCWD, "/proc/meminfo", buf, sizeof(buf)) > 0) {
                 ret->mem_available = meminfo_value(buf, "\nMemAvailable");
                 ret->mem_total = meminfo_value(buf, "MemTotal");

@@ -123,6 +123,14 @@ static const char *fmt_size(char buf[static FORMAT_SIZE_MAX], uint64_t v) {
         return format_size(buf, v);
 }
 
+/*
+ * A PSI average kept in hundredths (as the kernel prints it) as the percent
+ * shown: the same double strtod() reads from the kernel's text.
+ */
+static double psi_percent(uint32_t hundredths) {
+        return hundredths / 100.0;
+}
+
 static const char *fmt_psi(char buf[static 16], bool present, double v) {
         if (!present)
                 return "-";
@@ -227,7 +235,7 @@ static void format_row(const Top *t, const TopCgroup *cg, char *buf, size_t size
         snprintf(buf, size, "%*s%-*.*s %1s %5s %5s %5s%s %5s %5s %7s %5s %5s %5s", indent, "", len, len, name,
                  cg->current == TOP_NONE ? "" : cg->mem_v1 ? "1" : "2", fmt_size(b[0], cg->current),
                  fmt_size(b[1], cg->high), fmt_size(b[2], cg->max), prot,
-                 fmt_psi(b[5], cg->has_psi, cg->some_avg10), fmt_psi(b[6], cg->has_psi, cg->full_avg10),
+                 fmt_psi(b[5], cg->has_psi, psi_percent(cg->some_avg10)), fmt_psi(b[6], cg->has_psi, psi_percent(cg->full_avg10)),
                  fmt_duration(b[10], cg), fmt_count(b[7], top_event_delta(cg, TOP_EV_HIGH)),
                  fmt_count(b[8], top_event_delta(cg, TOP_EV_MAX)),
                  fmt_count(b[9], top_event_delta(cg, TOP_EV_OOM_KILL)));
@@ -250,7 +258,8 @@ static void format_header(const Top *t, char lines[4][MAX_WIDTH]) {
         if (t->sys.has_psi)
                 snprintf(lines[1], MAX_WIDTH,
                          "memory PSI  some avg10 %.2f avg60 %.2f  full avg10 %.2f avg60 %.2f  MemAvailable %s of %s",
-                         t->sys.some_avg10, t->sys.some_avg60, t->sys.full_avg10, t->sys.full_avg60,
+                         psi_percent(t->sys.some_avg10), psi_percent(t->sys.some_avg60),
+                         psi_percent(t->sys.full_avg10), psi_percent(t->sys.full_avg60),
                          fmt_size(b[0], t->sys.mem_available), fmt_size(b[1], t->sys.mem_total));
         else
                 snprintf(lines[1], MAX_WIDTH, "memory PSI  not available  MemAvailable %s of %s",
@@ -284,9 +293,9 @@ static void format_header(const Top *t, char lines[4][MAX_WIDTH]) {
 static double sort_value(const Top *t, const TopCgroup *cg) {
         switch (t->sort) {
         case SORT_SOME:
-                return cg->has_psi ? cg->some_avg10 : -1;
+                return cg->has_psi ? cg->some_avg10 : -1.0;
         case SORT_FULL:
-                return cg->has_psi ? cg->full_avg10 : -1;
+                return cg->has_psi ? cg->full_avg10 : -1.0;
         case SORT_CURRENT:
                 return cg->current < TOP_UNLIMITED ? (double) cg->current : -1;
         case SORT_EVENTS:
@@ -608,9 +617,10 @@ static int print_json(Top *t) {
         json_object_set_new(o, "view", json_string(t->flat ? "flat" : "tree"));
 
         if (t->sys.has_psi)
-                json_object_set_new(sys, "psi", json_pack("{s:f,s:f,s:f,s:f}", "some_avg10", t->sys.some_avg10,
-                                                          "some_avg60", t->sys.some_avg60, "full_avg10",
-                                                          t->sys.full_avg10, "full_avg60", t->sys.full_avg60));
+                json_object_set_new(sys, "psi", json_pack("{s:f,s:f,s:f,s:f}", "some_avg10", psi_percent(t->sys.some_avg10),
+                                                          "some_avg60", psi_percent(t->sys.some_avg60),
+                                                          "full_avg10", psi_percent(t->sys.full_avg10),
+                                                          "full_avg60", psi_percent(t->sys.full_avg60)));
         else
                 json_object_set_new(sys, "psi", json_null());
         set_opt(sys, "mem_available", json_size(t->sys.mem_available));
@@ -662,8 +672,8 @@ static int print_json(Top *t) {
                         set_opt(c, "elow", json_size(cg->elow));
                 }
                 if (cg->has_psi) {
-                        json_object_set_new(c, "some_avg10", json_real(cg->some_avg10));
-                        json_object_set_new(c, "full_avg10", json_real(cg->full_avg10));
+                        json_object_set_new(c, "some_avg10", json_real(psi_percent(cg->some_avg10)));
+                        json_object_set_new(c, "full_avg10", json_real(psi_percent(cg->full_avg10)));
                 }
                 set_opt(ev, "high", json_size(top_event_delta(cg, TOP_EV_HIGH)));
                 set_opt(ev, "max", json_size(top_event_delta(cg, TOP_EV_MAX)));
