@@ -456,39 +456,51 @@ static Dir dir_open(int parent, const char *name, uint64_t ino, TopCgroup *old, 
 }
 
 /*
- * Visit one cgroup: read its files, then its children, depth first.
- * @dirs: its directory in each hierarchy; walk() keeps each fd in the new
- *        entry's cache or closes it before it returns
- * @old: the same cgroup in the previous refresh, or NULL
+ * Count the fds of @dirs that are new (not adopted) against the budget;
+ * those beyond it are marked in @close_dir, to be closed once read.
  */
-static int walk(Walk *w, const char *path, unsigned depth, size_t parent, Dir dirs[2], TopCgroup *old) {
-        Child *children = NULL;
-        size_t n_children = 0, allocated = 0, self;
-        bool close_dir[2] = { false, false };
-        TopCgroup *cg;
-        int r = 0;
-
-        for (unsigned side = 0; side < 2; side++)
+static void dirs_budget(const Dir dirs[2], bool close_dir[2]) {
+        for (unsigned side = 0; side < 2; side++) {
+                close_dir[side] = false;
                 if (dirs[side].fd >= 0 && !dirs[side].adopted) {
                         if (cached_fds < fd_budget)
                                 cached_fds++;
                         else
                                 close_dir[side] = true;
                 }
+        }
+}
+
+/* No entry took the fds of @dirs: give them back. */
+static void dirs_release(const Dir dirs[2], const bool close_dir[2]) {
+        for (unsigned side = 0; side < 2; side++)
+                if (dirs[side].fd >= 0) {
+                        safe_close(dirs[side].fd);
+                        if (!close_dir[side])
+                                cached_fds--;
+                }
+}
+
+/*
+ * Append the entry of @path to the snapshot, in @dirs' hierarchies, and
+ * hand it the fds it keeps: its directories unless @close_dir, and the
+ * files of @old where the directory is the same. Returns 0 and its index
+ * in *@ret_index, or -ENOMEM (nothing taken then).
+ */
+static int walk_add(Walk *w, const char *path, unsigned depth, size_t parent, const Dir dirs[2], TopCgroup *old,
+                    const bool close_dir[2], size_t *ret_index) {
+        TopCgroup *cg;
 
         if (w->snap.n_cgroups == w->allocated) {
                 size_t a = w->allocated ? w->allocated * 2 : 64;
                 TopCgroup *p = reallocarray(w->snap.cgroups, a, sizeof(TopCgroup));
 
-                if (!p) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
+                if (!p)
+                        return -ENOMEM;
                 w->snap.cgroups = p;
                 w->allocated = a;
         }
-        self = w->snap.n_cgroups;
-        cg = &w->snap.cgroups[self];
+        cg = &w->snap.cgroups[w->snap.n_cgroups];
         *cg = (TopCgroup) {
                 .path = strdup(path),
                 .depth = depth,
@@ -501,12 +513,10 @@ static int walk(Walk *w, const char *path, unsigned depth, size_t parent, Dir di
                 .emin = TOP_NONE, .elow = TOP_NONE, .ep_since_us = TOP_NONE,
                 .previous = old ? (size_t) (old - w->previous->cgroups) : SIZE_MAX,
         };
-        if (!cg->path) {
-                r = -ENOMEM;
-                goto fail;
-        }
+        if (!cg->path)
+                return -ENOMEM;
         cg->name = depth == 0 ? cg->path : strrchr(cg->path, '/') + 1;
-        w->snap.n_cgroups++;
+        *ret_index = w->snap.n_cgroups++;
 
         /* From here on the entry owns the fds it keeps; snapshot_done() closes them. */
         for (unsigned side = 0; side < 2; side++) {
@@ -523,19 +533,20 @@ static int walk(Walk *w, const char *path, unsigned depth, size_t parent, Dir di
                 if (dirs[side].fd >= 0 && !close_dir[side])
                         c->dir = dirs[side].fd;
         }
+        return 0;
+}
 
-        if (dirs[0].fd >= 0)
-                read_v2(cg, dirs[0].fd);
-        if (dirs[1].fd >= 0)
-                read_v1(cg, dirs[1].fd);
-        if (depth >= MAX_DEPTH)
-                goto finish;
+/*
+ * The children of a cgroup: the union of both hierarchies' subdirectories,
+ * sorted by name, into *@children (freed by the caller, also on failure).
+ * A directory's link count is 2 plus its subdirectories on cgroupfs, tmpfs
+ * and ext4: at 2 it is a leaf and needs no listing (filesystems that do not
+ * count links report 1, and are listed). Returns 0 or -ENOMEM; a directory
+ * that cannot be listed has no children.
+ */
+static int walk_list(Walk *w, const Dir dirs[2], Child **children, size_t *n) {
+        size_t allocated = 0;
 
-        /*
-         * Children: the union of both hierarchies' subdirectories, by name. A directory's link
-         * count is 2 plus its subdirectories on cgroupfs, tmpfs and ext4: at 2 it is a leaf and
-         * needs no listing (filesystems that do not count links report 1, and are listed).
-         */
         for (unsigned side = 0; side < 2; side++) {
                 struct stat st;
 
@@ -545,27 +556,31 @@ static int walk(Walk *w, const char *path, unsigned depth, size_t parent, Dir di
                         continue;
                 if (dirs[side].adopted && lseek(dirs[side].fd, 0, SEEK_SET) < 0)
                         continue;
-                r = list_children(w, dirs[side].fd, side, &children, &n_children, &allocated);
-                if (r == -ENOMEM)
-                        goto finish;
+                if (list_children(w, dirs[side].fd, side, children, n, &allocated) == -ENOMEM)
+                        return -ENOMEM;
         }
-        r = 0;
-        if (n_children > 1)
-                qsort(children, n_children, sizeof(Child), name_compare);
+        if (*n > 1)
+                qsort(*children, *n, sizeof(Child), name_compare);
+        return 0;
+}
 
+static int walk(Walk *w, const char *path, unsigned depth, size_t parent, Dir dirs[2], TopCgroup *old);
+
+/* Visit the sorted @children of the entry @self (@path); the same name in both hierarchies is one cgroup. */
+static int walk_children(Walk *w, const char *path, unsigned depth, size_t self, const Dir dirs[2],
+                         const Child *children, size_t n_children) {
         for (size_t i = 0; i < n_children;) {
                 _cleanup_free_ char *child = NULL;
                 Dir cdirs[2] = { { .fd = -1 }, { .fd = -1 } };
                 TopCgroup *cold;
                 size_t j = i;
+                int r;
 
                 if (asprintf(&child, "%s/%s", streq(path, "/") ? "" : path, children[i].name) < 0) {
                         child = NULL;
-                        r = -ENOMEM;
-                        goto finish;
+                        return -ENOMEM;
                 }
                 cold = previous_find(w, child);
-                /* The same name in both hierarchies: one cgroup. */
                 for (; j < n_children && streq(children[j].name, children[i].name); j++) {
                         unsigned side = children[j].side;
 
@@ -577,23 +592,46 @@ static int walk(Walk *w, const char *path, unsigned depth, size_t parent, Dir di
                         continue; /* gone since the listing */
                 r = walk(w, child, depth + 1, self, cdirs, cold);
                 if (r < 0)
-                        goto finish;
+                        return r;
         }
-finish:
+        return 0;
+}
+
+/*
+ * Visit one cgroup: read its files, then its children, depth first.
+ * @dirs: its directory in each hierarchy; walk() keeps each fd in the new
+ *        entry's cache or closes it before it returns
+ * @old: the same cgroup in the previous refresh, or NULL
+ */
+static int walk(Walk *w, const char *path, unsigned depth, size_t parent, Dir dirs[2], TopCgroup *old) {
+        Child *children = NULL;
+        size_t n_children = 0, self;
+        bool close_dir[2];
+        TopCgroup *cg;
+        int r;
+
+        dirs_budget(dirs, close_dir);
+        r = walk_add(w, path, depth, parent, dirs, old, close_dir, &self);
+        if (r < 0) {
+                dirs_release(dirs, close_dir);
+                return r;
+        }
+
+        cg = &w->snap.cgroups[self];
+        if (dirs[0].fd >= 0)
+                read_v2(cg, dirs[0].fd);
+        if (dirs[1].fd >= 0)
+                read_v1(cg, dirs[1].fd);
+        if (depth < MAX_DEPTH) {
+                r = walk_list(w, dirs, &children, &n_children);
+                if (r >= 0)
+                        r = walk_children(w, path, depth, self, dirs, children, n_children);
+        }
+
         free_children(children, n_children);
         for (unsigned side = 0; side < 2; side++)
                 if (close_dir[side])
                         safe_close(dirs[side].fd);
-        return r;
-
-fail:
-        /* No entry took the fds: give them back. */
-        for (unsigned side = 0; side < 2; side++)
-                if (dirs[side].fd >= 0) {
-                        safe_close(dirs[side].fd);
-                        if (!close_dir[side])
-                                cached_fds--;
-                }
         return r;
 }
 
