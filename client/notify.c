@@ -533,16 +533,70 @@ static void help(void) {
                "     --cgroup-v1-root DIR   cgroup v1 memory hierarchy to read children from\n");
 }
 
-/**
- * notify_main - the notify command
- * @argc: arguments from the command name on
- * @argv: likewise
- * @socket: the global --socket, or NULL
- * @user: the global --user
- * @json: the global --json
- */
-int notify_main(int argc, char **argv, const char *socket, bool user, bool json) {
-        enum { ARG_CGROUP = 0x100, ARG_LEVEL, ARG_ON_CLEARED, ARG_MIN_INTERVAL, ARG_DRY_RUN, ARG_ROOT, ARG_V1_ROOT };
+/* What notify's command line asks for besides what it sets in the Notifier. */
+typedef struct NotifyArgs {
+        const char *cgroup;   /* --cgroup, or NULL for the session's */
+        pressure_level level; /* --level */
+        bool roots_given;     /* --cgroup-root or --cgroup-v1-root */
+} NotifyArgs;
+
+enum { ARG_CGROUP = 0x100, ARG_LEVEL, ARG_ON_CLEARED, ARG_MIN_INTERVAL, ARG_DRY_RUN, ARG_ROOT, ARG_V1_ROOT };
+
+/* Apply one option to @n and @a; returns -1 to go on, or the exit status to end with. */
+static int parse_option(Notifier *n, NotifyArgs *a, int opt, const char *arg) {
+        int r;
+
+        switch (opt) {
+        case 'h':
+                help();
+                return 0;
+        case ARG_CGROUP:
+                if (!cgroup_path_ok(arg))
+                        return usage_error("notify ", "invalid cgroup '%s', expected an absolute path such as /user.slice", arg);
+                a->cgroup = arg;
+                return -1;
+        case ARG_LEVEL:
+                r = pressure_level_from_string(arg);
+                if (r < 0)
+                        return usage_error("notify ", "invalid level '%s', expected low, medium or critical", arg);
+                a->level = (pressure_level) r;
+                return -1;
+        case ARG_ON_CLEARED:
+                if (streq(arg, "close"))
+                        n->on_cleared_replace = false;
+                else if (streq(arg, "replace"))
+                        n->on_cleared_replace = true;
+                else
+                        return usage_error("notify ", "invalid --on-cleared '%s', expected close or replace", arg);
+                return -1;
+        case ARG_MIN_INTERVAL:
+                if (parse_seconds(arg, NOTIFY_MAX_INTERVAL_SEC, &n->min_interval_us) < 0 || n->min_interval_us == 0)
+                        return usage_error("notify ", "invalid --min-interval '%s', expected seconds in (0, %.0f]",
+                                           arg, NOTIFY_MAX_INTERVAL_SEC);
+                return -1;
+        case ARG_DRY_RUN:
+                n->dry_run = true;
+                return -1;
+        case ARG_ROOT:
+        case ARG_V1_ROOT: {
+                char **dst = opt == ARG_ROOT ? &n->roots.v2 : &n->roots.v1_memory;
+
+                free(*dst);
+                *dst = strdup(arg);
+                if (!*dst) {
+                        fprintf(stderr, "pressurectl: notify: %s\n", strerror(ENOMEM));
+                        return EXIT_DAEMON_ERROR;
+                }
+                a->roots_given = true;
+                return -1;
+        }
+        default:
+                return usage_error("notify ", NULL);
+        }
+}
+
+/* Parse notify's command line into @n and @a; returns -1 to go on, or the exit status to end with. */
+static int parse_argv(Notifier *n, NotifyArgs *a, int argc, char **argv) {
         static const struct option options[] = {
                 { "help",           no_argument,       NULL, 'h' },
                 { "cgroup",         required_argument, NULL, ARG_CGROUP },
@@ -554,106 +608,106 @@ int notify_main(int argc, char **argv, const char *socket, bool user, bool json)
                 { "cgroup-v1-root", required_argument, NULL, ARG_V1_ROOT },
                 {}
         };
-        _cleanup_(notifier_done) Notifier n = { .min_interval_us = NOTIFY_DEFAULT_INTERVAL_USEC, .json = json,
-                                                .markup = -1 };
-        const char *arg_cgroup = NULL;
-        _cleanup_free_ char *session = NULL;
-        pressure_level level = PRESSURE_LEVEL_MEDIUM;
-        bool roots_given = false;
-        _cleanup_close_ int sigfd = -EBADF;
-        sigset_t mask;
         int opt, r;
 
-        while ((opt = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
-                switch (opt) {
-                case 'h':
-                        help();
-                        return 0;
-                case ARG_CGROUP:
-                        if (!cgroup_path_ok(optarg))
-                                return usage_error("notify ", "invalid cgroup '%s', expected an absolute path such as /user.slice", optarg);
-                        arg_cgroup = optarg;
-                        break;
-                case ARG_LEVEL:
-                        r = pressure_level_from_string(optarg);
-                        if (r < 0)
-                                return usage_error("notify ", "invalid level '%s', expected low, medium or critical", optarg);
-                        level = (pressure_level) r;
-                        break;
-                case ARG_ON_CLEARED:
-                        if (streq(optarg, "close"))
-                                n.on_cleared_replace = false;
-                        else if (streq(optarg, "replace"))
-                                n.on_cleared_replace = true;
-                        else
-                                return usage_error("notify ", "invalid --on-cleared '%s', expected close or replace", optarg);
-                        break;
-                case ARG_MIN_INTERVAL:
-                        if (parse_seconds(optarg, NOTIFY_MAX_INTERVAL_SEC, &n.min_interval_us) < 0 ||
-                            n.min_interval_us == 0)
-                                return usage_error("notify ", "invalid --min-interval '%s', expected seconds in (0, %.0f]",
-                                                   optarg, NOTIFY_MAX_INTERVAL_SEC);
-                        break;
-                case ARG_DRY_RUN:
-                        n.dry_run = true;
-                        break;
-                case ARG_ROOT:
-                case ARG_V1_ROOT: {
-                        char **dst = opt == ARG_ROOT ? &n.roots.v2 : &n.roots.v1_memory;
-
-                        free(*dst);
-                        *dst = strdup(optarg);
-                        if (!*dst) {
-                                fprintf(stderr, "pressurectl: notify: %s\n", strerror(ENOMEM));
-                                return EXIT_DAEMON_ERROR;
-                        }
-                        roots_given = true;
-                        break;
-                }
-                default:
-                        return usage_error("notify ", NULL);
-                }
+        while ((opt = getopt_long(argc, argv, "+h", options, NULL)) >= 0) {
+                r = parse_option(n, a, opt, optarg);
+                if (r >= 0)
+                        return r;
+        }
         if (optind < argc)
                 return usage_error("notify ", "unexpected argument '%s'", argv[optind]);
         /* Without --dry-run nothing is printed: say so rather than ignore it. */
-        if (json && !n.dry_run)
+        if (n->json && !n->dry_run)
                 return usage_error("notify ", "--json needs --dry-run: notifications go to the desktop, not to stdout");
+        return -1;
+}
 
-        if (!roots_given && top_roots_from_mountinfo(&n.roots) < 0)
-                fprintf(stderr, "pressurectl: notify: cannot find the cgroup hierarchies, "
-                        "notifications will not name child cgroups\n");
-        n.have_roots = n.roots.v2 || n.roots.v1_memory;
+/* Set up the client, waiting for the daemon; returns -1 to go on, or the exit status to end with. */
+static int client_setup(Notifier *n, const char *socket, bool user) {
+        int r;
 
-        r = pressure_client_new(&n.client);
+        r = pressure_client_new(&n->client);
         if (r >= 0 && socket)
-                r = pressure_client_set_socket(n.client, socket);
+                r = pressure_client_set_socket(n->client, socket);
         if (r >= 0 && user)
-                r = pressure_client_set_user(n.client);
+                r = pressure_client_set_user(n->client);
         if (r >= 0)
-                r = pressure_client_set_wait_for_daemon(n.client, 1);
+                r = pressure_client_set_wait_for_daemon(n->client, 1);
         if (r < 0) {
                 fprintf(stderr, "pressurectl: notify: %s\n",
                         r == -ENXIO ? "--user needs $XDG_RUNTIME_DIR" : strerror(-r));
                 return r == -ENXIO ? EXIT_USAGE : EXIT_DAEMON_ERROR;
         }
+        return -1;
+}
 
-        if (!arg_cgroup)
-                arg_cgroup = session = session_cgroup();
-        if (arg_cgroup)
-                r = watch_add(&n, arg_cgroup, level);
+/* Watch @a's cgroup (default: the session's), then the whole system; returns 0 or a negative errno. */
+static int watches_add(Notifier *n, const NotifyArgs *a) {
+        _cleanup_free_ char *session = NULL;
+        const char *cgroup = a->cgroup;
+        int r = 0;
+
+        if (!cgroup)
+                cgroup = session = session_cgroup();
+        if (cgroup)
+                r = watch_add(n, cgroup, a->level);
         if (r >= 0)
-                r = watch_add(&n, "/", level);
-        if (r < 0) {
-                fprintf(stderr, "pressurectl: notify: cannot subscribe: %s\n", strerror(-r));
-                return EXIT_DAEMON_ERROR;
-        }
+                r = watch_add(n, "/", a->level);
+        return r;
+}
+
+/* Block SIGTERM, SIGINT and SIGHUP and return a signalfd for them, or a negative errno. */
+static int signals_open(void) {
+        sigset_t mask;
+        int fd;
 
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
         sigaddset(&mask, SIGHUP);
-        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 || (sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
-                fprintf(stderr, "pressurectl: notify: signalfd: %m\n");
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return -errno;
+        fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        return fd < 0 ? -errno : fd;
+}
+
+/**
+ * notify_main - the notify command
+ * @argc: arguments from the command name on
+ * @argv: likewise
+ * @socket: the global --socket, or NULL
+ * @user: the global --user
+ * @json: the global --json
+ */
+int notify_main(int argc, char **argv, const char *socket, bool user, bool json) {
+        _cleanup_(notifier_done) Notifier n = { .min_interval_us = NOTIFY_DEFAULT_INTERVAL_USEC, .json = json,
+                                                .markup = -1 };
+        NotifyArgs a = { .level = PRESSURE_LEVEL_MEDIUM };
+        _cleanup_close_ int sigfd = -EBADF;
+        int r;
+
+        r = parse_argv(&n, &a, argc, argv);
+        if (r >= 0)
+                return r;
+
+        if (!a.roots_given && top_roots_from_mountinfo(&n.roots) < 0)
+                fprintf(stderr, "pressurectl: notify: cannot find the cgroup hierarchies, "
+                        "notifications will not name child cgroups\n");
+        n.have_roots = n.roots.v2 || n.roots.v1_memory;
+
+        r = client_setup(&n, socket, user);
+        if (r >= 0)
+                return r;
+        r = watches_add(&n, &a);
+        if (r < 0) {
+                fprintf(stderr, "pressurectl: notify: cannot subscribe: %s\n", strerror(-r));
+                return EXIT_DAEMON_ERROR;
+        }
+
+        sigfd = signals_open();
+        if (sigfd < 0) {
+                fprintf(stderr, "pressurectl: notify: signalfd: %s\n", strerror(-sigfd));
                 return EXIT_DAEMON_ERROR;
         }
 

@@ -345,13 +345,120 @@ static int reply_parse(const char *command, const char *text, const char *array,
         return 0;
 }
 
+/* The daemon's version, uptime, clients and cgroup roots, from GetStatus() reply @st. */
+static void status_print_overview(json_t *st) {
+        json_t *cg = json_object_get(st, "cgroup");
+        char buf[64];
+
+        printf("Version:        %s\n", strna(jget_str(st, "version")));
+        printf("Uptime:         %s\n", format_duration(buf, jget_u64(st, "uptime_us")));
+        printf("Clients:        %" PRIu64 "\n", jget_u64(st, "clients"));
+        printf("Subscriptions:  %" PRIu64 "\n", jget_u64(st, "subscriptions"));
+        printf("Proxied:        %" PRIu64 "\n", jget_u64(st, "proxied_clients"));
+        if (json_is_object(cg)) {
+                printf("cgroup v2 root: %s\n", jget_str(cg, "v2_root") ?: "-");
+                printf("cgroup v1 root: %s\n", jget_str(cg, "v1_memory_root") ?: "-");
+                printf("Recursive protection: %s\n",
+                       json_is_true(json_object_get(cg, "recursive_protection")) ? "yes" : "no");
+        }
+}
+
+/* The table of registrations @regs (non-empty), columns as wide as their widest value. */
+static void status_print_registration_table(json_t *regs) {
+        int wc = (int) strlen("CGROUP"), ws = (int) strlen("SOURCE"), wt = (int) strlen("TRIGGER");
+        char trig[128];
+        json_t *v;
+        size_t i;
+
+        json_array_foreach(regs, i, v) {
+                format_trigger(trig, sizeof(trig), json_object_get(v, "trigger"));
+                wc = MAX(wc, (int) strlen(strna(jget_str(v, "cgroup"))));
+                ws = MAX(ws, (int) strlen(strna(jget_str(v, "source"))));
+                wt = MAX(wt, (int) strlen(trig));
+        }
+        printf("  %-*s  %-*s  %-*s  %-11s  %s\n", wc, "CGROUP", ws, "SOURCE", wt, "TRIGGER", "SUBSCRIBERS",
+               "EPISODE");
+        json_array_foreach(regs, i, v) {
+                json_t *ep = json_object_get(v, "episode");
+                char epi[128] = "-";
+
+                format_trigger(trig, sizeof(trig), json_object_get(v, "trigger"));
+                if (json_is_object(ep)) {
+                        char rest[112];
+
+                        format_episode(rest, sizeof(rest), ep);
+                        snprintf(epi, sizeof(epi), "active %s", rest);
+                }
+                printf("  %-*s  %-*s  %-*s  %-11" PRIu64 "  %s\n", wc, strna(jget_str(v, "cgroup")),
+                       ws, strna(jget_str(v, "source")), wt, trig, jget_u64(v, "subscribers"), epi);
+        }
+}
+
+/* The registrations, then the processes proxied on each (memory-pressure sockets). */
+static void status_print_registrations(json_t *regs) {
+        char trig[128];
+        json_t *v;
+        size_t i;
+
+        printf("\nRegistrations:");
+        if (!json_is_array(regs) || json_array_size(regs) == 0) {
+                printf(" none\n");
+                return;
+        }
+        printf("\n");
+        status_print_registration_table(regs);
+        json_array_foreach(regs, i, v) {
+                json_t *proxied = json_object_get(v, "proxied"), *p;
+                size_t j;
+
+                if (!json_is_array(proxied) || json_array_size(proxied) == 0)
+                        continue;
+                format_trigger(trig, sizeof(trig), json_object_get(v, "trigger"));
+                printf("\nProxied on %s (%s %s):\n", strna(jget_str(v, "cgroup")),
+                       strna(jget_str(v, "source")), trig);
+                json_array_foreach(proxied, j, p)
+                        printf("  pid %-8" PRIu64 " %s  %s\n", jget_u64(p, "pid"),
+                               strna(jget_str(p, "cgroup")), jget_str(p, "unit") ?: "-");
+        }
+}
+
+/* Windows that are not multiples of 2 s, per uid against the quota. */
+static void status_print_fast_triggers(json_t *fast) {
+        json_t *users = json_object_get(fast, "users"), *v;
+        size_t i;
+
+        if (!json_is_object(fast))
+                return;
+        printf("\nFast PSI triggers: at most %" PRIu64 " per user other than root;",
+               jget_u64(fast, "max_per_user"));
+        if (!json_is_array(users) || json_array_size(users) == 0) {
+                printf(" none in use\n");
+                return;
+        }
+        printf("\n  %-10s  %s\n", "UID", "IN USE");
+        json_array_foreach(users, i, v)
+                printf("  %-10" PRIu64 "  %" PRIu64 "/%" PRIu64 "\n", jget_u64(v, "uid"),
+                       jget_u64(v, "fast_triggers"), jget_u64(fast, "max_per_user"));
+}
+
+static void status_print_counters(json_t *counters) {
+        const char *key;
+        json_t *v;
+        int w = 0;
+
+        if (!json_is_object(counters))
+                return;
+        printf("\nCounters:\n");
+        json_object_foreach(counters, key, v)
+                w = MAX(w, (int) strlen(key));
+        json_object_foreach(counters, key, v)
+                printf("  %-*s  %" PRIu64 "\n", w, key, jget_u64(counters, key));
+}
+
 static int cmd_status(int argc, char **argv) {
         _cleanup_(pressure_client_freep) pressure_client *c = NULL;
         _cleanup_json_ json_t *st = NULL;
         _cleanup_free_ char *text = NULL;
-        json_t *regs, *cg, *counters, *fast, *v;
-        const char *key;
-        char buf[64];
         int r;
 
         r = command_begin(argc, argv, "status ",
@@ -372,95 +479,10 @@ static int cmd_status(int argc, char **argv) {
 
         if (reply_parse("status", text, NULL, &st, NULL) < 0)
                 return EXIT_DAEMON_ERROR;
-        printf("Version:        %s\n", strna(jget_str(st, "version")));
-        printf("Uptime:         %s\n", format_duration(buf, jget_u64(st, "uptime_us")));
-        printf("Clients:        %" PRIu64 "\n", jget_u64(st, "clients"));
-        printf("Subscriptions:  %" PRIu64 "\n", jget_u64(st, "subscriptions"));
-        printf("Proxied:        %" PRIu64 "\n", jget_u64(st, "proxied_clients"));
-        cg = json_object_get(st, "cgroup");
-        if (json_is_object(cg)) {
-                printf("cgroup v2 root: %s\n", jget_str(cg, "v2_root") ?: "-");
-                printf("cgroup v1 root: %s\n", jget_str(cg, "v1_memory_root") ?: "-");
-                printf("Recursive protection: %s\n",
-                       json_is_true(json_object_get(cg, "recursive_protection")) ? "yes" : "no");
-        }
-
-        regs = json_object_get(st, "registrations");
-        printf("\nRegistrations:");
-        if (!json_is_array(regs) || json_array_size(regs) == 0)
-                printf(" none\n");
-        else {
-                int wc = (int) strlen("CGROUP"), ws = (int) strlen("SOURCE"), wt = (int) strlen("TRIGGER");
-                char trig[128];
-                size_t i;
-
-                printf("\n");
-                json_array_foreach(regs, i, v) {
-                        format_trigger(trig, sizeof(trig), json_object_get(v, "trigger"));
-                        wc = MAX(wc, (int) strlen(strna(jget_str(v, "cgroup"))));
-                        ws = MAX(ws, (int) strlen(strna(jget_str(v, "source"))));
-                        wt = MAX(wt, (int) strlen(trig));
-                }
-                printf("  %-*s  %-*s  %-*s  %-11s  %s\n", wc, "CGROUP", ws, "SOURCE", wt, "TRIGGER", "SUBSCRIBERS",
-                       "EPISODE");
-                json_array_foreach(regs, i, v) {
-                        json_t *ep = json_object_get(v, "episode");
-                        char epi[128] = "-";
-
-                        format_trigger(trig, sizeof(trig), json_object_get(v, "trigger"));
-                        if (json_is_object(ep)) {
-                                char rest[112];
-
-                                format_episode(rest, sizeof(rest), ep);
-                                snprintf(epi, sizeof(epi), "active %s", rest);
-                        }
-                        printf("  %-*s  %-*s  %-*s  %-11" PRIu64 "  %s\n", wc, strna(jget_str(v, "cgroup")),
-                               ws, strna(jget_str(v, "source")), wt, trig, jget_u64(v, "subscribers"), epi);
-                }
-                json_array_foreach(regs, i, v) {
-                        json_t *proxied = json_object_get(v, "proxied"), *p;
-                        size_t j;
-
-                        if (!json_is_array(proxied) || json_array_size(proxied) == 0)
-                                continue;
-                        format_trigger(trig, sizeof(trig), json_object_get(v, "trigger"));
-                        printf("\nProxied on %s (%s %s):\n", strna(jget_str(v, "cgroup")),
-                               strna(jget_str(v, "source")), trig);
-                        json_array_foreach(proxied, j, p)
-                                printf("  pid %-8" PRIu64 " %s  %s\n", jget_u64(p, "pid"),
-                                       strna(jget_str(p, "cgroup")), jget_str(p, "unit") ?: "-");
-                }
-        }
-
-        fast = json_object_get(st, "fast_triggers");
-        if (json_is_object(fast)) {
-                json_t *users = json_object_get(fast, "users");
-
-                /* Windows that are not multiples of 2 s, per uid against the quota. */
-                printf("\nFast PSI triggers: at most %" PRIu64 " per user other than root;",
-                       jget_u64(fast, "max_per_user"));
-                if (!json_is_array(users) || json_array_size(users) == 0)
-                        printf(" none in use\n");
-                else {
-                        size_t i;
-
-                        printf("\n  %-10s  %s\n", "UID", "IN USE");
-                        json_array_foreach(users, i, v)
-                                printf("  %-10" PRIu64 "  %" PRIu64 "/%" PRIu64 "\n", jget_u64(v, "uid"),
-                                       jget_u64(v, "fast_triggers"), jget_u64(fast, "max_per_user"));
-                }
-        }
-
-        counters = json_object_get(st, "counters");
-        if (json_is_object(counters)) {
-                int w = 0;
-
-                printf("\nCounters:\n");
-                json_object_foreach(counters, key, v)
-                        w = MAX(w, (int) strlen(key));
-                json_object_foreach(counters, key, v)
-                        printf("  %-*s  %" PRIu64 "\n", w, key, jget_u64(counters, key));
-        }
+        status_print_overview(st);
+        status_print_registrations(json_object_get(st, "registrations"));
+        status_print_fast_triggers(json_object_get(st, "fast_triggers"));
+        status_print_counters(json_object_get(st, "counters"));
         return 0;
 }
 
@@ -1025,7 +1047,131 @@ static int watch_run(pressure_client *c, const pressure_selector *sel, Watch *w,
         return w->exit_code;
 }
 
-static int cmd_watch(int argc, char **argv) {
+/* What "pressurectl watch" was asked to do: its command line, parsed. */
+typedef struct WatchOptions {
+        pressure_selector *sel; /* the cgroup, the source and --min-interval */
+        unsigned selectors;     /* how many of --level, --psi, ... were given */
+        bool no_episodes;       /* the selector's events have no episodes (--memory-events, --protection) */
+        uint64_t count;         /* --count, 0 for none */
+        bool until_cleared;
+        uint64_t deadline;      /* CLOCK_MONOTONIC end of --timeout, or PRESSURE_TIMEOUT_INFINITE */
+        bool wait_for_daemon;
+        char **exec_argv;       /* --exec's command, NULL-terminated; NULL without --exec */
+        uint64_t exec_timeout;  /* --exec-timeout, 0 for none */
+        bool has_exec_timeout;
+} WatchOptions;
+
+static void watch_help(void) {
+        printf("pressurectl [OPTIONS] watch [CGROUP] [SELECTOR] [--count N] [--timeout SEC]\n"
+               "                            [--exec-timeout SEC] [--exec CMD [ARG...]]\n\n"
+               "Subscribe to CGROUP (default: the whole system) and print one line per\n"
+               "event. Survives daemon restarts by reconnecting.\n\n"
+               "Selectors (one; the default is --level low):\n"
+               "  -l --level LEVEL          low, medium or critical; the daemon picks the source\n"
+               "     --psi 'STALL THR WIN'  explicit PSI trigger, e.g. 'some 150ms 2s'\n"
+               "     --vmpressure L[,MODE]  cgroup v1 vmpressure; MODE default, hierarchy, local\n"
+               "     --memory-events        changes of memory.events\n"
+               "     --protection           changes of the effective-protection state\n\n"
+               "Options:\n"
+               "  -n --count N              exit 0 after N events (the confirmation does not count)\n"
+               "     --until-cleared        exit 0 when the pressure episode is over (\"cleared\")\n"
+               "  -t --timeout SEC          exit 124 if they have not arrived within SEC seconds\n"
+               "     --min-interval MS      at most one event per MS milliseconds\n"
+               "     --wait                 wait for the daemon if it is not running yet\n"
+               "     --json                 print the events as received, one JSON object per line\n\n"
+               "Hooks:\n"
+               "     --exec CMD [ARG...]    run CMD for each event, one run at a time; events that\n"
+               "                            come during a run are merged into the next one. Must be\n"
+               "                            last: the rest of the line is the command. The event is\n"
+               "                            in $PRESSURE_KIND, $PRESSURE_LEVEL, $PRESSURE_CGROUP,\n"
+               "                            $PRESSURE_SOURCE, $PRESSURE_SEQ, $PRESSURE_MISSED,\n"
+               "                            $PRESSURE_SYNTHETIC, $PRESSURE_EVENT (JSON) and\n"
+               "                            $PRESSURE_COALESCED (events in this run, 1 or more)\n"
+               "     --exec-timeout SEC     SIGTERM a run after SEC seconds, SIGKILL it after as\n"
+               "                            long again (at most 5 s more)\n");
+}
+
+/* Apply one of the selector options (-l -p -v -m -P); returns 0, or the exit status of a usage error. */
+static int watch_parse_selector(WatchOptions *o, int opt, const char *arg) {
+        switch (opt) {
+        case 'l': {
+                int level = pressure_level_from_string(arg);
+                if (level < 0)
+                        return usage_error("watch ", "invalid level '%s'", arg);
+                (void) pressure_selector_set_level(o->sel, (pressure_level) level);
+                break;
+        }
+        case 'p': {
+                pressure_stall stall;
+                uint64_t t, win;
+
+                if (parse_psi(arg, &stall, &t, &win) < 0 || pressure_selector_set_psi(o->sel, stall, t, win) < 0)
+                        return usage_error("watch ", "invalid PSI trigger '%s', expected e.g. 'some 150ms 2s'", arg);
+                break;
+        }
+        case 'v': {
+                pressure_level level;
+                pressure_vmpressure_mode mode;
+
+                if (parse_vmpressure(arg, &level, &mode) < 0 ||
+                    pressure_selector_set_vmpressure(o->sel, level, mode) < 0)
+                        return usage_error("watch ", "invalid vmpressure '%s', expected LEVEL[,MODE]", arg);
+                break;
+        }
+        case 'm':
+                (void) pressure_selector_set_memory_events(o->sel);
+                o->no_episodes = true;
+                break;
+        case 'P':
+                (void) pressure_selector_set_protection(o->sel);
+                o->no_episodes = true;
+                break;
+        }
+        o->selectors++;
+        return 0;
+}
+
+/* Apply one option other than a selector and --help; returns 0, or the exit status of a usage error. */
+static int watch_parse_option(WatchOptions *o, int opt, const char *arg) {
+        uint64_t u;
+
+        switch (opt) {
+        case 'n':
+                if (parse_uint(arg, UINT64_MAX, &o->count) < 0 || o->count == 0)
+                        return usage_error("watch ", "invalid count '%s'", arg);
+                return 0;
+        case 't':
+                if (parse_seconds(arg, 1e9, &u) < 0)
+                        return usage_error("watch ", "invalid timeout '%s'", arg);
+                o->deadline = now_usec(CLOCK_MONOTONIC) + u;
+                return 0;
+        case 'i':
+                if (parse_uint(arg, INT32_MAX, &u) < 0 || pressure_selector_set_min_interval_ms(o->sel, u) < 0)
+                        return usage_error("watch ", "invalid interval '%s'", arg);
+                return 0;
+        case 'w':
+                o->wait_for_daemon = true;
+                return 0;
+        case 'C':
+                o->until_cleared = true;
+                return 0;
+        case 'X':
+                if (parse_seconds(arg, 1e9, &o->exec_timeout) < 0 || o->exec_timeout == 0)
+                        return usage_error("watch ", "invalid exec timeout '%s', expected a positive number of seconds",
+                                           arg);
+                o->has_exec_timeout = true;
+                return 0;
+        default:
+                return usage_error("watch ", NULL);
+        }
+}
+
+/*
+ * Parse watch's command line into @o (its selector is allocated here; the
+ * caller frees it). Returns -1 if the watch is to run, else the exit status
+ * to end with: 0 after --help, EXIT_USAGE for a bad command line.
+ */
+static int watch_parse(int argc, char **argv, WatchOptions *o) {
         static const struct option options[] = {
                 COMMON_OPTIONS,
                 { "level",         required_argument, NULL, 'l' },
@@ -1043,17 +1189,9 @@ static int cmd_watch(int argc, char **argv) {
                 { "exec-timeout",  required_argument, NULL, 'X' },
                 {}
         };
-        _cleanup_(pressure_client_freep) pressure_client *c = NULL;
-        _cleanup_(pressure_selector_freep) pressure_selector *sel = NULL;
-        _cleanup_(hook_freep) Hook *hook = NULL;
-        Watch w = { .exit_code = -1 };
-        uint64_t deadline = PRESSURE_TIMEOUT_INFINITE, u, exec_timeout = 0;
-        unsigned selectors = 0;
-        bool wait_for_daemon = false, no_episodes = false, has_exec_timeout = false;
-        char **exec_argv = NULL;
         int opt, r, exec_at;
 
-        r = pressure_selector_new(&sel);
+        r = pressure_selector_new(&o->sel);
         if (r < 0)
                 return EXIT_DAEMON_ERROR;
 
@@ -1062,131 +1200,47 @@ static int cmd_watch(int argc, char **argv) {
         if (exec_at >= 0) {
                 if (exec_at + 1 >= argc)
                         return usage_error("watch ", "--exec needs a command: --exec CMD [ARG...]");
-                exec_argv = argv + exec_at + 1; /* argv[argc] is NULL */
+                o->exec_argv = argv + exec_at + 1; /* argv[argc] is NULL */
                 argc = exec_at;
         }
 
         while ((opt = getopt_long(argc, argv, "hl:n:t:", options, NULL)) >= 0) {
                 if (common_option(opt))
                         continue;
-                switch (opt) {
-                case 'h':
-                        printf("pressurectl [OPTIONS] watch [CGROUP] [SELECTOR] [--count N] [--timeout SEC]\n"
-                               "                            [--exec-timeout SEC] [--exec CMD [ARG...]]\n\n"
-                               "Subscribe to CGROUP (default: the whole system) and print one line per\n"
-                               "event. Survives daemon restarts by reconnecting.\n\n"
-                               "Selectors (one; the default is --level low):\n"
-                               "  -l --level LEVEL          low, medium or critical; the daemon picks the source\n"
-                               "     --psi 'STALL THR WIN'  explicit PSI trigger, e.g. 'some 150ms 2s'\n"
-                               "     --vmpressure L[,MODE]  cgroup v1 vmpressure; MODE default, hierarchy, local\n"
-                               "     --memory-events        changes of memory.events\n"
-                               "     --protection           changes of the effective-protection state\n\n"
-                               "Options:\n"
-                               "  -n --count N              exit 0 after N events (the confirmation does not count)\n"
-                               "     --until-cleared        exit 0 when the pressure episode is over (\"cleared\")\n"
-                               "  -t --timeout SEC          exit 124 if they have not arrived within SEC seconds\n"
-                               "     --min-interval MS      at most one event per MS milliseconds\n"
-                               "     --wait                 wait for the daemon if it is not running yet\n"
-                               "     --json                 print the events as received, one JSON object per line\n\n"
-                               "Hooks:\n"
-                               "     --exec CMD [ARG...]    run CMD for each event, one run at a time; events that\n"
-                               "                            come during a run are merged into the next one. Must be\n"
-                               "                            last: the rest of the line is the command. The event is\n"
-                               "                            in $PRESSURE_KIND, $PRESSURE_LEVEL, $PRESSURE_CGROUP,\n"
-                               "                            $PRESSURE_SOURCE, $PRESSURE_SEQ, $PRESSURE_MISSED,\n"
-                               "                            $PRESSURE_SYNTHETIC, $PRESSURE_EVENT (JSON) and\n"
-                               "                            $PRESSURE_COALESCED (events in this run, 1 or more)\n"
-                               "     --exec-timeout SEC     SIGTERM a run after SEC seconds, SIGKILL it after as\n"
-                               "                            long again (at most 5 s more)\n");
+                if (opt == 'h') {
+                        watch_help();
                         return 0;
-                case 'l': {
-                        int level = pressure_level_from_string(optarg);
-                        if (level < 0)
-                                return usage_error("watch ", "invalid level '%s'", optarg);
-                        (void) pressure_selector_set_level(sel, (pressure_level) level);
-                        selectors++;
-                        break;
                 }
-                case 'p': {
-                        pressure_stall stall;
-                        uint64_t t, win;
-
-                        if (parse_psi(optarg, &stall, &t, &win) < 0 ||
-                            pressure_selector_set_psi(sel, stall, t, win) < 0)
-                                return usage_error("watch ", "invalid PSI trigger '%s', expected e.g. 'some 150ms 2s'", optarg);
-                        selectors++;
-                        break;
-                }
-                case 'v': {
-                        pressure_level level;
-                        pressure_vmpressure_mode mode;
-
-                        if (parse_vmpressure(optarg, &level, &mode) < 0 ||
-                            pressure_selector_set_vmpressure(sel, level, mode) < 0)
-                                return usage_error("watch ", "invalid vmpressure '%s', expected LEVEL[,MODE]", optarg);
-                        selectors++;
-                        break;
-                }
-                case 'm':
-                        (void) pressure_selector_set_memory_events(sel);
-                        selectors++;
-                        no_episodes = true;
-                        break;
-                case 'P':
-                        (void) pressure_selector_set_protection(sel);
-                        selectors++;
-                        no_episodes = true;
-                        break;
-                case 'n':
-                        if (parse_uint(optarg, UINT64_MAX, &w.count) < 0 || w.count == 0)
-                                return usage_error("watch ", "invalid count '%s'", optarg);
-                        break;
-                case 't': {
-                        uint64_t timeout;
-
-                        if (parse_seconds(optarg, 1e9, &timeout) < 0)
-                                return usage_error("watch ", "invalid timeout '%s'", optarg);
-                        deadline = now_usec(CLOCK_MONOTONIC) + timeout;
-                        break;
-                }
-                case 'i':
-                        if (parse_uint(optarg, INT32_MAX, &u) < 0 || pressure_selector_set_min_interval_ms(sel, u) < 0)
-                                return usage_error("watch ", "invalid interval '%s'", optarg);
-                        break;
-                case 'w':
-                        wait_for_daemon = true;
-                        break;
-                case 'C':
-                        w.until_cleared = true;
-                        break;
-                case 'X':
-                        if (parse_seconds(optarg, 1e9, &exec_timeout) < 0 || exec_timeout == 0)
-                                return usage_error("watch ",
-                                                   "invalid exec timeout '%s', expected a positive number of seconds",
-                                                   optarg);
-                        has_exec_timeout = true;
-                        break;
-                default:
-                        return usage_error("watch ", NULL);
-                }
+                r = opt && strchr("lpvmP", opt) ? watch_parse_selector(o, opt, optarg) : watch_parse_option(o, opt, optarg);
+                if (r != 0)
+                        return r;
         }
-        if (selectors > 1)
+        if (o->selectors > 1)
                 return usage_error("watch ", "give at most one of --level, --psi, --vmpressure, --memory-events, --protection");
-        if (w.until_cleared && no_episodes)
+        if (o->until_cleared && o->no_episodes)
                 return usage_error("watch ", "--until-cleared needs a pressure selector (--level, --psi, --vmpressure)");
         if (optind < argc)
-                (void) pressure_selector_set_cgroup(sel, argv[optind++]);
+                (void) pressure_selector_set_cgroup(o->sel, argv[optind++]);
         if (optind < argc)
                 return usage_error("watch ", "unexpected argument '%s'", argv[optind]);
-        if (has_exec_timeout && !exec_argv)
+        if (o->has_exec_timeout && !o->exec_argv)
                 return usage_error("watch ", "--exec-timeout needs --exec CMD");
+        return -1;
+}
+
+/* Connect, set up the --exec hook, subscribe and print until the watch is over; returns the exit status. */
+static int watch_start(const WatchOptions *o) {
+        _cleanup_(pressure_client_freep) pressure_client *c = NULL;
+        _cleanup_(hook_freep) Hook *hook = NULL;
+        Watch w = { .count = o->count, .until_cleared = o->until_cleared, .exit_code = -1 };
+        int r;
 
         r = client_open(&c);
         if (r != 0)
                 return r;
-        (void) pressure_client_set_wait_for_daemon(c, wait_for_daemon);
-        if (exec_argv) {
-                r = hook_new(exec_argv, exec_timeout, &hook);
+        (void) pressure_client_set_wait_for_daemon(c, o->wait_for_daemon);
+        if (o->exec_argv) {
+                r = hook_new(o->exec_argv, o->exec_timeout, &hook);
                 if (r < 0) {
                         fprintf(stderr, "pressurectl: watch: cannot set up the hook: %s\n", strerror(-r));
                         return EXIT_DAEMON_ERROR;
@@ -1195,13 +1249,24 @@ static int cmd_watch(int argc, char **argv) {
                 w.hook = hook;
         }
 
-        r = watch_run(c, sel, &w, deadline);
+        r = watch_run(c, o->sel, &w, o->deadline);
         if (hook) {
                 /* A watch that ended well runs the event still waiting; any end waits for the run going on. */
                 if (r != 0)
                         hook_drop_pending(hook);
                 hook_drain(hook);
         }
+        return r;
+}
+
+static int cmd_watch(int argc, char **argv) {
+        WatchOptions o = { .deadline = PRESSURE_TIMEOUT_INFINITE };
+        int r;
+
+        r = watch_parse(argc, argv, &o);
+        if (r < 0)
+                r = watch_start(&o);
+        pressure_selector_free(o.sel);
         return r;
 }
 

@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "kernfile.h"
 #include "top.h"
 #include "util.h"
 
@@ -55,206 +56,64 @@ static ssize_t read_small_at(int dfd, const char *name, char *buf, size_t size) 
         return n;
 }
 
-/* A size or limit: decimal bytes, or "max". */
-static uint64_t parse_value(const char *text, bool v1) {
-        char *end;
-        unsigned long long v;
+/*
+ * A size, limit or counter as top keeps it: TOP_UNLIMITED for "max" (and in
+ * cgroup v1, @v1, for the "no limit" value), TOP_NONE if it does not parse.
+ */
+static uint64_t memory_value(const char *text, bool v1) {
+        uint64_t v;
 
-        while (*text == ' ')
-                text++;
-        if (strncmp(text, "max", 3) == 0)
-                return TOP_UNLIMITED;
-        if (*text < '0' || *text > '9')
+        if (parse_memory_value(text, &v) < 0)
                 return TOP_NONE;
-        errno = 0;
-        v = strtoull(text, &end, 10);
-        if (errno || (*end && *end != '\n'))
-                return TOP_NONE;
-        if (v1 && v >= V1_UNLIMITED_FLOOR)
+        if (v == UINT64_MAX || (v1 && v >= V1_UNLIMITED_FLOOR))
                 return TOP_UNLIMITED;
-        if (v >= TOP_UNLIMITED)
+        return v == TOP_UNLIMITED ? TOP_NONE : v;
+}
+
+/* A counter of a flat-keyed file such as memory.oom_control; TOP_NONE if absent or malformed. */
+static uint64_t keyed_value(const char *text, const char *key) {
+        uint64_t v;
+
+        if (flat_keyed_value(text, key, &v) < 0 || v >= TOP_UNLIMITED)
                 return TOP_NONE;
         return v;
 }
 
-/* The value of "KEY N" in a keyed file such as memory.events; TOP_NONE if absent. */
-static uint64_t keyed_value(const char *text, const char *key) {
-        size_t len = strlen(key);
-
-        for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-                if (strncmp(p, key, len) == 0 && p[len] == ' ') {
-                        uint64_t v = parse_value(p + len + 1, false);
-                        return v == TOP_UNLIMITED ? TOP_NONE : v;
-                }
-        return TOP_NONE;
-}
-
-/* Parse " avg10=1.23 avg60=4.56 ..." after the "some"/"full" word at @p. */
-static int parse_psi_line(const char *p, double *ret_avg10, double *ret_avg60) {
-        double v[2];
-        char *end;
-
-        for (int i = 0; i < 2; i++) {
-                const char *key = i == 0 ? " avg10=" : " avg60=";
-
-                if (strncmp(p, key, 7) != 0)
-                        return -EBADMSG;
-                p += 7;
-                errno = 0;
-                v[i] = strtod(p, &end);
-                if (errno || end == p || !(v[i] >= 0))
-                        return -EBADMSG;
-                p = end;
-        }
-        *ret_avg10 = v[0];
-        *ret_avg60 = v[1];
-        return 0;
-}
-
-/**
- * top_parse_psi - parse the text of a PSI file (memory.pressure or
- * /proc/pressure/memory).
- * @text: the file's contents
- * @ret_some_avg10: some avg10 in percent
- * @ret_some_avg60: some avg60
- * @ret_full_avg10: full avg10; 0 if the file has no "full" line
- * @ret_full_avg60: full avg60; likewise
- *
- * Any output pointer may be NULL. Returns 0 or -EBADMSG if there is no
- * valid "some" line; nothing is written then.
- */
-int top_parse_psi(const char *text, double *ret_some_avg10, double *ret_some_avg60,
-                  double *ret_full_avg10, double *ret_full_avg60) {
-        double s10, s60, f10 = 0, f60 = 0;
-        const char *full;
-
-        if (!text || strncmp(text, "some", 4) != 0 || parse_psi_line(text + 4, &s10, &s60) < 0)
-                return -EBADMSG;
-        full = strstr(text, "\nfull");
-        if (full && parse_psi_line(full + 5, &f10, &f60) < 0)
-                f10 = f60 = 0;
-        if (ret_some_avg10)
-                *ret_some_avg10 = s10;
-        if (ret_some_avg60)
-                *ret_some_avg60 = s60;
-        if (ret_full_avg10)
-                *ret_full_avg10 = f10;
-        if (ret_full_avg60)
-                *ret_full_avg60 = f60;
-        return 0;
-}
-
 /* ---- roots --------------------------------------------------------------------------- */
-
-/* Copy a mountinfo field, decoding the kernel's \ooo escapes (space, tab, newline, backslash). */
-static char *unescape_field(const char *p, size_t len) {
-        char *s = malloc(len + 1), *o = s;
-        const char *end = p + len;
-
-        if (!s)
-                return NULL;
-        while (p < end) {
-                if (*p == '\\' && end - p >= 4 && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' &&
-                    p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
-                        *o++ = (char) (((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
-                        p += 4;
-                } else
-                        *o++ = *p++;
-        }
-        *o = 0;
-        return s;
-}
-
-/* True if the comma-separated @list of length @len holds @word. */
-static bool list_has(const char *list, size_t len, const char *word) {
-        size_t wlen = strlen(word);
-
-        for (const char *p = list, *end = list + len; p < end;) {
-                const char *comma = memchr(p, ',', (size_t) (end - p)), *item_end = comma ?: end;
-
-                if ((size_t) (item_end - p) == wlen && memcmp(p, word, wlen) == 0)
-                        return true;
-                p = item_end + 1;
-        }
-        return false;
-}
 
 /**
  * top_roots_discover - find the cgroup hierarchies in mountinfo text.
  * @mountinfo: the contents of /proc/self/mountinfo
  * @ret: the first cgroup2 mount and the first cgroup v1 mount with the
- *       memory controller, each mounted at its hierarchy's root ("/")
+ *       memory controller, each mounted at its hierarchy's root ("/"), as
+ *       mountinfo_parse() finds them
  *
- * Malformed lines are skipped. Returns 0 or -ENOMEM; @ret is untouched on
- * failure.
+ * Returns 0 or -ENOMEM; @ret is untouched on failure.
  */
 int top_roots_discover(const char *mountinfo, TopRoots *ret) {
-        _cleanup_free_ char *v2 = NULL, *v1 = NULL;
+        CgroupMounts m = {};
+        int r;
 
-        for (const char *p = mountinfo; p && *p;) {
-                const char *nl = strchr(p, '\n'), *end = nl ?: p + strlen(p);
-                const char *f[64];
-                size_t len[64], n = 0, sep;
-
-                /* Split at spaces. */
-                for (const char *q = p; q < end && n < ELEMENTSOF(f);) {
-                        const char *sp;
-
-                        while (q < end && *q == ' ')
-                                q++;
-                        if (q >= end)
-                                break;
-                        sp = memchr(q, ' ', (size_t) (end - q));
-                        f[n] = q;
-                        len[n] = (size_t) ((sp ?: end) - q);
-                        n++;
-                        q = sp ?: end;
-                }
-                p = nl ? nl + 1 : NULL;
-
-                for (sep = 6; sep < n; sep++)
-                        if (len[sep] == 1 && f[sep][0] == '-')
-                                break;
-                if (sep + 3 >= n || len[3] != 1 || f[3][0] != '/')
-                        continue;
-                if (!v2 && len[sep + 1] == 7 && memcmp(f[sep + 1], "cgroup2", 7) == 0) {
-                        v2 = unescape_field(f[4], len[4]);
-                        if (!v2)
-                                return -ENOMEM;
-                } else if (!v1 && len[sep + 1] == 6 && memcmp(f[sep + 1], "cgroup", 6) == 0 &&
-                           list_has(f[sep + 3], len[sep + 3], "memory")) {
-                        v1 = unescape_field(f[4], len[4]);
-                        if (!v1)
-                                return -ENOMEM;
-                }
-        }
-        *ret = (TopRoots) { .v2 = TAKE_PTR(v2), .v1_memory = TAKE_PTR(v1) };
+        r = mountinfo_parse(mountinfo ?: "", &m);
+        if (r < 0)
+                return r;
+        *ret = (TopRoots) { .v2 = TAKE_PTR(m.v2_root), .v1_memory = TAKE_PTR(m.v1_memory_root) };
         return 0;
 }
 
 /**
  * top_roots_from_mountinfo - top_roots_discover() on this process's /proc/self/mountinfo.
  * @roots: filled as by top_roots_discover()
+ *
+ * Returns 0 or a negative errno.
  */
 int top_roots_from_mountinfo(TopRoots *roots) {
-        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
         _cleanup_free_ char *text = NULL;
-        size_t size = 0;
+        int r;
 
-        if (!f)
-                return -errno;
-        {
-                FILE *m = open_memstream(&text, &size);
-                char buf[8192];
-                size_t n;
-
-                if (!m)
-                        return -ENOMEM;
-                while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-                        fwrite(buf, 1, n, m);
-                if (fclose(m) != 0)
-                        return -ENOMEM;
-        }
+        r = read_full_file("/proc/self/mountinfo", MOUNTINFO_READ_MAX, &text, NULL);
+        if (r < 0)
+                return r;
         return top_roots_discover(text, roots);
 }
 
@@ -421,7 +280,7 @@ static uint64_t read_cached_value(TopFileCache *c, unsigned k, int dfd, const ch
 
         if (read_cached(c, k, dfd, name, buf, sizeof(buf)) <= 0)
                 return TOP_NONE;
-        return parse_value(buf, v1);
+        return memory_value(buf, v1);
 }
 
 typedef struct Walk {
@@ -433,8 +292,17 @@ typedef struct Walk {
         size_t dents_size;
 } Walk;
 
+/* Counter @k of memory.events; TOP_NONE if the file lacks it. */
+static uint64_t event_value(const MemoryEvents *ev, MemoryEventKey k) {
+        if (!(ev->present & (1u << k)) || ev->value[k] >= TOP_UNLIMITED)
+                return TOP_NONE;
+        return ev->value[k];
+}
+
 static void read_v2(TopCgroup *cg, int dfd) {
         TopFileCache *c = &cg->files[0];
+        MemoryEvents ev;
+        PsiStats psi;
         char buf[512];
 
         cg->current = read_cached_value(c, 0, dfd, "memory.current", false);
@@ -443,14 +311,16 @@ static void read_v2(TopCgroup *cg, int dfd) {
                 cg->max = read_cached_value(c, 2, dfd, "memory.max", false);
                 cg->mem_v1 = false;
         }
-        if (read_cached(c, 3, dfd, "memory.events", buf, sizeof(buf)) > 0) {
-                cg->ev[TOP_EV_HIGH] = keyed_value(buf, "high");
-                cg->ev[TOP_EV_MAX] = keyed_value(buf, "max");
-                cg->ev[TOP_EV_OOM_KILL] = keyed_value(buf, "oom_kill");
+        if (read_cached(c, 3, dfd, "memory.events", buf, sizeof(buf)) > 0 && memory_events_parse(buf, &ev) >= 0) {
+                cg->ev[TOP_EV_HIGH] = event_value(&ev, MEMORY_EVENT_HIGH);
+                cg->ev[TOP_EV_MAX] = event_value(&ev, MEMORY_EVENT_MAX);
+                cg->ev[TOP_EV_OOM_KILL] = event_value(&ev, MEMORY_EVENT_OOM_KILL);
         }
-        if (read_cached(c, 4, dfd, "memory.pressure", buf, sizeof(buf)) > 0 &&
-            top_parse_psi(buf, &cg->some_avg10, NULL, &cg->full_avg10, NULL) >= 0)
+        if (read_cached(c, 4, dfd, "memory.pressure", buf, sizeof(buf)) > 0 && psi_stats_parse(buf, &psi) >= 0) {
                 cg->has_psi = true;
+                cg->some_avg10 = psi.some.avg10;
+                cg->full_avg10 = psi.has_full ? psi.full.avg10 : 0;
+        }
 }
 
 /* cgroup v1: usage and limit; "high" is the soft limit, the nearest v1 counterpart. */
@@ -586,39 +456,51 @@ static Dir dir_open(int parent, const char *name, uint64_t ino, TopCgroup *old, 
 }
 
 /*
- * Visit one cgroup: read its files, then its children, depth first.
- * @dirs: its directory in each hierarchy; walk() keeps each fd in the new
- *        entry's cache or closes it before it returns
- * @old: the same cgroup in the previous refresh, or NULL
+ * Count the fds of @dirs that are new (not adopted) against the budget;
+ * those beyond it are marked in @close_dir, to be closed once read.
  */
-static int walk(Walk *w, const char *path, unsigned depth, size_t parent, Dir dirs[2], TopCgroup *old) {
-        Child *children = NULL;
-        size_t n_children = 0, allocated = 0, self;
-        bool close_dir[2] = { false, false };
-        TopCgroup *cg;
-        int r = 0;
-
-        for (unsigned side = 0; side < 2; side++)
+static void dirs_budget(const Dir dirs[2], bool close_dir[2]) {
+        for (unsigned side = 0; side < 2; side++) {
+                close_dir[side] = false;
                 if (dirs[side].fd >= 0 && !dirs[side].adopted) {
                         if (cached_fds < fd_budget)
                                 cached_fds++;
                         else
                                 close_dir[side] = true;
                 }
+        }
+}
+
+/* No entry took the fds of @dirs: give them back. */
+static void dirs_release(const Dir dirs[2], const bool close_dir[2]) {
+        for (unsigned side = 0; side < 2; side++)
+                if (dirs[side].fd >= 0) {
+                        safe_close(dirs[side].fd);
+                        if (!close_dir[side])
+                                cached_fds--;
+                }
+}
+
+/*
+ * Append the entry of @path to the snapshot, in @dirs' hierarchies, and
+ * hand it the fds it keeps: its directories unless @close_dir, and the
+ * files of @old where the directory is the same. Returns 0 and its index
+ * in *@ret_index, or -ENOMEM (nothing taken then).
+ */
+static int walk_add(Walk *w, const char *path, unsigned depth, size_t parent, const Dir dirs[2], TopCgroup *old,
+                    const bool close_dir[2], size_t *ret_index) {
+        TopCgroup *cg;
 
         if (w->snap.n_cgroups == w->allocated) {
                 size_t a = w->allocated ? w->allocated * 2 : 64;
                 TopCgroup *p = reallocarray(w->snap.cgroups, a, sizeof(TopCgroup));
 
-                if (!p) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
+                if (!p)
+                        return -ENOMEM;
                 w->snap.cgroups = p;
                 w->allocated = a;
         }
-        self = w->snap.n_cgroups;
-        cg = &w->snap.cgroups[self];
+        cg = &w->snap.cgroups[w->snap.n_cgroups];
         *cg = (TopCgroup) {
                 .path = strdup(path),
                 .depth = depth,
@@ -631,12 +513,10 @@ static int walk(Walk *w, const char *path, unsigned depth, size_t parent, Dir di
                 .emin = TOP_NONE, .elow = TOP_NONE, .ep_since_us = TOP_NONE,
                 .previous = old ? (size_t) (old - w->previous->cgroups) : SIZE_MAX,
         };
-        if (!cg->path) {
-                r = -ENOMEM;
-                goto fail;
-        }
+        if (!cg->path)
+                return -ENOMEM;
         cg->name = depth == 0 ? cg->path : strrchr(cg->path, '/') + 1;
-        w->snap.n_cgroups++;
+        *ret_index = w->snap.n_cgroups++;
 
         /* From here on the entry owns the fds it keeps; snapshot_done() closes them. */
         for (unsigned side = 0; side < 2; side++) {
@@ -653,19 +533,20 @@ static int walk(Walk *w, const char *path, unsigned depth, size_t parent, Dir di
                 if (dirs[side].fd >= 0 && !close_dir[side])
                         c->dir = dirs[side].fd;
         }
+        return 0;
+}
 
-        if (dirs[0].fd >= 0)
-                read_v2(cg, dirs[0].fd);
-        if (dirs[1].fd >= 0)
-                read_v1(cg, dirs[1].fd);
-        if (depth >= MAX_DEPTH)
-                goto finish;
+/*
+ * The children of a cgroup: the union of both hierarchies' subdirectories,
+ * sorted by name, into *@children (freed by the caller, also on failure).
+ * A directory's link count is 2 plus its subdirectories on cgroupfs, tmpfs
+ * and ext4: at 2 it is a leaf and needs no listing (filesystems that do not
+ * count links report 1, and are listed). Returns 0 or -ENOMEM; a directory
+ * that cannot be listed has no children.
+ */
+static int walk_list(Walk *w, const Dir dirs[2], Child **children, size_t *n) {
+        size_t allocated = 0;
 
-        /*
-         * Children: the union of both hierarchies' subdirectories, by name. A directory's link
-         * count is 2 plus its subdirectories on cgroupfs, tmpfs and ext4: at 2 it is a leaf and
-         * needs no listing (filesystems that do not count links report 1, and are listed).
-         */
         for (unsigned side = 0; side < 2; side++) {
                 struct stat st;
 
@@ -675,27 +556,31 @@ static int walk(Walk *w, const char *path, unsigned depth, size_t parent, Dir di
                         continue;
                 if (dirs[side].adopted && lseek(dirs[side].fd, 0, SEEK_SET) < 0)
                         continue;
-                r = list_children(w, dirs[side].fd, side, &children, &n_children, &allocated);
-                if (r == -ENOMEM)
-                        goto finish;
+                if (list_children(w, dirs[side].fd, side, children, n, &allocated) == -ENOMEM)
+                        return -ENOMEM;
         }
-        r = 0;
-        if (n_children > 1)
-                qsort(children, n_children, sizeof(Child), name_compare);
+        if (*n > 1)
+                qsort(*children, *n, sizeof(Child), name_compare);
+        return 0;
+}
 
+static int walk(Walk *w, const char *path, unsigned depth, size_t parent, Dir dirs[2], TopCgroup *old);
+
+/* Visit the sorted @children of the entry @self (@path); the same name in both hierarchies is one cgroup. */
+static int walk_children(Walk *w, const char *path, unsigned depth, size_t self, const Dir dirs[2],
+                         const Child *children, size_t n_children) {
         for (size_t i = 0; i < n_children;) {
                 _cleanup_free_ char *child = NULL;
                 Dir cdirs[2] = { { .fd = -1 }, { .fd = -1 } };
                 TopCgroup *cold;
                 size_t j = i;
+                int r;
 
                 if (asprintf(&child, "%s/%s", streq(path, "/") ? "" : path, children[i].name) < 0) {
                         child = NULL;
-                        r = -ENOMEM;
-                        goto finish;
+                        return -ENOMEM;
                 }
                 cold = previous_find(w, child);
-                /* The same name in both hierarchies: one cgroup. */
                 for (; j < n_children && streq(children[j].name, children[i].name); j++) {
                         unsigned side = children[j].side;
 
@@ -707,23 +592,46 @@ static int walk(Walk *w, const char *path, unsigned depth, size_t parent, Dir di
                         continue; /* gone since the listing */
                 r = walk(w, child, depth + 1, self, cdirs, cold);
                 if (r < 0)
-                        goto finish;
+                        return r;
         }
-finish:
+        return 0;
+}
+
+/*
+ * Visit one cgroup: read its files, then its children, depth first.
+ * @dirs: its directory in each hierarchy; walk() keeps each fd in the new
+ *        entry's cache or closes it before it returns
+ * @old: the same cgroup in the previous refresh, or NULL
+ */
+static int walk(Walk *w, const char *path, unsigned depth, size_t parent, Dir dirs[2], TopCgroup *old) {
+        Child *children = NULL;
+        size_t n_children = 0, self;
+        bool close_dir[2];
+        TopCgroup *cg;
+        int r;
+
+        dirs_budget(dirs, close_dir);
+        r = walk_add(w, path, depth, parent, dirs, old, close_dir, &self);
+        if (r < 0) {
+                dirs_release(dirs, close_dir);
+                return r;
+        }
+
+        cg = &w->snap.cgroups[self];
+        if (dirs[0].fd >= 0)
+                read_v2(cg, dirs[0].fd);
+        if (dirs[1].fd >= 0)
+                read_v1(cg, dirs[1].fd);
+        if (depth < MAX_DEPTH) {
+                r = walk_list(w, dirs, &children, &n_children);
+                if (r >= 0)
+                        r = walk_children(w, path, depth, self, dirs, children, n_children);
+        }
+
         free_children(children, n_children);
         for (unsigned side = 0; side < 2; side++)
                 if (close_dir[side])
                         safe_close(dirs[side].fd);
-        return r;
-
-fail:
-        /* No entry took the fds: give them back. */
-        for (unsigned side = 0; side < 2; side++)
-                if (dirs[side].fd >= 0) {
-                        safe_close(dirs[side].fd);
-                        if (!close_dir[side])
-                                cached_fds--;
-                }
         return r;
 }
 
@@ -732,9 +640,8 @@ static bool values_changed(const TopCgroup *a, const TopCgroup *b) {
         if (a->current != b->current || a->high != b->high || a->max != b->max ||
             a->has_psi != b->has_psi)
                 return true;
-        /* PSI averages as shown, to two decimals. */
-        if (a->has_psi && ((long) (a->some_avg10 * 100 + 0.5) != (long) (b->some_avg10 * 100 + 0.5) ||
-                           (long) (a->full_avg10 * 100 + 0.5) != (long) (b->full_avg10 * 100 + 0.5)))
+        /* PSI averages in hundredths, as the kernel gives and top shows them. */
+        if (a->has_psi && (a->some_avg10 != b->some_avg10 || a->full_avg10 != b->full_avg10))
                 return true;
         return memcmp(a->ev, b->ev, sizeof(a->ev)) != 0;
 }
@@ -843,11 +750,16 @@ static uint64_t meminfo_value(const char *text, const char *key) {
  */
 void top_system_read(TopSystem *ret) {
         char buf[4096];
+        PsiStats psi;
 
         *ret = (TopSystem) { .mem_available = TOP_NONE, .mem_total = TOP_NONE };
-        if (read_small_at(AT_FDCWD, "/proc/pressure/memory", buf, sizeof(buf)) > 0 &&
-            top_parse_psi(buf, &ret->some_avg10, &ret->some_avg60, &ret->full_avg10, &ret->full_avg60) >= 0)
+        if (read_small_at(AT_FDCWD, "/proc/pressure/memory", buf, sizeof(buf)) > 0 && psi_stats_parse(buf, &psi) >= 0) {
                 ret->has_psi = true;
+                ret->some_avg10 = psi.some.avg10;
+                ret->some_avg60 = psi.some.avg60;
+                ret->full_avg10 = psi.has_full ? psi.full.avg10 : 0;
+                ret->full_avg60 = psi.has_full ? psi.full.avg60 : 0;
+        }
         if (read_small_at(AT_FDCWD, "/proc/meminfo", buf, sizeof(buf)) > 0) {
                 ret->mem_available = meminfo_value(buf, "\nMemAvailable");
                 ret->mem_total = meminfo_value(buf, "MemTotal");

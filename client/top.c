@@ -123,6 +123,14 @@ static const char *fmt_size(char buf[static FORMAT_SIZE_MAX], uint64_t v) {
         return format_size(buf, v);
 }
 
+/*
+ * A PSI average kept in hundredths (as the kernel prints it) as the percent
+ * shown: the same double strtod() reads from the kernel's text.
+ */
+static double psi_percent(uint32_t hundredths) {
+        return hundredths / 100.0;
+}
+
 static const char *fmt_psi(char buf[static 16], bool present, double v) {
         if (!present)
                 return "-";
@@ -227,7 +235,8 @@ static void format_row(const Top *t, const TopCgroup *cg, char *buf, size_t size
         snprintf(buf, size, "%*s%-*.*s %1s %5s %5s %5s%s %5s %5s %7s %5s %5s %5s", indent, "", len, len, name,
                  cg->current == TOP_NONE ? "" : cg->mem_v1 ? "1" : "2", fmt_size(b[0], cg->current),
                  fmt_size(b[1], cg->high), fmt_size(b[2], cg->max), prot,
-                 fmt_psi(b[5], cg->has_psi, cg->some_avg10), fmt_psi(b[6], cg->has_psi, cg->full_avg10),
+                 fmt_psi(b[5], cg->has_psi, psi_percent(cg->some_avg10)),
+                 fmt_psi(b[6], cg->has_psi, psi_percent(cg->full_avg10)),
                  fmt_duration(b[10], cg), fmt_count(b[7], top_event_delta(cg, TOP_EV_HIGH)),
                  fmt_count(b[8], top_event_delta(cg, TOP_EV_MAX)),
                  fmt_count(b[9], top_event_delta(cg, TOP_EV_OOM_KILL)));
@@ -250,7 +259,8 @@ static void format_header(const Top *t, char lines[4][MAX_WIDTH]) {
         if (t->sys.has_psi)
                 snprintf(lines[1], MAX_WIDTH,
                          "memory PSI  some avg10 %.2f avg60 %.2f  full avg10 %.2f avg60 %.2f  MemAvailable %s of %s",
-                         t->sys.some_avg10, t->sys.some_avg60, t->sys.full_avg10, t->sys.full_avg60,
+                         psi_percent(t->sys.some_avg10), psi_percent(t->sys.some_avg60),
+                         psi_percent(t->sys.full_avg10), psi_percent(t->sys.full_avg60),
                          fmt_size(b[0], t->sys.mem_available), fmt_size(b[1], t->sys.mem_total));
         else
                 snprintf(lines[1], MAX_WIDTH, "memory PSI  not available  MemAvailable %s of %s",
@@ -284,9 +294,9 @@ static void format_header(const Top *t, char lines[4][MAX_WIDTH]) {
 static double sort_value(const Top *t, const TopCgroup *cg) {
         switch (t->sort) {
         case SORT_SOME:
-                return cg->has_psi ? cg->some_avg10 : -1;
+                return cg->has_psi ? cg->some_avg10 : -1.0;
         case SORT_FULL:
-                return cg->has_psi ? cg->full_avg10 : -1;
+                return cg->has_psi ? cg->full_avg10 : -1.0;
         case SORT_CURRENT:
                 return cg->current < TOP_UNLIMITED ? (double) cg->current : -1;
         case SORT_EVENTS:
@@ -589,6 +599,79 @@ static void set_opt(json_t *o, const char *key, json_t *v) {
                 json_object_set_new(o, key, v);
 }
 
+/* The "system" member: PSI of the whole system and MemAvailable/MemTotal. */
+static void json_fill_system(const Top *t, json_t *sys) {
+        if (t->sys.has_psi)
+                json_object_set_new(sys, "psi", json_pack("{s:f,s:f,s:f,s:f}",
+                                                          "some_avg10", psi_percent(t->sys.some_avg10),
+                                                          "some_avg60", psi_percent(t->sys.some_avg60),
+                                                          "full_avg10", psi_percent(t->sys.full_avg10),
+                                                          "full_avg60", psi_percent(t->sys.full_avg60)));
+        else
+                json_object_set_new(sys, "psi", json_null());
+        set_opt(sys, "mem_available", json_size(t->sys.mem_available));
+        set_opt(sys, "mem_total", json_size(t->sys.mem_total));
+}
+
+/* The "daemon" member: reachable or why not, its figures from GetStatus. */
+static void json_fill_daemon(const Top *t, json_t *d) {
+        json_object_set_new(d, "reachable", json_boolean(t->daemon.reachable));
+        if (!t->daemon.reachable) {
+                json_object_set_new(d, "error", json_string(t->daemon.error));
+                return;
+        }
+        json_object_set_new(d, "version", json_string(t->daemon.version));
+        json_object_set_new(d, "clients", json_integer((json_int_t) t->daemon.clients));
+        json_object_set_new(d, "subscriptions", json_integer((json_int_t) t->daemon.subscriptions));
+        json_object_set_new(d, "registrations", json_integer((json_int_t) t->daemon.registrations));
+        json_object_set_new(d, "active_episodes", json_integer((json_int_t) t->daemon.episodes));
+        json_object_set_new(d, "events_read_per_sec",
+                            t->daemon.have_rates ? json_real(t->daemon.read_rate) : json_null());
+        json_object_set_new(d, "events_delivered_per_sec",
+                            t->daemon.have_rates ? json_real(t->daemon.delivered_rate) : json_null());
+        if (t->daemon.protection_error[0])
+                json_object_set_new(d, "protection_error", json_string(t->daemon.protection_error));
+}
+
+/* One row of the "cgroups" member; NULL if out of memory. */
+static json_t *json_cgroup(const Top *t, const TopCgroup *cg) {
+        json_t *c = json_object(), *ev = json_object();
+
+        if (!c || !ev) {
+                json_decref(c);
+                json_decref(ev);
+                return NULL;
+        }
+        json_object_set_new(c, "cgroup", json_string(cg->path));
+        json_object_set_new(c, "depth", json_integer(cg->depth));
+        json_object_set_new(c, "hierarchy", cg->current == TOP_NONE ? json_null() :
+                                            json_string(cg->mem_v1 ? "v1" : "v2"));
+        set_opt(c, "current", json_size(cg->current));
+        set_opt(c, "high", json_size(cg->high));
+        set_opt(c, "max", json_size(cg->max));
+        if (t->show_protection) {
+                set_opt(c, "emin", json_size(cg->emin));
+                set_opt(c, "elow", json_size(cg->elow));
+        }
+        if (cg->has_psi) {
+                json_object_set_new(c, "some_avg10", json_real(psi_percent(cg->some_avg10)));
+                json_object_set_new(c, "full_avg10", json_real(psi_percent(cg->full_avg10)));
+        }
+        set_opt(ev, "high", json_size(top_event_delta(cg, TOP_EV_HIGH)));
+        set_opt(ev, "max", json_size(top_event_delta(cg, TOP_EV_MAX)));
+        set_opt(ev, "oom_kill", json_size(top_event_delta(cg, TOP_EV_OOM_KILL)));
+        json_object_set_new(c, "events", ev);
+        if (t->daemon.reachable)
+                json_object_set_new(c, "episode", cg->ep_since_us == TOP_NONE ? json_null() :
+                                    json_pack("{s:I,s:I,s:I,s:s}",
+                                              "active_since_us", (json_int_t) cg->ep_since_us,
+                                              "duration_us", (json_int_t) cg->ep_duration_us,
+                                              "events", (json_int_t) cg->ep_events,
+                                              "source", cg->ep_source));
+        json_object_set_new(c, "changed", json_boolean(cg->changed));
+        return c;
+}
+
 static int print_json(Top *t) {
         _cleanup_free_ char *text = NULL;
         json_t *o = json_object(), *sys = json_object(), *d = json_object(), *roots = json_object(),
@@ -607,32 +690,10 @@ static int print_json(Top *t) {
         json_object_set_new(o, "sort", json_string(sort_names[t->sort]));
         json_object_set_new(o, "view", json_string(t->flat ? "flat" : "tree"));
 
-        if (t->sys.has_psi)
-                json_object_set_new(sys, "psi", json_pack("{s:f,s:f,s:f,s:f}", "some_avg10", t->sys.some_avg10,
-                                                          "some_avg60", t->sys.some_avg60, "full_avg10",
-                                                          t->sys.full_avg10, "full_avg60", t->sys.full_avg60));
-        else
-                json_object_set_new(sys, "psi", json_null());
-        set_opt(sys, "mem_available", json_size(t->sys.mem_available));
-        set_opt(sys, "mem_total", json_size(t->sys.mem_total));
+        json_fill_system(t, sys);
         json_object_set_new(o, "system", sys);
 
-        json_object_set_new(d, "reachable", json_boolean(t->daemon.reachable));
-        if (!t->daemon.reachable)
-                json_object_set_new(d, "error", json_string(t->daemon.error));
-        else {
-                json_object_set_new(d, "version", json_string(t->daemon.version));
-                json_object_set_new(d, "clients", json_integer((json_int_t) t->daemon.clients));
-                json_object_set_new(d, "subscriptions", json_integer((json_int_t) t->daemon.subscriptions));
-                json_object_set_new(d, "registrations", json_integer((json_int_t) t->daemon.registrations));
-                json_object_set_new(d, "active_episodes", json_integer((json_int_t) t->daemon.episodes));
-                json_object_set_new(d, "events_read_per_sec",
-                                    t->daemon.have_rates ? json_real(t->daemon.read_rate) : json_null());
-                json_object_set_new(d, "events_delivered_per_sec",
-                                    t->daemon.have_rates ? json_real(t->daemon.delivered_rate) : json_null());
-                if (t->daemon.protection_error[0])
-                        json_object_set_new(d, "protection_error", json_string(t->daemon.protection_error));
-        }
+        json_fill_daemon(t, d);
         json_object_set_new(o, "daemon", d);
 
         json_object_set_new(roots, "v2", t->roots.v2 ? json_string(t->roots.v2) : json_null());
@@ -642,42 +703,10 @@ static int print_json(Top *t) {
                 json_object_set_new(o, "error", json_string(strerror(-t->snapshot_error)));
 
         for (size_t i = 0; i < t->n_rows; i++) {
-                const TopCgroup *cg = &t->snap.cgroups[t->rows[i]];
-                json_t *c = json_object(), *ev = json_object();
+                json_t *c = json_cgroup(t, &t->snap.cgroups[t->rows[i]]);
 
-                if (!c || !ev) {
-                        json_decref(c);
-                        json_decref(ev);
-                        continue;
-                }
-                json_object_set_new(c, "cgroup", json_string(cg->path));
-                json_object_set_new(c, "depth", json_integer(cg->depth));
-                json_object_set_new(c, "hierarchy", cg->current == TOP_NONE ? json_null() :
-                                                    json_string(cg->mem_v1 ? "v1" : "v2"));
-                set_opt(c, "current", json_size(cg->current));
-                set_opt(c, "high", json_size(cg->high));
-                set_opt(c, "max", json_size(cg->max));
-                if (t->show_protection) {
-                        set_opt(c, "emin", json_size(cg->emin));
-                        set_opt(c, "elow", json_size(cg->elow));
-                }
-                if (cg->has_psi) {
-                        json_object_set_new(c, "some_avg10", json_real(cg->some_avg10));
-                        json_object_set_new(c, "full_avg10", json_real(cg->full_avg10));
-                }
-                set_opt(ev, "high", json_size(top_event_delta(cg, TOP_EV_HIGH)));
-                set_opt(ev, "max", json_size(top_event_delta(cg, TOP_EV_MAX)));
-                set_opt(ev, "oom_kill", json_size(top_event_delta(cg, TOP_EV_OOM_KILL)));
-                json_object_set_new(c, "events", ev);
-                if (t->daemon.reachable)
-                        json_object_set_new(c, "episode", cg->ep_since_us == TOP_NONE ? json_null() :
-                                            json_pack("{s:I,s:I,s:I,s:s}",
-                                                      "active_since_us", (json_int_t) cg->ep_since_us,
-                                                      "duration_us", (json_int_t) cg->ep_duration_us,
-                                                      "events", (json_int_t) cg->ep_events,
-                                                      "source", cg->ep_source));
-                json_object_set_new(c, "changed", json_boolean(cg->changed));
-                json_array_append_new(cgroups, c);
+                if (c)
+                        json_array_append_new(cgroups, c);
         }
         json_object_set_new(o, "cgroups", cgroups);
 
@@ -898,21 +927,11 @@ static void screen_resize(void) {
                 resizeterm(ws.ws_row, ws.ws_col);
 }
 
-static int run_screen(Top *t) {
-        _cleanup_(screen_end) Screen s = {};
-        uint64_t next;
-        int r, fatal = 0;
-
-        if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-                fprintf(stderr, "pressurectl: top: not a terminal; use --batch or --json\n");
-                return -ENOTTY;
-        }
-        r = signals_catch();
-        if (r < 0)
-                return r;
+/* Take the terminal over with curses: keys without echo or waiting, no cursor, colours if any. */
+static int screen_start(Screen *s) {
         setlocale(LC_ALL, "");
-        s.screen = newterm(NULL, stdout, stdin);
-        if (!s.screen) {
+        s->screen = newterm(NULL, stdout, stdin);
+        if (!s->screen) {
                 fprintf(stderr, "pressurectl: top: cannot use the terminal '%s'\n", strna(getenv("TERM")));
                 return -ENOTTY;
         }
@@ -925,8 +944,53 @@ static int run_screen(Top *t) {
         curs_set(0);
         if (has_colors() && start_color() == OK) {
                 use_default_colors();
-                s.colors = init_pair(1, COLOR_YELLOW, -1) == OK && init_pair(2, COLOR_RED, -1) == OK;
+                s->colors = init_pair(1, COLOR_YELLOW, -1) == OK && init_pair(2, COLOR_RED, -1) == OK;
         }
+        return 0;
+}
+
+/* Drain the signal pipe, following a terminal resize; the terminating signal caught, or 0. */
+static int signals_read(void) {
+        unsigned char sig;
+        int fatal = 0;
+
+        while (read(signal_pipe[0], &sig, 1) == 1) {
+                if (sig == SIGWINCH)
+                        screen_resize();
+                else
+                        fatal = sig;
+        }
+        return fatal;
+}
+
+/* Handle the keys typed since the last call; true if one of them quits. */
+static bool keys_read(Top *t, Screen *s, bool *refetch) {
+        int ch;
+
+        while ((ch = getch()) != ERR) {
+                if (ch == KEY_RESIZE)
+                        continue;
+                if (handle_key(t, s, ch, refetch))
+                        return true;
+        }
+        return false;
+}
+
+static int run_screen(Top *t) {
+        _cleanup_(screen_end) Screen s = {};
+        uint64_t next;
+        int r, fatal = 0;
+
+        if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+                fprintf(stderr, "pressurectl: top: not a terminal; use --batch or --json\n");
+                return -ENOTTY;
+        }
+        r = signals_catch();
+        if (r < 0)
+                return r;
+        r = screen_start(&s);
+        if (r < 0)
+                return r;
 
         r = top_refresh(t);
         next = now_usec(CLOCK_MONOTONIC) + t->delay_usec;
@@ -936,8 +1000,7 @@ static int run_screen(Top *t) {
                         { .fd = signal_pipe[0], .events = POLLIN },
                 };
                 uint64_t now;
-                bool quit = false, refetch = false;
-                int ch;
+                bool refetch = false;
 
                 draw(t, &s);
                 now = now_usec(CLOCK_MONOTONIC);
@@ -953,26 +1016,11 @@ static int run_screen(Top *t) {
                         break;
                 }
                 if (p[1].revents & POLLIN) {
-                        unsigned char sig;
-
-                        while (read(signal_pipe[0], &sig, 1) == 1) {
-                                if (sig == SIGWINCH)
-                                        screen_resize();
-                                else
-                                        fatal = sig;
-                        }
+                        fatal = signals_read();
                         if (fatal)
                                 break;
                 }
-                while ((ch = getch()) != ERR) {
-                        if (ch == KEY_RESIZE)
-                                continue;
-                        if (handle_key(t, &s, ch, &refetch)) {
-                                quit = true;
-                                break;
-                        }
-                }
-                if (quit)
+                if (keys_read(t, &s, &refetch))
                         break;
                 if (refetch) {
                         r = top_refresh(t);
@@ -1031,19 +1079,57 @@ static char *normalize_subtree(const char *s) {
         return p;
 }
 
-/**
- * top_main - the top command.
- * @argc: arguments from the command name on
- * @argv: likewise
- * @socket: the global --socket, or NULL
- * @user: the global --user
- * @json: the global --json
- *
- * Returns the exit status: 0, 1 (error), 2 (usage). A terminating signal
- * in the full-screen view restores the terminal and then ends the process
- * by that signal.
+/* Apply one option of top's command line to @t; returns 0, or the exit status to end with. */
+static int top_parse_option(Top *t, int opt, const char *arg, bool *roots_given) {
+        switch (opt) {
+        case 'h':
+                help();
+                return 0;
+        case 'j':
+                t->json = true;
+                break;
+        case 's':
+                t->socket = arg;
+                break;
+        case 'u':
+                t->user = true;
+                break;
+        case 'd':
+                if (parse_seconds(arg, 86400, &t->delay_usec) < 0)
+                        return usage_error("top ", "invalid delay '%s'", arg);
+                break;
+        case 'b':
+                t->batch = true;
+                break;
+        case 'n':
+                if (parse_uint(arg, UINT64_MAX, &t->iterations) < 0 || t->iterations == 0)
+                        return usage_error("top ", "invalid iterations '%s'", arg);
+                break;
+        case 'P':
+                t->show_protection = false;
+                break;
+        case 'R':
+        case 'V': {
+                char **dst = opt == 'R' ? &t->roots.v2 : &t->roots.v1_memory;
+
+                free(*dst);
+                *dst = strdup(arg);
+                if (!*dst)
+                        return EXIT_DAEMON_ERROR;
+                *roots_given = true;
+                break;
+        }
+        default:
+                return usage_error("top ", NULL);
+        }
+        return -1;
+}
+
+/*
+ * Parse top's command line into @t; *@roots_given tells whether it named
+ * the hierarchy roots. Returns -1 to go on, or the exit status to end with.
  */
-int top_main(int argc, char **argv, const char *socket, bool user, bool json) {
+static int top_parse(Top *t, int argc, char **argv, bool *roots_given) {
         static const struct option options[] = {
                 { "help",           no_argument,       NULL, 'h' },
                 { "json",           no_argument,       NULL, 'j' },
@@ -1057,110 +1143,108 @@ int top_main(int argc, char **argv, const char *socket, bool user, bool json) {
                 { "cgroup-v1-root", required_argument, NULL, 'V' },
                 {}
         };
-        _cleanup_(top_done) Top t = {
-                .socket = socket, .user = user, .json = json,
-                .delay_usec = USEC_PER_SEC, .show_protection = true, .indent = 2,
-        };
-        bool roots_given = false;
         int opt, r;
 
         while ((opt = getopt_long(argc, argv, "hd:bn:", options, NULL)) >= 0) {
-                switch (opt) {
-                case 'h':
-                        help();
-                        return 0;
-                case 'j':
-                        t.json = true;
-                        break;
-                case 's':
-                        t.socket = optarg;
-                        break;
-                case 'u':
-                        t.user = true;
-                        break;
-                case 'd':
-                        if (parse_seconds(optarg, 86400, &t.delay_usec) < 0)
-                                return usage_error("top ", "invalid delay '%s'", optarg);
-                        break;
-                case 'b':
-                        t.batch = true;
-                        break;
-                case 'n':
-                        if (parse_uint(optarg, UINT64_MAX, &t.iterations) < 0 || t.iterations == 0)
-                                return usage_error("top ", "invalid iterations '%s'", optarg);
-                        break;
-                case 'P':
-                        t.show_protection = false;
-                        break;
-                case 'R':
-                case 'V': {
-                        char **dst = opt == 'R' ? &t.roots.v2 : &t.roots.v1_memory;
-
-                        free(*dst);
-                        *dst = strdup(optarg);
-                        if (!*dst)
-                                return EXIT_DAEMON_ERROR;
-                        roots_given = true;
-                        break;
-                }
-                default:
-                        return usage_error("top ", NULL);
-                }
+                r = top_parse_option(t, opt, optarg, roots_given);
+                if (r >= 0)
+                        return r;
         }
         if (optind < argc) {
-                t.subtree = normalize_subtree(argv[optind]);
-                if (!t.subtree)
+                t->subtree = normalize_subtree(argv[optind]);
+                if (!t->subtree)
                         return usage_error("top ", "invalid cgroup '%s': give an absolute path such as /system.slice",
                                      argv[optind]);
                 optind++;
         }
         if (optind < argc)
                 return usage_error("top ", "unexpected argument '%s'", argv[optind]);
-        if (!t.subtree && !(t.subtree = strdup("/")))
+        if (!t->subtree && !(t->subtree = strdup("/")))
                 return EXIT_DAEMON_ERROR;
-        if (t.json)
-                t.batch = true;
-        if (!t.batch && t.delay_usec < 50 * USEC_PER_MSEC)
-                t.delay_usec = 50 * USEC_PER_MSEC; /* a screen refreshed faster helps nobody */
+        if (t->json)
+                t->batch = true;
+        if (!t->batch && t->delay_usec < 50 * USEC_PER_MSEC)
+                t->delay_usec = 50 * USEC_PER_MSEC; /* a screen refreshed faster helps nobody */
+        return -1;
+}
+
+/*
+ * Find the hierarchies in /proc/self/mountinfo unless the command line named
+ * them, and connect the client. Returns -1 to go on, or the exit status to end with.
+ */
+static int top_setup(Top *t, bool roots_given) {
+        int r;
 
         if (!roots_given) {
-                r = top_roots_from_mountinfo(&t.roots);
+                r = top_roots_from_mountinfo(&t->roots);
                 if (r < 0) {
                         fprintf(stderr, "pressurectl: top: cannot read /proc/self/mountinfo: %s\n", strerror(-r));
                         return EXIT_DAEMON_ERROR;
                 }
         }
-        if (!t.roots.v2 && !t.roots.v1_memory) {
+        if (!t->roots.v2 && !t->roots.v1_memory) {
                 fprintf(stderr, "pressurectl: top: no cgroup hierarchy found (no cgroup2 or v1 memory mount)\n");
                 return EXIT_DAEMON_ERROR;
         }
 
-        r = pressure_client_new(&t.client);
-        if (r >= 0 && t.socket)
-                r = pressure_client_set_socket(t.client, t.socket);
-        else if (r >= 0 && t.user)
-                r = pressure_client_set_user(t.client);
+        r = pressure_client_new(&t->client);
+        if (r >= 0 && t->socket)
+                r = pressure_client_set_socket(t->client, t->socket);
+        else if (r >= 0 && t->user)
+                r = pressure_client_set_user(t->client);
         if (r >= 0)
-                r = pressure_client_set_call_timeout(t.client, USEC_PER_SEC / 2);
+                r = pressure_client_set_call_timeout(t->client, USEC_PER_SEC / 2);
         if (r < 0) {
                 fprintf(stderr, "pressurectl: top: cannot set up the client: %s\n", strerror(-r));
                 return r == -ENOMEM ? EXIT_DAEMON_ERROR : EXIT_USAGE;
         }
+        return -1;
+}
 
-        /* Keep the cgroup files open between refreshes (a pread() each instead of open, read,
-         * close), within the fd limit, raised to its hard limit for this. */
-        {
-                struct rlimit rl;
+/*
+ * Keep the cgroup files open between refreshes (a pread() each instead of
+ * open, read, close), within the fd limit, raised to its hard limit for this.
+ */
+static void raise_fd_budget(void) {
+        struct rlimit rl;
 
-                if (getrlimit(RLIMIT_NOFILE, &rl) >= 0) {
-                        if (rl.rlim_cur < rl.rlim_max) {
-                                rl.rlim_cur = rl.rlim_max;
-                                (void) setrlimit(RLIMIT_NOFILE, &rl);
-                                (void) getrlimit(RLIMIT_NOFILE, &rl);
-                        }
-                        top_set_fd_budget(rl.rlim_cur > 128 ? (unsigned) MIN(rl.rlim_cur - 128, 1u << 20) : 0);
-                }
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return;
+        if (rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void) setrlimit(RLIMIT_NOFILE, &rl);
+                (void) getrlimit(RLIMIT_NOFILE, &rl);
         }
+        top_set_fd_budget(rl.rlim_cur > 128 ? (unsigned) MIN(rl.rlim_cur - 128, 1u << 20) : 0);
+}
+
+/**
+ * top_main - the top command.
+ * @argc: arguments from the command name on
+ * @argv: likewise
+ * @socket: the global --socket, or NULL
+ * @user: the global --user
+ * @json: the global --json
+ *
+ * Returns the exit status: 0, 1 (error), 2 (usage). A terminating signal
+ * in the full-screen view restores the terminal and then ends the process
+ * by that signal.
+ */
+int top_main(int argc, char **argv, const char *socket, bool user, bool json) {
+        _cleanup_(top_done) Top t = {
+                .socket = socket, .user = user, .json = json,
+                .delay_usec = USEC_PER_SEC, .show_protection = true, .indent = 2,
+        };
+        bool roots_given = false;
+        int r;
+
+        r = top_parse(&t, argc, argv, &roots_given);
+        if (r >= 0)
+                return r;
+        r = top_setup(&t, roots_given);
+        if (r >= 0)
+                return r;
+        raise_fd_budget();
         if (t.batch)
                 /* One write per refresh; run_batch() flushes after each. */
                 setvbuf(stdout, NULL, _IOFBF, 1 << 16);

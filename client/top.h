@@ -41,7 +41,7 @@ typedef struct TopCgroup {
         bool mem_v1;       /* current/high/max come from cgroup v1 files */
         uint64_t current, high, max;   /* bytes, TOP_NONE or TOP_UNLIMITED */
         bool has_psi;      /* memory.pressure was read */
-        double some_avg10, full_avg10;
+        uint32_t some_avg10, full_avg10; /* hundredths of a percent, as PsiLine (kernfile.h) */
         uint64_t ev[_TOP_EV_MAX];      /* counters as read, TOP_NONE if missing */
         uint64_t ev_base[_TOP_EV_MAX]; /* the counters when top first saw them */
         uint64_t emin, elow;           /* from the daemon's GetProtection, TOP_NONE if not asked/known */
@@ -69,13 +69,13 @@ typedef struct TopRoots {
 
 typedef struct TopSystem {
         bool has_psi;
-        double some_avg10, some_avg60, full_avg10, full_avg60;
+        uint32_t some_avg10, some_avg60, full_avg10, full_avg60; /* hundredths of a percent */
         uint64_t mem_available, mem_total; /* bytes, TOP_NONE if unknown */
 } TopSystem;
 
 /*
  * top_roots_discover - find the cgroup2 mount and the cgroup v1 memory
- * mount in the text of /proc/self/mountinfo.
+ * mount in the text of /proc/self/mountinfo, with mountinfo_parse().
  * @mountinfo: the file's contents
  * @ret: filled with malloc'ed paths (NULL where there is no such mount)
  *
@@ -129,14 +129,6 @@ TopCgroup *top_snapshot_find(const TopSnapshot *snapshot, const char *path);
  * MemAvailable/MemTotal (/proc/meminfo). Missing files leave fields unset.
  */
 void top_system_read(TopSystem *ret);
-
-/*
- * top_parse_psi - parse the text of a memory.pressure or
- * /proc/pressure/memory file. Returns 0, or -EBADMSG if there is no
- * "some" line.
- */
-int top_parse_psi(const char *text, double *ret_some_avg10, double *ret_some_avg60,
-                  double *ret_full_avg10, double *ret_full_avg60);
 
 /* top_event_delta - counter @i of @cg since top first saw it; TOP_NONE if unknown. */
 uint64_t top_event_delta(const TopCgroup *cg, unsigned i);

@@ -255,6 +255,29 @@ int parse_memory_value(const char *text, uint64_t *ret) {
         return parse_u64_range(text, text + len, ret);
 }
 
+/**
+ * flat_keyed_value - look one key up in a flat-keyed file.
+ * @text: lines "KEY VALUE", as in memory.oom_control or memory.stat
+ * @key: the key to find; the first line with it counts
+ * @ret: its value
+ *
+ * Other lines are not looked at, so a file with keys this version does not
+ * know, or whose other values are not numbers, still answers. Returns 0,
+ * -ENOENT if no line has @key, or -EBADMSG if its value is not a decimal
+ * number that fits in 64 bits. @ret is untouched on failure.
+ */
+int flat_keyed_value(const char *text, const char *key, uint64_t *ret) {
+        size_t klen;
+
+        if (!text || !key)
+                return -EBADMSG;
+        klen = strlen(key);
+        for (const char *rest = text, *p, *end; next_line(&rest, &p, &end);)
+                if ((size_t) (end - p) > klen && memcmp(p, key, klen) == 0 && p[klen] == ' ')
+                        return parse_u64_range(p + klen + 1, end, ret);
+        return -ENOENT;
+}
+
 /*
  * Copy the mountinfo field [p, end) into a new string, decoding the octal
  * escapes the kernel uses for space, tab, newline and backslash (\040,

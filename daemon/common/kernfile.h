@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Parsers for the kernel files pressured reads: PSI pressure files,
- * memory.events, memory.current-style single values, /proc/self/mountinfo
+ * memory.events, memory.current-style single values, flat-keyed files such
+ * as memory.oom_control, /proc/self/mountinfo
  * and /proc/PID/cgroup. They take text, never paths, so tests and fuzzers
  * feed them fixtures; they never crash on truncated or garbage input.
  */
@@ -73,6 +74,17 @@ int memory_events_read(int fd, MemoryEvents *ret);
  * newline allowed. -EBADMSG otherwise.
  */
 int parse_memory_value(const char *text, uint64_t *ret);
+
+/*
+ * flat_keyed_value - the value of @key in a flat-keyed file ("KEY VALUE"
+ * lines, such as cgroup v1's memory.oom_control). Only @key's line is
+ * checked. Returns 0, -ENOENT if @key is absent, -EBADMSG if its value is
+ * not a decimal uint64.
+ */
+int flat_keyed_value(const char *text, const char *key, uint64_t *ret);
+
+/* Largest /proc/self/mountinfo read (thousands of mounts in containers). */
+#define MOUNTINFO_READ_MAX (16u << 20)
 
 typedef struct CgroupMounts {
         char *v2_root;          /* mount point of the cgroup2 fs, or NULL */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Fuzz target: memory_events_parse() and parse_memory_value(). */
+/* Fuzz target: memory_events_parse(), parse_memory_value() and flat_keyed_value(). */
 #include "fuzz.h"
 #include "kernfile.h"
 #include "util.h"
@@ -8,6 +8,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         _cleanup_free_ char *text = fuzz_text(data, size);
         MemoryEvents e;
         uint64_t v;
+        int r;
 
         if (!text)
                 return 0;
@@ -19,5 +20,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                 abort();
         }
         (void) parse_memory_value(text, &v);
+        /* The same text as cgroup v1's memory.oom_control: other lines are never looked at. */
+        r = flat_keyed_value(text, "oom_kill", &v);
+        if (r < 0 && r != -ENOENT && r != -EBADMSG)
+                abort();
         return 0;
 }

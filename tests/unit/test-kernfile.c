@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests for kernfile.c: PSI files, memory.events, memory values,
+ * Tests for kernfile.c: PSI files (and their averages as pressurectl top
+ * shows them), memory.events, memory values, flat-keyed files,
  * mountinfo (pure v2, hybrid, v1-only, escapes, containers) and
  * /proc/PID/cgroup, with valid, truncated and garbage input.
  */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "kernfile.h"
 #include "tests.h"
@@ -131,6 +135,47 @@ static void test_memory_value(void) {
         ASSERT_ERR(parse_memory_value("18446744073709551616\n", &v), EBADMSG);
         ASSERT_ERR(parse_memory_value(NULL, &v), EBADMSG);
         ASSERT_U64_EQ(v, 4096);
+}
+
+/*
+ * pressurectl top shows averages as doubles: hundredths / 100.0 is the
+ * double that strtod() reads from the kernel's two-decimal text, so the
+ * printed and JSON values are those of the text.
+ */
+static void test_psi_avg_as_double(void) {
+        for (uint32_t h = 0; h <= 100000; h++) {
+                char text[96];
+                PsiStats s;
+
+                snprintf(text, sizeof(text), "some avg10=%u.%02u avg60=0.00 avg300=0.00 total=0\n", h / 100, h % 100);
+                ASSERT_OK(psi_stats_parse(text, &s));
+                ASSERT_EQ(s.some.avg10, h);
+                ASSERT_TRUE(s.some.avg10 / 100.0 == strtod(text + strlen("some avg10="), NULL));
+        }
+}
+
+static void test_flat_keyed_value(void) {
+        const char *oom_control = "oom_kill_disable 1\nunder_oom 0\noom_kill 7\n";
+        uint64_t v = 5;
+
+        ASSERT_OK(flat_keyed_value(oom_control, "oom_kill", &v));
+        ASSERT_U64_EQ(v, 7);
+        ASSERT_OK(flat_keyed_value(oom_control, "oom_kill_disable", &v));
+        ASSERT_U64_EQ(v, 1);
+        /* Other lines are not looked at; the first line with the key counts; no final newline. */
+        ASSERT_OK(flat_keyed_value("junk\n\nhigh max\nmax 3\nmax 4", "max", &v));
+        ASSERT_U64_EQ(v, 3);
+
+        v = 5;
+        ASSERT_ERR(flat_keyed_value(oom_control, "oom", &v), ENOENT);
+        ASSERT_ERR(flat_keyed_value("", "oom_kill", &v), ENOENT);
+        ASSERT_ERR(flat_keyed_value("oom_kill\n", "oom_kill", &v), ENOENT);
+        ASSERT_ERR(flat_keyed_value("oom_kill \n", "oom_kill", &v), EBADMSG);
+        ASSERT_ERR(flat_keyed_value("oom_kill max\n", "oom_kill", &v), EBADMSG);
+        ASSERT_ERR(flat_keyed_value("oom_kill 1 2\n", "oom_kill", &v), EBADMSG);
+        ASSERT_ERR(flat_keyed_value("oom_kill 18446744073709551616\n", "oom_kill", &v), EBADMSG);
+        ASSERT_ERR(flat_keyed_value(NULL, "oom_kill", &v), EBADMSG);
+        ASSERT_U64_EQ(v, 5);
 }
 
 /* Layouts as found on real systems. */
@@ -290,8 +335,10 @@ static void test_proc_cgroup(void) {
 
 int main(void) {
         test_psi_stats();
+        test_psi_avg_as_double();
         test_memory_events();
         test_memory_value();
+        test_flat_keyed_value();
         test_mountinfo();
         test_proc_cgroup();
         return 0;

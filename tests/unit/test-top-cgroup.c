@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The reading side of pressurectl top (client/top-cgroup.c, top-scan.c): PSI
- * and mountinfo parsing on valid, truncated and garbage text, the reader of
+ * The reading side of pressurectl top (client/top-cgroup.c, top-scan.c): the
+ * hierarchy roots found in mountinfo text (the kernel files themselves are
+ * parsed by kernfile.c, see test-kernfile.c), the reader of
  * GetProtection replies, and snapshots of
  * fake cgroup2 and v1 trees: order, values, the union of both hierarchies,
  * event baselines, change marks, cgroups that appear and go, and the files
@@ -20,31 +21,6 @@
 #include "top.h"
 
 #define M (UINT64_C(1) << 20)
-
-static void test_parse_psi(void) {
-        double s10 = -1, s60 = -1, f10 = -1, f60 = -1;
-
-        ASSERT_OK(top_parse_psi("some avg10=1.50 avg60=2.25 avg300=0.00 total=12\n"
-                                "full avg10=0.75 avg60=0.10 avg300=0.00 total=3\n", &s10, &s60, &f10, &f60));
-        ASSERT_TRUE(s10 == 1.5 && s60 == 2.25 && f10 == 0.75 && f60 == 0.1);
-
-        /* No full line (the system-wide file of old kernels): full is 0. */
-        ASSERT_OK(top_parse_psi("some avg10=3.00 avg60=0.00 avg300=0.00 total=1\n", &s10, NULL, &f10, NULL));
-        ASSERT_TRUE(s10 == 3.0 && f10 == 0);
-
-        /* Garbage and truncation: an error, and nothing written. */
-        s10 = 42;
-        ASSERT_ERR(top_parse_psi("", &s10, NULL, NULL, NULL), EBADMSG);
-        ASSERT_ERR(top_parse_psi("full avg10=1.00 avg60=1.00", &s10, NULL, NULL, NULL), EBADMSG);
-        ASSERT_ERR(top_parse_psi("some avg10=1.00", &s10, NULL, NULL, NULL), EBADMSG);
-        ASSERT_ERR(top_parse_psi("some avg10=x avg60=1.00", &s10, NULL, NULL, NULL), EBADMSG);
-        ASSERT_ERR(top_parse_psi("some avg10=-1.00 avg60=1.00", &s10, NULL, NULL, NULL), EBADMSG);
-        ASSERT_ERR(top_parse_psi(NULL, &s10, NULL, NULL, NULL), EBADMSG);
-        ASSERT_TRUE(s10 == 42);
-        /* A broken full line is ignored, the some line kept. */
-        ASSERT_OK(top_parse_psi("some avg10=1.00 avg60=1.00 avg300=0 total=0\nfull avg1", &s10, NULL, &f10, NULL));
-        ASSERT_TRUE(s10 == 1.0 && f10 == 0);
-}
 
 static void test_roots(void) {
         TopRoots r = {};
@@ -245,13 +221,13 @@ static void test_snapshots(void) {
         ASSERT_TRUE(!cg->mem_v1 && cg->current == 1000 && cg->max == TOP_NONE && cg->has_psi);
         cg = top_snapshot_find(&s1, "/b");
         ASSERT_TRUE(cg->current == 2 * M && cg->high == TOP_UNLIMITED && cg->max == 4 * M);
-        ASSERT_TRUE(cg->some_avg10 == 2 && cg->full_avg10 == 1);
+        ASSERT_TRUE(cg->some_avg10 == 200 && cg->full_avg10 == 100);
         ASSERT_U64_EQ(top_event_delta(cg, TOP_EV_HIGH), 0); /* counts before the first refresh do not show */
         ASSERT_TRUE(!cg->changed);                          /* nothing to compare with yet */
         /* Both hierarchies: v1 numbers, cgroup2 PSI, v1 counters. */
         cg = top_snapshot_find(&s1, "/both");
         ASSERT_TRUE(cg->in_v1 && cg->in_v2 && cg->mem_v1 && cg->current == 4096 && cg->max == 8192);
-        ASSERT_TRUE(cg->high == TOP_UNLIMITED && cg->has_psi && cg->some_avg10 == 7);
+        ASSERT_TRUE(cg->high == TOP_UNLIMITED && cg->has_psi && cg->some_avg10 == 700);
         ASSERT_U64_EQ(cg->ev[TOP_EV_MAX], 3);
         ASSERT_U64_EQ(cg->ev[TOP_EV_OOM_KILL], 2);
         ASSERT_U64_EQ(top_event_delta(cg, TOP_EV_HIGH), TOP_NONE);
@@ -312,7 +288,6 @@ static void test_snapshots(void) {
 }
 
 int main(void) {
-        test_parse_psi();
         test_roots();
         test_scan();
         test_snapshots();
