@@ -331,13 +331,219 @@ int config_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *
         return 0;
 }
 
+/* Reset the field of @k to its built-in default (an empty assignment). */
+static int config_key_reset(const ConfigKey *k, void *field) {
+        Config defaults;
+
+        config_init_defaults(&defaults);
+        if (config_type_is_string(k->type)) {
+                char **p = field;
+
+                free(*p);
+                *p = NULL;
+        } else
+                memcpy(field, (const uint8_t *) &defaults + k->offset, k->size);
+        return 0;
+}
+
+/*
+ * A parser for one kind of value: store @value for @k in @field, or return
+ * -EINVAL with a reason in @reason (or -ENOMEM).
+ */
+typedef int (*ConfigValueParser)(const ConfigKey *k, void *field, const char *value,
+                                 char *reason, size_t reason_size);
+
+/* CONFIG_SOCKET, CONFIG_OPT_SOCKET, CONFIG_AUTO_PATH: an absolute path. */
+static int config_value_parse_path(const ConfigKey *k, void *field, const char *value,
+                                   char *reason, size_t reason_size) {
+        char **p = field;
+
+        if (k->type == CONFIG_AUTO_PATH && streq(value, "auto")) {
+                free(*p);
+                *p = NULL;
+                return 0;
+        }
+        if (value[0] != '/' || string_has_control(value)) {
+                snprintf(reason, reason_size, "%s",
+                         k->type == CONFIG_AUTO_PATH ? "must be an absolute path or \"auto\""
+                                                     : "must be an absolute path");
+                return -EINVAL;
+        }
+        if ((k->type == CONFIG_SOCKET || k->type == CONFIG_OPT_SOCKET) && strlen(value) >= sizeof(((struct sockaddr_un *) NULL)->sun_path)) {
+                snprintf(reason, reason_size, "socket path must be shorter than %zu bytes",
+                         sizeof(((struct sockaddr_un *) NULL)->sun_path));
+                return -EINVAL;
+        }
+        if (strlen(value) >= 4096) {
+                snprintf(reason, reason_size, "path too long");
+                return -EINVAL;
+        }
+        return replace_string(p, value);
+}
+
+/* CONFIG_LOG_LEVEL: a syslog priority name or number. */
+static int config_value_parse_log_level(const ConfigKey *k, void *field, const char *value,
+                                        char *reason, size_t reason_size) {
+        int l = log_level_from_string(value);
+
+        if (l < 0 || l > LOG_DEBUG) {
+                snprintf(reason, reason_size,
+                         "must be one of debug, info, notice, warning, err (or 0..7)");
+                return -EINVAL;
+        }
+        *(int *) field = l;
+        return 0;
+}
+
+/* CONFIG_TRIGGER: "STALL THRESHOLD WINDOW", checked against the kernel's limits. */
+static int config_value_parse_trigger(const ConfigKey *k, void *field, const char *value,
+                                      char *reason, size_t reason_size) {
+        PsiTrigger t;
+        const char *why = NULL;
+        int r;
+
+        r = psi_trigger_parse(value, &t);
+        if (r < 0) {
+                snprintf(reason, reason_size, "%s",
+                         "must be STALL THRESHOLD WINDOW, e.g. \"some 100ms 1s\" "
+                         "(STALL some or full, units us, ms, s)");
+                return -EINVAL;
+        }
+        if (psi_trigger_check(&t, &why) < 0) {
+                snprintf(reason, reason_size, "%s", why);
+                return -EINVAL;
+        }
+        *(PsiTrigger *) field = t;
+        return 0;
+}
+
+/* CONFIG_VMPRESSURE_MODE: default, hierarchy or local. */
+static int config_value_parse_vmpressure_mode(const ConfigKey *k, void *field, const char *value,
+                                              char *reason, size_t reason_size) {
+        VmpressureMode m = vmpressure_mode_from_string(value);
+
+        if (m < 0) {
+                snprintf(reason, reason_size, "must be default, hierarchy or local");
+                return -EINVAL;
+        }
+        *(VmpressureMode *) field = m;
+        return 0;
+}
+
+/* CONFIG_UNSIGNED: a decimal number in [min, max]. */
+static int config_value_parse_unsigned(const ConfigKey *k, void *field, const char *value,
+                                       char *reason, size_t reason_size) {
+        uint64_t v;
+
+        if (safe_atou64(value, &v) < 0 || v < k->min || v > k->max) {
+                snprintf(reason, reason_size, "must be a number between %" PRIu64 " and %" PRIu64,
+                         k->min, k->max);
+                return -EINVAL;
+        }
+        *(unsigned *) field = (unsigned) v;
+        return 0;
+}
+
+/* CONFIG_SIZE, CONFIG_SECONDS: a size or a duration in [min, max]. */
+static int config_value_parse_size_or_seconds(const ConfigKey *k, void *field, const char *value,
+                                              char *reason, size_t reason_size) {
+        bool is_size = k->type == CONFIG_SIZE;
+        int (*parse)(const char *, uint64_t *) = is_size ? parse_size : parse_seconds;
+        void (*format)(uint64_t, char *, size_t) = is_size ? format_size : format_seconds;
+        char lo[32], hi[32];
+        uint64_t v;
+
+        if (parse(value, &v) < 0 || v < k->min || v > k->max) {
+                format(k->min, lo, sizeof(lo));
+                format(k->max, hi, sizeof(hi));
+                snprintf(reason, reason_size, "must be %sbetween %s and %s%s", is_size ? "a size " : "",
+                         lo, hi, is_size ? " (bytes, or with suffix K, M, G)" : " seconds");
+                return -EINVAL;
+        }
+        *(uint64_t *) field = v;
+        return 0;
+}
+
+/* CONFIG_RATIO: a decimal fraction, stored as parts per million in [min, max]. */
+static int config_value_parse_ratio(const ConfigKey *k, void *field, const char *value,
+                                    char *reason, size_t reason_size) {
+        char lo[32], hi[32];
+        uint64_t v;
+
+        if (parse_ratio_ppm(value, &v) < 0 || v < k->min || v > k->max) {
+                format_seconds(k->min, lo, sizeof(lo));
+                format_seconds(k->max, hi, sizeof(hi));
+                snprintf(reason, reason_size, "must be a decimal fraction between %s and %s", lo, hi);
+                return -EINVAL;
+        }
+        *(uint32_t *) field = (uint32_t) v;
+        return 0;
+}
+
+/* CONFIG_TRISTATE: a boolean or "auto". */
+static int config_value_parse_tristate(const ConfigKey *k, void *field, const char *value,
+                                       char *reason, size_t reason_size) {
+        RecursiveProtection v;
+
+        if (streq(value, "auto"))
+                v = RECURSIVE_PROTECTION_AUTO;
+        else if (streq(value, "yes") || streq(value, "true") || streq(value, "on") || streq(value, "1"))
+                v = RECURSIVE_PROTECTION_YES;
+        else if (streq(value, "no") || streq(value, "false") || streq(value, "off") || streq(value, "0"))
+                v = RECURSIVE_PROTECTION_NO;
+        else {
+                snprintf(reason, reason_size, "must be yes, no or auto");
+                return -EINVAL;
+        }
+        *(RecursiveProtection *) field = v;
+        return 0;
+}
+
+/* CONFIG_GROUP: a group name or GID, kept as text. */
+static int config_value_parse_group(const ConfigKey *k, void *field, const char *value,
+                                    char *reason, size_t reason_size) {
+        if (!valid_group_name(value)) {
+                snprintf(reason, reason_size, "must be a group name or a numeric GID");
+                return -EINVAL;
+        }
+        return replace_string(field, value);
+}
+
+/* CONFIG_LISTEN: ADDRESS:PORT, checked, kept as text. */
+static int config_value_parse_listen(const ConfigKey *k, void *field, const char *value,
+                                     char *reason, size_t reason_size) {
+        if (config_parse_listen(value, NULL, NULL) < 0) {
+                snprintf(reason, reason_size,
+                         "must be ADDRESS:PORT with a numeric IPv4 address or [IPv6] address "
+                         "and a port between 1 and 65535");
+                return -EINVAL;
+        }
+        return replace_string(field, value);
+}
+
+/* The parser for each ConfigType. */
+static const ConfigValueParser config_value_parsers[] = {
+        [CONFIG_SOCKET]          = config_value_parse_path,
+        [CONFIG_OPT_SOCKET]      = config_value_parse_path,
+        [CONFIG_AUTO_PATH]       = config_value_parse_path,
+        [CONFIG_LOG_LEVEL]       = config_value_parse_log_level,
+        [CONFIG_TRIGGER]         = config_value_parse_trigger,
+        [CONFIG_VMPRESSURE_MODE] = config_value_parse_vmpressure_mode,
+        [CONFIG_UNSIGNED]        = config_value_parse_unsigned,
+        [CONFIG_SIZE]            = config_value_parse_size_or_seconds,
+        [CONFIG_SECONDS]         = config_value_parse_size_or_seconds,
+        [CONFIG_RATIO]           = config_value_parse_ratio,
+        [CONFIG_TRISTATE]        = config_value_parse_tristate,
+        [CONFIG_GROUP]           = config_value_parse_group,
+        [CONFIG_LISTEN]          = config_value_parse_listen,
+};
+
 /*
  * Parse @value for @k into @c. Returns 0, -ENOMEM, or -EINVAL with a reason
  * in @reason.
  */
 static int config_key_parse(const ConfigKey *k, Config *c, const char *value, char *reason, size_t reason_size) {
         void *field = (uint8_t *) c + k->offset;
-        char lo[32], hi[32];
 
         if (value[0] == 0 && k->type == CONFIG_OPT_SOCKET)
                 /* An empty socket path turns the socket off. */
@@ -349,171 +555,12 @@ static int config_key_parse(const ConfigKey *k, Config *c, const char *value, ch
                 *p = NULL;
                 return 0;
         }
-        if (value[0] == 0) {
+        if (value[0] == 0)
                 /* An empty assignment restores the built-in default. */
-                Config defaults;
+                return config_key_reset(k, field);
 
-                config_init_defaults(&defaults);
-                if (config_type_is_string(k->type)) {
-                        char **p = field;
-
-                        free(*p);
-                        *p = NULL;
-                } else
-                        memcpy(field, (const uint8_t *) &defaults + k->offset, k->size);
-                return 0;
-        }
-
-        switch (k->type) {
-
-        case CONFIG_SOCKET:
-        case CONFIG_OPT_SOCKET:
-        case CONFIG_AUTO_PATH: {
-                char **p = field;
-
-                if (k->type == CONFIG_AUTO_PATH && streq(value, "auto")) {
-                        free(*p);
-                        *p = NULL;
-                        return 0;
-                }
-                if (value[0] != '/' || string_has_control(value)) {
-                        snprintf(reason, reason_size, "%s",
-                                 k->type == CONFIG_AUTO_PATH ? "must be an absolute path or \"auto\""
-                                                             : "must be an absolute path");
-                        return -EINVAL;
-                }
-                if ((k->type == CONFIG_SOCKET || k->type == CONFIG_OPT_SOCKET) && strlen(value) >= sizeof(((struct sockaddr_un *) NULL)->sun_path)) {
-                        snprintf(reason, reason_size, "socket path must be shorter than %zu bytes",
-                                 sizeof(((struct sockaddr_un *) NULL)->sun_path));
-                        return -EINVAL;
-                }
-                if (strlen(value) >= 4096) {
-                        snprintf(reason, reason_size, "path too long");
-                        return -EINVAL;
-                }
-                return replace_string(p, value);
-        }
-
-        case CONFIG_LOG_LEVEL: {
-                int l = log_level_from_string(value);
-
-                if (l < 0 || l > LOG_DEBUG) {
-                        snprintf(reason, reason_size,
-                                 "must be one of debug, info, notice, warning, err (or 0..7)");
-                        return -EINVAL;
-                }
-                *(int *) field = l;
-                return 0;
-        }
-
-        case CONFIG_TRIGGER: {
-                PsiTrigger t;
-                const char *why = NULL;
-                int r;
-
-                r = psi_trigger_parse(value, &t);
-                if (r < 0) {
-                        snprintf(reason, reason_size, "%s",
-                                 "must be STALL THRESHOLD WINDOW, e.g. \"some 100ms 1s\" "
-                                 "(STALL some or full, units us, ms, s)");
-                        return -EINVAL;
-                }
-                if (psi_trigger_check(&t, &why) < 0) {
-                        snprintf(reason, reason_size, "%s", why);
-                        return -EINVAL;
-                }
-                *(PsiTrigger *) field = t;
-                return 0;
-        }
-
-        case CONFIG_VMPRESSURE_MODE: {
-                VmpressureMode m = vmpressure_mode_from_string(value);
-
-                if (m < 0) {
-                        snprintf(reason, reason_size, "must be default, hierarchy or local");
-                        return -EINVAL;
-                }
-                *(VmpressureMode *) field = m;
-                return 0;
-        }
-
-        case CONFIG_UNSIGNED: {
-                uint64_t v;
-
-                if (safe_atou64(value, &v) < 0 || v < k->min || v > k->max) {
-                        snprintf(reason, reason_size, "must be a number between %" PRIu64 " and %" PRIu64,
-                                 k->min, k->max);
-                        return -EINVAL;
-                }
-                *(unsigned *) field = (unsigned) v;
-                return 0;
-        }
-
-        case CONFIG_SIZE:
-        case CONFIG_SECONDS: {
-                bool is_size = k->type == CONFIG_SIZE;
-                int (*parse)(const char *, uint64_t *) = is_size ? parse_size : parse_seconds;
-                void (*format)(uint64_t, char *, size_t) = is_size ? format_size : format_seconds;
-                uint64_t v;
-
-                if (parse(value, &v) < 0 || v < k->min || v > k->max) {
-                        format(k->min, lo, sizeof(lo));
-                        format(k->max, hi, sizeof(hi));
-                        snprintf(reason, reason_size, "must be %sbetween %s and %s%s", is_size ? "a size " : "",
-                                 lo, hi, is_size ? " (bytes, or with suffix K, M, G)" : " seconds");
-                        return -EINVAL;
-                }
-                *(uint64_t *) field = v;
-                return 0;
-        }
-
-        case CONFIG_RATIO: {
-                uint64_t v;
-
-                if (parse_ratio_ppm(value, &v) < 0 || v < k->min || v > k->max) {
-                        format_seconds(k->min, lo, sizeof(lo));
-                        format_seconds(k->max, hi, sizeof(hi));
-                        snprintf(reason, reason_size, "must be a decimal fraction between %s and %s", lo, hi);
-                        return -EINVAL;
-                }
-                *(uint32_t *) field = (uint32_t) v;
-                return 0;
-        }
-
-        case CONFIG_TRISTATE: {
-                RecursiveProtection v;
-
-                if (streq(value, "auto"))
-                        v = RECURSIVE_PROTECTION_AUTO;
-                else if (streq(value, "yes") || streq(value, "true") || streq(value, "on") || streq(value, "1"))
-                        v = RECURSIVE_PROTECTION_YES;
-                else if (streq(value, "no") || streq(value, "false") || streq(value, "off") || streq(value, "0"))
-                        v = RECURSIVE_PROTECTION_NO;
-                else {
-                        snprintf(reason, reason_size, "must be yes, no or auto");
-                        return -EINVAL;
-                }
-                *(RecursiveProtection *) field = v;
-                return 0;
-        }
-
-        case CONFIG_GROUP:
-        case CONFIG_LISTEN: {
-                char **p = field;
-
-                if (k->type == CONFIG_GROUP && !valid_group_name(value)) {
-                        snprintf(reason, reason_size, "must be a group name or a numeric GID");
-                        return -EINVAL;
-                }
-                if (k->type == CONFIG_LISTEN && config_parse_listen(value, NULL, NULL) < 0) {
-                        snprintf(reason, reason_size,
-                                 "must be ADDRESS:PORT with a numeric IPv4 address or [IPv6] address "
-                                 "and a port between 1 and 65535");
-                        return -EINVAL;
-                }
-                return replace_string(p, value);
-        }
-        }
+        if ((size_t) k->type < ELEMENTSOF(config_value_parsers) && config_value_parsers[k->type])
+                return config_value_parsers[k->type](k, field, value, reason, reason_size);
 
         snprintf(reason, reason_size, "unsupported key type");
         return -EINVAL;
