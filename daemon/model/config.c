@@ -769,40 +769,59 @@ static bool dropin_name_ok(const char *name) {
         return name[0] != '.' && len > 5 && streq(name + len - 5, ".conf");
 }
 
-static int config_apply_dropins(Config *c, const char *dir, char **ret_error) {
-        _cleanup_close_ int dfd = -1;
+/*
+ * Open a second descriptor of @dfd for readdir(), so that @dfd stays usable
+ * for openat(). Returns 0 with *ret set, or a negative errno with an error.
+ */
+static int config_dropins_opendir(int dfd, const char *dir, DIR **ret, char **ret_error) {
+        int fd2 = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
         DIR *d;
-        struct dirent *de;
-        char **names = NULL;
-        size_t n = 0, alloc = 0;
-        int r = 0;
+        int r;
 
-        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0) {
-                if (errno == ENOENT)
-                        return 0;
+        if (fd2 < 0) {
                 r = -errno;
-                set_error(ret_error, "%s: cannot open directory: %s", dir, strerror(-r));
+                set_error(ret_error, "%s: %s", dir, strerror(-r));
                 return r;
         }
-
-        /* readdir() gets its own descriptor so dfd stays usable for openat(). */
-        {
-                int fd2 = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-
-                if (fd2 < 0) {
-                        r = -errno;
-                        set_error(ret_error, "%s: %s", dir, strerror(-r));
-                        return r;
-                }
-                d = fdopendir(fd2);
-                if (!d) {
-                        r = -errno;
-                        safe_close(fd2);
-                        set_error(ret_error, "%s: %s", dir, strerror(-r));
-                        return r;
-                }
+        d = fdopendir(fd2);
+        if (!d) {
+                r = -errno;
+                safe_close(fd2);
+                set_error(ret_error, "%s: %s", dir, strerror(-r));
+                return r;
         }
+        *ret = d;
+        return 0;
+}
+
+/* Append a copy of @name to the growing array @names. Returns 0 or -ENOMEM. */
+static int dropin_names_append(char ***names, size_t *n, size_t *alloc, const char *name) {
+        if (*n == *alloc) {
+                size_t want = *alloc ? *alloc * 2 : 16;
+                char **p = realloc(*names, want * sizeof(char *));
+
+                if (!p)
+                        return -ENOMEM;
+                *names = p;
+                *alloc = want;
+        }
+        (*names)[*n] = strdup(name);
+        if (!(*names)[*n])
+                return -ENOMEM;
+        (*n)++;
+        return 0;
+}
+
+/*
+ * Read @d to its end, collecting the names of regular files that
+ * dropin_name_ok() accepts into @names. Returns 0 or a negative errno;
+ * errors other than -ENOMEM come with a message.
+ */
+static int config_dropins_read(DIR *d, int dfd, const char *dir, char ***names, size_t *n,
+                               char **ret_error) {
+        struct dirent *de;
+        size_t alloc = 0;
+        int r = 0;
 
         for (;;) {
                 struct stat st;
@@ -828,24 +847,29 @@ static int config_apply_dropins(Config *c, const char *dir, char **ret_error) {
                 if (!S_ISREG(st.st_mode))
                         continue;
 
-                if (n == alloc) {
-                        size_t want = alloc ? alloc * 2 : 16;
-                        char **p = realloc(names, want * sizeof(char *));
-
-                        if (!p) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        names = p;
-                        alloc = want;
-                }
-                names[n] = strdup(de->d_name);
-                if (!names[n]) {
-                        r = -ENOMEM;
+                r = dropin_names_append(names, n, &alloc, de->d_name);
+                if (r < 0)
                         break;
-                }
-                n++;
         }
+        return r;
+}
+
+/*
+ * List the drop-in file names in @dir (open as @dfd), unsorted. Returns 0
+ * with the array in *ret_names and *ret_n, or a negative errno with an
+ * error and nothing allocated.
+ */
+static int config_dropins_list(int dfd, const char *dir, char ***ret_names, size_t *ret_n,
+                               char **ret_error) {
+        DIR *d = NULL;
+        char **names = NULL;
+        size_t n = 0;
+        int r;
+
+        r = config_dropins_opendir(dfd, dir, &d, ret_error);
+        if (r < 0)
+                return r;
+        r = config_dropins_read(d, dfd, dir, &names, &n, ret_error);
         closedir(d);
 
         if (r == -ENOMEM)
@@ -854,34 +878,61 @@ static int config_apply_dropins(Config *c, const char *dir, char **ret_error) {
                 strv_free_n(names, n);
                 return r;
         }
+        *ret_names = names;
+        *ret_n = n;
+        return 0;
+}
+
+/* Read the drop-in @name in @dir (open as @dfd) and apply it to @c. */
+static int config_apply_dropin(Config *c, int dfd, const char *dir, const char *name, char **ret_error) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *path = NULL, *buf = NULL;
+        size_t size;
+        int r;
+
+        if (asprintf(&path, "%s/%s", dir, name) < 0) {
+                path = NULL;
+                set_error(ret_error, "%s: out of memory", dir);
+                return -ENOMEM;
+        }
+        fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
+                r = -errno;
+                set_error(ret_error, "%s: cannot read: %s", path, strerror(-r));
+                return r;
+        }
+        r = read_full_fd(fd, CONFIG_FILE_MAX, &buf, &size);
+        if (r < 0) {
+                set_error(ret_error, "%s: cannot read: %s", path, strerror(-r));
+                return r;
+        }
+        return config_apply_buffer(c, path, buf, size, ret_error);
+}
+
+static int config_apply_dropins(Config *c, const char *dir, char **ret_error) {
+        _cleanup_close_ int dfd = -1;
+        char **names = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                r = -errno;
+                set_error(ret_error, "%s: cannot open directory: %s", dir, strerror(-r));
+                return r;
+        }
+
+        r = config_dropins_list(dfd, dir, &names, &n, ret_error);
+        if (r < 0)
+                return r;
 
         if (n > 0)
                 qsort(names, n, sizeof(char *), strcmp_ptr);
 
-        for (size_t i = 0; i < n && r >= 0; i++) {
-                _cleanup_close_ int fd = -1;
-                _cleanup_free_ char *path = NULL, *buf = NULL;
-                size_t size;
-
-                if (asprintf(&path, "%s/%s", dir, names[i]) < 0) {
-                        path = NULL;
-                        r = -ENOMEM;
-                        set_error(ret_error, "%s: out of memory", dir);
-                        break;
-                }
-                fd = openat(dfd, names[i], O_RDONLY | O_CLOEXEC | O_NOCTTY);
-                if (fd < 0) {
-                        r = -errno;
-                        set_error(ret_error, "%s: cannot read: %s", path, strerror(-r));
-                        break;
-                }
-                r = read_full_fd(fd, CONFIG_FILE_MAX, &buf, &size);
-                if (r < 0) {
-                        set_error(ret_error, "%s: cannot read: %s", path, strerror(-r));
-                        break;
-                }
-                r = config_apply_buffer(c, path, buf, size, ret_error);
-        }
+        for (size_t i = 0; i < n && r >= 0; i++)
+                r = config_apply_dropin(c, dfd, dir, names[i], ret_error);
 
         strv_free_n(names, n);
         return r;
