@@ -982,6 +982,60 @@ int config_load(const char *main_path, const char *dropin_dir, const char *extra
         return 0;
 }
 
+/* Write the value of @k, stored at @field, as config_key_parse() reads it back. */
+static void config_format_value(FILE *f, const ConfigKey *k, const void *field) {
+        char tmp[3][32];
+
+        switch (k->type) {
+        case CONFIG_SOCKET:
+        case CONFIG_GROUP:
+        case CONFIG_LISTEN:
+                fputs(*(char *const *) field ?: "", f);
+                break;
+        case CONFIG_AUTO_PATH:
+        case CONFIG_OPT_SOCKET:
+                fputs(*(char *const *) field ?: "auto", f);
+                break;
+        case CONFIG_LOG_LEVEL:
+                fputs(strna(log_level_to_string(*(const int *) field)), f);
+                break;
+        case CONFIG_TRIGGER: {
+                const PsiTrigger *t = field;
+
+                format_duration(t->threshold_us, tmp[0], sizeof(tmp[0]));
+                format_duration(t->window_us, tmp[1], sizeof(tmp[1]));
+                fprintf(f, "%s %s %s", strna(psi_stall_to_string(t->stall)), tmp[0], tmp[1]);
+                break;
+        }
+        case CONFIG_VMPRESSURE_MODE:
+                fputs(strna(vmpressure_mode_to_string(*(const VmpressureMode *) field)), f);
+                break;
+        case CONFIG_UNSIGNED:
+                fprintf(f, "%u", *(const unsigned *) field);
+                break;
+        case CONFIG_SIZE:
+                format_size(*(const uint64_t *) field, tmp[2], sizeof(tmp[2]));
+                fputs(tmp[2], f);
+                break;
+        case CONFIG_SECONDS:
+                format_seconds(*(const uint64_t *) field, tmp[2], sizeof(tmp[2]));
+                fputs(tmp[2], f);
+                break;
+        case CONFIG_RATIO:
+                /* Parts per million print like microseconds as seconds. */
+                format_seconds(*(const uint32_t *) field, tmp[2], sizeof(tmp[2]));
+                fputs(tmp[2], f);
+                break;
+        case CONFIG_TRISTATE: {
+                RecursiveProtection v = *(const RecursiveProtection *) field;
+
+                fputs(v == RECURSIVE_PROTECTION_YES ? "yes" :
+                      v == RECURSIVE_PROTECTION_NO ? "no" : "auto", f);
+                break;
+        }
+        }
+}
+
 /*
  * config_format - the configuration as INI text.
  * @c: the configuration
@@ -1003,7 +1057,6 @@ char *config_format(const Config *c) {
         for (size_t i = 0; i < ELEMENTSOF(config_keys); i++) {
                 const ConfigKey *k = &config_keys[i];
                 const void *field = (const uint8_t *) c + k->offset;
-                char tmp[3][32];
 
                 if (!section || !streq(section, k->section)) {
                         fprintf(f, "%s[%s]\n", section ? "\n" : "", k->section);
@@ -1011,54 +1064,7 @@ char *config_format(const Config *c) {
                 }
                 fprintf(f, "%s=", k->key);
 
-                switch (k->type) {
-                case CONFIG_SOCKET:
-                case CONFIG_GROUP:
-                case CONFIG_LISTEN:
-                        fputs(*(char *const *) field ?: "", f);
-                        break;
-                case CONFIG_AUTO_PATH:
-                case CONFIG_OPT_SOCKET:
-                        fputs(*(char *const *) field ?: "auto", f);
-                        break;
-                case CONFIG_LOG_LEVEL:
-                        fputs(strna(log_level_to_string(*(const int *) field)), f);
-                        break;
-                case CONFIG_TRIGGER: {
-                        const PsiTrigger *t = field;
-
-                        format_duration(t->threshold_us, tmp[0], sizeof(tmp[0]));
-                        format_duration(t->window_us, tmp[1], sizeof(tmp[1]));
-                        fprintf(f, "%s %s %s", strna(psi_stall_to_string(t->stall)), tmp[0], tmp[1]);
-                        break;
-                }
-                case CONFIG_VMPRESSURE_MODE:
-                        fputs(strna(vmpressure_mode_to_string(*(const VmpressureMode *) field)), f);
-                        break;
-                case CONFIG_UNSIGNED:
-                        fprintf(f, "%u", *(const unsigned *) field);
-                        break;
-                case CONFIG_SIZE:
-                        format_size(*(const uint64_t *) field, tmp[2], sizeof(tmp[2]));
-                        fputs(tmp[2], f);
-                        break;
-                case CONFIG_SECONDS:
-                        format_seconds(*(const uint64_t *) field, tmp[2], sizeof(tmp[2]));
-                        fputs(tmp[2], f);
-                        break;
-                case CONFIG_RATIO:
-                        /* Parts per million print like microseconds as seconds. */
-                        format_seconds(*(const uint32_t *) field, tmp[2], sizeof(tmp[2]));
-                        fputs(tmp[2], f);
-                        break;
-                case CONFIG_TRISTATE: {
-                        RecursiveProtection v = *(const RecursiveProtection *) field;
-
-                        fputs(v == RECURSIVE_PROTECTION_YES ? "yes" :
-                              v == RECURSIVE_PROTECTION_NO ? "no" : "auto", f);
-                        break;
-                }
-                }
+                config_format_value(f, k, field);
                 fputc('\n', f);
         }
 
