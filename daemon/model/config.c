@@ -333,13 +333,219 @@ int config_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *
         return 0;
 }
 
+/* Reset the field of @k to its built-in default (an empty assignment). */
+static int config_key_reset(const ConfigKey *k, void *field) {
+        Config defaults;
+
+        config_init_defaults(&defaults);
+        if (config_type_is_string(k->type)) {
+                char **p = field;
+
+                free(*p);
+                *p = NULL;
+        } else
+                memcpy(field, (const uint8_t *) &defaults + k->offset, k->size);
+        return 0;
+}
+
+/*
+ * A parser for one kind of value: store @value for @k in @field, or return
+ * -EINVAL with a reason in @reason (or -ENOMEM).
+ */
+typedef int (*ConfigValueParser)(const ConfigKey *k, void *field, const char *value,
+                                 char *reason, size_t reason_size);
+
+/* CONFIG_SOCKET, CONFIG_OPT_SOCKET, CONFIG_AUTO_PATH: an absolute path. */
+static int config_value_parse_path(const ConfigKey *k, void *field, const char *value,
+                                   char *reason, size_t reason_size) {
+        char **p = field;
+
+        if (k->type == CONFIG_AUTO_PATH && streq(value, "auto")) {
+                free(*p);
+                *p = NULL;
+                return 0;
+        }
+        if (value[0] != '/' || string_has_control(value)) {
+                snprintf(reason, reason_size, "%s",
+                         k->type == CONFIG_AUTO_PATH ? "must be an absolute path or \"auto\""
+                                                     : "must be an absolute path");
+                return -EINVAL;
+        }
+        if ((k->type == CONFIG_SOCKET || k->type == CONFIG_OPT_SOCKET) && strlen(value) >= sizeof(((struct sockaddr_un *) NULL)->sun_path)) {
+                snprintf(reason, reason_size, "socket path must be shorter than %zu bytes",
+                         sizeof(((struct sockaddr_un *) NULL)->sun_path));
+                return -EINVAL;
+        }
+        if (strlen(value) >= 4096) {
+                snprintf(reason, reason_size, "path too long");
+                return -EINVAL;
+        }
+        return replace_string(p, value);
+}
+
+/* CONFIG_LOG_LEVEL: a syslog priority name or number. */
+static int config_value_parse_log_level(const ConfigKey *k, void *field, const char *value,
+                                        char *reason, size_t reason_size) {
+        int l = log_level_from_string(value);
+
+        if (l < 0 || l > LOG_DEBUG) {
+                snprintf(reason, reason_size,
+                         "must be one of debug, info, notice, warning, err (or 0..7)");
+                return -EINVAL;
+        }
+        *(int *) field = l;
+        return 0;
+}
+
+/* CONFIG_TRIGGER: "STALL THRESHOLD WINDOW", checked against the kernel's limits. */
+static int config_value_parse_trigger(const ConfigKey *k, void *field, const char *value,
+                                      char *reason, size_t reason_size) {
+        PsiTrigger t;
+        const char *why = NULL;
+        int r;
+
+        r = psi_trigger_parse(value, &t);
+        if (r < 0) {
+                snprintf(reason, reason_size, "%s",
+                         "must be STALL THRESHOLD WINDOW, e.g. \"some 100ms 1s\" "
+                         "(STALL some or full, units us, ms, s)");
+                return -EINVAL;
+        }
+        if (psi_trigger_check(&t, &why) < 0) {
+                snprintf(reason, reason_size, "%s", why);
+                return -EINVAL;
+        }
+        *(PsiTrigger *) field = t;
+        return 0;
+}
+
+/* CONFIG_VMPRESSURE_MODE: default, hierarchy or local. */
+static int config_value_parse_vmpressure_mode(const ConfigKey *k, void *field, const char *value,
+                                              char *reason, size_t reason_size) {
+        VmpressureMode m = vmpressure_mode_from_string(value);
+
+        if (m < 0) {
+                snprintf(reason, reason_size, "must be default, hierarchy or local");
+                return -EINVAL;
+        }
+        *(VmpressureMode *) field = m;
+        return 0;
+}
+
+/* CONFIG_UNSIGNED: a decimal number in [min, max]. */
+static int config_value_parse_unsigned(const ConfigKey *k, void *field, const char *value,
+                                       char *reason, size_t reason_size) {
+        uint64_t v;
+
+        if (safe_atou64(value, &v) < 0 || v < k->min || v > k->max) {
+                snprintf(reason, reason_size, "must be a number between %" PRIu64 " and %" PRIu64,
+                         k->min, k->max);
+                return -EINVAL;
+        }
+        *(unsigned *) field = (unsigned) v;
+        return 0;
+}
+
+/* CONFIG_SIZE, CONFIG_SECONDS: a size or a duration in [min, max]. */
+static int config_value_parse_size_or_seconds(const ConfigKey *k, void *field, const char *value,
+                                              char *reason, size_t reason_size) {
+        bool is_size = k->type == CONFIG_SIZE;
+        int (*parse)(const char *, uint64_t *) = is_size ? parse_size : parse_seconds;
+        void (*format)(uint64_t, char *, size_t) = is_size ? format_size : format_seconds;
+        char lo[32], hi[32];
+        uint64_t v;
+
+        if (parse(value, &v) < 0 || v < k->min || v > k->max) {
+                format(k->min, lo, sizeof(lo));
+                format(k->max, hi, sizeof(hi));
+                snprintf(reason, reason_size, "must be %sbetween %s and %s%s", is_size ? "a size " : "",
+                         lo, hi, is_size ? " (bytes, or with suffix K, M, G)" : " seconds");
+                return -EINVAL;
+        }
+        *(uint64_t *) field = v;
+        return 0;
+}
+
+/* CONFIG_RATIO: a decimal fraction, stored as parts per million in [min, max]. */
+static int config_value_parse_ratio(const ConfigKey *k, void *field, const char *value,
+                                    char *reason, size_t reason_size) {
+        char lo[32], hi[32];
+        uint64_t v;
+
+        if (parse_ratio_ppm(value, &v) < 0 || v < k->min || v > k->max) {
+                format_seconds(k->min, lo, sizeof(lo));
+                format_seconds(k->max, hi, sizeof(hi));
+                snprintf(reason, reason_size, "must be a decimal fraction between %s and %s", lo, hi);
+                return -EINVAL;
+        }
+        *(uint32_t *) field = (uint32_t) v;
+        return 0;
+}
+
+/* CONFIG_TRISTATE: a boolean or "auto". */
+static int config_value_parse_tristate(const ConfigKey *k, void *field, const char *value,
+                                       char *reason, size_t reason_size) {
+        RecursiveProtection v;
+
+        if (streq(value, "auto"))
+                v = RECURSIVE_PROTECTION_AUTO;
+        else if (streq(value, "yes") || streq(value, "true") || streq(value, "on") || streq(value, "1"))
+                v = RECURSIVE_PROTECTION_YES;
+        else if (streq(value, "no") || streq(value, "false") || streq(value, "off") || streq(value, "0"))
+                v = RECURSIVE_PROTECTION_NO;
+        else {
+                snprintf(reason, reason_size, "must be yes, no or auto");
+                return -EINVAL;
+        }
+        *(RecursiveProtection *) field = v;
+        return 0;
+}
+
+/* CONFIG_GROUP: a group name or GID, kept as text. */
+static int config_value_parse_group(const ConfigKey *k, void *field, const char *value,
+                                    char *reason, size_t reason_size) {
+        if (!valid_group_name(value)) {
+                snprintf(reason, reason_size, "must be a group name or a numeric GID");
+                return -EINVAL;
+        }
+        return replace_string(field, value);
+}
+
+/* CONFIG_LISTEN: ADDRESS:PORT, checked, kept as text. */
+static int config_value_parse_listen(const ConfigKey *k, void *field, const char *value,
+                                     char *reason, size_t reason_size) {
+        if (config_parse_listen(value, NULL, NULL) < 0) {
+                snprintf(reason, reason_size,
+                         "must be ADDRESS:PORT with a numeric IPv4 address or [IPv6] address "
+                         "and a port between 1 and 65535");
+                return -EINVAL;
+        }
+        return replace_string(field, value);
+}
+
+/* The parser for each ConfigType. */
+static const ConfigValueParser config_value_parsers[] = {
+        [CONFIG_SOCKET]          = config_value_parse_path,
+        [CONFIG_OPT_SOCKET]      = config_value_parse_path,
+        [CONFIG_AUTO_PATH]       = config_value_parse_path,
+        [CONFIG_LOG_LEVEL]       = config_value_parse_log_level,
+        [CONFIG_TRIGGER]         = config_value_parse_trigger,
+        [CONFIG_VMPRESSURE_MODE] = config_value_parse_vmpressure_mode,
+        [CONFIG_UNSIGNED]        = config_value_parse_unsigned,
+        [CONFIG_SIZE]            = config_value_parse_size_or_seconds,
+        [CONFIG_SECONDS]         = config_value_parse_size_or_seconds,
+        [CONFIG_RATIO]           = config_value_parse_ratio,
+        [CONFIG_TRISTATE]        = config_value_parse_tristate,
+        [CONFIG_GROUP]           = config_value_parse_group,
+        [CONFIG_LISTEN]          = config_value_parse_listen,
+};
+
 /*
  * Parse @value for @k into @c. Returns 0, -ENOMEM, or -EINVAL with a reason
  * in @reason.
  */
 static int config_key_parse(const ConfigKey *k, Config *c, const char *value, char *reason, size_t reason_size) {
         void *field = (uint8_t *) c + k->offset;
-        char lo[32], hi[32];
 
         if (value[0] == 0 && k->type == CONFIG_OPT_SOCKET)
                 /* An empty socket path turns the socket off. */
@@ -351,171 +557,12 @@ static int config_key_parse(const ConfigKey *k, Config *c, const char *value, ch
                 *p = NULL;
                 return 0;
         }
-        if (value[0] == 0) {
+        if (value[0] == 0)
                 /* An empty assignment restores the built-in default. */
-                Config defaults;
+                return config_key_reset(k, field);
 
-                config_init_defaults(&defaults);
-                if (config_type_is_string(k->type)) {
-                        char **p = field;
-
-                        free(*p);
-                        *p = NULL;
-                } else
-                        memcpy(field, (const uint8_t *) &defaults + k->offset, k->size);
-                return 0;
-        }
-
-        switch (k->type) {
-
-        case CONFIG_SOCKET:
-        case CONFIG_OPT_SOCKET:
-        case CONFIG_AUTO_PATH: {
-                char **p = field;
-
-                if (k->type == CONFIG_AUTO_PATH && streq(value, "auto")) {
-                        free(*p);
-                        *p = NULL;
-                        return 0;
-                }
-                if (value[0] != '/' || string_has_control(value)) {
-                        snprintf(reason, reason_size, "%s",
-                                 k->type == CONFIG_AUTO_PATH ? "must be an absolute path or \"auto\""
-                                                             : "must be an absolute path");
-                        return -EINVAL;
-                }
-                if ((k->type == CONFIG_SOCKET || k->type == CONFIG_OPT_SOCKET) && strlen(value) >= sizeof(((struct sockaddr_un *) NULL)->sun_path)) {
-                        snprintf(reason, reason_size, "socket path must be shorter than %zu bytes",
-                                 sizeof(((struct sockaddr_un *) NULL)->sun_path));
-                        return -EINVAL;
-                }
-                if (strlen(value) >= 4096) {
-                        snprintf(reason, reason_size, "path too long");
-                        return -EINVAL;
-                }
-                return replace_string(p, value);
-        }
-
-        case CONFIG_LOG_LEVEL: {
-                int l = log_level_from_string(value);
-
-                if (l < 0 || l > LOG_DEBUG) {
-                        snprintf(reason, reason_size,
-                                 "must be one of debug, info, notice, warning, err (or 0..7)");
-                        return -EINVAL;
-                }
-                *(int *) field = l;
-                return 0;
-        }
-
-        case CONFIG_TRIGGER: {
-                PsiTrigger t;
-                const char *why = NULL;
-                int r;
-
-                r = psi_trigger_parse(value, &t);
-                if (r < 0) {
-                        snprintf(reason, reason_size, "%s",
-                                 "must be STALL THRESHOLD WINDOW, e.g. \"some 100ms 1s\" "
-                                 "(STALL some or full, units us, ms, s)");
-                        return -EINVAL;
-                }
-                if (psi_trigger_check(&t, &why) < 0) {
-                        snprintf(reason, reason_size, "%s", why);
-                        return -EINVAL;
-                }
-                *(PsiTrigger *) field = t;
-                return 0;
-        }
-
-        case CONFIG_VMPRESSURE_MODE: {
-                VmpressureMode m = vmpressure_mode_from_string(value);
-
-                if (m < 0) {
-                        snprintf(reason, reason_size, "must be default, hierarchy or local");
-                        return -EINVAL;
-                }
-                *(VmpressureMode *) field = m;
-                return 0;
-        }
-
-        case CONFIG_UNSIGNED: {
-                uint64_t v;
-
-                if (safe_atou64(value, &v) < 0 || v < k->min || v > k->max) {
-                        snprintf(reason, reason_size, "must be a number between %" PRIu64 " and %" PRIu64,
-                                 k->min, k->max);
-                        return -EINVAL;
-                }
-                *(unsigned *) field = (unsigned) v;
-                return 0;
-        }
-
-        case CONFIG_SIZE:
-        case CONFIG_SECONDS: {
-                bool is_size = k->type == CONFIG_SIZE;
-                int (*parse)(const char *, uint64_t *) = is_size ? parse_size : parse_seconds;
-                void (*format)(uint64_t, char *, size_t) = is_size ? format_size : format_seconds;
-                uint64_t v;
-
-                if (parse(value, &v) < 0 || v < k->min || v > k->max) {
-                        format(k->min, lo, sizeof(lo));
-                        format(k->max, hi, sizeof(hi));
-                        snprintf(reason, reason_size, "must be %sbetween %s and %s%s", is_size ? "a size " : "",
-                                 lo, hi, is_size ? " (bytes, or with suffix K, M, G)" : " seconds");
-                        return -EINVAL;
-                }
-                *(uint64_t *) field = v;
-                return 0;
-        }
-
-        case CONFIG_RATIO: {
-                uint64_t v;
-
-                if (parse_ratio_ppm(value, &v) < 0 || v < k->min || v > k->max) {
-                        format_seconds(k->min, lo, sizeof(lo));
-                        format_seconds(k->max, hi, sizeof(hi));
-                        snprintf(reason, reason_size, "must be a decimal fraction between %s and %s", lo, hi);
-                        return -EINVAL;
-                }
-                *(uint32_t *) field = (uint32_t) v;
-                return 0;
-        }
-
-        case CONFIG_TRISTATE: {
-                RecursiveProtection v;
-
-                if (streq(value, "auto"))
-                        v = RECURSIVE_PROTECTION_AUTO;
-                else if (streq(value, "yes") || streq(value, "true") || streq(value, "on") || streq(value, "1"))
-                        v = RECURSIVE_PROTECTION_YES;
-                else if (streq(value, "no") || streq(value, "false") || streq(value, "off") || streq(value, "0"))
-                        v = RECURSIVE_PROTECTION_NO;
-                else {
-                        snprintf(reason, reason_size, "must be yes, no or auto");
-                        return -EINVAL;
-                }
-                *(RecursiveProtection *) field = v;
-                return 0;
-        }
-
-        case CONFIG_GROUP:
-        case CONFIG_LISTEN: {
-                char **p = field;
-
-                if (k->type == CONFIG_GROUP && !valid_group_name(value)) {
-                        snprintf(reason, reason_size, "must be a group name or a numeric GID");
-                        return -EINVAL;
-                }
-                if (k->type == CONFIG_LISTEN && config_parse_listen(value, NULL, NULL) < 0) {
-                        snprintf(reason, reason_size,
-                                 "must be ADDRESS:PORT with a numeric IPv4 address or [IPv6] address "
-                                 "and a port between 1 and 65535");
-                        return -EINVAL;
-                }
-                return replace_string(p, value);
-        }
-        }
+        if ((size_t) k->type < ELEMENTSOF(config_value_parsers) && config_value_parsers[k->type])
+                return config_value_parsers[k->type](k, field, value, reason, reason_size);
 
         snprintf(reason, reason_size, "unsupported key type");
         return -EINVAL;
@@ -724,40 +771,59 @@ static bool dropin_name_ok(const char *name) {
         return name[0] != '.' && len > 5 && streq(name + len - 5, ".conf");
 }
 
-static int config_apply_dropins(Config *c, const char *dir, char **ret_error) {
-        _cleanup_close_ int dfd = -1;
+/*
+ * Open a second descriptor of @dfd for readdir(), so that @dfd stays usable
+ * for openat(). Returns 0 with *ret set, or a negative errno with an error.
+ */
+static int config_dropins_opendir(int dfd, const char *dir, DIR **ret, char **ret_error) {
+        int fd2 = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
         DIR *d;
-        struct dirent *de;
-        char **names = NULL;
-        size_t n = 0, alloc = 0;
-        int r = 0;
+        int r;
 
-        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0) {
-                if (errno == ENOENT)
-                        return 0;
+        if (fd2 < 0) {
                 r = -errno;
-                set_error(ret_error, "%s: cannot open directory: %s", dir, strerror(-r));
+                set_error(ret_error, "%s: %s", dir, strerror(-r));
                 return r;
         }
-
-        /* readdir() gets its own descriptor so dfd stays usable for openat(). */
-        {
-                int fd2 = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-
-                if (fd2 < 0) {
-                        r = -errno;
-                        set_error(ret_error, "%s: %s", dir, strerror(-r));
-                        return r;
-                }
-                d = fdopendir(fd2);
-                if (!d) {
-                        r = -errno;
-                        safe_close(fd2);
-                        set_error(ret_error, "%s: %s", dir, strerror(-r));
-                        return r;
-                }
+        d = fdopendir(fd2);
+        if (!d) {
+                r = -errno;
+                safe_close(fd2);
+                set_error(ret_error, "%s: %s", dir, strerror(-r));
+                return r;
         }
+        *ret = d;
+        return 0;
+}
+
+/* Append a copy of @name to the growing array @names. Returns 0 or -ENOMEM. */
+static int dropin_names_append(char ***names, size_t *n, size_t *alloc, const char *name) {
+        if (*n == *alloc) {
+                size_t want = *alloc ? *alloc * 2 : 16;
+                char **p = realloc(*names, want * sizeof(char *));
+
+                if (!p)
+                        return -ENOMEM;
+                *names = p;
+                *alloc = want;
+        }
+        (*names)[*n] = strdup(name);
+        if (!(*names)[*n])
+                return -ENOMEM;
+        (*n)++;
+        return 0;
+}
+
+/*
+ * Read @d to its end, collecting the names of regular files that
+ * dropin_name_ok() accepts into @names. Returns 0 or a negative errno;
+ * errors other than -ENOMEM come with a message.
+ */
+static int config_dropins_read(DIR *d, int dfd, const char *dir, char ***names, size_t *n,
+                               char **ret_error) {
+        struct dirent *de;
+        size_t alloc = 0;
+        int r = 0;
 
         for (;;) {
                 struct stat st;
@@ -783,24 +849,29 @@ static int config_apply_dropins(Config *c, const char *dir, char **ret_error) {
                 if (!S_ISREG(st.st_mode))
                         continue;
 
-                if (n == alloc) {
-                        size_t want = alloc ? alloc * 2 : 16;
-                        char **p = realloc(names, want * sizeof(char *));
-
-                        if (!p) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        names = p;
-                        alloc = want;
-                }
-                names[n] = strdup(de->d_name);
-                if (!names[n]) {
-                        r = -ENOMEM;
+                r = dropin_names_append(names, n, &alloc, de->d_name);
+                if (r < 0)
                         break;
-                }
-                n++;
         }
+        return r;
+}
+
+/*
+ * List the drop-in file names in @dir (open as @dfd), unsorted. Returns 0
+ * with the array in *ret_names and *ret_n, or a negative errno with an
+ * error and nothing allocated.
+ */
+static int config_dropins_list(int dfd, const char *dir, char ***ret_names, size_t *ret_n,
+                               char **ret_error) {
+        DIR *d = NULL;
+        char **names = NULL;
+        size_t n = 0;
+        int r;
+
+        r = config_dropins_opendir(dfd, dir, &d, ret_error);
+        if (r < 0)
+                return r;
+        r = config_dropins_read(d, dfd, dir, &names, &n, ret_error);
         closedir(d);
 
         if (r == -ENOMEM)
@@ -809,34 +880,61 @@ static int config_apply_dropins(Config *c, const char *dir, char **ret_error) {
                 strv_free_n(names, n);
                 return r;
         }
+        *ret_names = names;
+        *ret_n = n;
+        return 0;
+}
+
+/* Read the drop-in @name in @dir (open as @dfd) and apply it to @c. */
+static int config_apply_dropin(Config *c, int dfd, const char *dir, const char *name, char **ret_error) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *path = NULL, *buf = NULL;
+        size_t size;
+        int r;
+
+        if (asprintf(&path, "%s/%s", dir, name) < 0) {
+                path = NULL;
+                set_error(ret_error, "%s: out of memory", dir);
+                return -ENOMEM;
+        }
+        fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
+                r = -errno;
+                set_error(ret_error, "%s: cannot read: %s", path, strerror(-r));
+                return r;
+        }
+        r = read_full_fd(fd, CONFIG_FILE_MAX, &buf, &size);
+        if (r < 0) {
+                set_error(ret_error, "%s: cannot read: %s", path, strerror(-r));
+                return r;
+        }
+        return config_apply_buffer(c, path, buf, size, ret_error);
+}
+
+static int config_apply_dropins(Config *c, const char *dir, char **ret_error) {
+        _cleanup_close_ int dfd = -1;
+        char **names = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                r = -errno;
+                set_error(ret_error, "%s: cannot open directory: %s", dir, strerror(-r));
+                return r;
+        }
+
+        r = config_dropins_list(dfd, dir, &names, &n, ret_error);
+        if (r < 0)
+                return r;
 
         if (n > 0)
                 qsort(names, n, sizeof(char *), strcmp_ptr);
 
-        for (size_t i = 0; i < n && r >= 0; i++) {
-                _cleanup_close_ int fd = -1;
-                _cleanup_free_ char *path = NULL, *buf = NULL;
-                size_t size;
-
-                if (asprintf(&path, "%s/%s", dir, names[i]) < 0) {
-                        path = NULL;
-                        r = -ENOMEM;
-                        set_error(ret_error, "%s: out of memory", dir);
-                        break;
-                }
-                fd = openat(dfd, names[i], O_RDONLY | O_CLOEXEC | O_NOCTTY);
-                if (fd < 0) {
-                        r = -errno;
-                        set_error(ret_error, "%s: cannot read: %s", path, strerror(-r));
-                        break;
-                }
-                r = read_full_fd(fd, CONFIG_FILE_MAX, &buf, &size);
-                if (r < 0) {
-                        set_error(ret_error, "%s: cannot read: %s", path, strerror(-r));
-                        break;
-                }
-                r = config_apply_buffer(c, path, buf, size, ret_error);
-        }
+        for (size_t i = 0; i < n && r >= 0; i++)
+                r = config_apply_dropin(c, dfd, dir, names[i], ret_error);
 
         strv_free_n(names, n);
         return r;
@@ -946,6 +1044,60 @@ int config_resolve_inject_group(Config *c) {
         return 0;
 }
 
+/* Write the value of @k, stored at @field, as config_key_parse() reads it back. */
+static void config_format_value(FILE *f, const ConfigKey *k, const void *field) {
+        char tmp[3][32];
+
+        switch (k->type) {
+        case CONFIG_SOCKET:
+        case CONFIG_GROUP:
+        case CONFIG_LISTEN:
+                fputs(*(char *const *) field ?: "", f);
+                break;
+        case CONFIG_AUTO_PATH:
+        case CONFIG_OPT_SOCKET:
+                fputs(*(char *const *) field ?: "auto", f);
+                break;
+        case CONFIG_LOG_LEVEL:
+                fputs(strna(log_level_to_string(*(const int *) field)), f);
+                break;
+        case CONFIG_TRIGGER: {
+                const PsiTrigger *t = field;
+
+                format_duration(t->threshold_us, tmp[0], sizeof(tmp[0]));
+                format_duration(t->window_us, tmp[1], sizeof(tmp[1]));
+                fprintf(f, "%s %s %s", strna(psi_stall_to_string(t->stall)), tmp[0], tmp[1]);
+                break;
+        }
+        case CONFIG_VMPRESSURE_MODE:
+                fputs(strna(vmpressure_mode_to_string(*(const VmpressureMode *) field)), f);
+                break;
+        case CONFIG_UNSIGNED:
+                fprintf(f, "%u", *(const unsigned *) field);
+                break;
+        case CONFIG_SIZE:
+                format_size(*(const uint64_t *) field, tmp[2], sizeof(tmp[2]));
+                fputs(tmp[2], f);
+                break;
+        case CONFIG_SECONDS:
+                format_seconds(*(const uint64_t *) field, tmp[2], sizeof(tmp[2]));
+                fputs(tmp[2], f);
+                break;
+        case CONFIG_RATIO:
+                /* Parts per million print like microseconds as seconds. */
+                format_seconds(*(const uint32_t *) field, tmp[2], sizeof(tmp[2]));
+                fputs(tmp[2], f);
+                break;
+        case CONFIG_TRISTATE: {
+                RecursiveProtection v = *(const RecursiveProtection *) field;
+
+                fputs(v == RECURSIVE_PROTECTION_YES ? "yes" :
+                      v == RECURSIVE_PROTECTION_NO ? "no" : "auto", f);
+                break;
+        }
+        }
+}
+
 /*
  * config_format - the configuration as INI text.
  * @c: the configuration
@@ -967,7 +1119,6 @@ char *config_format(const Config *c) {
         for (size_t i = 0; i < ELEMENTSOF(config_keys); i++) {
                 const ConfigKey *k = &config_keys[i];
                 const void *field = (const uint8_t *) c + k->offset;
-                char tmp[3][32];
 
                 if (!section || !streq(section, k->section)) {
                         fprintf(f, "%s[%s]\n", section ? "\n" : "", k->section);
@@ -975,54 +1126,7 @@ char *config_format(const Config *c) {
                 }
                 fprintf(f, "%s=", k->key);
 
-                switch (k->type) {
-                case CONFIG_SOCKET:
-                case CONFIG_GROUP:
-                case CONFIG_LISTEN:
-                        fputs(*(char *const *) field ?: "", f);
-                        break;
-                case CONFIG_AUTO_PATH:
-                case CONFIG_OPT_SOCKET:
-                        fputs(*(char *const *) field ?: "auto", f);
-                        break;
-                case CONFIG_LOG_LEVEL:
-                        fputs(strna(log_level_to_string(*(const int *) field)), f);
-                        break;
-                case CONFIG_TRIGGER: {
-                        const PsiTrigger *t = field;
-
-                        format_duration(t->threshold_us, tmp[0], sizeof(tmp[0]));
-                        format_duration(t->window_us, tmp[1], sizeof(tmp[1]));
-                        fprintf(f, "%s %s %s", strna(psi_stall_to_string(t->stall)), tmp[0], tmp[1]);
-                        break;
-                }
-                case CONFIG_VMPRESSURE_MODE:
-                        fputs(strna(vmpressure_mode_to_string(*(const VmpressureMode *) field)), f);
-                        break;
-                case CONFIG_UNSIGNED:
-                        fprintf(f, "%u", *(const unsigned *) field);
-                        break;
-                case CONFIG_SIZE:
-                        format_size(*(const uint64_t *) field, tmp[2], sizeof(tmp[2]));
-                        fputs(tmp[2], f);
-                        break;
-                case CONFIG_SECONDS:
-                        format_seconds(*(const uint64_t *) field, tmp[2], sizeof(tmp[2]));
-                        fputs(tmp[2], f);
-                        break;
-                case CONFIG_RATIO:
-                        /* Parts per million print like microseconds as seconds. */
-                        format_seconds(*(const uint32_t *) field, tmp[2], sizeof(tmp[2]));
-                        fputs(tmp[2], f);
-                        break;
-                case CONFIG_TRISTATE: {
-                        RecursiveProtection v = *(const RecursiveProtection *) field;
-
-                        fputs(v == RECURSIVE_PROTECTION_YES ? "yes" :
-                              v == RECURSIVE_PROTECTION_NO ? "no" : "auto", f);
-                        break;
-                }
-                }
+                config_format_value(f, k, field);
                 fputc('\n', f);
         }
 

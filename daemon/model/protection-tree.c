@@ -589,90 +589,108 @@ static int node_open_dir_or_remove(ProtectionReader *r, ProtectionNode *n) {
         return 0;
 }
 
-static int node_refresh_one(ProtectionReader *r, ProtectionNode *n, bool covered, uint64_t refresh) {
+/*
+ * Refresh the children of the listed node @n: open its directory, list it
+ * again if it changed (or always, if so configured), and refresh each child
+ * not yet seen in this pass. Returns 1 if @n turned out to be gone (and was
+ * removed), 0, or a fatal negative errno.
+ */
+static int node_refresh_children(ProtectionReader *r, ProtectionNode *n, bool covered, uint64_t refresh) {
         ReaderNode *rn = reader_node(n);
-        bool root = node_is_root(n), listed;
-        uint64_t v[_FILE_MAX] = {};
-        ProtectionValues old;
+        bool root = node_is_root(n), list, listed_again = false;
         int k;
 
-        rn->refreshed = refresh;
-        covered = covered || rn->tracked;
-        listed = covered || rn->on_path;
-
-        if (!listed && protection_node_first_child(n)) {
-                /* No longer needed below here. */
-                node_remove_children(r, n);
-                reader_node_close_dir(r, rn, root);
-        }
-
-        if (listed) {
-                bool list, listed_again = false;
-
-                if (rn->dir_fd < 0) {
-                        if (root)
-                                rn->dir_fd = r->root_fd;
-                        else {
-                                k = node_open_dir_or_remove(r, n);
-                                if (k != 0)
-                                        return k;
-                        }
+        if (rn->dir_fd < 0) {
+                if (root)
+                        rn->dir_fd = r->root_fd;
+                else {
+                        k = node_open_dir_or_remove(r, n);
+                        if (k != 0)
+                                return k;
                 }
-                k = dir_changed(r, rn);
-                if (k == -ENODEV && !root) {
+        }
+        k = dir_changed(r, rn);
+        if (k == -ENODEV && !root) {
+                (void) node_remove(r, n, true);
+                return 1;
+        }
+        if (k < 0)
+                return k;
+        list = k > 0 || r->list_always;
+        if (!list)
+                r->stats.dirs_unchanged++;
+
+        for (;;) {
+                ProtectionNode *c, *next;
+                bool vanished = false;
+
+                if (list) {
+                        k = node_list(r, n);
+                        if (k < 0)
+                                return k;
+                }
+                for (c = protection_node_first_child(n); c; c = next) {
+                        next = protection_node_next_sibling(c);
+                        if (reader_node(c)->refreshed == refresh)
+                                continue;
+                        k = node_refresh(r, c, covered, refresh);
+                        if (k < 0)
+                                return k;
+                        if (k > 0)
+                                vanished = true;
+                }
+                /* A child vanished behind an unchanged directory: look again, once. */
+                if (!vanished || list || listed_again)
+                        break;
+                list = listed_again = true;
+        }
+        return 0;
+}
+
+/*
+ * Open @n's value files if they are not open yet, or if a pinned node lost
+ * some; an unlisted node's directory is opened just for that. Returns 1 if
+ * @n turned out to be gone (and was removed), 0, or a negative errno.
+ */
+static int node_refresh_files(ProtectionReader *r, ProtectionNode *n, bool listed) {
+        ReaderNode *rn = reader_node(n);
+        bool root = node_is_root(n);
+        int k;
+
+        if (rn->files_opened && (root || !rn->pinned || !node_files_missing(rn)))
+                return 0;
+
+        if (listed || root)
+                k = node_open_files(r, rn, root ? r->root_fd : rn->dir_fd);
+        else {
+                _cleanup_close_ int fd = node_open_dir(r, n);
+
+                if (fd == -ENODEV) {
                         (void) node_remove(r, n, true);
                         return 1;
                 }
-                if (k < 0)
-                        return k;
-                list = k > 0 || r->list_always;
-                if (!list)
-                        r->stats.dirs_unchanged++;
-
-                for (;;) {
-                        ProtectionNode *c, *next;
-                        bool vanished = false;
-
-                        if (list) {
-                                k = node_list(r, n);
-                                if (k < 0)
-                                        return k;
-                        }
-                        for (c = protection_node_first_child(n); c; c = next) {
-                                next = protection_node_next_sibling(c);
-                                if (reader_node(c)->refreshed == refresh)
-                                        continue;
-                                k = node_refresh(r, c, covered, refresh);
-                                if (k < 0)
-                                        return k;
-                                if (k > 0)
-                                        vanished = true;
-                        }
-                        /* A child vanished behind an unchanged directory: look again, once. */
-                        if (!vanished || list || listed_again)
-                                break;
-                        list = listed_again = true;
-                }
+                if (fd < 0)
+                        return fd;
+                k = node_open_files(r, rn, fd);
+                r->stats.closes++;
         }
+        if (k < 0)
+                return k;
+        return 0;
+}
 
-        if (!rn->files_opened || (!root && rn->pinned && node_files_missing(rn))) {
-                if (listed || root)
-                        k = node_open_files(r, rn, root ? r->root_fd : rn->dir_fd);
-                else {
-                        _cleanup_close_ int fd = node_open_dir(r, n);
-
-                        if (fd == -ENODEV) {
-                                (void) node_remove(r, n, true);
-                                return 1;
-                        }
-                        if (fd < 0)
-                                return fd;
-                        k = node_open_files(r, rn, fd);
-                        r->stats.closes++;
-                }
-                if (k < 0)
-                        return k;
-        }
+/*
+ * Read @n's usage, min and low from its open files into the model; a value
+ * that cannot be read keeps its old one, and a root without memory.current
+ * sums its children. Returns 1 if @n turned out to be gone (and was
+ * removed), or 0.
+ */
+static int node_refresh_values(ProtectionReader *r, ProtectionNode *n) {
+        ReaderNode *rn = reader_node(n);
+        bool root = node_is_root(n);
+        uint64_t v[_FILE_MAX] = {};
+        ProtectionValues old;
+        int k;
 
         protection_node_get(n, &old);
         v[FILE_CURRENT] = old.usage;
@@ -699,6 +717,34 @@ static int node_refresh_one(ProtectionReader *r, ProtectionNode *n, bool covered
 
         (void) protection_node_update(r->tree, n, v[FILE_CURRENT], v[FILE_MIN], v[FILE_LOW]);
         return 0;
+}
+
+static int node_refresh_one(ProtectionReader *r, ProtectionNode *n, bool covered, uint64_t refresh) {
+        ReaderNode *rn = reader_node(n);
+        bool root = node_is_root(n), listed;
+        int k;
+
+        rn->refreshed = refresh;
+        covered = covered || rn->tracked;
+        listed = covered || rn->on_path;
+
+        if (!listed && protection_node_first_child(n)) {
+                /* No longer needed below here. */
+                node_remove_children(r, n);
+                reader_node_close_dir(r, rn, root);
+        }
+
+        if (listed) {
+                k = node_refresh_children(r, n, covered, refresh);
+                if (k != 0)
+                        return k;
+        }
+
+        k = node_refresh_files(r, n, listed);
+        if (k != 0)
+                return k;
+
+        return node_refresh_values(r, n);
 }
 
 static int node_refresh(ProtectionReader *r, ProtectionNode *n, bool covered, uint64_t refresh) {
