@@ -103,26 +103,31 @@ static void write_gauge(struct evbuffer *out, const char *name, const char *help
         metrics_write_sample_u64(out, name, NULL, 0, v);
 }
 
-void status_write_metrics(struct evbuffer *out, void *userdata) {
-        const StatusContext *m = userdata;
-        unsigned by_source[_SOURCE_MAX] = {};
-        uint64_t values[_COUNTER_MAX];
-        Registration *r;
-        bool psi_header = false;
-
-        LIST_FOREACH(registrations, r, m->registry->registrations)
-                by_source[r->src.type]++;
-        status_counters(m, values);
-
+/* Client gauges: connected clients, subscriptions and proxied clients. */
+static void status_write_client_metrics(struct evbuffer *out, const StatusContext *m) {
         write_gauge(out, "pressured_clients", "Connected clients.", m->clients ? m->clients->n_clients : 0);
         write_gauge(out, "pressured_subscriptions", "Active subscriptions.", m->clients ? m->clients->n_streams : 0);
         write_gauge(out, "pressured_proxied_clients", "Clients of the memory-pressure socket.",
                     m->proxy ? m->proxy->n_clients : 0);
+}
+
+/* pressured_registrations: kernel registrations in use, one sample per source type. */
+static void status_write_registration_metrics(struct evbuffer *out, const StatusContext *m) {
+        unsigned by_source[_SOURCE_MAX] = {};
+        Registration *r;
+
+        LIST_FOREACH(registrations, r, m->registry->registrations)
+                by_source[r->src.type]++;
+
         metrics_write_header(out, "pressured_registrations", "gauge", "Kernel registrations in use, by source.");
         for (int t = 0; t < _SOURCE_MAX; t++) {
                 MetricsLabel l = { "source", source_type_to_string((SourceType) t) };
                 metrics_write_sample_u64(out, "pressured_registrations", &l, 1, by_source[t]);
         }
+}
+
+/* One pressured_*_total counter per Counter, then the delivery latency histogram. */
+static void status_write_counter_metrics(struct evbuffer *out, const StatusContext *m, const uint64_t *values) {
         for (Counter c = 0; c < _COUNTER_MAX; c++) {
                 char name[64];
 
@@ -133,22 +138,28 @@ void status_write_metrics(struct evbuffer *out, void *userdata) {
         metrics_histogram_write(out, "pressured_delivery_latency_seconds",
                                 "Time from reading a notification to queueing it for a subscriber.",
                                 &m->counters->latency);
+}
+
+/* pressured_fast_triggers per uid, and the per-user limit. */
+static void status_write_fast_trigger_metrics(struct evbuffer *out, const StatusContext *m) {
+        uid_t uid = 0;
 
         metrics_write_header(out, "pressured_fast_triggers", "gauge",
                              "PSI registrations with a window that is not a multiple of 2 s, per uid they count against.");
-        {
-                uid_t uid = 0;
+        for (bool after = false; next_fast_uid(m, after, uid, &uid); after = true) {
+                char u[16];
+                MetricsLabel l = { "uid", u };
 
-                for (bool after = false; next_fast_uid(m, after, uid, &uid); after = true) {
-                        char u[16];
-                        MetricsLabel l = { "uid", u };
-
-                        snprintf(u, sizeof(u), "%u", (unsigned) uid);
-                        metrics_write_sample_u64(out, "pressured_fast_triggers", &l, 1, registry_fast_count(m->registry, uid));
-                }
+                snprintf(u, sizeof(u), "%u", (unsigned) uid);
+                metrics_write_sample_u64(out, "pressured_fast_triggers", &l, 1, registry_fast_count(m->registry, uid));
         }
         write_gauge(out, "pressured_fast_triggers_max_per_user", "[Policy] MaxFastTriggersPerUser=.",
                     m->config->max_fast_triggers_per_user);
+}
+
+/* pressured_episode_active, one series per registration that tracks episodes. */
+static void status_write_episode_metrics(struct evbuffer *out, const StatusContext *m) {
+        Registration *r;
 
         metrics_write_header(out, "pressured_episode_active", "gauge",
                              "1 while a pressure episode of the registration is active, else 0.");
@@ -168,6 +179,15 @@ void status_write_metrics(struct evbuffer *out, void *userdata) {
                                       { "trigger", trigger } };
                 metrics_write_sample_u64(out, "pressured_episode_active", l, 3, r->episode.active ? 1 : 0);
         }
+}
+
+/*
+ * pressured_psi_some_avg10_ratio, one series per registration whose PSI
+ * can be read; no header at all when none can.
+ */
+static void status_write_psi_metrics(struct evbuffer *out, const StatusContext *m) {
+        Registration *r;
+        bool psi_header = false;
 
         LIST_FOREACH(registrations, r, m->registry->registrations) {
                 PsiStats st;
@@ -187,5 +207,19 @@ void status_write_metrics(struct evbuffer *out, void *userdata) {
                                       { "threshold_us", threshold }, { "window_us", window } };
                 metrics_write_sample(out, "pressured_psi_some_avg10_ratio", l, 4, st.some.avg10 / 10000.0);
         }
+}
+
+void status_write_metrics(struct evbuffer *out, void *userdata) {
+        const StatusContext *m = userdata;
+        uint64_t values[_COUNTER_MAX];
+
+        status_counters(m, values);
+
+        status_write_client_metrics(out, m);
+        status_write_registration_metrics(out, m);
+        status_write_counter_metrics(out, m, values);
+        status_write_fast_trigger_metrics(out, m);
+        status_write_episode_metrics(out, m);
+        status_write_psi_metrics(out, m);
         metrics_write_process(out);
 }
