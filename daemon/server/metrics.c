@@ -93,7 +93,8 @@ static void metrics_accept_error_cb(struct evconnlistener *listener, void *userd
         log_ratelimited(LOG_WARNING, err, NULL, 60, 1,
                         "Failed to accept a metrics connection, pausing the listener for 1s: %m");
         (void) evconnlistener_disable(listener);
-        (void) event_add(s->resume, &tv);
+        if (event_add(s->resume, &tv) < 0)
+                (void) evconnlistener_enable(listener); /* never pause without a way back */
 }
 
 int metrics_server_new(struct event_base *base, const char *address,

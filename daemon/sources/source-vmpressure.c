@@ -24,8 +24,12 @@
 
 static void vmpressure_resume(evutil_socket_t fd, short what, void *userdata) {
         Source *s = userdata;
+        struct timeval tv = usec_to_timeval(VMPRESSURE_HOLDOFF_USEC);
 
-        event_add(s->ev, NULL);
+        /* Listen again; if that fails, try again after another pause rather than go deaf. */
+        if (event_add(s->ev, NULL) < 0 && evtimer_add(s->holdoff, &tv) < 0)
+                log_ratelimited(LOG_ERR, ENOMEM, NULL, 10, 1,
+                                "Failed to resume the vmpressure registration on %s, it stays silent: %m", s->cgroup);
 }
 
 static void vmpressure_on_ready(evutil_socket_t fd, short what, void *userdata) {
@@ -52,8 +56,9 @@ static void vmpressure_on_ready(evutil_socket_t fd, short what, void *userdata) 
         if (s->holdoff) {
                 struct timeval tv = usec_to_timeval(VMPRESSURE_HOLDOFF_USEC);
 
-                event_del(s->ev);
-                evtimer_add(s->holdoff, &tv);
+                /* Pause only when the timer that ends the pause is armed. */
+                if (evtimer_add(s->holdoff, &tv) == 0)
+                        event_del(s->ev);
         }
 }
 
