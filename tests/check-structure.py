@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Check two rules about the shape of the C sources.
+"""Check three rules about the shape of the C sources.
 
 1. No call cycle between files of daemon/ (every .c file under daemon/, in
    any subfolder, is a node). A function defined in one file that calls a
@@ -13,6 +13,11 @@
    80 lines; up to 2 functions named in ALLOW_LONG may have up to 120; none
    may have more. The length is from the line where ctags puts the
    definition to the closing brace, both included.
+
+3. Every quoted #include of a file in daemon/ names a header of its own
+   layer or of one below it. The layers, bottom up, are the folders of
+   LAYERS, then daemon/ itself (the manager). The build enforces the same
+   through include folders; this names the offending line.
 
 Definitions and their line ranges come from Universal Ctags, call sites from
 cscope. A call site is credited to the function whose lines hold it, and the
@@ -27,7 +32,7 @@ or client/, so that the functions it defines are known.
 
 Usage: check-structure.py [--root DIR] [--graph] [--list-long]
        check-structure.py --self-test
-Exit status: 0 when both rules hold, 1 when one does not (the report says
+Exit status: 0 when the rules hold, 1 when one does not (the report says
 what to change), 77 when ctags or cscope is missing.
 """
 import argparse
@@ -51,6 +56,11 @@ ALLOW_LONG = ()
 MAX_ALLOW_LONG = 2
 
 SKIP = 77
+
+# daemon/'s layers, bottom up; daemon/ itself (manager.c, main.c) is on top.
+LAYERS = ('common', 'model', 'protocol', 'sources', 'registry', 'server')
+# Headers made by the build, and the layer they belong to.
+GENERATED_HEADERS = {'io.pressured.varlink.h': 'protocol', 'config-build.h': 'common'}
 
 
 class Trouble(Exception):
@@ -456,6 +466,50 @@ def print_long(defs, out):
         print(f'  {d.length:4}  {d.path}:{d.start}: {d.name}', file=out)
 
 
+def layer_rank(layer):
+    return LAYERS.index(layer) if layer in LAYERS else len(LAYERS)
+
+
+def layer_of(rel):
+    """The layer of a path relative to daemon/: its folder, or '' on top."""
+    head = rel.split('/', 1)[0]
+    return head if '/' in rel and head in LAYERS else ''
+
+
+def check_includes(root, out):
+    """Rule 3. Returns True when every quoted include points down or across."""
+    daemon = os.path.join(root, 'daemon')
+    headers = {}
+    for dirpath, _, names in os.walk(daemon):
+        for n in names:
+            if n.endswith('.h'):
+                rel = os.path.relpath(os.path.join(dirpath, n), daemon)
+                headers.setdefault(n, layer_of(rel))
+    headers.update(GENERATED_HEADERS)
+    bad = []
+    for dirpath, _, names in os.walk(daemon):
+        for n in sorted(names):
+            if not n.endswith(('.c', '.h')):
+                continue
+            path = os.path.join(dirpath, n)
+            rel = os.path.relpath(path, daemon)
+            mine = layer_of(rel)
+            with open(path, errors='replace') as f:
+                for lineno, line in enumerate(f, 1):
+                    m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+                    if not m or os.path.basename(m.group(1)) not in headers:
+                        continue
+                    theirs = headers[os.path.basename(m.group(1))]
+                    if layer_rank(theirs) > layer_rank(mine):
+                        bad.append(f'  daemon/{rel}:{lineno}: includes {m.group(1)} of '
+                                   f'{theirs or "the top (daemon/)"}, above {mine or "the top"}')
+    if bad:
+        print('Includes that reach up a layer (a lower layer takes a callback instead):', file=out)
+        for b in bad:
+            print(b, file=out)
+    return not bad
+
+
 def check(root, graph_out=False, list_long=False, out=sys.stdout, allow=None):
     """Run both checks on root. Returns 0 or 1; raises Trouble."""
     daemon_files = c_files(root, 'daemon')
@@ -477,10 +531,12 @@ def check(root, graph_out=False, list_long=False, out=sys.stdout, allow=None):
         print_long(defs, out)
     ok = check_cycles(graph, daemon_files, out)
     ok = check_lengths(defs, out, allow) and ok
+    ok = check_includes(root, out) and ok
     if ok:
         print(f'structure: no call cycle between the {len(daemon_files)} files '
               f'of daemon/; no function over {MAX_LINES} lines in '
-              f'{len(all_files)} files of daemon/ and client/', file=out)
+              f'{len(all_files)} files of daemon/ and client/; no include '
+              f'reaching up a layer', file=out)
     return 0 if ok else 1
 
 
@@ -648,6 +704,21 @@ def self_test():
                'ALLOW_LONG admits longish_fn (95) but not long_fn (130)')
         expect(not three, 'ALLOW_LONG with three names is refused')
         expect('DEFINE_TO_STRING' in macros, 'function-defining macros found')
+
+        layered = os.path.join(tmp, 'layered')
+        write_tree(layered, {
+            'daemon/common/base.h': '#pragma once\n',
+            'daemon/server/srv.h': '#pragma once\n#include "base.h"\n',
+            'daemon/common/base.c': '#include "base.h"\n#include "srv.h"\nint f(void) { return 0; }\n',
+            'daemon/manager.h': '#pragma once\n#include "srv.h"\n',
+        })
+        with open(os.devnull, 'w') as devnull:
+            up = check_includes(layered, devnull)
+        os.remove(os.path.join(layered, 'daemon/common/base.c'))
+        with open(os.devnull, 'w') as devnull:
+            down = check_includes(layered, devnull)
+        expect(not up and down, 'an include from common/ of a server/ header is flagged; '
+               'server/ including common/ and the top including server/ are not')
 
     print(f'self-test: {"FAILED" if failures else "passed"}')
     return 1 if failures else 0
