@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Output queues (daemon/outqueue.c) over a real socketpair: bytes arrive
+ * Output queues (daemon/protocol/outqueue.c) over a real socketpair: bytes arrive
  * whole and in order through partial writes and ring wrap-around, shared
  * bodies are referenced once per queued entry, the byte limit refuses an
  * event without queuing any of it, and a gone peer is an error.
