@@ -389,6 +389,9 @@ void registry_reconfigure(Registry *reg, const Config *old, const Config *config
         LIST_FOREACH_SAFE(registrations, r, rn, reg->registrations) {
                 Listener *l, *ln;
 
+                /* A registration whose cgroup is gone is telling its listeners so. */
+                if (r->removed)
+                        continue;
                 /* Moving the last listener frees r; rn is then still valid, ln is NULL. */
                 LIST_FOREACH_SAFE(listeners, l, ln, r->listeners)
                         if (l->by_level)
