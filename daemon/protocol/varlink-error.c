@@ -91,6 +91,8 @@ int varlink_error_from_errno(VarlinkError *e, int error, const char *source, con
         case EMFILE:
         case ENFILE:
                 return varlink_error_open_files(e, error);
+        case ENOMEM:
+                return varlink_error_internal(e, error); /* the daemon's failure, not the source's */
         case ENOENT:
                 if (!file)
                         return varlink_error_no_such_cgroup(e, error, cgroup);

@@ -74,9 +74,9 @@ int varlink_error_open_files(VarlinkError *e, int error);
  * EINVAL and ENAMETOOLONG are InvalidCgroupPath. Anything inside it:
  * ENOENT is SourceUnavailable (the file is missing), EINVAL is
  * InvalidTrigger (the kernel rejected the registration). Either:
- * EMFILE/ENFILE is LimitExceeded "open files"; EACCES, EPERM, EOPNOTSUPP
- * and every other errno is SourceUnavailable with the reason. Returns
- * @error.
+ * EMFILE/ENFILE is LimitExceeded "open files"; ENOMEM is InternalError;
+ * EACCES, EPERM, EOPNOTSUPP and every other errno is SourceUnavailable
+ * with the reason. Returns @error.
  */
 int varlink_error_from_errno(VarlinkError *e, int error, const char *source, const char *cgroup,
                              const char *file);

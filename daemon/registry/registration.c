@@ -413,16 +413,24 @@ json_t *registration_trigger_json(const Registration *r, const Listener *l) {
         return event_trigger_new(&t);
 }
 
-json_t *registration_state_json(Registration *r) {
-        json_t *state = source_state(&r->src), *episode = registration_episode_json(r);
+int registration_state_json(Registration *r, json_t **ret) {
+        json_t *state, *episode;
+        int k = source_state(&r->src, &state);
 
-        if (!episode)
-                return state;
+        if (k < 0)
+                return k;
+        /* registration_episode_json() is NULL without an active episode. */
+        if (!registration_has_episodes(r) || !r->episode.active) {
+                *ret = state;
+                return 0;
+        }
+        episode = registration_episode_json(r);
         if (!state)
                 state = json_object();
         if (!state || json_object_set_new(state, "episode", episode) < 0) {
                 json_decref(state);
-                return NULL;
+                return -ENOMEM;
         }
-        return state;
+        *ret = state;
+        return 0;
 }

@@ -152,8 +152,12 @@ Registration *registration_find(const Registry *reg, const RegistrationKey *key)
 /* registration_trigger_json - the "trigger" object of @r; @l adds the listener's level. */
 json_t *registration_trigger_json(const Registration *r, const Listener *l);
 
-/* registration_state_json - the current picture for "subscribed": the source's and the episode. */
-json_t *registration_state_json(Registration *r);
+/*
+ * registration_state_json - the current picture for "subscribed": the
+ * source's and the episode, in @ret (NULL if there is none). Returns 0 or
+ * -ENOMEM, never a picture with a part missing.
+ */
+int registration_state_json(Registration *r, json_t **ret);
 
 /*
  * listener_attach - add @l to @r's listeners (@r was acquired for it).

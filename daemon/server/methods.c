@@ -194,10 +194,16 @@ static int resolve_request(const Methods *m, Client *c, const SubscribeRequest *
 /* The first message of a stream, with "continues"; NULL when out of memory. */
 static char *subscribed_message(Registration *r, const Subscription *s, bool adjusted, const char *reason,
                                 size_t *ret_size) {
-        json_t *ev, *params;
+        json_t *ev, *params, *trigger, *state;
 
-        ev = event_subscribed_new(r->src.cgroup, r->src.type, registration_trigger_json(r, &s->listener), adjusted,
-                                  adjusted ? reason : NULL, registration_state_json(r));
+        trigger = registration_trigger_json(r, &s->listener);
+        if (!trigger)
+                return NULL;
+        if (registration_state_json(r, &state) < 0) {
+                json_decref(trigger);
+                return NULL;
+        }
+        ev = event_subscribed_new(r->src.cgroup, r->src.type, trigger, adjusted, adjusted ? reason : NULL, state);
         params = ev ? json_pack("{s:o}", "event", ev) : NULL;
         return params ? varlink_reply_new(params, true, ret_size) : NULL;
 }

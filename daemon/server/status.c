@@ -13,6 +13,11 @@ void status_counters(const StatusContext *m, uint64_t ret[static _COUNTER_MAX]) 
         protection_source_counters(m->protection, &ret[COUNTER_PROPAGATIONS_APPLIED], &ret[COUNTER_PROPAGATIONS_SKIPPED]);
 }
 
+static json_t *json_decref_null(json_t *j) {
+        json_decref(j);
+        return NULL;
+}
+
 /*
  * The next uid holding fast PSI registrations above @last (any if !@after),
  * smallest first. The registrations are few (MaxRegistrations=), so a pass
@@ -39,48 +44,69 @@ static json_t *status_fast_users_json(const StatusContext *m) {
         json_t *users = json_array();
         uid_t uid = 0;
 
-        for (bool after = false; next_fast_uid(m, after, uid, &uid); after = true)
-                json_array_append_new(users, json_pack("{s:I, s:I}", "uid", (json_int_t) uid, "fast_triggers",
-                                                       (json_int_t) registry_fast_count(m->registry, uid)));
+        for (bool after = false; users && next_fast_uid(m, after, uid, &uid); after = true)
+                if (json_array_append_new(users, json_pack("{s:I, s:I}", "uid", (json_int_t) uid, "fast_triggers",
+                                                           (json_int_t) registry_fast_count(m->registry, uid))) < 0)
+                        users = json_decref_null(users);
         return users;
 }
 
-json_t *status_json(const StatusContext *m) {
-        uint64_t values[_COUNTER_MAX];
-        json_t *regs = json_array(), *counters = json_object();
+/* One entry of "registrations"; NULL when out of memory, never a partial one. */
+static json_t *status_registration_json(const Registration *r) {
+        json_t *proxied = json_array(), *o;
+        Listener *l;
+        bool ok;
+
+        LIST_FOREACH(listeners, l, r->listeners) {
+                const ProxyClient *p = proxy_client_of(l);
+
+                if (!proxied || !p)
+                        continue;
+                if (json_array_append_new(proxied, json_pack("{s:I, s:s, s:s?}", "pid", (json_int_t) p->pid,
+                                                             "cgroup", r->src.cgroup, "unit", p->unit)) < 0)
+                        proxied = json_decref_null(proxied);
+        }
+        o = json_pack("{s:s, s:s, s:o, s:I, s:o}", "cgroup", r->src.cgroup,
+                      "source", source_type_to_string(r->src.type),
+                      "trigger", registration_trigger_json(r, NULL),
+                      "subscribers", (json_int_t) r->n_subscribers,
+                      "proxied", proxied);
+        ok = o;
+        if (ok && r->fast_charged)
+                ok = json_object_set_new(o, "fast_trigger_uid", json_integer((json_int_t) r->fast_uid)) == 0;
+        /* registration_episode_json() is NULL without an active episode. */
+        if (ok && registration_has_episodes(r) && r->episode.active)
+                ok = json_object_set_new(o, "episode", registration_episode_json(r)) == 0;
+        if (ok && registration_has_episodes(r))
+                ok = json_object_set_new(o, "history", registration_history_json(r)) == 0;
+        return ok ? o : json_decref_null(o);
+}
+
+static json_t *status_registrations_json(const StatusContext *m) {
+        json_t *regs = json_array();
         Registration *r;
 
-        LIST_FOREACH(registrations, r, m->registry->registrations) {
-                json_t *proxied = json_array();
-                Listener *l;
-                json_t *o;
+        LIST_FOREACH(registrations, r, m->registry->registrations)
+                if (regs && json_array_append_new(regs, status_registration_json(r)) < 0)
+                        regs = json_decref_null(regs);
+        return regs;
+}
 
-                LIST_FOREACH(listeners, l, r->listeners) {
-                        const ProxyClient *p = proxy_client_of(l);
+static json_t *status_counters_json(const StatusContext *m) {
+        uint64_t values[_COUNTER_MAX];
+        json_t *counters = json_object();
 
-                        if (p)
-                                json_array_append_new(proxied, json_pack("{s:I, s:s, s:s?}", "pid", (json_int_t) p->pid,
-                                                                         "cgroup", r->src.cgroup, "unit", p->unit));
-                }
-                o = json_pack("{s:s, s:s, s:o, s:I, s:o}", "cgroup", r->src.cgroup,
-                              "source", source_type_to_string(r->src.type),
-                              "trigger", registration_trigger_json(r, NULL),
-                              "subscribers", (json_int_t) r->n_subscribers,
-                              "proxied", proxied);
-                if (o && r->fast_charged)
-                        json_object_set_new(o, "fast_trigger_uid", json_integer((json_int_t) r->fast_uid));
-                if (o && registration_has_episodes(r)) {
-                        json_t *ep = registration_episode_json(r);
-
-                        if (ep)
-                                json_object_set_new(o, "episode", ep);
-                        json_object_set_new(o, "history", registration_history_json(r));
-                }
-                json_array_append_new(regs, o);
-        }
         status_counters(m, values);
-        for (Counter c = 0; c < _COUNTER_MAX; c++)
-                json_object_set_new(counters, counter_info(c)->name, json_integer((json_int_t) values[c]));
+        for (Counter c = 0; counters && c < _COUNTER_MAX; c++)
+                if (json_object_set_new(counters, counter_info(c)->name, json_integer((json_int_t) values[c])) < 0)
+                        counters = json_decref_null(counters);
+        return counters;
+}
+
+/* Every part is complete, or the whole reply is NULL: out of memory is never a partial success. */
+json_t *status_json(const StatusContext *m) {
+        json_t *regs = status_registrations_json(m), *counters = status_counters_json(m);
+
         return json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:{s:s?, s:s?, s:b}, s:o, s:{s:I, s:o}}",
                          "version", PACKAGE_VERSION,
                          "uptime_us", (json_int_t) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic),

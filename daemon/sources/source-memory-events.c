@@ -90,6 +90,8 @@ static int memory_events_open(Source *s, VarlinkError *e) {
         k = memory_events_read(s->aux_fd, &s->last_events);
         if (k < 0) {
                 s->aux_fd = safe_close(s->aux_fd);
+                if (k == -ENOMEM)
+                        return k; /* out of memory is not a file that cannot be parsed */
                 return varlink_error_source_unavailable(e, k, "memory_events", "memory.events cannot be parsed");
         }
         s->ev = event_new(env->base, ifd, EV_READ | EV_PERSIST, memory_events_on_ready, s);
@@ -101,8 +103,9 @@ static int memory_events_open(Source *s, VarlinkError *e) {
         return 0;
 }
 
-static json_t *memory_events_state(Source *s) {
-        return json_pack("{s:o}", "counters", memory_events_to_json(&s->last_events));
+static int memory_events_state(Source *s, json_t **ret) {
+        *ret = json_pack("{s:o}", "counters", memory_events_to_json(&s->last_events));
+        return *ret ? 0 : -ENOMEM;
 }
 
 const SourceOps source_memory_events_ops = {

@@ -148,14 +148,17 @@ static void protection_close(Source *s) {
                 reader_drop_if_unused(p);
 }
 
-static json_t *protection_state(Source *s) {
+static int protection_state(Source *s, json_t **ret) {
         ProtectionSource *p = s->env->protection;
         ProtectionNode *node = p->reader ? protection_reader_lookup(p->reader, s->cgroup) : NULL;
         json_t *j = NULL;
 
-        if (!node || protection_node_to_json(node, &j) < 0)
-                return NULL;
-        return json_pack("{s:o}", "node", j);
+        if (!node)
+                return 0;
+        if (protection_node_to_json(node, &j) < 0)
+                return -ENOMEM;
+        *ret = json_pack("{s:o}", "node", j);
+        return *ret ? 0 : -ENOMEM;
 }
 
 const SourceOps source_protection_ops = {

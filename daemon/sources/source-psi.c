@@ -126,12 +126,16 @@ static int psi_open(Source *s, VarlinkError *e) {
         return 0;
 }
 
-static json_t *psi_state(Source *s) {
+static int psi_state(Source *s, json_t **ret) {
         PsiStats stats;
+        int k = psi_stats_read(s->fd, &stats);
 
-        if (psi_stats_read(s->fd, &stats) < 0)
-                return NULL;
-        return json_pack("{s:o}", "psi", psi_stats_to_json(&stats));
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return 0; /* nothing to show */
+        *ret = json_pack("{s:o}", "psi", psi_stats_to_json(&stats));
+        return *ret ? 0 : -ENOMEM;
 }
 
 const SourceOps source_psi_ops = {

@@ -57,8 +57,9 @@ void source_close(Source *s) {
         s->cgroup = NULL;
 }
 
-json_t *source_state(Source *s) {
-        return s->ops && s->ops->state ? s->ops->state(s) : NULL;
+int source_state(Source *s, json_t **ret) {
+        *ret = NULL;
+        return s->ops && s->ops->state ? s->ops->state(s, ret) : 0;
 }
 
 int source_read_psi(const Source *s, PsiStats *ret) {

@@ -96,8 +96,9 @@ typedef struct SourceOps {
         /* Release what open() made beyond fd, aux_fd and ev (which the
          * registration closes itself); optional. */
         void (*close)(Source *s);
-        /* The current picture for the "subscribed" reply, or NULL; optional. */
-        json_t *(*state)(Source *s);
+        /* The current picture for the "subscribed" reply in @ret, NULL if
+         * there is none; optional. Returns 0 or -ENOMEM. */
+        int (*state)(Source *s, json_t **ret);
 } SourceOps;
 
 extern const SourceOps source_psi_ops;
@@ -120,8 +121,8 @@ int source_open(Source *s, SourceEnv *env, const SourceCallbacks *cb, const Sour
 /* source_close - drop the kernel registration of @s; idempotent. */
 void source_close(Source *s);
 
-/* source_state - the current picture for the "subscribed" reply, or NULL. */
-json_t *source_state(Source *s);
+/* source_state - the current picture for the "subscribed" reply in @ret, or NULL; 0 or -ENOMEM. */
+int source_state(Source *s, json_t **ret);
 
 /* source_read_psi - the PSI averages and totals of a PSI source's pressure file. */
 int source_read_psi(const Source *s, PsiStats *ret);

@@ -119,6 +119,8 @@ static void test_from_errno(void) {
                 { ENFILE,       true,  "io.pressured.LimitExceeded" },
                 { EIO,          true,  "io.pressured.SourceUnavailable" },
                 { ENODEV,       false, "io.pressured.SourceUnavailable" },
+                { ENOMEM,       false, "io.pressured.InternalError" },
+                { ENOMEM,       true,  "io.pressured.InternalError" },
         };
         VarlinkError e = {};
 
@@ -135,8 +137,8 @@ static void test_from_errno(void) {
                         ASSERT_STREQ(json_string_value(json_object_get(e.parameters, "source")), "psi");
                 } else if (streq(e.name, "io.pressured.LimitExceeded"))
                         CHECK(&e, "io.pressured.LimitExceeded", "si", "limit", "value");
-                else if (streq(e.name, "io.pressured.InvalidTrigger"))
-                        CHECK(&e, "io.pressured.InvalidTrigger", "s", "reason");
+                else if (streq(e.name, "io.pressured.InvalidTrigger") || streq(e.name, "io.pressured.InternalError"))
+                        CHECK(&e, e.name, "s", "reason");
                 else {
                         CHECK(&e, e.name, "s", "cgroup");
                         ASSERT_STREQ(json_string_value(json_object_get(e.parameters, "cgroup")), "/a");
