@@ -17,7 +17,7 @@ Scenarios: text without the daemon and without protection columns; the
 same with --json; text with the daemon running on the tree and the
 protection columns on (the default view).
 
-    PRESSURED_BUILD_ROOT=build PRESSURED_SOURCE_ROOT=. python3 tests/bench/bench-top.py [--quick]
+    PRESSURED_BUILD_ROOT=build PRESSURED_SOURCE_ROOT=. python3 tests/bench/bench-top.py [--quick] [--sizes N,N]
 Writes top.csv. Goal: under 50 ms of CPU per refresh at 1,000 cgroups.
 """
 import os
@@ -66,8 +66,13 @@ def per_refresh(args, socket, n, reps, daemon_pid=None):
 
 
 def main():
-    args = bl.parse_args(__doc__.split('\n')[0])
-    sizes = [100, 1000] if args.quick else [100, 1000, 10000]
+    def extra(p):
+        p.add_argument('--sizes', help='tree sizes, comma-separated (default 100,1000,10000; --quick 100,1000)')
+    args = bl.parse_args(__doc__.split('\n')[0], extra)
+    if args.sizes:
+        sizes = [int(x) for x in args.sizes.split(',')]
+    else:
+        sizes = [100, 1000] if args.quick else [100, 1000, 10000]
     n, reps = (5, 3) if args.quick else (20, 5)
     rows = []
     for size in sizes:

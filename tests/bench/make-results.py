@@ -8,9 +8,16 @@ OUT_DIR holds the CSVs written by one run of run-benchmarks.sh, and
 machine.txt (key=value lines describing the machine and the run). A
 benchmark whose CSV is missing is listed as not run, with the reason from
 its status file if there is one.
+
+    python3 tests/bench/make-results.py [OUT_DIR] --ab AB_DIR
+
+adds (or, without OUT_DIR, prints only) the comparison of two builds from
+the output of run-ab.sh: per figure the median of each build over the
+rounds, their run-to-run noise, and the ratio after / before.
 """
 import csv
 import os
+import statistics
 import sys
 
 KIB = 1024
@@ -376,13 +383,245 @@ def build_per_event(out, suffix, watchers):
     return text + '\n'
 
 
+# --- two builds compared (run-ab.sh) ------------------------------------------
+
+def ab_values(rows, figures):
+    """{figure: {build: [values over rounds]}} from rows with build and round columns.
+
+    @figures(rows of one build and round) yields (group, figure, lower_is_better, value).
+    """
+    runs = {}
+    for r in rows or []:
+        runs.setdefault((r['build'], r['round']), []).append(r)
+    out = {}
+    for (b, _), rs in sorted(runs.items(), key=lambda kv: (kv[0][0], int(kv[0][1]))):
+        for group, name, lower, v in figures(rs):
+            try:
+                v = float(v)
+            except (TypeError, ValueError):
+                continue
+            if v != v:   # NaN: nothing measured in that run
+                continue
+            out.setdefault((group, name, lower), {}).setdefault(b, []).append(v)
+    return out
+
+
+def ratio_of(a, b):
+    try:
+        a, b = float(a), float(b)
+    except (TypeError, ValueError):
+        return None
+    return a / b if b else None
+
+
+def ab_fanout(rs):
+    by = {(r['mode'], int(r['subscribers'])): r for r in rs}
+    for n in sorted({int(r['subscribers']) for r in rs}):
+        d, f = by.get(('daemon', n)), by.get(('floor', n))
+        if not d:
+            continue
+        g = f'Fan-out, {n:,} subscriber' + ('s' if n != 1 else '')
+        yield g, 'daemon p50 µs', True, d['p50_us']
+        yield g, 'daemon p99 µs', True, d['p99_us']
+        yield g, 'daemon CPU µs per delivery', True, d.get('cpu_per_delivery_us')
+        if f:
+            yield g, 'daemon p99 ÷ floor\'s time to write all', True, ratio_of(d['p99_us'], f['write_p50_us'])
+            yield g, 'daemon all written ÷ floor\'s', True, ratio_of(d['write_p50_us'], f['write_p50_us'])
+            yield g, 'daemon deliveries/s ÷ floor\'s', False, ratio_of(d['deliveries_per_sec'],
+                                                                       f['deliveries_per_sec'])
+            yield g, 'daemon CPU per delivery ÷ floor\'s', True, ratio_of(d.get('cpu_per_delivery_us'),
+                                                                        f.get('cpu_per_delivery_us'))
+        yield g, 'lost deliveries', True, d['missed']
+
+
+AB_MEMORY = [('pss_at_start', 'PSS at start, KiB'), ('anon_at_start', 'anonymous at start, KiB'),
+             ('rss_at_start', 'RSS at start, KiB'), ('per_idle_connection', 'per idle connection, B'),
+             ('per_subscription', 'per subscription, B'),
+             ('per_subscriber_after_first_event', 'per subscriber after the first event, B'),
+             ('per_subscriber_total', 'per idle subscriber in all, B'),
+             ('rss_with_subscribers', 'RSS with the subscribers, KiB'),
+             ('rss_after_all_left', 'RSS after they all left, KiB')]
+
+
+def ab_memory(rs):
+    m = {r['metric']: r['value'] for r in rs}
+    for key, name in AB_MEMORY:
+        if key in m:
+            yield 'Daemon memory', name, True, m[key]
+
+
+def ab_idle(rs):
+    for r in rs:
+        g = f"Idle, {r['subscribers']} subscribers ({r['phase']}), per {num(r['seconds'])} s"
+        yield g, 'context switches', True, r['context_switches']
+        yield g, 'CPU ticks (1/100 s)', True, r['cpu_ticks']
+        if r['phase'] == 'level-root':
+            yield g, 'events', True, r['events']
+
+
+def ab_proxy(rs):
+    for r in rs:
+        g = f"Proxy, {r['clients']} client" + ('s' if r['clients'] != '1' else '')
+        yield g, 'proxied p50 µs', True, r['proxied_p50_us']
+        yield g, 'proxied p99 µs', True, r['proxied_p99_us']
+        # Against the floor: the direct clients of the same run. A difference,
+        # not a ratio: the direct latencies are near 0 and can be negative.
+        yield g, 'overhead p50 µs (proxied − direct)', True, r['overhead_p50_us']
+        yield g, 'overhead p99 µs (proxied − direct)', True, r['overhead_p99_us']
+        yield g, 'daemon CPU µs per wakeup', True, r['daemon_cpu_us_per_wakeup']
+        yield g, 'kernel triggers, proxied', True, r['kernel_triggers_proxied']
+        yield g, 'events dropped', True, r['proxy_events_dropped']
+
+
+def ab_top(rs):
+    for r in rs:
+        g = f"pressurectl top, {int(r['cgroups']):,} cgroups"
+        yield g, f"top CPU ms per refresh ({r['scenario']})", True, r['top_cpu_ms']
+        if r['daemon_cpu_ms']:
+            yield g, f"daemon CPU ms per refresh ({r['scenario']})", True, r['daemon_cpu_ms']
+
+
+AB_BENCHMARKS = [('fanout', 'fanout.csv', ab_fanout), ('fanout', 'memory.csv', ab_memory),
+                 ('idle', 'idle.csv', ab_idle), ('proxy', 'proxy.csv', ab_proxy), ('top', 'top.csv', ab_top)]
+
+
+def ab_num(x):
+    """A figure with the precision it deserves."""
+    a = abs(x)
+    if a >= 100 or a == int(a):
+        return num(x)
+    return num(x, 1 if a >= 10 else (2 if a >= 0.1 else 3))
+
+
+def ab_stats(values):
+    """median, max - min over the rounds (None with one round)."""
+    if not values:
+        return None, None
+    return statistics.median(values), (max(values) - min(values) if len(values) > 1 else None)
+
+
+def ab_row(name, lower, vb, va):
+    """One table row and its verdict ('worse', 'better', 'within noise', 'same', '')."""
+    mb, rb = ab_stats(vb)
+    ma, ra = ab_stats(va)
+
+    def noise(m, r):
+        if r is None:
+            return '–'
+        if m:
+            return f'{100 * r / abs(m):.0f}%'
+        return f'{ab_num(r)} (abs.)'
+
+    cells = [name, ab_num(mb) if mb is not None else '–', noise(mb, rb), ab_num(ma) if ma is not None else '–',
+             noise(ma, ra)]
+    if mb is None or ma is None:
+        return cells + ['–', 'not measured'], ''
+    # A ratio only of positive figures (a latency difference may be negative).
+    cells.append(f'{ma / mb:.3f}' if mb > 0 and ma >= 0 else ('1 (both 0)' if ma == mb == 0 else '–'))
+    if ma == mb:
+        verdict = 'same'
+    elif rb is None or ra is None:
+        verdict = 'higher' if ma > mb else 'lower'   # one round: no noise to judge by
+    else:
+        worse_by = (ma - mb) if lower else (mb - ma)
+        limit = max(rb, ra)
+        verdict = 'worse' if worse_by > limit else ('better' if -worse_by > limit else 'within noise')
+    return cells + ['**worse**' if verdict == 'worse' else verdict], verdict
+
+
+def ab_section(ab):
+    info = {}
+    try:
+        with open(os.path.join(ab, 'ab-info.txt')) as f:
+            info = dict(line.rstrip('\n').split('=', 1) for line in f if '=' in line)
+    except OSError:
+        pass
+    runs = load(ab, 'ab-runs.csv') or []
+    bl, al = info.get('before_label', 'before'), info.get('after_label', 'after')
+    mode = ' (quick run: shorter periods, fewer rounds)' if info.get('quick') == '1' else ''
+
+    def build_line(which):
+        commit, subject = info.get(f'{which}_commit', '?'), info.get(f'{which}_subject', '')
+        return f"{info.get(f'{which}_label', which)} (commit {commit}" + (f', "{subject}"' if subject else '') + ')'
+
+    top_args = info.get('top_args', '').split()
+    top_sizes = f', top trees of {top_args[1]} cgroups' if top_args[:1] == ['--sizes'] and len(top_args) > 1 else ''
+    text = f'### Before and after: {bl} and {al}\n\n'
+    text += (f"Before: {build_line('before')}; after: {build_line('after')}. Both measured in one run{mode} "
+             f"on {info.get('machine', 'this machine')}: kernel {info.get('kernel', '?')}, "
+             f"{info.get('cpus', '?')} CPUs, {info.get('memory', '?')}, {info.get('date', '')}, "
+             f"{info.get('rounds', '?')} rounds, each running every benchmark for both builds back to back, "
+             "the order swapped every round; load average "
+             f"{info.get('load_start', '?')} at the start and {info.get('load_end', '?')} at the end, "
+             f"{num(info.get('wall_seconds', 0))} s in all. The benchmark programs are the same for both; only "
+             'the daemon, pressurectl and its libpressure differ. Idle periods of '
+             f"{info.get('idle_seconds', '?')} s, proxy phases of {info.get('proxy_seconds', '?')} s (one "
+             f"direct/proxied pair per run){top_sizes}.\n\n"
+             'Each build\'s figure is the median over the rounds; its noise is the spread between its rounds, '
+             '(max − min) / median. "÷ floor" figures divide by the reference measured in the same run (the '
+             'minimal writer for the fan-out, the direct clients for the proxy), so machine drift cancels '
+             'out of them. Verdict: worse or better when the medians differ, in that direction, by more than '
+             'the larger of the two builds\' max − min; otherwise within noise.\n\n')
+    body, worse, start = [], [], {}
+    for bench, csv_name, figures in AB_BENCHMARKS:
+        rows = load(ab, 'ab-' + csv_name)
+        if not rows:
+            st = sorted({r['status'] for r in runs if r['benchmark'] == bench}) or ['not run']
+            body.append([f'{csv_name[:-4]}: {", ".join(st)}', '', '', '', '', '', ''])
+            continue
+        last = None
+        for (group, name, lower), by in ab_values(rows, figures).items():
+            if group != last:
+                body.append([f'**{group}**', '', '', '', '', '', ''])
+                last = group
+            cells, verdict = ab_row(name, lower, by.get('before', []), by.get('after', []))
+            body.append(cells)
+            if verdict == 'worse':
+                worse.append(f'{group}: {name}')
+            if group == 'Daemon memory' and name.endswith('at start, KiB') and not name.startswith('RSS'):
+                start[name.split(' at start')[0]] = (cells[1], cells[3], verdict)
+    text += table(['figure', f'before ({bl}) median', 'noise', f'after ({al}) median', 'noise', 'after / before',
+                   'verdict'], body)
+    text += '\n'
+    if start:
+        text += ('At start: ' + '; '.join(f'{k} {b} → {a} KiB, ' + ('**grew** beyond the noise' if v == 'worse' else
+                                                                       'did not grow beyond the noise')
+                                            for k, (b, a, v) in start.items()) + '. ')
+    text += (f"Worse beyond the noise: {len(worse)} figure" + ('s' if len(worse) != 1 else '')
+             + (': ' + '; '.join(worse) if worse else '') + '.')
+    failed = [r for r in runs if r['status'].startswith('failed')]
+    if failed:
+        text += (f" {len(failed)} run" + ('s' if len(failed) != 1 else '') + ' failed: '
+                 + ', '.join(f"{r['benchmark']} ({r['build']}, round {r['round']})" for r in failed) + '.')
+    text += (' Reproduce with `tests/bench/run-ab.sh BEFORE_BUILDDIR AFTER_BUILDDIR'
+             + (f" --rounds {info['rounds']}" if info.get('rounds') else '')
+             + (' --quick' if info.get('quick') == '1' else '') + '`.\n')
+    return text
+
+
 SETUPS = ['none', 'pressured', 'own-triggers']
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit('Usage: make-results.py OUT_DIR')
-    out = sys.argv[1]
+    args = sys.argv[1:]
+    ab = None
+    if '--ab' in args:
+        i = args.index('--ab')
+        if i + 1 >= len(args):
+            sys.exit('Usage: make-results.py [OUT_DIR] [--ab AB_DIR]')
+        ab = args[i + 1]
+        del args[i:i + 2]
+    if len(args) > 1 or not (args or ab):
+        sys.exit('Usage: make-results.py [OUT_DIR] [--ab AB_DIR]')
+    if args:
+        results(args[0])
+    if ab:
+        if args:
+            print()
+        print(ab_section(ab), end='')
+
+
+def results(out):
     info = {}
     try:
         with open(os.path.join(out, 'machine.txt')) as f:

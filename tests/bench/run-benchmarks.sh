@@ -11,7 +11,8 @@
 # run; publish only full runs). The kernel-facing benchmarks (sharing,
 # workload, and the idle one's quiet cgroup) need root; without it they are
 # reported as skipped. A benchmark that fails does not stop the others; the
-# script exits 1 if any failed.
+# script exits 1 if any failed. To compare two builds (before and after a
+# change), see run-ab.sh.
 set -u
 
 usage() {
