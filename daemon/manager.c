@@ -362,9 +362,15 @@ static int manager_listen(Manager *m) {
         return 0;
 }
 
+static int signals_setup(Manager *m);
+
 int manager_start(Manager *m) {
         int k = manager_setup_cgroups(m);
 
+        if (k < 0)
+                return k;
+        /* Before the sockets accept: whoever connected may stop us at once. */
+        k = signals_setup(m);
         if (k < 0)
                 return k;
         k = manager_listen(m);
@@ -443,9 +449,6 @@ static int signals_setup(Manager *m) {
 int manager_run(Manager *m) {
         int k;
 
-        k = signals_setup(m);
-        if (k < 0)
-                return k;
         k = metrics_setup(m, m->config->metrics_listen);
         if (k < 0)
                 return k;
