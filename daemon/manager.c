@@ -350,16 +350,13 @@ static int manager_listen(Manager *m) {
                 return log_error_errno(k, "Failed to listen on %s: %m", path);
         if (replaced)
                 log_info("Removed the stale socket %s left by a previous instance.", path);
+        log_info("Listening on %s.", path);
         m->socket_path = strdup(path);
         if (!m->socket_path) {
                 safe_close(fd);
                 return log_error_errno(ENOMEM, "Out of memory.");
         }
-        k = manager_serve(m, fd);
-        if (k < 0)
-                return k;
-        log_info("Listening on %s.", path);
-        return 0;
+        return manager_serve(m, fd);
 }
 
 static int signals_setup(Manager *m);

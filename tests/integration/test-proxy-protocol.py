@@ -57,7 +57,9 @@ def main():
     d.write_config(f'[MemoryPressure]\nSocket={mp}\n[Limits]\nMaxClients=3\n')
     with d:
         # Both sockets are in place once the varlink socket accepts (which is
-        # what Daemon waits for): the memory-pressure one is bound first.
+        # what Daemon waits for): the memory-pressure one is bound first. The
+        # line saying so may trail the listen() by a moment under valgrind.
+        pt.wait_for(lambda: f'Listening on {d.socket}' in d.log(), timeout=WAIT, what='the listening line')
         log = d.log()
         pt.check(0 <= log.find(f'memory-pressure protocol on {mp}') < log.find(f'Listening on {d.socket}'),
                  'the memory-pressure socket is bound before the varlink socket listens', log)
