@@ -31,7 +31,7 @@ packages=(meson ninja-build gcc clang libclang-rt-14-dev pkg-config python3
           valgrind systemd util-linux prometheus bash-completion
           libncurses-dev tmux dbus-daemon dunst xvfb
           qemu-system-x86 busybox-static cpio kmod e2fsprogs passwd
-          universal-ctags cscope)
+          universal-ctags cscope groff-base)
 if [ "${SKIP_APT:-0}" != 1 ]; then
         echo "== Installing dependencies"
         export DEBIAN_FRONTEND=noninteractive
