@@ -20,6 +20,7 @@
 
 #include "config-build.h"
 #include "cli.h"
+#include "error-text.h"
 #include "hook.h"
 #include "pressure.h"
 #include "trigger.h"
@@ -87,35 +88,12 @@ static const char *format_duration(char buf[static 64], uint64_t usec) {
         return buf;
 }
 
-/* Print the failure @r of @what, with the daemon's error @name and @params if it sent one; return the exit code. */
+/*
+ * Report the failure @r of @what, with the daemon's error @name and @params if it sent one (error-text.h: a
+ * sentence, or with --json one JSON object); return the exit code.
+ */
 static int report_error_full(pressure_client *c, int r, const char *what, const char *name, const char *params) {
-        if (name) {
-                fprintf(stderr, "pressurectl: %s: %s %s\n", what, name, strna(params));
-                return r == -EACCES ? EXIT_DENIED : EXIT_DAEMON_ERROR;
-        }
-        switch (-r) {
-        case EACCES:
-        case EPERM:
-                fprintf(stderr, "pressurectl: %s: cannot connect to %s: %s\n", what,
-                        pressure_client_get_socket(c), strerror(-r));
-                return EXIT_DENIED;
-        case ENOENT:
-        case ECONNREFUSED:
-        case ECONNRESET:
-        case ECONNABORTED:
-        case ENOTCONN:
-        case EPIPE:
-        case EAGAIN:
-        case ETIMEDOUT:
-        case ENAMETOOLONG:
-        case ENOTSOCK:
-                fprintf(stderr, "pressurectl: %s: daemon not reachable at %s: %s\n", what,
-                        pressure_client_get_socket(c), strerror(-r));
-                return EXIT_UNREACHABLE;
-        default:
-                fprintf(stderr, "pressurectl: %s: %s\n", what, strerror(-r));
-                return EXIT_DAEMON_ERROR;
-        }
+        return error_report(stderr, arg_json, what, pressure_client_get_socket(c), r, name, params);
 }
 
 /* report_error_full() for a blocking call, whose daemon error is the client's last one. */
