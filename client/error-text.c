@@ -225,6 +225,10 @@ static void say_local(FILE *f, const char *name, json_t *p) {
                 fputs(": ", f);
                 put(f, p, "reason");
                 fputs("; the socket's permissions keep you out; try sudo.", f);
+        } else if (streq_ptr(get_str(p, "errno"), "EBADMSG")) {
+                fputs("Cannot read the reply of pressured at ", f);
+                put(f, p, "socket");
+                fputs(": it is not what this pressurectl expects; use the same version of both.", f);
         } else {
                 fputs("Talking to pressured at ", f);
                 put(f, p, "socket");

@@ -18,9 +18,10 @@
  *
  *   pressurectl.DaemonUnreachable       {"socket", "errno", "reason"}   exit 3
  *   pressurectl.SocketPermissionDenied  {"socket", "errno", "reason"}   exit 4
- *   pressurectl.Failed                  {"errno", "reason"}             exit 1
+ *   pressurectl.Failed                  {"socket", "errno", "reason"}   exit 1
  *
- * "errno" is the symbolic name ("ENOENT"), "reason" its strerror() text.
+ * "errno" is the symbolic name ("ENOENT"), "reason" its strerror() text;
+ * pressurectl.Failed with EBADMSG is a reply that pressurectl cannot read.
  * "error" is always a string, never null.
  */
 #pragma once

@@ -309,12 +309,13 @@ static int command_begin(int argc, char **argv, const char *command, const char 
  * member of that name must be an array, returned in *@ret_array. Says so
  * and returns -EBADMSG if the reply is not that.
  */
-static int reply_parse(const char *command, const char *text, const char *array, json_t **ret, json_t **ret_array) {
+static int reply_parse(pressure_client *c, const char *command, const char *text, const char *array, json_t **ret,
+                       json_t **ret_array) {
         _cleanup_json_ json_t *reply = json_loads(text, 0, NULL);
         json_t *a = array ? json_object_get(reply, array) : NULL;
 
         if (!reply || (array && !json_is_array(a))) {
-                fprintf(stderr, "pressurectl: %s: malformed reply\n", command);
+                (void) error_report(stderr, arg_json, command, pressure_client_get_socket(c), -EBADMSG, NULL, NULL);
                 return -EBADMSG;
         }
         if (ret_array)
@@ -455,7 +456,7 @@ static int cmd_status(int argc, char **argv) {
                 return 0;
         }
 
-        if (reply_parse("status", text, NULL, &st, NULL) < 0)
+        if (reply_parse(c, "status", text, NULL, &st, NULL) < 0)
                 return EXIT_DAEMON_ERROR;
         status_print_overview(st);
         status_print_registrations(json_object_get(st, "registrations"));
@@ -506,7 +507,7 @@ static int cmd_history(int argc, char **argv) {
         r = pressure_client_get_status(c, &text);
         if (r < 0)
                 return report_error(c, r, "history");
-        if (reply_parse("history", text, "registrations", &st, &regs) < 0)
+        if (reply_parse(c, "history", text, "registrations", &st, &regs) < 0)
                 return EXIT_DAEMON_ERROR;
 
         json_array_foreach(regs, i, v) {
@@ -586,7 +587,7 @@ static int cmd_protection(int argc, char **argv) {
         r = pressure_client_get_protection(c, cgroup, &text);
         if (r < 0)
                 return report_error(c, r, "protection");
-        if (reply_parse("protection", text, "nodes", &reply, &nodes) < 0)
+        if (reply_parse(c, "protection", text, "nodes", &reply, &nodes) < 0)
                 return EXIT_DAEMON_ERROR;
 
         if (arg_json) {

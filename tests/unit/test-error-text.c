@@ -211,6 +211,10 @@ static void test_describe(void) {
         ASSERT_STREQ(member(o, "error"), CLI_ERROR_FAILED);
         assert_contains(member(o, "message"), "Protocol error");
         json_decref(o);
+        ASSERT_EQ(describe(-EBADMSG, NULL, NULL, "/tmp/x.sock", &o), EXIT_DAEMON_ERROR);
+        ASSERT_STREQ(member(o, "message"), "Cannot read the reply of pressured at /tmp/x.sock: it is not what this "
+                                           "pressurectl expects; use the same version of both.");
+        json_decref(o);
 
         /* The daemon's errors: its name and parameters as sent; PermissionDenied is exit 4. */
         ASSERT_EQ(describe(-EACCES, "io.pressured.PermissionDenied", "{\"reason\":\"no\"}", "/s", &o), EXIT_DENIED);
