@@ -23,6 +23,7 @@
 #include <systemd/sd-bus.h>
 
 #include "cli.h"
+#include "error-text.h"
 #include "notify.h"
 #include "util.h"
 
@@ -305,6 +306,29 @@ static const char *watch_name(const Watch *w) {
         return streq(w->cgroup, "/") ? "the whole system" : w->cgroup;
 }
 
+/*
+ * Say why the subscription of @w ended with the error @ev (error-text.h): "cannot watch CGROUP: SENTENCE", or
+ * with --json the error object with the watch's "cgroup" added.
+ */
+static void watch_report_error(Watch *w, const pressure_event *ev) {
+        int exit_code;
+        json_t *o = error_describe("notify", pressure_client_get_socket(w->n->client), ev->error, ev->error_name,
+                                   ev->error_parameters, &exit_code);
+        char *text = NULL;
+
+        if (o && w->n->json) {
+                json_object_set_new(o, "cgroup", json_string(w->cgroup));
+                text = json_dumps(o, JSON_COMPACT);
+        }
+        if (text)
+                fprintf(stderr, "%s\n", text);
+        else
+                fprintf(stderr, "pressurectl: notify: cannot watch %s: %s\n", watch_name(w),
+                        o ? json_string_value(json_object_get(o, "message")) : strerror(-ev->error));
+        free(text);
+        json_decref(o);
+}
+
 static int on_event(pressure_subscription *s, const pressure_event *ev, void *userdata) {
         Watch *w = userdata;
         Notifier *n = w->n;
@@ -345,12 +369,7 @@ static int on_event(pressure_subscription *s, const pressure_event *ev, void *us
                 w->ended = true;
                 break;
         case PRESSURE_EVENT_ERROR:
-                if (ev->error_name)
-                        fprintf(stderr, "pressurectl: notify: cannot watch %s: %s %s\n", watch_name(w),
-                                ev->error_name, strna(ev->error_parameters));
-                else
-                        fprintf(stderr, "pressurectl: notify: cannot watch %s: %s\n", watch_name(w),
-                                strerror(-ev->error));
+                watch_report_error(w, ev);
                 watch_end(w, 0);
                 w->ended = true;
                 break;
@@ -485,7 +504,8 @@ static int run(Notifier *n, int sigfd) {
                 }
                 r = pressure_client_process(n->client);
                 if (r < 0) {
-                        fprintf(stderr, "pressurectl: notify: %s\n", strerror(-r));
+                        (void) error_report(stderr, n->json, "notify", pressure_client_get_socket(n->client), r,
+                                            NULL, NULL);
                         return EXIT_DAEMON_ERROR;
                 }
                 /* Nothing is asked of the bus but calls; drain what it sends (NameAcquired, signals). */
@@ -701,7 +721,7 @@ int notify_main(int argc, char **argv, const char *socket, bool user, bool json)
                 return r;
         r = watches_add(&n, &a);
         if (r < 0) {
-                fprintf(stderr, "pressurectl: notify: cannot subscribe: %s\n", strerror(-r));
+                (void) error_report(stderr, n.json, "notify", pressure_client_get_socket(n.client), r, NULL, NULL);
                 return EXIT_DAEMON_ERROR;
         }
 

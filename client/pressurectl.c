@@ -20,6 +20,7 @@
 
 #include "config-build.h"
 #include "cli.h"
+#include "error-text.h"
 #include "hook.h"
 #include "pressure.h"
 #include "trigger.h"
@@ -87,35 +88,12 @@ static const char *format_duration(char buf[static 64], uint64_t usec) {
         return buf;
 }
 
-/* Print the failure @r of @what, with the daemon's error @name and @params if it sent one; return the exit code. */
+/*
+ * Report the failure @r of @what, with the daemon's error @name and @params if it sent one (error-text.h: a
+ * sentence, or with --json one JSON object); return the exit code.
+ */
 static int report_error_full(pressure_client *c, int r, const char *what, const char *name, const char *params) {
-        if (name) {
-                fprintf(stderr, "pressurectl: %s: %s %s\n", what, name, strna(params));
-                return r == -EACCES ? EXIT_DENIED : EXIT_DAEMON_ERROR;
-        }
-        switch (-r) {
-        case EACCES:
-        case EPERM:
-                fprintf(stderr, "pressurectl: %s: cannot connect to %s: %s\n", what,
-                        pressure_client_get_socket(c), strerror(-r));
-                return EXIT_DENIED;
-        case ENOENT:
-        case ECONNREFUSED:
-        case ECONNRESET:
-        case ECONNABORTED:
-        case ENOTCONN:
-        case EPIPE:
-        case EAGAIN:
-        case ETIMEDOUT:
-        case ENAMETOOLONG:
-        case ENOTSOCK:
-                fprintf(stderr, "pressurectl: %s: daemon not reachable at %s: %s\n", what,
-                        pressure_client_get_socket(c), strerror(-r));
-                return EXIT_UNREACHABLE;
-        default:
-                fprintf(stderr, "pressurectl: %s: %s\n", what, strerror(-r));
-                return EXIT_DAEMON_ERROR;
-        }
+        return error_report(stderr, arg_json, what, pressure_client_get_socket(c), r, name, params);
 }
 
 /* report_error_full() for a blocking call, whose daemon error is the client's last one. */
@@ -331,12 +309,13 @@ static int command_begin(int argc, char **argv, const char *command, const char 
  * member of that name must be an array, returned in *@ret_array. Says so
  * and returns -EBADMSG if the reply is not that.
  */
-static int reply_parse(const char *command, const char *text, const char *array, json_t **ret, json_t **ret_array) {
+static int reply_parse(pressure_client *c, const char *command, const char *text, const char *array, json_t **ret,
+                       json_t **ret_array) {
         _cleanup_json_ json_t *reply = json_loads(text, 0, NULL);
         json_t *a = array ? json_object_get(reply, array) : NULL;
 
         if (!reply || (array && !json_is_array(a))) {
-                fprintf(stderr, "pressurectl: %s: malformed reply\n", command);
+                (void) error_report(stderr, arg_json, command, pressure_client_get_socket(c), -EBADMSG, NULL, NULL);
                 return -EBADMSG;
         }
         if (ret_array)
@@ -477,7 +456,7 @@ static int cmd_status(int argc, char **argv) {
                 return 0;
         }
 
-        if (reply_parse("status", text, NULL, &st, NULL) < 0)
+        if (reply_parse(c, "status", text, NULL, &st, NULL) < 0)
                 return EXIT_DAEMON_ERROR;
         status_print_overview(st);
         status_print_registrations(json_object_get(st, "registrations"));
@@ -528,7 +507,7 @@ static int cmd_history(int argc, char **argv) {
         r = pressure_client_get_status(c, &text);
         if (r < 0)
                 return report_error(c, r, "history");
-        if (reply_parse("history", text, "registrations", &st, &regs) < 0)
+        if (reply_parse(c, "history", text, "registrations", &st, &regs) < 0)
                 return EXIT_DAEMON_ERROR;
 
         json_array_foreach(regs, i, v) {
@@ -608,7 +587,7 @@ static int cmd_protection(int argc, char **argv) {
         r = pressure_client_get_protection(c, cgroup, &text);
         if (r < 0)
                 return report_error(c, r, "protection");
-        if (reply_parse("protection", text, "nodes", &reply, &nodes) < 0)
+        if (reply_parse(c, "protection", text, "nodes", &reply, &nodes) < 0)
                 return EXIT_DAEMON_ERROR;
 
         if (arg_json) {

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "error-text.h"
 #include "pressure.h"
 #include "top.h"
 #include "util.h"
@@ -61,14 +62,14 @@ static const char *const sort_names[_SORT_MAX] = {
 
 typedef struct TopDaemon {
         bool reachable;
-        char error[256];      /* why not reachable, or the daemon's error */
+        char error[512];      /* why not reachable, or the daemon's error */
         char version[32];
         uint64_t clients, subscriptions, registrations;
         uint64_t episodes;    /* registrations with an active pressure episode, shown or not */
         uint64_t events_read, events_delivered, at_usec;
         bool have_rates;
         double read_rate, delivered_rate;
-        char protection_error[256]; /* GetProtection failed: why; empty if fine or not asked */
+        char protection_error[512]; /* GetProtection failed: why; empty if fine or not asked */
 } TopDaemon;
 
 typedef struct Top {
@@ -389,13 +390,14 @@ static int build_rows(Top *t) {
 
 /* ---- refresh --------------------------------------------------------------------------- */
 
+/* Why the call failed with @r, in the words of error-text.h: the sentence, which --json shows as is. */
 static void daemon_error(pressure_client *c, int r, char *buf, size_t size) {
-        const char *name = pressure_client_last_error_name(c);
+        int exit_code;
+        json_t *o = error_describe("top", pressure_client_get_socket(c), r, pressure_client_last_error_name(c),
+                                   pressure_client_last_error_params(c), &exit_code);
 
-        if (name)
-                snprintf(buf, size, "%s %s", name, strna(pressure_client_last_error_params(c)));
-        else
-                snprintf(buf, size, "not reachable at %s: %s", pressure_client_get_socket(c), strerror(-r));
+        snprintf(buf, size, "%s", o ? json_string_value(json_object_get(o, "message")) : strerror(-r));
+        json_decref(o);
 }
 
 static uint64_t jget_u64(json_t *o, const char *key) {

@@ -130,7 +130,9 @@ def test_max_clients_per_user():
         pt.check(r.get('parameters') == {'limit': 'MaxClientsPerUser', 'value': PER_USER},
                  'LimitExceeded names MaxClientsPerUser', r)
         pt.check(out['refused_closed'], 'the refused connection is closed', out)
-        bad = [c for c in out['ctl'] if c[1] != 1 or 'LimitExceeded {"limit":"MaxClientsPerUser"' not in c[2]]
+        said = f"The daemon's limit MaxClientsPerUser ({PER_USER}) is reached; close other clients, or raise " \
+               'MaxClientsPerUser= in [Limits] of pressured.conf.'
+        bad = [c for c in out['ctl'] if c[1] != 1 or c[2] != f'pressurectl: {c[0]}: {said}']
         pt.check(len(out['ctl']) == CTL_REFUSALS and not bad,
                  'pressurectl status and watch --wait report LimitExceeded every time', bad)
         pt.check(out['held_still_served'], 'the user\'s other clients are still served', out)

@@ -119,10 +119,26 @@ def test_nothing_left(tmp):
         fake.close()
     check(res.returncode == 1, 'notify exits 1 when nothing is left to watch', res.returncode, res.stderr)
     for text in ('/gone is gone, no longer watching it',
-                 'cannot watch the whole system: io.pressured.PermissionDenied',
+                 'cannot watch the whole system: Permission denied: refused by the test; '
+                 'use a cgroup delegated to your user, or try sudo.',
                  'nothing left to watch'):
         check(text in res.stderr, f'notify says {text!r}', res.stderr)
     check(res.stdout == '', 'nothing was shown', res.stdout)
+    # --json: the refusal is one JSON object on stderr, naming the watch's cgroup.
+    path = os.path.join(tmp, 'refusing-json.sock')
+    fake = refusing_daemon(path)
+    try:
+        res = subprocess.run(pt.WRAPPER + [pt.PRESSURECTL, '--socket', path, '--json', 'notify', '--dry-run',
+                                           '--cgroup', '/gone'], capture_output=True, text=True, timeout=WAIT)
+    finally:
+        fake.close()
+    errors = [json.loads(line) for line in res.stderr.splitlines() if line.startswith('{')]
+    check(res.returncode == 1 and errors == [{'error': 'io.pressured.PermissionDenied',
+                                             'parameters': {'reason': 'refused by the test'},
+                                             'message': 'Permission denied: refused by the test; use a cgroup '
+                                                        'delegated to your user, or try sudo.',
+                                             'cgroup': '/'}],
+          'notify --json reports the refusal as one JSON object', res.returncode, res.stderr)
 
 
 def expect_session_message(n):
@@ -327,7 +343,7 @@ def main():
 
         # A cgroup the daemon does not know: said, and the whole system is still watched.
         notifier = Notifier(tmp, 'nosuch', d.socket, '--cgroup', '/no-such-cgroup', '--dry-run', bus=bus)
-        notifier.wait_stderr('cannot watch /no-such-cgroup: io.pressured.')
+        notifier.wait_stderr('cannot watch /no-such-cgroup: No cgroup /no-such-cgroup: it does not exist')
         notifier.wait_stderr('watching the whole system')
         check(notifier.proc.poll() is None, 'notify goes on with the whole system', notifier.stderr())
         check(notifier.stop() == 0, 'exit 0', notifier.stderr())

@@ -66,12 +66,35 @@ def test_usage():
     check(res.stdout.startswith('pressurectl '), '--version output', res.stdout)
 
 
+def error_object(res):
+    """The one JSON error object that a failing pressurectl --json wrote to stderr."""
+    lines = res.stderr.splitlines()
+    check(len(lines) == 1, 'one line on stderr', res.stderr)
+    err = json.loads(lines[0])
+    check(sorted(err) == ['error', 'message', 'parameters'] and isinstance(err['error'], str)
+          and isinstance(err['parameters'], dict) and isinstance(err['message'], str),
+          'error, parameters and message', err)
+    return err
+
+
 def test_unreachable():
     tmp = tempfile.mkdtemp(prefix='pressurectl-test-')
     path = os.path.join(tmp, 'missing.sock')
     for args in (('status',), ('watch', '--count', '1'), ('protection',), ('inject', '--level', 'low'), ('reload',)):
         res = expect(pt.run_ctl(*args, socket=path), 3, f'{args[0]} without a daemon')
-        check('not reachable' in res.stderr, 'the reason is given', res.stderr)
+        check(res.stderr.startswith(f'pressurectl: {args[0]}: Cannot reach pressured at {path}: '
+                                    'No such file or directory. Is pressured running on this socket?'),
+              'the reason is given, and what to do', res.stderr)
+        check(len(res.stderr.splitlines()) == 1, 'in one line', res.stderr)
+    # --json: one JSON object on stderr, the name pressurectl's own, not the daemon's.
+    for args in (('status',), ('watch', '--count', '1'), ('inject', '--level', 'low')):
+        res = expect(pt.run_ctl('--json', *args, socket=path), 3, f'{args[0]} --json without a daemon')
+        err = error_object(res)
+        check(err['error'] == 'pressurectl.DaemonUnreachable' and err['parameters'] ==
+              {'socket': path, 'errno': 'ENOENT', 'reason': 'No such file or directory'},
+              'the JSON error names the failure, the socket and errno', err)
+        check(err['message'].startswith(f'Cannot reach pressured at {path}: '), 'and carries the sentence', err)
+        check(res.stdout == '', 'nothing on stdout', res.stdout)
     # $PRESSURED_SOCKET is honoured when --socket is absent.
     res = expect(pt.run_ctl('status', env={'PRESSURED_SOCKET': path}), 3, 'status via $PRESSURED_SOCKET')
     check(path in res.stderr, 'the socket from the environment is used', res.stderr)
@@ -168,11 +191,29 @@ def test_watch_timeout(d, cg):
 def test_daemon_errors(d):
     res = expect(pt.run_ctl('watch', '/no/such/cgroup-xyz', '--level', 'low', socket=d.socket), 1,
                  'watch a missing cgroup')
-    check('io.pressured.NoSuchCgroup' in res.stderr, 'the daemon error is named', res.stderr)
+    check(res.stderr.startswith('pressurectl: watch: No cgroup /no/such/cgroup-xyz: it does not exist'),
+          'the missing cgroup is named in a sentence', res.stderr)
+    res = expect(pt.run_ctl('--json', 'watch', '/no/such/cgroup-xyz', '--level', 'low', socket=d.socket), 1,
+                 'watch --json a missing cgroup')
+    err = error_object(res)
+    check(err['error'] == 'io.pressured.NoSuchCgroup' and err['parameters'] == {'cgroup': '/no/such/cgroup-xyz'},
+          'the JSON error is the daemon\'s, parameters as sent', err)
+    check(err['message'].startswith('No cgroup /no/such/cgroup-xyz: '), 'with the sentence', err)
     res = expect(pt.run_ctl('watch', '/a/../b', socket=d.socket), 1, 'watch a bad path')
-    check('io.pressured.InvalidCgroupPath' in res.stderr, 'the daemon error is named', res.stderr)
+    check(res.stderr.startswith("pressurectl: watch: Invalid cgroup path '/a/../b': give an absolute path"),
+          'the bad path is named in a sentence', res.stderr)
     res = expect(pt.run_ctl('protection', '/no/such/cgroup-xyz', socket=d.socket), 1, 'protection of a missing cgroup')
-    check('NoSuchCgroup' in res.stderr, 'the daemon error is named', res.stderr)
+    check(res.stderr.startswith('pressurectl: protection: No cgroup /no/such/cgroup-xyz: '),
+          'the missing cgroup is named in a sentence', res.stderr)
+    # A trigger the daemon's rules reject (parsed fine by pressurectl): the daemon's reason woven in.
+    res = expect(pt.run_ctl('watch', '--psi', 'some 3s 2s', socket=d.socket), 1, 'watch a threshold over the window')
+    check(res.stderr == 'pressurectl: watch: Invalid trigger: threshold must not exceed the window; a PSI trigger '
+          "is STALL THRESHOLD WINDOW, e.g. 'some 150ms 2s', with a window from 500ms to 10s.\n",
+          'InvalidTrigger with the reason', res.stderr)
+    res = expect(pt.run_ctl('--json', 'watch', '--psi', 'some 3s 2s', socket=d.socket), 1, 'the same with --json')
+    err = error_object(res)
+    check(err['error'] == 'io.pressured.InvalidTrigger'
+          and err['parameters'] == {'reason': 'threshold must not exceed the window'}, 'InvalidTrigger as JSON', err)
 
 
 def test_status(d, cg):
@@ -210,8 +251,17 @@ def test_denied(d):
                      'not root or no user "nobody"')
         return
     res = expect(pt.run_ctl('inject', '--level', 'low', socket=d.socket, user='nobody'), 4, 'inject as nobody')
-    check('PermissionDenied' in res.stderr, 'the daemon error is named', res.stderr)
-    expect(pt.run_ctl('reload', socket=d.socket, user='nobody'), 4, 'reload as nobody')
+    check(res.stderr == 'pressurectl: inject: Only root and members of the InjectGroup= group may inject events; '
+          'try sudo.\n', 'who may inject, and what to do', res.stderr)
+    res = expect(pt.run_ctl('--json', 'inject', '--level', 'low', socket=d.socket, user='nobody'), 4,
+                 'inject --json as nobody')
+    err = error_object(res)
+    check(err['error'] == 'io.pressured.PermissionDenied' and 'InjectGroup=' in err['parameters'].get('reason', '')
+          and err['message'].startswith('Only root and members of the InjectGroup= group'),
+          'PermissionDenied as JSON, the daemon\'s reason kept', err)
+    res = expect(pt.run_ctl('reload', socket=d.socket, user='nobody'), 4, 'reload as nobody')
+    check(res.stderr == "pressurectl: reload: Only root may reload the daemon's configuration; try sudo.\n",
+          'who may reload', res.stderr)
     # The whole-system level source is open to everybody.
     expect(pt.run_ctl('watch', '--level', 'low', '--timeout', '0.2', socket=d.socket, user='nobody'), 124,
            'watch as nobody')

@@ -90,7 +90,7 @@ def test_batch_text(tmp):
     check(res.returncode == 0 and res.stderr == '', 'batch exits 0 quietly', res.returncode, res.stderr)
     out = res.stdout
     check(out.count('pressurectl top ') == 2, 'two refreshes printed', out)
-    check('daemon down: not reachable at ' + no_daemon(tmp) in out, 'the daemon is reported down', out)
+    check(f'daemon down: Cannot reach pressured at {no_daemon(tmp)}: ' in out, 'the daemon is reported down', out)
     check('memory PSI  some avg10' in out and 'MemAvailable' in out, 'system PSI and MemAvailable', out)
     table = out.split('\n\n')[1].splitlines()
     check(table[0].split()[:4] == ['CGROUP', 'V', 'USAGE', 'HIGH'], 'column header', table[0])

@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: MIT */
+/* pressurectl's failure reports, as sentences or JSON objects; see error-text.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "error-text.h"
+#include "util.h"
+
+#define SYSTEM_SOCKET_DIR "/run/pressured/"
+
+/* @s with control characters (and DEL) written as \xNN, so that a daemon's string cannot drive the terminal. */
+static void put_escaped(FILE *f, const char *s) {
+        for (; *s; s++) {
+                unsigned char ch = (unsigned char) *s;
+
+                if (ch < 0x20 || ch == 0x7f)
+                        fprintf(f, "\\x%02x", ch);
+                else
+                        fputc(ch, f);
+        }
+}
+
+/* The parameter @key of @p: a string escaped, a number as such, "?" if missing. */
+static void put(FILE *f, json_t *p, const char *key) {
+        json_t *v = json_object_get(p, key);
+
+        if (json_is_string(v))
+                put_escaped(f, json_string_value(v));
+        else if (json_is_integer(v))
+                fprintf(f, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        else
+                fputs("?", f);
+}
+
+static const char *get_str(json_t *p, const char *key) {
+        return json_string_value(json_object_get(p, key));
+}
+
+static void say_no_such_cgroup(FILE *f, const char *command, json_t *p) {
+        (void) command;
+        fputs("No cgroup ", f);
+        put(f, p, "cgroup");
+        fputs(": it does not exist in the cgroup hierarchy the daemon uses (/sys/fs/cgroup on most systems); "
+              "check the path, e.g. with systemd-cgls.", f);
+}
+
+static void say_invalid_cgroup_path(FILE *f, const char *command, json_t *p) {
+        (void) command;
+        fputs("Invalid cgroup path '", f);
+        put(f, p, "cgroup");
+        fputs("': give an absolute path below the hierarchy's root, such as /system.slice/foo.service, "
+              "without '..', control characters or symlinks leading out.", f);
+}
+
+static void say_permission_denied(FILE *f, const char *command, json_t *p) {
+        if (command && streq(command, "inject"))
+                fputs("Only root and members of the InjectGroup= group may inject events; try sudo.", f);
+        else if (command && streq(command, "reload"))
+                fputs("Only root may reload the daemon's configuration; try sudo.", f);
+        else {
+                fputs("Permission denied: ", f);
+                put(f, p, "reason");
+                fputs("; use a cgroup delegated to your user, or try sudo.", f);
+        }
+}
+
+static void say_source_unavailable(FILE *f, const char *command, json_t *p) {
+        const char *source = get_str(p, "source");
+
+        (void) command;
+        fputs("The source ", f);
+        put(f, p, "source");
+        fputs(" is not available here: ", f);
+        put(f, p, "reason");
+        if (source && (streq(source, "psi") || streq(source, "vmpressure")))
+                fputs("; --level picks the source this system has.", f);
+        else
+                fputs(".", f);
+}
+
+static void say_invalid_trigger(FILE *f, const char *command, json_t *p) {
+        (void) command;
+        fputs("Invalid trigger: ", f);
+        put(f, p, "reason");
+        fputs("; a PSI trigger is STALL THRESHOLD WINDOW, e.g. 'some 150ms 2s', with a window from 500ms to 10s.",
+              f);
+}
+
+/* Where the limit @limit is set, or NULL. */
+static const char *limit_setting(const char *limit) {
+        static const struct {
+                const char *limit, *setting;
+        } table[] = {
+                { "MaxClients",        "MaxClients= in [Limits] of pressured.conf" },
+                { "MaxClientsPerUser", "MaxClientsPerUser= in [Limits] of pressured.conf" },
+                { "MaxRegistrations",  "MaxRegistrations= in [Limits] of pressured.conf" },
+                { "open files",        "LimitNOFILE= of pressured.service" },
+        };
+
+        for (size_t i = 0; limit && i < ELEMENTSOF(table); i++)
+                if (streq(limit, table[i].limit))
+                        return table[i].setting;
+        return NULL;
+}
+
+static void say_limit_exceeded(FILE *f, const char *command, json_t *p) {
+        const char *setting = limit_setting(get_str(p, "limit"));
+
+        (void) command;
+        fputs("The daemon's limit ", f);
+        put(f, p, "limit");
+        fputs(" (", f);
+        put(f, p, "value");
+        fputs(") is reached; ", f);
+        if (setting)
+                fprintf(f, "close other clients, or raise %s.", setting);
+        else {
+                fputs("close other clients, or raise ", f);
+                put(f, p, "limit");
+                fputs(" in pressured.conf.", f);
+        }
+}
+
+static void say_configuration_rejected(FILE *f, const char *command, json_t *p) {
+        (void) command;
+        fputs("The daemon rejected its configuration and keeps the previous one: ", f);
+        put(f, p, "reason");
+        fputs("; fix the file and reload again, see journalctl -u pressured.", f);
+}
+
+static void say_internal_error(FILE *f, const char *command, json_t *p) {
+        (void) command;
+        fputs("The daemon failed: ", f);
+        put(f, p, "reason");
+        fputs("; try again, and see journalctl -u pressured.", f);
+}
+
+static void say_method_not_found(FILE *f, const char *command, json_t *p) {
+        (void) command;
+        fputs("The daemon does not know the method ", f);
+        put(f, p, "method");
+        fputs(": it is older than pressurectl; update pressured and restart it.", f);
+}
+
+static void say_method_not_implemented(FILE *f, const char *command, json_t *p) {
+        (void) command;
+        fputs("The daemon does not implement the method ", f);
+        put(f, p, "method");
+        fputs(": it is older or newer than pressurectl; use the same version of both.", f);
+}
+
+static void say_interface_not_found(FILE *f, const char *command, json_t *p) {
+        (void) command;
+        fputs("The daemon does not offer the interface ", f);
+        put(f, p, "interface");
+        fputs(": is the socket pressured's? Check --socket and $PRESSURED_SOCKET.", f);
+}
+
+static void say_invalid_parameter(FILE *f, const char *command, json_t *p) {
+        (void) command;
+        fputs("The daemon rejected the parameter ", f);
+        put(f, p, "parameter");
+        fputs(" of the call: pressurectl and pressured may be of different versions; use the same version of both.",
+              f);
+}
+
+static void say_varlink_permission_denied(FILE *f, const char *command, json_t *p) {
+        (void) command;
+        (void) p;
+        fputs("The daemon does not allow this call to you; try sudo.", f);
+}
+
+static void say_expected_more(FILE *f, const char *command, json_t *p) {
+        (void) command;
+        (void) p;
+        fputs("The daemon expected a streaming call: pressurectl and pressured may be of different versions; "
+              "use the same version of both.", f);
+}
+
+static const struct {
+        const char *name;
+        void (*say)(FILE *f, const char *command, json_t *p);
+} sentences[] = {
+        { "io.pressured.NoSuchCgroup",                say_no_such_cgroup },
+        { "io.pressured.InvalidCgroupPath",           say_invalid_cgroup_path },
+        { "io.pressured.PermissionDenied",            say_permission_denied },
+        { "io.pressured.SourceUnavailable",           say_source_unavailable },
+        { "io.pressured.InvalidTrigger",              say_invalid_trigger },
+        { "io.pressured.LimitExceeded",               say_limit_exceeded },
+        { "io.pressured.ConfigurationRejected",       say_configuration_rejected },
+        { "io.pressured.InternalError",               say_internal_error },
+        { "org.varlink.service.MethodNotFound",       say_method_not_found },
+        { "org.varlink.service.MethodNotImplemented", say_method_not_implemented },
+        { "org.varlink.service.InterfaceNotFound",    say_interface_not_found },
+        { "org.varlink.service.InvalidParameter",     say_invalid_parameter },
+        { "org.varlink.service.PermissionDenied",     say_varlink_permission_denied },
+        { "org.varlink.service.ExpectedMore",         say_expected_more },
+};
+
+/* Where the daemon is to be started, for @socket. */
+static void say_start_hint(FILE *f, const char *socket) {
+        if (socket && strncmp(socket, SYSTEM_SOCKET_DIR, strlen(SYSTEM_SOCKET_DIR)) == 0)
+                fputs(" Is pressured.socket running? Try systemctl start pressured.socket.", f);
+        else
+                fputs(" Is pressured running on this socket? Start it (pressured --user for your own), "
+                      "or check --socket and $PRESSURED_SOCKET.", f);
+}
+
+/* The sentences of pressurectl's own failures, from the parameters error_describe() made. */
+static void say_local(FILE *f, const char *name, json_t *p) {
+        const char *socket = get_str(p, "socket");
+
+        if (streq(name, CLI_ERROR_UNREACHABLE)) {
+                fputs("Cannot reach pressured at ", f);
+                put(f, p, "socket");
+                fputs(": ", f);
+                put(f, p, "reason");
+                fputs(".", f);
+                say_start_hint(f, socket);
+        } else if (streq(name, CLI_ERROR_SOCKET_DENIED)) {
+                fputs("Cannot connect to pressured at ", f);
+                put(f, p, "socket");
+                fputs(": ", f);
+                put(f, p, "reason");
+                fputs("; the socket's permissions keep you out; try sudo.", f);
+        } else if (streq_ptr(get_str(p, "errno"), "EBADMSG")) {
+                fputs("Cannot read the reply of pressured at ", f);
+                put(f, p, "socket");
+                fputs(": it is not what this pressurectl expects; use the same version of both.", f);
+        } else {
+                fputs("Talking to pressured at ", f);
+                put(f, p, "socket");
+                fputs(" failed: ", f);
+                put(f, p, "reason");
+                fputs(".", f);
+        }
+}
+
+/**
+ * error_sentence - the sentence for an error
+ * @command: the pressurectl command that failed, or NULL
+ * @name: the error's name
+ * @params: its parameters, or NULL
+ */
+char *error_sentence(const char *command, const char *name, json_t *params) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        bool known = false;
+
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(sentences) && !known; i++)
+                if (streq(sentences[i].name, name)) {
+                        sentences[i].say(f, command, params);
+                        known = true;
+                }
+        if (!known && strncmp(name, "pressurectl.", strlen("pressurectl.")) == 0)
+                say_local(f, name, params);
+        else if (!known) {
+                char *text = params ? json_dumps(params, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+
+                fputs("The daemon answered ", f);
+                put_escaped(f, name);
+                fputs(": ", f);
+                put_escaped(f, text ?: "{}");
+                fputs(".", f);
+                free(text);
+        }
+        if (fclose(f) != 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
+}
+
+/* The name and parameters of pressurectl's own failure @r at @socket; sets *@ret_exit. */
+static json_t *local_error(const char *socket, int r, const char **ret_name, int *ret_exit) {
+        switch (-r) {
+        case EACCES:
+        case EPERM:
+                *ret_name = CLI_ERROR_SOCKET_DENIED;
+                *ret_exit = EXIT_DENIED;
+                break;
+        case ENOENT:
+        case ECONNREFUSED:
+        case ECONNRESET:
+        case ECONNABORTED:
+        case ENOTCONN:
+        case EPIPE:
+        case EAGAIN:
+        case ETIMEDOUT:
+        case ENAMETOOLONG:
+        case ENOTSOCK:
+                *ret_name = CLI_ERROR_UNREACHABLE;
+                *ret_exit = EXIT_UNREACHABLE;
+                break;
+        default:
+                *ret_name = CLI_ERROR_FAILED;
+                *ret_exit = EXIT_DAEMON_ERROR;
+                break;
+        }
+        return json_pack("{s:s, s:s, s:s}", "socket", socket ?: "?", "errno", strerrorname_np(-r) ?: "?",
+                         "reason", strerror(-r));
+}
+
+/**
+ * error_describe - the report of a failure as a JSON object
+ * @command: the pressurectl command that failed
+ * @socket: the daemon's socket
+ * @r: the negative errno of the failure
+ * @name: the daemon's error, or NULL
+ * @params: its parameters as JSON text, or NULL
+ * @ret_exit: the exit code
+ */
+json_t *error_describe(const char *command, const char *socket, int r, const char *name, const char *params,
+                       int *ret_exit) {
+        json_t *p, *o;
+        char *message;
+
+        if (name) {
+                p = params ? json_loads(params, JSON_DECODE_ANY, NULL) : NULL;
+                if (!json_is_object(p)) {
+                        json_decref(p);
+                        p = json_object();
+                }
+                *ret_exit = r == -EACCES ? EXIT_DENIED : EXIT_DAEMON_ERROR;
+        } else
+                p = local_error(socket, r, &name, ret_exit);
+        if (!p)
+                return NULL;
+        message = error_sentence(command, name, p);
+        o = message ? json_pack("{s:s, s:o, s:s}", "error", name, "parameters", p, "message", message) : NULL;
+        if (!o && !message)
+                json_decref(p);
+        free(message);
+        return o;
+}
+
+/**
+ * error_report - print the report of a failure
+ * @f: where to
+ * @json: as a JSON object rather than a sentence
+ * @command: the pressurectl command that failed
+ * @socket: the daemon's socket
+ * @r: the negative errno of the failure
+ * @name: the daemon's error, or NULL
+ * @params: its parameters as JSON text, or NULL
+ */
+int error_report(FILE *f, bool json, const char *command, const char *socket, int r, const char *name,
+                 const char *params) {
+        int exit_code = EXIT_DAEMON_ERROR;
+        json_t *o = error_describe(command, socket, r, name, params, &exit_code);
+        char *text;
+
+        if (!o) {
+                fprintf(f, "pressurectl: %s: %s\n", command, strerror(ENOMEM));
+                return exit_code;
+        }
+        if (json) {
+                text = json_dumps(o, JSON_COMPACT);
+                fprintf(f, "%s\n", text ?: "{}");
+                free(text);
+        } else
+                fprintf(f, "pressurectl: %s: %s\n", command, json_string_value(json_object_get(o, "message")));
+        json_decref(o);
+        return exit_code;
+}

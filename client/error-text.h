@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How pressurectl reports a failure: the daemon's varlink errors and its
+ * own (daemon not reachable, socket not accessible, anything else) as one
+ * sentence that says what went wrong and what to do, or, with --json, as
+ * one JSON object for scripts. Part of pressurectl only, not of
+ * libpressure.
+ *
+ * The JSON form, one line on stderr:
+ *
+ *   {"error": NAME, "parameters": {...}, "message": "the sentence"}
+ *
+ * NAME is the daemon's varlink error name with its parameters as sent
+ * (io.pressured.NoSuchCgroup, org.varlink.service.MethodNotFound, ...).
+ * Failures that happen on pressurectl's side have names of their own in
+ * the "pressurectl." namespace, so that nothing is passed off as the
+ * daemon's word:
+ *
+ *   pressurectl.DaemonUnreachable       {"socket", "errno", "reason"}   exit 3
+ *   pressurectl.SocketPermissionDenied  {"socket", "errno", "reason"}   exit 4
+ *   pressurectl.Failed                  {"socket", "errno", "reason"}   exit 1
+ *
+ * "errno" is the symbolic name ("ENOENT"), "reason" its strerror() text;
+ * pressurectl.Failed with EBADMSG is a reply that pressurectl cannot read.
+ * "error" is always a string, never null.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#define CLI_ERROR_UNREACHABLE "pressurectl.DaemonUnreachable"
+#define CLI_ERROR_SOCKET_DENIED "pressurectl.SocketPermissionDenied"
+#define CLI_ERROR_FAILED "pressurectl.Failed"
+
+/*
+ * error_sentence - the sentence for the error @name with the parameters
+ * @params (a JSON object, or NULL) of @command ("watch", "inject", ...:
+ * PermissionDenied says who may do what the command does). Names it does
+ * not know give "The daemon answered NAME: PARAMETERS.". Strings from the
+ * daemon have their control characters escaped. Returns a new string, or
+ * NULL if out of memory.
+ */
+char *error_sentence(const char *command, const char *name, json_t *params);
+
+/*
+ * error_describe - the whole report of a failure of @command: the daemon's
+ * error @name with @params (JSON text; NULL if none) if it sent one, else
+ * pressurectl's own for the negative errno @r while talking to the daemon
+ * at @socket. Returns the JSON object described above (NULL if out of
+ * memory) and stores the exit code in *@ret_exit (4 for permission
+ * denied, 3 daemon not reachable, else 1).
+ */
+json_t *error_describe(const char *command, const char *socket, int r, const char *name, const char *params,
+                       int *ret_exit);
+
+/*
+ * error_report - print error_describe()'s report to @f: with @json the
+ * object on one line, else "pressurectl: @command: SENTENCE". Returns the
+ * exit code.
+ */
+int error_report(FILE *f, bool json, const char *command, const char *socket, int r, const char *name,
+                 const char *params);
