@@ -313,27 +313,28 @@ static int on_event(pressure_subscription *s, const pressure_event *ev, void *us
         NotifyAction a;
 
         (void) s;
-        switch (ev->kind) {
+        switch (pressure_event_get_kind(ev)) {
         case PRESSURE_EVENT_SUBSCRIBED:
                 /* After a reconnection: the episode shown may have ended while the daemon was away. */
-                if (w->ep.active && (!ep || ep->active_since_us != w->ep.start_us))
+                if (w->ep.active && (!ep || pressure_episode_get_start_us(ep) != w->ep.start_us))
                         watch_end(w, now > w->ep.start_us ? now - w->ep.start_us : 0);
-                w->since_hint_us = ep ? ep->active_since_us : 0;
+                w->since_hint_us = ep ? pressure_episode_get_start_us(ep) : 0;
                 if (!w->subscribed)
                         fprintf(stderr, "pressurectl: notify: watching %s\n", watch_name(w));
                 w->subscribed = true;
                 break;
         case PRESSURE_EVENT_PRESSURE: {
                 /* An episode that began before we subscribed is dated from its start. */
-                uint64_t since = !w->ep.active && w->since_hint_us ? w->since_hint_us : ev->monotonic_us;
+                uint64_t since = !w->ep.active && w->since_hint_us ? w->since_hint_us
+                                                                   : pressure_event_get_monotonic_us(ev);
 
-                a = notify_episode_pressure(&w->ep, ev->level, since, now, n->min_interval_us);
+                a = notify_episode_pressure(&w->ep, pressure_event_get_level(ev), since, now, n->min_interval_us);
                 if (a == NOTIFY_SHOW || a == NOTIFY_UPDATE)
                         watch_show(w, a, now);
                 break;
         }
         case PRESSURE_EVENT_CLEARED:
-                watch_end(w, ep ? ep->duration_us : now > w->ep.start_us ? now - w->ep.start_us : 0);
+                watch_end(w, ep ? pressure_episode_get_duration_us(ep) : now > w->ep.start_us ? now - w->ep.start_us : 0);
                 break;
         case PRESSURE_EVENT_RECONNECTED:
                 fprintf(stderr, "pressurectl: notify: reconnected to the daemon, subscribing again to %s\n",
@@ -344,16 +345,19 @@ static int on_event(pressure_subscription *s, const pressure_event *ev, void *us
                 watch_end(w, 0);
                 w->ended = true;
                 break;
-        case PRESSURE_EVENT_ERROR:
-                if (ev->error_name)
+        case PRESSURE_EVENT_ERROR: {
+                const pressure_error *error = pressure_event_get_error(ev);
+
+                if (pressure_error_get_name(error))
                         fprintf(stderr, "pressurectl: notify: cannot watch %s: %s %s\n", watch_name(w),
-                                ev->error_name, strna(ev->error_parameters));
+                                pressure_error_get_name(error), strna(pressure_error_get_parameters(error)));
                 else
                         fprintf(stderr, "pressurectl: notify: cannot watch %s: %s\n", watch_name(w),
-                                strerror(-ev->error));
+                                strerror(-pressure_error_get_errno(error)));
                 watch_end(w, 0);
                 w->ended = true;
                 break;
+        }
         default:
                 break;
         }
@@ -440,8 +444,8 @@ static void notifier_close_all(Notifier *n) {
 static int poll_timeout_ms(Notifier *n, uint64_t now) {
         uint64_t wait = PRESSURE_TIMEOUT_INFINITE, t;
 
-        if (pressure_client_get_timeout(n->client, &t) >= 0)
-                wait = t;
+        if (pressure_client_get_timeout(n->client, &t) >= 0 && t != PRESSURE_TIMEOUT_INFINITE)
+                wait = t > now ? t - now : 0;
         for (size_t i = 0; i < n->n_watches; i++) {
                 uint64_t d = notify_episode_deadline(&n->watches[i].ep, n->min_interval_us);
 
