@@ -116,7 +116,8 @@ _public_ const char *pressure_error_get_parameters(const pressure_error *e) {
  * pressure_error_get_message - a one-line message for people.
  */
 _public_ const char *pressure_error_get_message(const pressure_error *e) {
-        return e ? e->message : NULL;
+        /* A failed call leaves no error object only when it could not allocate one. */
+        return e ? e->message : "Out of memory";
 }
 
 /**

@@ -338,7 +338,11 @@ int pressure_error_get_errno(const pressure_error *error);
 const char *pressure_error_get_name(const pressure_error *error);
 /* The error's parameters as JSON object text ("{}" if none), or NULL when it has no name. */
 const char *pressure_error_get_parameters(const pressure_error *error);
-/* A one-line message for people, e.g. "No such cgroup: /a". Never NULL. */
+/*
+ * A one-line message for people, e.g. "No such cgroup: /a". Never NULL: for
+ * a NULL error (a failed call could not allocate its error object) it is
+ * "Out of memory".
+ */
 const char *pressure_error_get_message(const pressure_error *error);
 /* The string parameter @key (cgroup, reason, source, limit), or NULL. */
 const char *pressure_error_get_parameter_string(const pressure_error *error, const char *key);
