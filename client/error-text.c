@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* pressurectl's failure reports, as sentences or JSON objects; see error-text.h. */
 #include <errno.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -278,6 +279,10 @@ char *error_sentence(const char *command, const char *name, json_t *params) {
 
 /* The name and parameters of pressurectl's own failure @r at @socket; sets *@ret_exit. */
 static json_t *local_error(const char *socket, int r, const char **ret_name, int *ret_exit) {
+        /* libpressure says ECONNREFUSED both for a socket nobody serves and for
+         * one that does not exist: name the second precisely. */
+        if (r == -ECONNREFUSED && socket && access(socket, F_OK) < 0 && errno == ENOENT)
+                r = -ENOENT;
         switch (-r) {
         case EACCES:
         case EPERM:

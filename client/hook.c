@@ -74,14 +74,14 @@ static const char *str_or_empty(const char *s) {
 
 static int hook_event_copy(const pressure_event *e, HookEvent *ret) {
         HookEvent ev = {
-                .kind = str_or_empty(pressure_event_kind_to_string(e->kind)),
-                .level = str_or_empty(pressure_level_to_string(e->level)),
-                .source = str_or_empty(pressure_source_to_string(e->source)),
-                .cgroup = strdup(str_or_empty(e->cgroup)),
-                .json = strdup(str_or_empty(e->json)),
-                .seq = e->seq,
-                .missed = e->missed,
-                .synthetic = e->synthetic,
+                .kind = str_or_empty(pressure_event_kind_to_string(pressure_event_get_kind(e))),
+                .level = str_or_empty(pressure_level_to_string(pressure_event_get_level(e))),
+                .source = str_or_empty(pressure_source_to_string(pressure_event_get_source(e))),
+                .cgroup = strdup(str_or_empty(pressure_event_get_cgroup(e))),
+                .json = strdup(str_or_empty(pressure_event_get_json(e))),
+                .seq = pressure_event_get_seq(e),
+                .missed = pressure_event_get_missed(e),
+                .synthetic = pressure_event_is_synthetic(e),
         };
 
         if (!ev.cgroup || !ev.json) {
@@ -286,7 +286,8 @@ int hook_submit(Hook *h, const pressure_event *e) {
 
         r = hook_event_copy(e, &ev);
         if (r < 0) {
-                fprintf(stderr, "pressurectl: hook: cannot keep event seq %" PRIu64 ": %s\n", e->seq, strerror(-r));
+                fprintf(stderr, "pressurectl: hook: cannot keep event seq %" PRIu64 ": %s\n",
+                        pressure_event_get_seq(e), strerror(-r));
                 return r;
         }
         if (h->pid > 0) {

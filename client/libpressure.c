@@ -12,6 +12,10 @@
  *   PENDING  reconnected and asked again; waiting for "subscribed"
  *   ENDED    removed, failed or unsubscribed; no fd, no timer
  *
+ * An asynchronous call is a subscription that is not a stream: one
+ * connection, one request, one answer to its callback, then it ends; it
+ * never reconnects and fails with -ETIMEDOUT at its deadline.
+ *
  * Handlers may free subscriptions; freeing is deferred while the client
  * dispatches, so no handler pulls the list out from under the loop.
  */
@@ -58,12 +62,26 @@ typedef enum SubscriptionState {
         SUBSCRIPTION_ENDED,
 } SubscriptionState;
 
+/* Hands the answer of an asynchronous call to its callback: @params on success, else @error. */
+typedef int (*CallComplete)(pressure_call *call, json_t *params, const pressure_error *error);
+
 struct pressure_subscription {
         pressure_client *client;
         pressure_subscription *next;
         char *request;
         pressure_event_handler handler;
         void *userdata;
+        pressure_destroy_callback destroy;
+        /* An asynchronous call: its completion and its typed callback. */
+        bool is_call;
+        CallComplete complete;
+        union {
+                pressure_status_handler status;
+                pressure_protection_handler protection;
+                pressure_inject_handler inject;
+                pressure_reply_handler reply;
+        } callback;
+        uint64_t deadline;
         SubscriptionState state;
         int fd;
         ConnBuffer buffer;
@@ -80,6 +98,11 @@ struct pressure_subscription {
         uint64_t retry_at;
 };
 
+/* An asynchronous call is a subscription with is_call set; the public type keeps them apart. */
+struct pressure_call {
+        pressure_subscription s;
+};
+
 struct pressure_client {
         char *socket_path;
         int epoll_fd;
@@ -89,8 +112,6 @@ struct pressure_client {
         bool dispatching;
         uint64_t call_timeout_usec;
         pressure_subscription *subscriptions;
-        char *error_name;
-        char *error_params;
 };
 
 static void json_unrefp(json_t **p) {
@@ -284,41 +305,32 @@ static int selector_to_request(const pressure_selector *s, char **ret) {
 
 /* ---- Client basics ---------------------------------------------------------- */
 
-static void client_clear_error(pressure_client *c) {
-        free(c->error_name);
-        free(c->error_params);
-        c->error_name = c->error_params = NULL;
-}
-
 /*
- * The error of @reply: its errno (0 if @reply is no error), and its name and
- * parameters as new strings in *ret_name and *ret_params (left NULL when
- * the reply is no error or malformed).
+ * The error of @reply: 0 if it is none, else its errno, with the error
+ * object in *@ret (NULL without memory).
  */
-static int reply_error(json_t *reply, char **ret_name, char **ret_params) {
-        json_t *name = json_object_get(reply, "error"), *params;
-        _cleanup_free_ char *n = NULL, *p = NULL;
+static int reply_error(json_t *reply, pressure_error **ret) {
+        json_t *name = json_object_get(reply, "error");
+        int r;
 
         if (!name)
                 return 0;
-        if (!json_is_string(name))
+        if (!json_is_string(name)) {
+                *ret = error_new(-EBADMSG, NULL, NULL);
                 return -EBADMSG;
-        n = strdup(json_string_value(name));
-        params = json_object_get(reply, "parameters");
-        p = params ? json_dumps(params, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("{}");
-        if (!n || !p)
-                return -ENOMEM;
-        *ret_name = TAKE_PTR(n);
-        *ret_params = TAKE_PTR(p);
-        return conn_error_to_errno(json_string_value(name));
+        }
+        r = conn_error_to_errno(json_string_value(name));
+        *ret = error_new(r, json_string_value(name), json_object_get(reply, "parameters"));
+        return r;
 }
 
-/* Remember the error of @reply as the client's last error and return its errno, or 0 if it is no error. */
-static int client_take_error(pressure_client *c, json_t *reply) {
-        if (!json_object_get(reply, "error"))
-                return 0;
-        client_clear_error(c);
-        return reply_error(reply, &c->error_name, &c->error_params);
+/* Return @r, handing *@ret_error (if given) @e or, without one, a local error for @r. */
+static int return_error(int r, pressure_error *e, pressure_error **ret_error) {
+        if (ret_error)
+                *ret_error = e ? e : error_new(r, NULL, NULL);
+        else
+                pressure_error_free(e);
+        return r;
 }
 
 /**
@@ -374,6 +386,8 @@ static void subscription_close(pressure_subscription *s) {
 
 static void subscription_destroy(pressure_subscription *s) {
         subscription_close(s);
+        if (s->destroy)
+                s->destroy(s->userdata);
         if (s->first)
                 json_decref(s->first);
         free(s->request);
@@ -393,7 +407,6 @@ _public_ pressure_client *pressure_client_free(pressure_client *c) {
         }
         safe_close(c->timer_fd);
         safe_close(c->epoll_fd);
-        client_clear_error(c);
         free(c->socket_path);
         free(c);
         return NULL;
@@ -465,20 +478,6 @@ _public_ int pressure_client_set_call_timeout(pressure_client *c, uint64_t timeo
 }
 
 /**
- * pressure_client_last_error_name - the varlink name of the last daemon error.
- */
-_public_ const char *pressure_client_last_error_name(pressure_client *c) {
-        return c ? c->error_name : NULL;
-}
-
-/**
- * pressure_client_last_error_params - the last daemon error's parameters as JSON.
- */
-_public_ const char *pressure_client_last_error_params(pressure_client *c) {
-        return c ? c->error_params : NULL;
-}
-
-/**
  * pressure_version - the library version.
  */
 _public_ const char *pressure_version(void) {
@@ -491,29 +490,33 @@ static uint64_t call_deadline(pressure_client *c) {
 
 /* ---- Timer ---------------------------------------------------------------------- */
 
+/* When @s needs process(): 0 = at once, PRESSURE_TIMEOUT_INFINITE = never (CLOCK_MONOTONIC). */
+static uint64_t subscription_due(pressure_subscription *s) {
+        if (s->freed || s->state == SUBSCRIPTION_ENDED)
+                return PRESSURE_TIMEOUT_INFINITE;
+        if (s->first || conn_has_message(&s->buffer) || s->broken)
+                return 0;
+        if (s->state == SUBSCRIPTION_BACKOFF)
+                return s->retry_at;
+        if (s->is_call)
+                return s->deadline;
+        return PRESSURE_TIMEOUT_INFINITE;
+}
+
 /**
- * pressure_client_get_timeout - microseconds until process() is due.
+ * pressure_client_get_timeout - the CLOCK_MONOTONIC time process() is due at.
  */
 _public_ int pressure_client_get_timeout(pressure_client *c, uint64_t *ret_usec) {
-        uint64_t now, next = PRESSURE_TIMEOUT_INFINITE;
+        uint64_t next = PRESSURE_TIMEOUT_INFINITE;
 
         if (!c || !ret_usec)
                 return -EINVAL;
-        now = now_usec(CLOCK_MONOTONIC);
         for (pressure_subscription *s = c->subscriptions; s; s = s->next) {
-                if (s->freed || s->state == SUBSCRIPTION_ENDED)
-                        continue;
-                if (s->first || conn_has_message(&s->buffer) || s->broken) {
-                        next = 0;
-                        break;
-                }
-                if (s->state == SUBSCRIPTION_BACKOFF && s->retry_at < next)
-                        next = s->retry_at;
+                uint64_t due = subscription_due(s);
+                if (due < next)
+                        next = due;
         }
-        if (next == PRESSURE_TIMEOUT_INFINITE)
-                *ret_usec = PRESSURE_TIMEOUT_INFINITE;
-        else
-                *ret_usec = next > now ? next - now : 0;
+        *ret_usec = next;
         return 0;
 }
 
@@ -525,11 +528,11 @@ static void client_update_timer(pressure_client *c) {
         (void) pressure_client_get_timeout(c, &usec);
         if (usec != PRESSURE_TIMEOUT_INFINITE) {
                 if (usec == 0)
-                        usec = 1; /* an all-zero it_value would disarm */
+                        usec = 1; /* an all-zero it_value would disarm; 1 ns is long past */
                 its.it_value.tv_sec = (time_t) (usec / USEC_PER_SEC);
                 its.it_value.tv_nsec = (long) ((usec % USEC_PER_SEC) * NSEC_PER_USEC);
         }
-        (void) timerfd_settime(c->timer_fd, 0, &its, NULL);
+        (void) timerfd_settime(c->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
 /**
@@ -599,7 +602,7 @@ static int subscription_new(pressure_client *c, const pressure_selector *selecto
 
         if (!c || !selector || !handler)
                 return -EINVAL;
-        s = calloc(1, sizeof(*s));
+        s = calloc(1, sizeof(pressure_call));
         if (!s)
                 return -ENOMEM;
         s->client = c;
@@ -656,19 +659,21 @@ _public_ int pressure_client_subscribe_async(pressure_client *c, const pressure_
  */
 _public_ int pressure_client_subscribe(pressure_client *c, const pressure_selector *selector,
                                        pressure_event_handler handler, void *userdata,
-                                       pressure_subscription **ret) {
+                                       pressure_subscription **ret, pressure_error **ret_error) {
         _cleanup_json_ json_t *reply = NULL;
         _cleanup_close_ int fd = -1;
+        pressure_error *error = NULL;
         pressure_subscription *s;
         uint64_t deadline;
         json_t *params;
         int r;
 
+        if (ret_error)
+                *ret_error = NULL;
         r = subscription_new(c, selector, handler, userdata, &s);
         if (r < 0)
-                return r;
+                return return_error(r, NULL, ret_error);
 
-        client_clear_error(c);
         deadline = call_deadline(c);
         r = conn_connect(c->socket_path, &fd);
         if (r >= 0)
@@ -679,7 +684,7 @@ _public_ int pressure_client_subscribe(pressure_client *c, const pressure_select
                 /* The daemon is not there yet: subscribe when it appears. */
                 subscription_schedule_retry(s, false);
         } else {
-                r = client_take_error(c, reply);
+                r = reply_error(reply, &error);
                 if (r < 0)
                         goto fail;
                 params = json_object_get(reply, "parameters");
@@ -703,7 +708,7 @@ _public_ int pressure_client_subscribe(pressure_client *c, const pressure_select
 
 fail:
         subscription_destroy(s);
-        return r;
+        return return_error(r, error, ret_error);
 }
 
 static void client_unlink(pressure_client *c, pressure_subscription *s) {
@@ -765,7 +770,7 @@ _public_ unsigned pressure_client_get_n_active(pressure_client *c) {
         if (!c)
                 return 0;
         for (pressure_subscription *s = c->subscriptions; s; s = s->next)
-                n += (unsigned) pressure_subscription_is_active(s);
+                n += (unsigned) (!s->is_call && pressure_subscription_is_active(s));
         return n;
 }
 
@@ -775,32 +780,73 @@ static int subscription_emit(pressure_subscription *s, const pressure_event *e) 
         return s->handler(s, e, s->userdata);
 }
 
-/* End @s with @error and, if the daemon sent one, its error @name and @params; tell the handler. */
-static int subscription_fail_with(pressure_subscription *s, int error, const char *name, const char *params) {
-        pressure_event e = { .kind = PRESSURE_EVENT_ERROR, .cgroup = "/", .error = error,
-                             .error_name = name, .error_parameters = params };
-
+/* The call @s is over: it is freed once the dispatch loop is done. */
+static void call_end(pressure_subscription *s) {
         subscription_close(s);
         s->state = SUBSCRIPTION_ENDED;
-        return subscription_emit(s, &e);
+        s->freed = true;
+}
+
+/* End @s with the error @e (taken over; NULL: a local one for @error); tell the handler or callback. */
+static int subscription_fail_with(pressure_subscription *s, int error, pressure_error *e) {
+        pressure_event ev = { .kind = PRESSURE_EVENT_ERROR, .cgroup = "/" };
+        int r;
+
+        if (!e)
+                e = error_new(error, NULL, NULL);
+        if (!e)
+                return -ENOMEM;
+        subscription_close(s);
+        s->state = SUBSCRIPTION_ENDED;
+        if (s->is_call) {
+                r = s->complete((pressure_call *) s, NULL, e);
+                call_end(s);
+        } else {
+                ev.error = e;
+                r = subscription_emit(s, &ev);
+        }
+        pressure_error_free(e);
+        return r;
 }
 
 static int subscription_fail(pressure_subscription *s, int error) {
-        return subscription_fail_with(s, error, NULL, NULL);
+        return subscription_fail_with(s, error, NULL);
+}
+
+/* Hand the answer @msg of the call @s to its callback, and end the call. */
+static int call_handle(pressure_subscription *s, json_t *msg) {
+        pressure_error *e = NULL;
+        json_t *params;
+        int r;
+
+        r = reply_error(msg, &e);
+        if (r < 0)
+                return subscription_fail_with(s, r, e);
+        params = json_object_get(msg, "parameters");
+        if (params && !json_is_object(params))
+                return subscription_fail(s, -EBADMSG);
+        _cleanup_json_ json_t *p = params ? json_incref(params) : json_object();
+        if (!p)
+                return subscription_fail(s, -ENOMEM);
+        r = s->complete((pressure_call *) s, p, NULL);
+        call_end(s);
+        return r;
 }
 
 /* Hand one message of @s's stream to its handler. */
 static int subscription_handle(pressure_subscription *s, json_t *msg) {
-        _cleanup_free_ char *text = NULL, *error_name = NULL, *error_params = NULL;
+        _cleanup_free_ char *text = NULL;
+        pressure_error *error = NULL;
         pressure_event e;
         json_t *params, *event, *cont;
         bool last;
         int r;
 
-        /* The error belongs to this subscription; the client's last error stays the caller's. */
-        r = reply_error(msg, &error_name, &error_params);
+        if (s->is_call)
+                return call_handle(s, msg);
+        r = reply_error(msg, &error);
         if (r < 0)
-                return subscription_fail_with(s, r, error_name, error_params);
+                return subscription_fail_with(s, r, error);
 
         params = json_object_get(msg, "parameters");
         event = json_object_get(params, "event");
@@ -840,7 +886,7 @@ static int subscription_handle(pressure_subscription *s, json_t *msg) {
 static int subscription_lost(pressure_subscription *s, int error) {
         pressure_client *c = s->client;
 
-        if (!c->reconnect)
+        if (!c->reconnect || s->is_call)
                 return subscription_fail(s, error);
         /* Never confirmed (subscribe_async()): an absent daemon is waited for only if asked to. */
         if (!s->confirmed && !(c->wait_for_daemon && conn_is_disconnect(error)))
@@ -911,6 +957,14 @@ static int client_process_inner(pressure_client *c) {
 
         now = now_usec(CLOCK_MONOTONIC);
         for (pressure_subscription *s = c->subscriptions; s; s = s->next) {
+                if (s->freed || !s->is_call || s->state != SUBSCRIPTION_PENDING || s->deadline > now)
+                        continue;
+                done = 1;
+                r = subscription_fail(s, -ETIMEDOUT);
+                if (r < 0)
+                        return r;
+        }
+        for (pressure_subscription *s = c->subscriptions; s; s = s->next) {
                 if (s->freed || s->state != SUBSCRIPTION_BACKOFF || s->retry_at > now)
                         continue;
                 done = 1;
@@ -969,6 +1023,10 @@ _public_ int pressure_client_wait(pressure_client *c, uint64_t timeout_usec) {
         r = pressure_client_get_timeout(c, &due);
         if (r < 0)
                 return r;
+        if (due != PRESSURE_TIMEOUT_INFINITE) {
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
+                due = due > now ? due - now : 0;
+        }
         if (due < timeout_usec)
                 timeout_usec = due;
 
@@ -986,164 +1044,436 @@ _public_ int pressure_client_wait(pressure_client *c, uint64_t timeout_usec) {
         return pressure_client_process(c);
 }
 
-/* ---- Simple calls -------------------------------------------------------------------- */
+/* ---- Calls ---------------------------------------------------------------------------- */
 
-/*
- * One call on its own connection; *ret_params gets the reply's parameters.
- * A daemon error is the client's last error, and is also copied to
- * *ret_error_name and *ret_error_params if given.
- */
-static int client_call_json_full(pressure_client *c, const char *method, json_t *params, json_t **ret_params,
-                                 char **ret_error_name, char **ret_error_params) {
-        _cleanup_json_ json_t *msg = NULL, *reply = NULL;
-        _cleanup_free_ char *text = NULL;
-        _cleanup_close_ int fd = -1;
-        ConnBuffer buffer = {};
-        uint64_t deadline;
-        json_t *p;
-        int r;
+/* The call message of @method with @params (may be NULL), as text. */
+static int call_message(const char *method, json_t *params, char **ret) {
+        _cleanup_json_ json_t *msg = json_pack("{s:s}", "method", method);
+        char *text;
 
-        client_clear_error(c);
-        msg = json_pack("{s:s}", "method", method);
-        if (!msg)
-                return -ENOMEM;
-        if (params && json_object_set(msg, "parameters", params) < 0)
+        if (!msg || (params && json_object_set(msg, "parameters", params) < 0))
                 return -ENOMEM;
         text = json_dumps(msg, JSON_COMPACT);
         if (!text)
                 return -ENOMEM;
-
-        deadline = call_deadline(c);
-        r = conn_connect(c->socket_path, &fd);
-        if (r < 0)
-                return r;
-        r = conn_send_receive(fd, text, deadline, &buffer, &reply);
-        conn_buffer_done(&buffer);
-        if (r < 0)
-                return r;
-        r = client_take_error(c, reply);
-        if (r < 0) {
-                if (ret_error_name && c->error_name && !(*ret_error_name = strdup(c->error_name)))
-                        return -ENOMEM;
-                if (ret_error_params && c->error_params && !(*ret_error_params = strdup(c->error_params)))
-                        return -ENOMEM;
-                return r;
-        }
-        p = json_object_get(reply, "parameters");
-        if (p && !json_is_object(p))
-                return -EBADMSG;
-        if (ret_params)
-                *ret_params = p ? json_incref(p) : json_object();
+        *ret = text;
         return 0;
 }
 
-static int client_call_json(pressure_client *c, const char *method, json_t *params, json_t **ret_params) {
-        return client_call_json_full(c, method, params, ret_params, NULL, NULL);
-}
-
-static int dump_params(json_t *params, char **ret_json) {
-        char *text = json_dumps(params, JSON_COMPACT);
-        if (!text)
-                return -ENOMEM;
-        *ret_json = text;
-        return 0;
-}
-
-/**
- * pressure_client_call_full - call any method; the reply parameters, or the
- * daemon's error, as JSON text.
+/*
+ * One blocking call on its own connection; *ret_params gets the reply's
+ * parameters; a failure is returned with its error object in *ret_error.
  */
-_public_ int pressure_client_call_full(pressure_client *c, const char *method, const char *params_json,
-                                       char **ret_json, char **ret_error_name, char **ret_error_params) {
-        _cleanup_json_ json_t *params = NULL, *reply = NULL;
+static int client_call_json(pressure_client *c, const char *method, json_t *params, json_t **ret_params,
+                            pressure_error **ret_error) {
+        _cleanup_json_ json_t *reply = NULL;
+        _cleanup_free_ char *text = NULL;
+        _cleanup_close_ int fd = -1;
+        pressure_error *error = NULL;
+        ConnBuffer buffer = {};
+        json_t *p;
         int r;
 
-        if (ret_error_name)
-                *ret_error_name = NULL;
-        if (ret_error_params)
-                *ret_error_params = NULL;
-        if (!c || !method)
-                return -EINVAL;
+        r = call_message(method, params, &text);
+        if (r < 0)
+                return return_error(r, NULL, ret_error);
+        r = conn_connect(c->socket_path, &fd);
+        if (r >= 0)
+                r = conn_send_receive(fd, text, call_deadline(c), &buffer, &reply);
+        conn_buffer_done(&buffer);
+        if (r < 0)
+                return return_error(r, NULL, ret_error);
+        r = reply_error(reply, &error);
+        if (r < 0)
+                return return_error(r, error, ret_error);
+        p = json_object_get(reply, "parameters");
+        if (p && !json_is_object(p))
+                return return_error(-EBADMSG, NULL, ret_error);
+        if (ret_params) {
+                *ret_params = p ? json_incref(p) : json_object();
+                if (!*ret_params)
+                        return return_error(-ENOMEM, NULL, ret_error);
+        }
+        return 0;
+}
+
+/* Parameters from JSON object text (NULL: none); -EINVAL if it is no object. */
+static int params_from_text(const char *params_json, json_t **ret) {
+        json_t *params = NULL;
+
         if (params_json) {
                 params = json_loads(params_json, 0, NULL);
-                if (!json_is_object(params))
+                if (!json_is_object(params)) {
+                        if (params)
+                                json_decref(params);
                         return -EINVAL;
+                }
         }
-        r = client_call_json_full(c, method, params, &reply, ret_error_name, ret_error_params);
-        if (r < 0)
-                return r;
-        return ret_json ? dump_params(reply, ret_json) : 0;
+        *ret = params;
+        return 0;
+}
+
+/* The parameters of Inject(cgroup, level), or GetProtection(cgroup) with level NONE. */
+static int cgroup_params(const char *cgroup, pressure_level level, json_t **ret) {
+        _cleanup_json_ json_t *params = json_object();
+
+        if (!params)
+                return -ENOMEM;
+        if (cgroup && json_object_set_new(params, "cgroup", json_string(cgroup)) < 0)
+                return -EINVAL;
+        if (level != PRESSURE_LEVEL_NONE &&
+            json_object_set_new(params, "level", json_string(pressure_level_to_string(level))) < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(params);
+        return 0;
+}
+
+static int delivered_parse(json_t *reply, uint64_t *ret) {
+        json_t *d = json_object_get(reply, "delivered");
+
+        if (!json_is_integer(d) || json_integer_value(d) < 0)
+                return -EBADMSG;
+        *ret = (uint64_t) json_integer_value(d);
+        return 0;
 }
 
 /**
  * pressure_client_call - call any method; the reply parameters as JSON text.
  */
 _public_ int pressure_client_call(pressure_client *c, const char *method, const char *params_json,
-                                  char **ret_json) {
-        return pressure_client_call_full(c, method, params_json, ret_json, NULL, NULL);
-}
-
-/**
- * pressure_client_get_status - GetStatus() as JSON text.
- */
-_public_ int pressure_client_get_status(pressure_client *c, char **ret_json) {
-        if (!ret_json)
-                return -EINVAL;
-        return pressure_client_call(c, "io.pressured.GetStatus", NULL, ret_json);
-}
-
-/**
- * pressure_client_get_protection - GetProtection(cgroup) as JSON text.
- */
-_public_ int pressure_client_get_protection(pressure_client *c, const char *cgroup, char **ret_json) {
+                                  char **ret_json, pressure_error **ret_error) {
         _cleanup_json_ json_t *params = NULL, *reply = NULL;
+        char *text;
         int r;
 
-        if (!c || !ret_json)
-                return -EINVAL;
-        params = cgroup ? json_pack("{s:s}", "cgroup", cgroup) : json_object();
-        if (!params)
-                return cgroup ? -EINVAL : -ENOMEM;
-        r = client_call_json(c, "io.pressured.GetProtection", params, &reply);
+        if (ret_error)
+                *ret_error = NULL;
+        if (!c || !method)
+                return return_error(-EINVAL, NULL, ret_error);
+        r = params_from_text(params_json, &params);
+        if (r >= 0)
+                r = client_call_json(c, method, params, &reply, ret_error);
+        else
+                r = return_error(r, NULL, ret_error);
+        if (r < 0 || !ret_json)
+                return r;
+        text = json_dumps(reply, JSON_COMPACT);
+        if (!text)
+                return return_error(-ENOMEM, NULL, ret_error);
+        *ret_json = text;
+        return 0;
+}
+
+/**
+ * pressure_client_get_status - GetStatus().
+ */
+_public_ int pressure_client_get_status(pressure_client *c, pressure_status **ret_status,
+                                        pressure_error **ret_error) {
+        json_t *reply = NULL;
+        int r;
+
+        if (ret_error)
+                *ret_error = NULL;
+        if (!c || !ret_status)
+                return return_error(-EINVAL, NULL, ret_error);
+        r = client_call_json(c, "io.pressured.GetStatus", NULL, &reply, ret_error);
         if (r < 0)
                 return r;
-        return dump_params(reply, ret_json);
+        r = status_new(reply, ret_status);
+        return r < 0 ? return_error(r, NULL, ret_error) : 0;
+}
+
+/**
+ * pressure_client_get_protection - GetProtection(cgroup).
+ */
+_public_ int pressure_client_get_protection(pressure_client *c, const char *cgroup,
+                                            pressure_protection **ret_protection, pressure_error **ret_error) {
+        _cleanup_json_ json_t *params = NULL;
+        json_t *reply = NULL;
+        int r;
+
+        if (ret_error)
+                *ret_error = NULL;
+        if (!c || !ret_protection)
+                return return_error(-EINVAL, NULL, ret_error);
+        r = cgroup_params(cgroup, PRESSURE_LEVEL_NONE, &params);
+        if (r < 0)
+                return return_error(r, NULL, ret_error);
+        r = client_call_json(c, "io.pressured.GetProtection", params, &reply, ret_error);
+        if (r < 0)
+                return r;
+        r = protection_new(reply, ret_protection);
+        return r < 0 ? return_error(r, NULL, ret_error) : 0;
 }
 
 /**
  * pressure_client_inject - Inject(cgroup, level).
  */
 _public_ int pressure_client_inject(pressure_client *c, const char *cgroup, pressure_level level,
-                                    uint64_t *ret_delivered) {
+                                    uint64_t *ret_delivered, pressure_error **ret_error) {
         _cleanup_json_ json_t *params = NULL, *reply = NULL;
-        json_t *d;
+        uint64_t delivered;
         int r;
 
+        if (ret_error)
+                *ret_error = NULL;
         if (!c || !level_valid(level))
-                return -EINVAL;
-        params = json_pack("{s:s}", "level", pressure_level_to_string(level));
-        if (!params)
-                return -ENOMEM;
-        if (cgroup && json_object_set_new(params, "cgroup", json_string(cgroup)) < 0)
-                return -EINVAL;
-        r = client_call_json(c, "io.pressured.Inject", params, &reply);
+                return return_error(-EINVAL, NULL, ret_error);
+        r = cgroup_params(cgroup, level, &params);
+        if (r < 0)
+                return return_error(r, NULL, ret_error);
+        r = client_call_json(c, "io.pressured.Inject", params, &reply, ret_error);
         if (r < 0)
                 return r;
-        d = json_object_get(reply, "delivered");
-        if (!json_is_integer(d) || json_integer_value(d) < 0)
-                return -EBADMSG;
+        r = delivered_parse(reply, &delivered);
+        if (r < 0)
+                return return_error(r, NULL, ret_error);
         if (ret_delivered)
-                *ret_delivered = (uint64_t) json_integer_value(d);
+                *ret_delivered = delivered;
         return 0;
 }
 
 /**
  * pressure_client_reload - Reload().
  */
-_public_ int pressure_client_reload(pressure_client *c) {
+_public_ int pressure_client_reload(pressure_client *c, pressure_error **ret_error) {
+        if (ret_error)
+                *ret_error = NULL;
         if (!c)
+                return return_error(-EINVAL, NULL, ret_error);
+        return client_call_json(c, "io.pressured.Reload", NULL, NULL, ret_error);
+}
+
+/* ---- Asynchronous calls -------------------------------------------------------------- */
+
+static int complete_status(pressure_call *call, json_t *params, const pressure_error *error) {
+        pressure_subscription *s = &call->s;
+        pressure_status *status = NULL;
+        int r;
+
+        if (error)
+                return s->callback.status(call, NULL, error, s->userdata);
+        r = status_new(json_incref(params), &status);
+        if (r < 0)
+                return subscription_fail(s, r);
+        r = s->callback.status(call, status, NULL, s->userdata);
+        pressure_status_unref(status);
+        return r;
+}
+
+static int complete_protection(pressure_call *call, json_t *params, const pressure_error *error) {
+        pressure_subscription *s = &call->s;
+        pressure_protection *p = NULL;
+        int r;
+
+        if (error)
+                return s->callback.protection(call, NULL, error, s->userdata);
+        r = protection_new(json_incref(params), &p);
+        if (r < 0)
+                return subscription_fail(s, r);
+        r = s->callback.protection(call, p, NULL, s->userdata);
+        pressure_protection_unref(p);
+        return r;
+}
+
+static int complete_inject(pressure_call *call, json_t *params, const pressure_error *error) {
+        pressure_subscription *s = &call->s;
+        uint64_t delivered = 0;
+
+        if (error)
+                return s->callback.inject(call, 0, error, s->userdata);
+        if (delivered_parse(params, &delivered) < 0)
+                return subscription_fail(s, -EBADMSG);
+        return s->callback.inject(call, delivered, NULL, s->userdata);
+}
+
+static int complete_reply(pressure_call *call, json_t *params, const pressure_error *error) {
+        pressure_subscription *s = &call->s;
+        _cleanup_free_ char *text = NULL;
+
+        if (error)
+                return s->callback.reply(call, NULL, error, s->userdata);
+        text = json_dumps(params, JSON_COMPACT);
+        if (!text)
+                return subscription_fail(s, -ENOMEM);
+        return s->callback.reply(call, text, NULL, s->userdata);
+}
+
+/*
+ * Start the call of @method with @params (borrowed) on its own connection;
+ * the caller sets the callback of *ret. A connection that fails is reported
+ * to the callback by the next process().
+ */
+static int call_start(pressure_client *c, const char *method, json_t *params, CallComplete complete,
+                      void *userdata, pressure_call **ret) {
+        pressure_call *call;
+        pressure_subscription *s;
+        int r;
+
+        call = calloc(1, sizeof(*call));
+        if (!call)
+                return -ENOMEM;
+        s = &call->s;
+        s->client = c;
+        s->fd = -1;
+        s->is_call = true;
+        s->complete = complete;
+        s->userdata = userdata;
+        r = call_message(method, params, &s->request);
+        if (r < 0) {
+                subscription_destroy(s);
+                return r;
+        }
+        s->deadline = call_deadline(c);
+        r = subscription_start(s);
+        if (r < 0) {
+                s->state = SUBSCRIPTION_PENDING;
+                s->broken = r;
+        }
+        *ret = call;
+        return 0;
+}
+
+static void call_link(pressure_client *c, pressure_call *call, pressure_call **ret_call) {
+        client_link(c, &call->s);
+        if (ret_call)
+                *ret_call = call;
+}
+
+/**
+ * pressure_client_get_status_async - GetStatus() without waiting.
+ */
+_public_ int pressure_client_get_status_async(pressure_client *c, pressure_status_handler callback,
+                                              void *userdata, pressure_call **ret_call) {
+        pressure_call *call;
+        int r;
+
+        if (!c || !callback)
                 return -EINVAL;
-        return client_call_json(c, "io.pressured.Reload", NULL, NULL);
+        r = call_start(c, "io.pressured.GetStatus", NULL, complete_status, userdata, &call);
+        if (r < 0)
+                return r;
+        call->s.callback.status = callback;
+        call_link(c, call, ret_call);
+        return 0;
+}
+
+/**
+ * pressure_client_get_protection_async - GetProtection(cgroup) without waiting.
+ */
+_public_ int pressure_client_get_protection_async(pressure_client *c, const char *cgroup,
+                                                  pressure_protection_handler callback, void *userdata,
+                                                  pressure_call **ret_call) {
+        _cleanup_json_ json_t *params = NULL;
+        pressure_call *call;
+        int r;
+
+        if (!c || !callback)
+                return -EINVAL;
+        r = cgroup_params(cgroup, PRESSURE_LEVEL_NONE, &params);
+        if (r >= 0)
+                r = call_start(c, "io.pressured.GetProtection", params, complete_protection, userdata, &call);
+        if (r < 0)
+                return r;
+        call->s.callback.protection = callback;
+        call_link(c, call, ret_call);
+        return 0;
+}
+
+/**
+ * pressure_client_inject_async - Inject(cgroup, level) without waiting.
+ */
+_public_ int pressure_client_inject_async(pressure_client *c, const char *cgroup, pressure_level level,
+                                          pressure_inject_handler callback, void *userdata,
+                                          pressure_call **ret_call) {
+        _cleanup_json_ json_t *params = NULL;
+        pressure_call *call;
+        int r;
+
+        if (!c || !callback || !level_valid(level))
+                return -EINVAL;
+        r = cgroup_params(cgroup, level, &params);
+        if (r >= 0)
+                r = call_start(c, "io.pressured.Inject", params, complete_inject, userdata, &call);
+        if (r < 0)
+                return r;
+        call->s.callback.inject = callback;
+        call_link(c, call, ret_call);
+        return 0;
+}
+
+/**
+ * pressure_client_call_async - call any method without waiting.
+ */
+_public_ int pressure_client_call_async(pressure_client *c, const char *method, const char *params_json,
+                                        pressure_reply_handler callback, void *userdata,
+                                        pressure_call **ret_call) {
+        _cleanup_json_ json_t *params = NULL;
+        pressure_call *call;
+        int r;
+
+        if (!c || !method || !callback)
+                return -EINVAL;
+        r = params_from_text(params_json, &params);
+        if (r >= 0)
+                r = call_start(c, method, params, complete_reply, userdata, &call);
+        if (r < 0)
+                return r;
+        call->s.callback.reply = callback;
+        call_link(c, call, ret_call);
+        return 0;
+}
+
+/**
+ * pressure_client_reload_async - Reload() without waiting.
+ */
+_public_ int pressure_client_reload_async(pressure_client *c, pressure_reply_handler callback, void *userdata,
+                                          pressure_call **ret_call) {
+        return pressure_client_call_async(c, "io.pressured.Reload", NULL, callback, userdata, ret_call);
+}
+
+/**
+ * pressure_call_free - cancel a call whose callback has not run; NULL is fine.
+ */
+_public_ pressure_call *pressure_call_free(pressure_call *call) {
+        if (call)
+                (void) pressure_subscription_free(&call->s);
+        return NULL;
+}
+
+/**
+ * pressure_call_get_client - the client of a call.
+ */
+_public_ pressure_client *pressure_call_get_client(pressure_call *call) {
+        return call ? call->s.client : NULL;
+}
+
+/**
+ * pressure_call_get_userdata - the userdata of a call.
+ */
+_public_ void *pressure_call_get_userdata(pressure_call *call) {
+        return call ? call->s.userdata : NULL;
+}
+
+/**
+ * pressure_call_set_destroy_callback - call @destroy(userdata) when the call is freed.
+ */
+_public_ int pressure_call_set_destroy_callback(pressure_call *call, pressure_destroy_callback destroy) {
+        if (!call)
+                return -EINVAL;
+        call->s.destroy = destroy;
+        return 0;
+}
+
+/**
+ * pressure_subscription_set_destroy_callback - call @destroy(userdata) when the subscription is freed.
+ */
+_public_ int pressure_subscription_set_destroy_callback(pressure_subscription *s,
+                                                        pressure_destroy_callback destroy) {
+        if (!s || s->is_call)
+                return -EINVAL;
+        s->destroy = destroy;
+        return 0;
 }
 
 /* ---- Cleanup helpers ------------------------------------------------------------------- */

@@ -307,13 +307,13 @@ static const char *watch_name(const Watch *w) {
 }
 
 /*
- * Say why the subscription of @w ended with the error @ev (error-text.h): "cannot watch CGROUP: SENTENCE", or
+ * Say why the subscription of @w ended with @error (error-text.h): "cannot watch CGROUP: SENTENCE", or
  * with --json the error object with the watch's "cgroup" added.
  */
-static void watch_report_error(Watch *w, const pressure_event *ev) {
+static void watch_report_error(Watch *w, const pressure_error *error) {
         int exit_code;
-        json_t *o = error_describe("notify", pressure_client_get_socket(w->n->client), ev->error, ev->error_name,
-                                   ev->error_parameters, &exit_code);
+        json_t *o = error_describe("notify", pressure_client_get_socket(w->n->client), pressure_error_get_errno(error),
+                                   pressure_error_get_name(error), pressure_error_get_parameters(error), &exit_code);
         char *text = NULL;
 
         if (o && w->n->json) {
@@ -324,7 +324,7 @@ static void watch_report_error(Watch *w, const pressure_event *ev) {
                 fprintf(stderr, "%s\n", text);
         else
                 fprintf(stderr, "pressurectl: notify: cannot watch %s: %s\n", watch_name(w),
-                        o ? json_string_value(json_object_get(o, "message")) : strerror(-ev->error));
+                        o ? json_string_value(json_object_get(o, "message")) : strerror(-pressure_error_get_errno(error)));
         free(text);
         json_decref(o);
 }
@@ -337,27 +337,28 @@ static int on_event(pressure_subscription *s, const pressure_event *ev, void *us
         NotifyAction a;
 
         (void) s;
-        switch (ev->kind) {
+        switch (pressure_event_get_kind(ev)) {
         case PRESSURE_EVENT_SUBSCRIBED:
                 /* After a reconnection: the episode shown may have ended while the daemon was away. */
-                if (w->ep.active && (!ep || ep->active_since_us != w->ep.start_us))
+                if (w->ep.active && (!ep || pressure_episode_get_start_us(ep) != w->ep.start_us))
                         watch_end(w, now > w->ep.start_us ? now - w->ep.start_us : 0);
-                w->since_hint_us = ep ? ep->active_since_us : 0;
+                w->since_hint_us = ep ? pressure_episode_get_start_us(ep) : 0;
                 if (!w->subscribed)
                         fprintf(stderr, "pressurectl: notify: watching %s\n", watch_name(w));
                 w->subscribed = true;
                 break;
         case PRESSURE_EVENT_PRESSURE: {
                 /* An episode that began before we subscribed is dated from its start. */
-                uint64_t since = !w->ep.active && w->since_hint_us ? w->since_hint_us : ev->monotonic_us;
+                uint64_t since = !w->ep.active && w->since_hint_us ? w->since_hint_us
+                                                                   : pressure_event_get_monotonic_us(ev);
 
-                a = notify_episode_pressure(&w->ep, ev->level, since, now, n->min_interval_us);
+                a = notify_episode_pressure(&w->ep, pressure_event_get_level(ev), since, now, n->min_interval_us);
                 if (a == NOTIFY_SHOW || a == NOTIFY_UPDATE)
                         watch_show(w, a, now);
                 break;
         }
         case PRESSURE_EVENT_CLEARED:
-                watch_end(w, ep ? ep->duration_us : now > w->ep.start_us ? now - w->ep.start_us : 0);
+                watch_end(w, ep ? pressure_episode_get_duration_us(ep) : now > w->ep.start_us ? now - w->ep.start_us : 0);
                 break;
         case PRESSURE_EVENT_RECONNECTED:
                 fprintf(stderr, "pressurectl: notify: reconnected to the daemon, subscribing again to %s\n",
@@ -369,7 +370,7 @@ static int on_event(pressure_subscription *s, const pressure_event *ev, void *us
                 w->ended = true;
                 break;
         case PRESSURE_EVENT_ERROR:
-                watch_report_error(w, ev);
+                watch_report_error(w, pressure_event_get_error(ev));
                 watch_end(w, 0);
                 w->ended = true;
                 break;
@@ -459,8 +460,8 @@ static void notifier_close_all(Notifier *n) {
 static int poll_timeout_ms(Notifier *n, uint64_t now) {
         uint64_t wait = PRESSURE_TIMEOUT_INFINITE, t;
 
-        if (pressure_client_get_timeout(n->client, &t) >= 0)
-                wait = t;
+        if (pressure_client_get_timeout(n->client, &t) >= 0 && t != PRESSURE_TIMEOUT_INFINITE)
+                wait = t > now ? t - now : 0;
         for (size_t i = 0; i < n->n_watches; i++) {
                 uint64_t d = notify_episode_deadline(&n->watches[i].ep, n->min_interval_us);
 

@@ -31,6 +31,12 @@ int conn_connect(const char *path, int *ret_fd) {
                 /* A Unix socket connects at once or not at all; a full backlog is EAGAIN. */
                 if (errno == EINPROGRESS)
                         return -EAGAIN;
+                /* No socket and nobody listening are one situation: the daemon does not run.
+                 * -ENOENT is NoSuchCgroup's, -EACCES the daemon's PermissionDenied. */
+                if (errno == ENOENT)
+                        return -ECONNREFUSED;
+                if (errno == EACCES)
+                        return -EPERM;
                 return -errno;
         }
         *ret_fd = TAKE_FD(fd);
@@ -168,28 +174,29 @@ int conn_error_to_errno(const char *name) {
                 const char *name;
                 int error;
         } table[] = {
-                { "io.pressured.PermissionDenied",        EACCES },
-                { "io.pressured.NoSuchCgroup",            ENOENT },
-                { "io.pressured.InvalidCgroupPath",       EINVAL },
-                { "io.pressured.InvalidTrigger",          EINVAL },
-                { "io.pressured.ConfigurationRejected",   EINVAL },
-                { "io.pressured.LimitExceeded",           EUSERS },
-                { "io.pressured.SourceUnavailable",       EOPNOTSUPP },
-                { "org.varlink.service.InvalidParameter", EINVAL },
-                { "org.varlink.service.MethodNotFound",   EOPNOTSUPP },
-                { "org.varlink.service.InterfaceNotFound", EOPNOTSUPP },
+                { "io.pressured.PermissionDenied",         EACCES },
+                { "io.pressured.NoSuchCgroup",             ENOENT },
+                { "io.pressured.InvalidCgroupPath",        EBADR },
+                { "io.pressured.InvalidTrigger",           EDOM },
+                { "io.pressured.ConfigurationRejected",    EBADE },
+                { "io.pressured.LimitExceeded",            EUSERS },
+                { "io.pressured.SourceUnavailable",        EOPNOTSUPP },
+                { "io.pressured.InternalError",            EIO },
+                { "org.varlink.service.InvalidParameter",  EINVAL },
+                { "org.varlink.service.MethodNotFound",    ENXIO },
+                { "org.varlink.service.InterfaceNotFound", EADDRNOTAVAIL },
+                { "org.varlink.service.ExpectedMore",      EPROTO },
         };
 
         if (name)
                 for (size_t i = 0; i < ELEMENTSOF(table); i++)
                         if (streq(table[i].name, name))
                                 return -table[i].error;
-        return -EPROTO;
+        return -EREMOTEIO;
 }
 
 bool conn_is_disconnect(int error) {
         switch (-error) {
-        case ENOENT:
         case ECONNREFUSED:
         case ECONNRESET:
         case ECONNABORTED:

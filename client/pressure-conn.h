@@ -27,8 +27,9 @@ void conn_buffer_done(ConnBuffer *b);
 
 /*
  * conn_connect - open a non-blocking, close-on-exec stream socket to @path.
- * Returns 0 and the fd in *ret_fd, or -ENAMETOOLONG, -ENOENT,
- * -ECONNREFUSED, -EAGAIN, ... as connect() failed.
+ * Returns 0 and the fd in *ret_fd, or -ENAMETOOLONG, -ECONNREFUSED (no
+ * socket, or nobody listening), -EPERM (no access to the socket), -EAGAIN
+ * (backlog full), ... as connect() failed.
  */
 int conn_connect(const char *path, int *ret_fd);
 
@@ -79,11 +80,8 @@ int conn_send_receive(int fd, const char *msg, uint64_t deadline, ConnBuffer *b,
 bool conn_peer_closed(int error);
 
 /*
- * conn_error_to_errno - the errno value for a varlink error name:
- * PermissionDenied -EACCES, NoSuchCgroup -ENOENT, InvalidCgroupPath,
- * InvalidTrigger, InvalidParameter, ConfigurationRejected -EINVAL,
- * LimitExceeded -EUSERS, SourceUnavailable, MethodNotFound,
- * InterfaceNotFound -EOPNOTSUPP, anything else -EPROTO.
+ * conn_error_to_errno - the errno value for a varlink error name, one per
+ * error (the table is in libpressure(3)); an unknown name -EREMOTEIO.
  */
 int conn_error_to_errno(const char *name);
 

@@ -104,6 +104,10 @@ const char *vmpressure_mode_to_string(pressure_vmpressure_mode mode) {
         return NAME_OF(mode_names, mode);
 }
 
+int source_from_string(const char *s) {
+        return INDEX_OF(source_names, s);
+}
+
 /* A non-negative integer; a float is truncated (the protocol's "int" may arrive as 1.0). */
 static int get_u64(json_t *o, const char *key, uint64_t *ret) {
         json_t *v = json_object_get(o, key);
@@ -295,18 +299,18 @@ static json_t *get_present(json_t *o, const char *key) {
 enum { PSI_FULL_AVG10 = 4 }; /* its index in psi_fields */
 
 static const Field psi_fields[] = {
-        FIELD(FIELD_DOUBLE, pressure_psi, some_avg10),
-        FIELD(FIELD_DOUBLE, pressure_psi, some_avg60),
-        FIELD(FIELD_DOUBLE, pressure_psi, some_avg300),
-        FIELD(FIELD_U64, pressure_psi, some_total_us),
-        [PSI_FULL_AVG10] = FIELD(FIELD_DOUBLE, pressure_psi, full_avg10),
-        FIELD(FIELD_DOUBLE, pressure_psi, full_avg60),
-        FIELD(FIELD_DOUBLE, pressure_psi, full_avg300),
-        FIELD(FIELD_U64, pressure_psi, full_total_us),
+        FIELD(FIELD_DOUBLE, EventPsi, some_avg10),
+        FIELD(FIELD_DOUBLE, EventPsi, some_avg60),
+        FIELD(FIELD_DOUBLE, EventPsi, some_avg300),
+        FIELD(FIELD_U64, EventPsi, some_total_us),
+        [PSI_FULL_AVG10] = FIELD(FIELD_DOUBLE, EventPsi, full_avg10),
+        FIELD(FIELD_DOUBLE, EventPsi, full_avg60),
+        FIELD(FIELD_DOUBLE, EventPsi, full_avg300),
+        FIELD(FIELD_U64, EventPsi, full_total_us),
 };
 
-static int psi_parse(json_t *v, pressure_psi *ret) {
-        pressure_psi p = { .present = 1 };
+static int psi_parse(json_t *v, EventPsi *ret) {
+        EventPsi p = { .present = 1 };
         int mask = PARSE_FIELDS(v, psi_fields, &p);
 
         if (mask < 0)
@@ -316,18 +320,18 @@ static int psi_parse(json_t *v, pressure_psi *ret) {
         return 0;
 }
 
-/* In the order of the bits of pressure_memory_events.present. */
+/* In the order of pressure_memory_event, the bits of EventCounters.present. */
 static const Field counters_fields[] = {
-        FIELD(FIELD_U64, pressure_memory_events, low),
-        FIELD(FIELD_U64, pressure_memory_events, high),
-        FIELD(FIELD_U64, pressure_memory_events, max),
-        FIELD(FIELD_U64, pressure_memory_events, oom),
-        FIELD(FIELD_U64, pressure_memory_events, oom_kill),
-        FIELD(FIELD_U64, pressure_memory_events, oom_group_kill),
+        FIELD(FIELD_U64, EventCounters, low),
+        FIELD(FIELD_U64, EventCounters, high),
+        FIELD(FIELD_U64, EventCounters, max),
+        FIELD(FIELD_U64, EventCounters, oom),
+        FIELD(FIELD_U64, EventCounters, oom_kill),
+        FIELD(FIELD_U64, EventCounters, oom_group_kill),
 };
 
-static int counters_parse(json_t *v, pressure_memory_events *ret) {
-        pressure_memory_events m = {};
+static int counters_parse(json_t *v, EventCounters *ret) {
+        EventCounters m = {};
         int mask = PARSE_FIELDS(v, counters_fields, &m);
 
         if (mask < 0)
@@ -375,8 +379,8 @@ static const Field trigger_vmpressure_fields[] = {
         ENUM_FIELD_KEY("mode", pressure_trigger, vmpressure_mode, mode_names),
 };
 
-static int trigger_parse(json_t *v, pressure_trigger *ret) {
-        pressure_trigger t = {};
+int trigger_parse(json_t *v, pressure_trigger *ret) {
+        pressure_trigger t = { .present = 1 };
         json_t *psi, *vm;
 
         if (PARSE_FIELDS(v, trigger_fields, &t) < 0)
@@ -400,10 +404,14 @@ static int trigger_parse(json_t *v, pressure_trigger *ret) {
         return 0;
 }
 
-enum { EPISODE_PEAK = 3 }; /* its index in episode_fields */
+enum { EPISODE_PEAK = 7 }; /* its index in episode_fields */
 
 static const Field episode_fields[] = {
         FIELD(FIELD_U64, pressure_episode, active_since_us),
+        FIELD(FIELD_U64, pressure_episode, start_us),
+        FIELD(FIELD_U64, pressure_episode, end_us),
+        FIELD(FIELD_U64, pressure_episode, start_time_us),
+        FIELD(FIELD_U64, pressure_episode, end_time_us),
         FIELD(FIELD_U64, pressure_episode, duration_us),
         FIELD(FIELD_U64, pressure_episode, events),
         [EPISODE_PEAK] = FIELD(FIELD_DOUBLE, pressure_episode, peak),
@@ -411,7 +419,7 @@ static const Field episode_fields[] = {
 };
 
 /* The figures of an episode, from a "cleared" event or a State's "episode". */
-static int episode_parse(json_t *v, pressure_episode *ret) {
+int episode_parse(json_t *v, pressure_episode *ret) {
         pressure_episode ep = {};
         int mask = PARSE_FIELDS(v, episode_fields, &ep);
 
@@ -420,27 +428,6 @@ static int episode_parse(json_t *v, pressure_episode *ret) {
         ep.has_peak = !!(mask & (1 << EPISODE_PEAK));
         *ret = ep;
         return 0;
-}
-
-/**
- * pressure_event_get_episode - the episode an event describes
- * @event: the event
- *
- * Returns the episode of a cleared event, or the active one of a subscribed
- * event, or NULL.
- */
-_public_ const pressure_episode *pressure_event_get_episode(const pressure_event *event) {
-        return event && event->has_episode ? &event->episode : NULL;
-}
-
-/**
- * pressure_event_get_adjusted_reason - why the daemon changed the trigger
- * @event: the event
- *
- * Returns the daemon's adjusted_reason of a subscribed event, or NULL.
- */
-_public_ const char *pressure_event_get_adjusted_reason(const pressure_event *event) {
-        return event ? event->adjusted_reason : NULL;
 }
 
 enum { EVENT_KIND = 0 }; /* its index in event_fields */
@@ -492,6 +479,7 @@ int event_parse(json_t *v, pressure_event *ret) {
                     PARSE_OPTIONAL(x, "node", node_parse, &e.node) < 0 ||
                     (e.has_episode = PARSE_OPTIONAL(x, "episode", episode_parse, &e.episode)) < 0)
                         return -EBADMSG;
+                e.episode.active = e.has_episode;
         } else if (x)
                 return -EBADMSG;
 
@@ -504,5 +492,343 @@ int event_parse(json_t *v, pressure_event *ret) {
                 e.state = e.node.state;
 
         *ret = e;
+        return 0;
+}
+
+/* ---- Event getters ------------------------------------------------------------ */
+
+/**
+ * pressure_event_get_kind - what the event is.
+ */
+_public_ pressure_event_kind pressure_event_get_kind(const pressure_event *e) {
+        return e ? e->kind : PRESSURE_EVENT_ERROR;
+}
+
+/**
+ * pressure_event_get_cgroup - the cgroup the event is about; "/" for the system.
+ */
+_public_ const char *pressure_event_get_cgroup(const pressure_event *e) {
+        return e ? e->cgroup : NULL;
+}
+
+/**
+ * pressure_event_get_source - the source of the subscription or event.
+ */
+_public_ pressure_source pressure_event_get_source(const pressure_event *e) {
+        return e ? e->source : PRESSURE_SOURCE_NONE;
+}
+
+/**
+ * pressure_event_get_level - the level of a pressure or cleared event.
+ */
+_public_ pressure_level pressure_event_get_level(const pressure_event *e) {
+        return e ? e->level : PRESSURE_LEVEL_NONE;
+}
+
+/**
+ * pressure_event_get_seq - the event's number in its subscription.
+ */
+_public_ uint64_t pressure_event_get_seq(const pressure_event *e) {
+        return e ? e->seq : 0;
+}
+
+/**
+ * pressure_event_get_missed - events lost before this one.
+ */
+_public_ uint64_t pressure_event_get_missed(const pressure_event *e) {
+        return e ? e->missed : 0;
+}
+
+/**
+ * pressure_event_get_count - kernel notifications merged into the event.
+ */
+_public_ uint64_t pressure_event_get_count(const pressure_event *e) {
+        return e ? e->count : 0;
+}
+
+/**
+ * pressure_event_get_time_us - CLOCK_REALTIME of the event.
+ */
+_public_ uint64_t pressure_event_get_time_us(const pressure_event *e) {
+        return e ? e->time_us : 0;
+}
+
+/**
+ * pressure_event_get_monotonic_us - CLOCK_MONOTONIC of the event.
+ */
+_public_ uint64_t pressure_event_get_monotonic_us(const pressure_event *e) {
+        return e ? e->monotonic_us : 0;
+}
+
+/**
+ * pressure_event_is_synthetic - whether Inject() made the event.
+ */
+_public_ int pressure_event_is_synthetic(const pressure_event *e) {
+        return e ? e->synthetic : 0;
+}
+
+/**
+ * pressure_event_get_trigger - the kernel registration of a subscribed event.
+ */
+_public_ const pressure_trigger *pressure_event_get_trigger(const pressure_event *e) {
+        return e && e->trigger.present ? &e->trigger : NULL;
+}
+
+/**
+ * pressure_event_is_adjusted - whether the daemon changed the trigger.
+ */
+_public_ int pressure_event_is_adjusted(const pressure_event *e) {
+        return e ? e->adjusted : 0;
+}
+
+/**
+ * pressure_event_get_adjusted_reason - why the daemon changed the trigger, or NULL.
+ */
+_public_ const char *pressure_event_get_adjusted_reason(const pressure_event *e) {
+        return e ? e->adjusted_reason : NULL;
+}
+
+/**
+ * pressure_event_get_psi_avg - a PSI average of the event, in percent.
+ */
+_public_ int pressure_event_get_psi_avg(const pressure_event *e, pressure_stall stall, unsigned window_sec,
+                                        double *ret) {
+        const double *avg;
+
+        if (!e || !ret || !stall_to_string(stall) || (window_sec != 10 && window_sec != 60 && window_sec != 300))
+                return -EINVAL;
+        if (!e->psi.present || (stall == PRESSURE_STALL_FULL && !e->psi.has_full))
+                return -ENODATA;
+        avg = stall == PRESSURE_STALL_FULL ? &e->psi.full_avg10 : &e->psi.some_avg10;
+        *ret = avg[window_sec == 10 ? 0 : window_sec == 60 ? 1 : 2];
+        return 0;
+}
+
+/**
+ * pressure_event_get_psi_total - the PSI total stall of the event, in microseconds.
+ */
+_public_ int pressure_event_get_psi_total(const pressure_event *e, pressure_stall stall, uint64_t *ret) {
+        if (!e || !ret || !stall_to_string(stall))
+                return -EINVAL;
+        if (!e->psi.present || (stall == PRESSURE_STALL_FULL && !e->psi.has_full))
+                return -ENODATA;
+        *ret = stall == PRESSURE_STALL_FULL ? e->psi.full_total_us : e->psi.some_total_us;
+        return 0;
+}
+
+static int counter_get(const EventCounters *m, pressure_memory_event counter, uint64_t *ret) {
+        const uint64_t *values = &m->low;
+
+        if (!ret || (unsigned) counter > PRESSURE_MEMORY_EVENT_OOM_GROUP_KILL)
+                return -EINVAL;
+        if (!(m->present & (1U << counter)))
+                return -ENODATA;
+        *ret = values[counter];
+        return 0;
+}
+
+/**
+ * pressure_event_get_memory_event - a memory.events counter of the event.
+ */
+_public_ int pressure_event_get_memory_event(const pressure_event *e, pressure_memory_event counter,
+                                             uint64_t *ret) {
+        return e ? counter_get(&e->counters, counter, ret) : -EINVAL;
+}
+
+/**
+ * pressure_event_get_memory_event_delta - the change of a memory.events counter.
+ */
+_public_ int pressure_event_get_memory_event_delta(const pressure_event *e, pressure_memory_event counter,
+                                                   uint64_t *ret) {
+        return e ? counter_get(&e->delta, counter, ret) : -EINVAL;
+}
+
+/**
+ * pressure_event_get_protection_node - the cgroup's protection node, or NULL.
+ */
+_public_ const pressure_protection_node *pressure_event_get_protection_node(const pressure_event *e) {
+        return e && e->node.present ? &e->node : NULL;
+}
+
+/**
+ * pressure_event_get_protection_state - the new state of a protection event.
+ */
+_public_ pressure_protection_state pressure_event_get_protection_state(const pressure_event *e) {
+        return e ? e->state : PRESSURE_PROTECTION_UNKNOWN;
+}
+
+/**
+ * pressure_event_get_previous_protection_state - the state before a protection event.
+ */
+_public_ pressure_protection_state pressure_event_get_previous_protection_state(const pressure_event *e) {
+        return e ? e->previous : PRESSURE_PROTECTION_UNKNOWN;
+}
+
+/**
+ * pressure_event_get_episode - the episode of a cleared or subscribed event, or NULL.
+ */
+_public_ const pressure_episode *pressure_event_get_episode(const pressure_event *e) {
+        return e && e->has_episode ? &e->episode : NULL;
+}
+
+/**
+ * pressure_event_get_error - the error that ended a subscription, or NULL.
+ */
+_public_ const pressure_error *pressure_event_get_error(const pressure_event *e) {
+        return e ? e->error : NULL;
+}
+
+/**
+ * pressure_event_get_json - the event as received, JSON text.
+ */
+_public_ const char *pressure_event_get_json(const pressure_event *e) {
+        return e ? e->json : NULL;
+}
+
+/* ---- Triggers, episodes, nodes ------------------------------------------------------ */
+
+/**
+ * pressure_trigger_get_level - the portable level of a trigger, or NONE.
+ */
+_public_ pressure_level pressure_trigger_get_level(const pressure_trigger *t) {
+        return t ? t->level : PRESSURE_LEVEL_NONE;
+}
+
+/**
+ * pressure_trigger_get_psi - the PSI trigger in use.
+ */
+_public_ int pressure_trigger_get_psi(const pressure_trigger *t, pressure_stall *ret_stall,
+                                      uint64_t *ret_threshold_us, uint64_t *ret_window_us) {
+        if (!t)
+                return -EINVAL;
+        if (!t->has_psi)
+                return -ENODATA;
+        if (ret_stall)
+                *ret_stall = t->psi_stall;
+        if (ret_threshold_us)
+                *ret_threshold_us = t->psi_threshold_us;
+        if (ret_window_us)
+                *ret_window_us = t->psi_window_us;
+        return 0;
+}
+
+/**
+ * pressure_trigger_get_vmpressure - the vmpressure registration in use.
+ */
+_public_ int pressure_trigger_get_vmpressure(const pressure_trigger *t, pressure_level *ret_level,
+                                             pressure_vmpressure_mode *ret_mode) {
+        if (!t)
+                return -EINVAL;
+        if (!t->has_vmpressure)
+                return -ENODATA;
+        if (ret_level)
+                *ret_level = t->vmpressure_level;
+        if (ret_mode)
+                *ret_mode = t->vmpressure_mode;
+        return 0;
+}
+
+/**
+ * pressure_episode_is_active - whether the episode goes on.
+ */
+_public_ int pressure_episode_is_active(const pressure_episode *ep) {
+        return ep ? ep->active : 0;
+}
+
+/**
+ * pressure_episode_get_start_us - CLOCK_MONOTONIC of the episode's first event.
+ */
+_public_ uint64_t pressure_episode_get_start_us(const pressure_episode *ep) {
+        return !ep ? 0 : ep->active ? ep->active_since_us : ep->start_us;
+}
+
+/**
+ * pressure_episode_get_end_us - CLOCK_MONOTONIC of a past episode's end.
+ */
+_public_ uint64_t pressure_episode_get_end_us(const pressure_episode *ep) {
+        return ep ? ep->end_us : 0;
+}
+
+/**
+ * pressure_episode_get_start_time_us - CLOCK_REALTIME of a past episode's start.
+ */
+_public_ uint64_t pressure_episode_get_start_time_us(const pressure_episode *ep) {
+        return ep ? ep->start_time_us : 0;
+}
+
+/**
+ * pressure_episode_get_end_time_us - CLOCK_REALTIME of a past episode's end.
+ */
+_public_ uint64_t pressure_episode_get_end_time_us(const pressure_episode *ep) {
+        return ep ? ep->end_time_us : 0;
+}
+
+/**
+ * pressure_episode_get_duration_us - how long the episode lasted (so far).
+ */
+_public_ uint64_t pressure_episode_get_duration_us(const pressure_episode *ep) {
+        return ep ? ep->duration_us : 0;
+}
+
+/**
+ * pressure_episode_get_events - pressure events in the episode.
+ */
+_public_ uint64_t pressure_episode_get_events(const pressure_episode *ep) {
+        return ep ? ep->events : 0;
+}
+
+/**
+ * pressure_episode_get_peak - the PSI peak of the episode, percent.
+ */
+_public_ int pressure_episode_get_peak(const pressure_episode *ep, double *ret) {
+        if (!ep || !ret)
+                return -EINVAL;
+        if (!ep->has_peak)
+                return -ENODATA;
+        *ret = ep->peak;
+        return 0;
+}
+
+/**
+ * pressure_episode_get_peak_level - the highest vmpressure level of the episode.
+ */
+_public_ pressure_level pressure_episode_get_peak_level(const pressure_episode *ep) {
+        return ep ? ep->peak_level : PRESSURE_LEVEL_NONE;
+}
+
+/**
+ * pressure_protection_node_get_cgroup - the node's cgroup.
+ */
+_public_ const char *pressure_protection_node_get_cgroup(const pressure_protection_node *n) {
+        return n ? n->cgroup : NULL;
+}
+
+/**
+ * pressure_protection_node_get_state - min, low or none.
+ */
+_public_ pressure_protection_state pressure_protection_node_get_state(const pressure_protection_node *n) {
+        return n ? n->state : PRESSURE_PROTECTION_UNKNOWN;
+}
+
+/**
+ * pressure_protection_node_get_value - one of the node's figures, in bytes.
+ */
+_public_ int pressure_protection_node_get_value(const pressure_protection_node *n, pressure_protection_value value,
+                                               uint64_t *ret) {
+        const uint64_t values[] = {
+                [PRESSURE_PROTECTION_USAGE] = n ? n->usage : 0,
+                [PRESSURE_PROTECTION_MIN_SETTING] = n ? n->min : 0,
+                [PRESSURE_PROTECTION_LOW_SETTING] = n ? n->low : 0,
+                [PRESSURE_PROTECTION_EMIN] = n ? n->emin : 0,
+                [PRESSURE_PROTECTION_ELOW] = n ? n->elow : 0,
+                [PRESSURE_PROTECTION_MIN_USAGE] = n ? n->min_usage : 0,
+                [PRESSURE_PROTECTION_LOW_USAGE] = n ? n->low_usage : 0,
+                [PRESSURE_PROTECTION_CHILDREN_MIN_USAGE] = n ? n->children_min_usage : 0,
+                [PRESSURE_PROTECTION_CHILDREN_LOW_USAGE] = n ? n->children_low_usage : 0,
+        };
+
+        if (!n || !ret || (unsigned) value >= ELEMENTSOF(values))
+                return -EINVAL;
+        *ret = values[value];
         return 0;
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Translation of the daemon's JSON events into struct pressure_event, and
- * of the public enums to and from their protocol names. Pure: no I/O.
+ * The objects of libpressure's public API behind their opaque types:
+ * events, errors, triggers, episodes, protection nodes and the results of
+ * GetStatus() and GetProtection(); their parsing from the daemon's JSON and
+ * the public enums' names. Pure: no I/O.
  */
 #pragma once
 
@@ -12,6 +14,84 @@
 /* Marks a function exported from libpressure.so (the rest is hidden). */
 #define _public_ __attribute__((visibility("default")))
 
+/* PSI averages (percent) and totals (microseconds). */
+typedef struct EventPsi {
+        int present;
+        double some_avg10, some_avg60, some_avg300;
+        uint64_t some_total_us;
+        int has_full; /* the full_* fields are valid */
+        double full_avg10, full_avg60, full_avg300;
+        uint64_t full_total_us;
+} EventPsi;
+
+/* memory.events counters; a field is valid when its bit (1 << pressure_memory_event) is set in present. */
+typedef struct EventCounters {
+        unsigned present;
+        uint64_t low, high, max, oom, oom_kill, oom_group_kill;
+} EventCounters;
+
+struct pressure_protection_node {
+        int present;
+        const char *cgroup;
+        uint64_t usage;
+        uint64_t min, low, emin, elow;
+        uint64_t min_usage, low_usage;
+        uint64_t children_min_usage, children_low_usage;
+        pressure_protection_state state;
+};
+
+struct pressure_trigger {
+        int present;
+        pressure_level level;
+        int has_psi;
+        pressure_stall psi_stall;
+        uint64_t psi_threshold_us, psi_window_us;
+        int has_vmpressure;
+        pressure_level vmpressure_level;
+        pressure_vmpressure_mode vmpressure_mode;
+};
+
+struct pressure_episode {
+        int active;
+        uint64_t active_since_us;  /* Episode: CLOCK_MONOTONIC of its first event */
+        uint64_t start_us, end_us; /* PastEpisode */
+        uint64_t start_time_us, end_time_us;
+        uint64_t duration_us;
+        uint64_t events;
+        int has_peak;
+        double peak;
+        pressure_level peak_level;
+};
+
+struct pressure_error {
+        int error;        /* negative errno */
+        char *name;       /* varlink error name, or NULL */
+        char *parameters; /* JSON text, or NULL */
+        json_t *params;   /* parsed parameters, or NULL */
+        char *message;
+};
+
+/* One event; strings point into the JSON it was parsed from. */
+struct pressure_event {
+        pressure_event_kind kind;
+        const char *cgroup;
+        pressure_source source;
+        pressure_level level;
+        uint64_t seq, count, missed, time_us, monotonic_us;
+        int synthetic;
+        int adjusted;
+        const char *adjusted_reason;
+        pressure_trigger trigger;
+        EventPsi psi;
+        EventCounters counters, delta;
+        pressure_protection_node node;
+        pressure_protection_state state, previous;
+        int has_episode;
+        pressure_episode episode;
+        const pressure_error *error; /* ERROR */
+        const char *json;            /* the event object as received */
+};
+
 /*
  * event_parse - fill @ret from the event object @v.
  * Strings in @ret point into @v, which must outlive @ret; ret->json is left
@@ -20,8 +100,23 @@
  */
 int event_parse(json_t *v, pressure_event *ret);
 
-/* node_parse - fill @ret from a ProtectionNode object; -EBADMSG if it is not one. */
+/* Parsers of the protocol's Trigger, Episode/PastEpisode and ProtectionNode: 0 or -EBADMSG. */
+int trigger_parse(json_t *v, pressure_trigger *ret);
+int episode_parse(json_t *v, pressure_episode *ret);
 int node_parse(json_t *v, pressure_protection_node *ret);
+/* A source by its protocol name, or -EINVAL. */
+int source_from_string(const char *s);
+
+/*
+ * error_new - an error object for @error (negative errno) and, if the
+ * daemon answered with one, its varlink @name and @params (borrowed).
+ * Returns NULL only without memory.
+ */
+pressure_error *error_new(int error, const char *name, json_t *params);
+
+/* status_new, protection_new - a result from a reply's parameters (taken over); -EBADMSG, -ENOMEM. */
+int status_new(json_t *params, pressure_status **ret);
+int protection_new(json_t *params, pressure_protection **ret);
 
 /* The protocol name of an enum value, or NULL. */
 const char *stall_to_string(pressure_stall stall);

@@ -1,18 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libpressure: the client library of pressured, the memory-pressure
+ * libpressure 1: the client library of pressured, the memory-pressure
  * notification daemon.
  *
- * A pressure_client talks to one daemon socket. Each subscription made with
- * pressure_client_subscribe() gets its own connection (a varlink stream
- * occupies a connection); the library hides that behind one file
- * descriptor, so any event loop can drive it:
+ * A pressure_client talks to one daemon socket. Each subscription and each
+ * asynchronous call gets its own connection; the library hides them behind
+ * one file descriptor, so any event loop can drive it (the library owns no
+ * loop):
  *
- *     fd = pressure_client_get_fd(c);           watch for pressure_client_get_events(c)
- *     pressure_client_get_timeout(c, &usec);    wake up after at most this long
- *     pressure_client_process(c);               when the fd is ready or the time is up
+ *     fd = pressure_client_get_fd(c);          watch for pressure_client_get_events(c)
+ *     pressure_client_get_timeout(c, &usec);   CLOCK_MONOTONIC time to wake up at
+ *     pressure_client_process(c);              when the fd is ready or the time has come
  *
- * pressure_client_wait() does the three in a blocking call.
+ * pressure_client_wait() does the three in a blocking call. Every call has
+ * a blocking form and an asynchronous one (suffix _async) whose answer
+ * reaches a callback from pressure_client_process().
  *
  * When the daemon goes away (restart, socket activation, crash) the library
  * reconnects with a backoff of 100 ms doubling up to 1 s and subscribes
@@ -20,11 +22,13 @@
  * may have been missed meanwhile) followed by a fresh
  * PRESSURE_EVENT_SUBSCRIBED.
  *
- * Errors are negative errno values. When the daemon answered a call with a
- * varlink error, the error travels with that call: in the
- * PRESSURE_EVENT_ERROR event of a subscription, from
- * pressure_client_call_full(), and for the other blocking calls in
- * pressure_client_last_error_name() and pressure_client_last_error_params().
+ * Errors are negative errno values, one per situation (libpressure(3) has
+ * the table). Every blocking call also takes an optional pressure_error
+ * out-parameter carrying the varlink error name, its parameters and a
+ * message; asynchronous calls hand one to their callback.
+ *
+ * Every type is opaque; objects are read with getters. Objects handed to a
+ * callback are valid during the call only unless it takes a reference.
  *
  * Thread safety: there is no global state. A client and everything made
  * from it must be used by one thread at a time; use one client per thread.
@@ -48,10 +52,19 @@ extern "C" {
 
 typedef struct pressure_client pressure_client;
 typedef struct pressure_subscription pressure_subscription;
+typedef struct pressure_call pressure_call;
 typedef struct pressure_selector pressure_selector;
+typedef struct pressure_event pressure_event;
+typedef struct pressure_error pressure_error;
+typedef struct pressure_trigger pressure_trigger;
+typedef struct pressure_episode pressure_episode;
+typedef struct pressure_protection_node pressure_protection_node;
+typedef struct pressure_protection pressure_protection;
+typedef struct pressure_status pressure_status;
+typedef struct pressure_registration pressure_registration;
 
 typedef enum pressure_level {
-        PRESSURE_LEVEL_NONE = 0, /* not present in the event */
+        PRESSURE_LEVEL_NONE = 0, /* not present */
         PRESSURE_LEVEL_LOW,
         PRESSURE_LEVEL_MEDIUM,
         PRESSURE_LEVEL_CRITICAL
@@ -95,140 +108,63 @@ typedef enum pressure_event_kind {
         PRESSURE_EVENT_REMOVED,
         /* The connection was lost and re-established; events may have been missed. */
         PRESSURE_EVENT_RECONNECTED,
-        /*
-         * The subscription has ended with an error: the connection was lost
-         * with reconnection turned off, the daemon refused to subscribe
-         * again, or pressure_client_subscribe_async() was refused or found
-         * no daemon. The error is in pressure_event.error (and error_name).
-         */
+        /* The subscription has ended with an error: pressure_event_get_error(). */
         PRESSURE_EVENT_ERROR,
-        /*
-         * The pressure episode is over (since 0.2): no pressure event for the
-         * daemon's hold period and, for PSI, the stall below its clearing
-         * level. Comes once per episode, after its last PRESSURE event; the
-         * figures are in pressure_event_get_episode().
-         */
+        /* The pressure episode is over: pressure_event_get_episode(). */
         PRESSURE_EVENT_CLEARED
 } pressure_event_kind;
 
-/* Bits of pressure_memory_events.present. */
-#define PRESSURE_MEMORY_EVENT_LOW            (1U << 0)
-#define PRESSURE_MEMORY_EVENT_HIGH           (1U << 1)
-#define PRESSURE_MEMORY_EVENT_MAX            (1U << 2)
-#define PRESSURE_MEMORY_EVENT_OOM            (1U << 3)
-#define PRESSURE_MEMORY_EVENT_OOM_KILL       (1U << 4)
-#define PRESSURE_MEMORY_EVENT_OOM_GROUP_KILL (1U << 5)
+/* The counters of memory.events. */
+typedef enum pressure_memory_event {
+        PRESSURE_MEMORY_EVENT_LOW = 0,
+        PRESSURE_MEMORY_EVENT_HIGH,
+        PRESSURE_MEMORY_EVENT_MAX,
+        PRESSURE_MEMORY_EVENT_OOM,
+        PRESSURE_MEMORY_EVENT_OOM_KILL,
+        PRESSURE_MEMORY_EVENT_OOM_GROUP_KILL
+} pressure_memory_event;
 
-/* PSI averages (percent) and totals (microseconds). */
-typedef struct pressure_psi {
-        int present;
-        double some_avg10, some_avg60, some_avg300;
-        uint64_t some_total_us;
-        int has_full; /* the full_* fields are valid */
-        double full_avg10, full_avg60, full_avg300;
-        uint64_t full_total_us;
-} pressure_psi;
+/* The figures of a protection node, in bytes. */
+typedef enum pressure_protection_value {
+        PRESSURE_PROTECTION_USAGE = 0,
+        PRESSURE_PROTECTION_MIN_SETTING,  /* memory.min; PRESSURE_UNLIMITED for "max" */
+        PRESSURE_PROTECTION_LOW_SETTING,  /* memory.low; PRESSURE_UNLIMITED for "max" */
+        PRESSURE_PROTECTION_EMIN,
+        PRESSURE_PROTECTION_ELOW,
+        PRESSURE_PROTECTION_MIN_USAGE,
+        PRESSURE_PROTECTION_LOW_USAGE,
+        PRESSURE_PROTECTION_CHILDREN_MIN_USAGE,
+        PRESSURE_PROTECTION_CHILDREN_LOW_USAGE
+} pressure_protection_value;
 
-/* memory.events counters; a field is valid when its bit is set in present. */
-typedef struct pressure_memory_events {
-        unsigned present;
-        uint64_t low, high, max, oom, oom_kill, oom_group_kill;
-} pressure_memory_events;
-
-/*
- * A cgroup's protection as the daemon models it (bytes). min, low, emin and
- * elow are PRESSURE_UNLIMITED for an unlimited setting.
- */
-typedef struct pressure_protection_node {
-        int present;
-        const char *cgroup;
-        uint64_t usage;
-        uint64_t min, low, emin, elow;
-        uint64_t min_usage, low_usage;
-        uint64_t children_min_usage, children_low_usage;
-        pressure_protection_state state;
-} pressure_protection_node;
-
-/* The kernel registration in use, from a PRESSURE_EVENT_SUBSCRIBED event. */
-typedef struct pressure_trigger {
-        pressure_level level; /* the portable level asked for, or NONE */
-        int has_psi;
-        pressure_stall psi_stall;
-        uint64_t psi_threshold_us, psi_window_us;
-        int has_vmpressure;
-        pressure_level vmpressure_level;
-        pressure_vmpressure_mode vmpressure_mode;
-} pressure_trigger;
-
-/*
- * A pressure episode (since 0.2): from PRESSURE_EVENT_CLEARED the one that
- * ended, from PRESSURE_EVENT_SUBSCRIBED the one going on, if any. Read it
- * with pressure_event_get_episode().
- */
-typedef struct pressure_episode {
-        uint64_t active_since_us;  /* SUBSCRIBED: CLOCK_MONOTONIC of its first event */
-        uint64_t duration_us;      /* from its first event to its end (CLEARED) or now */
-        uint64_t events;           /* pressure events in it */
-        int has_peak;              /* PSI: peak is valid */
-        double peak;               /* PSI: largest stall over one window, percent of wall time */
-        pressure_level peak_level; /* vmpressure: the highest level, else NONE */
-} pressure_episode;
-
-/*
- * One event. The library owns the struct and every string in it; they are
- * valid during the handler call only. Fields a kind does not carry are zero
- * (present/has_* flags are 0). New fields may be appended in later versions.
- */
-typedef struct pressure_event {
-        pressure_event_kind kind;
-        const char *cgroup;       /* "/" for the whole system */
-        pressure_source source;
-        pressure_level level;     /* PRESSURE_EVENT_PRESSURE */
-        uint64_t seq;             /* 1, 2, ... per subscription; a gap = lost events */
-        uint64_t count;           /* kernel notifications merged into this event */
-        uint64_t missed;          /* events this client lost before this one */
-        uint64_t time_us;         /* CLOCK_REALTIME */
-        uint64_t monotonic_us;    /* CLOCK_MONOTONIC */
-        int synthetic;            /* made by Inject() */
-        int adjusted;             /* SUBSCRIBED: the daemon changed the trigger */
-        pressure_trigger trigger; /* SUBSCRIBED */
-        /* PRESSURE (psi source), SUBSCRIBED (state.psi) */
-        pressure_psi psi;
-        /* MEMORY_EVENTS (counters and delta), SUBSCRIBED (state.counters) */
-        pressure_memory_events counters;
-        pressure_memory_events delta;
-        /* PROTECTION and SUBSCRIBED (state.node); PRESSURE: the cgroup's node if tracked */
-        pressure_protection_node node;
-        pressure_protection_state state;    /* PROTECTION */
-        pressure_protection_state previous; /* PROTECTION */
-        int error;                /* PRESSURE_EVENT_ERROR: negative errno */
-        /* The event object as received, NUL-terminated JSON; NULL for RECONNECTED and ERROR. */
-        const char *json;
-        /*
-         * PRESSURE_EVENT_ERROR when the daemon answered with an error: its
-         * varlink name and its parameters as JSON text; NULL when the failure
-         * was local or on the connection. (Since 0.2.)
-         */
-        const char *error_name;
-        const char *error_parameters;
-        /* CLEARED, SUBSCRIBED: see pressure_episode (since 0.2); use pressure_event_get_episode(). */
-        int has_episode;
-        pressure_episode episode;
-        /*
-         * SUBSCRIBED with adjusted: why the daemon changed the trigger, as it
-         * said it; NULL when it gave no reason (since 0.2). Use
-         * pressure_event_get_adjusted_reason().
-         */
-        const char *adjusted_reason;
-} pressure_event;
+/* Called when a subscription or call is freed, with its userdata. */
+typedef void (*pressure_destroy_callback)(void *userdata);
 
 /*
  * Handler of a subscription's events. A negative return value stops
  * pressure_client_process() and is returned by it. The handler may free its
- * own subscription; it must not free the client.
+ * own subscription; it must not free the client. @event is valid during
+ * the call only.
  */
 typedef int (*pressure_event_handler)(pressure_subscription *subscription,
                                       const pressure_event *event, void *userdata);
+
+/*
+ * Callbacks of asynchronous calls: called once, from
+ * pressure_client_process(), with the result, or with @error (non-NULL
+ * exactly when the call failed; the result is then NULL or 0). The objects
+ * are valid during the call only (take a reference to keep a result). A
+ * negative return value stops pressure_client_process() and is returned.
+ */
+typedef int (*pressure_status_handler)(pressure_call *call, pressure_status *status,
+                                       const pressure_error *error, void *userdata);
+typedef int (*pressure_protection_handler)(pressure_call *call, pressure_protection *protection,
+                                           const pressure_error *error, void *userdata);
+typedef int (*pressure_inject_handler)(pressure_call *call, uint64_t delivered,
+                                       const pressure_error *error, void *userdata);
+/* Reload() and generic calls: @parameters_json is the reply's parameters, or NULL on error. */
+typedef int (*pressure_reply_handler)(pressure_call *call, const char *parameters_json,
+                                      const pressure_error *error, void *userdata);
 
 /* ---- Subscription selectors ---------------------------------------------- */
 
@@ -236,11 +172,12 @@ typedef int (*pressure_event_handler)(pressure_subscription *subscription,
  * pressure_selector_new - make a subscription request: the whole system at
  * level "low" until changed. Setting a source (level, psi, vmpressure,
  * memory_events, protection) replaces the previous source.
- * Returns 0 or -ENOMEM.
+ * Returns 0, -EINVAL or -ENOMEM.
  */
 int pressure_selector_new(pressure_selector **ret);
 /* pressure_selector_free - free a selector; accepts NULL, returns NULL. */
 pressure_selector *pressure_selector_free(pressure_selector *selector);
+void pressure_selector_freep(pressure_selector **p);
 /* The cgroup, relative to the hierarchy root ("/system.slice/x.service"); NULL or "/" = whole system. */
 int pressure_selector_set_cgroup(pressure_selector *selector, const char *cgroup);
 /* Portable level: the daemon picks PSI or vmpressure and the trigger. */
@@ -266,8 +203,9 @@ int pressure_selector_set_min_interval_ms(pressure_selector *selector, uint64_t 
  * Returns 0, -ENOMEM, or another negative errno.
  */
 int pressure_client_new(pressure_client **ret);
-/* pressure_client_free - close all subscriptions and free; accepts NULL, returns NULL. */
+/* pressure_client_free - end all subscriptions and calls and free; accepts NULL, returns NULL. */
 pressure_client *pressure_client_free(pressure_client *client);
+void pressure_client_freep(pressure_client **p);
 /* Use this socket path for new connections. */
 int pressure_client_set_socket(pressure_client *client, const char *path);
 /* Use the per-user daemon's socket, $XDG_RUNTIME_DIR/pressured/io.pressured (-ENXIO if unset). */
@@ -277,51 +215,12 @@ const char *pressure_client_get_socket(pressure_client *client);
 /* Turn reconnect-and-resubscribe on (default) or off. */
 int pressure_client_set_reconnect(pressure_client *client, int enable);
 /*
- * When on (default off), pressure_client_subscribe() on a daemon that is not
- * (yet) reachable succeeds and subscribes as soon as the daemon appears.
+ * When on (default off), subscribing while the daemon is not (yet)
+ * reachable succeeds and subscribes as soon as the daemon appears.
  */
 int pressure_client_set_wait_for_daemon(pressure_client *client, int enable);
-/* Timeout of blocking calls (default 25 s). */
+/* Timeout of every call, blocking or asynchronous (default 25 s). */
 int pressure_client_set_call_timeout(pressure_client *client, uint64_t timeout_usec);
-
-/*
- * pressure_client_subscribe - subscribe and wait for the daemon's answer.
- * @handler: called for every event, starting with PRESSURE_EVENT_SUBSCRIBED,
- *           from pressure_client_process()
- * @ret: optional; the subscription, owned by the client
- *
- * Returns 0, or a negative errno: -EACCES (PermissionDenied), -ENOENT
- * (NoSuchCgroup, or no socket), -EINVAL (InvalidCgroupPath,
- * InvalidParameter, InvalidTrigger), -EUSERS (LimitExceeded), -EOPNOTSUPP
- * (SourceUnavailable), -ECONNREFUSED, -ETIMEDOUT, -EPROTO (any other
- * daemon error, or a malformed answer).
- */
-int pressure_client_subscribe(pressure_client *client, const pressure_selector *selector,
-                              pressure_event_handler handler, void *userdata,
-                              pressure_subscription **ret);
-/*
- * pressure_client_subscribe_async - subscribe without waiting. (Since 0.2.)
- * Returns at once; the daemon's answer reaches @handler from
- * pressure_client_process(): PRESSURE_EVENT_SUBSCRIBED, or
- * PRESSURE_EVENT_ERROR with the errno (mapped as for
- * pressure_client_subscribe()) and, for a daemon error, error_name and
- * error_parameters. An unreachable daemon is reported the same way, unless
- * pressure_client_set_wait_for_daemon() is on.
- * @ret: optional; the subscription, owned by the client
- *
- * Returns 0, or -EINVAL / -ENOMEM for bad arguments or no memory.
- */
-int pressure_client_subscribe_async(pressure_client *client, const pressure_selector *selector,
-                                    pressure_event_handler handler, void *userdata,
-                                    pressure_subscription **ret);
-/* pressure_subscription_free - unsubscribe (close the connection); accepts NULL, returns NULL. */
-pressure_subscription *pressure_subscription_free(pressure_subscription *subscription);
-/* The client a subscription belongs to. */
-pressure_client *pressure_subscription_get_client(pressure_subscription *subscription);
-/* The userdata given to pressure_client_subscribe(). */
-void *pressure_subscription_get_userdata(pressure_subscription *subscription);
-/* 1 while the subscription is live or reconnecting, 0 once it has ended (removed, error). */
-int pressure_subscription_is_active(pressure_subscription *subscription);
 
 /* ---- Event loop integration ---------------------------------------------- */
 
@@ -330,90 +229,242 @@ int pressure_client_get_fd(pressure_client *client);
 /* The poll() events to watch the fd for (POLLIN). */
 int pressure_client_get_events(pressure_client *client);
 /*
- * pressure_client_get_timeout - how long the caller may wait before calling
- * pressure_client_process() even if the fd stays quiet: microseconds from
- * now, 0 = at once, PRESSURE_TIMEOUT_INFINITE = no limit.
+ * pressure_client_get_timeout - the CLOCK_MONOTONIC time (microseconds) at
+ * which pressure_client_process() is due even if the fd stays quiet;
+ * PRESSURE_TIMEOUT_INFINITE for none, a time in the past for "at once".
  */
 int pressure_client_get_timeout(pressure_client *client, uint64_t *ret_usec);
 /*
- * pressure_client_process - read what is ready, run handlers, and reconnect
- * what is due. Never blocks. Returns 1 if anything was done, 0 if not, or a
- * negative errno (or the negative value a handler returned).
+ * pressure_client_process - read what is ready, run handlers and callbacks,
+ * time out calls and reconnect what is due. Never blocks. Returns 1 if
+ * anything was done, 0 if not, or a negative errno (or the negative value
+ * a handler returned).
  */
 int pressure_client_process(pressure_client *client);
 /*
- * pressure_client_wait - wait up to timeout_usec for something to do and do
- * it. Returns 1 if events were processed, 0 on timeout, or a negative errno.
+ * pressure_client_wait - wait up to timeout_usec (relative; or
+ * PRESSURE_TIMEOUT_INFINITE) for something to do and do it. Returns 1 if
+ * something was processed, 0 on timeout, or a negative errno.
  */
 int pressure_client_wait(pressure_client *client, uint64_t timeout_usec);
 /* The number of subscriptions that have not ended. */
 unsigned pressure_client_get_n_active(pressure_client *client);
 
-/* ---- Simple calls (blocking, one short connection each) ------------------ */
-
-/* GetStatus(): the reply parameters as JSON text in *ret_json (free() it). */
-int pressure_client_get_status(pressure_client *client, char **ret_json);
-/* GetProtection(cgroup): the reply parameters ({"nodes": [...]}) as JSON text. */
-int pressure_client_get_protection(pressure_client *client, const char *cgroup, char **ret_json);
-/* Inject(cgroup, level): a synthetic event; *ret_delivered (optional) = subscribers reached. */
-int pressure_client_inject(pressure_client *client, const char *cgroup, pressure_level level,
-                           uint64_t *ret_delivered);
-/* Reload(): make the daemon re-read its configuration. */
-int pressure_client_reload(pressure_client *client);
-/*
- * pressure_client_call - call any method.
- * @params_json: the parameters object as JSON text, or NULL for none
- * @ret_json: optional; the reply parameters as JSON text (free() it)
- */
-int pressure_client_call(pressure_client *client, const char *method, const char *params_json,
-                         char **ret_json);
+/* ---- Subscriptions ------------------------------------------------------------ */
 
 /*
- * pressure_client_call_full - pressure_client_call() that returns the
- * daemon's error with the call. (Since 0.2.)
- * @ret_error_name: optional; on every return, the varlink error name the
- *                  daemon answered (free() it), or NULL
- * @ret_error_params: optional; likewise its parameters as JSON text
+ * pressure_client_subscribe - subscribe and wait for the daemon's answer.
+ * @handler: called for every event, starting with PRESSURE_EVENT_SUBSCRIBED,
+ *           from pressure_client_process()
+ * @ret: optional; the subscription, owned by the client
+ * @ret_error: optional; on failure, the error (pressure_error_free() it);
+ *             NULL on success
+ * Returns 0 or a negative errno (libpressure(3)).
  */
-int pressure_client_call_full(pressure_client *client, const char *method, const char *params_json,
-                              char **ret_json, char **ret_error_name, char **ret_error_params);
-
+int pressure_client_subscribe(pressure_client *client, const pressure_selector *selector,
+                              pressure_event_handler handler, void *userdata,
+                              pressure_subscription **ret, pressure_error **ret_error);
 /*
- * The varlink error name of the last daemon error (e.g. "io.pressured.NoSuchCgroup")
- * answering a blocking call of this client, or NULL. Subscriptions failing
- * later (in pressure_client_process()) do not change it: their error comes
- * with the PRESSURE_EVENT_ERROR event.
+ * pressure_client_subscribe_async - subscribe without waiting. The answer
+ * reaches @handler: PRESSURE_EVENT_SUBSCRIBED, or PRESSURE_EVENT_ERROR.
+ * Returns 0, or -EINVAL / -ENOMEM for bad arguments or no memory.
  */
-const char *pressure_client_last_error_name(pressure_client *client);
-/* Its parameters as JSON text ("{}" if none), or NULL. */
-const char *pressure_client_last_error_params(pressure_client *client);
-
-/*
- * Cleanup helpers (since 0.2): free *p, for
- *     __attribute__((cleanup(pressure_client_freep))) pressure_client *c = NULL;
- */
-void pressure_client_freep(pressure_client **p);
-void pressure_selector_freep(pressure_selector **p);
+int pressure_client_subscribe_async(pressure_client *client, const pressure_selector *selector,
+                                    pressure_event_handler handler, void *userdata,
+                                    pressure_subscription **ret);
+/* pressure_subscription_free - unsubscribe (close the connection); accepts NULL, returns NULL. */
+pressure_subscription *pressure_subscription_free(pressure_subscription *subscription);
 void pressure_subscription_freep(pressure_subscription **p);
+/* The client a subscription belongs to. */
+pressure_client *pressure_subscription_get_client(pressure_subscription *subscription);
+/* The userdata given to pressure_client_subscribe(). */
+void *pressure_subscription_get_userdata(pressure_subscription *subscription);
+/* Call @destroy(userdata) when the subscription is freed (by the caller or with the client). */
+int pressure_subscription_set_destroy_callback(pressure_subscription *subscription,
+                                               pressure_destroy_callback destroy);
+/* 1 while the subscription is live or reconnecting, 0 once it has ended (removed, error). */
+int pressure_subscription_is_active(pressure_subscription *subscription);
+
+/* ---- Calls --------------------------------------------------------------------- */
 
 /*
- * pressure_event_get_episode - the episode of a PRESSURE_EVENT_CLEARED event,
- * or of a PRESSURE_EVENT_SUBSCRIBED event that found one active; NULL
- * otherwise. Valid as long as @event (since 0.2). Use it rather than the
- * struct fields: linking against it makes sure the library in use fills them.
+ * Blocking calls, on one short connection each. On failure they return a
+ * negative errno and, if @ret_error is given, store an error object there
+ * (NULL on success). Result out-parameters are written on success only.
  */
-const pressure_episode *pressure_event_get_episode(const pressure_event *event);
+int pressure_client_get_status(pressure_client *client, pressure_status **ret_status,
+                               pressure_error **ret_error);
+int pressure_client_get_protection(pressure_client *client, const char *cgroup,
+                                   pressure_protection **ret_protection, pressure_error **ret_error);
+int pressure_client_inject(pressure_client *client, const char *cgroup, pressure_level level,
+                           uint64_t *ret_delivered, pressure_error **ret_error);
+int pressure_client_reload(pressure_client *client, pressure_error **ret_error);
+/* Any method; @params_json: the parameters object or NULL; *ret_json: the reply's parameters (free()). */
+int pressure_client_call(pressure_client *client, const char *method, const char *params_json,
+                         char **ret_json, pressure_error **ret_error);
 
 /*
- * pressure_event_get_adjusted_reason - why the daemon changed the trigger of
- * a PRESSURE_EVENT_SUBSCRIBED event with adjusted set, e.g. it lacks
- * CAP_SYS_RESOURCE or the caller's quota of fast PSI triggers is used up;
- * NULL when the event carries no reason (other kinds, not adjusted, or a
- * daemon older than 0.2). Valid as long as @event (since 0.2). Use it
- * rather than the struct field, for the same reason as
- * pressure_event_get_episode().
+ * Asynchronous calls: send the call and return at once; the callback runs
+ * from pressure_client_process() when the answer is there, the call timed
+ * out or the connection failed. @ret_call (optional) is valid until the
+ * callback returns; pressure_call_free() before that cancels the call.
+ * Return 0, or -EINVAL / -ENOMEM.
  */
+int pressure_client_get_status_async(pressure_client *client, pressure_status_handler callback,
+                                     void *userdata, pressure_call **ret_call);
+int pressure_client_get_protection_async(pressure_client *client, const char *cgroup,
+                                         pressure_protection_handler callback, void *userdata,
+                                         pressure_call **ret_call);
+int pressure_client_inject_async(pressure_client *client, const char *cgroup, pressure_level level,
+                                 pressure_inject_handler callback, void *userdata, pressure_call **ret_call);
+int pressure_client_reload_async(pressure_client *client, pressure_reply_handler callback, void *userdata,
+                                 pressure_call **ret_call);
+int pressure_client_call_async(pressure_client *client, const char *method, const char *params_json,
+                               pressure_reply_handler callback, void *userdata, pressure_call **ret_call);
+/* Cancel a call whose callback has not run; accepts NULL, returns NULL. */
+pressure_call *pressure_call_free(pressure_call *call);
+pressure_client *pressure_call_get_client(pressure_call *call);
+void *pressure_call_get_userdata(pressure_call *call);
+/* Call @destroy(userdata) when the call is done (after its callback) or cancelled. */
+int pressure_call_set_destroy_callback(pressure_call *call, pressure_destroy_callback destroy);
+
+/* ---- Errors ---------------------------------------------------------------------- */
+
+pressure_error *pressure_error_free(pressure_error *error);
+void pressure_error_freep(pressure_error **p);
+/* The negative errno of the failure. */
+int pressure_error_get_errno(const pressure_error *error);
+/* The varlink error name the daemon answered, or NULL for a local or connection failure. */
+const char *pressure_error_get_name(const pressure_error *error);
+/* The error's parameters as JSON object text ("{}" if none), or NULL when it has no name. */
+const char *pressure_error_get_parameters(const pressure_error *error);
+/*
+ * A one-line message for people, e.g. "No such cgroup: /a". Never NULL: for
+ * a NULL error (a failed call could not allocate its error object) it is
+ * "Out of memory".
+ */
+const char *pressure_error_get_message(const pressure_error *error);
+/* The string parameter @key (cgroup, reason, source, limit), or NULL. */
+const char *pressure_error_get_parameter_string(const pressure_error *error, const char *key);
+/* The integer parameter @key (value); 0, or -ENODATA if absent. */
+int pressure_error_get_parameter_integer(const pressure_error *error, const char *key, int64_t *ret);
+
+/* ---- Events ------------------------------------------------------------------------ */
+
+pressure_event_kind pressure_event_get_kind(const pressure_event *event);
+/* "/" for the whole system. */
+const char *pressure_event_get_cgroup(const pressure_event *event);
+pressure_source pressure_event_get_source(const pressure_event *event);
+/* PRESSURE: the level; CLEARED: the level of the subscription; else NONE. */
+pressure_level pressure_event_get_level(const pressure_event *event);
+/* 1, 2, ... per subscription; a gap = lost events. 0 for SUBSCRIBED. */
+uint64_t pressure_event_get_seq(const pressure_event *event);
+/* Events this client lost before this one. */
+uint64_t pressure_event_get_missed(const pressure_event *event);
+/* Kernel notifications merged into this event. */
+uint64_t pressure_event_get_count(const pressure_event *event);
+/* CLOCK_REALTIME and CLOCK_MONOTONIC of the event, microseconds; 0 if absent. */
+uint64_t pressure_event_get_time_us(const pressure_event *event);
+uint64_t pressure_event_get_monotonic_us(const pressure_event *event);
+/* 1 for an event made by Inject(). */
+int pressure_event_is_synthetic(const pressure_event *event);
+/* SUBSCRIBED: the kernel registration in use, or NULL. */
+const pressure_trigger *pressure_event_get_trigger(const pressure_event *event);
+/* SUBSCRIBED: 1 when the daemon changed the trigger; the reason it gave, or NULL. */
+int pressure_event_is_adjusted(const pressure_event *event);
 const char *pressure_event_get_adjusted_reason(const pressure_event *event);
+/*
+ * PSI figures (PRESSURE of a psi source, SUBSCRIBED): the average over
+ * @window_sec (10, 60 or 300) in percent, and the total stall in
+ * microseconds. Return 0, or -ENODATA when the event has none.
+ */
+int pressure_event_get_psi_avg(const pressure_event *event, pressure_stall stall, unsigned window_sec,
+                               double *ret);
+int pressure_event_get_psi_total(const pressure_event *event, pressure_stall stall, uint64_t *ret);
+/* MEMORY_EVENTS, SUBSCRIBED: a memory.events counter, and (MEMORY_EVENTS) its change; or -ENODATA. */
+int pressure_event_get_memory_event(const pressure_event *event, pressure_memory_event counter,
+                                    uint64_t *ret);
+int pressure_event_get_memory_event_delta(const pressure_event *event, pressure_memory_event counter,
+                                          uint64_t *ret);
+/* PROTECTION, SUBSCRIBED, PRESSURE on a tracked cgroup: the cgroup's protection node, or NULL. */
+const pressure_protection_node *pressure_event_get_protection_node(const pressure_event *event);
+/* PROTECTION: the new and the previous state; else UNKNOWN. */
+pressure_protection_state pressure_event_get_protection_state(const pressure_event *event);
+pressure_protection_state pressure_event_get_previous_protection_state(const pressure_event *event);
+/* CLEARED: the episode that ended; SUBSCRIBED: the active one, if any; else NULL. */
+const pressure_episode *pressure_event_get_episode(const pressure_event *event);
+/* ERROR: why the subscription ended; else NULL. */
+const pressure_error *pressure_event_get_error(const pressure_event *event);
+/* The event as received, JSON text; NULL for RECONNECTED and ERROR. */
+const char *pressure_event_get_json(const pressure_event *event);
+
+/* ---- Triggers, episodes, protection nodes ------------------------------------------ */
+
+/* The portable level asked for, or NONE. */
+pressure_level pressure_trigger_get_level(const pressure_trigger *trigger);
+/* The PSI trigger; -ENODATA if it is none. Any out-parameter may be NULL. */
+int pressure_trigger_get_psi(const pressure_trigger *trigger, pressure_stall *ret_stall,
+                             uint64_t *ret_threshold_us, uint64_t *ret_window_us);
+/* The vmpressure registration; -ENODATA if it is none. */
+int pressure_trigger_get_vmpressure(const pressure_trigger *trigger, pressure_level *ret_level,
+                                    pressure_vmpressure_mode *ret_mode);
+
+/* 1 while the episode goes on (SUBSCRIBED, a registration's active one), 0 once it has ended. */
+int pressure_episode_is_active(const pressure_episode *episode);
+/* CLOCK_MONOTONIC of its first event, microseconds. */
+uint64_t pressure_episode_get_start_us(const pressure_episode *episode);
+/* Ended episodes of a history: CLOCK_MONOTONIC of the end; 0 otherwise. */
+uint64_t pressure_episode_get_end_us(const pressure_episode *episode);
+/* History: its start and end as CLOCK_REALTIME; 0 otherwise. */
+uint64_t pressure_episode_get_start_time_us(const pressure_episode *episode);
+uint64_t pressure_episode_get_end_time_us(const pressure_episode *episode);
+uint64_t pressure_episode_get_duration_us(const pressure_episode *episode);
+/* Pressure events in it. */
+uint64_t pressure_episode_get_events(const pressure_episode *episode);
+/* PSI: the largest stall over one window, percent; -ENODATA for vmpressure. */
+int pressure_episode_get_peak(const pressure_episode *episode, double *ret);
+/* vmpressure: the highest level seen; else NONE. */
+pressure_level pressure_episode_get_peak_level(const pressure_episode *episode);
+
+const char *pressure_protection_node_get_cgroup(const pressure_protection_node *node);
+pressure_protection_state pressure_protection_node_get_state(const pressure_protection_node *node);
+/* A figure in bytes; 0, or -EINVAL for an unknown @value. */
+int pressure_protection_node_get_value(const pressure_protection_node *node, pressure_protection_value value,
+                                       uint64_t *ret);
+
+/* ---- Results ----------------------------------------------------------------------- */
+
+/* GetProtection(): the nodes of the subtree, parents before children. */
+pressure_protection *pressure_protection_ref(pressure_protection *protection);
+pressure_protection *pressure_protection_unref(pressure_protection *protection);
+void pressure_protection_unrefp(pressure_protection **p);
+size_t pressure_protection_get_n_nodes(const pressure_protection *protection);
+const pressure_protection_node *pressure_protection_get_node(const pressure_protection *protection, size_t i);
+
+/* GetStatus(). */
+pressure_status *pressure_status_ref(pressure_status *status);
+pressure_status *pressure_status_unref(pressure_status *status);
+void pressure_status_unrefp(pressure_status **p);
+const char *pressure_status_get_version(const pressure_status *status);
+uint64_t pressure_status_get_uptime_us(const pressure_status *status);
+uint64_t pressure_status_get_clients(const pressure_status *status);
+uint64_t pressure_status_get_subscriptions(const pressure_status *status);
+/* A counter by its protocol name ("events_read", ...); 0, or -ENODATA. */
+int pressure_status_get_counter(const pressure_status *status, const char *name, uint64_t *ret);
+size_t pressure_status_get_n_registrations(const pressure_status *status);
+const pressure_registration *pressure_status_get_registration(const pressure_status *status, size_t i);
+/* The reply's parameters as JSON text, for what this version has no getter for. */
+const char *pressure_status_get_json(const pressure_status *status);
+
+const char *pressure_registration_get_cgroup(const pressure_registration *registration);
+pressure_source pressure_registration_get_source(const pressure_registration *registration);
+const pressure_trigger *pressure_registration_get_trigger(const pressure_registration *registration);
+uint64_t pressure_registration_get_subscribers(const pressure_registration *registration);
+/* The active episode, or NULL. */
+const pressure_episode *pressure_registration_get_episode(const pressure_registration *registration);
+/* The history: ended episodes, oldest first. */
+size_t pressure_registration_get_n_history(const pressure_registration *registration);
+const pressure_episode *pressure_registration_get_history(const pressure_registration *registration, size_t i);
 
 /* ---- Names ----------------------------------------------------------------- */
 
@@ -425,7 +476,7 @@ const char *pressure_source_to_string(pressure_source source);
 const char *pressure_event_kind_to_string(pressure_event_kind kind);
 /* "min", "low", "none", or NULL. */
 const char *pressure_protection_state_to_string(pressure_protection_state state);
-/* The library version, e.g. "0.1.0". */
+/* The library version, e.g. "1.0.0". */
 const char *pressure_version(void);
 
 #ifdef __cplusplus

@@ -89,18 +89,14 @@ static const char *format_duration(char buf[static 64], uint64_t usec) {
 }
 
 /*
- * Report the failure @r of @what, with the daemon's error @name and @params if it sent one (error-text.h: a
+ * Report the failure @r of @what, with the daemon's error in @error if it sent one (error-text.h: a
  * sentence, or with --json one JSON object); return the exit code.
  */
-static int report_error_full(pressure_client *c, int r, const char *what, const char *name, const char *params) {
-        return error_report(stderr, arg_json, what, pressure_client_get_socket(c), r, name, params);
+static int report_error(pressure_client *c, int r, const char *what, const pressure_error *error) {
+        return error_report(stderr, arg_json, what, pressure_client_get_socket(c), r, pressure_error_get_name(error),
+                            pressure_error_get_parameters(error));
 }
 
-/* report_error_full() for a blocking call, whose daemon error is the client's last one. */
-static int report_error(pressure_client *c, int r, const char *what) {
-        return report_error_full(c, r, what, pressure_client_last_error_name(c),
-                                 pressure_client_last_error_params(c));
-}
 
 static int client_open(pressure_client **ret) {
         pressure_client *c = NULL;
@@ -436,8 +432,10 @@ static void status_print_counters(json_t *counters) {
 
 static int cmd_status(int argc, char **argv) {
         _cleanup_(pressure_client_freep) pressure_client *c = NULL;
+        _cleanup_(pressure_status_unrefp) pressure_status *status = NULL;
+        _cleanup_(pressure_error_freep) pressure_error *error = NULL;
         _cleanup_json_ json_t *st = NULL;
-        _cleanup_free_ char *text = NULL;
+        const char *text;
         int r;
 
         r = command_begin(argc, argv, "status ",
@@ -448,9 +446,10 @@ static int cmd_status(int argc, char **argv) {
                           NULL, &c);
         if (r >= 0)
                 return r;
-        r = pressure_client_get_status(c, &text);
+        r = pressure_client_get_status(c, &status, &error);
         if (r < 0)
-                return report_error(c, r, "status");
+                return report_error(c, r, "status", error);
+        text = pressure_status_get_json(status);
         if (arg_json) {
                 printf("%s\n", text);
                 return 0;
@@ -487,8 +486,10 @@ static int print_episode_json(json_t *reg, json_t *episode, bool active) {
 
 static int cmd_history(int argc, char **argv) {
         _cleanup_(pressure_client_freep) pressure_client *c = NULL;
+        _cleanup_(pressure_status_unrefp) pressure_status *status = NULL;
+        _cleanup_(pressure_error_freep) pressure_error *error = NULL;
         _cleanup_json_ json_t *st = NULL;
-        _cleanup_free_ char *text = NULL;
+        const char *text;
         const char *cgroup = NULL;
         json_t *regs, *v;
         unsigned shown = 0;
@@ -504,9 +505,10 @@ static int cmd_history(int argc, char **argv) {
                           &cgroup, &c);
         if (r >= 0)
                 return r;
-        r = pressure_client_get_status(c, &text);
+        r = pressure_client_get_status(c, &status, &error);
         if (r < 0)
-                return report_error(c, r, "history");
+                return report_error(c, r, "history", error);
+        text = pressure_status_get_json(status);
         if (reply_parse(c, "history", text, "registrations", &st, &regs) < 0)
                 return EXIT_DAEMON_ERROR;
 
@@ -565,15 +567,80 @@ static unsigned path_depth(const char *path) {
         return n;
 }
 
+/* One line of `protection --json`: the node as the daemon sent it, an unlimited setting as null. */
+static void print_node_json(const pressure_protection_node *n) {
+        static const char *const keys[] = {
+                [PRESSURE_PROTECTION_USAGE] = "usage",
+                [PRESSURE_PROTECTION_MIN_SETTING] = "min",
+                [PRESSURE_PROTECTION_LOW_SETTING] = "low",
+                [PRESSURE_PROTECTION_EMIN] = "emin",
+                [PRESSURE_PROTECTION_ELOW] = "elow",
+                [PRESSURE_PROTECTION_MIN_USAGE] = "min_usage",
+                [PRESSURE_PROTECTION_LOW_USAGE] = "low_usage",
+                [PRESSURE_PROTECTION_CHILDREN_MIN_USAGE] = "children_min_usage",
+                [PRESSURE_PROTECTION_CHILDREN_LOW_USAGE] = "children_low_usage",
+        };
+        _cleanup_json_ json_t *o = json_pack("{s:s}", "cgroup", strna(pressure_protection_node_get_cgroup(n)));
+        _cleanup_free_ char *line = NULL;
+
+        if (!o)
+                return;
+        for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
+                uint64_t v = 0;
+
+                (void) pressure_protection_node_get_value(n, (pressure_protection_value) k, &v);
+                json_object_set_new(o, keys[k], v == PRESSURE_UNLIMITED ? json_null() : json_integer((json_int_t) v));
+        }
+        json_object_set_new(o, "state",
+                            json_string(strna(pressure_protection_state_to_string(pressure_protection_node_get_state(n)))));
+        line = json_dumps(o, JSON_COMPACT);
+        if (line)
+                printf("%s\n", line);
+}
+
+static const char *node_value(char buf[static FORMAT_SIZE_MAX], const pressure_protection_node *n, pressure_protection_value what) {
+        uint64_t v = 0;
+
+        (void) pressure_protection_node_get_value(n, what, &v);
+        return v == PRESSURE_UNLIMITED ? "max" : format_bytes(buf, v);
+}
+
+/* The protection table: one line per node, indented by depth below the shallowest one. */
+static void print_protection_table(const pressure_protection *p) {
+        size_t n_nodes = pressure_protection_get_n_nodes(p);
+        int wn = (int) strlen("CGROUP");
+        unsigned base = UINT_MAX;
+
+        for (size_t i = 0; i < n_nodes; i++)
+                base = MIN(base, path_depth(strna(pressure_protection_node_get_cgroup(pressure_protection_get_node(p, i)))));
+        for (size_t i = 0; i < n_nodes; i++) {
+                const char *path = strna(pressure_protection_node_get_cgroup(pressure_protection_get_node(p, i)));
+                const char *slash = strrchr(path, '/');
+                const char *name = i == 0 || !slash || !slash[1] ? path : slash + 1;
+                wn = MAX(wn, (int) (2 * (path_depth(path) - base) + strlen(name)));
+        }
+        printf("%-*s %7s %7s %7s %7s %7s  %s\n", wn, "CGROUP", "USAGE", "MIN", "LOW", "EMIN", "ELOW", "STATE");
+        for (size_t i = 0; i < n_nodes; i++) {
+                const pressure_protection_node *n = pressure_protection_get_node(p, i);
+                const char *path = strna(pressure_protection_node_get_cgroup(n)), *slash = strrchr(path, '/');
+                unsigned d = path_depth(path) - base;
+                const char *name = i == 0 || !slash || !slash[1] ? path : slash + 1;
+                char b[5][16];
+
+                printf("%*s%-*s %7s %7s %7s %7s %7s  %s\n", (int) (2 * d), "", wn - (int) (2 * d), name,
+                       node_value(b[0], n, PRESSURE_PROTECTION_USAGE), node_value(b[1], n, PRESSURE_PROTECTION_MIN_SETTING),
+                       node_value(b[2], n, PRESSURE_PROTECTION_LOW_SETTING), node_value(b[3], n, PRESSURE_PROTECTION_EMIN),
+                       node_value(b[4], n, PRESSURE_PROTECTION_ELOW),
+                       strna(pressure_protection_state_to_string(pressure_protection_node_get_state(n))));
+        }
+}
+
 static int cmd_protection(int argc, char **argv) {
         _cleanup_(pressure_client_freep) pressure_client *c = NULL;
-        _cleanup_json_ json_t *reply = NULL;
-        _cleanup_free_ char *text = NULL;
+        _cleanup_(pressure_protection_unrefp) pressure_protection *p = NULL;
+        _cleanup_(pressure_error_freep) pressure_error *error = NULL;
         const char *cgroup = NULL;
-        unsigned base = UINT_MAX;
-        int r, wn = (int) strlen("CGROUP");
-        json_t *nodes, *n;
-        size_t i;
+        int r;
 
         r = command_begin(argc, argv, "protection ",
                           "pressurectl [OPTIONS] protection [CGROUP]\n\n"
@@ -584,47 +651,15 @@ static int cmd_protection(int argc, char **argv) {
                           &cgroup, &c);
         if (r >= 0)
                 return r;
-        r = pressure_client_get_protection(c, cgroup, &text);
+        r = pressure_client_get_protection(c, cgroup, &p, &error);
         if (r < 0)
-                return report_error(c, r, "protection");
-        if (reply_parse(c, "protection", text, "nodes", &reply, &nodes) < 0)
-                return EXIT_DAEMON_ERROR;
-
+                return report_error(c, r, "protection", error);
         if (arg_json) {
-                json_array_foreach(nodes, i, n) {
-                        _cleanup_free_ char *line = json_dumps(n, JSON_COMPACT);
-                        if (line)
-                                printf("%s\n", line);
-                }
+                for (size_t i = 0; i < pressure_protection_get_n_nodes(p); i++)
+                        print_node_json(pressure_protection_get_node(p, i));
                 return 0;
         }
-
-        /* Indent by depth below the shallowest node; the first shows its full path. */
-        json_array_foreach(nodes, i, n)
-                base = MIN(base, path_depth(strna(jget_str(n, "cgroup"))));
-        json_array_foreach(nodes, i, n) {
-                const char *path = strna(jget_str(n, "cgroup")), *slash = strrchr(path, '/');
-                unsigned d = path_depth(path) - base;
-                const char *name = i == 0 || !slash || !slash[1] ? path : slash + 1;
-                wn = MAX(wn, (int) (2 * d + strlen(name)));
-        }
-        printf("%-*s %7s %7s %7s %7s %7s  %s\n", wn, "CGROUP", "USAGE", "MIN", "LOW", "EMIN", "ELOW", "STATE");
-        json_array_foreach(nodes, i, n) {
-                const char *path = strna(jget_str(n, "cgroup")), *slash = strrchr(path, '/');
-                unsigned d = path_depth(path) - base;
-                const char *name = i == 0 || !slash || !slash[1] ? path : slash + 1;
-                char b[5][16];
-                const char *keys[] = { "min", "low", "emin", "elow" };
-                const char *vals[4];
-
-                for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
-                        json_t *v = json_object_get(n, keys[k]);
-                        vals[k] = json_is_integer(v) ? format_bytes(b[k + 1], (uint64_t) json_integer_value(v)) : "max";
-                }
-                printf("%*s%-*s %7s %7s %7s %7s %7s  %s\n", (int) (2 * d), "", wn - (int) (2 * d), name,
-                       format_bytes(b[0], jget_u64(n, "usage")), vals[0], vals[1], vals[2], vals[3],
-                       strna(jget_str(n, "state")));
-        }
+        print_protection_table(p);
         return 0;
 }
 
@@ -633,6 +668,7 @@ static int cmd_protection(int argc, char **argv) {
 static int cmd_inject(int argc, char **argv) {
         static const struct option options[] = { COMMON_OPTIONS, { "level", required_argument, NULL, 'l' }, {} };
         _cleanup_(pressure_client_freep) pressure_client *c = NULL;
+        _cleanup_(pressure_error_freep) pressure_error *error = NULL;
         const char *cgroup = NULL;
         int opt, r, level = -1;
         uint64_t delivered = 0;
@@ -668,9 +704,9 @@ static int cmd_inject(int argc, char **argv) {
         r = client_open(&c);
         if (r != 0)
                 return r;
-        r = pressure_client_inject(c, cgroup, (pressure_level) level, &delivered);
+        r = pressure_client_inject(c, cgroup, (pressure_level) level, &delivered, &error);
         if (r < 0)
-                return report_error(c, r, "inject");
+                return report_error(c, r, "inject", error);
         if (arg_json)
                 printf("{\"delivered\": %" PRIu64 "}\n", delivered);
         else
@@ -680,6 +716,7 @@ static int cmd_inject(int argc, char **argv) {
 
 static int cmd_reload(int argc, char **argv) {
         _cleanup_(pressure_client_freep) pressure_client *c = NULL;
+        _cleanup_(pressure_error_freep) pressure_error *error = NULL;
         int r;
 
         r = command_begin(argc, argv, "reload ",
@@ -689,9 +726,9 @@ static int cmd_reload(int argc, char **argv) {
                           NULL, &c);
         if (r >= 0)
                 return r;
-        r = pressure_client_reload(c);
+        r = pressure_client_reload(c, &error);
         if (r < 0)
-                return report_error(c, r, "reload");
+                return report_error(c, r, "reload", error);
         if (arg_json)
                 printf("{}\n");
         return 0;
@@ -795,45 +832,49 @@ typedef struct Watch {
         Hook *hook;        /* --exec: runs for each event; NULL without */
 } Watch;
 
-static void print_counters(const pressure_memory_events *m, const pressure_memory_events *delta) {
+static void print_counters(const pressure_event *e) {
         static const char *const names[] = { "low", "high", "max", "oom", "oom_kill", "oom_group_kill" };
-        const uint64_t vals[] = { m->low, m->high, m->max, m->oom, m->oom_kill, m->oom_group_kill };
-        const uint64_t dvals[] = { delta->low, delta->high, delta->max, delta->oom, delta->oom_kill, delta->oom_group_kill };
 
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-                if (!(m->present & (1U << i)))
+                uint64_t v, d;
+
+                if (pressure_event_get_memory_event(e, (pressure_memory_event) i, &v) < 0)
                         continue;
-                printf(" %s=%" PRIu64, names[i], vals[i]);
-                if ((delta->present & (1U << i)) && dvals[i] > 0)
-                        printf("(+%" PRIu64 ")", dvals[i]);
+                printf(" %s=%" PRIu64, names[i], v);
+                if (pressure_event_get_memory_event_delta(e, (pressure_memory_event) i, &d) >= 0 && d > 0)
+                        printf("(+%" PRIu64 ")", d);
         }
 }
 
 static void print_node(const pressure_protection_node *n) {
-        char b[5][16];
+        char b[5][FORMAT_SIZE_MAX];
 
-        printf(" usage=%s min=%s low=%s emin=%s elow=%s", format_bytes(b[0], n->usage),
-               format_bytes(b[1], n->min), format_bytes(b[2], n->low), format_bytes(b[3], n->emin),
-               format_bytes(b[4], n->elow));
+        printf(" usage=%s min=%s low=%s emin=%s elow=%s", node_value(b[0], n, PRESSURE_PROTECTION_USAGE),
+               node_value(b[1], n, PRESSURE_PROTECTION_MIN_SETTING), node_value(b[2], n, PRESSURE_PROTECTION_LOW_SETTING),
+               node_value(b[3], n, PRESSURE_PROTECTION_EMIN), node_value(b[4], n, PRESSURE_PROTECTION_ELOW));
 }
 
 static void print_subscribed(FILE *f, const pressure_event *e) {
-        const pressure_trigger *t = &e->trigger;
+        const pressure_trigger *t = pressure_event_get_trigger(e);
         char a[PSI_TRIGGER_FORMAT_MAX];
+        pressure_vmpressure_mode mode = PRESSURE_VMPRESSURE_MODE_UNSET;
+        pressure_level vl = PRESSURE_LEVEL_NONE;
+        uint64_t threshold, window;
+        pressure_stall stall;
 
-        fprintf(f, "Watching %s: %s", e->cgroup, strna(pressure_source_to_string(e->source)));
-        if (t->level != PRESSURE_LEVEL_NONE)
-                fprintf(f, " for level %s", pressure_level_to_string(t->level));
-        if (t->has_psi)
-                fprintf(f, " (%s)", format_psi(a, t->psi_stall == PRESSURE_STALL_FULL ? "full" : "some",
-                                               t->psi_threshold_us, t->psi_window_us));
-        if (t->has_vmpressure)
-                fprintf(f, " (vmpressure %s%s%s)", strna(pressure_level_to_string(t->vmpressure_level)),
-                        t->vmpressure_mode ? "," : "",
-                        t->vmpressure_mode == PRESSURE_VMPRESSURE_MODE_HIERARCHY ? "hierarchy" :
-                        t->vmpressure_mode == PRESSURE_VMPRESSURE_MODE_LOCAL ? "local" :
-                        t->vmpressure_mode == PRESSURE_VMPRESSURE_MODE_DEFAULT ? "default" : "");
-        if (e->adjusted) {
+        fprintf(f, "Watching %s: %s", pressure_event_get_cgroup(e),
+                strna(pressure_source_to_string(pressure_event_get_source(e))));
+        if (pressure_trigger_get_level(t) != PRESSURE_LEVEL_NONE)
+                fprintf(f, " for level %s", pressure_level_to_string(pressure_trigger_get_level(t)));
+        if (pressure_trigger_get_psi(t, &stall, &threshold, &window) >= 0)
+                fprintf(f, " (%s)", format_psi(a, stall == PRESSURE_STALL_FULL ? "full" : "some", threshold, window));
+        if (pressure_trigger_get_vmpressure(t, &vl, &mode) >= 0)
+                fprintf(f, " (vmpressure %s%s%s)", strna(pressure_level_to_string(vl)),
+                        mode ? "," : "",
+                        mode == PRESSURE_VMPRESSURE_MODE_HIERARCHY ? "hierarchy" :
+                        mode == PRESSURE_VMPRESSURE_MODE_LOCAL ? "local" :
+                        mode == PRESSURE_VMPRESSURE_MODE_DEFAULT ? "default" : "");
+        if (pressure_event_is_adjusted(e)) {
                 const char *reason = pressure_event_get_adjusted_reason(e);
 
                 fprintf(f, ", adjusted by the daemon%s%s", reason ? ": " : "", reason ?: "");
@@ -842,62 +883,84 @@ static void print_subscribed(FILE *f, const pressure_event *e) {
         fflush(f);
 }
 
+static void print_psi(const pressure_event *e) {
+        double a10, a60, a300;
+
+        if (pressure_event_get_psi_avg(e, PRESSURE_STALL_SOME, 10, &a10) < 0)
+                return;
+        (void) pressure_event_get_psi_avg(e, PRESSURE_STALL_SOME, 60, &a60);
+        (void) pressure_event_get_psi_avg(e, PRESSURE_STALL_SOME, 300, &a300);
+        printf(" some=%.2f/%.2f/%.2f", a10, a60, a300);
+        if (pressure_event_get_psi_avg(e, PRESSURE_STALL_FULL, 10, &a10) < 0)
+                return;
+        (void) pressure_event_get_psi_avg(e, PRESSURE_STALL_FULL, 60, &a60);
+        (void) pressure_event_get_psi_avg(e, PRESSURE_STALL_FULL, 300, &a300);
+        printf(" full=%.2f/%.2f/%.2f", a10, a60, a300);
+}
+
+static void print_cleared(const pressure_event *e) {
+        const pressure_episode *ep = pressure_event_get_episode(e);
+        pressure_level level = pressure_event_get_level(e);
+        char d[64];
+        double peak;
+
+        if (level != PRESSURE_LEVEL_NONE)
+                printf(" %s", pressure_level_to_string(level));
+        printf(" source=%s seq=%" PRIu64, strna(pressure_source_to_string(pressure_event_get_source(e))),
+               pressure_event_get_seq(e));
+        if (!ep)
+                return;
+        printf(" duration=%s events=%" PRIu64, format_duration(d, pressure_episode_get_duration_us(ep)),
+               pressure_episode_get_events(ep));
+        if (pressure_episode_get_peak(ep, &peak) >= 0)
+                printf(" peak=%.2f%%", peak);
+        else if (pressure_episode_get_peak_level(ep) != PRESSURE_LEVEL_NONE)
+                printf(" peak=%s", pressure_level_to_string(pressure_episode_get_peak_level(ep)));
+}
+
 static void print_event_human(const pressure_event *e) {
+        pressure_event_kind kind = pressure_event_get_kind(e);
         char tb[64];
 
-        printf("%s %s %s", format_time(tb, e->time_us), e->cgroup, pressure_event_kind_to_string(e->kind));
-        switch (e->kind) {
+        printf("%s %s %s", format_time(tb, pressure_event_get_time_us(e)), pressure_event_get_cgroup(e),
+               pressure_event_kind_to_string(kind));
+        switch (kind) {
         case PRESSURE_EVENT_PRESSURE:
-                printf(" %s source=%s", strna(pressure_level_to_string(e->level)),
-                       strna(pressure_source_to_string(e->source)));
-                if (e->synthetic)
+                printf(" %s source=%s", strna(pressure_level_to_string(pressure_event_get_level(e))),
+                       strna(pressure_source_to_string(pressure_event_get_source(e))));
+                if (pressure_event_is_synthetic(e))
                         printf(" synthetic");
-                printf(" count=%" PRIu64 " seq=%" PRIu64, e->count, e->seq);
-                if (e->psi.present) {
-                        printf(" some=%.2f/%.2f/%.2f", e->psi.some_avg10, e->psi.some_avg60, e->psi.some_avg300);
-                        if (e->psi.has_full)
-                                printf(" full=%.2f/%.2f/%.2f", e->psi.full_avg10, e->psi.full_avg60,
-                                       e->psi.full_avg300);
-                }
+                printf(" count=%" PRIu64 " seq=%" PRIu64, pressure_event_get_count(e), pressure_event_get_seq(e));
+                print_psi(e);
                 break;
         case PRESSURE_EVENT_MEMORY_EVENTS:
-                printf(" seq=%" PRIu64, e->seq);
-                print_counters(&e->counters, &e->delta);
+                printf(" seq=%" PRIu64, pressure_event_get_seq(e));
+                print_counters(e);
                 break;
-        case PRESSURE_EVENT_CLEARED: {
-                const pressure_episode *ep = pressure_event_get_episode(e);
-                char d[64];
-
-                if (e->level != PRESSURE_LEVEL_NONE)
-                        printf(" %s", pressure_level_to_string(e->level));
-                printf(" source=%s seq=%" PRIu64, strna(pressure_source_to_string(e->source)), e->seq);
-                if (ep) {
-                        printf(" duration=%s events=%" PRIu64, format_duration(d, ep->duration_us), ep->events);
-                        if (ep->has_peak)
-                                printf(" peak=%.2f%%", ep->peak);
-                        else if (ep->peak_level != PRESSURE_LEVEL_NONE)
-                                printf(" peak=%s", pressure_level_to_string(ep->peak_level));
-                }
+        case PRESSURE_EVENT_CLEARED:
+                print_cleared(e);
                 break;
-        }
         case PRESSURE_EVENT_PROTECTION:
-                printf(" %s -> %s seq=%" PRIu64, strna(pressure_protection_state_to_string(e->previous)),
-                       strna(pressure_protection_state_to_string(e->state)), e->seq);
-                if (e->node.present)
-                        print_node(&e->node);
+                printf(" %s -> %s seq=%" PRIu64,
+                       strna(pressure_protection_state_to_string(pressure_event_get_previous_protection_state(e))),
+                       strna(pressure_protection_state_to_string(pressure_event_get_protection_state(e))),
+                       pressure_event_get_seq(e));
+                if (pressure_event_get_protection_node(e))
+                        print_node(pressure_event_get_protection_node(e));
                 break;
         default:
                 break;
         }
-        if (e->missed > 0)
-                printf(" missed=%" PRIu64, e->missed);
+        if (pressure_event_get_missed(e) > 0)
+                printf(" missed=%" PRIu64, pressure_event_get_missed(e));
         printf("\n");
 }
 
 static int on_watch_event(pressure_subscription *sub, const pressure_event *e, void *userdata) {
+        pressure_event_kind kind = pressure_event_get_kind(e);
         Watch *w = userdata;
 
-        switch (e->kind) {
+        switch (kind) {
         case PRESSURE_EVENT_SUBSCRIBED:
                 /* The confirmation is not an event to count: a header line (on stderr with --json). */
                 print_subscribed(arg_json ? stderr : stdout, e);
@@ -912,8 +975,9 @@ static int on_watch_event(pressure_subscription *sub, const pressure_event *e, v
         case PRESSURE_EVENT_ERROR:
                 /* The error of this subscription: the daemon refused it (at first or on a reconnect), or
                  * it could not be reached. */
-                w->exit_code = report_error_full(pressure_subscription_get_client(sub), e->error, "watch",
-                                                 e->error_name, e->error_parameters);
+                w->exit_code = report_error(pressure_subscription_get_client(sub),
+                                            pressure_error_get_errno(pressure_event_get_error(e)), "watch",
+                                            pressure_event_get_error(e));
                 return 0;
         default:
                 break;
@@ -923,7 +987,7 @@ static int on_watch_event(pressure_subscription *sub, const pressure_event *e, v
                 return 0;
 
         if (arg_json)
-                printf("%s\n", e->json);
+                printf("%s\n", pressure_event_get_json(e));
         else
                 print_event_human(e);
         fflush(stdout);
@@ -931,8 +995,8 @@ static int on_watch_event(pressure_subscription *sub, const pressure_event *e, v
                 (void) hook_submit(w->hook, e);
 
         w->received++;
-        if (e->kind == PRESSURE_EVENT_REMOVED || (w->count > 0 && w->received >= w->count) ||
-            (w->until_cleared && e->kind == PRESSURE_EVENT_CLEARED))
+        if (kind == PRESSURE_EVENT_REMOVED || (w->count > 0 && w->received >= w->count) ||
+            (w->until_cleared && kind == PRESSURE_EVENT_CLEARED))
                 w->exit_code = 0;
         return 0;
 }
@@ -986,6 +1050,10 @@ static int watch_wait(pressure_client *c, Hook *hook, uint64_t timeout_usec) {
         r = pressure_client_get_timeout(c, &due);
         if (r < 0)
                 return r;
+        if (due != PRESSURE_TIMEOUT_INFINITE) {
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
+                due = due > now ? due - now : 0;
+        }
         timeout_usec = MIN(timeout_usec, MIN(due, hook_get_timeout(hook)));
         if (timeout_usec == PRESSURE_TIMEOUT_INFINITE)
                 ms = -1;
@@ -1006,7 +1074,7 @@ static int watch_run(pressure_client *c, const pressure_selector *sel, Watch *w,
         /* The daemon's answer comes to on_watch_event() like any event, so --timeout covers it too. */
         r = pressure_client_subscribe_async(c, sel, on_watch_event, w, NULL);
         if (r < 0)
-                return report_error(c, r, "watch");
+                return report_error(c, r, "watch", NULL);
 
         while (w->exit_code < 0) {
                 uint64_t now = now_usec(CLOCK_MONOTONIC), left = PRESSURE_TIMEOUT_INFINITE;
@@ -1021,7 +1089,7 @@ static int watch_run(pressure_client *c, const pressure_selector *sel, Watch *w,
                 }
                 r = watch_wait(c, w->hook, left);
                 if (r < 0)
-                        return report_error(c, r, "watch");
+                        return report_error(c, r, "watch", NULL);
         }
         return w->exit_code;
 }

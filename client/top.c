@@ -391,10 +391,10 @@ static int build_rows(Top *t) {
 /* ---- refresh --------------------------------------------------------------------------- */
 
 /* Why the call failed with @r, in the words of error-text.h: the sentence, which --json shows as is. */
-static void daemon_error(pressure_client *c, int r, char *buf, size_t size) {
+static void daemon_error(pressure_client *c, int r, const pressure_error *error, char *buf, size_t size) {
         int exit_code;
-        json_t *o = error_describe("top", pressure_client_get_socket(c), r, pressure_client_last_error_name(c),
-                                   pressure_client_last_error_params(c), &exit_code);
+        json_t *o = error_describe("top", pressure_client_get_socket(c), r, pressure_error_get_name(error),
+                                   pressure_error_get_parameters(error), &exit_code);
 
         snprintf(buf, size, "%s", o ? json_string_value(json_object_get(o, "message")) : strerror(-r));
         json_decref(o);
@@ -464,18 +464,19 @@ static void mark_episode_changes(Top *t, const TopSnapshot *previous) {
 
 static void query_status(Top *t) {
         TopDaemon *d = &t->daemon, old = *d;
-        _cleanup_free_ char *text = NULL;
+        _cleanup_(pressure_status_unrefp) pressure_status *status = NULL;
+        _cleanup_(pressure_error_freep) pressure_error *error = NULL;
         json_t *st, *counters;
         uint64_t now = now_usec(CLOCK_MONOTONIC);
         int r;
 
-        r = pressure_client_get_status(t->client, &text);
+        r = pressure_client_get_status(t->client, &status, &error);
         *d = (TopDaemon) {};
         if (r < 0) {
-                daemon_error(t->client, r, d->error, sizeof(d->error));
+                daemon_error(t->client, r, error, d->error, sizeof(d->error));
                 return;
         }
-        st = json_loads(text, 0, NULL);
+        st = json_loads(pressure_status_get_json(status), 0, NULL);
         if (!json_is_object(st)) {
                 json_decref(st);
                 snprintf(d->error, sizeof(d->error), "malformed GetStatus reply");
@@ -526,17 +527,26 @@ static int on_protection_node(const char *cgroup, uint64_t emin, uint64_t elow, 
 
 /* emin/elow of the subtree shown, from the daemon's model. */
 static void query_protection(Top *t, const TopSnapshot *previous) {
-        _cleanup_free_ char *text = NULL;
+        _cleanup_(pressure_protection_unrefp) pressure_protection *p = NULL;
+        _cleanup_(pressure_error_freep) pressure_error *error = NULL;
         ProtectionUpdate u = { .top = t, .previous = previous };
         int r;
 
-        r = pressure_client_get_protection(t->client, t->subtree, &text);
+        r = pressure_client_get_protection(t->client, t->subtree, &p, &error);
         if (r < 0) {
-                daemon_error(t->client, r, t->daemon.protection_error, sizeof(t->daemon.protection_error));
+                daemon_error(t->client, r, error, t->daemon.protection_error, sizeof(t->daemon.protection_error));
                 return;
         }
-        if (top_scan_protection(text, on_protection_node, &u) < 0)
-                snprintf(t->daemon.protection_error, sizeof(t->daemon.protection_error), "malformed reply");
+        for (size_t i = 0; i < pressure_protection_get_n_nodes(p); i++) {
+                const pressure_protection_node *n = pressure_protection_get_node(p, i);
+                uint64_t emin = TOP_NONE, elow = TOP_NONE;
+
+                (void) pressure_protection_node_get_value(n, PRESSURE_PROTECTION_EMIN, &emin);
+                (void) pressure_protection_node_get_value(n, PRESSURE_PROTECTION_ELOW, &elow);
+                (void) on_protection_node(pressure_protection_node_get_cgroup(n),
+                                          emin == PRESSURE_UNLIMITED ? TOP_UNLIMITED : emin,
+                                          elow == PRESSURE_UNLIMITED ? TOP_UNLIMITED : elow, &u);
+        }
 }
 
 /* Read everything once: system, cgroups, daemon. */

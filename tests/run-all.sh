@@ -26,7 +26,7 @@ if [ "$(id -u)" -ne 0 ]; then
         exit 1
 fi
 
-packages=(meson ninja-build gcc clang libclang-rt-14-dev pkg-config python3
+packages=(meson ninja-build gcc g++ clang libclang-rt-14-dev pkg-config python3
           libevent-dev libjansson-dev libsystemd-dev libinih-dev
           valgrind systemd util-linux prometheus bash-completion
           libncurses-dev tmux dbus-daemon dunst xvfb

@@ -8,40 +8,40 @@
 #include <poll.h>
 #include <pressure.h>
 #include <stdio.h>
-#include <string.h>
+#include <time.h>
 
 static int on_event(pressure_subscription *sub, const pressure_event *ev, void *userdata) {
         pressure_level level = *(pressure_level *) userdata;
+        pressure_event_kind kind = pressure_event_get_kind(ev);
 
-        if (ev->kind == PRESSURE_EVENT_PRESSURE && level == PRESSURE_LEVEL_MEDIUM)
+        if (kind == PRESSURE_EVENT_PRESSURE && level == PRESSURE_LEVEL_MEDIUM)
                 printf("memory pressure: dropping the cache\n");
-        else if (ev->kind == PRESSURE_EVENT_PRESSURE && level == PRESSURE_LEVEL_CRITICAL)
+        else if (kind == PRESSURE_EVENT_PRESSURE && level == PRESSURE_LEVEL_CRITICAL)
                 printf("critical memory pressure: saving state\n");
-        else if (ev->kind == PRESSURE_EVENT_CLEARED && level == PRESSURE_LEVEL_MEDIUM)
+        else if (kind == PRESSURE_EVENT_CLEARED && level == PRESSURE_LEVEL_MEDIUM)
                 printf("pressure over after %.1f s: the cache may grow again\n",
-                       pressure_event_get_episode(ev)->duration_us / 1e6);
-        else if (ev->kind == PRESSURE_EVENT_ERROR)
-                fprintf(stderr, "subscription ended: %s\n", strerror(-ev->error));
+                       pressure_episode_get_duration_us(pressure_event_get_episode(ev)) / 1e6);
+        else if (kind == PRESSURE_EVENT_ERROR)
+                fprintf(stderr, "subscription ended: %s\n", pressure_error_get_message(pressure_event_get_error(ev)));
         return 0;
 }
 
 int main(void) {
         static pressure_level levels[] = { PRESSURE_LEVEL_MEDIUM, PRESSURE_LEVEL_CRITICAL };
         pressure_client *client;
-        int r;
+        pressure_selector *sel;
+        pressure_error *error;
 
         if (pressure_client_new(&client) < 0)
                 return 1;
         for (int i = 0; i < 2; i++) {
-                pressure_selector *sel;
-
                 if (pressure_selector_new(&sel) < 0)
                         return 1;
                 pressure_selector_set_level(sel, levels[i]);
-                r = pressure_client_subscribe(client, sel, on_event, &levels[i], NULL);
+                int r = pressure_client_subscribe(client, sel, on_event, &levels[i], NULL, &error);
                 pressure_selector_free(sel);
                 if (r < 0) {
-                        fprintf(stderr, "subscribe: %s\n", strerror(-r));
+                        fprintf(stderr, "subscribe: %s\n", pressure_error_get_message(error));
                         return 1;
                 }
         }
@@ -49,11 +49,14 @@ int main(void) {
         while (pressure_client_get_n_active(client) > 0) {
                 struct pollfd p = { .fd = pressure_client_get_fd(client),
                                     .events = (short) pressure_client_get_events(client) };
-                uint64_t usec;
+                uint64_t usec, now;
+                struct timespec ts;
 
-                /* ... the service's own fds would be polled here too ... */
+                /* ... the service's own fds would be polled here too; usec is CLOCK_MONOTONIC ... */
                 pressure_client_get_timeout(client, &usec);
-                poll(&p, 1, usec == PRESSURE_TIMEOUT_INFINITE ? -1 : (int) ((usec + 999) / 1000));
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                now = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+                poll(&p, 1, usec == PRESSURE_TIMEOUT_INFINITE ? -1 : usec > now ? (int) ((usec - now + 999) / 1000) : 0);
                 if (pressure_client_process(client) < 0)
                         break;
         }

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "hook.h"
+/* The event struct behind the opaque pressure_event, to make events by hand. */
+#include "pressure-event.h"
 #include "tests.h"
 #include "util.h"
 

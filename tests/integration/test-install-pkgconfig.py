@@ -21,8 +21,9 @@ PROGRAM = r'''
 #include <stdio.h>
 
 static int on_event(pressure_subscription *s, const pressure_event *e, void *done) {
-        if (e->kind == PRESSURE_EVENT_PRESSURE) {
-                printf("event %s %s\n", pressure_level_to_string(e->level), e->cgroup);
+        if (pressure_event_get_kind(e) == PRESSURE_EVENT_PRESSURE) {
+                printf("event %s %s\n", pressure_level_to_string(pressure_event_get_level(e)),
+                       pressure_event_get_cgroup(e));
                 *(int *) done = 1;
         }
         return 0;
@@ -39,7 +40,7 @@ int main(int argc, char **argv) {
         pressure_selector_set_level(sel, PRESSURE_LEVEL_CRITICAL);
         if (argc > 1 && pressure_selector_set_cgroup(sel, argv[1]) < 0)
                 return 1;
-        r = pressure_client_subscribe(c, sel, on_event, &done, NULL);
+        r = pressure_client_subscribe(c, sel, on_event, &done, NULL, NULL);
         pressure_selector_free(sel);
         if (r < 0)
                 return 2;
@@ -83,7 +84,7 @@ def main():
         pc = find(dest, 'libpressure.pc')
         check(pc is not None, 'libpressure.pc is installed')
         check(find(dest, 'pressure.h') is not None, 'pressure.h is installed')
-        check(find(dest, 'libpressure.so.0') is not None, 'the soname link is installed')
+        check(find(dest, 'libpressure.so.1') is not None, 'the soname link is installed')
         check(find(dest, 'pressurectl.1') is not None and find(dest, 'libpressure.3') is not None,
               'the man pages are installed')
         check(find(dest, 'pressurectl') is not None, 'pressurectl and its completion are installed')
@@ -96,7 +97,10 @@ def main():
         check(not any('event' in f for f in libs), 'no libevent for library users', libs)
 
         # The library's own needs: libc and jansson, nothing else.
-        so = find(dest, 'libpressure.so.0')
+        so = find(dest, 'libpressure.so.1')
+        soname = [line for line in run(['readelf', '-d', so]).splitlines()
+                  if '(SONAME)' in line] if shutil.which('readelf') else []
+        check(not soname or '[libpressure.so.1]' in soname[0], 'the soname is libpressure.so.1', soname)
         needed = [line.split('[')[1].rstrip(']') for line in run(['readelf', '-d', so]).splitlines()
                   if '(NEEDED)' in line] if shutil.which('readelf') else []
         for lib in needed:

@@ -200,9 +200,15 @@ static void test_describe(void) {
                                            "directory. Is pressured.socket running? Try systemctl start "
                                            "pressured.socket.");
         json_decref(o);
-        ASSERT_EQ(describe(-ECONNREFUSED, NULL, NULL, "/tmp/x.sock", &o), EXIT_UNREACHABLE);
-        assert_contains(member(o, "message"), "Cannot reach pressured at /tmp/x.sock: Connection refused. ");
+        /* A socket file that exists but nobody serves: refused. */
+        ASSERT_EQ(describe(-ECONNREFUSED, NULL, NULL, "/dev/null", &o), EXIT_UNREACHABLE);
+        assert_contains(member(o, "message"), "Cannot reach pressured at /dev/null: Connection refused. ");
         assert_contains(member(o, "message"), "--socket");
+        json_decref(o);
+        /* libpressure says ECONNREFUSED for a missing socket too: named precisely. */
+        ASSERT_EQ(describe(-ECONNREFUSED, NULL, NULL, "/tmp/x.sock", &o), EXIT_UNREACHABLE);
+        ASSERT_STREQ(member(json_object_get(o, "parameters"), "errno"), "ENOENT");
+        assert_contains(member(o, "message"), "Cannot reach pressured at /tmp/x.sock: No such file or directory. ");
         json_decref(o);
         ASSERT_EQ(describe(-EACCES, NULL, NULL, "/tmp/x.sock", &o), EXIT_DENIED);
         ASSERT_STREQ(member(o, "error"), CLI_ERROR_SOCKET_DENIED);
