@@ -484,8 +484,11 @@ _public_ const char *pressure_version(void) {
         return PACKAGE_VERSION;
 }
 
+/* The deadline of a call made now; PRESSURE_TIMEOUT_INFINITE (or anything reaching past the clock's range) is none. */
 static uint64_t call_deadline(pressure_client *c) {
-        return now_usec(CLOCK_MONOTONIC) + c->call_timeout_usec;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+        return c->call_timeout_usec >= UINT64_MAX - now ? UINT64_MAX : now + c->call_timeout_usec;
 }
 
 /* ---- Timer ---------------------------------------------------------------------- */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Unix socket I/O of the client library; the framing is the shared varlink framer. */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -51,7 +52,13 @@ static int wait_fd(int fd, short events, uint64_t deadline) {
 
                 if (now >= deadline)
                         return -ETIMEDOUT;
-                timeout_ms = (int) ((deadline - now + USEC_PER_MSEC - 1) / USEC_PER_MSEC);
+                if (deadline == UINT64_MAX)
+                        timeout_ms = -1;
+                else {
+                        uint64_t ms = (deadline - now) / USEC_PER_MSEC + 1;
+
+                        timeout_ms = ms > INT_MAX ? INT_MAX : (int) ms;
+                }
                 r = poll(&p, 1, timeout_ms);
                 if (r < 0) {
                         if (errno == EINTR)

@@ -1189,6 +1189,16 @@ static void test_async_calls(void) {
         check_status(status);
         pressure_status_unref(status);
 
+        /* No timeout at all: the call waits for its answer instead of timing out at once. */
+        ASSERT_OK(pressure_client_set_call_timeout(c, PRESSURE_TIMEOUT_INFINITE));
+        ASSERT_OK(pressure_client_get_status(c, &status, NULL));
+        check_status(status);
+        pressure_status_unref(status);
+        ASSERT_OK(pressure_client_call_async(c, "io.pressured.Silent", NULL, on_reply, &cancelled, &call));
+        ASSERT_OK(pressure_client_get_timeout(c, &t));
+        ASSERT_U64_EQ(t, PRESSURE_TIMEOUT_INFINITE);
+        ASSERT_TRUE(pressure_call_free(call) == NULL);
+
         /* A call the daemon does not answer fails with -ETIMEDOUT at its deadline. */
         ASSERT_OK(pressure_client_set_call_timeout(c, 200 * USEC_PER_MSEC));
         now = now_usec(CLOCK_MONOTONIC);
