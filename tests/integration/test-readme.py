@@ -20,6 +20,7 @@ Both examples subscribe on "/", whose registration reads
 so the events are the injected ones, and checks look for lines rather than
 count them.
 """
+import json
 import os
 import re
 import select
@@ -117,6 +118,18 @@ def run_episode(daemon, out, levels, expect):
         out.wait_for(pattern)
 
 
+def sanitizers():
+    """The build's b_sanitize option ('none', 'address,undefined', ...)."""
+    try:
+        with open(os.path.join(BUILD_ROOT, 'meson-info', 'intro-buildoptions.json')) as f:
+            for opt in json.load(f):
+                if opt.get('name') == 'b_sanitize':
+                    return opt.get('value') or 'none'
+    except (OSError, ValueError):
+        pass
+    return 'none'
+
+
 def check_c_example(text, daemon, tmp):
     body = fenced_block(text, '/* README example: cache-service.c */')
     with open(os.path.join(SOURCE_ROOT, 'client', 'examples', 'cache-service.c')) as f:
@@ -132,11 +145,17 @@ def check_c_example(text, daemon, tmp):
     with open(src, 'w') as f:
         f.write(body)
     libdir = os.path.join(BUILD_ROOT, 'client')
-    r = subprocess.run([cc, '-std=gnu11', '-Wall', '-Werror', '-Wno-unused-parameter',
-                        '-I', os.path.join(SOURCE_ROOT, 'client'), src, '-o', exe,
+    # A sanitized libpressure needs the sanitizer's runtime in the program too;
+    # stdbuf's preloaded library then comes before it, which is harmless here.
+    san = sanitizers()
+    san_flags = [] if san == 'none' else [f'-fsanitize={san}']
+    r = subprocess.run([cc, '-std=gnu11', '-Wall', '-Werror', '-Wno-unused-parameter'] + san_flags +
+                       ['-I', os.path.join(SOURCE_ROOT, 'client'), src, '-o', exe,
                         '-L', libdir, '-lpressure'], capture_output=True, text=True)
     check(r.returncode == 0, 'the C example compiles', r.stderr)
     env = dict(os.environ, PRESSURED_SOCKET=daemon.socket, LD_LIBRARY_PATH=libdir)
+    if san_flags:
+        env['ASAN_OPTIONS'] = ':'.join(filter(None, [env.get('ASAN_OPTIONS'), 'verify_asan_link_order=0']))
     # stdout is a pipe here: line-buffer it so lines come before the end.
     proc = subprocess.Popen(['stdbuf', '-oL', exe], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out = Output(proc)
