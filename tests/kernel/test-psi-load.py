@@ -48,7 +48,11 @@ def main():
         for k in PSI_KEYS:
             pt.check(k in psi, 'event PSI lacks ' + k, psi)
         # The trigger fired because stall time grew by at least the threshold.
-        pt.check(psi['some_total_us'] - total_before >= kl.PSI_2S['threshold_us'],
+        # The kernel sums the stall for triggers and for the file's averages and
+        # total separately, each when it looks: the total read right after the
+        # trigger may trail the trigger's sum by a little (99.6 ms against a
+        # 100 ms threshold, seen in the VM test bed), never by much.
+        pt.check(psi['some_total_us'] - total_before >= 0.9 * kl.PSI_2S['threshold_us'],
                  'stall total grew by less than the threshold', total_before, psi)
     print('ok')
 

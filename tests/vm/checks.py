@@ -1214,8 +1214,10 @@ def main():
             print(f'ok {i} - {name} # SKIP {e}', flush=True)
         except BaseException as e:  # noqa: B902
             failed += 1
-            print(f'not ok {i} - {name} # {type(e).__name__}: {e}', flush=True)
-            for line in traceback.format_exc().splitlines():
+            # TAP: only the first line of the reason on the result line, the rest as comments.
+            reason = str(e).splitlines() or ['']
+            print(f'not ok {i} - {name} # {type(e).__name__}: {reason[0]}', flush=True)
+            for line in reason[1:] + traceback.format_exc().splitlines():
                 print('# ' + line, flush=True)
     print(f'# vm suite: {time.monotonic() - START:.0f} s in the guest', flush=True)
     return 1 if failed else 0
