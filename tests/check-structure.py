@@ -137,13 +137,13 @@ def ctags_defines(root, files, macros):
                 if m and m.group(1) in macros and '{' in macros[m.group(1)][1]:
                     wanted.add(m.group(1))
     # and the macros of that kind their bodies use
-    todo = sorted(wanted)
-    while todo:
-        body = macros[todo.pop()][1]
+    pending = sorted(wanted)
+    while pending:
+        body = macros[pending.pop()][1]
         for name in re.findall(r'\b([A-Za-z_]\w*)\s*\(', body):
             if name in macros and '{' in macros[name][1] and name not in wanted:
                 wanted.add(name)
-                todo.append(name)
+                pending.append(name)
     return [f'-D{n}({macros[n][0]})={macros[n][1]}' for n in sorted(wanted)]
 
 
