@@ -29,12 +29,40 @@ static const char *const vmpressure_mode_table[_VMPRESSURE_MODE_MAX] = {
         [VMPRESSURE_MODE_LOCAL] = "local",
 };
 
+static const char *const resource_table[_RESOURCE_MAX] = {
+        [RESOURCE_MEMORY] = "memory",
+        [RESOURCE_CPU] = "cpu",
+        [RESOURCE_IO] = "io",
+};
+
+static const char *const resource_file_table[_RESOURCE_MAX] = {
+        [RESOURCE_MEMORY] = "memory.pressure",
+        [RESOURCE_CPU] = "cpu.pressure",
+        [RESOURCE_IO] = "io.pressure",
+};
+
+static const char *const resource_proc_file_table[_RESOURCE_MAX] = {
+        [RESOURCE_MEMORY] = "/proc/pressure/memory",
+        [RESOURCE_CPU] = "/proc/pressure/cpu",
+        [RESOURCE_IO] = "/proc/pressure/io",
+};
+
 /* level_to_string(), level_from_string(): "low", "medium", "critical". */
 DEFINE_STRING_TABLE_LOOKUP(level, Level)
 /* psi_stall_to_string(), psi_stall_from_string(): "some", "full", as the kernel spells them. */
 DEFINE_STRING_TABLE_LOOKUP(psi_stall, PsiStall)
 /* vmpressure_mode_to_string(), vmpressure_mode_from_string(): as written to cgroup.event_control. */
 DEFINE_STRING_TABLE_LOOKUP(vmpressure_mode, VmpressureMode)
+/* resource_to_string(), resource_from_string(): "memory", "cpu", "io", as the pressure files are named. */
+DEFINE_STRING_TABLE_LOOKUP(resource, Resource)
+/* resource_pressure_file(): the file of a cgroup2 directory. */
+const char *resource_pressure_file(Resource r) {
+        return (size_t) r < ELEMENTSOF(resource_file_table) ? resource_file_table[r] : NULL;
+}
+/* resource_proc_pressure_file(): the whole system's file. */
+const char *resource_proc_pressure_file(Resource r) {
+        return (size_t) r < ELEMENTSOF(resource_proc_file_table) ? resource_proc_file_table[r] : NULL;
+}
 
 static const struct {
         const char *suffix;
@@ -188,6 +216,24 @@ int psi_trigger_check(const PsiTrigger *t, const char **ret_reason) {
         if (reason) {
                 if (ret_reason)
                         *ret_reason = reason;
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/*
+ * psi_trigger_check_resource - what a resource adds to the kernel's rules.
+ * @t: the trigger
+ * @resource: the pressure file it is for
+ * @system: whether it is the whole system's file (/proc/pressure)
+ * @ret_reason: optional; on failure, a static, user-readable reason
+ *
+ * Returns 0 or -EINVAL.
+ */
+int psi_trigger_check_resource(const PsiTrigger *t, Resource resource, bool system, const char **ret_reason) {
+        if (resource == RESOURCE_CPU && system && t->stall == PSI_STALL_FULL) {
+                if (ret_reason)
+                        *ret_reason = "cpu \"full\" pressure is not defined for the whole system (the kernel reports it as zero, so the trigger could never fire); use \"some\", or a cgroup";
                 return -EINVAL;
         }
         return 0;

@@ -34,6 +34,15 @@ typedef enum VmpressureMode {
         _VMPRESSURE_MODE_INVALID = -1,
 } VmpressureMode;
 
+/* The resource a PSI trigger watches: which pressure file it is written to. */
+typedef enum Resource {
+        RESOURCE_MEMORY,             /* the default: memory.pressure, /proc/pressure/memory */
+        RESOURCE_CPU,
+        RESOURCE_IO,
+        _RESOURCE_MAX,
+        _RESOURCE_INVALID = -1,
+} Resource;
+
 typedef struct PsiTrigger {
         PsiStall stall;
         uint64_t threshold_us;
@@ -52,6 +61,13 @@ PsiStall psi_stall_from_string(const char *s);
 const char *psi_stall_to_string(PsiStall s);
 VmpressureMode vmpressure_mode_from_string(const char *s);
 const char *vmpressure_mode_to_string(VmpressureMode m);
+/* resource_from_string(), resource_to_string(): "memory", "cpu", "io". */
+Resource resource_from_string(const char *s);
+const char *resource_to_string(Resource r);
+/* resource_pressure_file - "memory.pressure", "cpu.pressure", "io.pressure"; NULL if out of range. */
+const char *resource_pressure_file(Resource r);
+/* resource_proc_pressure_file - "/proc/pressure/memory" and so on; NULL if out of range. */
+const char *resource_proc_pressure_file(Resource r);
 
 /*
  * parse_duration_us - parse "150ms", "2s", "500us", "1.5s" or a bare number
@@ -71,6 +87,16 @@ int psi_trigger_parse(const char *s, PsiTrigger *ret);
  * 0 < threshold <= window. Returns 0 or -EINVAL with a static reason.
  */
 int psi_trigger_check(const PsiTrigger *t, const char **ret_reason);
+
+/*
+ * psi_trigger_check_resource - the rules a resource adds: CPU "full"
+ * pressure is not defined for the whole system (since Linux 5.19 the
+ * kernel reports zeroes for it in /proc/pressure/cpu, and accepts a
+ * "full" trigger there that can never fire), so @system with
+ * RESOURCE_CPU and a "full" stall is refused.
+ * Returns 0 or -EINVAL with a static reason.
+ */
+int psi_trigger_check_resource(const PsiTrigger *t, Resource resource, bool system, const char **ret_reason);
 
 typedef enum PsiTriggerFormat {
         PSI_TRIGGER_FORMAT_KERNEL,   /* "some 150000 2000000", as written to a pressure file */

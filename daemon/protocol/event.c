@@ -69,10 +69,10 @@ json_t *memory_events_to_json(const MemoryEvents *e) {
         return finish(o, ok);
 }
 
-json_t *event_subscribed_new(const char *cgroup, SourceType source, json_t *trigger, bool adjusted,
-                             const char *adjusted_reason, json_t *state) {
-        json_t *o = json_pack("{s:s, s:s, s:s}", "kind", "subscribed", "cgroup", cgroup,
-                              "source", source_type_to_string(source));
+json_t *event_subscribed_new(const char *cgroup, SourceType source, Resource resource, json_t *trigger,
+                             bool adjusted, const char *adjusted_reason, json_t *state) {
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "kind", "subscribed", "cgroup", cgroup,
+                              "source", source_type_to_string(source), "resource", resource_to_string(resource));
         bool ok = o;
 
         /* Field by field rather than json_pack()'s "o", so that @trigger and
@@ -100,11 +100,12 @@ static json_t *event_new(const char *kind, const char *cgroup, const char *sourc
                          "monotonic_us", (json_int_t) monotonic_us);
 }
 
-json_t *event_pressure_new(const char *cgroup, const char *source, json_t *psi, uint64_t realtime_us,
-                           uint64_t monotonic_us) {
+json_t *event_pressure_new(const char *cgroup, const char *source, Resource resource, json_t *psi,
+                           uint64_t realtime_us, uint64_t monotonic_us) {
         json_t *o = event_new("pressure", cgroup, source, realtime_us, monotonic_us);
         bool ok = o;
 
+        ok = ok && set(o, "resource", json_string(resource_to_string(resource)));
         if (ok && psi)
                 ok = set(o, "psi", psi);
         else
@@ -159,12 +160,12 @@ json_t *event_episode_json(const EpisodeRecord *rec, bool psi, bool history, uin
         return finish(o, ok);
 }
 
-json_t *event_cleared_new(const char *cgroup, SourceType source, const EpisodeRecord *rec,
+json_t *event_cleared_new(const char *cgroup, SourceType source, Resource resource, const EpisodeRecord *rec,
                           uint64_t realtime_us, uint64_t monotonic_us) {
         json_t *o = event_new("cleared", cgroup, source_type_to_string(source), realtime_us, monotonic_us);
         bool ok = o;
 
-        ok = ok && set(o, "duration_us", json_integer((json_int_t) (rec->end_us > rec->start_us ?
+        ok = ok && set(o, "resource", json_string(resource_to_string(resource))) && set(o, "duration_us", json_integer((json_int_t) (rec->end_us > rec->start_us ?
                                                                      rec->end_us - rec->start_us : 0))) &&
              set(o, "events", json_integer((json_int_t) rec->events));
         if (ok && source == SOURCE_PSI)

@@ -42,23 +42,25 @@ json_t *memory_events_to_json(const MemoryEvents *e) _warn_unused_result_;
  * event_subscribed_new - the first event of a stream.
  * @cgroup: the subscribed cgroup
  * @source: the source chosen
+ * @resource: the resource watched ("memory" for every source but psi)
  * @trigger: steals; the registration used
  * @adjusted: whether the daemon changed the trigger
  * @adjusted_reason: why, or NULL to leave "adjusted_reason" out
  * @state: steals; the current picture, NULL for {}
  */
-json_t *event_subscribed_new(const char *cgroup, SourceType source, json_t *trigger, bool adjusted,
-                             const char *adjusted_reason, json_t *state) _warn_unused_result_;
+json_t *event_subscribed_new(const char *cgroup, SourceType source, Resource resource, json_t *trigger,
+                             bool adjusted, const char *adjusted_reason, json_t *state) _warn_unused_result_;
 
 /*
  * event_pressure_new - a "pressure" event without "seq", "count",
  * "missed" (each subscriber's prefix adds those) and without "level"
  * unless the caller adds it.
  * @source: "psi", "vmpressure" or "inject"
+ * @resource: the resource under pressure
  * @psi: steals; the PSI averages of a "psi" event, or NULL
  */
-json_t *event_pressure_new(const char *cgroup, const char *source, json_t *psi, uint64_t realtime_us,
-                           uint64_t monotonic_us) _warn_unused_result_;
+json_t *event_pressure_new(const char *cgroup, const char *source, Resource resource, json_t *psi,
+                           uint64_t realtime_us, uint64_t monotonic_us) _warn_unused_result_;
 
 /* event_memory_events_new - a "memory_events" event with the counters and their change. */
 json_t *event_memory_events_new(const char *cgroup, const MemoryEvents *counters, const MemoryEvents *delta,
@@ -88,7 +90,7 @@ json_t *event_episode_json(const EpisodeRecord *rec, bool psi, bool history, uin
  * event_cleared_new - a "cleared" event for the episode @rec that just
  * ended (without "seq" and "missed", which each subscriber's prefix adds).
  */
-json_t *event_cleared_new(const char *cgroup, SourceType source, const EpisodeRecord *rec,
+json_t *event_cleared_new(const char *cgroup, SourceType source, Resource resource, const EpisodeRecord *rec,
                           uint64_t realtime_us, uint64_t monotonic_us) _warn_unused_result_;
 
 /*

@@ -80,7 +80,7 @@ static int parse_vmpressure(json_t *v, SubscribeRequest *r, VarlinkError *e) {
 }
 
 int subscribe_request_parse(json_t *params, SubscribeRequest *ret, VarlinkError *e) {
-        SubscribeRequest r = { .selector = -1, .level = _LEVEL_INVALID };
+        SubscribeRequest r = { .selector = -1, .resource = RESOURCE_MEMORY, .level = _LEVEL_INVALID };
         const char *key, *selector_name = NULL;
         json_t *v;
         int k;
@@ -94,6 +94,11 @@ int subscribe_request_parse(json_t *params, SubscribeRequest *ret, VarlinkError 
                 if (streq(key, "cgroup")) {
                         if (!json_is_string(v))
                                 return varlink_error_invalid_parameter(e, "cgroup");
+                        continue;
+                } else if (streq(key, "resource")) {
+                        if (!json_is_string(v) ||
+                            (r.resource = resource_from_string(json_string_value(v))) < 0)
+                                return varlink_error_invalid_parameter(e, "resource");
                         continue;
                 } else if (streq(key, "min_interval_ms")) {
                         uint64_t ms;
@@ -138,6 +143,10 @@ int subscribe_request_parse(json_t *params, SubscribeRequest *ret, VarlinkError 
         }
         if (!selector_name)
                 return varlink_error_invalid_parameter(e, "level");
+        /* cpu and io pressure exist only as PSI: vmpressure, memory.events
+         * and protection are memory's alone. */
+        if (r.resource != RESOURCE_MEMORY && r.selector != SELECTOR_LEVEL && r.selector != SELECTOR_PSI)
+                return varlink_error_invalid_parameter(e, "resource");
 
         v = json_object_get(params, "cgroup");
         k = cgroup_path_normalize(json_is_string(v) ? json_string_value(v) : NULL, &r.cgroup);

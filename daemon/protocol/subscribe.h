@@ -23,6 +23,7 @@ typedef enum Selector {
 typedef struct SubscribeRequest {
         char *cgroup;               /* canonical, "/" for the system */
         Selector selector;
+        Resource resource;          /* SELECTOR_LEVEL, SELECTOR_PSI; else RESOURCE_MEMORY */
         Level level;                /* SELECTOR_LEVEL */
         PsiTrigger psi;             /* SELECTOR_PSI */
         Level vm_level;             /* SELECTOR_VMPRESSURE */
@@ -37,7 +38,9 @@ typedef struct SubscribeRequest {
  * subscribe_request_parse - check every selector and modifier of a
  * Subscribe call. Exactly one selector (level, psi, vmpressure,
  * memory_events, protection) must be given; unknown parameters and wrong
- * types are InvalidParameter naming the parameter; a bad cgroup path is
+ * types are InvalidParameter naming the parameter; "resource" ("memory",
+ * the default, "cpu" or "io") other than "memory" goes with "level" and
+ * "psi" only, else it is InvalidParameter "resource"; a bad cgroup path is
  * InvalidCgroupPath; a PSI trigger outside the kernel's rules is
  * InvalidTrigger. Returns 0 or a negative errno with @e filled.
  */

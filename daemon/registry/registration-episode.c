@@ -96,7 +96,7 @@ static void episode_cleared(Registration *r, const EpisodeRecord *rec) {
                   r->src.cgroup, source_type_to_string(r->src.type), (rec->end_us - rec->start_us) / USEC_PER_MSEC,
                   rec->events);
 
-        body = event_body_new(event_cleared_new(r->src.cgroup, r->src.type, rec, rt, mono), mono);
+        body = event_body_new(event_cleared_new(r->src.cgroup, r->src.type, r->src.resource, rec, rt, mono), mono);
         if (!body) {
                 log_ratelimited(LOG_WARNING, ENOMEM, NULL, 10, 1,
                                 "Failed to serialize a cleared event, dropping it: %m");
@@ -203,8 +203,16 @@ json_t *registration_history_json(const Registration *r) {
 
         if (!a)
                 return NULL;
-        for (size_t i = 0; i < r->history.n; i++)
-                json_array_append_new(a, event_episode_json(episode_history_get(&r->history, i),
-                                                             r->src.type == SOURCE_PSI, true, mono, rt));
+        for (size_t i = 0; i < r->history.n; i++) {
+                json_t *ep = event_episode_json(episode_history_get(&r->history, i), r->src.type == SOURCE_PSI,
+                                                true, mono, rt);
+
+                /* Each entry says its resource, so it can be read apart from its registration. */
+                if (!ep || json_object_set_new(ep, "resource", json_string(resource_to_string(r->src.resource))) < 0 ||
+                    json_array_append_new(a, ep) < 0) {
+                        json_decref(a);
+                        return NULL;
+                }
+        }
         return a;
 }

@@ -19,7 +19,8 @@ static bool key_matches(const Registration *r, const RegistrationKey *k) {
                 return false;
         switch (k->type) {
         case SOURCE_PSI:
-                return psi_trigger_equal(&s->requested, &k->psi) || psi_trigger_equal(&s->used, &k->psi);
+                return s->resource == k->resource &&
+                       (psi_trigger_equal(&s->requested, &k->psi) || psi_trigger_equal(&s->used, &k->psi));
         case SOURCE_VMPRESSURE:
                 return s->vm_level == k->vm_level && s->vm_mode == k->vm_mode;
         default:
@@ -92,7 +93,8 @@ static void on_source_kick(Source *s) {
 
 static void on_source_pressure(Source *s, json_t *psi, uint64_t realtime_us, uint64_t monotonic_us, uint64_t count) {
         Registration *r = registration_from_source(s);
-        json_t *event = event_pressure_new(s->cgroup, source_type_to_string(s->type), psi, realtime_us, monotonic_us);
+        json_t *event = event_pressure_new(s->cgroup, source_type_to_string(s->type), s->resource, psi, realtime_us,
+                                           monotonic_us);
 
         counter_inc(r->registry->counters, COUNTER_EVENTS_READ);
         registration_episode_event(r, monotonic_us, _LEVEL_INVALID);
@@ -337,13 +339,14 @@ static void registration_removed(Registration *r) {
         registration_release(r);
 }
 
-uint64_t registry_inject(Registry *reg, const char *cgroup, Level level, Body *body, uint64_t monotonic_us) {
+uint64_t registry_inject(Registry *reg, const char *cgroup, Resource resource, Level level, Body *body,
+                         uint64_t monotonic_us) {
         Registration *r, *n;
         uint64_t delivered = 0;
 
         LIST_FOREACH_SAFE(registrations, r, n, reg->registrations) {
                 if (r->removed || (r->src.type != SOURCE_PSI && r->src.type != SOURCE_VMPRESSURE) ||
-                    !streq(r->src.cgroup, cgroup))
+                    r->src.resource != resource || !streq(r->src.cgroup, cgroup))
                         continue;
                 /* A synthetic event is part of the episode like a kernel one. */
                 registration_episode_event(r, monotonic_us, level);
@@ -356,14 +359,20 @@ uint64_t registry_inject(Registry *reg, const char *cgroup, Level level, Body *b
 /* Move one listener that follows [Levels] whose configured trigger changed. */
 static void reload_listener(Registry *reg, Listener *l, const Config *old) {
         Registration *r = l->reg, *to;
-        RegistrationKey key = { .type = r->src.type, .cgroup = r->src.cgroup };
+        RegistrationKey key = { .type = r->src.type, .cgroup = r->src.cgroup, .resource = r->src.resource };
         VarlinkError e = {};
+        const char *reason;
         int k;
 
         if (r->src.type == SOURCE_PSI) {
                 if (psi_trigger_equal(&old->levels[l->level], &reg->config->levels[l->level]))
                         return;
                 key.psi = reg->config->levels[l->level];
+                if (psi_trigger_check_resource(&key.psi, key.resource, streq(key.cgroup, "/"), &reason) < 0) {
+                        log_warning("Keeping the old trigger of a %s %s subscription on %s: %s.",
+                                    resource_to_string(key.resource), level_to_string(l->level), key.cgroup, reason);
+                        return;
+                }
         } else if (r->src.type == SOURCE_VMPRESSURE) {
                 if (old->vmpressure_mode == reg->config->vmpressure_mode)
                         return;

@@ -107,11 +107,13 @@ void registry_done(Registry *reg);
 void registry_reconfigure(Registry *reg, const Config *old, const Config *config);
 
 /*
- * registry_inject - a synthetic @level event on @cgroup: every PSI and
- * vmpressure registration there counts it in its episode and delivers
- * @body to its listeners. Returns how many listeners got it.
+ * registry_inject - a synthetic @level event on @cgroup for @resource:
+ * every PSI registration of that resource there (and for memory every
+ * vmpressure one) counts it in its episode and delivers @body to its
+ * listeners. Returns how many listeners got it.
  */
-uint64_t registry_inject(Registry *reg, const char *cgroup, Level level, Body *body, uint64_t monotonic_us);
+uint64_t registry_inject(Registry *reg, const char *cgroup, Resource resource, Level level, Body *body,
+                         uint64_t monotonic_us);
 
 /* registry_fast_count - the fast registrations charged to @uid. */
 unsigned registry_fast_count(const Registry *reg, uid_t uid);

@@ -107,8 +107,8 @@ static int check_params(json_t *params, const char *const *allowed, VarlinkError
         return 0;
 }
 
-static bool psi_system_available(void) {
-        return access("/proc/pressure/memory", R_OK) == 0;
+static bool psi_system_available(Resource resource) {
+        return access(resource_proc_pressure_file(resource), R_OK) == 0;
 }
 
 /*
@@ -119,6 +119,7 @@ static bool psi_system_available(void) {
 static void gather_facts(const Methods *m, const SubscribeRequest *req, CgroupFacts *ret,
                          int *ret_v2fd, int *ret_v1fd) {
         CgroupFacts f = {
+                .resource = req->resource,
                 .system = streq(req->cgroup, "/"),
                 .has_v2 = m->v2->fd >= 0,
                 .has_v1 = m->v1->fd >= 0,
@@ -129,7 +130,7 @@ static void gather_facts(const Methods *m, const SubscribeRequest *req, CgroupFa
 
         if (f.system && (req->selector == SELECTOR_LEVEL || req->selector == SELECTOR_PSI)) {
                 /* The whole system: /proc/pressure, or the v1 root, which needs no check. */
-                f.psi_system = req->selector == SELECTOR_LEVEL && psi_system_available();
+                f.psi_system = req->selector == SELECTOR_LEVEL && psi_system_available(req->resource);
         } else {
                 if (f.has_v2 && req->selector != SELECTOR_VMPRESSURE) {
                         v2fd = hierarchy_open_cgroup(m->v2, req->cgroup);
@@ -140,7 +141,7 @@ static void gather_facts(const Methods *m, const SubscribeRequest *req, CgroupFa
                         f.in_v1 = v1fd < 0 ? v1fd : 0;
                 }
                 if (v2fd >= 0) {
-                        f.v2_pressure = faccessat(v2fd, "memory.pressure", F_OK, 0) == 0;
+                        f.v2_pressure = faccessat(v2fd, resource_pressure_file(req->resource), F_OK, 0) == 0;
                         f.v2_current = faccessat(v2fd, "memory.current", F_OK, 0) == 0;
                         f.v2_events = faccessat(v2fd, "memory.events", F_OK, 0) == 0;
                 }
@@ -158,6 +159,7 @@ static int resolve_request(const Methods *m, Client *c, const SubscribeRequest *
         _cleanup_close_ int v2fd = -1, v1fd = -1;
         CgroupFacts facts;
         SourceType type;
+        const char *reason;
         struct stat st;
         int fd, k;
 
@@ -166,7 +168,7 @@ static int resolve_request(const Methods *m, Client *c, const SubscribeRequest *
         if (k < 0)
                 return k;
 
-        *key = (RegistrationKey) { .type = type, .cgroup = req->cgroup };
+        *key = (RegistrationKey) { .type = type, .cgroup = req->cgroup, .resource = req->resource };
         if (req->selector == SELECTOR_PSI)
                 key->psi = req->psi;
         else if (req->selector == SELECTOR_VMPRESSURE) {
@@ -178,6 +180,8 @@ static int resolve_request(const Methods *m, Client *c, const SubscribeRequest *
                 key->vm_level = req->level;
                 key->vm_mode = m->config->vmpressure_mode;
         }
+        if (type == SOURCE_PSI && psi_trigger_check_resource(&key->psi, key->resource, facts.system, &reason) < 0)
+                return varlink_error_invalid_trigger(e, -EINVAL, reason);
 
         /* Authorization: root may do anything; others the system-wide
          * level/psi sources, and cgroups whose directory they own. */
@@ -203,7 +207,8 @@ static char *subscribed_message(Registration *r, const Subscription *s, bool adj
                 json_decref(trigger);
                 return NULL;
         }
-        ev = event_subscribed_new(r->src.cgroup, r->src.type, trigger, adjusted, adjusted ? reason : NULL, state);
+        ev = event_subscribed_new(r->src.cgroup, r->src.type, r->src.resource, trigger, adjusted,
+                                  adjusted ? reason : NULL, state);
         params = ev ? json_pack("{s:o}", "event", ev) : NULL;
         return params ? varlink_reply_new(params, true, ret_size) : NULL;
 }
@@ -282,8 +287,9 @@ static bool may_inject(const Methods *ms, const Client *c) {
 }
 
 static int method_inject(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
-        static const char *const allowed[] = { "cgroup", "level", NULL };
+        static const char *const allowed[] = { "cgroup", "level", "resource", NULL };
         _cleanup_free_ char *cgroup = NULL;
+        Resource resource = RESOURCE_MEMORY;
         json_t *v, *ev;
         Level level;
         Body *body;
@@ -296,6 +302,10 @@ static int method_inject(Methods *ms, Client *c, VarlinkCall *call, VarlinkError
         v = json_object_get(call->parameters, "level");
         if (!json_is_string(v) || (level = level_from_string(json_string_value(v))) < 0)
                 return varlink_error_invalid_parameter(e, "level");
+        v = json_object_get(call->parameters, "resource");
+        if (v && !json_is_null(v) &&
+            (!json_is_string(v) || (resource = resource_from_string(json_string_value(v))) < 0))
+                return varlink_error_invalid_parameter(e, "resource");
         k = get_cgroup_param(call->parameters, &cgroup, e);
         if (k < 0)
                 return k;
@@ -304,7 +314,7 @@ static int method_inject(Methods *ms, Client *c, VarlinkCall *call, VarlinkError
 
         rt = now_usec(CLOCK_REALTIME);
         mono = now_usec(CLOCK_MONOTONIC);
-        ev = event_pressure_new(cgroup, "inject", NULL, rt, mono);
+        ev = event_pressure_new(cgroup, "inject", resource, NULL, rt, mono);
         if (!ev)
                 return -ENOMEM;
         if (json_object_set_new(ev, "level", json_string(level_to_string(level))) < 0 ||
@@ -319,10 +329,10 @@ static int method_inject(Methods *ms, Client *c, VarlinkCall *call, VarlinkError
                 return -ENOMEM;
 
         counter_inc(ms->counters, COUNTER_EVENTS_INJECTED);
-        delivered = registry_inject(ms->registry, cgroup, level, body, mono);
+        delivered = registry_inject(ms->registry, cgroup, resource, level, body, mono);
         body_unref(body);
-        log_debug("Injected a %s event on %s for uid %u, %" PRIu64 " subscriber(s) reached.",
-                 level_to_string(level), cgroup, (unsigned) c->uid, delivered);
+        log_debug("Injected a %s %s event on %s for uid %u, %" PRIu64 " subscriber(s) reached.",
+                  resource_to_string(resource), level_to_string(level), cgroup, (unsigned) c->uid, delivered);
         return reply(c, call, json_pack("{s:I}", "delivered", (json_int_t) delivered));
 }
 

@@ -66,8 +66,9 @@ static json_t *status_registration_json(const Registration *r) {
                                                              "cgroup", r->src.cgroup, "unit", p->unit)) < 0)
                         proxied = json_decref_null(proxied);
         }
-        o = json_pack("{s:s, s:s, s:o, s:I, s:o}", "cgroup", r->src.cgroup,
+        o = json_pack("{s:s, s:s, s:s, s:o, s:I, s:o}", "cgroup", r->src.cgroup,
                       "source", source_type_to_string(r->src.type),
+                      "resource", resource_to_string(r->src.resource),
                       "trigger", registration_trigger_json(r, NULL),
                       "subscribers", (json_int_t) r->n_subscribers,
                       "proxied", proxied);
@@ -201,9 +202,9 @@ static void status_write_episode_metrics(struct evbuffer *out, const StatusConte
                         snprintf(trigger, sizeof(trigger), "%s,%s", level_to_string(r->src.vm_level),
                                  vmpressure_mode_to_string(r->src.vm_mode));
                 /* Registrations differ by trigger: it is a label, so every series is unique. */
-                MetricsLabel l[3] = { { "cgroup", r->src.cgroup }, { "source", source_type_to_string(r->src.type) },
-                                      { "trigger", trigger } };
-                metrics_write_sample_u64(out, "pressured_episode_active", l, 3, r->episode.active ? 1 : 0);
+                MetricsLabel l[4] = { { "cgroup", r->src.cgroup }, { "source", source_type_to_string(r->src.type) },
+                                      { "resource", resource_to_string(r->src.resource) }, { "trigger", trigger } };
+                metrics_write_sample_u64(out, "pressured_episode_active", l, 4, r->episode.active ? 1 : 0);
         }
 }
 
@@ -223,15 +224,16 @@ static void status_write_psi_metrics(struct evbuffer *out, const StatusContext *
                         continue;
                 if (!psi_header) {
                         metrics_write_header(out, "pressured_psi_some_avg10_ratio", "gauge",
-                                             "memory PSI some avg10 of registered cgroups, as a ratio.");
+                                             "PSI some avg10 of registered cgroups and resources, as a ratio.");
                         psi_header = true;
                 }
                 snprintf(window, sizeof(window), "%" PRIu64, r->src.used.window_us);
                 snprintf(threshold, sizeof(threshold), "%" PRIu64, r->src.used.threshold_us);
                 /* One series per registration: every field of the trigger is a label. */
-                MetricsLabel l[4] = { { "cgroup", r->src.cgroup }, { "stall", psi_stall_to_string(r->src.used.stall) },
+                MetricsLabel l[5] = { { "cgroup", r->src.cgroup }, { "resource", resource_to_string(r->src.resource) },
+                                      { "stall", psi_stall_to_string(r->src.used.stall) },
                                       { "threshold_us", threshold }, { "window_us", window } };
-                metrics_write_sample(out, "pressured_psi_some_avg10_ratio", l, 4, st.some.avg10 / 10000.0);
+                metrics_write_sample(out, "pressured_psi_some_avg10_ratio", l, 5, st.some.avg10 / 10000.0);
         }
 }
 

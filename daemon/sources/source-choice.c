@@ -17,8 +17,40 @@ static int need_hierarchy(bool has, int in, const char *source, const char *miss
         return 0;
 }
 
+/* "level" for cpu and io: PSI or nothing, as vmpressure knows only memory. */
+static int choose_level_psi_only(const char *cgroup, const CgroupFacts *f, SourceType *ret, VarlinkError *e) {
+        char reason[128];
+
+        if (f->system && !f->psi_system) {
+                snprintf(reason, sizeof(reason), "%s is not available (PSI disabled?)",
+                         resource_proc_pressure_file(f->resource));
+                return varlink_error_source_unavailable(e, -EOPNOTSUPP, "psi", reason);
+        }
+        if (!f->system && f->has_v2 && (f->in_v2 == -ELOOP || f->in_v2 == -EXDEV))
+                return varlink_error_invalid_cgroup_path(e, f->in_v2, cgroup);
+        if (!f->system && !(f->has_v2 && f->in_v2 == 0)) {
+                if (f->has_v2 && f->in_v2 != -ENOENT)
+                        return varlink_error_from_errno(e, f->in_v2, "psi", cgroup, NULL);
+                if (f->has_v2 && !(f->has_v1 && f->in_v1 == 0))
+                        return varlink_error_no_such_cgroup(e, -ENOENT, cgroup);
+                snprintf(reason, sizeof(reason), "%s pressure needs the cgroup in a cgroup2 hierarchy",
+                         resource_to_string(f->resource));
+                return varlink_error_source_unavailable(e, -EOPNOTSUPP, "psi", reason);
+        }
+        if (!f->system && !f->v2_pressure) {
+                snprintf(reason, sizeof(reason), "the cgroup has no %s (PSI disabled?)",
+                         resource_pressure_file(f->resource));
+                return varlink_error_source_unavailable(e, -EOPNOTSUPP, "psi", reason);
+        }
+        *ret = SOURCE_PSI;
+        return 0;
+}
+
 static int choose_level(const char *cgroup, const CgroupFacts *f, SourceType *ret, VarlinkError *e) {
         bool in_v2 = f->has_v2 && f->in_v2 == 0;
+
+        if (f->resource != RESOURCE_MEMORY)
+                return choose_level_psi_only(cgroup, f, ret, e);
 
         if (f->system) {
                 if (f->psi_system)

@@ -14,13 +14,14 @@
 #include "varlink-error.h"
 
 typedef struct CgroupFacts {
+        Resource resource;       /* the resource asked for; vmpressure serves memory only */
         bool system;             /* the request is for "/", the whole system */
-        bool psi_system;         /* /proc/pressure/memory is readable */
+        bool psi_system;         /* /proc/pressure/RESOURCE is readable */
         bool has_v2;             /* a cgroup2 hierarchy is in use */
         bool has_v1;             /* a cgroup v1 memory hierarchy is in use */
         int in_v2;               /* 0: the cgroup is in the cgroup2 hierarchy; else the negative errno of opening it */
         int in_v1;               /* likewise for the v1 memory hierarchy */
-        bool v2_pressure;        /* its cgroup2 directory has memory.pressure */
+        bool v2_pressure;        /* its cgroup2 directory has RESOURCE.pressure */
         bool v2_current;         /* ... memory.current */
         bool v2_events;          /* ... memory.events */
 } CgroupFacts;
@@ -35,7 +36,9 @@ typedef struct CgroupFacts {
  *
  * "level": on "/", PSI if /proc/pressure/memory is there, else vmpressure
  * on the v1 root; on a cgroup, PSI if its cgroup2 directory has
- * memory.pressure, else vmpressure if it is in the v1 hierarchy.
+ * memory.pressure, else vmpressure if it is in the v1 hierarchy. For the
+ * resources cpu and io there is no vmpressure to fall back to: without
+ * the pressure file "level" is SourceUnavailable.
  * "psi" needs the cgroup in cgroup2 (not for "/"), "vmpressure" in v1,
  * "memory_events" and "protection" in cgroup2 with the memory
  * controller's files. Returns 0, or a negative errno with @e filled

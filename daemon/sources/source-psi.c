@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * PSI triggers: /proc/pressure/memory for the system, memory.pressure in a
- * cgroup2 directory otherwise. The trigger text is written with its NUL;
+ * PSI triggers: /proc/pressure/RESOURCE for the system, RESOURCE.pressure
+ * in a cgroup2 directory otherwise, RESOURCE being memory, cpu or io. The trigger text is written with its NUL;
  * the kernel then raises POLLPRI when the threshold is crossed within the
  * window, and POLLERR when the cgroup goes away. libevent cannot wait for
  * POLLPRI, so each trigger sits in a private epoll set whose fd the loop
@@ -68,23 +68,27 @@ static int psi_open(Source *s, VarlinkError *e) {
         SourceEnv *env = s->env;
         _cleanup_close_ int fd = -1, epfd = -1;
         struct epoll_event ev = { .events = EPOLLPRI };
+        const char *file = resource_pressure_file(s->resource);
         struct statfs sfs;
+        char reason[64];
         int k;
 
+        if (!file)
+                return -EINVAL;
         if (streq(s->cgroup, "/")) {
-                fd = open("/proc/pressure/memory", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+                file = resource_proc_pressure_file(s->resource);
+                fd = open(file, O_RDWR | O_NONBLOCK | O_CLOEXEC);
                 if (fd < 0)
-                        return varlink_error_from_errno(e, -errno, "psi", s->cgroup, "/proc/pressure/memory");
+                        return varlink_error_from_errno(e, -errno, "psi", s->cgroup, file);
         } else {
-                k = source_open_files(s, env->v2, &(const SourceFile) { "memory.pressure", O_RDWR | O_NONBLOCK }, 1,
-                                      &fd, NULL, e);
+                k = source_open_files(s, env->v2, &(const SourceFile) { file, O_RDWR | O_NONBLOCK }, 1, &fd, NULL, e);
                 if (k < 0)
                         return k;
                 if (fstatfs(fd, &sfs) < 0)
                         return -errno;
+                snprintf(reason, sizeof(reason), "%s is not a kernel cgroup2 file", file);
                 if (sfs.f_type != CGROUP2_SUPER_MAGIC)
-                        return varlink_error_source_unavailable(e, -EOPNOTSUPP, "psi",
-                                                                "memory.pressure is not a kernel cgroup2 file");
+                        return varlink_error_source_unavailable(e, -EOPNOTSUPP, "psi", reason);
         }
 
         k = psi_write_trigger(fd, &s->requested);

@@ -23,6 +23,7 @@ int source_open(Source *s, SourceEnv *env, const SourceCallbacks *cb, const Sour
                 .env = env,
                 .cb = cb,
                 .type = p->type,
+                .resource = p->type == SOURCE_PSI ? p->resource : RESOURCE_MEMORY,
                 .requested = p->psi,
                 .used = p->psi,
                 .vm_level = p->vm_level,
@@ -70,10 +71,16 @@ int source_read_psi(const Source *s, PsiStats *ret) {
 
 char *source_describe(const Source *s, char *buf, size_t size) {
         switch (s->type) {
-        case SOURCE_PSI:
-                if (psi_trigger_format(&s->used, PSI_TRIGGER_FORMAT_CONFIG, buf, size) < 0)
+        case SOURCE_PSI: {
+                size_t n = 0;
+
+                /* Memory is the default and goes without saying. */
+                if (s->resource != RESOURCE_MEMORY && size > 0)
+                        n = (size_t) snprintf(buf, size, "%s ", resource_to_string(s->resource));
+                if (n >= size || psi_trigger_format(&s->used, PSI_TRIGGER_FORMAT_CONFIG, buf + n, size - n) < 0)
                         snprintf(buf, size, "?");
                 break;
+        }
         case SOURCE_VMPRESSURE:
                 snprintf(buf, size, "%s,%s", level_to_string(s->vm_level), vmpressure_mode_to_string(s->vm_mode));
                 break;

@@ -8,7 +8,8 @@
  *
  *   source.c                the table of operations, opening and closing
  *   source-common.c         cgroup directory and files of a registration
- *   source-psi.c            PSI triggers (memory.pressure, /proc/pressure/memory)
+ *   source-psi.c            PSI triggers (memory.pressure, /proc/pressure/memory,
+ *                           and the same for cpu and io)
  *   source-vmpressure.c     cgroup v1 vmpressure through cgroup.event_control
  *   source-memory-events.c  memory.events through inotify
  *   source-protection.c     the protection source: the one reader of the
@@ -60,6 +61,7 @@ typedef struct SourceCallbacks {
 typedef struct SourceParams {
         SourceType type;
         const char *cgroup;
+        Resource resource;          /* SOURCE_PSI: the pressure file; RESOURCE_MEMORY for the others */
         PsiTrigger psi;             /* SOURCE_PSI: the trigger requested */
         Level vm_level;             /* SOURCE_VMPRESSURE */
         VmpressureMode vm_mode;
@@ -73,6 +75,7 @@ struct Source {
         const SourceOps *ops;
         SourceType type;
         char *cgroup;
+        Resource resource;          /* SOURCE_PSI: cpu, io or memory; RESOURCE_MEMORY for the others */
         PsiTrigger requested;       /* SOURCE_PSI */
         PsiTrigger used;            /* SOURCE_PSI: what the kernel accepted */
         Level vm_level;             /* SOURCE_VMPRESSURE */
@@ -127,5 +130,5 @@ int source_state(Source *s, json_t **ret);
 /* source_read_psi - the PSI averages and totals of a PSI source's pressure file. */
 int source_read_psi(const Source *s, PsiStats *ret);
 
-/* source_describe - the registration in words for the log ("some 150ms 2s", "medium,default"). */
+/* source_describe - the registration in words for the log ("some 150ms 2s", "cpu some 1s 2s", "medium,default"). */
 char *source_describe(const Source *s, char *buf, size_t size);

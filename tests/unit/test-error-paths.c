@@ -617,11 +617,11 @@ static Registration *registration_make(Fixture *f, const char *cgroup) {
 }
 
 static uint64_t inject_low(Fixture *f, const char *cgroup) {
-        Body *body = event_body_new(event_pressure_new(cgroup, "inject", NULL, 1, now_usec(CLOCK_MONOTONIC)), 0);
+        Body *body = event_body_new(event_pressure_new(cgroup, "inject", RESOURCE_MEMORY, NULL, 1, now_usec(CLOCK_MONOTONIC)), 0);
         uint64_t n;
 
         ASSERT_TRUE(body);
-        n = registry_inject(&f->reg, cgroup, LEVEL_LOW, body, now_usec(CLOCK_MONOTONIC));
+        n = registry_inject(&f->reg, cgroup, RESOURCE_MEMORY, LEVEL_LOW, body, now_usec(CLOCK_MONOTONIC));
         body_unref(body);
         return n;
 }

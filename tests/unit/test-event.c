@@ -39,16 +39,18 @@ static void test_shapes(void) {
         CHECK_KEYS(t, "psi", "level");
         CHECK_KEYS(json_object_get(t, "psi"), "stall", "threshold_us", "window_us");
         ASSERT_STREQ(json_string_value(json_object_get(t, "level")), "medium");
-        o = event_subscribed_new("/a", SOURCE_PSI, t, true, "rounded", NULL);
-        CHECK_KEYS(o, "kind", "cgroup", "source", "trigger", "adjusted", "adjusted_reason", "state");
+        o = event_subscribed_new("/a", SOURCE_PSI, RESOURCE_MEMORY, t, true, "rounded", NULL);
+        CHECK_KEYS(o, "kind", "cgroup", "source", "resource", "trigger", "adjusted", "adjusted_reason", "state");
+        ASSERT_STREQ(json_string_value(json_object_get(o, "resource")), "memory");
         ASSERT_STREQ(json_string_value(json_object_get(o, "kind")), "subscribed");
         ASSERT_STREQ(json_string_value(json_object_get(o, "source")), "psi");
         ASSERT_TRUE(json_is_true(json_object_get(o, "adjusted")));
         ASSERT_STREQ(json_string_value(json_object_get(o, "adjusted_reason")), "rounded");
         json_decref(o);
         /* Without a reason the key is left out. */
-        o = event_subscribed_new("/a", SOURCE_PSI, event_trigger_new(&psi), false, NULL, NULL);
-        CHECK_KEYS(o, "kind", "cgroup", "source", "trigger", "adjusted", "state");
+        o = event_subscribed_new("/a", SOURCE_PSI, RESOURCE_CPU, event_trigger_new(&psi), false, NULL, NULL);
+        CHECK_KEYS(o, "kind", "cgroup", "source", "resource", "trigger", "adjusted", "state");
+        ASSERT_STREQ(json_string_value(json_object_get(o, "resource")), "cpu");
         json_decref(o);
 
         t = event_trigger_new(&vm);
@@ -56,12 +58,13 @@ static void test_shapes(void) {
         ASSERT_STREQ(json_string_value(json_object_get(json_object_get(t, "vmpressure"), "mode")), "local");
         json_decref(t);
 
-        o = event_pressure_new("/a", "psi", psi_stats_to_json(&st), 1, 2);
-        CHECK_KEYS(o, "kind", "cgroup", "source", "time_us", "monotonic_us", "psi");
+        o = event_pressure_new("/a", "psi", RESOURCE_IO, psi_stats_to_json(&st), 1, 2);
+        CHECK_KEYS(o, "kind", "cgroup", "source", "resource", "time_us", "monotonic_us", "psi");
+        ASSERT_STREQ(json_string_value(json_object_get(o, "resource")), "io");
         CHECK_KEYS(json_object_get(o, "psi"), "some_avg10", "some_avg60", "some_avg300", "some_total_us");
         json_decref(o);
-        o = event_pressure_new("/", "inject", NULL, 1, 2);
-        CHECK_KEYS(o, "kind", "cgroup", "source", "time_us", "monotonic_us");
+        o = event_pressure_new("/", "inject", RESOURCE_MEMORY, NULL, 1, 2);
+        CHECK_KEYS(o, "kind", "cgroup", "source", "resource", "time_us", "monotonic_us");
         ASSERT_STREQ(json_string_value(json_object_get(o, "kind")), "pressure");
         json_decref(o);
 
@@ -95,7 +98,7 @@ static void test_removed_and_body(void) {
         free(msg);
 
         /* The body is the event without its opening brace, closed by "}}". */
-        b = event_body_new(event_pressure_new("/a", "psi", NULL, 1, 2), 2);
+        b = event_body_new(event_pressure_new("/a", "psi", RESOURCE_MEMORY, NULL, 1, 2), 2);
         ASSERT_TRUE(b);
         ASSERT_EQ(b->flags & BODY_HAS_LEVEL, 0);
         ASSERT_EQ(b->size, strlen(b->data) + 1);
@@ -105,7 +108,7 @@ static void test_removed_and_body(void) {
                 ASSERT_TRUE(asprintf(&whole, "{\"parameters\":{\"event\":{\"seq\":1,%s", b->data) > 0);
                 o = json_loads(whole, 0, &err);
                 CHECK_KEYS(json_object_get(json_object_get(o, "parameters"), "event"),
-                           "seq", "kind", "cgroup", "source", "time_us", "monotonic_us");
+                           "seq", "kind", "cgroup", "source", "resource", "time_us", "monotonic_us");
                 json_decref(o);
         }
         body_unref(b);
@@ -119,8 +122,9 @@ static void test_episodes(void) {
         Body *b;
 
         /* cleared: PSI has the peak in percent, vmpressure the level; no count. */
-        o = event_cleared_new("/a", SOURCE_PSI, &psi, 7, 5000000);
-        CHECK_KEYS(o, "kind", "cgroup", "source", "time_us", "monotonic_us", "duration_us", "events", "peak");
+        o = event_cleared_new("/a", SOURCE_PSI, RESOURCE_CPU, &psi, 7, 5000000);
+        CHECK_KEYS(o, "kind", "cgroup", "source", "resource", "time_us", "monotonic_us", "duration_us", "events", "peak");
+        ASSERT_STREQ(json_string_value(json_object_get(o, "resource")), "cpu");
         ASSERT_STREQ(json_string_value(json_object_get(o, "kind")), "cleared");
         ASSERT_EQ(json_integer_value(json_object_get(o, "duration_us")), 4000000);
         ASSERT_EQ(json_integer_value(json_object_get(o, "events")), 3);
@@ -131,8 +135,9 @@ static void test_episodes(void) {
         body_unref(b);
 
         vm.end_us = 2000010;
-        o = event_cleared_new("/a", SOURCE_VMPRESSURE, &vm, 7, 2000010);
-        CHECK_KEYS(o, "kind", "cgroup", "source", "time_us", "monotonic_us", "duration_us", "events", "peak_level");
+        o = event_cleared_new("/a", SOURCE_VMPRESSURE, RESOURCE_MEMORY, &vm, 7, 2000010);
+        CHECK_KEYS(o, "kind", "cgroup", "source", "resource", "time_us", "monotonic_us", "duration_us", "events",
+                   "peak_level");
         ASSERT_STREQ(json_string_value(json_object_get(o, "peak_level")), "critical");
         json_decref(o);
 
@@ -151,7 +156,7 @@ static void test_episodes(void) {
         json_decref(o);
 
         /* A pressure event keeps its count. */
-        b = event_body_new(event_pressure_new("/a", "psi", NULL, 1, 2), 2);
+        b = event_body_new(event_pressure_new("/a", "psi", RESOURCE_MEMORY, NULL, 1, 2), 2);
         ASSERT_EQ(b->flags & BODY_NO_COUNT, 0);
         body_unref(b);
 }
@@ -172,11 +177,11 @@ static json_t *build(int which, json_t *stolen, json_t *other) {
                 json_decref(other);
         switch (which) {
         case 0:
-                return event_subscribed_new("/a", SOURCE_PSI, stolen, true, "why", other);
+                return event_subscribed_new("/a", SOURCE_PSI, RESOURCE_MEMORY, stolen, true, "why", other);
         case 1:
-                return event_subscribed_new("/a", SOURCE_PSI, other, false, NULL, stolen);
+                return event_subscribed_new("/a", SOURCE_PSI, RESOURCE_MEMORY, other, false, NULL, stolen);
         case 2:
-                return event_pressure_new("/a", "psi", stolen, 1, 2);
+                return event_pressure_new("/a", "psi", RESOURCE_MEMORY, stolen, 1, 2);
         case 3:
                 return event_protection_new("/a", "low", "none", stolen, 1, 2);
         case 4:
@@ -193,7 +198,7 @@ static json_t *build(int which, json_t *stolen, json_t *other) {
                 return event_episode_json(&rec, false, true, 5, 6);
         default:
                 json_decref(stolen);
-                return event_cleared_new("/a", SOURCE_PSI, &rec, 1, 2);
+                return event_cleared_new("/a", SOURCE_PSI, RESOURCE_MEMORY, &rec, 1, 2);
         }
 }
 
@@ -229,7 +234,7 @@ static void test_out_of_memory(void) {
 
         /* The body: each allocation of serializing failing gives NULL, the event released. */
         for (unsigned n = 1;; n++) {
-                json_t *ev = event_pressure_new("/a", "inject", NULL, 1, 2);
+                json_t *ev = event_pressure_new("/a", "inject", RESOURCE_MEMORY, NULL, 1, 2);
                 bool injected;
                 Body *b;
 

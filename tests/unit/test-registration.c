@@ -149,7 +149,7 @@ static Registration *registration_make(Fixture *f, SourceType type, const char *
 }
 
 static Body *make_pressure_body(const char *cgroup) {
-        Body *b = event_body_new(event_pressure_new(cgroup, "psi", NULL, 1, now_usec(CLOCK_MONOTONIC)), 0);
+        Body *b = event_body_new(event_pressure_new(cgroup, "psi", RESOURCE_MEMORY, NULL, 1, now_usec(CLOCK_MONOTONIC)), 0);
 
         ASSERT_TRUE(b);
         return b;
@@ -246,7 +246,7 @@ static void test_registry_fanout_and_release(void) {
          * listener gets the bare notification; other cgroups and sources
          * that are not PSI or vmpressure get nothing. */
         body = make_pressure_body("/test");
-        ASSERT_U64_EQ(registry_inject(&fx.reg, "/test", LEVEL_MEDIUM, body, mono), 3);
+        ASSERT_U64_EQ(registry_inject(&fx.reg, "/test", RESOURCE_MEMORY, LEVEL_MEDIUM, body, mono), 3);
         ASSERT_EQ(body->n_ref, 1); /* nobody kept it */
         ASSERT_EQ(a.n_delivered, 1);
         ASSERT_TRUE(a.last_body == body);
@@ -260,7 +260,7 @@ static void test_registry_fanout_and_release(void) {
         ASSERT_EQ(mev.n_delivered, 0);
         body_unref(body);
         body = make_pressure_body("/nowhere");
-        ASSERT_U64_EQ(registry_inject(&fx.reg, "/nowhere", LEVEL_LOW, body, mono), 0);
+        ASSERT_U64_EQ(registry_inject(&fx.reg, "/nowhere", RESOURCE_MEMORY, LEVEL_LOW, body, mono), 0);
         body_unref(body);
 
         /* The source's pressure callback builds one body for all, with its count. */
@@ -280,7 +280,7 @@ static void test_registry_fanout_and_release(void) {
         ASSERT_EQ(a.n_delivered, 2);
 
         /* event() fans out a source-built event with count 1. */
-        registry_cb->event(&r->src, event_pressure_new("/test", "psi", NULL, 1, mono), mono);
+        registry_cb->event(&r->src, event_pressure_new("/test", "psi", RESOURCE_MEMORY, NULL, 1, mono), mono);
         ASSERT_EQ(a.n_delivered, 3);
         ASSERT_EQ(b.n_delivered, 3);
         ASSERT_U64_EQ(a.count, 5);
@@ -414,7 +414,7 @@ static void test_registry_move(void) {
 
         /* Both registrations are on /test: an injected event reaches each listener once. */
         body = make_pressure_body("/test");
-        ASSERT_U64_EQ(registry_inject(&fx.reg, "/test", LEVEL_LOW, body, mono), 2);
+        ASSERT_U64_EQ(registry_inject(&fx.reg, "/test", RESOURCE_MEMORY, LEVEL_LOW, body, mono), 2);
         ASSERT_EQ(a.n_delivered, 1);
         ASSERT_EQ(b.n_delivered, 1);
         body_unref(body);
@@ -543,7 +543,7 @@ static void test_fanout_and_release(void) {
         /* A kernel notification standing for 3, then one injected event. */
         registry_cb->pressure(&r->src, NULL, now_usec(CLOCK_REALTIME), mono, 3);
         body = make_pressure_body("/test");
-        ASSERT_U64_EQ(registry_inject(&fx.reg, "/test", LEVEL_MEDIUM, body, mono), 2);
+        ASSERT_U64_EQ(registry_inject(&fx.reg, "/test", RESOURCE_MEMORY, LEVEL_MEDIUM, body, mono), 2);
         ASSERT_EQ(body->n_ref, 1); /* written out at once: nobody holds it */
         body_unref(body);
         ASSERT_U64_EQ(fx.counters.value[COUNTER_EVENTS_DELIVERED], 4);
@@ -642,7 +642,7 @@ static void test_slow_consumer(void) {
         for (uint64_t i = 0; i < n; i++) {
                 Body *body = make_pressure_body("/test");
 
-                registry_inject(&fx.reg, "/test", LEVEL_LOW, body, now_usec(CLOCK_MONOTONIC));
+                registry_inject(&fx.reg, "/test", RESOURCE_MEMORY, LEVEL_LOW, body, now_usec(CLOCK_MONOTONIC));
                 body_unref(body);
                 /* The fast client reads as it goes. */
                 ev = peer_events(&fast);
@@ -673,7 +673,7 @@ static void test_slow_consumer(void) {
                 Body *body = make_pressure_body("/test");
                 uint64_t dropped = s->missed;
 
-                registry_inject(&fx.reg, "/test", LEVEL_LOW, body, now_usec(CLOCK_MONOTONIC));
+                registry_inject(&fx.reg, "/test", RESOURCE_MEMORY, LEVEL_LOW, body, now_usec(CLOCK_MONOTONIC));
                 body_unref(body);
                 ev = peer_events(&slow);
                 ASSERT_EQ(json_array_size(ev), 1);
@@ -762,7 +762,7 @@ static void test_cleared_reserve(void) {
                 size_t before = slow.client->out.bytes;
 
                 ASSERT_TRUE(body);
-                registry_inject(&fx.reg, "/test", LEVEL_LOW, body, now_usec(CLOCK_MONOTONIC));
+                registry_inject(&fx.reg, "/test", RESOURCE_MEMORY, LEVEL_LOW, body, now_usec(CLOCK_MONOTONIC));
                 body_unref(body);
                 if (before > 0 && slow.client->out.bytes > before)
                         small = slow.client->out.bytes - before;

@@ -117,7 +117,41 @@ static void test_v2_only(void) {
         expect_error(SELECTOR_PROTECTION, &f, "io.pressured.SourceUnavailable", "protection");
 }
 
+/* cpu and io: PSI or SourceUnavailable, never vmpressure. */
+static void test_level_cpu_io(void) {
+        CgroupFacts f = hybrid;
+
+        f.resource = RESOURCE_CPU;
+        expect_source(SELECTOR_LEVEL, &f, SOURCE_PSI);
+        expect_source(SELECTOR_PSI, &f, SOURCE_PSI);
+        /* No cpu.pressure: no fallback to vmpressure. */
+        f.v2_pressure = false;
+        expect_error(SELECTOR_LEVEL, &f, "io.pressured.SourceUnavailable", "psi");
+        /* Only in the v1 hierarchy. */
+        f = hybrid;
+        f.resource = RESOURCE_IO;
+        f.in_v2 = -ENOENT;
+        expect_error(SELECTOR_LEVEL, &f, "io.pressured.SourceUnavailable", "psi");
+        /* In neither. */
+        f.in_v1 = -ENOENT;
+        expect_error(SELECTOR_LEVEL, &f, "io.pressured.NoSuchCgroup", NULL);
+        /* A v1-only host. */
+        f = (CgroupFacts) { .resource = RESOURCE_CPU, .has_v1 = true, .in_v2 = -ENOENT, .in_v1 = 0 };
+        expect_error(SELECTOR_LEVEL, &f, "io.pressured.SourceUnavailable", "psi");
+        /* A path escaping the hierarchy. */
+        f = hybrid;
+        f.resource = RESOURCE_IO;
+        f.in_v2 = -EXDEV;
+        expect_error(SELECTOR_LEVEL, &f, "io.pressured.InvalidCgroupPath", NULL);
+        /* The whole system: /proc/pressure/cpu, or nothing (v1 is no help). */
+        f = (CgroupFacts) { .resource = RESOURCE_CPU, .system = true, .psi_system = true, .has_v1 = true };
+        expect_source(SELECTOR_LEVEL, &f, SOURCE_PSI);
+        f.psi_system = false;
+        expect_error(SELECTOR_LEVEL, &f, "io.pressured.SourceUnavailable", "psi");
+}
+
 int main(void) {
+        test_level_cpu_io();
         test_level();
         test_explicit();
         test_v2_only();

@@ -102,8 +102,45 @@ static void test_invalid(void) {
         expect_error("{\"level\":\"low\",\"cgroup\":\"/a\\u0001b\"}", "io.pressured.InvalidCgroupPath", NULL, NULL);
 }
 
+/* "resource": memory by default, cpu and io with level and psi only. */
+static void test_resource(void) {
+        const char *ip = "org.varlink.service.InvalidParameter";
+        SubscribeRequest req = {};
+        VarlinkError e;
+
+        ASSERT_OK(parse("{\"level\":\"low\"}", &req, &e));
+        ASSERT_EQ(req.resource, RESOURCE_MEMORY);
+        subscribe_request_done(&req);
+        ASSERT_OK(parse("{\"level\":\"low\",\"resource\":\"cpu\"}", &req, &e));
+        ASSERT_EQ(req.resource, RESOURCE_CPU);
+        subscribe_request_done(&req);
+        ASSERT_OK(parse("{\"resource\":\"io\",\"cgroup\":\"/a\",\"psi\":{\"stall\":\"full\","
+                        "\"threshold_us\":100000,\"window_us\":2000000}}", &req, &e));
+        ASSERT_EQ(req.resource, RESOURCE_IO);
+        ASSERT_EQ(req.selector, SELECTOR_PSI);
+        subscribe_request_done(&req);
+        /* null is absent; "memory" goes with every selector. */
+        ASSERT_OK(parse("{\"level\":\"low\",\"resource\":null}", &req, &e));
+        ASSERT_EQ(req.resource, RESOURCE_MEMORY);
+        subscribe_request_done(&req);
+        ASSERT_OK(parse("{\"memory_events\":true,\"resource\":\"memory\",\"cgroup\":\"/a\"}", &req, &e));
+        ASSERT_EQ(req.selector, SELECTOR_MEMORY_EVENTS);
+        subscribe_request_done(&req);
+
+        expect_error("{\"level\":\"low\",\"resource\":\"disk\"}", ip, "parameter", "resource");
+        expect_error("{\"level\":\"low\",\"resource\":\"CPU\"}", ip, "parameter", "resource");
+        expect_error("{\"level\":\"low\",\"resource\":1}", ip, "parameter", "resource");
+        expect_error("{\"level\":\"low\",\"resource\":[\"cpu\"]}", ip, "parameter", "resource");
+        expect_error("{\"vmpressure\":{\"level\":\"low\"},\"resource\":\"cpu\"}", ip, "parameter", "resource");
+        expect_error("{\"memory_events\":true,\"resource\":\"io\"}", ip, "parameter", "resource");
+        expect_error("{\"resource\":\"io\",\"protection\":true}", ip, "parameter", "resource");
+        /* Alone it selects nothing. */
+        expect_error("{\"resource\":\"cpu\"}", ip, "parameter", "level");
+}
+
 int main(void) {
         test_valid();
         test_invalid();
+        test_resource();
         return 0;
 }

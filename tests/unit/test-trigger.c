@@ -255,7 +255,34 @@ static void test_equal(void) {
         ASSERT_TRUE(!psi_trigger_equal(&a, &b));
 }
 
+static void test_resources(void) {
+        PsiTrigger some = { PSI_STALL_SOME, 100000, 1000000 }, full = { PSI_STALL_FULL, 100000, 1000000 };
+        const char *why = NULL;
+
+        ASSERT_EQ(resource_from_string("memory"), RESOURCE_MEMORY);
+        ASSERT_EQ(resource_from_string("cpu"), RESOURCE_CPU);
+        ASSERT_EQ(resource_from_string("io"), RESOURCE_IO);
+        ASSERT_EQ(resource_from_string("irq"), _RESOURCE_INVALID);
+        ASSERT_EQ(resource_from_string(""), _RESOURCE_INVALID);
+        ASSERT_STREQ(resource_to_string(RESOURCE_IO), "io");
+        ASSERT_TRUE(!resource_to_string(_RESOURCE_MAX));
+        ASSERT_STREQ(resource_pressure_file(RESOURCE_CPU), "cpu.pressure");
+        ASSERT_STREQ(resource_pressure_file(RESOURCE_MEMORY), "memory.pressure");
+        ASSERT_STREQ(resource_proc_pressure_file(RESOURCE_IO), "/proc/pressure/io");
+        ASSERT_TRUE(!resource_pressure_file(_RESOURCE_INVALID));
+        ASSERT_TRUE(!resource_proc_pressure_file(_RESOURCE_MAX));
+
+        /* cpu "full" is refused for the whole system only. */
+        ASSERT_ERR(psi_trigger_check_resource(&full, RESOURCE_CPU, true, &why), EINVAL);
+        ASSERT_TRUE(why && strstr(why, "cpu \"full\""));
+        ASSERT_OK(psi_trigger_check_resource(&full, RESOURCE_CPU, false, NULL));
+        ASSERT_OK(psi_trigger_check_resource(&some, RESOURCE_CPU, true, NULL));
+        ASSERT_OK(psi_trigger_check_resource(&full, RESOURCE_IO, true, NULL));
+        ASSERT_OK(psi_trigger_check_resource(&full, RESOURCE_MEMORY, true, NULL));
+}
+
 int main(void) {
+        test_resources();
         test_names();
         test_durations();
         test_trigger_parse();
