@@ -52,6 +52,7 @@ struct pressure_selector {
         pressure_stall stall;
         uint64_t threshold_us, window_us;
         pressure_vmpressure_mode mode;
+        pressure_resource resource;
         uint64_t min_interval_ms;
 };
 
@@ -149,6 +150,7 @@ _public_ int pressure_selector_new(pressure_selector **ret) {
                 return -ENOMEM;
         s->source = SELECTOR_LEVEL;
         s->level = PRESSURE_LEVEL_LOW;
+        s->resource = PRESSURE_RESOURCE_MEMORY;
         *ret = s;
         return 0;
 }
@@ -246,6 +248,16 @@ _public_ int pressure_selector_set_min_interval_ms(pressure_selector *s, uint64_
         return 0;
 }
 
+/**
+ * pressure_selector_set_resource - the resource a level or psi selector watches.
+ */
+_public_ int pressure_selector_set_resource(pressure_selector *s, pressure_resource resource) {
+        if (!s || resource == PRESSURE_RESOURCE_NONE || !pressure_resource_to_string(resource))
+                return -EINVAL;
+        s->resource = resource;
+        return 0;
+}
+
 /* The Subscribe call for @s, as message text. */
 static int selector_to_request(const pressure_selector *s, char **ret) {
         _cleanup_json_ json_t *params = json_object(), *msg = NULL;
@@ -289,6 +301,10 @@ static int selector_to_request(const pressure_selector *s, char **ret) {
                         return -ENOMEM;
                 break;
         }
+        /* Memory is the default: said only otherwise, so older daemons understand the rest. */
+        if (s->resource != PRESSURE_RESOURCE_MEMORY &&
+            json_object_set_new(params, "resource", json_string(pressure_resource_to_string(s->resource))) < 0)
+                return -ENOMEM;
         if (s->min_interval_ms > 0 &&
             json_object_set_new(params, "min_interval_ms", json_integer((json_int_t) s->min_interval_ms)) < 0)
                 return -ENOMEM;
@@ -1116,8 +1132,11 @@ static int params_from_text(const char *params_json, json_t **ret) {
         return 0;
 }
 
-/* The parameters of Inject(cgroup, level), or GetProtection(cgroup) with level NONE. */
-static int cgroup_params(const char *cgroup, pressure_level level, json_t **ret) {
+/*
+ * The parameters of Inject(cgroup, level, resource), or GetProtection(cgroup)
+ * with level and resource NONE. Memory, Inject's default, is left out.
+ */
+static int cgroup_params(const char *cgroup, pressure_resource resource, pressure_level level, json_t **ret) {
         _cleanup_json_ json_t *params = json_object();
 
         if (!params)
@@ -1126,6 +1145,9 @@ static int cgroup_params(const char *cgroup, pressure_level level, json_t **ret)
                 return -EINVAL;
         if (level != PRESSURE_LEVEL_NONE &&
             json_object_set_new(params, "level", json_string(pressure_level_to_string(level))) < 0)
+                return -ENOMEM;
+        if (resource != PRESSURE_RESOURCE_NONE && resource != PRESSURE_RESOURCE_MEMORY &&
+            json_object_set_new(params, "resource", json_string(pressure_resource_to_string(resource))) < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(params);
         return 0;
@@ -1199,7 +1221,7 @@ _public_ int pressure_client_get_protection(pressure_client *c, const char *cgro
                 *ret_error = NULL;
         if (!c || !ret_protection)
                 return return_error(-EINVAL, NULL, ret_error);
-        r = cgroup_params(cgroup, PRESSURE_LEVEL_NONE, &params);
+        r = cgroup_params(cgroup, PRESSURE_RESOURCE_NONE, PRESSURE_LEVEL_NONE, &params);
         if (r < 0)
                 return return_error(r, NULL, ret_error);
         r = client_call_json(c, "io.pressured.GetProtection", params, &reply, ret_error);
@@ -1214,15 +1236,28 @@ _public_ int pressure_client_get_protection(pressure_client *c, const char *cgro
  */
 _public_ int pressure_client_inject(pressure_client *c, const char *cgroup, pressure_level level,
                                     uint64_t *ret_delivered, pressure_error **ret_error) {
+        return pressure_client_inject_resource(c, cgroup, PRESSURE_RESOURCE_MEMORY, level, ret_delivered, ret_error);
+}
+
+static bool resource_valid(pressure_resource resource) {
+        return resource != PRESSURE_RESOURCE_NONE && pressure_resource_to_string(resource);
+}
+
+/**
+ * pressure_client_inject_resource - Inject(cgroup, level, resource).
+ */
+_public_ int pressure_client_inject_resource(pressure_client *c, const char *cgroup, pressure_resource resource,
+                                             pressure_level level, uint64_t *ret_delivered,
+                                             pressure_error **ret_error) {
         _cleanup_json_ json_t *params = NULL, *reply = NULL;
         uint64_t delivered;
         int r;
 
         if (ret_error)
                 *ret_error = NULL;
-        if (!c || !level_valid(level))
+        if (!c || !level_valid(level) || !resource_valid(resource))
                 return return_error(-EINVAL, NULL, ret_error);
-        r = cgroup_params(cgroup, level, &params);
+        r = cgroup_params(cgroup, resource, level, &params);
         if (r < 0)
                 return return_error(r, NULL, ret_error);
         r = client_call_json(c, "io.pressured.Inject", params, &reply, ret_error);
@@ -1373,7 +1408,7 @@ _public_ int pressure_client_get_protection_async(pressure_client *c, const char
 
         if (!c || !callback)
                 return -EINVAL;
-        r = cgroup_params(cgroup, PRESSURE_LEVEL_NONE, &params);
+        r = cgroup_params(cgroup, PRESSURE_RESOURCE_NONE, PRESSURE_LEVEL_NONE, &params);
         if (r >= 0)
                 r = call_start(c, "io.pressured.GetProtection", params, complete_protection, userdata, &call);
         if (r < 0)
@@ -1389,13 +1424,24 @@ _public_ int pressure_client_get_protection_async(pressure_client *c, const char
 _public_ int pressure_client_inject_async(pressure_client *c, const char *cgroup, pressure_level level,
                                           pressure_inject_handler callback, void *userdata,
                                           pressure_call **ret_call) {
+        return pressure_client_inject_resource_async(c, cgroup, PRESSURE_RESOURCE_MEMORY, level, callback, userdata,
+                                                     ret_call);
+}
+
+/**
+ * pressure_client_inject_resource_async - Inject(cgroup, level, resource) without waiting.
+ */
+_public_ int pressure_client_inject_resource_async(pressure_client *c, const char *cgroup,
+                                                   pressure_resource resource, pressure_level level,
+                                                   pressure_inject_handler callback, void *userdata,
+                                                   pressure_call **ret_call) {
         _cleanup_json_ json_t *params = NULL;
         pressure_call *call;
         int r;
 
-        if (!c || !callback || !level_valid(level))
+        if (!c || !callback || !level_valid(level) || !resource_valid(resource))
                 return -EINVAL;
-        r = cgroup_params(cgroup, level, &params);
+        r = cgroup_params(cgroup, resource, level, &params);
         if (r >= 0)
                 r = call_start(c, "io.pressured.Inject", params, complete_inject, userdata, &call);
         if (r < 0)

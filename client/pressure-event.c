@@ -22,6 +22,12 @@ static const char *const source_names[] = {
         [PRESSURE_SOURCE_INJECT] = "inject",
 };
 
+static const char *const resource_names[] = {
+        [PRESSURE_RESOURCE_MEMORY] = "memory",
+        [PRESSURE_RESOURCE_CPU] = "cpu",
+        [PRESSURE_RESOURCE_IO] = "io",
+};
+
 static const char *const kind_names[] = {
         [PRESSURE_EVENT_SUBSCRIBED] = "subscribed",
         [PRESSURE_EVENT_PRESSURE] = "pressure",
@@ -80,6 +86,30 @@ _public_ int pressure_level_from_string(const char *s) {
  */
 _public_ const char *pressure_source_to_string(pressure_source source) {
         return NAME_OF(source_names, source);
+}
+
+/**
+ * pressure_resource_to_string - "memory", "cpu", "io", or NULL.
+ */
+_public_ const char *pressure_resource_to_string(pressure_resource resource) {
+        return NAME_OF(resource_names, resource);
+}
+
+/**
+ * pressure_resource_from_string - parse "memory", "cpu" or "io".
+ */
+_public_ int pressure_resource_from_string(const char *s) {
+        return INDEX_OF(resource_names, s);
+}
+
+pressure_resource resource_of(json_t *v) {
+        json_t *x = json_object_get(v, "resource");
+        int i;
+
+        if (!x || json_is_null(x))
+                return PRESSURE_RESOURCE_MEMORY;
+        i = INDEX_OF(resource_names, json_string_value(x));
+        return i < 0 ? PRESSURE_RESOURCE_NONE : (pressure_resource) i;
 }
 
 /**
@@ -490,6 +520,9 @@ int event_parse(json_t *v, pressure_event *ret) {
         }
         if (e.kind == PRESSURE_EVENT_PROTECTION && e.state == PRESSURE_PROTECTION_UNKNOWN && e.node.present)
                 e.state = e.node.state;
+        /* Events about pressure say their resource; memory.events and protection are memory's. */
+        if (e.kind != PRESSURE_EVENT_REMOVED)
+                e.resource = resource_of(v);
 
         *ret = e;
         return 0;
@@ -516,6 +549,13 @@ _public_ const char *pressure_event_get_cgroup(const pressure_event *e) {
  */
 _public_ pressure_source pressure_event_get_source(const pressure_event *e) {
         return e ? e->source : PRESSURE_SOURCE_NONE;
+}
+
+/**
+ * pressure_event_get_resource - the resource of the event.
+ */
+_public_ pressure_resource pressure_event_get_resource(const pressure_event *e) {
+        return e ? e->resource : PRESSURE_RESOURCE_NONE;
 }
 
 /**

@@ -76,6 +76,7 @@ struct pressure_event {
         pressure_event_kind kind;
         const char *cgroup;
         pressure_source source;
+        pressure_resource resource;
         pressure_level level;
         uint64_t seq, count, missed, time_us, monotonic_us;
         int synthetic;
@@ -106,6 +107,12 @@ int episode_parse(json_t *v, pressure_episode *ret);
 int node_parse(json_t *v, pressure_protection_node *ret);
 /* A source by its protocol name, or -EINVAL. */
 int source_from_string(const char *s);
+/*
+ * resource_of - the "resource" member of @v: MEMORY when it is absent (a
+ * daemon before 0.3 watched memory only), NONE for a name this version
+ * does not know.
+ */
+pressure_resource resource_of(json_t *v);
 
 /*
  * error_new - an error object for @error (negative errno) and, if the

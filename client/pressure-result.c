@@ -229,6 +229,7 @@ _public_ const pressure_protection_node *pressure_protection_get_node(const pres
 struct pressure_registration {
         const char *cgroup;
         pressure_source source;
+        pressure_resource resource;
         pressure_trigger trigger;
         uint64_t subscribers;
         int has_episode;
@@ -261,6 +262,7 @@ static int registration_parse(json_t *v, pressure_registration *r) {
         r->cgroup = json_string_value(json_object_get(v, "cgroup"));
         source = source_from_string(json_string_value(json_object_get(v, "source")));
         r->source = source < 0 ? PRESSURE_SOURCE_NONE : (pressure_source) source;
+        r->resource = resource_of(v);
         r->subscribers = json_u64(v, "subscribers");
         if (json_is_object(t) && trigger_parse(t, &r->trigger) < 0)
                 return -EBADMSG;
@@ -418,6 +420,13 @@ _public_ const char *pressure_registration_get_cgroup(const pressure_registratio
  */
 _public_ pressure_source pressure_registration_get_source(const pressure_registration *r) {
         return r ? r->source : PRESSURE_SOURCE_NONE;
+}
+
+/**
+ * pressure_registration_get_resource - the registration's resource.
+ */
+_public_ pressure_resource pressure_registration_get_resource(const pressure_registration *r) {
+        return r ? r->resource : PRESSURE_RESOURCE_NONE;
 }
 
 /**

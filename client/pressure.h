@@ -91,6 +91,14 @@ typedef enum pressure_source {
         PRESSURE_SOURCE_INJECT
 } pressure_source;
 
+/* The resource a PSI subscription watches (libpressure 1.1). */
+typedef enum pressure_resource {
+        PRESSURE_RESOURCE_NONE = 0, /* not present, or unknown to this version */
+        PRESSURE_RESOURCE_MEMORY,
+        PRESSURE_RESOURCE_CPU,
+        PRESSURE_RESOURCE_IO
+} pressure_resource;
+
 typedef enum pressure_protection_state {
         PRESSURE_PROTECTION_UNKNOWN = 0, /* not present */
         PRESSURE_PROTECTION_NONE,        /* usage above elow */
@@ -194,6 +202,12 @@ int pressure_selector_set_memory_events(pressure_selector *selector);
 int pressure_selector_set_protection(pressure_selector *selector);
 /* At most one event per interval (0 = no coalescing). */
 int pressure_selector_set_min_interval_ms(pressure_selector *selector, uint64_t interval_ms);
+/*
+ * libpressure 1.1: what a level or psi selector watches, MEMORY (the
+ * default), CPU or IO. Kept when the source changes; the daemon refuses
+ * CPU and IO with the other sources.
+ */
+int pressure_selector_set_resource(pressure_selector *selector, pressure_resource resource);
 
 /* ---- Clients --------------------------------------------------------------- */
 
@@ -299,6 +313,9 @@ int pressure_client_get_protection(pressure_client *client, const char *cgroup,
 int pressure_client_inject(pressure_client *client, const char *cgroup, pressure_level level,
                            uint64_t *ret_delivered, pressure_error **ret_error);
 int pressure_client_reload(pressure_client *client, pressure_error **ret_error);
+/* libpressure 1.1: Inject() for the subscriptions of one resource (pressure_client_inject(): MEMORY). */
+int pressure_client_inject_resource(pressure_client *client, const char *cgroup, pressure_resource resource,
+                                    pressure_level level, uint64_t *ret_delivered, pressure_error **ret_error);
 /* Any method; @params_json: the parameters object or NULL; *ret_json: the reply's parameters (free()). */
 int pressure_client_call(pressure_client *client, const char *method, const char *params_json,
                          char **ret_json, pressure_error **ret_error);
@@ -317,6 +334,10 @@ int pressure_client_get_protection_async(pressure_client *client, const char *cg
                                          pressure_call **ret_call);
 int pressure_client_inject_async(pressure_client *client, const char *cgroup, pressure_level level,
                                  pressure_inject_handler callback, void *userdata, pressure_call **ret_call);
+/* libpressure 1.1. */
+int pressure_client_inject_resource_async(pressure_client *client, const char *cgroup, pressure_resource resource,
+                                          pressure_level level, pressure_inject_handler callback, void *userdata,
+                                          pressure_call **ret_call);
 int pressure_client_reload_async(pressure_client *client, pressure_reply_handler callback, void *userdata,
                                  pressure_call **ret_call);
 int pressure_client_call_async(pressure_client *client, const char *method, const char *params_json,
@@ -357,6 +378,12 @@ const char *pressure_event_get_cgroup(const pressure_event *event);
 pressure_source pressure_event_get_source(const pressure_event *event);
 /* PRESSURE: the level; CLEARED: the level of the subscription; else NONE. */
 pressure_level pressure_event_get_level(const pressure_event *event);
+/*
+ * libpressure 1.1: the resource of SUBSCRIBED, PRESSURE and CLEARED (MEMORY
+ * from a daemon that does not say, and for MEMORY_EVENTS and PROTECTION);
+ * NONE for the other kinds.
+ */
+pressure_resource pressure_event_get_resource(const pressure_event *event);
 /* 1, 2, ... per subscription; a gap = lost events. 0 for SUBSCRIBED. */
 uint64_t pressure_event_get_seq(const pressure_event *event);
 /* Events this client lost before this one. */
@@ -458,6 +485,8 @@ const char *pressure_status_get_json(const pressure_status *status);
 
 const char *pressure_registration_get_cgroup(const pressure_registration *registration);
 pressure_source pressure_registration_get_source(const pressure_registration *registration);
+/* libpressure 1.1: MEMORY, CPU or IO (MEMORY from a daemon that does not say). */
+pressure_resource pressure_registration_get_resource(const pressure_registration *registration);
 const pressure_trigger *pressure_registration_get_trigger(const pressure_registration *registration);
 uint64_t pressure_registration_get_subscribers(const pressure_registration *registration);
 /* The active episode, or NULL. */
@@ -476,6 +505,9 @@ const char *pressure_source_to_string(pressure_source source);
 const char *pressure_event_kind_to_string(pressure_event_kind kind);
 /* "min", "low", "none", or NULL. */
 const char *pressure_protection_state_to_string(pressure_protection_state state);
+/* libpressure 1.1: "memory", "cpu", "io", or NULL; and back (the resource, or -EINVAL). */
+const char *pressure_resource_to_string(pressure_resource resource);
+int pressure_resource_from_string(const char *s);
 /* The library version, e.g. "1.0.0". */
 const char *pressure_version(void);
 

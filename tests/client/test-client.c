@@ -13,8 +13,10 @@
  *   /bad         subscribed, then an event of an unknown kind
  *   /reason      subscribed with an adjusted_reason, then as "anything"
  *   /reason-bad  subscribed with an adjusted_reason that is no string
+ *   /resource-new  as "anything", with a resource this version does not know
  *   anything     subscribed (trigger = the request's parameters) + one
- *                pressure event, kept open
+ *                pressure event, kept open; both carry the request's
+ *                resource if it has one
  *
  * plus Inject, GetStatus, GetProtection and Reload (denied).
  */
@@ -124,6 +126,10 @@ static bool serve_subscribe(int fd, json_t *params, unsigned *n_flaky, unsigned 
                 json_object_set_new(sub, "adjusted_reason", json_string(ADJUSTED_REASON));
         else if (streq_ptr(cgroup, "/reason-bad"))
                 json_object_set_new(sub, "adjusted_reason", json_integer(7));
+        if (json_object_get(params, "resource"))
+                json_object_set(sub, "resource", json_object_get(params, "resource"));
+        else if (streq_ptr(cgroup, "/resource-new"))
+                json_object_set_new(sub, "resource", json_string("irq"));
         send_event(fd, sub, true);
 
         if (streq_ptr(cgroup, "/kinds")) {
@@ -168,23 +174,29 @@ static bool serve_subscribe(int fd, json_t *params, unsigned *n_flaky, unsigned 
 
         if (streq_ptr(cgroup, "/flaky"))
                 ++*n_flaky;
-        send_event(fd, json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:b}",
+        send_event(fd, json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:b, s:O?}",
                                  "kind", "pressure", "cgroup", cgroup, "source", "inject",
                                  "level", level ? level : "low", "seq", streq_ptr(cgroup, "/flaky") ? (int) *n_flaky : 1,
-                                 "count", 1, "missed", 0, "synthetic", 1), true);
+                                 "count", 1, "missed", 0, "synthetic", 1,
+                                 "resource", json_object_get(params, "resource")), true);
         return !(streq_ptr(cgroup, "/flaky") && *n_flaky == 1) && !streq_ptr(cgroup, "/hangup");
 }
 
 static void serve_call(int fd, const char *method, json_t *params) {
-        if (streq(method, "io.pressured.Inject"))
-                send_json(fd, json_pack("{s:{s:i}}", "parameters", "delivered", 3));
+        if (streq(method, "io.pressured.Inject")) {
+                /* Tells the test which resource it asked for: 3 for none (memory), 4 cpu, 5 io. */
+                const char *res = json_string_value(json_object_get(params, "resource"));
+
+                send_json(fd, json_pack("{s:{s:i}}", "parameters", "delivered",
+                                        !res ? 3 : streq(res, "cpu") ? 4 : streq(res, "io") ? 5 : 6));
+        }
         else if (streq(method, "io.pressured.GetStatus"))
-                send_json(fd, json_pack("{s:{s:s, s:i, s:I, s:i, s:{s:i}, s:[{s:s, s:s, s:{s:{s:s, s:I, s:I}}, s:i, "
-                                        "s:{s:I, s:I, s:i, s:f}, s:[{s:I, s:I, s:I, s:I, s:I, s:i, s:s}]}]}}",
+                send_json(fd, json_pack("{s:{s:s, s:i, s:I, s:i, s:{s:i}, s:[{s:s, s:s, s:s, s:{s:{s:s, s:I, s:I}}, "
+                                        "s:i, s:{s:I, s:I, s:i, s:f}, s:[{s:I, s:I, s:I, s:I, s:I, s:i, s:s}]}]}}",
                                         "parameters", "version", "9.9", "clients", 1,
                                         "uptime_us", (json_int_t) 5000000, "subscriptions", 2,
                                         "counters", "events_read", 17,
-                                        "registrations", "cgroup", "/r", "source", "psi",
+                                        "registrations", "cgroup", "/r", "source", "psi", "resource", "io",
                                         "trigger", "psi", "stall", "some", "threshold_us", (json_int_t) 100000,
                                         "window_us", (json_int_t) 1000000, "subscribers", 2,
                                         "episode", "active_since_us", (json_int_t) 90, "duration_us",
@@ -719,12 +731,137 @@ static void setup_protection(pressure_selector *s) {
 static void setup_default(pressure_selector *s) {
 }
 
+static void setup_cpu_level(pressure_selector *s) {
+        ASSERT_OK(pressure_selector_set_resource(s, PRESSURE_RESOURCE_CPU));
+        ASSERT_OK(pressure_selector_set_level(s, PRESSURE_LEVEL_MEDIUM));
+}
+
+/* The resource stays when the source changes; memory is not sent. */
+static void setup_io_psi(pressure_selector *s) {
+        ASSERT_OK(pressure_selector_set_resource(s, PRESSURE_RESOURCE_IO));
+        ASSERT_OK(pressure_selector_set_psi(s, PRESSURE_STALL_FULL, 100000, 2000000));
+}
+
+static void setup_memory_explicit(pressure_selector *s) {
+        ASSERT_OK(pressure_selector_set_resource(s, PRESSURE_RESOURCE_CPU));
+        ASSERT_OK(pressure_selector_set_resource(s, PRESSURE_RESOURCE_MEMORY));
+}
+
 static void test_requests(void) {
         check_request(setup_vmpressure, "{\"cgroup\":\"/v1\",\"vmpressure\":{\"level\":\"critical\",\"mode\":\"hierarchy\"}}");
         check_request(setup_vmpressure_nomode, "{\"vmpressure\":{\"level\":\"low\"}}");
         check_request(setup_memory_events, "{\"cgroup\":\"/m\",\"memory_events\":true}");
         check_request(setup_protection, "{\"min_interval_ms\":1000,\"protection\":true}");
         check_request(setup_default, "{\"level\":\"low\"}");
+        check_request(setup_cpu_level, "{\"level\":\"medium\",\"resource\":\"cpu\"}");
+        check_request(setup_io_psi, "{\"psi\":{\"stall\":\"full\",\"threshold_us\":100000,\"window_us\":2000000},"
+                                    "\"resource\":\"io\"}");
+        check_request(setup_memory_explicit, "{\"level\":\"low\"}");
+}
+
+/* The resources of the subscribed and pressure events of one subscription. */
+typedef struct Resources {
+        pressure_resource subscribed, pressure;
+        bool done;
+} Resources;
+
+static int on_resources(pressure_subscription *sub, const pressure_event *e, void *userdata) {
+        Resources *r = userdata;
+
+        if (pressure_event_get_kind(e) == PRESSURE_EVENT_SUBSCRIBED)
+                r->subscribed = pressure_event_get_resource(e);
+        else if (pressure_event_get_kind(e) == PRESSURE_EVENT_PRESSURE) {
+                r->pressure = pressure_event_get_resource(e);
+                r->done = true;
+        }
+        return 0;
+}
+
+static bool resources_done(void *data) {
+        return ((Resources *) data)->done;
+}
+
+static Resources subscribe_resource(const char *cgroup, pressure_resource resource) {
+        pressure_client *c = client_new();
+        pressure_selector *s;
+        Resources r = {};
+
+        ASSERT_OK(pressure_selector_new(&s));
+        ASSERT_OK(pressure_selector_set_cgroup(s, cgroup));
+        if (resource != PRESSURE_RESOURCE_NONE)
+                ASSERT_OK(pressure_selector_set_resource(s, resource));
+        ASSERT_OK(pressure_client_subscribe(c, s, on_resources, &r, NULL, NULL));
+        pressure_selector_free(s);
+        run_until(c, resources_done, &r);
+        pressure_client_free(c);
+        return r;
+}
+
+static int on_inject_value(pressure_call *call, uint64_t delivered, const pressure_error *error, void *userdata) {
+        ASSERT_TRUE(!error);
+        *(uint64_t *) userdata = delivered;
+        return 0;
+}
+
+static bool inject_value_done(void *data) {
+        return *(uint64_t *) data != 0;
+}
+
+/* libpressure 1.1: resources of selectors, events and Inject. */
+static void test_resources(void) {
+        pressure_client *c = client_new();
+        pressure_selector *s;
+        pressure_error *error = NULL;
+        uint64_t delivered = 0;
+        Resources r;
+
+        ASSERT_OK(pressure_selector_new(&s));
+        ASSERT_ERR(pressure_selector_set_resource(s, PRESSURE_RESOURCE_NONE), EINVAL);
+        ASSERT_ERR(pressure_selector_set_resource(s, (pressure_resource) 9), EINVAL);
+        ASSERT_ERR(pressure_selector_set_resource(NULL, PRESSURE_RESOURCE_CPU), EINVAL);
+        ASSERT_OK(pressure_selector_set_resource(s, PRESSURE_RESOURCE_IO));
+        pressure_selector_free(s);
+        ASSERT_STREQ(pressure_resource_to_string(PRESSURE_RESOURCE_CPU), "cpu");
+        ASSERT_STREQ(pressure_resource_to_string(PRESSURE_RESOURCE_MEMORY), "memory");
+        ASSERT_TRUE(pressure_resource_to_string(PRESSURE_RESOURCE_NONE) == NULL);
+        ASSERT_TRUE(pressure_resource_to_string((pressure_resource) 9) == NULL);
+        ASSERT_EQ(pressure_resource_from_string("io"), PRESSURE_RESOURCE_IO);
+        ASSERT_EQ(pressure_resource_from_string("irq"), -EINVAL);
+        ASSERT_EQ(pressure_resource_from_string(NULL), -EINVAL);
+        ASSERT_EQ(pressure_event_get_resource(NULL), PRESSURE_RESOURCE_NONE);
+        ASSERT_EQ(pressure_registration_get_resource(NULL), PRESSURE_RESOURCE_NONE);
+
+        r = subscribe_resource("/r1", PRESSURE_RESOURCE_CPU);
+        ASSERT_EQ(r.subscribed, PRESSURE_RESOURCE_CPU);
+        ASSERT_EQ(r.pressure, PRESSURE_RESOURCE_CPU);
+        r = subscribe_resource("/r2", PRESSURE_RESOURCE_IO);
+        ASSERT_EQ(r.subscribed, PRESSURE_RESOURCE_IO);
+        ASSERT_EQ(r.pressure, PRESSURE_RESOURCE_IO);
+        /* A daemon that does not say means memory; one with a newer resource, none this version knows. */
+        r = subscribe_resource("/r3", PRESSURE_RESOURCE_NONE);
+        ASSERT_EQ(r.subscribed, PRESSURE_RESOURCE_MEMORY);
+        ASSERT_EQ(r.pressure, PRESSURE_RESOURCE_MEMORY);
+        r = subscribe_resource("/resource-new", PRESSURE_RESOURCE_NONE);
+        ASSERT_EQ(r.subscribed, PRESSURE_RESOURCE_NONE);
+
+        ASSERT_OK(pressure_client_inject_resource(c, "/x", PRESSURE_RESOURCE_CPU, PRESSURE_LEVEL_LOW, &delivered,
+                                                  &error));
+        ASSERT_U64_EQ(delivered, 4);
+        ASSERT_OK(pressure_client_inject_resource(c, "/x", PRESSURE_RESOURCE_MEMORY, PRESSURE_LEVEL_LOW, &delivered,
+                                                  NULL));
+        ASSERT_U64_EQ(delivered, 3);
+        ASSERT_ERR(pressure_client_inject_resource(c, "/x", PRESSURE_RESOURCE_NONE, PRESSURE_LEVEL_LOW, NULL, &error),
+                   EINVAL);
+        ASSERT_TRUE(error != NULL);
+        pressure_error_free(error);
+        ASSERT_ERR(pressure_client_inject_resource_async(c, "/x", (pressure_resource) 7, PRESSURE_LEVEL_LOW,
+                                                         on_inject_value, &delivered, NULL), EINVAL);
+        delivered = 0;
+        ASSERT_OK(pressure_client_inject_resource_async(c, "/x", PRESSURE_RESOURCE_IO, PRESSURE_LEVEL_CRITICAL,
+                                                        on_inject_value, &delivered, NULL));
+        run_until(c, inject_value_done, &delivered);
+        ASSERT_U64_EQ(delivered, 5);
+        pressure_client_free(c);
 }
 
 static unsigned count_pressure(Recorder *r, const char *cgroup) {
@@ -1114,6 +1251,7 @@ static void check_status(const pressure_status *st) {
         reg = pressure_status_get_registration(st, 0);
         ASSERT_STREQ(pressure_registration_get_cgroup(reg), "/r");
         ASSERT_EQ(pressure_registration_get_source(reg), PRESSURE_SOURCE_PSI);
+        ASSERT_EQ(pressure_registration_get_resource(reg), PRESSURE_RESOURCE_IO);
         ASSERT_U64_EQ(pressure_registration_get_subscribers(reg), 2);
         ASSERT_OK(pressure_trigger_get_psi(pressure_registration_get_trigger(reg), &stall, &threshold, &window));
         ASSERT_EQ(stall, PRESSURE_STALL_SOME);
@@ -1273,6 +1411,7 @@ int main(void) {
         test_adjusted_reason();
         test_errors();
         test_requests();
+        test_resources();
         test_multiple();
         test_async();
         test_async_calls();
