@@ -82,11 +82,17 @@ static void say_source_unavailable(FILE *f, const char *command, json_t *p) {
 }
 
 static void say_invalid_trigger(FILE *f, const char *command, json_t *p) {
+        const char *reason = json_string_value(json_object_get(p, "reason"));
+
         (void) command;
         fputs("Invalid trigger: ", f);
         put(f, p, "reason");
-        fputs("; a PSI trigger is STALL THRESHOLD WINDOW, e.g. 'some 150ms 2s', with a window from 500ms to 10s.",
-              f);
+        /* A trigger refused for its resource (cpu "full" on the whole system) is well formed: no syntax hint. */
+        if (reason && strncmp(reason, "cpu ", 4) == 0)
+                fputs(".", f);
+        else
+                fputs("; a PSI trigger is STALL THRESHOLD WINDOW, e.g. 'some 150ms 2s', with a window from 500ms to 10s.",
+                      f);
 }
 
 /* Where the limit @limit is set, or NULL. */

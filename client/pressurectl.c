@@ -254,6 +254,21 @@ static void format_trigger(char *buf, size_t size, json_t *trigger) {
                 snprintf(buf, size, "-");
 }
 
+/*
+ * The trigger of registration @reg, led by its resource unless that is
+ * memory, the default: "cpu some 70ms 1s (level low)".
+ */
+static void format_reg_trigger(char *buf, size_t size, json_t *reg) {
+        const char *resource = jget_str(reg, "resource");
+        int n = 0;
+
+        if (resource && !streq(resource, "memory"))
+                n = snprintf(buf, size, "%s ", resource);
+        if (n < 0 || (size_t) n >= size)
+                n = 0;
+        format_trigger(buf + n, size - (size_t) n, json_object_get(reg, "trigger"));
+}
+
 /* An episode object of GetStatus: "12.300s, 4 events, peak 22.10%" (or "peak medium"). */
 static void format_episode(char *buf, size_t size, json_t *ep) {
         json_t *peak = json_object_get(ep, "peak");
@@ -346,7 +361,7 @@ static void status_print_registration_table(json_t *regs) {
         size_t i;
 
         json_array_foreach(regs, i, v) {
-                format_trigger(trig, sizeof(trig), json_object_get(v, "trigger"));
+                format_reg_trigger(trig, sizeof(trig), v);
                 wc = MAX(wc, (int) strlen(strna(jget_str(v, "cgroup"))));
                 ws = MAX(ws, (int) strlen(strna(jget_str(v, "source"))));
                 wt = MAX(wt, (int) strlen(trig));
@@ -357,7 +372,7 @@ static void status_print_registration_table(json_t *regs) {
                 json_t *ep = json_object_get(v, "episode");
                 char epi[128] = "-";
 
-                format_trigger(trig, sizeof(trig), json_object_get(v, "trigger"));
+                format_reg_trigger(trig, sizeof(trig), v);
                 if (json_is_object(ep)) {
                         char rest[112];
 
@@ -388,7 +403,7 @@ static void status_print_registrations(json_t *regs) {
 
                 if (!json_is_array(proxied) || json_array_size(proxied) == 0)
                         continue;
-                format_trigger(trig, sizeof(trig), json_object_get(v, "trigger"));
+                format_reg_trigger(trig, sizeof(trig), v);
                 printf("\nProxied on %s (%s %s):\n", strna(jget_str(v, "cgroup")),
                        strna(jget_str(v, "source")), trig);
                 json_array_foreach(proxied, j, p)
@@ -475,6 +490,8 @@ static int print_episode_json(json_t *reg, json_t *episode, bool active) {
                 return -ENOMEM;
         json_object_set(o, "cgroup", json_object_get(reg, "cgroup"));
         json_object_set(o, "source", json_object_get(reg, "source"));
+        if (json_object_get(reg, "resource"))
+                json_object_set(o, "resource", json_object_get(reg, "resource"));
         json_object_set(o, "trigger", json_object_get(reg, "trigger"));
         json_object_set_new(o, "active", json_boolean(active));
         line = json_dumps(o, JSON_COMPACT);
@@ -501,7 +518,8 @@ static int cmd_history(int argc, char **argv) {
                           "Show the recent pressure episodes of every registration (of CGROUP only,\n"
                           "if given): the active one and the last ones that ended. The daemon keeps\n"
                           "them only while somebody subscribes to the registration.\n\n"
-                          "  --json   one JSON object per episode, with cgroup, source and trigger\n",
+                          "  --json   one JSON object per episode, with cgroup, source, resource and\n"
+                          "           trigger\n",
                           &cgroup, &c);
         if (r >= 0)
                 return r;
@@ -530,7 +548,7 @@ static int cmd_history(int argc, char **argv) {
                         shown++;
                         continue;
                 }
-                format_trigger(trig, sizeof(trig), json_object_get(v, "trigger"));
+                format_reg_trigger(trig, sizeof(trig), v);
                 printf("%s%s %s (%s):\n", shown > 0 ? "\n" : "", strna(jget_str(v, "cgroup")),
                        strna(jget_str(v, "source")), trig);
                 if (json_array_size(hist) == 0 && !json_is_object(ep))
@@ -666,11 +684,16 @@ static int cmd_protection(int argc, char **argv) {
 /* ---- inject, reload ------------------------------------------------------------ */
 
 static int cmd_inject(int argc, char **argv) {
-        static const struct option options[] = { COMMON_OPTIONS, { "level", required_argument, NULL, 'l' }, {} };
+        static const struct option options[] = {
+                COMMON_OPTIONS,
+                { "level",    required_argument, NULL, 'l' },
+                { "resource", required_argument, NULL, 'R' },
+                {}
+        };
         _cleanup_(pressure_client_freep) pressure_client *c = NULL;
         _cleanup_(pressure_error_freep) pressure_error *error = NULL;
         const char *cgroup = NULL;
-        int opt, r, level = -1;
+        int opt, r, level = -1, resource = PRESSURE_RESOURCE_MEMORY;
         uint64_t delivered = 0;
 
         while ((opt = getopt_long(argc, argv, "hl:", options, NULL)) >= 0) {
@@ -678,13 +701,20 @@ static int cmd_inject(int argc, char **argv) {
                         continue;
                 switch (opt) {
                 case 'h':
-                        printf("pressurectl [OPTIONS] inject [CGROUP] --level LEVEL\n\n"
+                        printf("pressurectl [OPTIONS] inject [CGROUP] --level LEVEL [--resource R]\n\n"
                                "Send a synthetic pressure event of LEVEL (low, medium, critical) to every\n"
                                "pressure subscription on exactly CGROUP (default: the whole system).\n"
                                "Needs root or the daemon's InjectGroup=.\n\n"
                                "  -l --level LEVEL   the level to inject (required)\n"
+                               "     --resource R   the subscriptions of memory (default), cpu or io\n"
                                "     --json         print {\"delivered\": N}\n");
                         return 0;
+                case 'R':
+                        resource = pressure_resource_from_string(optarg);
+                        if (resource < 0)
+                                return usage_error("inject ", "invalid resource '%s', expected memory, cpu or io",
+                                                   optarg);
+                        break;
                 case 'l':
                         level = pressure_level_from_string(optarg);
                         if (level < 0)
@@ -704,7 +734,8 @@ static int cmd_inject(int argc, char **argv) {
         r = client_open(&c);
         if (r != 0)
                 return r;
-        r = pressure_client_inject(c, cgroup, (pressure_level) level, &delivered, &error);
+        r = pressure_client_inject_resource(c, cgroup, (pressure_resource) resource, (pressure_level) level,
+                                            &delivered, &error);
         if (r < 0)
                 return report_error(c, r, "inject", error);
         if (arg_json)
@@ -864,6 +895,9 @@ static void print_subscribed(FILE *f, const pressure_event *e) {
 
         fprintf(f, "Watching %s: %s", pressure_event_get_cgroup(e),
                 strna(pressure_source_to_string(pressure_event_get_source(e))));
+        /* Memory is the default and goes without saying. */
+        if (pressure_event_get_resource(e) != PRESSURE_RESOURCE_MEMORY)
+                fprintf(f, " on %s", strna(pressure_resource_to_string(pressure_event_get_resource(e))));
         if (pressure_trigger_get_level(t) != PRESSURE_LEVEL_NONE)
                 fprintf(f, " for level %s", pressure_level_to_string(pressure_trigger_get_level(t)));
         if (pressure_trigger_get_psi(t, &stall, &threshold, &window) >= 0)
@@ -898,6 +932,14 @@ static void print_psi(const pressure_event *e) {
         printf(" full=%.2f/%.2f/%.2f", a10, a60, a300);
 }
 
+/* " resource=cpu" for an event about cpu or io; nothing for memory, the default. */
+static void print_resource(const pressure_event *e) {
+        pressure_resource r = pressure_event_get_resource(e);
+
+        if (r != PRESSURE_RESOURCE_MEMORY)
+                printf(" resource=%s", strna(pressure_resource_to_string(r)));
+}
+
 static void print_cleared(const pressure_event *e) {
         const pressure_episode *ep = pressure_event_get_episode(e);
         pressure_level level = pressure_event_get_level(e);
@@ -906,8 +948,9 @@ static void print_cleared(const pressure_event *e) {
 
         if (level != PRESSURE_LEVEL_NONE)
                 printf(" %s", pressure_level_to_string(level));
-        printf(" source=%s seq=%" PRIu64, strna(pressure_source_to_string(pressure_event_get_source(e))),
-               pressure_event_get_seq(e));
+        printf(" source=%s", strna(pressure_source_to_string(pressure_event_get_source(e))));
+        print_resource(e);
+        printf(" seq=%" PRIu64, pressure_event_get_seq(e));
         if (!ep)
                 return;
         printf(" duration=%s events=%" PRIu64, format_duration(d, pressure_episode_get_duration_us(ep)),
@@ -928,6 +971,7 @@ static void print_event_human(const pressure_event *e) {
         case PRESSURE_EVENT_PRESSURE:
                 printf(" %s source=%s", strna(pressure_level_to_string(pressure_event_get_level(e))),
                        strna(pressure_source_to_string(pressure_event_get_source(e))));
+                print_resource(e);
                 if (pressure_event_is_synthetic(e))
                         printf(" synthetic");
                 printf(" count=%" PRIu64 " seq=%" PRIu64, pressure_event_get_count(e), pressure_event_get_seq(e));
@@ -1099,6 +1143,8 @@ typedef struct WatchOptions {
         pressure_selector *sel; /* the cgroup, the source and --min-interval */
         unsigned selectors;     /* how many of --level, --psi, ... were given */
         bool no_episodes;       /* the selector's events have no episodes (--memory-events, --protection) */
+        bool not_psi;           /* the selector is no PSI one (--vmpressure, --memory-events, --protection) */
+        pressure_resource resource; /* --resource, memory by default */
         uint64_t count;         /* --count, 0 for none */
         bool until_cleared;
         uint64_t deadline;      /* CLOCK_MONOTONIC end of --timeout, or PRESSURE_TIMEOUT_INFINITE */
@@ -1119,6 +1165,8 @@ static void watch_help(void) {
                "     --vmpressure L[,MODE]  cgroup v1 vmpressure; MODE default, hierarchy, local\n"
                "     --memory-events        changes of memory.events\n"
                "     --protection           changes of the effective-protection state\n\n"
+               "  -r --resource R           what --level and --psi watch: memory (default), cpu\n"
+               "                            or io pressure\n\n"
                "Options:\n"
                "  -n --count N              exit 0 after N events (the confirmation does not count)\n"
                "     --until-cleared        exit 0 when the pressure episode is over (\"cleared\")\n"
@@ -1163,15 +1211,16 @@ static int watch_parse_selector(WatchOptions *o, int opt, const char *arg) {
                 if (parse_vmpressure(arg, &level, &mode) < 0 ||
                     pressure_selector_set_vmpressure(o->sel, level, mode) < 0)
                         return usage_error("watch ", "invalid vmpressure '%s', expected LEVEL[,MODE]", arg);
+                o->not_psi = true;
                 break;
         }
         case 'm':
                 (void) pressure_selector_set_memory_events(o->sel);
-                o->no_episodes = true;
+                o->no_episodes = o->not_psi = true;
                 break;
         case 'P':
                 (void) pressure_selector_set_protection(o->sel);
-                o->no_episodes = true;
+                o->no_episodes = o->not_psi = true;
                 break;
         }
         o->selectors++;
@@ -1202,6 +1251,15 @@ static int watch_parse_option(WatchOptions *o, int opt, const char *arg) {
         case 'C':
                 o->until_cleared = true;
                 return 0;
+        case 'r': {
+                int r = pressure_resource_from_string(arg);
+
+                if (r < 0)
+                        return usage_error("watch ", "invalid resource '%s', expected memory, cpu or io", arg);
+                o->resource = (pressure_resource) r;
+                (void) pressure_selector_set_resource(o->sel, o->resource);
+                return 0;
+        }
         case 'X':
                 if (parse_seconds(arg, 1e9, &o->exec_timeout) < 0 || o->exec_timeout == 0)
                         return usage_error("watch ", "invalid exec timeout '%s', expected a positive number of seconds",
@@ -1231,6 +1289,7 @@ static int watch_parse(int argc, char **argv, WatchOptions *o) {
                 { "min-interval",  required_argument, NULL, 'i' },
                 { "wait",          no_argument,       NULL, 'w' },
                 { "until-cleared", no_argument,       NULL, 'C' },
+                { "resource",      required_argument, NULL, 'r' },
                 /* Taken off by watch_find_exec(); listed so that "--exec=CMD" is not "--exec-timeout=CMD". */
                 { "exec",          no_argument,       NULL, 'x' },
                 { "exec-timeout",  required_argument, NULL, 'X' },
@@ -1251,7 +1310,7 @@ static int watch_parse(int argc, char **argv, WatchOptions *o) {
                 argc = exec_at;
         }
 
-        while ((opt = getopt_long(argc, argv, "hl:n:t:", options, NULL)) >= 0) {
+        while ((opt = getopt_long(argc, argv, "hl:n:t:r:", options, NULL)) >= 0) {
                 if (common_option(opt))
                         continue;
                 if (opt == 'h') {
@@ -1264,6 +1323,9 @@ static int watch_parse(int argc, char **argv, WatchOptions *o) {
         }
         if (o->selectors > 1)
                 return usage_error("watch ", "give at most one of --level, --psi, --vmpressure, --memory-events, --protection");
+        if (o->resource != PRESSURE_RESOURCE_MEMORY && o->resource != PRESSURE_RESOURCE_NONE && o->not_psi)
+                return usage_error("watch ", "--resource %s needs --level or --psi: the other selectors watch memory only",
+                                   pressure_resource_to_string(o->resource));
         if (o->until_cleared && o->no_episodes)
                 return usage_error("watch ", "--until-cleared needs a pressure selector (--level, --psi, --vmpressure)");
         if (optind < argc)

@@ -171,6 +171,13 @@ static void test_hints(void) {
         assert_contains(s, "Invalid trigger: threshold must not exceed the window; ");
         free(s);
         json_decref(p);
+        /* Refused for its resource: the trigger is well formed, no syntax hint. */
+        p = json_pack("{s:s}", "reason", "cpu \"full\" pressure is not defined for the whole system");
+        s = error_sentence("watch", "io.pressured.InvalidTrigger", p);
+        assert_contains(s, "Invalid trigger: cpu \"full\" pressure is not defined for the whole system.");
+        ASSERT_TRUE(!strstr(s, "STALL THRESHOLD WINDOW"));
+        free(s);
+        json_decref(p);
 }
 
 /* error_describe() of the failure @r (@name, @params): the exit code, and the object in *@ret. */
