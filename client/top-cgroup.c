@@ -321,6 +321,15 @@ static void read_v2(TopCgroup *cg, int dfd) {
                 cg->some_avg10 = psi.some.avg10;
                 cg->full_avg10 = psi.has_full ? psi.full.avg10 : 0;
         }
+        /* cpu and io pressure: PSI files of every cgroup2 directory, whatever its controllers. */
+        if (read_cached(c, 5, dfd, "cpu.pressure", buf, sizeof(buf)) > 0 && psi_stats_parse(buf, &psi) >= 0) {
+                cg->has_cpu_psi = true;
+                cg->cpu_some_avg10 = psi.some.avg10;
+        }
+        if (read_cached(c, 6, dfd, "io.pressure", buf, sizeof(buf)) > 0 && psi_stats_parse(buf, &psi) >= 0) {
+                cg->has_io_psi = true;
+                cg->io_some_avg10 = psi.some.avg10;
+        }
 }
 
 /* cgroup v1: usage and limit; "high" is the soft limit, the nearest v1 counterpart. */
@@ -643,6 +652,10 @@ static bool values_changed(const TopCgroup *a, const TopCgroup *b) {
         /* PSI averages in hundredths, as the kernel gives and top shows them. */
         if (a->has_psi && (a->some_avg10 != b->some_avg10 || a->full_avg10 != b->full_avg10))
                 return true;
+        if (a->has_cpu_psi != b->has_cpu_psi || a->has_io_psi != b->has_io_psi ||
+            (a->has_cpu_psi && a->cpu_some_avg10 != b->cpu_some_avg10) ||
+            (a->has_io_psi && a->io_some_avg10 != b->io_some_avg10))
+                return true;
         return memcmp(a->ev, b->ev, sizeof(a->ev)) != 0;
 }
 
@@ -746,7 +759,8 @@ static uint64_t meminfo_value(const char *text, const char *key) {
 /**
  * top_system_read - the system-wide numbers of top's header.
  * @ret: filled with /proc/pressure/memory's averages (has_psi false if
- *       PSI is off) and MemAvailable/MemTotal (TOP_NONE if unknown)
+ *       PSI is off), the "some" avg10 of /proc/pressure/cpu and io, and
+ *       MemAvailable/MemTotal (TOP_NONE if unknown)
  */
 void top_system_read(TopSystem *ret) {
         char buf[4096];
@@ -759,6 +773,14 @@ void top_system_read(TopSystem *ret) {
                 ret->some_avg60 = psi.some.avg60;
                 ret->full_avg10 = psi.has_full ? psi.full.avg10 : 0;
                 ret->full_avg60 = psi.has_full ? psi.full.avg60 : 0;
+        }
+        if (read_small_at(AT_FDCWD, "/proc/pressure/cpu", buf, sizeof(buf)) > 0 && psi_stats_parse(buf, &psi) >= 0) {
+                ret->has_cpu_psi = true;
+                ret->cpu_some_avg10 = psi.some.avg10;
+        }
+        if (read_small_at(AT_FDCWD, "/proc/pressure/io", buf, sizeof(buf)) > 0 && psi_stats_parse(buf, &psi) >= 0) {
+                ret->has_io_psi = true;
+                ret->io_some_avg10 = psi.some.avg10;
         }
         if (read_small_at(AT_FDCWD, "/proc/meminfo", buf, sizeof(buf)) > 0) {
                 ret->mem_available = meminfo_value(buf, "\nMemAvailable");

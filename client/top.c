@@ -48,6 +48,8 @@ typedef enum SortKey {
         SORT_EVENTS,
         SORT_PATH,
         SORT_EPISODE,
+        SORT_CPU,
+        SORT_IO,
         _SORT_MAX,
 } SortKey;
 
@@ -58,6 +60,8 @@ static const char *const sort_names[_SORT_MAX] = {
         [SORT_EVENTS] = "events",
         [SORT_PATH] = "path",
         [SORT_EPISODE] = "episode",
+        [SORT_CPU] = "cpu",
+        [SORT_IO] = "io",
 };
 
 typedef struct TopDaemon {
@@ -85,6 +89,7 @@ typedef struct Top {
         SortKey sort;
         bool flat;
         bool show_protection;
+        bool show_cpu_io;    /* the CPU and IO columns: always in batch mode, on a screen where they fit */
         int indent;          /* columns of indentation per tree level: 2, or 1 on a narrow screen */
         char filter[128];
 
@@ -188,7 +193,7 @@ static uint64_t events_sum(const TopCgroup *cg) {
 /* Width of the columns after the name: " V", 5-character values and the 7-character EPISODE,
  * each after a space. */
 static int fixed_width(const Top *t) {
-        return 2 + (3 + (t->show_protection ? 2 : 0) + 2 + 3) * 6 + 8;
+        return 2 + (3 + (t->show_protection ? 2 : 0) + 2 + (t->show_cpu_io ? 2 : 0) + 3) * 6 + 8;
 }
 
 /* The indentation and name of a row as shown. */
@@ -220,27 +225,43 @@ static int name_width(const Top *t, int avail) {
 }
 
 static void format_column_header(const Top *t, char *buf, size_t size, int nw) {
-        snprintf(buf, size, "%-*s %1s %5s %5s %5s%s %5s %5s %7s %5s %5s %5s", nw, "CGROUP", "V", "USAGE", "HIGH",
-                 "MAX", t->show_protection ? "  EMIN  ELOW" : "", "SOME", "FULL", "EPISODE", "+HIGH", "+MAX", "+OOMK");
+        snprintf(buf, size, "%-*s %1s %5s %5s %5s%s %5s %5s%s %7s %5s %5s %5s", nw, "CGROUP", "V", "USAGE", "HIGH",
+                 "MAX", t->show_protection ? "  EMIN  ELOW" : "", "SOME", "FULL",
+                 t->show_cpu_io ? "   CPU    IO" : "", "EPISODE", "+HIGH", "+MAX", "+OOMK");
 }
 
 static void format_row(const Top *t, const TopCgroup *cg, char *buf, size_t size, int nw) {
-        char b[11][16], prot[32] = "";
+        char b[13][16], prot[32] = "", cpu_io[48] = "";
         const char *name;
         int indent, len;
 
         row_name(t, cg, &indent, &name);
         if (t->show_protection)
                 snprintf(prot, sizeof(prot), " %5s %5s", fmt_size(b[3], cg->emin), fmt_size(b[4], cg->elow));
+        /* "some" avg10 of cpu.pressure and io.pressure. */
+        if (t->show_cpu_io)
+                snprintf(cpu_io, sizeof(cpu_io), " %5s %5s",
+                         fmt_psi(b[11], cg->has_cpu_psi, psi_percent(cg->cpu_some_avg10)),
+                         fmt_psi(b[12], cg->has_io_psi, psi_percent(cg->io_some_avg10)));
         len = MAX(nw - indent, 0);
-        snprintf(buf, size, "%*s%-*.*s %1s %5s %5s %5s%s %5s %5s %7s %5s %5s %5s", indent, "", len, len, name,
+        snprintf(buf, size, "%*s%-*.*s %1s %5s %5s %5s%s %5s %5s%s %7s %5s %5s %5s", indent, "", len, len, name,
                  cg->current == TOP_NONE ? "" : cg->mem_v1 ? "1" : "2", fmt_size(b[0], cg->current),
                  fmt_size(b[1], cg->high), fmt_size(b[2], cg->max), prot,
                  fmt_psi(b[5], cg->has_psi, psi_percent(cg->some_avg10)),
-                 fmt_psi(b[6], cg->has_psi, psi_percent(cg->full_avg10)),
+                 fmt_psi(b[6], cg->has_psi, psi_percent(cg->full_avg10)), cpu_io,
                  fmt_duration(b[10], cg), fmt_count(b[7], top_event_delta(cg, TOP_EV_HIGH)),
                  fmt_count(b[8], top_event_delta(cg, TOP_EV_MAX)),
                  fmt_count(b[9], top_event_delta(cg, TOP_EV_OOM_KILL)));
+}
+
+/* The system's cpu and io "some" avg10, after the memory figures of @line. */
+static void format_header_cpu_io(const Top *t, char line[static MAX_WIDTH]) {
+        size_t n = strlen(line);
+        char b[2][16];
+
+        snprintf(line + n, MAX_WIDTH - n, "  cpu some avg10 %s  io some avg10 %s",
+                 t->sys.has_cpu_psi ? fmt_psi(b[0], true, psi_percent(t->sys.cpu_some_avg10)) : "-",
+                 t->sys.has_io_psi ? fmt_psi(b[1], true, psi_percent(t->sys.io_some_avg10)) : "-");
 }
 
 /* The header lines above the table. */
@@ -266,6 +287,7 @@ static void format_header(const Top *t, char lines[4][MAX_WIDTH]) {
         else
                 snprintf(lines[1], MAX_WIDTH, "memory PSI  not available  MemAvailable %s of %s",
                          fmt_size(b[0], t->sys.mem_available), fmt_size(b[1], t->sys.mem_total));
+        format_header_cpu_io(t, lines[1]);
 
         if (!d->reachable)
                 snprintf(lines[2], MAX_WIDTH, "daemon down: %s (protection columns empty)", d->error);
@@ -304,6 +326,10 @@ static double sort_value(const Top *t, const TopCgroup *cg) {
                 return (double) events_sum(cg);
         case SORT_EPISODE:
                 return cg->ep_since_us != TOP_NONE ? (double) cg->ep_duration_us : -1;
+        case SORT_CPU:
+                return cg->has_cpu_psi ? cg->cpu_some_avg10 : -1.0;
+        case SORT_IO:
+                return cg->has_io_psi ? cg->io_some_avg10 : -1.0;
         default:
                 return 0;
         }
@@ -414,6 +440,17 @@ static const char *episode_source(const char *s) {
         return "other";
 }
 
+/* The resource of a registration, likewise; memory when a daemon before 0.3 does not say. */
+static const char *episode_resource(const char *s) {
+        if (!s || streq(s, "memory"))
+                return "memory";
+        if (streq(s, "cpu"))
+                return "cpu";
+        if (streq(s, "io"))
+                return "io";
+        return "other";
+}
+
 /*
  * The active episodes in GetStatus's registrations: count them, and give each cgroup shown the
  * longest of its own. The duration is the daemon's duration_us (right even when top runs in
@@ -447,6 +484,7 @@ static void apply_episodes(Top *t, json_t *regs, uint64_t now) {
                 cg->ep_duration_us = duration;
                 cg->ep_events = jget_u64(ep, "events");
                 cg->ep_source = episode_source(json_string_value(json_object_get(reg, "source")));
+                cg->ep_resource = episode_resource(json_string_value(json_object_get(reg, "resource")));
         }
 }
 
@@ -621,6 +659,10 @@ static void json_fill_system(const Top *t, json_t *sys) {
                                                           "full_avg60", psi_percent(t->sys.full_avg60)));
         else
                 json_object_set_new(sys, "psi", json_null());
+        json_object_set_new(sys, "cpu_psi", t->sys.has_cpu_psi ?
+                            json_pack("{s:f}", "some_avg10", psi_percent(t->sys.cpu_some_avg10)) : json_null());
+        json_object_set_new(sys, "io_psi", t->sys.has_io_psi ?
+                            json_pack("{s:f}", "some_avg10", psi_percent(t->sys.io_some_avg10)) : json_null());
         set_opt(sys, "mem_available", json_size(t->sys.mem_available));
         set_opt(sys, "mem_total", json_size(t->sys.mem_total));
 }
@@ -669,17 +711,21 @@ static json_t *json_cgroup(const Top *t, const TopCgroup *cg) {
                 json_object_set_new(c, "some_avg10", json_real(psi_percent(cg->some_avg10)));
                 json_object_set_new(c, "full_avg10", json_real(psi_percent(cg->full_avg10)));
         }
+        if (cg->has_cpu_psi)
+                json_object_set_new(c, "cpu_some_avg10", json_real(psi_percent(cg->cpu_some_avg10)));
+        if (cg->has_io_psi)
+                json_object_set_new(c, "io_some_avg10", json_real(psi_percent(cg->io_some_avg10)));
         set_opt(ev, "high", json_size(top_event_delta(cg, TOP_EV_HIGH)));
         set_opt(ev, "max", json_size(top_event_delta(cg, TOP_EV_MAX)));
         set_opt(ev, "oom_kill", json_size(top_event_delta(cg, TOP_EV_OOM_KILL)));
         json_object_set_new(c, "events", ev);
         if (t->daemon.reachable)
                 json_object_set_new(c, "episode", cg->ep_since_us == TOP_NONE ? json_null() :
-                                    json_pack("{s:I,s:I,s:I,s:s}",
+                                    json_pack("{s:I,s:I,s:I,s:s,s:s}",
                                               "active_since_us", (json_int_t) cg->ep_since_us,
                                               "duration_us", (json_int_t) cg->ep_duration_us,
                                               "events", (json_int_t) cg->ep_events,
-                                              "source", cg->ep_source));
+                                              "source", cg->ep_source, "resource", cg->ep_resource));
         json_object_set_new(c, "changed", json_boolean(cg->changed));
         return c;
 }
@@ -811,6 +857,10 @@ static void draw(Top *t, Screen *s) {
         format_header(t, header);
         for (int i = 0; i < 4 && i < rows; i++)
                 mvaddnstr(i, 0, header[i], cols);
+        /* The CPU and IO columns only where they leave the names 16 columns. */
+        t->show_cpu_io = true;
+        if (cols - fixed_width(t) - 1 < 16)
+                t->show_cpu_io = false;
         /* Where the names do not fit, indent by one column per level: more of each name shows. */
         t->indent = 2;
         if (name_width(t, -1) > cols - fixed_width(t) - 1)
@@ -1056,8 +1106,10 @@ static void help(void) {
         printf("pressurectl [OPTIONS] top [CGROUP] [-d SEC] [--batch] [--iterations N]\n\n"
                "A live view of memory pressure across the cgroups below CGROUP (default: all):\n"
                "usage and limits, effective protection from the daemon, PSI some/full avg10, the\n"
-               "active pressure episode of the daemon's registrations and memory.events counts\n"
-               "since top started, one row per cgroup. Keys: s sort,\n"
+               "some avg10 of cpu and io pressure (where the screen has room), the active\n"
+               "pressure episode of the daemon's registrations and memory.events counts since\n"
+               "top started, one row per cgroup. Keys: s sort (some, full, current, events,\n"
+               "path, episode, cpu, io),\n"
                "/ filter by path, t tree or flat, p protection columns, arrows scroll, q quit.\n\n"
                "Options:\n"
                "  -d --delay SEC            refresh every SEC seconds (default 1, fractions allowed)\n"
@@ -1245,7 +1297,7 @@ static void raise_fd_budget(void) {
 int top_main(int argc, char **argv, const char *socket, bool user, bool json) {
         _cleanup_(top_done) Top t = {
                 .socket = socket, .user = user, .json = json,
-                .delay_usec = USEC_PER_SEC, .show_protection = true, .indent = 2,
+                .delay_usec = USEC_PER_SEC, .show_protection = true, .show_cpu_io = true, .indent = 2,
         };
         bool roots_given = false;
         int r;

@@ -25,7 +25,7 @@ enum {
 };
 
 /* Files of one hierarchy kept open between refreshes (top-cgroup.c). */
-#define TOP_FILES 5
+#define TOP_FILES 7
 typedef struct TopFileCache {
         uint64_t ino;       /* inode of the directory the fds belong to; 0 = none */
         int dir;            /* the directory itself; -1: not open */
@@ -42,6 +42,8 @@ typedef struct TopCgroup {
         uint64_t current, high, max;   /* bytes, TOP_NONE or TOP_UNLIMITED */
         bool has_psi;      /* memory.pressure was read */
         uint32_t some_avg10, full_avg10; /* hundredths of a percent, as PsiLine (kernfile.h) */
+        bool has_cpu_psi, has_io_psi;    /* cpu.pressure, io.pressure were read */
+        uint32_t cpu_some_avg10, io_some_avg10; /* their "some" avg10, hundredths of a percent */
         uint64_t ev[_TOP_EV_MAX];      /* counters as read, TOP_NONE if missing */
         uint64_t ev_base[_TOP_EV_MAX]; /* the counters when top first saw them */
         uint64_t emin, elow;           /* from the daemon's GetProtection, TOP_NONE if not asked/known */
@@ -51,6 +53,7 @@ typedef struct TopCgroup {
         uint64_t ep_duration_us;       /* how long it had lasted at the refresh */
         uint64_t ep_events;            /* pressure events in it so far */
         const char *ep_source;         /* "psi" or "vmpressure" (static strings) */
+        const char *ep_resource;       /* "memory", "cpu" or "io" (static strings) */
         bool changed;      /* a shown value differs from the previous refresh */
         TopFileCache files[2]; /* [0] cgroup2, [1] v1; taken over by the next refresh */
         size_t previous;   /* index of the same cgroup in the previous refresh, SIZE_MAX if new */
@@ -70,6 +73,8 @@ typedef struct TopRoots {
 typedef struct TopSystem {
         bool has_psi;
         uint32_t some_avg10, some_avg60, full_avg10, full_avg60; /* hundredths of a percent */
+        bool has_cpu_psi, has_io_psi;                  /* /proc/pressure/cpu, io were read */
+        uint32_t cpu_some_avg10, io_some_avg10;        /* hundredths of a percent */
         uint64_t mem_available, mem_total; /* bytes, TOP_NONE if unknown */
 } TopSystem;
 
@@ -125,8 +130,9 @@ void top_set_fd_budget(unsigned budget);
 TopCgroup *top_snapshot_find(const TopSnapshot *snapshot, const char *path);
 
 /*
- * top_system_read - system-wide PSI (/proc/pressure/memory) and
- * MemAvailable/MemTotal (/proc/meminfo). Missing files leave fields unset.
+ * top_system_read - system-wide PSI (/proc/pressure/memory, and "some"
+ * avg10 of /proc/pressure/cpu and io) and MemAvailable/MemTotal
+ * (/proc/meminfo). Missing files leave fields unset.
  */
 void top_system_read(TopSystem *ret);
 

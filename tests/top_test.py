@@ -61,7 +61,10 @@ def write(path, text):
 
 
 def make_v2_tree(root, nodes):
-    """nodes: '/a' -> dict(current=, high=, max=, min=, low=, some=, full=, events=(h, m, k)).
+    """nodes: '/a' -> dict(current=, high=, max=, min=, low=, some=, full=, cpu=, io=, events=(h, m, k)).
+
+    cpu and io are the "some" averages of cpu.pressure and io.pressure
+    (their "full" is a tenth of it).
 
     Values left out are not written (the file is missing); 'max' for unlimited.
     The root's entry may have current and some/full only, like a real root;
@@ -75,6 +78,9 @@ def make_v2_tree(root, nodes):
                 write(os.path.join(d, f'memory.{key}'), f'{v[key]}\n')
         if 'some' in v:
             write(os.path.join(d, 'memory.pressure'), psi_text(v['some'], v.get('full', 0)))
+        for resource in ('cpu', 'io'):
+            if resource in v:
+                write(os.path.join(d, f'{resource}.pressure'), psi_text(v[resource], v[resource] / 10))
         if path != '/' and 'current' in v:
             # memory.events comes with the memory controller, like memory.current.
             write(os.path.join(d, 'memory.events'), events_text(*v.get('events', (0, 0, 0))))

@@ -6,6 +6,7 @@ of the subtree shown only while the protection columns are), memory.events
 deltas and change marks, cgroups vanishing mid-refresh, cgroup v1 trees
 merged with cgroup2 PSI, the active pressure episode per cgroup (from the
 GetStatus reply, driven by Inject on a daemon running on the fake tree),
+cpu and io pressure columns (cpu.pressure, io.pressure, /proc/pressure),
 and the full screen in tmux at 80x24 and 200x50: header, rows, keys,
 highlight, resize, and the terminal given back after q, Ctrl-C and
 SIGTERM."""
@@ -31,8 +32,9 @@ LONG = 'batch-with-a-rather-long-cgroup-name-for-truncation'
 TREE = {
     '/': dict(current=2048 * M, some=3.0, full=1.0),
     '/app': dict(current=100 * M, high='max', max=200 * M, min=50 * M, low=80 * M, some=5.0, full=2.0),
-    '/app/web': dict(current=60 * M, high=100 * M, max='max', min=0, low=0, some=12.5, full=0.25),
-    '/app/db': dict(current=40 * M, high='max', max='max', min=0, low=0, some=1.25, full=0.5),
+    '/app/web': dict(current=60 * M, high=100 * M, max='max', min=0, low=0, some=12.5, full=0.25, cpu=40.0,
+                     io=7.5),
+    '/app/db': dict(current=40 * M, high='max', max='max', min=0, low=0, some=1.25, full=0.5, cpu=3.0, io=60.0),
     '/' + LONG: dict(current=1024 * M, high='max', max=2048 * M, min=0, low=0, some=30.0, full=0.1),
     '/idle': dict(current=1 * M, high='max', max='max', min=0, low=0, some=0.0, full=0.0),
 }
@@ -92,16 +94,23 @@ def test_batch_text(tmp):
     check(out.count('pressurectl top ') == 2, 'two refreshes printed', out)
     check(f'daemon down: Cannot reach pressured at {no_daemon(tmp)}: ' in out, 'the daemon is reported down', out)
     check('memory PSI  some avg10' in out and 'MemAvailable' in out, 'system PSI and MemAvailable', out)
+    check(re.search(r'  cpu some avg10 (\d+\.\d+|-)  io some avg10 (\d+\.\d+|-)', out),
+          'system cpu and io some avg10', out)
     table = out.split('\n\n')[1].splitlines()
     check(table[0].split()[:4] == ['CGROUP', 'V', 'USAGE', 'HIGH'], 'column header', table[0])
-    check(all(h in table[0] for h in ('EMIN', 'ELOW', 'SOME', 'FULL', 'EPISODE', '+HIGH', '+MAX', '+OOMK')),
-          'all columns', table[0])
+    check(table[0].split()[5:12] == ['EMIN', 'ELOW', 'SOME', 'FULL', 'CPU', 'IO', 'EPISODE'] and
+          table[0].split()[12:] == ['+HIGH', '+MAX', '+OOMK'], 'all columns, in order', table[0])
     names = [line.split()[0] for line in table[1:]]
     check(names == ['/', LONG, 'app', 'web', 'db', 'idle'], 'tree order by some avg10, siblings sorted', names)
     web = next(line for line in table if line.split()[0] == 'web')
     check(web.startswith('    web '), 'grandchildren indented by four', web)
     check(web.split()[1:6] == ['2', '60M', '100M', 'max', '-'], 'web: hierarchy, usage, high, max, no emin', web)
-    check(web.split()[7:10] == ['12.50', '0.25', '-'], 'web: some and full avg10, no episode', web)
+    check(web.split()[7:12] == ['12.50', '0.25', '40.00', '7.50', '-'],
+          'web: some and full avg10, cpu and io some avg10, no episode', web)
+    db = next(line for line in table if line.split()[0] == 'db')
+    check(db.split()[9:11] == ['3.00', '60.00'], 'db: cpu and io some avg10', db)
+    app = next(line for line in table if line.split()[0] == 'app')
+    check(app.split()[9:11] == ['-', '-'], 'app: no cpu.pressure or io.pressure, no figures', app)
     app = next(line for line in table if line.split()[0] == 'app')
     check(app.split()[-3:] == ['0', '0', '0'], 'app: no events since top started', app)
 
@@ -126,6 +135,13 @@ def test_json_with_daemon(tmp):
     check(app['current'] == 100 * M and app['high'] is None and app['max'] == 200 * M and app['hierarchy'] == 'v2',
           'usage, unlimited high as null, max', app)
     check(app['some_avg10'] == 5.0 and app['full_avg10'] == 2.0 and app['depth'] == 1, 'PSI and depth', app)
+    check('cpu_some_avg10' not in app and 'io_some_avg10' not in app, 'no cpu/io figures without the files', app)
+    web = tt.row(first, '/app/web')
+    check(web['cpu_some_avg10'] == 40.0 and web['io_some_avg10'] == 7.5, 'cpu and io some avg10 as read', web)
+    for key in ('cpu_psi', 'io_psi'):
+        v = first['system'][key]
+        check(v is None if not os.path.exists('/proc/pressure/' + key[:-4]) else
+              (set(v) == {'some_avg10'} and 0 <= v['some_avg10'] <= 100), f'system {key}', first['system'])
     check(app['events'] == {'high': 0, 'max': 0, 'oom_kill': 0}, 'event deltas start at 0', app)
     for c in first['cgroups']:
         if c['cgroup'] in expected:
@@ -151,8 +167,12 @@ class FakeDaemon(pt.FakeVarlinkServer):
         self.calls.append((call['method'], call.get('parameters', {})))
         return [self.answer(call)]
 
-    # Two episodes on /app/web (top shows the longer), one on a cgroup not shown, none on /app.
+    # Two episodes on /app/web (top shows the longer; its registration, from a daemon before 0.3,
+    # does not say its resource: memory), one of io pressure on /app/db, one on a cgroup not shown,
+    # none on /app.
     REGISTRATIONS = [
+        {'cgroup': '/app/db', 'source': 'psi', 'resource': 'io',
+         'episode': {'active_since_us': 7000000, 'duration_us': 4000000, 'events': 3, 'peak': 12.0}},
         {'cgroup': '/app/web', 'source': 'psi',
          'episode': {'active_since_us': 5000000, 'duration_us': 3000000, 'events': 2, 'peak': 95.0}},
         {'cgroup': '/app/web', 'source': 'vmpressure',
@@ -185,18 +205,22 @@ def test_daemon_calls(tmp):
         check([c['cgroup'] for c in refreshes[0]['cgroups']] == ['/app', '/app/web', '/app/db'],
               'only the subtree shown', refreshes[0]['cgroups'])
         d = refreshes[0]['daemon']
-        check(d['clients'] == 7 and d['registrations'] == 4 and d['version'] == 'fake', 'status fields', d)
-        check(d['active_episodes'] == 3, 'active episodes counted, shown or not', d)
+        check(d['clients'] == 7 and d['registrations'] == 5 and d['version'] == 'fake', 'status fields', d)
+        check(d['active_episodes'] == 4, 'active episodes counted, shown or not', d)
         web = tt.row(refreshes[0], '/app/web')
         check(web['episode'] == {'active_since_us': 1000000, 'duration_us': 184000000, 'events': 7,
-                                 'source': 'vmpressure'}, 'the longest episode of the cgroup', web)
+                                 'source': 'vmpressure', 'resource': 'memory'}, 'the longest episode of the cgroup',
+              web)
+        db = tt.row(refreshes[0], '/app/db')
+        check(db['episode'] == {'active_since_us': 7000000, 'duration_us': 4000000, 'events': 3,
+                                'source': 'psi', 'resource': 'io'}, 'an io pressure episode', db)
         check(app['episode'] is None, 'a registration without an episode: null', app)
         check(not any(c['changed'] for c in refreshes[1]['cgroups']), 'an episode going on is no change',
               refreshes[1])
         res = tt.run_top('--batch', '--iterations', '1', '--cgroup-root', root, '/app', socket=fake.path)
         web = next(ln for ln in res.stdout.splitlines() if ln.split()[:1] == ['web'])
-        check(web.split()[9] == '3m04s', 'the duration in the table', web)
-        check('3 active episodes' in res.stdout, 'the daemon line counts active episodes', res.stdout)
+        check(web.split()[11] == '3m04s', 'the duration in the table', web)
+        check('4 active episodes' in res.stdout, 'the daemon line counts active episodes', res.stdout)
         fake.calls.clear()
         tt.run_top('--batch', '--iterations', '2', '-d', '0.01', '--cgroup-root', root, '/app', socket=fake.path)
         check(fake.calls == [('io.pressured.GetStatus', {}), ('io.pressured.GetProtection', {'cgroup': '/app'})] * 2,
@@ -459,6 +483,12 @@ def test_screen(tmp, width, height):
               'sorted by some avg10', table_names(screen))
         check(['app', 'web', 'db', 'idle'] == [n for n in table_names(screen) if n in ('app', 'web', 'db', 'idle')],
               'tree rows', table_names(screen))
+        header = next(ln for ln in lines if ln.startswith('CGROUP'))
+        if width < 120:
+            check(' CPU ' not in header and ' IO ' not in header,
+                  'no room for the cpu and io columns at 80 columns', header)
+        else:
+            check(' CPU ' in header and ' IO ' in header, 'the cpu and io columns where they fit', header)
         if width < 120:
             check(LONG not in screen and LONG[:8] in screen, 'long names cut to fit 80 columns', screen)
             check(' app ' in screen and '  web ' in screen and '   web ' not in screen,
@@ -476,7 +506,16 @@ def test_screen(tmp, width, height):
         term.send('s')
         term.wait_for(lambda s: 'sort: current' in s, 'sort: current')
         term.send('s', 's', 's')
-        term.wait_for(lambda s: 'sort: episode' in s, 'sort: episode, the last key')
+        term.wait_for(lambda s: 'sort: episode' in s, 'sort: episode')
+        # cpu and io some avg10: web (40) before db (3), then db (60) before web (7.5).
+        term.send('s')
+        screen = term.wait_for(lambda s: 'sort: cpu' in s, 'sort: cpu')
+        names = table_names(screen)
+        check(names.index('web') < names.index('db'), 'sorted by cpu some avg10', names)
+        term.send('s')
+        screen = term.wait_for(lambda s: 'sort: io' in s, 'sort: io, the last key')
+        names = table_names(screen)
+        check(names.index('db') < names.index('web'), 'sorted by io some avg10', names)
         term.send('s')
         term.wait_for(lambda s: 'sort: some' in s, 'the sort keys cycle')
 

@@ -174,9 +174,13 @@ static void test_snapshots(void) {
         v2_cgroup("v2/a", "1048576\n", "max\n", "max\n", psi(0, 0, b), "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n");
         v2_cgroup("v2/a/x", "10\n", "20\n", "30\n", psi(0, 0, b), "high 0\nmax 0\noom_kill 0\n");
         v2_cgroup("v2/a-b", "1\n", "max\n", "max\n", psi(0, 0, b), "high 0\nmax 0\noom_kill 0\n");
+        /* cpu and io pressure beside memory's. */
+        put("v2/b", "cpu.pressure", psi(25.5, 1, b));
+        put("v2/b", "io.pressure", psi(4.25, 2, b));
         /* PSI only, as on a hybrid host's cgroup2 side. */
         mkd("v2/both");
         put("v2/both", "memory.pressure", psi(7, 3, b));
+        put("v2/both", "cpu.pressure", psi(0.5, 0, b));
         mkd("v1");
         put("v1", "memory.usage_in_bytes", "5000\n");
         put("v1", "memory.limit_in_bytes", "9223372036854771712\n");
@@ -222,12 +226,14 @@ static void test_snapshots(void) {
         cg = top_snapshot_find(&s1, "/b");
         ASSERT_TRUE(cg->current == 2 * M && cg->high == TOP_UNLIMITED && cg->max == 4 * M);
         ASSERT_TRUE(cg->some_avg10 == 200 && cg->full_avg10 == 100);
+        ASSERT_TRUE(cg->has_cpu_psi && cg->cpu_some_avg10 == 2550 && cg->has_io_psi && cg->io_some_avg10 == 425);
         ASSERT_U64_EQ(top_event_delta(cg, TOP_EV_HIGH), 0); /* counts before the first refresh do not show */
         ASSERT_TRUE(!cg->changed);                          /* nothing to compare with yet */
         /* Both hierarchies: v1 numbers, cgroup2 PSI, v1 counters. */
         cg = top_snapshot_find(&s1, "/both");
         ASSERT_TRUE(cg->in_v1 && cg->in_v2 && cg->mem_v1 && cg->current == 4096 && cg->max == 8192);
         ASSERT_TRUE(cg->high == TOP_UNLIMITED && cg->has_psi && cg->some_avg10 == 700);
+        ASSERT_TRUE(cg->has_cpu_psi && cg->cpu_some_avg10 == 50 && !cg->has_io_psi);
         ASSERT_U64_EQ(cg->ev[TOP_EV_MAX], 3);
         ASSERT_U64_EQ(cg->ev[TOP_EV_OOM_KILL], 2);
         ASSERT_U64_EQ(top_event_delta(cg, TOP_EV_HIGH), TOP_NONE);
@@ -260,6 +266,18 @@ static void test_snapshots(void) {
         ASSERT_U64_EQ(top_event_delta(cg, TOP_EV_HIGH), 0);
         ASSERT_U64_EQ(top_event_delta(cg, TOP_EV_OOM_KILL), 1);
         ASSERT_TRUE(!top_snapshot_find(&s3, "/a/x")->changed);
+        /* A cpu pressure change alone marks the row. */
+        put("v2/b", "cpu.pressure", psi(30, 1, b));
+        {
+                TopSnapshot s4 = {};
+
+                ASSERT_OK(top_snapshot_read(&roots, "/", &s3, &s4));
+                cg = top_snapshot_find(&s4, "/b");
+                ASSERT_TRUE(cg->changed && cg->cpu_some_avg10 == 3000 && cg->io_some_avg10 == 425);
+                ASSERT_TRUE(!top_snapshot_find(&s4, "/a")->changed);
+                top_snapshot_done(&s3);
+                s3 = s4;
+        }
 
         /* A subtree only; its root keeps its full path as name. */
         TopSnapshot sub = {};
