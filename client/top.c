@@ -39,6 +39,7 @@
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX_WIDTH 1024 /* longest line drawn or printed (the name column is cut to fit) */
+#define HEADER_LINES 5 /* above the column header: title, memory PSI, cpu and io PSI, daemon, cgroups */
 
 
 typedef enum SortKey {
@@ -254,18 +255,17 @@ static void format_row(const Top *t, const TopCgroup *cg, char *buf, size_t size
                  fmt_count(b[9], top_event_delta(cg, TOP_EV_OOM_KILL)));
 }
 
-/* The system's cpu and io "some" avg10, after the memory figures of @line. */
+/* The system's cpu and io "some" avg10 (/proc/pressure/cpu, io). */
 static void format_header_cpu_io(const Top *t, char line[static MAX_WIDTH]) {
-        size_t n = strlen(line);
         char b[2][16];
 
-        snprintf(line + n, MAX_WIDTH - n, "  cpu some avg10 %s  io some avg10 %s",
+        snprintf(line, MAX_WIDTH, "cpu PSI     some avg10 %s  io PSI  some avg10 %s",
                  t->sys.has_cpu_psi ? fmt_psi(b[0], true, psi_percent(t->sys.cpu_some_avg10)) : "-",
                  t->sys.has_io_psi ? fmt_psi(b[1], true, psi_percent(t->sys.io_some_avg10)) : "-");
 }
 
 /* The header lines above the table. */
-static void format_header(const Top *t, char lines[4][MAX_WIDTH]) {
+static void format_header(const Top *t, char lines[HEADER_LINES][MAX_WIDTH]) {
         const TopDaemon *d = &t->daemon;
         char b[2][16], tb[32], delay[32];
         struct tm tm;
@@ -287,17 +287,17 @@ static void format_header(const Top *t, char lines[4][MAX_WIDTH]) {
         else
                 snprintf(lines[1], MAX_WIDTH, "memory PSI  not available  MemAvailable %s of %s",
                          fmt_size(b[0], t->sys.mem_available), fmt_size(b[1], t->sys.mem_total));
-        format_header_cpu_io(t, lines[1]);
+        format_header_cpu_io(t, lines[2]);
 
         if (!d->reachable)
-                snprintf(lines[2], MAX_WIDTH, "daemon down: %s (protection columns empty)", d->error);
+                snprintf(lines[3], MAX_WIDTH, "daemon down: %s (protection columns empty)", d->error);
         else {
                 char rates[96] = "events -/s read, -/s delivered";
 
                 if (d->have_rates)
                         snprintf(rates, sizeof(rates), "events %.1f/s read, %.1f/s delivered", d->read_rate,
                                  d->delivered_rate);
-                snprintf(lines[2], MAX_WIDTH,
+                snprintf(lines[3], MAX_WIDTH,
                          "daemon %s: %" PRIu64 " client%s, %" PRIu64 " registration%s, "
                          "%" PRIu64 " active episode%s, %s%s%s",
                          d->version, d->clients, d->clients == 1 ? "" : "s", d->registrations,
@@ -306,9 +306,9 @@ static void format_header(const Top *t, char lines[4][MAX_WIDTH]) {
         }
 
         if (t->snapshot_error < 0)
-                snprintf(lines[3], MAX_WIDTH, "cgroups: cannot read %s: %s", t->subtree, strerror(-t->snapshot_error));
+                snprintf(lines[4], MAX_WIDTH, "cgroups: cannot read %s: %s", t->subtree, strerror(-t->snapshot_error));
         else
-                snprintf(lines[3], MAX_WIDTH, "cgroups: v2 %s  v1 memory %s", t->roots.v2 ?: "-",
+                snprintf(lines[4], MAX_WIDTH, "cgroups: v2 %s  v1 memory %s", t->roots.v2 ?: "-",
                          t->roots.v1_memory ?: "-");
 }
 
@@ -618,13 +618,13 @@ static int top_refresh(Top *t) {
 /* ---- batch output ------------------------------------------------------------------------ */
 
 static void print_text(Top *t) {
-        char header[4][MAX_WIDTH], line[MAX_WIDTH];
+        char header[HEADER_LINES][MAX_WIDTH], line[MAX_WIDTH];
         int nw = name_width(t, -1);
 
         format_header(t, header);
         if (t->refreshes > 1)
                 printf("\n");
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < HEADER_LINES; i++)
                 printf("%s\n", header[i]);
         format_column_header(t, line, sizeof(line), nw);
         printf("\n%s\n", line);
@@ -850,12 +850,12 @@ static void screen_end(Screen *s) {
 }
 
 static void draw(Top *t, Screen *s) {
-        char header[4][MAX_WIDTH], line[MAX_WIDTH];
+        char header[HEADER_LINES][MAX_WIDTH], line[MAX_WIDTH];
         int rows = LINES, cols = MIN(COLS, MAX_WIDTH - 1), table_rows, nw;
 
         erase();
         format_header(t, header);
-        for (int i = 0; i < 4 && i < rows; i++)
+        for (int i = 0; i < HEADER_LINES && i < rows; i++)
                 mvaddnstr(i, 0, header[i], cols);
         /* The CPU and IO columns only where they leave the names 16 columns. */
         t->show_cpu_io = true;
@@ -866,15 +866,15 @@ static void draw(Top *t, Screen *s) {
         if (name_width(t, -1) > cols - fixed_width(t) - 1)
                 t->indent = 1;
         nw = name_width(t, cols - fixed_width(t) - 1);
-        if (rows > 5) {
+        if (rows > HEADER_LINES + 1) {
                 format_column_header(t, line, sizeof(line), nw);
                 attron(A_REVERSE);
-                mvaddnstr(4, 0, line, cols);
+                mvaddnstr(HEADER_LINES, 0, line, cols);
                 for (int x = (int) strlen(line); x < cols; x++)
-                        mvaddch(4, x, ' ');
+                        mvaddch(HEADER_LINES, x, ' ');
                 attroff(A_REVERSE);
         }
-        table_rows = MAX(rows - 6, 0);
+        table_rows = MAX(rows - HEADER_LINES - 2, 0);
         if (t->scroll + (size_t) table_rows > t->n_rows)
                 t->scroll = t->n_rows > (size_t) table_rows ? t->n_rows - (size_t) table_rows : 0;
         for (int i = 0; i < table_rows && t->scroll + (size_t) i < t->n_rows; i++) {
@@ -892,7 +892,7 @@ static void draw(Top *t, Screen *s) {
 
                 format_row(t, cg, line, sizeof(line), nw);
                 attron(a);
-                mvaddnstr(5 + i, 0, line, cols);
+                mvaddnstr(HEADER_LINES + 1 + i, 0, line, cols);
                 attroff(a);
         }
         if (rows > 1) {
@@ -912,7 +912,7 @@ static void draw(Top *t, Screen *s) {
 
 /* Handle one key; returns true to quit. */
 static bool handle_key(Top *t, Screen *s, int ch, bool *ret_refetch) {
-        int page = MAX(LINES - 6, 1);
+        int page = MAX(LINES - HEADER_LINES - 2, 1);
 
         if (s->editing) {
                 size_t len = strlen(t->filter);

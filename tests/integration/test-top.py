@@ -94,7 +94,7 @@ def test_batch_text(tmp):
     check(out.count('pressurectl top ') == 2, 'two refreshes printed', out)
     check(f'daemon down: Cannot reach pressured at {no_daemon(tmp)}: ' in out, 'the daemon is reported down', out)
     check('memory PSI  some avg10' in out and 'MemAvailable' in out, 'system PSI and MemAvailable', out)
-    check(re.search(r'  cpu some avg10 (\d+\.\d+|-)  io some avg10 (\d+\.\d+|-)', out),
+    check(re.search(r'\ncpu PSI     some avg10 (\d+\.\d+|-)  io PSI  some avg10 (\d+\.\d+|-)\n', out),
           'system cpu and io some avg10', out)
     table = out.split('\n\n')[1].splitlines()
     check(table[0].split()[:4] == ['CGROUP', 'V', 'USAGE', 'HIGH'], 'column header', table[0])
@@ -477,7 +477,8 @@ def test_screen(tmp, width, height):
         screen = term.wait_for(lambda s: 'idle' in s, 'the cgroup rows')
         lines = screen.splitlines()
         check(lines[0].startswith('pressurectl top ') and 'sort: some' in lines[0], 'title line', lines[0])
-        check(lines[1].startswith('memory PSI') and lines[2].startswith('daemon down'), 'header lines', lines[:4])
+        check(lines[1].startswith('memory PSI') and lines[2].startswith('cpu PSI') and
+              lines[3].startswith('daemon down'), 'header lines', lines[:5])
         check(len(lines) <= height and all(len(ln) <= width for ln in lines), 'fits the terminal', lines)
         check(table_names(screen)[:2] == ['/', LONG if width >= 120 else LONG[:len(table_names(screen)[1])]],
               'sorted by some avg10', table_names(screen))

@@ -46,6 +46,10 @@ def main():
             check(row['hierarchy'] == 'v1' and row['max'] == 64 * M and row['high'] == 32 * M
                   and isinstance(row['current'], int), 'v1 usage, limit and soft limit', row)
             check('some_avg10' in row and 'full_avg10' in row, 'PSI from the cgroup2 directory of the same name', row)
+            check(0 <= row['cpu_some_avg10'] <= 100 and 0 <= row['io_some_avg10'] <= 100,
+                  'cpu and io pressure from its cpu.pressure and io.pressure', row)
+            for key in ('cpu_psi', 'io_psi'):
+                check(0 <= first['system'][key]['some_avg10'] <= 100, f'the system\'s {key}', first['system'])
             check(row['events'] == {'max': 0, 'oom_kill': 0}, 'v1 counters: failcnt and oom_kill', row)
             child = tt.row(first, name + '/child')
             check(child is not None and child['depth'] == row['depth'] + 1 and 'some_avg10' not in child
@@ -56,7 +60,9 @@ def main():
             check(res.returncode == 0 and res.stderr == '', 'batch on a real subtree exits 0', res.returncode,
                   res.stderr)
             lines = res.stdout.splitlines()
-            check(lines[2].startswith('daemon ') and 'client' in lines[2], 'the daemon status line', lines[2])
+            check(lines[2].startswith('cpu PSI     some avg10 ') and '  io PSI  some avg10 ' in lines[2],
+                  'the cpu and io PSI line', lines[2])
+            check(lines[3].startswith('daemon ') and 'client' in lines[3], 'the daemon status line', lines[3])
             table = lines[lines.index(next(ln for ln in lines if ln.startswith('CGROUP'))) + 1:]
             check(table[0].split()[0] == name and table[1].split()[0] == 'child' and len(table) == 2,
                   'the subtree as a tree', table)
