@@ -175,7 +175,7 @@ def value(samples, name):
 
 def episode_gauge(d, port):
     """pressured_episode_active: one series per registration labelled by
-    cgroup, source and trigger (values escaped), 1 while an episode is
+    cgroup, source, resource and trigger (values escaped), 1 while an episode is
     active. A cgroup whose name needs escaping is made when root."""
     import os
     import uuid
@@ -206,7 +206,8 @@ def episode_gauge(d, port):
         if got != want:
             fail('pressured_episode_active by cgroup: %r, want %r' % (got, want))
         for cg, (labels, _) in series.items():
-            if labels.get('source') != 'psi' or labels.get('trigger') != 'some 1800ms 2s':
+            if labels.get('source') != 'psi' or labels.get('trigger') != 'some 1800ms 2s' or \
+                    labels.get('resource') != 'memory':
                 fail('pressured_episode_active labels of %s: %r' % (cg, labels))
         if odd and '\\"b\\\\s' not in body:
             fail('the cgroup label is not escaped as the text format wants:\n' + body)

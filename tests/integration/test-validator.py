@@ -21,20 +21,21 @@ V = varlink_idl.default_validator(pt.SOURCE_ROOT)
 SUB = 'io.pressured.Subscribe'
 NODE = {'cgroup': '/a', 'usage': 100, 'min': 50, 'low': None, 'emin': 50, 'elow': 0, 'min_usage': 50,
         'low_usage': 0, 'children_min_usage': 0, 'children_low_usage': 0, 'state': 'min'}
-SUBSCRIBED = {'kind': 'subscribed', 'cgroup': '/', 'source': 'psi',
+SUBSCRIBED = {'kind': 'subscribed', 'cgroup': '/', 'source': 'psi', 'resource': 'memory',
               'trigger': {'psi': {'stall': 'some', 'threshold_us': 100000, 'window_us': 1000000},
                           'level': 'medium'},
               'adjusted': False,
               'state': {'psi': {'some_avg10': 0.0, 'some_avg60': 0.12, 'some_avg300': 0, 'some_total_us': 5}}}
-PRESSURE = {'kind': 'pressure', 'cgroup': '/', 'source': 'inject', 'level': 'critical', 'count': 1,
+PRESSURE = {'kind': 'pressure', 'cgroup': '/', 'source': 'inject', 'resource': 'memory', 'level': 'critical', 'count': 1,
             'missed': 0, 'time_us': 1, 'monotonic_us': 2, 'seq': 1, 'synthetic': True}
 PROTECTION = {'kind': 'protection', 'cgroup': '/a', 'state': 'min', 'previous': 'none', 'node': NODE,
               'time_us': 1, 'monotonic_us': 2, 'seq': 1, 'count': 1, 'missed': 0}
-CLEARED = {'kind': 'cleared', 'cgroup': '/', 'source': 'psi', 'level': 'medium', 'seq': 3, 'missed': 0,
+CLEARED = {'kind': 'cleared', 'cgroup': '/', 'source': 'psi', 'resource': 'cpu', 'level': 'medium', 'seq': 3,
+           'missed': 0,
            'time_us': 1, 'monotonic_us': 2, 'duration_us': 4000000, 'events': 2, 'peak': 7.5}
 EPISODE = {'active_since_us': 5, 'duration_us': 10, 'events': 1, 'peak': 12.5}
 STATUS = {'version': '0.1', 'uptime_us': 5, 'clients': 1, 'subscriptions': 0, 'proxied_clients': 1,
-          'registrations': [{'cgroup': '/', 'source': 'psi', 'subscribers': 2,
+          'registrations': [{'cgroup': '/', 'source': 'psi', 'resource': 'io', 'subscribers': 2,
                              'proxied': [{'pid': 7, 'cgroup': '/', 'unit': None}],
                              'trigger': {'psi': {'stall': 'full', 'threshold_us': 1, 'window_us': 2}}}],
           'cgroup': {'v2_root': '/sys/fs/cgroup', 'v1_memory_root': None, 'recursive_protection': False},
@@ -85,7 +86,7 @@ GOOD = [
      {'parameters': changed(changed(STATUS, ('registrations', 0, 'episode'), EPISODE),
                             ('registrations', 0, 'history'),
                             [{'start_us': 1, 'end_us': 2, 'start_time_us': 3, 'end_time_us': 4, 'duration_us': 1,
-                              'events': 1, 'peak': 0.5}])},
+                              'events': 1, 'peak': 0.5, 'resource': 'io'}])},
      'io.pressured.GetStatus', False),
     ('GetProtection', {'parameters': {'nodes': [NODE]}}, 'io.pressured.GetProtection', False),
     ('Inject', {'parameters': {'delivered': 3}}, 'io.pressured.Inject', False),
@@ -113,6 +114,12 @@ BAD_WITH_REQUEST = [
 ]
 
 BAD = [
+    ('subscribed without its resource', ev(changed(SUBSCRIBED, ('resource',), DELETE)), SUB, True,
+     'event.resource: required field of type one of (memory, cpu, io) missing'),
+    ('pressure of an unknown resource', ev(changed(PRESSURE, ('resource',), 'gpu')), SUB, True,
+     "event.resource: expected one of (memory, cpu, io), received 'gpu'"),
+    ('cleared without its resource', ev(changed(CLEARED, ('resource',), DELETE)), SUB, True,
+     'event.resource: required field'),
     ('cleared of PSI without peak', ev(changed(CLEARED, ('peak',), DELETE)), SUB, True,
      'event.peak: required in a "cleared" event'),
     ('cleared of vmpressure without peak_level',
@@ -166,7 +173,7 @@ BAD = [
     ('injected pressure without level', ev(changed(PRESSURE, ('level',), DELETE)), SUB, True,
      'event.level: required in a "pressure" event'),
     ('field of another kind', ev(changed(SUBSCRIBED, ('seq',), 1)), SUB, True,
-     'event.seq: field not declared by the interface (declared: kind, cgroup, source, trigger'),
+     'event.seq: field not declared by the interface (declared: kind, cgroup, source, resource, trigger'),
     ('bad enum value: level', ev(changed(PRESSURE, ('level',), 'extreme')), SUB, True,
      "event.level: expected one of (low, medium, critical), received 'extreme'"),
     ('bad enum value: kind', ev(changed(PRESSURE, ('kind',), 'panic')), SUB, True,
@@ -365,7 +372,7 @@ def test_harness_checks_every_reply(tmp):
     v.close()
     os.unlink(path)
 
-    fake_daemon(path, b'{"parameters":{"event":{"kind":"pressure","cgroup":"/","source":"inject",'
+    fake_daemon(path, b'{"parameters":{"event":{"kind":"pressure","cgroup":"/","source":"inject","resource":"memory",'
                       b'"level":"medium","count":"1","missed":0,"time_us":1,"monotonic_us":1,"seq":1}},'
                       b'"continues":true}')
     v = pt.Varlink(path, timeout=10)
