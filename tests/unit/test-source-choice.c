@@ -143,6 +143,13 @@ static void test_level_cpu_io(void) {
         f.resource = RESOURCE_IO;
         f.in_v2 = -EXDEV;
         expect_error(SELECTOR_LEVEL, &f, "io.pressured.InvalidCgroupPath", NULL);
+        /* Other failures to open it, as varlink_error_from_errno() maps them. */
+        f.in_v2 = -ENOTDIR;
+        expect_error(SELECTOR_LEVEL, &f, "io.pressured.InvalidCgroupPath", NULL);
+        f.in_v2 = -EMFILE;
+        expect_error(SELECTOR_LEVEL, &f, "io.pressured.LimitExceeded", NULL);
+        f.in_v2 = -EACCES;
+        expect_error(SELECTOR_LEVEL, &f, "io.pressured.SourceUnavailable", "psi");
         /* The whole system: /proc/pressure/cpu, or nothing (v1 is no help). */
         f = (CgroupFacts) { .resource = RESOURCE_CPU, .system = true, .psi_system = true, .has_v1 = true };
         expect_source(SELECTOR_LEVEL, &f, SOURCE_PSI);
