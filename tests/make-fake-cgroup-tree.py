@@ -13,7 +13,8 @@ with --cgroup-root.
       deep; usages of parents are the sums of their children's plus some
       memory of their own, as the kernel's hierarchical counters are.
       --top also writes what `pressurectl top` reads besides: memory.high,
-      memory.max and memory.pressure (random limits and averages).
+      memory.max, memory.pressure, cpu.pressure and io.pressure (random
+      limits and averages).
 
   make-fake-cgroup-tree.py DIR --mutate PERCENT [--seed S]
       rewrite memory.current of PERCENT % of the cgroups in place (and
@@ -96,6 +97,9 @@ def build(root, nodes, seed, depth, top=False):
             write(os.path.join(d, "memory.high"), setting_text(random_setting(rng)) + "\n")
             write(os.path.join(d, "memory.max"), setting_text(random_setting(rng)) + "\n")
             write(os.path.join(d, "memory.pressure"), psi_text(rng))
+            # Every cgroup2 directory has these PSI files, whichever controllers it has.
+            write(os.path.join(d, "cpu.pressure"), psi_text(rng))
+            write(os.path.join(d, "io.pressure"), psi_text(rng))
 
 
 def scan(root):
@@ -141,7 +145,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--depth", type=int, default=4, help="maximum depth below the root")
     ap.add_argument("--top", action="store_true",
-                    help="also write memory.high, memory.max and memory.pressure")
+                    help="also write memory.high, memory.max and the pressure files")
     ap.add_argument("--mutate", type=float, metavar="PERCENT",
                     help="rewrite the usage of PERCENT %% of the cgroups")
     args = ap.parse_args()

@@ -650,7 +650,7 @@ def results(out):
         ('Protection refresh', 'Re-reading usage and propagating protected usage over fake cgroup2 trees.',
          protection),
         ('pressurectl top refresh', 'CPU time of one refresh of `pressurectl top --batch` (walk the tree, read '
-                                    'five files per cgroup, ask the daemon, sort, print the table).', top),
+                                    'seven files per cgroup, ask the daemon, sort, print the table).', top),
         ('Memory-pressure proxy', 'N sd-event clients (libsystemd 254) watching their cgroup\'s '
                                   'memory.pressure directly, or through pressured\'s memory-pressure socket, '
                                   'same trigger, same cgroup, under real reclaim.', proxy),
