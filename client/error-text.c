@@ -91,8 +91,8 @@ static void say_invalid_trigger(FILE *f, const char *command, json_t *p) {
         if (reason && strncmp(reason, "cpu ", 4) == 0)
                 fputs(".", f);
         else
-                fputs("; a PSI trigger is STALL THRESHOLD WINDOW, e.g. 'some 150ms 2s', with a window from 500ms to 10s.",
-                      f);
+                fputs("; a PSI trigger is STALL THRESHOLD WINDOW, e.g. 'some 150ms 2s', "
+                      "with a window from 500ms to 10s.", f);
 }
 
 /* Where the limit @limit is set, or NULL. */

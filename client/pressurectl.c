@@ -1324,7 +1324,8 @@ static int watch_parse(int argc, char **argv, WatchOptions *o) {
         if (o->selectors > 1)
                 return usage_error("watch ", "give at most one of --level, --psi, --vmpressure, --memory-events, --protection");
         if (o->resource != PRESSURE_RESOURCE_MEMORY && o->resource != PRESSURE_RESOURCE_NONE && o->not_psi)
-                return usage_error("watch ", "--resource %s needs --level or --psi: the other selectors watch memory only",
+                return usage_error("watch ",
+                                   "--resource %s needs --level or --psi: the other selectors watch memory only",
                                    pressure_resource_to_string(o->resource));
         if (o->until_cleared && o->no_episodes)
                 return usage_error("watch ", "--until-cleared needs a pressure selector (--level, --psi, --vmpressure)");
