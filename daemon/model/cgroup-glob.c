@@ -397,10 +397,17 @@ static int walk_dir(Walk *w, int dfd, size_t path_len, unsigned depth, GlobSet a
 static int walk_child(Walk *w, int dfd, size_t path_len, unsigned depth, GlobSet alive, const char *name) {
         GlobSet next = globs_step(w->globs, alive, depth, name);
         size_t len = strlen(name);
+        bool match, deeper;
         int fd, r = 0;
 
         if (!next)
                 return 0;
+        match = globs_any_depth(w->globs, next, depth + 1, false);
+        deeper = globs_any_depth(w->globs, next, depth + 1, true);
+        if (match && !deeper && w->out->n_samples >= w->max) {
+                w->out->omitted++; /* beyond the cut: counted without opening it */
+                return 0;
+        }
         fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0) {
                 if (errno != ENOENT && errno != ENODEV)
@@ -409,9 +416,9 @@ static int walk_child(Walk *w, int dfd, size_t path_len, unsigned depth, GlobSet
         }
         w->path[path_len] = '/';
         memcpy(w->path + path_len + 1, name, len + 1);
-        if (globs_any_depth(w->globs, next, depth + 1, false))
+        if (match)
                 r = walk_visit(w, fd);
-        if (r >= 0 && globs_any_depth(w->globs, next, depth + 1, true))
+        if (r >= 0 && deeper)
                 r = walk_dir(w, fd, path_len + 1 + len, depth + 1, next);
         safe_close(fd);
         w->path[path_len] = 0;
