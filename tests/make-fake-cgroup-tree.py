@@ -14,6 +14,14 @@ with --cgroup-root.
       memory of their own, as the kernel's hierarchical counters are.
       --top also writes what `pressurectl top` reads besides: memory.high,
       memory.max and memory.pressure (random limits and averages).
+      --psi writes memory.pressure, io.pressure and cpu.pressure (random
+      averages and totals; cpu.pressure without a full line on every
+      third cgroup, as older kernels write it) and random oom_kill
+      counts in memory.events, for the per-cgroup metrics.
+
+  make-fake-cgroup-tree.py DIR --flat N [--prefix P] [--psi]
+      create N cgroups DIR/P1 ... DIR/PN side by side (default prefix
+      "cg"), all with the --psi files; for benchmarks of a wide level.
 
   make-fake-cgroup-tree.py DIR --mutate PERCENT [--seed S]
       rewrite memory.current of PERCENT % of the cgroups in place (and
@@ -58,7 +66,32 @@ def psi_text(rng):
             f"full avg10={full[0]:.2f} avg60={full[1]:.2f} avg300={full[2]:.2f} total={rng.randrange(10**9)}\n")
 
 
-def build(root, nodes, seed, depth, top=False):
+def psi_files(d, rng, index):
+    """memory/io/cpu.pressure of one cgroup; every third has no cpu full line."""
+    write(os.path.join(d, "memory.pressure"), psi_text(rng))
+    write(os.path.join(d, "io.pressure"), psi_text(rng))
+    cpu = psi_text(rng)
+    if index % 3 == 0:
+        cpu = cpu.split("\n")[0] + "\n"
+    write(os.path.join(d, "cpu.pressure"), cpu)
+
+
+def events_text(oom_kill):
+    return f"low 0\nhigh 0\nmax 0\noom {oom_kill}\noom_kill {oom_kill}\noom_group_kill 0\n"
+
+
+def build_flat(root, count, seed, prefix):
+    rng = random.Random(seed)
+    os.makedirs(root, exist_ok=True)
+    for i in range(1, count + 1):
+        d = os.path.join(root, f"{prefix}{i}")
+        os.makedirs(d, exist_ok=True)
+        write(os.path.join(d, "memory.current"), f"{rng.randrange(1 << 32)}\n")
+        write(os.path.join(d, "memory.events"), events_text(rng.randrange(3)))
+        psi_files(d, rng, i)
+
+
+def build(root, nodes, seed, depth, top=False, psi=False):
     rng = random.Random(seed)
     os.makedirs(root, exist_ok=True)
     # children[i]: list of child indices; index 0 is the root.
@@ -88,14 +121,15 @@ def build(root, nodes, seed, depth, top=False):
             continue
         write(os.path.join(d, "memory.min"), setting_text(random_setting(rng)) + "\n")
         write(os.path.join(d, "memory.low"), setting_text(random_setting(rng)) + "\n")
-        write(os.path.join(d, "memory.events"),
-              "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n")
+        write(os.path.join(d, "memory.events"), events_text(rng.randrange(3) if psi else 0))
         populated = 1 if usage[i] > 0 else 0
         write(os.path.join(d, "cgroup.events"), f"populated {populated}\nfrozen 0\n")
         if top:
             write(os.path.join(d, "memory.high"), setting_text(random_setting(rng)) + "\n")
             write(os.path.join(d, "memory.max"), setting_text(random_setting(rng)) + "\n")
             write(os.path.join(d, "memory.pressure"), psi_text(rng))
+        if psi:
+            psi_files(d, rng, i)
 
 
 def scan(root):
@@ -142,16 +176,24 @@ def main():
     ap.add_argument("--depth", type=int, default=4, help="maximum depth below the root")
     ap.add_argument("--top", action="store_true",
                     help="also write memory.high, memory.max and memory.pressure")
+    ap.add_argument("--psi", action="store_true",
+                    help="also write memory/io/cpu.pressure and oom_kill counts")
+    ap.add_argument("--flat", type=int, metavar="N", help="create N sibling cgroups")
+    ap.add_argument("--prefix", default="cg", help="name prefix of --flat cgroups")
     ap.add_argument("--mutate", type=float, metavar="PERCENT",
                     help="rewrite the usage of PERCENT %% of the cgroups")
     args = ap.parse_args()
 
-    if (args.nodes is None) == (args.mutate is None):
-        ap.error("give exactly one of --nodes and --mutate")
-    if args.nodes is not None:
+    if [args.nodes, args.mutate, args.flat].count(None) != 2:
+        ap.error("give exactly one of --nodes, --flat and --mutate")
+    if args.flat is not None:
+        if args.flat < 0:
+            ap.error("--flat must be >= 0")
+        build_flat(args.dir, args.flat, args.seed, args.prefix)
+    elif args.nodes is not None:
         if args.nodes < 0 or args.depth < 1:
             ap.error("--nodes must be >= 0 and --depth >= 1")
-        build(args.dir, args.nodes, args.seed, args.depth, args.top)
+        build(args.dir, args.nodes, args.seed, args.depth, args.top, args.psi)
     else:
         if not 0 <= args.mutate <= 100:
             ap.error("--mutate takes a percentage")

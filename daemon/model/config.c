@@ -20,6 +20,7 @@
 #include <sys/un.h>
 #include <syslog.h>
 
+#include "cgroup-glob.h"
 #include "config.h"
 #include "log.h"
 #include "listen-address.h"
@@ -47,6 +48,7 @@ typedef enum ConfigType {
         CONFIG_LISTEN,          /* char *, ADDRESS:PORT */
         CONFIG_RATIO,           /* uint32_t parts per million, a decimal fraction, in [min, max] */
         CONFIG_OPT_SOCKET,      /* char *, like CONFIG_SOCKET; empty: "" (off), "auto": NULL (default) */
+        CONFIG_CGROUP_GLOBS,    /* char *, space-separated cgroup path globs (cgroup-glob.h) */
 } ConfigType;
 
 typedef struct ConfigKey {
@@ -91,6 +93,9 @@ static const ConfigKey config_keys[] = {
             POLICY_MAX_FAST_TRIGGERS_MAX),
         KEY("MemoryPressure", "Socket",          CONFIG_OPT_SOCKET,      mp_socket, 0, 0),
         KEY("Metrics",    "Listen",              CONFIG_LISTEN,          metrics_listen, 0, 0),
+        KEY("Metrics",    "Cgroups",             CONFIG_CGROUP_GLOBS,    metrics_cgroups, 0, 0),
+        KEY("Metrics",    "MaxCgroups",          CONFIG_UNSIGNED,        metrics_max_cgroups, 1,
+            CONFIG_METRICS_MAX_CGROUPS_MAX),
 };
 
 static void config_init_defaults(Config *c) {
@@ -116,6 +121,7 @@ static void config_init_defaults(Config *c) {
                 .refresh_usec = 1 * USEC_PER_SEC,
                 .recursive_protection = RECURSIVE_PROTECTION_AUTO,
                 .max_fast_triggers_per_user = POLICY_MAX_FAST_TRIGGERS_DEFAULT,
+                .metrics_max_cgroups = CONFIG_METRICS_MAX_CGROUPS_DEFAULT,
         };
 }
 
@@ -138,6 +144,7 @@ Config *config_free(Config *c) {
         free(c->cgroup_v1_root);
         free(c->inject_group);
         free(c->metrics_listen);
+        free(c->metrics_cgroups);
         free(c->mp_socket);
         free(c);
         return NULL;
@@ -158,7 +165,7 @@ static int replace_string(char **p, const char *value) {
 
 static bool config_type_is_string(ConfigType t) {
         return t == CONFIG_SOCKET || t == CONFIG_AUTO_PATH || t == CONFIG_GROUP || t == CONFIG_LISTEN ||
-               t == CONFIG_OPT_SOCKET;
+               t == CONFIG_OPT_SOCKET || t == CONFIG_CGROUP_GLOBS;
 }
 
 /* "1G", "16M", "4K" when exact, else plain bytes. */
@@ -523,6 +530,25 @@ static int config_value_parse_listen(const ConfigKey *k, void *field, const char
         return replace_string(field, value);
 }
 
+/* CONFIG_CGROUP_GLOBS: cgroup path patterns, checked, kept as written. */
+static int config_value_parse_cgroup_globs(const ConfigKey *k, void *field, const char *value,
+                                           char *reason, size_t reason_size) {
+        CgroupGlobs *g = NULL;
+        const char *why = NULL;
+        int r;
+
+        r = cgroup_globs_parse(value, &g, &why);
+        g = cgroup_globs_free(g);
+        if (r == -EINVAL) {
+                snprintf(reason, reason_size, "%s (expected space-separated absolute cgroup path globs)",
+                         strna(why));
+                return r;
+        }
+        if (r < 0)
+                return r;
+        return replace_string(field, value);
+}
+
 /* The parser for each ConfigType. */
 static const ConfigValueParser config_value_parsers[] = {
         [CONFIG_SOCKET]          = config_value_parse_path,
@@ -538,6 +564,7 @@ static const ConfigValueParser config_value_parsers[] = {
         [CONFIG_TRISTATE]        = config_value_parse_tristate,
         [CONFIG_GROUP]           = config_value_parse_group,
         [CONFIG_LISTEN]          = config_value_parse_listen,
+        [CONFIG_CGROUP_GLOBS]    = config_value_parse_cgroup_globs,
 };
 
 /*
@@ -1052,6 +1079,7 @@ static void config_format_value(FILE *f, const ConfigKey *k, const void *field) 
         case CONFIG_SOCKET:
         case CONFIG_GROUP:
         case CONFIG_LISTEN:
+        case CONFIG_CGROUP_GLOBS:
                 fputs(*(char *const *) field ?: "", f);
                 break;
         case CONFIG_AUTO_PATH:

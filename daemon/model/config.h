@@ -3,8 +3,9 @@
  * The model layer (daemon/README.md): pure logic, no event loop: the
  * configuration (config.h), the protection model (protection.h) and its
  * tree reader (protection-tree.h), pressure episodes (episode.h), the
- * fast-trigger policy (policy.h), counters (counters.h, histogram.h) and the
- * kinds of source (source-type.h). Tests drive it with plain structs and
+ * fast-trigger policy (policy.h), counters (counters.h, histogram.h), the
+ * kinds of source (source-type.h) and the [Metrics] Cgroups= globs and
+ * their walk (cgroup-glob.h). Tests drive it with plain structs and
  * fixture files.
  *
  * The configuration: embedded defaults, then /etc/pressured/pressured.conf,
@@ -27,6 +28,10 @@ typedef enum RecursiveProtection {
         RECURSIVE_PROTECTION_YES,
         RECURSIVE_PROTECTION_NO,
 } RecursiveProtection;
+
+/* The range and default of [Metrics] MaxCgroups=. */
+#define CONFIG_METRICS_MAX_CGROUPS_DEFAULT 1000
+#define CONFIG_METRICS_MAX_CGROUPS_MAX 100000
 
 /* The largest [Limits] HistoryEpisodes= accepted. */
 #define CONFIG_HISTORY_EPISODES_MAX 1024
@@ -69,6 +74,8 @@ typedef struct Config {
 
         /* [Metrics] */
         char *metrics_listen;      /* NULL: off */
+        char *metrics_cgroups;     /* cgroup_globs_parse() patterns; NULL: no per-cgroup series */
+        unsigned metrics_max_cgroups; /* cgroups read per scrape; further matches are only counted */
 } Config;
 
 /* config_new_default - a Config holding the embedded defaults. */

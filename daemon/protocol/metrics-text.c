@@ -10,26 +10,24 @@
 #include "metrics-text.h"
 #include "util.h"
 
-/* Escape for HELP text: backslash and newline. */
+/*
+ * Escape for label values (@quote) and HELP text: backslash and newline,
+ * and the double quote in label values. Runs of plain characters go in
+ * one piece.
+ */
 static void write_escaped(struct evbuffer *out, const char *s, bool quote) {
-        for (const char *p = s ? s : ""; *p; p++) {
-                switch (*p) {
-                case '\\':
-                        evbuffer_add(out, "\\\\", 2);
+        const char *special = quote ? "\\\n\"" : "\\\n";
+
+        for (const char *p = s ? s : ""; *p;) {
+                size_t n = strcspn(p, special);
+
+                if (n > 0)
+                        evbuffer_add(out, p, n);
+                p += n;
+                if (*p == 0)
                         break;
-                case '\n':
-                        evbuffer_add(out, "\\n", 2);
-                        break;
-                case '"':
-                        if (quote) {
-                                evbuffer_add(out, "\\\"", 2);
-                                break;
-                        }
-                        evbuffer_add(out, p, 1);
-                        break;
-                default:
-                        evbuffer_add(out, p, 1);
-                }
+                evbuffer_add(out, *p == '\\' ? "\\\\" : *p == '\n' ? "\\n" : "\\\"", 2);
+                p++;
         }
 }
 
@@ -96,6 +94,15 @@ static void format_usec_as_sec(char buf[static 32], uint64_t usec) {
                 buf[--n] = 0;
         if (buf[n - 1] == '.')
                 buf[--n] = 0;
+}
+
+void metrics_write_sample_seconds(struct evbuffer *out, const char *name,
+                                  const MetricsLabel *labels, size_t n_labels, uint64_t usec) {
+        char buf[32];
+
+        format_usec_as_sec(buf, usec);
+        write_name_labels(out, name, labels, n_labels);
+        evbuffer_add_printf(out, " %s\n", buf);
 }
 
 void metrics_histogram_write(struct evbuffer *out, const char *name, const char *help,

@@ -42,6 +42,14 @@ void metrics_write_sample(struct evbuffer *out, const char *name,
 void metrics_write_sample_u64(struct evbuffer *out, const char *name,
                               const MetricsLabel *labels, size_t n_labels, uint64_t value);
 
+/*
+ * metrics_write_sample_seconds - like metrics_write_sample() for a duration
+ * of @usec microseconds, written in seconds as an exact decimal ("1.5",
+ * "0.000001", "3").
+ */
+void metrics_write_sample_seconds(struct evbuffer *out, const char *name,
+                                  const MetricsLabel *labels, size_t n_labels, uint64_t usec);
+
 /* metrics_write_label_value - append @value escaped for use inside a label's double quotes. */
 void metrics_write_label_value(struct evbuffer *out, const char *value);
 

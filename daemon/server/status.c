@@ -3,6 +3,8 @@
 #include <inttypes.h>
 
 #include "config-build.h"
+#include "log.h"
+#include "metrics-cgroup.h"
 #include "metrics-text.h"
 #include "registration-episode.h"
 #include "status.h"
@@ -235,6 +237,36 @@ static void status_write_psi_metrics(struct evbuffer *out, const StatusContext *
         }
 }
 
+/*
+ * The per-cgroup families ([Metrics] Cgroups=), read now: nothing is kept
+ * or watched between scrapes. Nothing at all without patterns or a cgroup2
+ * hierarchy. Read errors other than a cgroup vanishing are logged once per
+ * scrape.
+ */
+static void status_write_cgroup_metrics(struct evbuffer *out, const StatusContext *m) {
+        CgroupGlobs *g = NULL;
+        CgroupScrape s;
+        int r;
+
+        if (!m->config->metrics_cgroups || !m->v2 || m->v2->fd < 0)
+                return;
+        r = cgroup_globs_parse(m->config->metrics_cgroups, &g, NULL);
+        if (r < 0) {
+                log_ratelimited(LOG_WARNING, -r, NULL, 60, 1, "Failed to parse [Metrics] Cgroups=, ignoring: %m");
+                return;
+        }
+        r = cgroup_scrape(m->v2->fd, g, m->config->metrics_max_cgroups, &s);
+        g = cgroup_globs_free(g);
+        if (r < 0)
+                log_warning_errno(r, "Failed to walk the cgroup tree for metrics, ignoring: %m");
+        if (s.errors.count > 0)
+                log_warning_errno(s.errors.first_error,
+                                  "Failed to read %u cgroup file(s) for metrics, the first %s, ignoring: %m",
+                                  s.errors.count, s.errors.first_path);
+        metrics_write_cgroups(out, &s);
+        cgroup_scrape_done(&s);
+}
+
 void status_write_metrics(struct evbuffer *out, void *userdata) {
         const StatusContext *m = userdata;
         uint64_t values[_COUNTER_MAX];
@@ -247,5 +279,6 @@ void status_write_metrics(struct evbuffer *out, void *userdata) {
         status_write_fast_trigger_metrics(out, m);
         status_write_episode_metrics(out, m);
         status_write_psi_metrics(out, m);
+        status_write_cgroup_metrics(out, m);
         metrics_write_process(out);
 }

@@ -205,6 +205,17 @@ static void test_value_forms(void) {
         ASSERT_OK(config_parse_string(c, "x", "[Metrics]\nListen=127.0.0.1:9100\n", NULL));
         ASSERT_STREQ(c->metrics_listen, "127.0.0.1:9100");
 
+        /* [Metrics] Cgroups= is kept as written; empty turns it off again. */
+        ASSERT_TRUE(c->metrics_cgroups == NULL);
+        ASSERT_EQ(c->metrics_max_cgroups, 1000u);
+        ASSERT_OK(config_parse_string(c, "x", "[Metrics]\nCgroups=/system.slice/*.service  /\nMaxCgroups=100000\n",
+                                      NULL));
+        ASSERT_STREQ(c->metrics_cgroups, "/system.slice/*.service  /");
+        ASSERT_EQ(c->metrics_max_cgroups, 100000u);
+        ASSERT_OK(config_parse_string(c, "x", "[Metrics]\nCgroups=\nMaxCgroups=1\n", NULL));
+        ASSERT_TRUE(c->metrics_cgroups == NULL);
+        ASSERT_EQ(c->metrics_max_cgroups, 1u);
+
         /* [MemoryPressure] Socket=: a path, empty for off, "auto" for the default. */
         ASSERT_TRUE(c->mp_socket == NULL);
         ASSERT_OK(config_parse_string(c, "x", "[MemoryPressure]\nSocket=/run/x/mp\n", NULL));
@@ -366,6 +377,15 @@ static void test_errors(void) {
                     F "2: [Policy] MaxFastTriggersPerUser=: must be a number between 0 and 1000000");
         check_error("[Policy]\nMaxFastTriggersPerUser=four\n",
                     F "2: [Policy] MaxFastTriggersPerUser=: must be a number between 0 and 1000000");
+        check_error("[Metrics]\nMaxCgroups=0\n", F "2: [Metrics] MaxCgroups=: must be a number between 1 and 100000");
+        check_error("[Metrics]\nMaxCgroups=100001\n",
+                    F "2: [Metrics] MaxCgroups=: must be a number between 1 and 100000");
+        check_error("[Metrics]\nCgroups=/system.slice/*.service user.slice\n",
+                    F "2: [Metrics] Cgroups=: a pattern must start with / "
+                    "(expected space-separated absolute cgroup path globs)");
+        check_error("[Metrics]\nCgroups=/a/../b\n",
+                    F "2: [Metrics] Cgroups=: a pattern must not contain . or .. components "
+                    "(expected space-separated absolute cgroup path globs)");
         check_error("[Policy]\nInjectGroup=bad group\n", F "2: [Policy] InjectGroup=: must be a group name or a numeric GID");
         check_error("[Policy]\nInjectGroup=-wheel\n", F "2: [Policy] InjectGroup=: must be a group name or a numeric GID");
         check_error("[Policy]\nInjectGroup=4294967295\n", F "2: [Policy] InjectGroup=: must be a group name or a numeric GID");
@@ -470,7 +490,9 @@ static void test_format_roundtrip(void) {
                      "Socket=auto\n"
                      "\n"
                      "[Metrics]\n"
-                     "Listen=\n");
+                     "Listen=\n"
+                     "Cgroups=\n"
+                     "MaxCgroups=1000\n");
 
         ASSERT_OK(config_parse_string(c, "x",
                 "[Daemon]\nSocket=/run/s\nLogLevel=debug\nCgroupRoot=/cg\n"
@@ -479,7 +501,8 @@ static void test_format_roundtrip(void) {
                 "[Limits]\nMaxMessageBytes=1500\nOutputBufferBytes=3M\nRequestTimeoutSec=0.25\n"
                 "IdleTimeoutSec=3600\nHistoryEpisodes=0\n"
                 "[Protection]\nRefreshSec=1.000001\nRecursiveProtection=no\n"
-                "[Policy]\nInjectGroup=wheel\n[Metrics]\nListen=0.0.0.0:9100\n", NULL));
+                "[Policy]\nInjectGroup=wheel\n[Metrics]\nListen=0.0.0.0:9100\nCgroups=/a/* /b\nMaxCgroups=5\n",
+                NULL));
         text2 = config_format(c);
         ASSERT_TRUE(text2);
         ASSERT_TRUE(strstr(text2, "Low=some 1500us 1250ms\n"));
@@ -493,6 +516,7 @@ static void test_format_roundtrip(void) {
         ASSERT_TRUE(strstr(text2, "ClearAfterSec=2.5\n"));
         ASSERT_TRUE(strstr(text2, "ClearRatio=0.125\n"));
         ASSERT_TRUE(strstr(text2, "HistoryEpisodes=0\n"));
+        ASSERT_TRUE(strstr(text2, "Cgroups=/a/* /b\nMaxCgroups=5\n"));
         ASSERT_EQ(c->clear_after_usec, 2500 * USEC_PER_MSEC);
         ASSERT_EQ(c->clear_ratio_ppm, 125000u);
         ASSERT_EQ(c->history_episodes, 0u);

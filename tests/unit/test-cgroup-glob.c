@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests for [Metrics] Cgroups=: pattern parsing and matching, the pruned
+ * and sorted walk over a fake tree in a temporary directory (MaxCgroups=
+ * cut, missing and broken files, a cgroup without files), and the
+ * per-cgroup exposition byte for byte (escaping, seconds, left-out
+ * families, the omitted gauge).
+ */
+#include <event2/buffer.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/stat.h>
+
+#include "cgroup-glob.h"
+#include "metrics-cgroup.h"
+#include "tests.h"
+#include "util.h"
+
+static CgroupGlobs *globs(const char *text) {
+        CgroupGlobs *g = NULL;
+        const char *why = NULL;
+
+        ASSERT_OK(cgroup_globs_parse(text, &g, &why));
+        ASSERT_TRUE(g);
+        return g;
+}
+
+static void test_parse(void) {
+        static const char *const bad[] = {
+                "system.slice", "/a /b c", "/a/../b", "/./a", "/a/.", "/a\x01", "/a\n/b",
+        };
+        CgroupGlobs *g = NULL;
+        const char *why = NULL;
+        char *many, *deep, *long_component;
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                why = NULL;
+                ASSERT_EQ(cgroup_globs_parse(bad[i], &g, &why), -EINVAL);
+                ASSERT_TRUE(why != NULL);
+        }
+
+        g = globs(NULL);
+        ASSERT_EQ(cgroup_globs_count(g), 0);
+        g = cgroup_globs_free(g);
+        g = globs("  \t ");
+        ASSERT_EQ(cgroup_globs_count(g), 0);
+        g = cgroup_globs_free(g);
+        g = globs(" /system.slice/*.service\t/user.slice/user-*.slice / ");
+        ASSERT_EQ(cgroup_globs_count(g), 3);
+        g = cgroup_globs_free(g);
+
+        /* 64 patterns are fine, 65 are not. */
+        many = calloc(65, 4);
+        ASSERT_TRUE(many);
+        for (int i = 0; i < 64; i++)
+                strcat(many, "/a ");
+        g = globs(many);
+        ASSERT_EQ(cgroup_globs_count(g), 64);
+        g = cgroup_globs_free(g);
+        strcat(many, "/b");
+        ASSERT_EQ(cgroup_globs_parse(many, &g, &why), -EINVAL);
+        ASSERT_STREQ(why, "at most 64 patterns are allowed");
+        free(many);
+
+        /* 32 components are fine, 33 are not. */
+        deep = calloc(34, 2);
+        ASSERT_TRUE(deep);
+        for (int i = 0; i < 32; i++)
+                strcat(deep, "/x");
+        g = globs(deep);
+        g = cgroup_globs_free(g);
+        strcat(deep, "/y");
+        ASSERT_EQ(cgroup_globs_parse(deep, &g, &why), -EINVAL);
+        free(deep);
+
+        long_component = calloc(1, 258);
+        ASSERT_TRUE(long_component);
+        long_component[0] = '/';
+        memset(long_component + 1, 'c', 255);
+        g = globs(long_component);
+        g = cgroup_globs_free(g);
+        long_component[256] = 'c';
+        ASSERT_EQ(cgroup_globs_parse(long_component, &g, &why), -EINVAL);
+        free(long_component);
+}
+
+static void test_match(void) {
+        CgroupGlobs *g = globs("/system.slice/*.service /user.slice/user-*.slice/ //init.scope");
+
+        ASSERT_TRUE(cgroup_globs_match(g, "/system.slice/foo.service"));
+        ASSERT_TRUE(cgroup_globs_match(g, "/system.slice/.service"));
+        ASSERT_TRUE(cgroup_globs_match(g, "/user.slice/user-1000.slice"));
+        ASSERT_TRUE(cgroup_globs_match(g, "/init.scope"));
+        /* "*" does not cross "/", and a pattern matches exactly its depth. */
+        ASSERT_TRUE(!cgroup_globs_match(g, "/system.slice/a/b.service"));
+        ASSERT_TRUE(!cgroup_globs_match(g, "/system.slice"));
+        ASSERT_TRUE(!cgroup_globs_match(g, "/system.slice/foo.service/sub"));
+        ASSERT_TRUE(!cgroup_globs_match(g, "/system.slice/foo.socket"));
+        ASSERT_TRUE(!cgroup_globs_match(g, "/"));
+        g = cgroup_globs_free(g);
+
+        g = globs("/");
+        ASSERT_TRUE(cgroup_globs_match(g, "/"));
+        ASSERT_TRUE(!cgroup_globs_match(g, "/a"));
+        g = cgroup_globs_free(g);
+
+        g = globs("/* /a/?/[xy]z");
+        ASSERT_TRUE(cgroup_globs_match(g, "/anything"));
+        ASSERT_TRUE(cgroup_globs_match(g, "/a/1/xz"));
+        ASSERT_TRUE(cgroup_globs_match(g, "/a/2/yz"));
+        ASSERT_TRUE(!cgroup_globs_match(g, "/a/12/yz"));
+        ASSERT_TRUE(!cgroup_globs_match(g, "/a/1/zz"));
+        ASSERT_TRUE(!cgroup_globs_match(g, "/"));
+        g = cgroup_globs_free(g);
+}
+
+/* ---- a fake tree ---- */
+
+static char tree[] = "/tmp/test-cgroup-glob-XXXXXX";
+
+static void put(const char *rel, const char *text) {
+        char path[512];
+        int fd;
+
+        snprintf(path, sizeof(path), "%s%s", tree, rel);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_EQ(write(fd, text, strlen(text)), (ssize_t) strlen(text));
+        close(fd);
+}
+
+static void mkcg(const char *rel) {
+        char path[512];
+
+        snprintf(path, sizeof(path), "%s%s", tree, rel);
+        ASSERT_OK(mkdir(path, 0755));
+}
+
+#define PSI(some, full) "some avg10=0.00 avg60=0.00 avg300=0.00 total=" some "\n" \
+                        "full avg10=0.00 avg60=0.00 avg300=0.00 total=" full "\n"
+
+/* A cgroup with every file: totals derived from @n so each value is distinct. */
+static void full_cgroup(const char *rel, int n) {
+        char f[512], text[256];
+
+        mkcg(rel);
+        snprintf(f, sizeof(f), "%s/memory.pressure", rel);
+        snprintf(text, sizeof(text), "some avg10=1.00 avg60=0.00 avg300=0.00 total=%d\n"
+                 "full avg10=0.00 avg60=0.00 avg300=0.00 total=%d\n", n * 1000000 + 1, n * 10);
+        put(f, text);
+        snprintf(f, sizeof(f), "%s/io.pressure", rel);
+        put(f, PSI("1500000", "0"));
+        snprintf(f, sizeof(f), "%s/cpu.pressure", rel);
+        put(f, "some avg10=0.00 avg60=0.00 avg300=0.00 total=42\n");
+        snprintf(f, sizeof(f), "%s/memory.events", rel);
+        snprintf(text, sizeof(text), "low 0\nhigh 0\nmax 0\noom %d\noom_kill %d\n", n, n);
+        put(f, text);
+        snprintf(f, sizeof(f), "%s/memory.current", rel);
+        snprintf(text, sizeof(text), "%d\n", n * 4096);
+        put(f, text);
+}
+
+/*
+ *   /                       memory.current only
+ *   /a                      full      /a/x full, /a/x/deep full, /a/y full, /a/.hidden full
+ *   /b                      full      /b/z full
+ *   /c                      no files (a cgroup already removed)
+ *   /d                      memory.pressure garbage, io.pressure a directory,
+ *                           cpu.pressure fine, no memory files
+ */
+static void make_tree(void) {
+        ASSERT_TRUE(mkdtemp(tree) != NULL);
+        put("/memory.current", "123\n");
+        full_cgroup("/a", 1);
+        full_cgroup("/a/x", 2);
+        full_cgroup("/a/x/deep", 3);
+        full_cgroup("/a/y", 4);
+        full_cgroup("/a/.hidden", 5);
+        full_cgroup("/b", 6);
+        full_cgroup("/b/z", 7);
+        mkcg("/c");
+        mkcg("/d");
+        put("/d/memory.pressure", "garbage\n");
+        mkcg("/d/io.pressure");
+        put("/d/cpu.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=7\n");
+        put("/a/not-a-cgroup", "a file\n");
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        return remove(path);
+}
+
+static void scrape(const char *patterns, size_t max, CgroupScrape *ret) {
+        CgroupGlobs *g = globs(patterns);
+        int fd = open(tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_OK(cgroup_scrape(fd, g, max, ret));
+        close(fd);
+        cgroup_globs_free(g);
+}
+
+static void assert_paths(const CgroupScrape *s, const char *const *want, size_t n) {
+        ASSERT_EQ(s->n_samples, n);
+        for (size_t i = 0; i < n; i++)
+                ASSERT_STREQ(s->samples[i].path, want[i]);
+}
+
+static void test_walk(void) {
+        static const char *const all_a[] = { "/a/.hidden", "/a/x", "/a/y" };
+        static const char *const mixed[] = { "/", "/a", "/a/x", "/a/x/deep", "/a/y", "/b", "/b/z", "/d" };
+        CgroupScrape s;
+
+        /* Only /a is listed below the root: /b, /c, /d are pruned, and so is
+         * everything below /a's children (no pattern is deeper). */
+        scrape("/a/*", 100, &s);
+        assert_paths(&s, all_a, ELEMENTSOF(all_a));
+        ASSERT_EQ(s.dirs_listed, 2);
+        ASSERT_EQ(s.omitted, 0);
+        ASSERT_EQ(s.errors.count, 0);
+        ASSERT_TRUE(s.samples[1].has_psi[CGROUP_RESOURCE_MEMORY]);
+        ASSERT_U64_EQ(s.samples[1].psi[CGROUP_RESOURCE_MEMORY].some.total_us, 2000001);
+        ASSERT_U64_EQ(s.samples[1].psi[CGROUP_RESOURCE_MEMORY].full.total_us, 20);
+        ASSERT_TRUE(!s.samples[1].psi[CGROUP_RESOURCE_CPU].has_full);
+        ASSERT_U64_EQ(s.samples[1].oom_kills, 2);
+        ASSERT_U64_EQ(s.samples[1].memory_current, 8192);
+        cgroup_scrape_done(&s);
+
+        /* Depth-first, children sorted by name; "/" matches the root, which has
+         * memory.current only; /c has no files and is left out; /d's broken
+         * files are errors, its missing ones are not. */
+        scrape("/ /* /a/*/* /?/?", 100, &s);
+        assert_paths(&s, mixed, ELEMENTSOF(mixed));
+        ASSERT_TRUE(!s.samples[0].has_psi[CGROUP_RESOURCE_MEMORY]);
+        ASSERT_TRUE(s.samples[0].has_memory_current);
+        ASSERT_U64_EQ(s.samples[0].memory_current, 123);
+        ASSERT_TRUE(!s.samples[7].has_psi[CGROUP_RESOURCE_MEMORY] && !s.samples[7].has_psi[CGROUP_RESOURCE_IO]);
+        ASSERT_TRUE(s.samples[7].has_psi[CGROUP_RESOURCE_CPU]);
+        ASSERT_U64_EQ(s.samples[7].psi[CGROUP_RESOURCE_CPU].some.total_us, 7);
+        ASSERT_TRUE(!s.samples[7].has_oom_kills && !s.samples[7].has_memory_current);
+        ASSERT_EQ(s.errors.count, 2);
+        ASSERT_EQ(s.errors.first_error, -EBADMSG);
+        ASSERT_STREQ(s.errors.first_path, "/d/memory.pressure");
+        cgroup_scrape_done(&s);
+
+        /* MaxCgroups= cuts in walk order; the rest is counted, not read. */
+        scrape("/ /* /a/*/* /?/?", 3, &s);
+        assert_paths(&s, mixed, 3);
+        ASSERT_EQ(s.omitted, ELEMENTSOF(mixed) - 3 + 1); /* /c counts: beyond the cut it is not read */
+        cgroup_scrape_done(&s);
+
+        /* No pattern: nothing is even opened. */
+        scrape("", 100, &s);
+        ASSERT_EQ(s.n_samples, 0);
+        ASSERT_EQ(s.dirs_listed, 0);
+        cgroup_scrape_done(&s);
+
+        /* A pattern that matches nothing lists the root only. */
+        scrape("/nothing/*", 100, &s);
+        ASSERT_EQ(s.n_samples, 0);
+        ASSERT_EQ(s.dirs_listed, 1);
+        cgroup_scrape_done(&s);
+}
+
+/* ---- the exposition ---- */
+
+static char *take_string(struct evbuffer *b) {
+        size_t n = evbuffer_get_length(b);
+        char *s = malloc(n + 1);
+
+        ASSERT_TRUE(s);
+        ASSERT_EQ(evbuffer_remove(b, s, n), n);
+        s[n] = 0;
+        return s;
+}
+
+static void test_exposition(void) {
+        CgroupSample samples[2] = {
+                { .path = (char *) "/odd\"name\\with\nnewline",
+                  .psi = { [CGROUP_RESOURCE_MEMORY] = { .some.total_us = 1500000, .full.total_us = 1,
+                                                        .has_some = true, .has_full = true },
+                           [CGROUP_RESOURCE_CPU] = { .some.total_us = 0, .has_some = true } },
+                  .has_psi = { [CGROUP_RESOURCE_MEMORY] = true, [CGROUP_RESOURCE_CPU] = true },
+                  .oom_kills = 3, .has_oom_kills = true },
+                { .path = (char *) "/",
+                  .psi = { [CGROUP_RESOURCE_CPU] = { .some.total_us = 12000000, .full.total_us = 123456789,
+                                                     .has_some = true, .has_full = true } },
+                  .has_psi = { [CGROUP_RESOURCE_CPU] = true },
+                  .memory_current = UINT64_C(1) << 50, .has_memory_current = true },
+        };
+        CgroupScrape s = { .samples = samples, .n_samples = 2, .omitted = 7 };
+        struct evbuffer *b = evbuffer_new();
+        char *text;
+
+        ASSERT_TRUE(b);
+        metrics_write_cgroups(b, &s);
+        text = take_string(b);
+        ASSERT_STREQ(text,
+                "# HELP pressured_cgroup_pressure_memory_waiting_seconds_total Time some tasks of the cgroup waited for memory (PSI some total), in seconds.\n"
+                "# TYPE pressured_cgroup_pressure_memory_waiting_seconds_total counter\n"
+                "pressured_cgroup_pressure_memory_waiting_seconds_total{cgroup=\"/odd\\\"name\\\\with\\nnewline\"} 1.5\n"
+                "# HELP pressured_cgroup_pressure_memory_stalled_seconds_total Time all non-idle tasks of the cgroup stalled on memory at once (PSI full total), in seconds.\n"
+                "# TYPE pressured_cgroup_pressure_memory_stalled_seconds_total counter\n"
+                "pressured_cgroup_pressure_memory_stalled_seconds_total{cgroup=\"/odd\\\"name\\\\with\\nnewline\"} 0.000001\n"
+                "# HELP pressured_cgroup_pressure_cpu_waiting_seconds_total Time some runnable tasks of the cgroup waited for a CPU (PSI some total), in seconds.\n"
+                "# TYPE pressured_cgroup_pressure_cpu_waiting_seconds_total counter\n"
+                "pressured_cgroup_pressure_cpu_waiting_seconds_total{cgroup=\"/odd\\\"name\\\\with\\nnewline\"} 0\n"
+                "pressured_cgroup_pressure_cpu_waiting_seconds_total{cgroup=\"/\"} 12\n"
+                "# HELP pressured_cgroup_pressure_cpu_stalled_seconds_total Time all non-idle tasks of the cgroup waited for a CPU at once (PSI full total), in seconds.\n"
+                "# TYPE pressured_cgroup_pressure_cpu_stalled_seconds_total counter\n"
+                "pressured_cgroup_pressure_cpu_stalled_seconds_total{cgroup=\"/\"} 123.456789\n"
+                "# HELP pressured_cgroup_memory_oom_kills_total Processes of the cgroup killed by the kernel's OOM killer (memory.events oom_kill).\n"
+                "# TYPE pressured_cgroup_memory_oom_kills_total counter\n"
+                "pressured_cgroup_memory_oom_kills_total{cgroup=\"/odd\\\"name\\\\with\\nnewline\"} 3\n"
+                "# HELP pressured_cgroup_memory_current_bytes Memory charged to the cgroup and its descendants (memory.current), in bytes.\n"
+                "# TYPE pressured_cgroup_memory_current_bytes gauge\n"
+                "pressured_cgroup_memory_current_bytes{cgroup=\"/\"} 1125899906842624\n"
+                "# HELP pressured_cgroup_series_omitted_cgroups Cgroups matching [Metrics] Cgroups= left out of this scrape because of MaxCgroups=.\n"
+                "# TYPE pressured_cgroup_series_omitted_cgroups gauge\n"
+                "pressured_cgroup_series_omitted_cgroups 7\n");
+        free(text);
+
+        /* Nothing matched: the omitted gauge alone, at 0. */
+        s = (CgroupScrape) {};
+        metrics_write_cgroups(b, &s);
+        text = take_string(b);
+        ASSERT_STREQ(text,
+                "# HELP pressured_cgroup_series_omitted_cgroups Cgroups matching [Metrics] Cgroups= left out of this scrape because of MaxCgroups=.\n"
+                "# TYPE pressured_cgroup_series_omitted_cgroups gauge\n"
+                "pressured_cgroup_series_omitted_cgroups 0\n");
+        free(text);
+        evbuffer_free(b);
+}
+
+int main(void) {
+        test_parse();
+        test_match();
+        make_tree();
+        test_walk();
+        (void) nftw(tree, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        test_exposition();
+        return 0;
+}
