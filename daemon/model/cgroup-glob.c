@@ -294,7 +294,7 @@ static int walk_visit(Walk *w, int dfd) {
 
                 if (want > w->max)
                         want = w->max;
-                p = reallocarray(o->samples, want, sizeof(*p));
+                p = realloc(o->samples, want * sizeof(*p)); /* want <= max: no overflow */
                 if (!p)
                         return -ENOMEM;
                 o->samples = p;

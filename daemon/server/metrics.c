@@ -23,6 +23,7 @@
 #include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include "log.h"
@@ -115,6 +116,11 @@ int metrics_server_new(struct event_base *base, const char *address,
                 return log_error_errno(errno, "Failed to create metrics socket: %m");
         if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
                 return log_error_errno(errno, "Failed to set SO_REUSEADDR on metrics socket: %m");
+        /* Inherited by accepted sockets: a reply written in several pieces
+         * must not wait for a delayed ACK on a kept-alive connection (40 ms
+         * per scrape of a 64 KiB body otherwise). */
+        if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
+                return log_error_errno(errno, "Failed to set TCP_NODELAY on metrics socket: %m");
         if (ss.ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0)
                 return log_error_errno(errno, "Failed to set IPV6_V6ONLY on metrics socket: %m");
         if (bind(fd, (struct sockaddr *) &ss, len) < 0)

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "cgroup-glob.h"
+#include "fail-inject.h"
 #include "metrics-cgroup.h"
 #include "tests.h"
 #include "util.h"
@@ -262,6 +263,40 @@ static void test_walk(void) {
         cgroup_scrape_done(&s);
 }
 
+/* Every allocation of parsing and of a walk fails in turn: -ENOMEM, nothing leaks. */
+static void test_out_of_memory(void) {
+        int fd = open(tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        unsigned n;
+
+        ASSERT_TRUE(fd >= 0);
+        for (n = 1;; n++) {
+                CgroupGlobs *g = NULL;
+                CgroupScrape s = {};
+                bool injected;
+                int r;
+
+                fail_inject_reset();
+                fail_inject_after(FAIL_MALLOC, n);
+                r = cgroup_globs_parse("/ /* /a/*/* /?/?", &g, NULL);
+                if (r >= 0)
+                        r = cgroup_scrape(fd, g, 100, &s);
+                injected = fail_inject_fired(FAIL_MALLOC) > 0;
+                fail_inject_reset();
+                if (!injected) {
+                        ASSERT_OK(r);
+                        ASSERT_EQ(s.n_samples, 8);
+                        cgroup_scrape_done(&s);
+                        cgroup_globs_free(g);
+                        break;
+                }
+                ASSERT_EQ(r, -ENOMEM);
+                cgroup_scrape_done(&s);
+                cgroup_globs_free(g);
+        }
+        ASSERT_TRUE(n > 5);
+        close(fd);
+}
+
 /* ---- the exposition ---- */
 
 static char *take_string(struct evbuffer *b) {
@@ -337,6 +372,7 @@ int main(void) {
         test_match();
         make_tree();
         test_walk();
+        test_out_of_memory();
         (void) nftw(tree, rm_one, 16, FTW_DEPTH | FTW_PHYS);
         test_exposition();
         return 0;
