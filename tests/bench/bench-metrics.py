@@ -19,7 +19,7 @@ its context switches (voluntary + nonvoluntary, /proc/PID/task/*/status)
 and CPU ticks over each period. Nothing may run between scrapes.
 
     PRESSURED_BUILD_ROOT=build PRESSURED_SOURCE_ROOT=. python3 tests/bench/bench-metrics.py [--quick]
-Writes metrics.csv and metrics-idle.csv. Goal: under 50 ms of CPU per
+Writes metrics.csv, metrics-idle.csv and metrics-info.csv (the machine). Goal: under 50 ms of CPU per
 scrape at 1,000 cgroups, and 0 context switches while nobody scrapes.
 """
 import http.client
@@ -104,7 +104,7 @@ def fake_rows(sizes, quick):
             subprocess.run([sys.executable, GENERATOR, root, '--flat', str(n), '--psi'], check=True)
             patterns, label = ('/cg*', 'fake') if n else ('', 'off (Cgroups= empty)')
             port = free_port()
-            scrapes = max(10, (20000 if not quick else 4000) // max(n, 100))
+            scrapes = max(10, min(200, (50000 if not quick else 10000) // max(n, 100)))
             with metrics_daemon(port, patterns, root) as d:
                 wait_listening(port)
                 cpu, size, wall, p99, _ = measure_scrapes(d, port, scrapes, n)
@@ -177,6 +177,10 @@ def main():
         p.add_argument('--no-idle', action='store_true', help='skip the idle periods')
     args = bl.parse_args(__doc__.split('\n')[0], extra)
     sizes = [int(x) for x in args.sizes.split(',')] if args.sizes else [0, 100, 1000, 10000]
+    u = os.uname()
+    info = [['machine', u.nodename], ['kernel', u.release], ['cpus', os.cpu_count()],
+            ['date', time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())], ['load_start', bl.loadavg()],
+            ['quick', int(args.quick)]]
     rows = fake_rows(sizes, args.quick) + real_row(1000, args.quick)
     header = ['tree', 'cgroups', 'scrapes', 'cpu_ms', 'bytes', 'wall_ms', 'wall_p99_ms']
     bl.print_table(header, rows)
@@ -186,6 +190,8 @@ def main():
         header = ['phase', 'cgroups', 'seconds', 'context_switches', 'cpu_ticks']
         bl.print_table(header, idle)
         bl.write_csv(args.out, 'metrics-idle.csv', header, idle)
+    info.append(['load_end', bl.loadavg()])
+    bl.write_csv(args.out, 'metrics-info.csv', ['key', 'value'], info)
     return 0
 
 

@@ -222,14 +222,22 @@ def metrics(out):
     body = [[r['tree'], f"{int(r['cgroups']):,}", r['scrapes'], num(r['cpu_ms'], 1), num(r['bytes']),
              num(r['wall_ms'], 1), num(r['wall_p99_ms'], 1)] for r in rows]
     at_1000 = [float(r['cpu_ms']) for r in rows if int(r['cgroups']) == 1000]
-    text = (table(['tree', 'cgroups', 'scrapes', 'daemon CPU ms', 'bytes', 'wall ms (median)', 'wall ms (p99)'],
+    info = kv(out, 'metrics-info.csv')
+    text = ''
+    if info:
+        quick = ' (quick run)' if info.get('quick') == '1' else ''
+        text = (f"Run{quick} on {info.get('machine', '?')}: kernel {info.get('kernel', '?')}, "
+                f"{info.get('cpus', '?')} CPUs, {info.get('date', '?')}, load average {info.get('load_start', '?')} "
+                f"at the start and {info.get('load_end', '?')} at the end.\n\n")
+    text += (table(['tree', 'cgroups', 'scrapes', 'daemon CPU ms', 'bytes', 'wall ms (median)', 'wall ms (p99)'],
                   body)
             + '\nPer scrape: the daemon\'s CPU time (utime + stime from /proc/PID/stat) over all scrapes divided '
               'by their number, the body\'s size, and the client\'s wall time on a kept-alive connection. Fake '
               'trees: N sibling cgroups under /tmp (make-fake-cgroup-tree.py --flat N --psi), Cgroups=/cg*, '
               'MaxCgroups=100000; "off" is the daemon\'s own series with Cgroups= empty; "real cgroup2": 1,000 '
               'empty cgroups made under a parent on this machine\'s cgroup2 hierarchy (pressure files only, no '
-              'memory controller there).\n')
+              'memory controller there). CPU time is counted in ticks of 1/100 s, so under 10 ms over all scrapes '
+              'shows as 0.\n')
     if at_1000:
         text += (f'\nGoal: under 50 ms of CPU per scrape at 1,000 cgroups: worst {max(at_1000):.1f} ms — '
                  f'{verdict(max(at_1000) < 50)}.\n')
@@ -246,7 +254,9 @@ def metrics(out):
 
 METRICS_TITLE = 'Per-cgroup metrics'
 METRICS_INTRO = ('Cost of a /metrics scrape against the number of cgroups [Metrics] Cgroups= matches, and what '
-                 'the daemon does between scrapes (bench-metrics.py).')
+                 'the daemon does between scrapes. Reproduce alone with `tests/bench/bench-metrics.py --out DIR` '
+                 '(as root, with PRESSURED_BUILD_ROOT and PRESSURED_SOURCE_ROOT set), then '
+                 '`tests/bench/make-results.py --metrics DIR --into tests/bench/results.md`.')
 
 
 def metrics_section(out):
