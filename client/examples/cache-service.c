@@ -2,13 +2,11 @@
 /*
  * cache-service: a service that drops its cache when memory pressure
  * reaches "medium", lets it grow again when that episode is over, and
- * saves its state when pressure turns "critical", driven from its own
- * poll() loop. Build: cc cache-service.c $(pkg-config --cflags --libs libpressure)
+ * saves its state when pressure turns "critical".
+ * Build: cc cache-service.c $(pkg-config --cflags --libs libpressure)
  */
-#include <poll.h>
 #include <pressure.h>
 #include <stdio.h>
-#include <time.h>
 
 static int on_event(pressure_subscription *sub, const pressure_event *ev, void *userdata) {
         pressure_level level = *(pressure_level *) userdata;
@@ -46,20 +44,11 @@ int main(void) {
                 }
         }
 
-        while (pressure_client_get_n_active(client) > 0) {
-                struct pollfd p = { .fd = pressure_client_get_fd(client),
-                                    .events = (short) pressure_client_get_events(client) };
-                uint64_t usec, now;
-                struct timespec ts;
-
-                /* ... the service's own fds would be polled here too; usec is CLOCK_MONOTONIC ... */
-                pressure_client_get_timeout(client, &usec);
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                now = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-                poll(&p, 1, usec == PRESSURE_TIMEOUT_INFINITE ? -1 : usec > now ? (int) ((usec - now + 999) / 1000) : 0);
-                if (pressure_client_process(client) < 0)
+        /* A service with a loop of its own polls pressure_client_get_fd() in it
+         * and calls pressure_client_process(); this one has nothing else to do. */
+        while (pressure_client_get_n_active(client) > 0)
+                if (pressure_client_wait(client, PRESSURE_TIMEOUT_INFINITE) < 0)
                         break;
-        }
         pressure_client_free(client);
         return 0;
 }
