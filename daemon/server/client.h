@@ -21,8 +21,10 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "cgroup-ns.h"
 #include "list.h"
 #include "outqueue.h"
+#include "peer-view.h"
 #include "varlink.h"
 
 typedef struct Client Client;
@@ -44,6 +46,7 @@ struct Client {
         uid_t uid;
         gid_t gid;
         pid_t pid;
+        CgroupView view;            /* the peer's cgroup namespace roots; all NULL: the daemon's view */
         VarlinkReader in;
         OutQueue out;
         void *stream;               /* active stream, or NULL: later calls wait */
@@ -73,6 +76,7 @@ struct ClientServer {
         struct event *ev_accept;
         struct event *ev_reap;
         int spare_fd;               /* reserved to refuse clients cleanly at EMFILE */
+        CgroupNsId own_ns;          /* the daemon's cgroup namespace */
         Client *clients;
         Client *dead;
         unsigned n_clients;

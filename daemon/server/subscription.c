@@ -10,6 +10,13 @@ static Subscription *subscription_of(Listener *l) {
         return (Subscription *) l;
 }
 
+const char *subscription_cgroup(const Subscription *s) {
+        const char *real = s->listener.reg ? s->listener.reg->src.cgroup : "/";
+
+        /* Never NULL: a subscription's registration lies beneath the root it was named from. */
+        return cgroup_view_from_real(s->view.root, real) ?: real;
+}
+
 static size_t format_prefix(const Subscription *s, const Body *body, uint64_t count, char *buf) {
         const Listener *l = &s->listener;
         bool has_level = l->level >= 0;
@@ -38,12 +45,19 @@ static size_t format_prefix(const Subscription *s, const Body *body, uint64_t co
 static bool subscription_send(Subscription *s, Body *body, uint64_t count, size_t limit) {
         Client *c = s->client;
         char prefix[OUT_PREFIX_MAX];
+        Body *own = NULL;
         size_t n;
         int k;
 
         s->seq++;
         n = format_prefix(s, body, count, prefix);
-        k = client_send_event(c, prefix, n, body, limit);
+        if (s->view.root) {
+                /* Only a peer in a cgroup namespace pays for its own copy of the event. */
+                own = event_body_view(body, &s->view);
+                body = own;
+        }
+        k = body ? client_send_event(c, prefix, n, body, limit) : -ENOBUFS;
+        body_unref(own);
         if (k == -ENOBUFS) {
                 s->missed++;
                 counter_inc(s->counters, COUNTER_EVENTS_DROPPED);
@@ -128,7 +142,8 @@ static void subscription_removed(Listener *l, Registration *r) {
         Subscription *s = subscription_of(l);
         Client *c = s->client;
         size_t size;
-        char *msg = event_removed_message(r->src.cgroup, s->seq + 1, &size);
+        char *msg = event_removed_message(cgroup_view_from_real(s->view.root, r->src.cgroup) ?: r->src.cgroup,
+                                          s->seq + 1, &size);
 
         subscription_free(s);
         if (msg && !c->dead)
@@ -151,8 +166,10 @@ int subscription_new(Client *c, Counters *counters, Registration *r, const Subsc
                      Subscription **ret) {
         Subscription *s = calloc(1, sizeof(*s));
 
-        if (!s)
+        if (!s || event_view_init(&s->view, cgroup_view_root(&c->view, r->src.type == SOURCE_VMPRESSURE)) < 0) {
+                free(s);
                 return -ENOMEM;
+        }
         s->listener = (Listener) {
                 .ops = &subscription_listener_ops,
                 .uid = c->uid,
@@ -184,6 +201,7 @@ Subscription *subscription_free(Subscription *s) {
         if (s->coalesce)
                 event_free(s->coalesce);
         body_unref(s->pending);
+        event_view_done(&s->view);
         free(s);
         return NULL;
 }

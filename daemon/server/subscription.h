@@ -14,6 +14,7 @@
 
 #include "client.h"
 #include "counters.h"
+#include "event.h"
 #include "registration.h"
 #include "subscribe.h"
 
@@ -30,6 +31,7 @@ struct Subscription {
         Body *pending;              /* coalesced event waiting for the interval */
         uint64_t pending_count;
         struct event *coalesce;     /* exists only while an event is pending */
+        EventView view;             /* the peer's namespace root in the registration's hierarchy */
 };
 
 /*
@@ -47,6 +49,9 @@ struct Subscription {
  */
 int subscription_new(Client *c, Counters *counters, Registration *r, const SubscribeRequest *req,
                      Subscription **ret);
+
+/* subscription_cgroup - the subscribed cgroup as the subscriber names it (relative to its cgroup namespace). */
+const char *subscription_cgroup(const Subscription *s);
 
 /* subscription_start - make @s its client's active stream, after the "subscribed" reply was queued. */
 void subscription_start(Subscription *s);
