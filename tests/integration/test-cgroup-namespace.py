@@ -14,6 +14,7 @@ it carries out varlink calls that the test sends it as JSON lines.
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -43,6 +44,15 @@ def agent(socket_path):
             elif op == 'close':
                 conns.pop(name).close()
                 out = {'ok': True}
+            elif op == 'proxy':
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(req[2])
+                s.sendall(b'some 150ms 2s\n')
+                conns[name] = s
+                out = {'ok': True}
+            elif op == 'byte':
+                conns[name].settimeout(req[2])
+                out = {'ok': len(conns[name].recv(1))}
             elif op == 'cgroup':
                 with open('/proc/self/cgroup') as f:
                     out = {'ok': f.read()}
@@ -306,6 +316,29 @@ def check_protection(name, v2dir):
                 peer.stop()
 
 
+def check_proxy(name, v2dir):
+    """The memory-pressure socket reads the peer's cgroup from /proc in the daemon's view: a namespaced
+    peer watches its own real cgroup, and GetStatus names it as each peer sees it."""
+    d = pt.Daemon()
+    mp = os.path.join(d.tmpdir, 'memory-pressure')
+    d.write_config(f'[MemoryPressure]\nSocket={mp}\n')
+    with d:
+        peer = Peer(['unshare', '-C'] + agent_cmd(d.socket), v2dir)
+        try:
+            peer.ask('proxy', 'mp', mp)
+            regs = pt.wait_for(lambda: [r for r in d.status()['registrations'] if r['proxied']], what='proxied')
+            pt.check_eq([(r['cgroup'], [p['cgroup'] for p in r['proxied']]) for r in regs], [(name, [name])],
+                        'the proxied peer watches its real cgroup')
+            peer.connect('v')
+            nsregs = peer.status('v')['registrations']
+            pt.check_eq([(r['cgroup'], [p['cgroup'] for p in r['proxied']]) for r in nsregs], [('/', ['/'])],
+                        'the namespaced peer sees it as "/"')
+            pt.check_eq(d.inject('critical', name)['parameters']['delivered'], 1, 'an Inject reaches it')
+            pt.check_eq(peer.ask('byte', 'mp', pt.scaled(5.0)), 1, 'one byte for the event')
+        finally:
+            peer.stop()
+
+
 def check_unknown_namespace(name, v2dir):
     """A daemon without the right to look at peers' namespaces (as under its systemd unit) still finds a
     root that the peer's own cgroup2 mount shows."""
@@ -350,6 +383,7 @@ def main():
             check_mounted_root(d, name, v2dir)
             check_user_namespace(d, name, v2dir)
         check_protection(name, v2dir)
+        check_proxy(name, v2dir)
         check_unknown_namespace(name, v2dir)
     finally:
         pt.remove_cgroup(v2dir)
