@@ -14,6 +14,7 @@ it carries out varlink calls that the test sends it as JSON lines.
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -339,6 +340,40 @@ def check_proxy(name, v2dir):
             peer.stop()
 
 
+def check_peer_gone(d):
+    """A peer gone before the daemon accepted it has no namespace to read: refused, logged, nothing else hurt."""
+    here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    os.kill(d.proc.pid, signal.SIGSTOP)
+    try:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(d.socket)
+                socket.send_fds(there, [b'x'], [s.fileno()])
+            finally:
+                os._exit(0)
+        there.close()
+        _, fds, _, _ = socket.recv_fds(here, 1, 1)
+        os.waitpid(pid, 0)
+        pt.check(len(fds) == 1 and not os.path.exists(f'/proc/{pid}'), 'the peer passed its connection and is gone')
+    finally:
+        os.kill(d.proc.pid, signal.SIGCONT)
+    conn = socket.socket(fileno=fds[0])
+    conn.settimeout(pt.scaled(10))
+    data = b''
+    while not data.endswith(b'\0'):
+        chunk = conn.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    msg = json.loads(data.rstrip(b'\0'))
+    pt.check_eq(msg.get('error'), 'io.pressured.PermissionDenied', 'a peer whose namespace is unknown is refused')
+    pt.check(conn.recv(1) == b'', 'and its connection closed')
+    pt.wait_for(lambda: f'Cannot read the cgroup namespace of the client pid {pid}' in d.log(), what='the log')
+    pt.check_eq(d.status()['clients'], 1, 'the daemon serves the others')
+
+
 def check_unknown_namespace(name, v2dir):
     """A daemon without the right to look at peers' namespaces (as under its systemd unit) still finds a
     root that the peer's own cgroup2 mount shows."""
@@ -382,6 +417,7 @@ def main():
             check_own_root(d, name, v2dir)
             check_mounted_root(d, name, v2dir)
             check_user_namespace(d, name, v2dir)
+            check_peer_gone(d)
         check_protection(name, v2dir)
         check_proxy(name, v2dir)
         check_unknown_namespace(name, v2dir)
