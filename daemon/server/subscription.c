@@ -44,6 +44,7 @@ static size_t format_prefix(const Subscription *s, const Body *body, uint64_t co
 /* Queue one event for the subscriber now; false if it had to be dropped. */
 static bool subscription_send(Subscription *s, Body *body, uint64_t count, size_t limit) {
         Client *c = s->client;
+        const uint64_t read_usec = body->monotonic_us;
         char prefix[OUT_PREFIX_MAX];
         Body *own = NULL;
         size_t n;
@@ -54,9 +55,16 @@ static bool subscription_send(Subscription *s, Body *body, uint64_t count, size_
         if (s->view.root) {
                 /* Only a peer in a cgroup namespace pays for its own copy of the event. */
                 own = event_body_view(body, &s->view);
+                if (!own) {
+                        s->missed++;
+                        counter_inc(s->counters, COUNTER_EVENTS_DROPPED);
+                        log_ratelimited(LOG_WARNING, ENOMEM, NULL, 10, 1,
+                                        "Failed to copy an event for client %" PRIu64 ", dropping it: %m", c->id);
+                        return false;
+                }
                 body = own;
         }
-        k = body ? client_send_event(c, prefix, n, body, limit) : -ENOBUFS;
+        k = client_send_event(c, prefix, n, body, limit);
         body_unref(own);
         if (k == -ENOBUFS) {
                 s->missed++;
@@ -71,8 +79,8 @@ static bool subscription_send(Subscription *s, Body *body, uint64_t count, size_
         s->missed = 0;
         s->last_sent_usec = now_usec(CLOCK_MONOTONIC);
         counter_inc(s->counters, COUNTER_EVENTS_DELIVERED);
-        if (body->monotonic_us)
-                metrics_histogram_observe(&s->counters->latency, s->last_sent_usec - body->monotonic_us);
+        if (read_usec)
+                metrics_histogram_observe(&s->counters->latency, s->last_sent_usec - read_usec);
         return true;
 }
 
