@@ -28,8 +28,11 @@ int cgroup_view_choose_root(CgroupNsRelation rel, const char *mountinfo, bool v1
         _cleanup_free_ char *cg = NULL, *root = NULL;
         int k;
 
-        if (rel == CGROUP_NS_SAME || !own) {
-                /* Same namespace, or the peer is in no cgroup of that hierarchy. */
+        /* Same namespace; the peer in no cgroup of that hierarchy; or in one
+         * outside the daemon's own namespace, which /proc shows as "/..":
+         * such a peer (the daemon runs in a container, the peer does not)
+         * shares the daemon's view, it can name nothing above it anyway. */
+        if (rel == CGROUP_NS_SAME || !own || streq(own, "/..") || strncmp(own, "/../", 4) == 0) {
                 *ret = NULL;
                 return 0;
         }

@@ -35,7 +35,7 @@ const char *cgroup_view_root(const CgroupView *v, bool v1);
 /*
  * cgroup_view_choose_root - the root of a peer's cgroup namespace in one
  * hierarchy, by the rule of pressured(8):
- *  - CGROUP_NS_SAME: "/";
+ *  - CGROUP_NS_SAME, or @own outside the daemon's namespace ("/.."): "/";
  *  - otherwise the shallowest root of the peer's own cgroup mounts of that
  *    hierarchy that is not "/" and is an ancestor-or-self of its cgroup
  *    (mountinfo_cgroup_ns_root());

@@ -101,6 +101,9 @@ static void test_choose_root(void) {
         check_choose(CGROUP_NS_OTHER, "", false, "/pdfleet-a//job/", "/pdfleet-a/job");
         check_choose(CGROUP_NS_OTHER, "", false, "/", NULL);
         check_choose(CGROUP_NS_OTHER, "", true, NULL, NULL);
+        /* A peer outside the daemon's own namespace. */
+        check_choose(CGROUP_NS_OTHER, "", false, "/../../host.slice", NULL);
+        check_choose(CGROUP_NS_OTHER, "", false, "/..", NULL);
         /* Unknown: only the peer's own mounts move its root. */
         check_choose(CGROUP_NS_UNKNOWN, container_mountinfo, false, "/pdnsroot/app", "/pdnsroot");
         check_choose(CGROUP_NS_UNKNOWN, "2 1 0:38 / /sys/fs/cgroup rw - cgroup2 none rw\n", false, "/user.slice", NULL);
