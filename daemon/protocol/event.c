@@ -248,19 +248,17 @@ void event_view_done(EventView *v) {
 
 #define CGROUP_KEY "\"cgroup\":\""
 
-Body *event_body_view(Body *body, const EventView *v) {
+/*
+ * Copy @size bytes of serialized JSON from @in to @out (room for @size
+ * bytes: the copy is never longer) with every "cgroup" value at or beneath
+ * @v's root shown relative to it. Returns the size of the copy.
+ */
+static size_t view_copy(const char *in, size_t size, char *out, const EventView *v) {
         const size_t klen = strlen(CGROUP_KEY);
-        const char *p = body->data, *end = body->data + body->size, *m;
-        Body *out;
-        char *o;
+        const char *p = in, *end = in + size, *m;
+        char *o = out;
 
-        if (!v->root)
-                return body_ref(body);
         /* Each change takes the root (at least two bytes) out and puts at most "/" in. */
-        out = body_new(body->data, body->size);
-        if (!out)
-                return NULL;
-        o = out->data;
         while ((m = memmem(p, (size_t) (end - p), CGROUP_KEY, klen))) {
                 const char *val = m + klen, *after = val + v->json_len;
 
@@ -276,8 +274,31 @@ Body *event_body_view(Body *body, const EventView *v) {
         }
         memcpy(o, p, (size_t) (end - p));
         o += end - p;
-        out->size = (size_t) (o - out->data);
+        return (size_t) (o - out);
+}
+
+Body *event_body_view(Body *body, const EventView *v) {
+        Body *out;
+
+        if (!v->root)
+                return body_ref(body);
+        out = body_new(body->data, body->size);
+        if (!out)
+                return NULL;
+        out->size = view_copy(body->data, body->size, out->data, v);
         out->flags = body->flags;
         out->monotonic_us = body->monotonic_us;
+        return out;
+}
+
+char *event_message_view(char *msg, size_t *size, const EventView *v) {
+        char *out;
+
+        if (!msg || !v->root)
+                return msg;
+        out = malloc(*size);
+        if (out)
+                *size = view_copy(msg, *size, out, v);
+        free(msg);
         return out;
 }

@@ -134,5 +134,13 @@ void event_view_done(EventView *v);
  */
 Body *event_body_view(Body *body, const EventView *v) _warn_unused_result_;
 
+/*
+ * event_message_view - the whole message @msg (*@size bytes with its NUL;
+ * taken over) as the peer with view @v sees it, like event_body_view();
+ * *@size is updated. @msg itself without a root in @v; NULL when out of
+ * memory or for NULL @msg.
+ */
+char *event_message_view(char *msg, size_t *size, const EventView *v) _warn_unused_result_;
+
 /* event_peak_percent - a PSI peak in ppm as the percentage the interface reports. */
 double event_peak_percent(uint32_t ppm);

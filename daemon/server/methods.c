@@ -246,9 +246,10 @@ static char *subscribed_message(Registration *r, const Subscription *s, bool adj
                 json_decref(trigger);
                 return NULL;
         }
-        ev = event_subscribed_new(subscription_cgroup(s), r->src.type, trigger, adjusted, adjusted ? reason : NULL, state);
+        ev = event_subscribed_new(r->src.cgroup, r->src.type, trigger, adjusted, adjusted ? reason : NULL, state);
         params = ev ? json_pack("{s:o}", "event", ev) : NULL;
-        return params ? varlink_reply_new(params, true, ret_size) : NULL;
+        /* Named as the peer names it, with the protection node a state may hold. */
+        return params ? event_message_view(varlink_reply_new(params, true, ret_size), ret_size, &s->view) : NULL;
 }
 
 static int method_subscribe(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
@@ -333,8 +334,11 @@ static bool may_inject(const Methods *ms, const Client *c) {
         return c->uid == 0 || (ms->config->inject_gid_set && in_group(c, ms->config->inject_gid));
 }
 
-/* The shared body of an injected @level event on the real cgroup @cgroup; NULL when out of memory. */
-static Body *inject_body(Methods *ms, const char *cgroup, Level level, uint64_t rt, uint64_t mono) {
+/*
+ * The shared body of an injected @level event on the real cgroup @cgroup,
+ * with its protection node if @enrich (a cgroup2 path); NULL when out of memory.
+ */
+static Body *inject_body(Methods *ms, const char *cgroup, bool enrich, Level level, uint64_t rt, uint64_t mono) {
         json_t *ev = event_pressure_new(cgroup, "inject", NULL, rt, mono);
 
         if (!ev)
@@ -345,7 +349,8 @@ static Body *inject_body(Methods *ms, const char *cgroup, Level level, uint64_t 
                 return NULL;
         }
         /* Like a kernel event: say whether the cgroup was protected. */
-        protection_source_enrich(ms->protection, cgroup, ev);
+        if (enrich)
+                protection_source_enrich(ms->protection, cgroup, ev);
         return event_body_new(ev, mono);
 }
 
@@ -375,8 +380,8 @@ static int method_inject(Methods *ms, Client *c, VarlinkCall *call, VarlinkError
         rt = now_usec(CLOCK_REALTIME);
         mono = now_usec(CLOCK_MONOTONIC);
         /* In a cgroup namespace the cgroup may have other real paths in the two hierarchies. */
-        b2 = inject_body(ms, real.v2, level, rt, mono);
-        b1 = streq(real.v2, real.v1) ? body_ref(b2) : inject_body(ms, real.v1, level, rt, mono);
+        b2 = inject_body(ms, real.v2, true, level, rt, mono);
+        b1 = streq(real.v2, real.v1) ? body_ref(b2) : inject_body(ms, real.v1, false, level, rt, mono);
         if (!b2 || !b1) {
                 body_unref(b2);
                 body_unref(b1);

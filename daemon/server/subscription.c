@@ -10,13 +10,6 @@ static Subscription *subscription_of(Listener *l) {
         return (Subscription *) l;
 }
 
-const char *subscription_cgroup(const Subscription *s) {
-        const char *real = s->listener.reg ? s->listener.reg->src.cgroup : "/";
-
-        /* Never NULL: a subscription's registration lies beneath the root it was named from. */
-        return cgroup_view_from_real(s->view.root, real) ?: real;
-}
-
 static size_t format_prefix(const Subscription *s, const Body *body, uint64_t count, char *buf) {
         const Listener *l = &s->listener;
         bool has_level = l->level >= 0;

@@ -50,9 +50,6 @@ struct Subscription {
 int subscription_new(Client *c, Counters *counters, Registration *r, const SubscribeRequest *req,
                      Subscription **ret);
 
-/* subscription_cgroup - the subscribed cgroup as the subscriber names it (relative to its cgroup namespace). */
-const char *subscription_cgroup(const Subscription *s);
-
 /* subscription_start - make @s its client's active stream, after the "subscribed" reply was queued. */
 void subscription_start(Subscription *s);
 

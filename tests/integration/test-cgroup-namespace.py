@@ -309,6 +309,15 @@ def check_protection(name, v2dir):
                 r = peer.call('p', 'io.pressured.GetProtection', {'cgroup': '/elsewhere'})
                 pt.check_eq((r.get('error'), r['parameters'].get('cgroup')), ('io.pressured.NoSuchCgroup', '/elsewhere'),
                             'a cgroup outside the root is not reachable, named as given')
+                peer.connect('s')
+                ev = peer.subscribe('s', cgroup='/job', protection=True)['parameters']['event']
+                pt.check_eq((ev['cgroup'], ev['state']['node']['cgroup']), ('/job', '/job'),
+                            'a protection subscription names the cgroup and its node as seen')
+                # Past its protection: a protection event, its node named as seen.
+                pt.write_file(os.path.join(root, name.lstrip('/'), 'job', 'memory.current'), f'{2 * GIB}\n')
+                ev = peer.recv('s', timeout=20)['parameters']['event']
+                pt.check_eq((ev['kind'], ev['cgroup'], ev['node']['cgroup'], ev['state']),
+                            ('protection', '/job', '/job', 'none'), 'the protection event')
                 host = pt.Varlink(d.socket)
                 nodes = host.call_sync('io.pressured.GetProtection', {'cgroup': name})['parameters']['nodes']
                 pt.check_eq([n['cgroup'] for n in nodes], [name, name + '/job'], 'the host sees real paths')

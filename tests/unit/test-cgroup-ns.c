@@ -227,6 +227,21 @@ static void test_body_view(void) {
         check_view(event_pressure_new("/p\xc3\xa9/x", "psi", NULL, 1, 2), "/p\xc3\xa9", "/x", NULL);
         check_view(event_pressure_new("/p\xc3\xa9x/y", "psi", NULL, 1, 2), "/p\xc3\xa9", "/p\xc3\xa9x/y", NULL);
 
+        /* A whole message, whose names are rewritten once: "/a/a/x" beneath root "/a" is "/a/x". */
+        {
+                _cleanup_(event_view_done) EventView v = {};
+                const char text[] = "{\"cgroup\":\"/a/a/x\",\"node\":{\"cgroup\":\"/a\"}}";
+                size_t size = sizeof(text);
+                char *msg = strdup(text);
+
+                ASSERT_OK(event_view_init(&v, "/a"));
+                msg = event_message_view(msg, &size, &v);
+                ASSERT_STREQ(msg, "{\"cgroup\":\"/a/x\",\"node\":{\"cgroup\":\"/\"}}");
+                ASSERT_EQ(size, strlen(msg) + 1);
+                free(msg);
+                ASSERT_TRUE(event_message_view(NULL, &size, &v) == NULL);
+        }
+
         /* No root: the same body, one more reference. */
         ASSERT_OK(event_view_init(&none, "/"));
         ASSERT_TRUE(none.root == NULL);
