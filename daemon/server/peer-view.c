@@ -10,6 +10,13 @@
 /* /proc/PID/cgroup has a line per hierarchy: a dozen short lines, but paths may be long. */
 #define PROC_CGROUP_READ_MAX (64u << 10)
 
+/*
+ * A peer's mountinfo is read in the event loop, once per connection: a
+ * peer that made more mounts than fit (thousands) is refused rather than
+ * making the daemon read megabytes for every connection it opens.
+ */
+#define PEER_MOUNTINFO_READ_MAX (1u << 20)
+
 int cgroup_ns_id_of(pid_t pid, CgroupNsId *ret) {
         char path[64];
         struct stat st;
@@ -67,7 +74,7 @@ int peer_view_read_proc(pid_t pid, const CgroupNsId *own, CgroupView *ret) {
         if (k >= 0)
                 k = proc_cgroup_parse(cgroups, &v2, &v1);
         if (k >= 0)
-                k = read_proc(pid, "mountinfo", MOUNTINFO_READ_MAX, &mountinfo);
+                k = read_proc(pid, "mountinfo", PEER_MOUNTINFO_READ_MAX, &mountinfo);
         if (k >= 0)
                 k = cgroup_view_choose_root(rel, mountinfo, false, v2, &v.v2_root);
         if (k >= 0)

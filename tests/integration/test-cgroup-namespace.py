@@ -383,6 +383,25 @@ def check_peer_gone(d):
     pt.check_eq(d.status()['clients'], 1, 'the daemon serves the others')
 
 
+def check_huge_mountinfo(d, v2dir):
+    """A peer with more mounts than the daemon reads (its mountinfo over 1 MiB) is refused, and logged."""
+    long_dir = tempfile.mkdtemp(prefix='pressured-mnt-')
+    path = os.path.join(long_dir, *(['d' * 250] * 15))
+    os.makedirs(path)
+    # 300 mounts stacked on a path of 3.7 kB: 1.1 MB of mountinfo.
+    script = 'for i in $(seq 300); do mount -t tmpfs none "$1" || exit 1; done; shift; exec "$@"'
+    peer = Peer(['unshare', '-Cm', 'sh', '-c', script, 'sh', path] + agent_cmd(d.socket), v2dir)
+    try:
+        peer.connect('a')
+        r = peer.call('a', 'io.pressured.GetStatus')
+        pt.check_eq(r.get('error'), 'io.pressured.PermissionDenied', 'a peer with a huge mountinfo is refused')
+        pt.wait_for(lambda: 'File too large' in d.log() and 'Cannot read the cgroup namespace' in d.log(),
+                    what='the refusal logged')
+    finally:
+        peer.stop()
+        shutil.rmtree(long_dir)
+
+
 def check_unknown_namespace(name, v2dir):
     """A daemon without the right to look at peers' namespaces (as under its systemd unit) still finds a
     root that the peer's own cgroup2 mount shows."""
@@ -427,6 +446,7 @@ def main():
             check_mounted_root(d, name, v2dir)
             check_user_namespace(d, name, v2dir)
             check_peer_gone(d)
+            check_huge_mountinfo(d, v2dir)
         check_protection(name, v2dir)
         check_proxy(name, v2dir)
         check_unknown_namespace(name, v2dir)
