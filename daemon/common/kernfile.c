@@ -7,6 +7,7 @@
  */
 #include <ctype.h>
 
+#include "cgroup.h"
 #include "kernfile.h"
 #include "util.h"
 
@@ -411,6 +412,70 @@ int mountinfo_parse(const char *text, CgroupMounts *ret) {
                 .v1_memory_root = TAKE_PTR(v1),
                 .v2_recursive_prot = recursive_prot,
         };
+        return 0;
+}
+
+/* True if the canonical cgroup path @root is @path or one of its ancestors. */
+static bool cgroup_is_ancestor_or_self(const char *root, const char *path) {
+        size_t n = strlen(root);
+
+        if (streq(root, "/"))
+                return true;
+        return strncmp(path, root, n) == 0 && (path[n] == 0 || path[n] == '/');
+}
+
+/*
+ * The root of mountinfo line [p, end) if it is a cgroup mount of the kind
+ * asked for, canonical (cgroup_path_normalize()); NULL otherwise or when
+ * out of memory (*@ret_oom set).
+ */
+static char *mountinfo_line_cgroup_root(const char *p, const char *end, bool v1_memory, bool *ret_oom) {
+        _cleanup_free_ char *raw = NULL;
+        char *root = NULL;
+        Field f[64];
+        size_t n = split_fields(p, end, f, ELEMENTSOF(f)), sep;
+        const Field *fstype, *super;
+
+        for (sep = 6; sep < n; sep++)
+                if (field_is(&f[sep], "-"))
+                        break;
+        if (sep >= n || sep + 2 >= n)
+                return NULL;
+        fstype = &f[sep + 1];
+        super = sep + 3 < n ? &f[sep + 3] : NULL;
+        if (v1_memory ? !(field_is(fstype, "cgroup") && super && option_list_has(super->begin, super->end, "memory"))
+                      : !field_is(fstype, "cgroup2"))
+                return NULL;
+        raw = mountinfo_unescape(f[3].begin, f[3].end);
+        if (!raw) {
+                *ret_oom = true;
+                return NULL;
+        }
+        if (cgroup_path_normalize(raw, &root) == -ENOMEM)
+                *ret_oom = true;
+        return root;
+}
+
+int mountinfo_cgroup_ns_root(const char *text, bool v1_memory, const char *cgroup, char **ret) {
+        _cleanup_free_ char *best = NULL;
+        bool oom = false;
+
+        if (!text || !cgroup)
+                return -EBADMSG;
+        for (const char *rest = text, *p, *end; next_line(&rest, &p, &end);) {
+                _cleanup_free_ char *root = mountinfo_line_cgroup_root(p, end, v1_memory, &oom);
+
+                if (oom)
+                        return -ENOMEM;
+                /* A mount inherited from the host shows "/": it says nothing. */
+                if (!root || streq(root, "/") || !cgroup_is_ancestor_or_self(root, cgroup))
+                        continue;
+                if (!best || strlen(root) < strlen(best)) {
+                        free(best);
+                        best = TAKE_PTR(root);
+                }
+        }
+        *ret = TAKE_PTR(best);
         return 0;
 }
 

@@ -103,6 +103,21 @@ int mountinfo_parse(const char *text, CgroupMounts *ret);
 void cgroup_mounts_done(CgroupMounts *m);
 
 /*
+ * mountinfo_cgroup_ns_root - the root of a peer's cgroup namespace as its
+ * mounts show it: among the cgroup2 mounts (@v1_memory false) or the v1
+ * mounts with the memory controller (@v1_memory true) in the peer's
+ * /proc/PID/mountinfo @text, the shallowest root field that is not "/"
+ * and is @cgroup (the peer's own cgroup, canonical, as the reader sees
+ * it) or one of its ancestors. A cgroup mount made inside a cgroup
+ * namespace shows the namespace's root there, in the reader's view.
+ * @ret: the root, canonical, or NULL if no mount qualifies
+ *
+ * Malformed lines and roots that are not valid cgroup paths are skipped.
+ * Returns 0, -EBADMSG for NULL input or -ENOMEM.
+ */
+int mountinfo_cgroup_ns_root(const char *text, bool v1_memory, const char *cgroup, char **ret);
+
+/*
  * proc_cgroup_parse - parse /proc/PID/cgroup: the v2 path ("0::/x") and the
  * v1 memory controller path ("N:memory:/y" or "N:...,memory,...:/y"). Either
  * output may be NULL if absent. Returns 0, -EBADMSG or -ENOMEM.

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Binding AF_UNIX listening sockets; see socket-util.h. */
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 
 #include "socket-util.h"
@@ -81,4 +84,33 @@ int socket_listen_unix(const char *path, mode_t mode, mode_t dir_mode, bool *ret
                 *ret_replaced = replaced;
         *ret_fd = TAKE_FD(fd);
         return 0;
+}
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+int socket_peer_pidfd(int fd, pid_t pid) {
+        socklen_t len;
+        int pidfd = -1;
+
+        len = sizeof(pidfd);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && pidfd >= 0)
+                return pidfd;
+#ifdef SYS_pidfd_open
+        pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd >= 0)
+                (void) fcntl(pidfd, F_SETFD, FD_CLOEXEC);
+        return pidfd;
+#else
+        return -1;
+#endif
+}
+
+bool pidfd_alive(int pidfd) {
+        struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+
+        if (pidfd < 0)
+                return true;
+        return poll(&pfd, 1, 0) == 0;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Binding the daemon's AF_UNIX listening sockets. */
+/* Binding the daemon's AF_UNIX listening sockets, and telling who is behind a connection. */
 #pragma once
 
 #include <stdbool.h>
@@ -21,3 +21,18 @@ int socket_unix_is_live(const char *path);
  * or the negative errno of the step that failed (nothing is left open).
  */
 int socket_listen_unix(const char *path, mode_t mode, mode_t dir_mode, bool *ret_replaced, int *ret_fd);
+
+/*
+ * socket_peer_pidfd - a pidfd (close-on-exec) for the process at the other
+ * end of the connected AF_UNIX socket @fd: SO_PEERPIDFD, or pidfd_open()
+ * of @pid (from SO_PEERCRED) on kernels without it. Returns the fd or -1.
+ */
+int socket_peer_pidfd(int fd, pid_t pid);
+
+/*
+ * pidfd_alive - whether the process behind @pidfd still runs (true for
+ * -1: nothing to check). A pidfd polls readable once it has exited; poll()
+ * needs no permission over the process, unlike a signal 0, which a daemon
+ * without CAP_KILL may not send to other users.
+ */
+bool pidfd_alive(int pidfd);

@@ -17,8 +17,10 @@ int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size) {
                         size_t want = alloc ? alloc * 2 : 4096;
                         char *p;
 
-                        if (want > max + 1)
-                                want = max + 1;
+                        /* Room for @max bytes, the NUL, and one byte more to tell
+                         * a file of exactly @max bytes from a longer one. */
+                        if (want > max + 2)
+                                want = max + 2;
                         if (want <= size)
                                 return -EFBIG;
                         p = realloc(buf, want);

@@ -4,8 +4,9 @@
  * pressurectl all link as the static library pressure-common. util.h
  * (cleanup, fds, clocks, strings), log.h, list.h, trigger.h (PSI trigger
  * text, levels), varlink-framer.h, kernfile.h (parsers of kernel files),
- * cgroup.h (cgroup paths, hierarchies, mountinfo), listen-address.h and
- * socket-util.h. Nothing here knows of the event loop or JSON.
+ * cgroup.h (cgroup paths, hierarchies, mountinfo), cgroup-ns.h (the
+ * cgroup namespace roots of peers, translating their paths),
+ * listen-address.h and socket-util.h. Nothing here knows of the event loop or JSON.
  *
  * Small helpers shared by every module: scope-based cleanup, fd handling,
  * clocks and string helpers. Nothing here allocates behind the caller's back.

@@ -218,3 +218,88 @@ Body *event_body_new(json_t *event, uint64_t monotonic_us) {
         json_decref(event);
         return b;
 }
+
+int event_view_init(EventView *v, const char *root) {
+        _cleanup_free_ char *quoted = NULL, *copy = NULL;
+        json_t *str;
+        size_t n;
+
+        *v = (EventView) {};
+        if (!root || streq(root, "/"))
+                return 0;
+        str = json_string(root);
+        quoted = str ? json_dumps(str, JSON_ENCODE_ANY | VARLINK_JSON_FLAGS) : NULL;
+        json_decref(str);
+        copy = strdup(root);
+        if (!quoted || !copy)
+                return -ENOMEM;
+        /* Drop the quotes: the escaped text is what appears inside a body. */
+        n = strlen(quoted);
+        memmove(quoted, quoted + 1, n - 2);
+        quoted[n - 2] = 0;
+        *v = (EventView) { .root = TAKE_PTR(copy), .json = TAKE_PTR(quoted), .json_len = n - 2 };
+        return 0;
+}
+
+void event_view_done(EventView *v) {
+        free(v->root);
+        free(v->json);
+        *v = (EventView) {};
+}
+
+#define CGROUP_KEY "\"cgroup\":\""
+
+/*
+ * Copy @size bytes of serialized JSON from @in to @out (room for @size
+ * bytes: the copy is never longer) with every "cgroup" value at or beneath
+ * @v's root shown relative to it. Returns the size of the copy.
+ */
+static size_t view_copy(const char *in, size_t size, char *out, const EventView *v) {
+        const size_t klen = strlen(CGROUP_KEY);
+        const char *p = in, *end = in + size, *m;
+        char *o = out;
+
+        /* Each change takes the root (at least two bytes) out and puts at most "/" in. */
+        while ((m = memmem(p, (size_t) (end - p), CGROUP_KEY, klen))) {
+                const char *val = m + klen, *after = val + v->json_len;
+
+                memcpy(o, p, (size_t) (val - p));
+                o += val - p;
+                p = val;
+                if ((size_t) (end - val) <= v->json_len || memcmp(val, v->json, v->json_len) != 0 ||
+                    (*after != '"' && *after != '/'))
+                        continue;
+                if (*after == '"')
+                        *o++ = '/';
+                p = after;
+        }
+        memcpy(o, p, (size_t) (end - p));
+        o += end - p;
+        return (size_t) (o - out);
+}
+
+Body *event_body_view(Body *body, const EventView *v) {
+        Body *out;
+
+        if (!v->root)
+                return body_ref(body);
+        out = body_new(body->data, body->size);
+        if (!out)
+                return NULL;
+        out->size = view_copy(body->data, body->size, out->data, v);
+        out->flags = body->flags;
+        out->monotonic_us = body->monotonic_us;
+        return out;
+}
+
+char *event_message_view(char *msg, size_t *size, const EventView *v) {
+        char *out;
+
+        if (!msg || !v->root)
+                return msg;
+        out = malloc(*size);
+        if (out)
+                *size = view_copy(msg, *size, out, v);
+        free(msg);
+        return out;
+}

@@ -109,5 +109,40 @@ char *event_removed_message(const char *cgroup, uint64_t seq, size_t *ret_size) 
  */
 Body *event_body_new(json_t *event, uint64_t monotonic_us) _warn_unused_result_;
 
+/*
+ * How a peer in a cgroup namespace sees the cgroups events name: its root
+ * (the real path of its "/"), and the root as it appears inside a
+ * serialized JSON string, to find it in shared bodies.
+ */
+typedef struct EventView {
+        char *root;                 /* NULL: the daemon's own view, nothing to change */
+        char *json;                 /* @root JSON-escaped, without quotes */
+        size_t json_len;
+} EventView;
+
+/*
+ * event_view_init - the view of a peer whose namespace root is @root
+ * (NULL or "/": none). Returns 0 or -ENOMEM.
+ */
+int event_view_init(EventView *v, const char *root);
+void event_view_done(EventView *v);
+
+/*
+ * event_body_view - @body as the peer with view @v sees it: a new body in
+ * which every "cgroup" value at or beneath @v's root loses that prefix
+ * (the root itself becomes "/"); other bytes, the flags and the time are
+ * kept. With no root in @v, another reference to @body. NULL when out of
+ * memory.
+ */
+Body *event_body_view(Body *body, const EventView *v) _warn_unused_result_;
+
+/*
+ * event_message_view - the whole message @msg (*@size bytes with its NUL;
+ * taken over) as the peer with view @v sees it, like event_body_view();
+ * *@size is updated. @msg itself without a root in @v; NULL when out of
+ * memory or for NULL @msg.
+ */
+char *event_message_view(char *msg, size_t *size, const EventView *v) _warn_unused_result_;
+
 /* event_peak_percent - a PSI peak in ppm as the percentage the interface reports. */
 double event_peak_percent(uint32_t ppm);

@@ -339,21 +339,28 @@ static void registration_removed(Registration *r) {
         registration_release(r);
 }
 
-uint64_t registry_inject(Registry *reg, const char *cgroup, Resource resource, Level level, Body *body,
-                         uint64_t monotonic_us) {
+uint64_t registry_inject_split(Registry *reg, const char *psi_cgroup, Body *psi_body, const char *vm_cgroup,
+                               Body *vm_body, Resource resource, Level level, uint64_t monotonic_us) {
         Registration *r, *n;
         uint64_t delivered = 0;
 
         LIST_FOREACH_SAFE(registrations, r, n, reg->registrations) {
-                if (r->removed || (r->src.type != SOURCE_PSI && r->src.type != SOURCE_VMPRESSURE) ||
-                    r->src.resource != resource || !streq(r->src.cgroup, cgroup))
+                const char *cgroup = r->src.type == SOURCE_PSI ? psi_cgroup :
+                                     r->src.type == SOURCE_VMPRESSURE ? vm_cgroup : NULL;
+
+                if (r->removed || !cgroup || r->src.resource != resource || !streq(r->src.cgroup, cgroup))
                         continue;
                 /* A synthetic event is part of the episode like a kernel one. */
                 registration_episode_event(r, monotonic_us, level);
-                delivered += registration_deliver(r, body, 1);
+                delivered += registration_deliver(r, r->src.type == SOURCE_PSI ? psi_body : vm_body, 1);
                 delivered += registration_kick(r);
         }
         return delivered;
+}
+
+uint64_t registry_inject(Registry *reg, const char *cgroup, Resource resource, Level level, Body *body,
+                         uint64_t monotonic_us) {
+        return registry_inject_split(reg, cgroup, body, cgroup, body, resource, level, monotonic_us);
 }
 
 /* Move one listener that follows [Levels] whose configured trigger changed. */

@@ -115,6 +115,15 @@ void registry_reconfigure(Registry *reg, const Config *old, const Config *config
 uint64_t registry_inject(Registry *reg, const char *cgroup, Resource resource, Level level, Body *body,
                          uint64_t monotonic_us);
 
+/*
+ * registry_inject_split - registry_inject() where the cgroup has a
+ * different path in each hierarchy (a peer in a cgroup namespace): PSI
+ * registrations on @psi_cgroup (cgroup2) get @psi_body, vmpressure ones on
+ * @vm_cgroup (v1 memory) get @vm_body. Returns how many listeners got it.
+ */
+uint64_t registry_inject_split(Registry *reg, const char *psi_cgroup, Body *psi_body, const char *vm_cgroup,
+                               Body *vm_body, Resource resource, Level level, uint64_t monotonic_us);
+
 /* registry_fast_count - the fast registrations charged to @uid. */
 unsigned registry_fast_count(const Registry *reg, uid_t uid);
 

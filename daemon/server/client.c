@@ -70,6 +70,7 @@ Client *client_free(Client *c) {
         safe_close(c->fd);
         varlink_reader_done(&c->in);
         outqueue_done(&c->out);
+        cgroup_view_done(&c->view);
         if (c->dead)
                 LIST_REMOVE(dead, m->dead, c);
         LIST_REMOVE(clients, m->clients, c);
@@ -344,6 +345,21 @@ static void refuse(int fd, VarlinkError *e) {
         safe_close(fd);
 }
 
+/*
+ * A peer whose cgroup namespace could not be read (it exited, or its /proc
+ * files could not be read) cannot have its cgroup paths translated:
+ * refuse it rather than guess that it sees what the daemon sees.
+ */
+static void refuse_unknown_view(int fd, const struct ucred *cred, int error) {
+        VarlinkError e = {};
+
+        log_ratelimited(LOG_NOTICE, error, NULL, 10, 3,
+                        "Cannot read the cgroup namespace of the client pid %d (uid %u), refusing it: %m",
+                        (int) cred->pid, (unsigned) cred->uid);
+        varlink_error_permission_denied(&e, "the daemon could not read the caller's cgroup namespace");
+        refuse(fd, &e);
+}
+
 int client_new(ClientServer *m, int fd, const struct ucred *cred, Client **ret) {
         Client *c = calloc(1, sizeof(*c));
         int k;
@@ -388,6 +404,7 @@ static void on_accept(evutil_socket_t lfd, short what, void *userdata) {
                 struct ucred cred;
                 socklen_t len = sizeof(cred);
                 VarlinkError e = {};
+                CgroupView view = {};
                 Client *c;
                 UserCount *u;
                 int fd, k;
@@ -439,13 +456,21 @@ static void on_accept(evutil_socket_t lfd, short what, void *userdata) {
                         continue;
                 }
 
+                k = peer_view_read(fd, cred.pid, &m->own_ns, &view);
+                if (k < 0) {
+                        refuse_unknown_view(fd, &cred, k);
+                        continue;
+                }
                 k = client_new(m, fd, &cred, &c);
                 if (k < 0) {
+                        cgroup_view_done(&view);
                         log_error_errno(k, "Failed to set up a client: %m");
                         return;
                 }
-                log_debug("Client %" PRIu64 " connected (pid %d, uid %u).", c->id, (int) c->pid,
-                          (unsigned) c->uid);
+                c->view = view;
+                log_debug("Client %" PRIu64 " connected (pid %d, uid %u%s%s%s%s).", c->id, (int) c->pid,
+                          (unsigned) c->uid, view.v2_root ? ", cgroup namespace at " : "", view.v2_root ?: "",
+                          view.v1_root ? ", v1 memory at " : "", view.v1_root ?: "");
         }
 }
 
@@ -459,6 +484,7 @@ static void on_reap(evutil_socket_t fd, short what, void *userdata) {
 int client_server_new(struct event_base *base, const Config *config, int listen_fd, ClientDispatchFn dispatch,
                       void *userdata, ClientServer **ret) {
         ClientServer *m = calloc(1, sizeof(*m));
+        int k;
 
         if (!m) {
                 safe_close(listen_fd);
@@ -472,6 +498,9 @@ int client_server_new(struct event_base *base, const Config *config, int listen_
                 .listen_fd = listen_fd,
                 .spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC),
         };
+        k = cgroup_ns_id_of(0, &m->own_ns);
+        if (k < 0)
+                log_warning_errno(k, "Cannot read the daemon's own cgroup namespace; peers' namespaces are found from their mounts only: %m");
         m->ev_reap = event_new(base, -1, 0, on_reap, m);
         m->ev_accept = event_new(base, listen_fd, EV_READ | EV_PERSIST, on_accept, m);
         if (!m->ev_reap || !m->ev_accept || event_add(m->ev_accept, NULL) < 0) {

@@ -4,8 +4,9 @@
  * varlink socket and its clients), methods.h (the methods, installed as
  * the clients' dispatch callback), subscription.h (a Subscribe stream, a
  * registration Listener), proxy.h (the memory-pressure socket, whose
- * clients are Listeners too), status.h (GetStatus and /metrics) and
- * metrics.h (the HTTP endpoint).
+ * clients are Listeners too), status.h (GetStatus and /metrics),
+ * metrics.h (the HTTP endpoint) and peer-view.h (a peer's cgroup
+ * namespace, read once when it connects).
  *
  * Clients of the varlink socket: accepting them under the configured
  * limits, reading and framing their calls, answering in order, writing
@@ -21,8 +22,10 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "cgroup-ns.h"
 #include "list.h"
 #include "outqueue.h"
+#include "peer-view.h"
 #include "varlink.h"
 
 typedef struct Client Client;
@@ -44,6 +47,7 @@ struct Client {
         uid_t uid;
         gid_t gid;
         pid_t pid;
+        CgroupView view;            /* the peer's cgroup namespace roots; all NULL: the daemon's view */
         VarlinkReader in;
         OutQueue out;
         void *stream;               /* active stream, or NULL: later calls wait */
@@ -73,6 +77,7 @@ struct ClientServer {
         struct event *ev_accept;
         struct event *ev_reap;
         int spare_fd;               /* reserved to refuse clients cleanly at EMFILE */
+        CgroupNsId own_ns;          /* the daemon's cgroup namespace */
         Client *clients;
         Client *dead;
         unsigned n_clients;

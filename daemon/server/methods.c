@@ -90,6 +90,29 @@ static int get_cgroup_param(json_t *params, char **ret, VarlinkError *e) {
         return 0;
 }
 
+/*
+ * The real path, in the cgroup2 hierarchy or (@v1) the v1 memory one, of
+ * the canonical cgroup @path as peer @c names it (relative to its cgroup
+ * namespace). @given: the parameter as the peer wrote it, for the error.
+ */
+static int peer_to_real(const Client *c, bool v1, const char *path, const char *given, char **ret, VarlinkError *e) {
+        int k = cgroup_view_to_real(cgroup_view_root(&c->view, v1), path, ret);
+
+        if (k == -EINVAL)
+                return varlink_error_invalid_cgroup_path(e, k, given ?: path);
+        return k;
+}
+
+/* The optional "cgroup" parameter of @params as the real path of what @c names in the cgroup2 or (@v1) v1 hierarchy. */
+static int get_real_cgroup(const Client *c, json_t *params, bool v1, char **ret, VarlinkError *e) {
+        _cleanup_free_ char *path = NULL;
+        int k = get_cgroup_param(params, &path, e);
+
+        if (k < 0)
+                return k;
+        return peer_to_real(c, v1, path, json_string_value(json_object_get(params, "cgroup")), ret, e);
+}
+
 /* Reject any parameter not in @allowed (NULL-terminated). */
 static int check_params(json_t *params, const char *const *allowed, VarlinkError *e) {
         const char *key;
@@ -111,16 +134,27 @@ static bool psi_system_available(Resource resource) {
         return access(resource_proc_pressure_file(resource), R_OK) == 0;
 }
 
+/* A requested cgroup's real paths in the two hierarchies. */
+typedef struct RealCgroups {
+        char *v2;
+        char *v1;
+} RealCgroups;
+
+static void real_cgroups_done(RealCgroups *r) {
+        free(r->v2);
+        free(r->v1);
+}
+
 /*
  * Gather what source_choose() needs to know about @cgroup. The cgroup's
  * directories stay open in @ret_v2fd and @ret_v1fd (-1 if absent) for the
  * authorization check.
  */
-static void gather_facts(const Methods *m, const SubscribeRequest *req, CgroupFacts *ret,
+static void gather_facts(const Methods *m, const SubscribeRequest *req, const RealCgroups *real, CgroupFacts *ret,
                          int *ret_v2fd, int *ret_v1fd) {
         CgroupFacts f = {
                 .resource = req->resource,
-                .system = streq(req->cgroup, "/"),
+                .system = streq(real->v2, "/") && streq(real->v1, "/"),
                 .has_v2 = m->v2->fd >= 0,
                 .has_v1 = m->v1->fd >= 0,
                 .in_v2 = -ENOENT,
@@ -133,11 +167,11 @@ static void gather_facts(const Methods *m, const SubscribeRequest *req, CgroupFa
                 f.psi_system = req->selector == SELECTOR_LEVEL && psi_system_available(req->resource);
         } else {
                 if (f.has_v2 && req->selector != SELECTOR_VMPRESSURE) {
-                        v2fd = hierarchy_open_cgroup(m->v2, req->cgroup);
+                        v2fd = hierarchy_open_cgroup(m->v2, real->v2);
                         f.in_v2 = v2fd < 0 ? v2fd : 0;
                 }
                 if (f.has_v1 && req->selector != SELECTOR_PSI) {
-                        v1fd = hierarchy_open_cgroup(m->v1, req->cgroup);
+                        v1fd = hierarchy_open_cgroup(m->v1, real->v1);
                         f.in_v1 = v1fd < 0 ? v1fd : 0;
                 }
                 if (v2fd >= 0) {
@@ -155,7 +189,8 @@ static void gather_facts(const Methods *m, const SubscribeRequest *req, CgroupFa
  * Decide which kernel registration a request needs (source_choose()),
  * and check that the caller may use it. Fills @key.
  */
-static int resolve_request(const Methods *m, Client *c, const SubscribeRequest *req, RegistrationKey *key, VarlinkError *e) {
+static int resolve_request(const Methods *m, Client *c, const SubscribeRequest *req, const RealCgroups *real,
+                           RegistrationKey *key, VarlinkError *e) {
         _cleanup_close_ int v2fd = -1, v1fd = -1;
         CgroupFacts facts;
         SourceType type;
@@ -163,12 +198,13 @@ static int resolve_request(const Methods *m, Client *c, const SubscribeRequest *
         struct stat st;
         int fd, k;
 
-        gather_facts(m, req, &facts, &v2fd, &v1fd);
+        gather_facts(m, req, real, &facts, &v2fd, &v1fd);
         k = source_choose(req->selector, req->cgroup, &facts, &type, e);
         if (k < 0)
                 return k;
 
-        *key = (RegistrationKey) { .type = type, .cgroup = req->cgroup, .resource = req->resource };
+        *key = (RegistrationKey) { .type = type, .cgroup = type == SOURCE_VMPRESSURE ? real->v1 : real->v2,
+                                   .resource = req->resource };
         if (req->selector == SELECTOR_PSI)
                 key->psi = req->psi;
         else if (req->selector == SELECTOR_VMPRESSURE) {
@@ -195,6 +231,14 @@ static int resolve_request(const Methods *m, Client *c, const SubscribeRequest *
         return varlink_error_permission_denied(e, "the cgroup is not delegated to the caller's user");
 }
 
+/* An error a source gave on the real path @real names the cgroup as the peer did, @path. */
+static void error_to_view(VarlinkError *e, const char *real, const char *path) {
+        json_t *v = e->parameters ? json_object_get(e->parameters, "cgroup") : NULL;
+
+        if (v && !streq(real, path) && streq_ptr(json_string_value(v), real))
+                (void) json_object_set_new(e->parameters, "cgroup", json_string(path));
+}
+
 /* The first message of a stream, with "continues"; NULL when out of memory. */
 static char *subscribed_message(Registration *r, const Subscription *s, bool adjusted, const char *reason,
                                 size_t *ret_size) {
@@ -210,11 +254,14 @@ static char *subscribed_message(Registration *r, const Subscription *s, bool adj
         ev = event_subscribed_new(r->src.cgroup, r->src.type, r->src.resource, trigger, adjusted,
                                   adjusted ? reason : NULL, state);
         params = ev ? json_pack("{s:o}", "event", ev) : NULL;
-        return params ? varlink_reply_new(params, true, ret_size) : NULL;
+        /* Named as the peer names it, with the protection node a state may hold. */
+        return params ? event_message_view(varlink_reply_new(params, true, ret_size), ret_size, &s->view) : NULL;
 }
 
 static int method_subscribe(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
         _cleanup_(subscribe_request_done) SubscribeRequest req = {};
+        _cleanup_(real_cgroups_done) RealCgroups real = {};
+        const char *given;
         RegistrationKey key;
         Registration *r;
         Subscription *s;
@@ -230,13 +277,20 @@ static int method_subscribe(Methods *ms, Client *c, VarlinkCall *call, VarlinkEr
         k = subscribe_request_parse(call->parameters, &req, e);
         if (k < 0)
                 return k;
-        k = resolve_request(ms, c, &req, &key, e);
+        given = json_string_value(json_object_get(call->parameters, "cgroup"));
+        k = peer_to_real(c, false, req.cgroup, given, &real.v2, e);
+        if (k >= 0)
+                k = peer_to_real(c, true, req.cgroup, given, &real.v1, e);
+        if (k >= 0)
+                k = resolve_request(ms, c, &req, &real, &key, e);
         if (k < 0)
                 return k;
         k = registration_acquire_for(ms->registry, &key, c->uid, req.selector == SELECTOR_PSI, &r, &adjusted,
                                      reason, e);
-        if (k < 0)
+        if (k < 0) {
+                error_to_view(e, key.cgroup, req.cgroup);
                 return k;
+        }
         k = subscription_new(c, ms->counters, r, &req, &s);
         if (k < 0) {
                 registration_release(r);
@@ -247,8 +301,8 @@ static int method_subscribe(Methods *ms, Client *c, VarlinkCall *call, VarlinkEr
                 subscription_free(s);
                 return -ENOMEM;
         }
-        log_debug("Client %" PRIu64 " subscribed to %s on %s.", c->id, source_type_to_string(r->src.type),
-                  r->src.cgroup);
+        log_debug("Client %" PRIu64 " subscribed to %s on %s (as %s).", c->id, source_type_to_string(r->src.type),
+                  r->src.cgroup, req.cgroup);
         k = client_send_owned(c, msg, n);
         if (k < 0) {
                 subscription_free(s);
@@ -264,7 +318,7 @@ static int method_get_status(Methods *ms, Client *c, VarlinkCall *call, VarlinkE
 
         if (k < 0)
                 return k;
-        return reply(c, call, status_json(ms->status));
+        return reply(c, call, status_json(ms->status, &c->view));
 }
 
 static bool in_group(const Client *c, gid_t gid) {
@@ -286,13 +340,34 @@ static bool may_inject(const Methods *ms, const Client *c) {
         return c->uid == 0 || (ms->config->inject_gid_set && in_group(c, ms->config->inject_gid));
 }
 
+/*
+ * The shared body of an injected @level event on the real cgroup @cgroup,
+ * with its protection node if @enrich (a cgroup2 path); NULL when out of memory.
+ */
+static Body *inject_body(Methods *ms, const char *cgroup, bool enrich, Resource resource, Level level, uint64_t rt,
+                         uint64_t mono) {
+        json_t *ev = event_pressure_new(cgroup, "inject", resource, NULL, rt, mono);
+
+        if (!ev)
+                return NULL;
+        if (json_object_set_new(ev, "level", json_string(level_to_string(level))) < 0 ||
+            json_object_set_new(ev, "synthetic", json_true()) < 0) {
+                json_decref(ev);
+                return NULL;
+        }
+        /* Like a kernel event: say whether the cgroup was protected. */
+        if (enrich)
+                protection_source_enrich(ms->protection, cgroup, ev);
+        return event_body_new(ev, mono);
+}
+
 static int method_inject(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
         static const char *const allowed[] = { "cgroup", "level", "resource", NULL };
-        _cleanup_free_ char *cgroup = NULL;
+        _cleanup_(real_cgroups_done) RealCgroups real = {};
         Resource resource = RESOURCE_MEMORY;
-        json_t *v, *ev;
+        json_t *v;
         Level level;
-        Body *body;
+        Body *b2, *b1;
         uint64_t delivered, rt, mono;
         int k;
 
@@ -306,7 +381,9 @@ static int method_inject(Methods *ms, Client *c, VarlinkCall *call, VarlinkError
         if (v && !json_is_null(v) &&
             (!json_is_string(v) || (resource = resource_from_string(json_string_value(v))) < 0))
                 return varlink_error_invalid_parameter(e, "resource");
-        k = get_cgroup_param(call->parameters, &cgroup, e);
+        k = get_real_cgroup(c, call->parameters, false, &real.v2, e);
+        if (k >= 0)
+                k = get_real_cgroup(c, call->parameters, true, &real.v1, e);
         if (k < 0)
                 return k;
         if (!may_inject(ms, c))
@@ -314,25 +391,20 @@ static int method_inject(Methods *ms, Client *c, VarlinkCall *call, VarlinkError
 
         rt = now_usec(CLOCK_REALTIME);
         mono = now_usec(CLOCK_MONOTONIC);
-        ev = event_pressure_new(cgroup, "inject", resource, NULL, rt, mono);
-        if (!ev)
-                return -ENOMEM;
-        if (json_object_set_new(ev, "level", json_string(level_to_string(level))) < 0 ||
-            json_object_set_new(ev, "synthetic", json_true()) < 0) {
-                json_decref(ev);
+        /* In a cgroup namespace the cgroup may have other real paths in the two hierarchies. */
+        b2 = inject_body(ms, real.v2, true, resource, level, rt, mono);
+        b1 = streq(real.v2, real.v1) ? body_ref(b2) : inject_body(ms, real.v1, false, resource, level, rt, mono);
+        if (!b2 || !b1) {
+                body_unref(b2);
+                body_unref(b1);
                 return -ENOMEM;
         }
-        /* Like a kernel event: say whether the cgroup was protected. */
-        protection_source_enrich(ms->protection, cgroup, ev);
-        body = event_body_new(ev, mono);
-        if (!body)
-                return -ENOMEM;
-
         counter_inc(ms->counters, COUNTER_EVENTS_INJECTED);
-        delivered = registry_inject(ms->registry, cgroup, resource, level, body, mono);
-        body_unref(body);
+        delivered = registry_inject_split(ms->registry, real.v2, b2, real.v1, b1, resource, level, mono);
+        body_unref(b2);
+        body_unref(b1);
         log_debug("Injected a %s %s event on %s for uid %u, %" PRIu64 " subscriber(s) reached.",
-                  resource_to_string(resource), level_to_string(level), cgroup, (unsigned) c->uid, delivered);
+                  resource_to_string(resource), level_to_string(level), real.v2, (unsigned) c->uid, delivered);
         return reply(c, call, json_pack("{s:I}", "delivered", (json_int_t) delivered));
 }
 
@@ -352,10 +424,26 @@ static int method_reload(Methods *ms, Client *c, VarlinkCall *call, VarlinkError
         return reply(c, call, json_object());
 }
 
+/* Name every node of @nodes (GetProtection's list, all beneath @root) as the peer with @root sees it. */
+static int nodes_to_view(json_t *nodes, const char *root) {
+        size_t i;
+        json_t *node;
+
+        if (!root)
+                return 0;
+        json_array_foreach(nodes, i, node) {
+                const char *name = cgroup_view_from_real(root, json_string_value(json_object_get(node, "cgroup")));
+
+                if (!name || json_object_set_new(node, "cgroup", json_string(name)) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 static int method_get_protection(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
         static const char *const allowed[] = { "cgroup", NULL };
         const Methods *m = ms;
-        _cleanup_free_ char *cgroup = NULL;
+        _cleanup_free_ char *peer = NULL, *cgroup = NULL;
         _cleanup_close_ int fd = -1;
         struct stat st;
         json_t *nodes = NULL;
@@ -364,14 +452,16 @@ static int method_get_protection(Methods *ms, Client *c, VarlinkCall *call, Varl
         k = check_params(call->parameters, allowed, e);
         if (k < 0)
                 return k;
-        k = get_cgroup_param(call->parameters, &cgroup, e);
+        k = get_cgroup_param(call->parameters, &peer, e);
+        if (k >= 0)
+                k = get_real_cgroup(c, call->parameters, false, &cgroup, e);
         if (k < 0)
                 return k;
         if (m->v2->fd < 0 || !m->protection)
                 return varlink_error_source_unavailable(e, -EOPNOTSUPP, "protection", "there is no cgroup2 hierarchy");
         fd = hierarchy_open_cgroup(m->v2, cgroup);
         if (fd < 0)
-                return varlink_error_from_errno(e, fd, "protection", cgroup, NULL);
+                return varlink_error_from_errno(e, fd, "protection", peer, NULL);
         if (c->uid != 0 && (fstat(fd, &st) < 0 || st.st_uid != c->uid))
                 return varlink_error_permission_denied(e, "the cgroup is not delegated to the caller's user");
 
@@ -379,7 +469,12 @@ static int method_get_protection(Methods *ms, Client *c, VarlinkCall *call, Varl
         if (k == -ENOMEM)
                 return k;
         if (k < 0)
-                return varlink_error_from_errno(e, k, "protection", cgroup, NULL);
+                return varlink_error_from_errno(e, k, "protection", peer, NULL);
+        k = nodes_to_view(nodes, cgroup_view_root(&c->view, false));
+        if (k < 0) {
+                json_decref(nodes);
+                return k;
+        }
         return reply(c, call, json_pack("{s:o}", "nodes", nodes));
 }
 

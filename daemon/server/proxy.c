@@ -17,34 +17,9 @@
 
 #include "log.h"
 #include "proxy.h"
+#include "socket-util.h"
 
 static const ListenerOps proxy_listener_ops;
-
-#ifndef SO_PEERPIDFD
-#define SO_PEERPIDFD 77
-#endif
-
-static int pidfd_open_compat(pid_t pid) {
-#ifdef SYS_pidfd_open
-        return (int) syscall(SYS_pidfd_open, pid, 0);
-#else
-        errno = ENOSYS;
-        return -1;
-#endif
-}
-
-/*
- * Whether the process behind @pidfd still runs: a pidfd polls readable once
- * it has exited. poll() needs no permission over the process, unlike a
- * signal 0, which a daemon without CAP_KILL may not send to other users.
- */
-static bool pidfd_alive(int pidfd) {
-        struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
-
-        if (pidfd < 0)
-                return true;
-        return poll(&pfd, 1, 0) == 0;
-}
 
 int proxy_parse_request(const char *buf, size_t len, PsiTrigger *ret, const char **ret_reason) {
         char text[PROXY_LINE_MAX + 1];
@@ -358,12 +333,7 @@ static void proxy_accept_one(ProxyServer *s, int fd) {
                                 env->config->max_clients_per_user, (unsigned) cred.uid);
                 return;
         }
-        len = sizeof(pidfd);
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0) {
-                pidfd = pidfd_open_compat(cred.pid);
-                if (pidfd >= 0)
-                        (void) fcntl(pidfd, F_SETFD, FD_CLOEXEC);
-        }
+        pidfd = socket_peer_pidfd(fd, cred.pid);
 
         p = calloc(1, sizeof(*p));
         if (!p) {

@@ -53,8 +53,8 @@ static json_t *status_fast_users_json(const StatusContext *m) {
         return users;
 }
 
-/* One entry of "registrations"; NULL when out of memory, never a partial one. */
-static json_t *status_registration_json(const Registration *r) {
+/* One entry of "registrations", naming @cgroup as the caller sees it; NULL when out of memory, never a partial one. */
+static json_t *status_registration_json(const Registration *r, const char *cgroup) {
         json_t *proxied = json_array(), *o;
         Listener *l;
         bool ok;
@@ -65,10 +65,10 @@ static json_t *status_registration_json(const Registration *r) {
                 if (!proxied || !p)
                         continue;
                 if (json_array_append_new(proxied, json_pack("{s:I, s:s, s:s?}", "pid", (json_int_t) p->pid,
-                                                             "cgroup", r->src.cgroup, "unit", p->unit)) < 0)
+                                                             "cgroup", cgroup, "unit", p->unit)) < 0)
                         proxied = json_decref_null(proxied);
         }
-        o = json_pack("{s:s, s:s, s:s, s:o, s:I, s:o}", "cgroup", r->src.cgroup,
+        o = json_pack("{s:s, s:s, s:s, s:o, s:I, s:o}", "cgroup", cgroup,
                       "source", source_type_to_string(r->src.type),
                       "resource", resource_to_string(r->src.resource),
                       "trigger", registration_trigger_json(r, NULL),
@@ -85,13 +85,21 @@ static json_t *status_registration_json(const Registration *r) {
         return ok ? o : json_decref_null(o);
 }
 
-static json_t *status_registrations_json(const StatusContext *m) {
+/*
+ * The registrations, as a caller with @view sees them: beneath the root of
+ * its cgroup namespace and named relative to it; the others are left out.
+ */
+static json_t *status_registrations_json(const StatusContext *m, const CgroupView *view) {
         json_t *regs = json_array();
         Registration *r;
 
-        LIST_FOREACH(registrations, r, m->registry->registrations)
-                if (regs && json_array_append_new(regs, status_registration_json(r)) < 0)
+        LIST_FOREACH(registrations, r, m->registry->registrations) {
+                const char *cgroup = cgroup_view_from_real(cgroup_view_root(view, r->src.type == SOURCE_VMPRESSURE),
+                                                           r->src.cgroup);
+
+                if (regs && cgroup && json_array_append_new(regs, status_registration_json(r, cgroup)) < 0)
                         regs = json_decref_null(regs);
+        }
         return regs;
 }
 
@@ -107,8 +115,8 @@ static json_t *status_counters_json(const StatusContext *m) {
 }
 
 /* Every part is complete, or the whole reply is NULL: out of memory is never a partial success. */
-json_t *status_json(const StatusContext *m) {
-        json_t *regs = status_registrations_json(m), *counters = status_counters_json(m);
+json_t *status_json(const StatusContext *m, const CgroupView *view) {
+        json_t *regs = status_registrations_json(m, view), *counters = status_counters_json(m);
 
         return json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:{s:s?, s:s?, s:b}, s:o, s:{s:I, s:o}}",
                          "version", PACKAGE_VERSION,

@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "cgroup-ns.h"
 #include "cgroup.h"
 #include "client.h"
 #include "config.h"
@@ -36,8 +37,12 @@ typedef struct StatusContext {
 /* status_counters - every counter of the table, now; propagations come from the protection source. */
 void status_counters(const StatusContext *m, uint64_t ret[static _COUNTER_MAX]);
 
-/* status_json - the GetStatus reply parameters. */
-json_t *status_json(const StatusContext *m);
+/*
+ * status_json - the GetStatus reply parameters for a caller with @view (its
+ * cgroup namespace; NULL or empty: the daemon's): "registrations" lists
+ * those beneath the caller's root, named as the caller names them.
+ */
+json_t *status_json(const StatusContext *m, const CgroupView *view);
 
 /* status_write_metrics - the Prometheus exposition text (a MetricsCollectFn; @userdata is the StatusContext). */
 void status_write_metrics(struct evbuffer *out, void *userdata);

@@ -37,13 +37,28 @@ static size_t format_prefix(const Subscription *s, const Body *body, uint64_t co
 /* Queue one event for the subscriber now; false if it had to be dropped. */
 static bool subscription_send(Subscription *s, Body *body, uint64_t count, size_t limit) {
         Client *c = s->client;
+        const uint64_t read_usec = body->monotonic_us;
         char prefix[OUT_PREFIX_MAX];
+        Body *own = NULL;
         size_t n;
         int k;
 
         s->seq++;
         n = format_prefix(s, body, count, prefix);
+        if (s->view.root) {
+                /* Only a peer in a cgroup namespace pays for its own copy of the event. */
+                own = event_body_view(body, &s->view);
+                if (!own) {
+                        s->missed++;
+                        counter_inc(s->counters, COUNTER_EVENTS_DROPPED);
+                        log_ratelimited(LOG_WARNING, ENOMEM, NULL, 10, 1,
+                                        "Failed to copy an event for client %" PRIu64 ", dropping it: %m", c->id);
+                        return false;
+                }
+                body = own;
+        }
         k = client_send_event(c, prefix, n, body, limit);
+        body_unref(own);
         if (k == -ENOBUFS) {
                 s->missed++;
                 counter_inc(s->counters, COUNTER_EVENTS_DROPPED);
@@ -57,8 +72,8 @@ static bool subscription_send(Subscription *s, Body *body, uint64_t count, size_
         s->missed = 0;
         s->last_sent_usec = now_usec(CLOCK_MONOTONIC);
         counter_inc(s->counters, COUNTER_EVENTS_DELIVERED);
-        if (body->monotonic_us)
-                metrics_histogram_observe(&s->counters->latency, s->last_sent_usec - body->monotonic_us);
+        if (read_usec)
+                metrics_histogram_observe(&s->counters->latency, s->last_sent_usec - read_usec);
         return true;
 }
 
@@ -128,7 +143,8 @@ static void subscription_removed(Listener *l, Registration *r) {
         Subscription *s = subscription_of(l);
         Client *c = s->client;
         size_t size;
-        char *msg = event_removed_message(r->src.cgroup, s->seq + 1, &size);
+        char *msg = event_removed_message(cgroup_view_from_real(s->view.root, r->src.cgroup) ?: r->src.cgroup,
+                                          s->seq + 1, &size);
 
         subscription_free(s);
         if (msg && !c->dead)
@@ -151,8 +167,10 @@ int subscription_new(Client *c, Counters *counters, Registration *r, const Subsc
                      Subscription **ret) {
         Subscription *s = calloc(1, sizeof(*s));
 
-        if (!s)
+        if (!s || event_view_init(&s->view, cgroup_view_root(&c->view, r->src.type == SOURCE_VMPRESSURE)) < 0) {
+                free(s);
                 return -ENOMEM;
+        }
         s->listener = (Listener) {
                 .ops = &subscription_listener_ops,
                 .uid = c->uid,
@@ -184,6 +202,7 @@ Subscription *subscription_free(Subscription *s) {
         if (s->coalesce)
                 event_free(s->coalesce);
         body_unref(s->pending);
+        event_view_done(&s->view);
         free(s);
         return NULL;
 }

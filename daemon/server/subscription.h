@@ -14,6 +14,7 @@
 
 #include "client.h"
 #include "counters.h"
+#include "event.h"
 #include "registration.h"
 #include "subscribe.h"
 
@@ -30,6 +31,7 @@ struct Subscription {
         Body *pending;              /* coalesced event waiting for the interval */
         uint64_t pending_count;
         struct event *coalesce;     /* exists only while an event is pending */
+        EventView view;             /* the peer's namespace root in the registration's hierarchy */
 };
 
 /*

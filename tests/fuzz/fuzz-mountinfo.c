@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Fuzz target: mountinfo_parse() on arbitrary /proc/self/mountinfo text. */
+/* Fuzz target: mountinfo_parse() and mountinfo_cgroup_ns_root() on arbitrary mountinfo text. */
 #include "fuzz.h"
 #include "kernfile.h"
 #include "util.h"
@@ -20,5 +20,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         abort();
         }
         cgroup_mounts_done(&m);
+
+        /* A peer's namespace root: an ancestor-or-self of its cgroup, or none. */
+        for (int v1 = 0; v1 < 2; v1++) {
+                _cleanup_free_ char *root = NULL;
+                const char *cg = "/pod/ctr";
+
+                if (mountinfo_cgroup_ns_root(text, v1, cg, &root) < 0)
+                        continue;
+                if (root && !(streq(root, "/pod") || streq(root, cg)))
+                        abort();
+        }
         return 0;
 }

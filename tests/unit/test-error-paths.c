@@ -65,6 +65,12 @@ static const SourceCallbacks *registry_cb;
 /* How many registrations a GetStatus reply must list. */
 static size_t status_registrations;
 
+/* The root of the cgroup namespace of the peers peer_open() makes (NULL: the daemon's own). */
+static const char *peer_root;
+
+/* The cgroup a "subscribed" answer must name: /x as the peers see it. */
+static const char *subscribed_cgroup = "/x";
+
 static void write_file(const char *root, const char *rel, const char *text) {
         char path[256];
         int fd;
@@ -162,6 +168,10 @@ static void peer_open(Fixture *f, Peer *p, int sndbuf) {
         p->eof = false;
         p->size = 0;
         ASSERT_OK(client_new(f->server, sv[0], &cred, &p->client));
+        if (peer_root) {
+                p->client->view.v2_root = strdup(peer_root);
+                ASSERT_TRUE(p->client->view.v2_root);
+        }
 }
 
 static void peer_close(Peer *p) {
@@ -299,7 +309,7 @@ static void check_subscribed(json_t *p) {
         expect_member(p, "event", JSON_OBJECT);
         ev = json_object_get(p, "event");
         ASSERT_STREQ(json_string_value(json_object_get(ev, "kind")), "subscribed");
-        ASSERT_STREQ(json_string_value(json_object_get(ev, "cgroup")), "/x");
+        ASSERT_STREQ(json_string_value(json_object_get(ev, "cgroup")), subscribed_cgroup);
         ASSERT_STREQ(json_string_value(json_object_get(ev, "source")), "memory_events");
         expect_member(ev, "trigger", JSON_OBJECT);
         expect_member(ev, "adjusted", JSON_TRUE);
@@ -710,6 +720,65 @@ static void test_episode_timer_refused(void) {
         fixture_done(&fx);
 }
 
+/*
+ * A peer in a cgroup namespace rooted at /x: every allocation of its
+ * translations may fail, and an event it cannot have copied is dropped
+ * and counted like one its queue could not take.
+ */
+static void test_namespaced_peer(void) {
+        static const Method sub = {
+                "{\"method\":\"io.pressured.Subscribe\",\"more\":true,"
+                "\"parameters\":{\"memory_events\":true,\"cgroup\":\"/\"}}",
+                true, check_subscribed,
+        };
+        static const Method inj = {
+                "{\"method\":\"io.pressured.Inject\",\"parameters\":{\"level\":\"low\"}}", false, check_inject,
+        };
+        Fixture fx;
+        Subscription *s;
+        Body *body;
+        Peer p;
+        json_t *ev;
+
+        fixture_init(&fx);
+        peer_root = "/x";
+        subscribed_cgroup = "/";
+        ASSERT_TRUE(walk_failures(&fx, &sub, FAIL_ALLOC) > 1);
+        ASSERT_TRUE(walk_failures(&fx, &inj, FAIL_ALLOC) > 1);
+        ASSERT_TRUE(walk_failures(&fx, &get_status, FAIL_ALLOC) > 1);
+
+        peer_open(&fx, &p, 0);
+        ASSERT_TRUE(!dispatch_failing(&fx, &p, sub.call, FAIL_ALLOC, 0));
+        ASSERT_TRUE(judge_answer(&fx, &p, &sub));
+        s = p.client->stream;
+        ASSERT_TRUE(deliver(s, 1));
+        ev = next_event(&fx, &p);
+        ASSERT_STREQ(json_string_value(json_object_get(ev, "cgroup")), "/");
+        json_decref(ev);
+
+        /* The shared body exists; the peer's copy of it cannot be made. */
+        body = event_body_new(json_pack("{s:s, s:s}", "kind", "memory_events", "cgroup", "/x"), 0);
+        ASSERT_TRUE(body);
+        fail_inject_reset();
+        fail_inject_after(FAIL_MALLOC, 1);
+        ASSERT_TRUE(!s->listener.ops->deliver(&s->listener, body, 1));
+        ASSERT_EQ(fail_inject_fired(FAIL_MALLOC), 1);
+        fail_inject_reset();
+        body_unref(body);
+        ASSERT_U64_EQ(fx.counters.value[COUNTER_EVENTS_DROPPED], 1);
+        ASSERT_TRUE(deliver(s, 1));
+        ev = next_event(&fx, &p);
+        ASSERT_EQ(ev_int(ev, "seq"), 3);
+        ASSERT_EQ(ev_int(ev, "missed"), 1);
+        ASSERT_STREQ(json_string_value(json_object_get(ev, "cgroup")), "/");
+        json_decref(ev);
+
+        peer_root = NULL;
+        subscribed_cgroup = "/x";
+        peer_close(&p);
+        fixture_done(&fx);
+}
+
 int main(void) {
         log_set_max_level(LOG_CRIT); /* every failed call is logged */
         test_methods_out_of_memory();
@@ -720,5 +789,6 @@ int main(void) {
         test_idle_timer_refused();
         test_coalesce_timer_refused();
         test_episode_timer_refused();
+        test_namespaced_peer();
         return 0;
 }

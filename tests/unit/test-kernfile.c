@@ -3,7 +3,8 @@
  * Tests for kernfile.c: PSI files (and their averages as pressurectl top
  * shows them), memory.events, memory values, flat-keyed files,
  * mountinfo (pure v2, hybrid, v1-only, escapes, containers) and
- * /proc/PID/cgroup, with valid, truncated and garbage input.
+ * /proc/PID/cgroup, with valid, truncated and garbage input; and
+ * read_full_file() at its limit.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernfile.h"
 #include "tests.h"
@@ -333,7 +335,43 @@ static void test_proc_cgroup(void) {
         ASSERT_STREQ(a, "unset");
 }
 
+/* A file of @size bytes read with the limit @max. */
+static int read_sized(size_t size, size_t max, size_t *ret_size) {
+        char path[] = "/tmp/test-kernfile-XXXXXX";
+        _cleanup_free_ char *data = malloc(size + 1), *text = NULL;
+        int fd = mkstemp(path), k;
+
+        ASSERT_TRUE(fd >= 0 && data);
+        memset(data, 'x', size);
+        ASSERT_EQ(write(fd, data, size), (ssize_t) size);
+        close(fd);
+        k = read_full_file(path, max, &text, ret_size);
+        ASSERT_OK(unlink(path));
+        if (k >= 0)
+                ASSERT_EQ(strlen(text), *ret_size);
+        return k;
+}
+
+/* read_full_file() takes files up to its limit whole and refuses longer ones, never a truncated read. */
+static void test_read_full(void) {
+        size_t n = 0;
+
+        ASSERT_OK(read_sized(0, 5000, &n));
+        ASSERT_EQ(n, 0);
+        ASSERT_OK(read_sized(4999, 5000, &n));
+        ASSERT_EQ(n, 4999);
+        ASSERT_OK(read_sized(5000, 5000, &n));
+        ASSERT_EQ(n, 5000);
+        ASSERT_ERR(read_sized(5001, 5000, &n), EFBIG);
+        ASSERT_ERR(read_sized(3 * 5000, 5000, &n), EFBIG);
+        ASSERT_OK(read_sized(4096, 4096, &n));
+        ASSERT_ERR(read_sized(4097, 4096, &n), EFBIG);
+        ASSERT_ERR(read_sized(70000, 65536, &n), EFBIG);
+        ASSERT_ERR(read_full_file("/nonexistent/file", 10, &(char *) { NULL }, NULL), ENOENT);
+}
+
 int main(void) {
+        test_read_full();
         test_psi_stats();
         test_psi_avg_as_double();
         test_memory_events();

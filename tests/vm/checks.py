@@ -1152,6 +1152,105 @@ def t_protection_recursive():
     return msg
 
 
+# --- cgroup namespaces ---------------------------------------------------------
+
+def ns_watch(cg, prefix, *args):
+    """pressurectl --json watch @args in cgroup @cg, inside a cgroup namespace made by @prefix."""
+    return run_in(cg, prefix + [pt.PRESSURECTL, '--json', 'watch', *args], stdout=subprocess.PIPE,
+                  stderr=subprocess.PIPE, text=True)
+
+
+def ns_status_names(cg, prefix):
+    """The registrations' cgroups that GetStatus shows a peer in a namespace made by @prefix in @cg."""
+    p = run_in(cg, prefix + [pt.PRESSURECTL, '--json', 'status'], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+               text=True)
+    out, err = p.communicate(timeout=REPLY)
+    pt.check(p.returncode == 0, 'pressurectl status in the namespace', p.returncode, err)
+    return sorted(r['cgroup'] for r in json.loads(out)['registrations'])
+
+
+def ns_events_until(p, done, timeout):
+    """The JSON events pressurectl @p prints, until @done(events) holds; within @timeout seconds."""
+    evs, end = [], time.monotonic() + timeout
+    while not done(evs):
+        left = end - time.monotonic()
+        pt.check(left > 0, f'not within {timeout:.0f} s', evs)
+        if select.select([p.stdout], [], [], left)[0]:
+            line = p.stdout.readline()
+            pt.check(line, 'pressurectl ended', p.poll(), evs, p.stderr.read() if p.poll() is not None else '')
+            if line.startswith('{'):
+                evs.append(json.loads(line))
+    return evs
+
+
+def regs_on(cg):
+    return [r for r in call('io.pressured.GetStatus')['registrations'] if r['cgroup'] == cg]
+
+
+@check('cgroup namespaces: a container (unshare -Cm, cgroup2 mounted inside) watches "/" as its own cgroup, '
+       'shares the registration with the host, gets injected and real pressure as "/"; ".." is refused')
+def t_cgroup_namespace():
+    cg, cg2 = '/pvm-ns', '/pvm-ns-plain'
+    mnt = '/run/pvm-ns-cgroup2'
+    for c in (cg, cg2):
+        rmcg(c)
+    mkcg(cg, memory_max=64 * MIB)
+    mkcg(cg2)
+    os.makedirs(mnt, exist_ok=True)
+    # As a container runtime does: cgroup2 mounted inside the namespaces, the payload in a child cgroup.
+    container = ['unshare', '-Cm', 'sh', '-c', 'mount -t cgroup2 none "$1" && mkdir -p "$1/app" && '
+                 'echo $$ > "$1/app/cgroup.procs" && shift && exec "$@"', 'sh', mnt]
+    host = watch = plain = load = None
+    try:
+        watch = ns_watch(cg, container, '/', '--level', 'low', '--timeout', str(int(EVENT) + 60))
+        wait_for(lambda: regs_on(cg), REPLY, 'the container subscribed on its real cgroup')
+        host, ev = subscribe(cgroup=cg, level='low')
+        pt.check(ev['cgroup'] == cg, 'the host names the real path', ev)
+        pt.check_eq([r['subscribers'] for r in regs_on(cg)], [2], 'one registration, two subscribers')
+        names = ns_status_names(cg, container)
+        pt.check('/' in names and not any(n.startswith(cg) for n in names),
+                 'GetStatus in the container names its own cgroup "/" and nothing outside', names)
+        delivered = call('io.pressured.Inject', {'cgroup': cg, 'level': 'low'})['delivered']
+        pt.check(delivered == 2, 'Inject on the real path reached both', delivered)
+        t0 = time.monotonic()
+        load = stream_load(cg + '/app', 160)
+        evs = ns_events_until(watch, lambda evs: any(e['kind'] == 'pressure' and e['source'] == 'psi' for e in evs),
+                              EVENT)
+        took = time.monotonic() - t0
+        pt.check_eq([(e['source'], e['cgroup']) for e in evs if e['kind'] == 'pressure'][:1], [('inject', '/')],
+                    'the injected event first, on "/"')
+        pt.check_eq({e['cgroup'] for e in evs}, {'/'}, 'every event on "/"')
+        bad = run_in(cg, container + [pt.PRESSURECTL, 'watch', '/..', '--level', 'low', '--count', '1'],
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _, berr = bad.communicate(timeout=REPLY)
+        pt.check(bad.returncode == 1 and 'Invalid cgroup path' in berr, '"/.." from the container', bad.returncode, berr)
+
+        # A root process without capabilities in a plain cgroup namespace: the daemon may compare its
+        # namespace (no ptrace rights needed over it), and its root is its own cgroup.
+        plain = ns_watch(cg2, ['unshare', '-C', 'setpriv', '--bounding-set=-all', '--inh-caps=-all'],
+                         '/', '--level', 'low', '--count', '1', '--timeout', str(int(EVENT)))
+        wait_for(lambda: regs_on(cg2), REPLY, 'the plain namespace subscribed on its real cgroup')
+        pt.check(call('io.pressured.Inject', {'cgroup': cg2, 'level': 'low'})['delivered'] == 1, 'Inject on cg2')
+        pout, perr = plain.communicate(timeout=REPLY)
+        pevs = [json.loads(line) for line in pout.splitlines() if line.startswith('{')]
+        pt.check(plain.returncode == 0 and [e['cgroup'] for e in pevs] == ['/'], 'the plain namespace got "/"',
+                 plain.returncode, pout, perr)
+        return (f'container in {cg}/app: subscribed "/" = {cg} (2 subscribers), inject and a PSI event '
+                f'{took:.1f} s into the load both on "/"; its GetStatus {names}; "/.." refused; '
+                f'capability-less root in unshare -C: "/" = {cg2}')
+    finally:
+        for p in (watch, plain):
+            if p and p.poll() is None:
+                p.kill()
+                p.communicate()
+        if load:
+            stop(load)
+        if host:
+            host.close()
+        for c in (cg, cg2):
+            rmcg(c)
+
+
 # --- the end ------------------------------------------------------------------
 
 @check('systemctl stop is clean')
