@@ -343,7 +343,7 @@ static void reclaim_sync_protection(ReclaimController *rc, const CgroupScrape *s
 
                 if (e->tracked || e->no_reclaim_file || !reclaim_sample_usable(&s->samples[i]))
                         continue;
-                r = protection_reader_track(rc->reader, e->path);
+                r = protection_reader_track_later(rc->reader, e->path);
                 if (r >= 0)
                         e->tracked = true;
                 else if (r != -ENOENT)

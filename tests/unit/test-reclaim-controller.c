@@ -19,6 +19,7 @@
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 
+#include "cgroup.h"
 #include "config.h"
 #include "fail-inject.h"
 #include "log.h"
@@ -306,6 +307,20 @@ static void test_write(void) {
         ASSERT_OK(reclaim_write(dfd, "/", 8192));
         ASSERT_STREQ(read_file("", "memory.reclaim"), "8192");
         ASSERT_ERR(reclaim_write(dfd, "/gone", 4096), ESRCH);
+        /* Not a directory (a cgroup replaced by a file): not a cgroup any more. */
+        write_file("", "plain", "x");
+        ASSERT_ERR(reclaim_write(dfd, "/plain", 4096), ESRCH);
+        /* A path longer than any cgroup2 path can be. */
+        {
+                char *long_path = malloc(CGROUP_PATH_MAX + 2);
+
+                ASSERT_TRUE(long_path);
+                memset(long_path, 'a', CGROUP_PATH_MAX + 1);
+                long_path[0] = '/';
+                long_path[CGROUP_PATH_MAX + 1] = 0;
+                ASSERT_ERR(reclaim_write(dfd, long_path, 4096), ENAMETOOLONG);
+                free(long_path);
+        }
         remove_cgroup("/a");
         ASSERT_ERR(reclaim_write(dfd, "/a", 4096), ESRCH);
         /* No memory.reclaim: a kernel before 5.19 or no memory controller. */
