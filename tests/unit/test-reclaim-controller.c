@@ -448,6 +448,7 @@ static void test_limits_and_read_errors(void) {
         saved = stderr_capture(path);
         ASSERT_OK(configure(&f, "/c*"));
         interval(&f);
+        ASSERT_OK(configure(&f, NULL));
         ASSERT_OK(configure(&f, "/d"));
         interval(&f);
         log = stderr_restore(saved, path);
@@ -556,14 +557,21 @@ static void test_steps(void) {
         /* A cgroup that vanishes leaves; a new match joins. */
         remove_cgroup("/small");
         ASSERT_OK(configure(&f, "/a /small /prot /other"));
+        /* Reconfigured: the change shows at the next interval. */
+        ASSERT_TRUE(entry(&f, "/small") != NULL);
+        ASSERT_TRUE(entry(&f, "/other") == NULL);
+        interval(&f);
         ASSERT_TRUE(entry(&f, "/small") == NULL);
         ASSERT_STREQ(state(&f, "/other"), "probing");
+        ASSERT_EQ(field(&f, "/other", "last_step_bytes"), 0);
         /* Reconfiguring keeps the totals. */
-        ASSERT_EQ(field(&f, "/a", "reclaimed_bytes"), 2 * 107372544 + 53686272);
+        ASSERT_EQ(field(&f, "/a", "reclaimed_bytes"), 3 * 107372544 + 53686272);
         /* A pattern that no longer matches: the cgroup leaves. */
         ASSERT_OK(configure(&f, "/o*"));
+        interval(&f);
         ASSERT_TRUE(entry(&f, "/a") == NULL);
         ASSERT_TRUE(entry(&f, "/other") != NULL);
+        ASSERT_EQ(field(&f, "/other", "last_step_bytes"), 10735616);
 
         /* Off: nothing is left, no timer. */
         ASSERT_OK(configure(&f, NULL));
