@@ -5,8 +5,9 @@
  * the clients' dispatch callback), subscription.h (a Subscribe stream, a
  * registration Listener), proxy.h (the memory-pressure socket, whose
  * clients are Listeners too), status.h (GetStatus and /metrics),
- * metrics.h (the HTTP endpoint) and peer-view.h (a peer's cgroup
- * namespace, read once when it connects).
+ * metrics.h (the HTTP endpoint), peer-view.h (a peer's cgroup
+ * namespace, read once when it connects) and reclaim-controller.h with
+ * reclaim-worker.h (proactive reclaim: its timer and its writer thread).
  *
  * Clients of the varlink socket: accepting them under the configured
  * limits, reading and framing their calls, answering in order, writing
