@@ -52,6 +52,7 @@ typedef enum SortKey {
         SORT_EPISODE,
         SORT_CPU,
         SORT_IO,
+        SORT_RECLAIM,
         _SORT_MAX,
 } SortKey;
 
@@ -64,6 +65,7 @@ static const char *const sort_names[_SORT_MAX] = {
         [SORT_EPISODE] = "episode",
         [SORT_CPU] = "cpu",
         [SORT_IO] = "io",
+        [SORT_RECLAIM] = "reclaim",
 };
 
 typedef struct TopDaemon {
@@ -348,6 +350,8 @@ static double sort_value(const Top *t, const TopCgroup *cg) {
                 return cg->has_cpu_psi ? cg->cpu_some_avg10 : -1.0;
         case SORT_IO:
                 return cg->has_io_psi ? cg->io_some_avg10 : -1.0;
+        case SORT_RECLAIM:
+                return cg->has_reclaim ? (double) cg->rc_reclaimed : -1.0;
         default:
                 return 0;
         }
@@ -1187,7 +1191,7 @@ static void help(void) {
                "pressure episode of the daemon's registrations, memory.events counts since\n"
                "top started and, while the daemon's reclaim controller runs, the memory it\n"
                "reclaimed, one row per cgroup. Keys: s sort (some, full, current, events,\n"
-               "path, episode, cpu, io),\n"
+               "path, episode, cpu, io, reclaim),\n"
                "/ filter by path, t tree or flat, p protection columns, arrows scroll, q quit.\n\n"
                "Options:\n"
                "  -d --delay SEC            refresh every SEC seconds (default 1, fractions allowed)\n"

@@ -350,7 +350,7 @@ def test_events_and_changes(tmp):
               'counts before top started are not shown', tt.row(first, '/app/web'))
         pt.write_file(events, tt.events_text(high=15, max_=3, oom_kill=2))
         pt.write_file(os.path.join(root, 'idle', 'memory.current'), f'{5 * M}\n')
-        seen = read_until(proc, lambda o: tt.row(o, '/app/web')['events']['high'] == 5, 'the high delta')
+        seen = read_until(proc, lambda o: tt.row(o, '/app/web')['events'].get('high') == 5, 'the high delta')
         web = tt.row(seen, '/app/web')
         check(web['events'] == {'high': 5, 'max': 0, 'oom_kill': 1} and web['changed'], 'deltas and the change mark',
               web)
@@ -360,7 +360,7 @@ def test_events_and_changes(tmp):
               tt.row(later, '/app/web'))
         # A cgroup made anew (counters back at 0) starts from 0 again.
         pt.write_file(events, tt.events_text())
-        read_until(proc, lambda o: tt.row(o, '/app/web')['events']['high'] == 0, 'the delta reset')
+        read_until(proc, lambda o: tt.row(o, '/app/web')['events'].get('high') == 0, 'the delta reset')
         # A new cgroup appears, marked as changed.
         tt.make_v2_tree(root, {'/app/new': dict(current=M, some=0.5)})
         new = read_until(proc, lambda o: tt.row(o, '/app/new') is not None, 'the new cgroup')
@@ -516,7 +516,7 @@ def test_v1_merged(tmp):
               'cgroup2 without the memory controller: PSI only', tt.row(first, '/v2only'))
         check(tt.row(first, '/')['max'] is None, 'the v1 "no limit" value is unlimited', tt.row(first, '/'))
         tt.write(os.path.join(v1, 'both', 'memory.failcnt'), '9\n')
-        seen = read_until(proc, lambda o: tt.row(o, '/both')['events']['max'] == 5, 'the failcnt delta')
+        seen = read_until(proc, lambda o: tt.row(o, '/both')['events'].get('max') == 5, 'the failcnt delta')
         check(tt.row(seen, '/both')['changed'], 'the v1 row is marked changed', tt.row(seen, '/both'))
     finally:
         proc.terminate()
@@ -603,9 +603,11 @@ def test_screen(tmp, width, height):
         names = table_names(screen)
         check(names.index('web') < names.index('db'), 'sorted by cpu some avg10', names)
         term.send('s')
-        screen = term.wait_for(lambda s: 'sort: io' in s, 'sort: io, the last key')
+        screen = term.wait_for(lambda s: 'sort: io' in s, 'sort: io')
         names = table_names(screen)
         check(names.index('db') < names.index('web'), 'sorted by io some avg10', names)
+        term.send('s')
+        term.wait_for(lambda s: 'sort: reclaim' in s, 'sort: reclaim, the last key')
         term.send('s')
         term.wait_for(lambda s: 'sort: some' in s, 'the sort keys cycle')
 
@@ -714,6 +716,14 @@ def test_screen_reclaim(tmp, width, height):
                          if ln.strip() and not ln.startswith('s sort')}
                 check(cells['app'] == '300M' and cells['idle'] == 'n/a' and cells['/'] == '-',
                       'the cells under RECLAIM', cells)
+            # s up to "reclaim": siblings by the bytes reclaimed, those the controller holds first.
+            term.send(*['s'] * 8)
+            screen = term.wait_for(lambda s: 'sort: reclaim' in s, 'sort: reclaim')
+            names = table_names(screen)
+            check(names[:2] == ['/', 'app'] and names.index('db') < names.index('web') < names.index('idle'),
+                  'sorted by the bytes reclaimed', names)
+            check(names.index('idle') < [i for i, n in enumerate(names) if n.startswith('batch')][0],
+                  'a cgroup the controller holds before one it does not', names)
             term.send('q')
             term.wait_text('EXIT=0')
     finally:
