@@ -724,16 +724,18 @@ static void print_reclaim_table(const pressure_status *st, const char *subtree) 
         for (size_t i = 0; i < pressure_status_get_n_reclaim(st); i++) {
                 const pressure_reclaim *rc = pressure_status_get_reclaim(st, i);
                 const char *state = pressure_reclaim_state_to_string(pressure_reclaim_get_state(rc));
+                /* Where the kernel cannot reclaim, the step, stalls and floor mean nothing. */
+                bool none = pressure_reclaim_get_state(rc) == PRESSURE_RECLAIM_UNSUPPORTED;
                 char b[3][FORMAT_SIZE_MAX], s[2][32];
 
                 if (!in_subtree(pressure_reclaim_get_cgroup(rc), subtree))
                         continue;
                 printf("%-*s  %-*s  %9s  %7s  %7s  %8s  %7s\n", wc, strna(pressure_reclaim_get_cgroup(rc)), ws,
                        state ?: "unknown", format_bytes(b[0], pressure_reclaim_get_reclaimed_bytes(rc)),
-                       format_bytes(b[1], pressure_reclaim_get_last_step_bytes(rc)),
-                       format_stall(s[0], pressure_reclaim_get_stall_pct, rc),
-                       format_stall(s[1], pressure_reclaim_get_io_stall_pct, rc),
-                       format_bytes(b[2], pressure_reclaim_get_floor_bytes(rc)));
+                       none ? "-" : format_bytes(b[1], pressure_reclaim_get_last_step_bytes(rc)),
+                       none ? "-" : format_stall(s[0], pressure_reclaim_get_stall_pct, rc),
+                       none ? "-" : format_stall(s[1], pressure_reclaim_get_io_stall_pct, rc),
+                       none ? "-" : format_bytes(b[2], pressure_reclaim_get_floor_bytes(rc)));
         }
 }
 

@@ -28,7 +28,8 @@ ENTRIES = [
      'stall_pct': 0.2512, 'io_stall_pct': 1.5, 'floor_bytes': 2 * G},
     {'cgroup': '/app', 'state': 'at-floor', 'reclaimed_bytes': 512 * 1024, 'last_step_bytes': 0,
      'stall_pct': 0.0, 'io_stall_pct': 0.0, 'floor_bytes': 100 * M},
-    {'cgroup': '/batch.slice/job-with-a-long-name.scope', 'state': 'unsupported'},
+    {'cgroup': '/batch.slice/job-with-a-long-name.scope', 'state': 'unsupported', 'reclaimed_bytes': 0,
+     'last_step_bytes': 0, 'stall_pct': 0.0, 'io_stall_pct': 0.0, 'floor_bytes': 0},
     {'cgroup': '/later', 'state': 'hibernating', 'reclaimed_bytes': 3 * G, 'something_new': [1]},
 ]
 
@@ -83,9 +84,10 @@ def test_fixtures(tmp):
               'a cgroup backing off', rows[1])
         check(rows[2] == ['/app', 'at-floor', '512K', '0B', '0.00%', '0.00%', '100M'], 'a cgroup at its floor',
               rows[2])
-        check(rows[3][1] == 'unsupported' and rows[3][4:6] == ['-', '-'], 'unsupported: no stall figures',
-              rows[3])
-        check(rows[4][1:3] == ['unknown', '3G'], 'a state newer than pressurectl', rows[4])
+        check(rows[3][1:] == ['unsupported', '0B', '-', '-', '-', '-'],
+              'unsupported: no step, stall figures or floor', rows[3])
+        check(rows[4][1:] == ['unknown', '3G', '0B', '-', '-', '0B'],
+              'a state newer than pressurectl; stall figures it did not send', rows[4])
         lines = res.stdout.splitlines()
         check(len({len(line) for line in lines}) == 1, 'columns aligned to the longest cgroup', lines)
         for line in lines[1:]:
