@@ -182,10 +182,124 @@ def test_usage(tmp):
         print('bash-completion is not installed: the completion is not checked', flush=True)
 
 
+# ---- against the built daemon ---------------------------------------------------------------------
+
+PAGE = 4096
+FULL_STEP = (10 * G // 100) // PAGE * PAGE  # MaxStep=1% of 10G, in whole pages
+
+
+def write(root, cg, name, value):
+    """Replace a file of the fake tree whole (the daemon opens them by name at every interval)."""
+    d = os.path.join(root, cg.lstrip('/'))
+    tmp = os.path.join(d, '.tmp-' + name)
+    with open(tmp, 'w') as f:
+        f.write(f'{value}\n' if value != '' else '')
+    os.rename(tmp, os.path.join(d, name))
+
+
+def make_tree(root):
+    """/app.slice/a reclaimable (probing), /app.slice/b without memory.reclaim (unsupported),
+    /small under MinSize= and /prot under its memory.min (both at their floor), /other unmatched."""
+    psi = 'some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0'
+    os.mkdir(root)
+    write(root, '/', 'memory.current', 64 * G)
+    for cg, current, minimum, reclaim in (('/app.slice', 20 * G, 0, False), ('/app.slice/a', 10 * G, 0, True),
+                                          ('/app.slice/b', 10 * G, 0, False), ('/small', 50 * M, 0, True),
+                                          ('/prot', G, 2 * G, True), ('/other', 10 * G, 0, True)):
+        os.mkdir(os.path.join(root, cg.lstrip('/')))
+        for name, value in (('memory.current', current), ('memory.min', minimum), ('memory.low', 0),
+                            ('memory.pressure', psi), ('io.pressure', psi), ('cgroup.procs', '')):
+            write(root, cg, name, value)
+        if reclaim:
+            write(root, cg, 'memory.reclaim', '')
+
+
+def settled(d):
+    """GetStatus's entries by cgroup, once /app.slice/a took two steps and the others are where they stay."""
+    def ready():
+        got = {e['cgroup']: e for e in d.status()['reclaim']}
+        states = {cg: e['state'] for cg, e in got.items()}
+        if states == {'/app.slice/a': 'probing', '/app.slice/b': 'unsupported', '/small': 'at-floor',
+                      '/prot': 'at-floor'} and got['/app.slice/a']['reclaimed_bytes'] >= 2 * FULL_STEP:
+            return got
+        return None
+    return pt.wait_for(ready, timeout=pt.scaled(30), what='the controller to settle')
+
+
+def size_pattern(v):
+    """What pressurectl shows for @v bytes (format_size in client/cli.c), as a regular expression."""
+    return r'\d+(\.\d)?[KMGTPE]' if v >= 1024 else rf'{v}B'
+
+
+def test_daemon(tmp):
+    """[Reclaim] Cgroups= on a fake tree: pressurectl reclaim shows what GetStatus says."""
+    root = os.path.join(tmp, 'tree')
+    make_tree(root)
+    config = '[Reclaim]\nCgroups=/app.slice/* /small /prot\nInterval=0.2\n'
+    with pt.Daemon(config_text=config, cgroup_root=root) as d:
+        want = settled(d)
+        order = [e['cgroup'] for e in d.status()['reclaim']]
+        res = expect(ctl(d.socket, 'reclaim'), 0, 'reclaim')
+        header, rows = table(res.stdout)
+        check(header == ['CGROUP', 'STATE', 'RECLAIMED', 'STEP', 'STALL', 'IO-STALL', 'FLOOR'], 'the header',
+              res.stdout)
+        check([r[0] for r in rows] == order, 'one row per controlled cgroup, in the daemon\'s order',
+              res.stdout, order)
+        got = {r[0]: r for r in rows}
+        check(got['/small'] == ['/small', 'at-floor', '0B', '0B', '0.00%', '0.00%', '100M'],
+              '/small: at the floor of MinSize=', got['/small'])
+        check(got['/prot'] == ['/prot', 'at-floor', '0B', '0B', '0.00%', '0.00%', '2G'],
+              '/prot: at the floor of its memory.min, from the protection model', got['/prot'])
+        check(got['/app.slice/b'] == ['/app.slice/b', 'unsupported', '0B', '-', '-', '-', '-'],
+              '/app.slice/b: no memory.reclaim', got['/app.slice/b'])
+        a = got['/app.slice/a']
+        check(a[1] == 'probing' and re.fullmatch(size_pattern(want['/app.slice/a']['reclaimed_bytes']), a[2])
+              and a[3] == '102M' and a[4:6] == ['0.00%', '0.00%'] and a[6] == '100M',
+              '/app.slice/a: probing, steps of 1% of 10G', a)
+        print(f'the table of the daemon:\n{res.stdout}', end='')
+
+        # --json: GetStatus's entries; those at their floor do not move, /app.slice/a only grows.
+        before = d.status()['reclaim']
+        res = expect(ctl(d.socket, '--json', 'reclaim'), 0, 'reclaim --json')
+        out = json.loads(res.stdout)['reclaim']
+        check([e['cgroup'] for e in out] == order, 'the entries in the daemon\'s order', out)
+        for e in out:
+            if e['cgroup'] != '/app.slice/a':
+                check(e == want[e['cgroup']], f'{e["cgroup"]}: as GetStatus has it', e, want[e['cgroup']])
+        mine = next(e for e in out if e['cgroup'] == '/app.slice/a')
+        old = next(e for e in before if e['cgroup'] == '/app.slice/a')
+        check(set(mine) == set(old) and mine['reclaimed_bytes'] >= old['reclaimed_bytes'] and
+              mine['reclaimed_bytes'] % FULL_STEP == 0 and mine['last_step_bytes'] == FULL_STEP,
+              '/app.slice/a: the same members, the sum of its steps', mine, old)
+
+        # CGROUP: the subtree; a sibling sharing the prefix is not in it.
+        res = expect(ctl(d.socket, 'reclaim', '/app.slice'), 0, 'reclaim /app.slice')
+        check([r[0] for r in table(res.stdout)[1]] == [c for c in order if c.startswith('/app.slice/')],
+              'the controlled cgroups below /app.slice', res.stdout)
+        res = expect(ctl(d.socket, '--json', 'reclaim', '/prot'), 0, 'reclaim --json /prot')
+        check(json.loads(res.stdout) == {'reclaim': [want['/prot']]}, 'one entry', res.stdout)
+        res = expect(ctl(d.socket, 'reclaim', '/app'), 0, 'reclaim /app')
+        check(res.stdout == 'No cgroup under proactive reclaim at or below /app.\n', 'none below /app',
+              res.stdout)
+        res = expect(ctl(d.socket, 'reclaim', '/other'), 0, 'reclaim of a cgroup no pattern matches')
+        check(res.stdout.startswith('No cgroup under proactive reclaim at or below /other.'), 'none', res.stdout)
+
+    # The controller off ([Reclaim] Cgroups= empty, the default): one line, exit 0.
+    with pt.Daemon(cgroup_root=root) as d:
+        check(d.status()['reclaim'] == [], 'off: GetStatus has no entries', d.status())
+        res = expect(ctl(d.socket, 'reclaim'), 0, 'reclaim, controller off')
+        check(res.stdout == 'Proactive reclaim is off: [Reclaim] Cgroups= is empty or matches no cgroup.\n',
+              'says so in one line', res.stdout)
+        res = expect(ctl(d.socket, '--json', 'reclaim'), 0, 'reclaim --json, controller off')
+        check(json.loads(res.stdout) == {'reclaim': []}, 'an empty list', res.stdout)
+        res = expect(ctl(d.socket, 'reclaim', '/app.slice'), 0, 'reclaim CGROUP, controller off')
+        check(res.stdout.startswith('Proactive reclaim is off'), 'off, whatever CGROUP', res.stdout)
+
+
 def main():
     if not os.access(pt.PRESSURECTL, os.X_OK):
         pt.skip(f'{pt.PRESSURECTL} is not built')
-    for t in (test_usage, test_fixtures):
+    for t in (test_usage, test_fixtures, test_daemon):
         tmp = tempfile.mkdtemp(prefix='pressurectl-reclaim-')
         try:
             t(tmp)

@@ -325,6 +325,46 @@ def test_reclaim(tmp):
         fake.close()
 
 
+def test_reclaim_with_daemon(tmp):
+    """The daemon's reclaim controller on the fake tree ([Reclaim] Cgroups=/app/* /idle): top's
+    RECLAIM column and each row's "reclaim" say what GetStatus says."""
+    root = make_tree(tmp)
+    for cg in ('app/web', 'app/db'):
+        tt.write(os.path.join(root, cg, 'memory.reclaim'), '')
+    # /idle above MinSize= but without memory.reclaim: unsupported.
+    tt.write(os.path.join(root, 'idle', 'memory.current'), f'{10 * M}\n')
+    config = '[Reclaim]\nCgroups=/app/* /idle\nInterval=0.2\nMinSize=1M\n'
+    with pt.Daemon(cgroup_root=root, config_text=config) as d:
+        def settled():
+            got = {e['cgroup']: e for e in d.status()['reclaim']}
+            ok = ({cg: e['state'] for cg, e in got.items()} ==
+                  {'/app/web': 'probing', '/app/db': 'probing', '/idle': 'unsupported'} and
+                  all(got[cg]['reclaimed_bytes'] > 0 for cg in ('/app/web', '/app/db')))
+            return got if ok else None
+        before = pt.wait_for(settled, timeout=tt.TIMEOUT, what='the controller to settle')
+        refresh = tt.run_json('--iterations', '1', '--cgroup-root', root, socket=d.socket)[0]
+        check(refresh['daemon']['reclaim_cgroups'] == 3, 'three cgroups under the controller', refresh['daemon'])
+        for cg in ('/app/web', '/app/db'):
+            rc, was = tt.row(refresh, cg)['reclaim'], before[cg]
+            check(rc['state'] == 'probing' and rc['reclaimed_bytes'] >= was['reclaimed_bytes'] and
+                  rc['floor_bytes'] == was['floor_bytes'] >= M and rc['stall_pct'] == 0.0 and
+                  rc['last_step_bytes'] > 0, f'{cg}: the daemon\'s entry', rc, was)
+        check(tt.row(refresh, '/idle')['reclaim']['state'] == 'unsupported', '/idle: unsupported',
+              tt.row(refresh, '/idle'))
+        check(tt.row(refresh, '/app')['reclaim'] is None and tt.row(refresh, '/')['reclaim'] is None,
+              'not under the controller: null', refresh)
+        res = tt.run_top('--batch', '--iterations', '1', '--cgroup-root', root, socket=d.socket)
+        table = res.stdout.split('\n\n')[1].splitlines()
+        check(table[0].split()[-1] == 'RECLAIM', 'the RECLAIM column', table[0])
+        cells = {ln.split()[0]: ln.split()[-1] for ln in table[1:]}
+        check(cells['idle'] == 'n/a' and cells['app'] == '-' and cells['/'] == '-', 'n/a and -', cells)
+        check(all(re.fullmatch(r'\d+(\.\d)?[KMG]', cells[n]) for n in ('web', 'db')), 'bytes reclaimed', cells)
+    # The controller off: no column.
+    with pt.Daemon(cgroup_root=root) as d:
+        res = tt.run_top('--batch', '--iterations', '1', '--cgroup-root', root, socket=d.socket)
+        check('RECLAIM' not in res.stdout and res.returncode == 0, 'no RECLAIM column while it is off', res.stdout)
+
+
 def read_until(proc, pred, what):
     """Read JSON lines from a running top until pred(obj) holds; returns it."""
     end = time.monotonic() + tt.TIMEOUT
@@ -772,6 +812,7 @@ def test_signals(tmp):
 
 def main():
     tests = [test_usage, test_batch_text, test_json_with_daemon, test_daemon_calls, test_reclaim,
+             test_reclaim_with_daemon,
              test_events_and_changes,
              test_episodes, test_vanishing, test_v1_merged]
     screen_tests = [lambda tmp: test_screen(tmp, 80, 24), lambda tmp: test_screen(tmp, 200, 50), test_resize,
