@@ -2,6 +2,8 @@
 /* Proactive reclaim: the timer, the cgroups under control, status and metrics. See reclaim-controller.h. */
 #include <event2/event.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <sys/resource.h>
 
 #include "cgroup-glob.h"
 #include "log.h"
@@ -80,7 +82,8 @@ static void reclaim_cgroup_drop(ReclaimController *rc, ReclaimCgroup *e) {
         if (e->tracked && rc->reader)
                 (void) protection_reader_untrack(rc->reader, e->path);
         if (e->backoff_logged)
-                log_info("Reclaim: %s left the controller while backing off.", e->path);
+                log_struct(LOG_INFO, MESSAGE_ID_RECLAIM, "Reclaim: %s left the controller while backing off.",
+                           e->path);
         reclaim_cgroup_free(e);
 }
 
@@ -134,8 +137,9 @@ static ReclaimCgroup *reclaim_find_id(const ReclaimController *rc, uint64_t id) 
 /* Journal lines: the first time at the floor, over a minute backing off, recovery. */
 static void reclaim_cgroup_set_state(ReclaimCgroup *e, ReclaimState s, uint64_t now) {
         if (s == RECLAIM_STATE_AT_FLOOR && !e->floor_logged) {
-                log_info("Reclaim: %s reached its floor of %" PRIu64 " bytes (MinSize= or its effective "
-                         "memory.min/memory.low); not reclaiming below it.", e->path, e->floor);
+                log_struct(LOG_INFO, MESSAGE_ID_RECLAIM,
+                           "Reclaim: %s reached its floor of %" PRIu64 " bytes (MinSize= or its effective "
+                           "memory.min/memory.low); not reclaiming below it.", e->path, e->floor);
                 e->floor_logged = true;
         }
         if (s == RECLAIM_STATE_BACKING_OFF) {
@@ -143,15 +147,17 @@ static void reclaim_cgroup_set_state(ReclaimCgroup *e, ReclaimState s, uint64_t 
                         e->backing_off = true;
                         e->backoff_since = now;
                 } else if (!e->backoff_logged && now - e->backoff_since >= RECLAIM_BACKOFF_LOG_USEC) {
-                        log_notice("Reclaim: %s has been backing off for over a minute (memory stall %.3f%%, "
+                        log_struct(LOG_NOTICE, MESSAGE_ID_RECLAIM,
+                                   "Reclaim: %s has been backing off for over a minute (memory stall %.3f%%, "
                                    "io stall %.3f%% in the last interval).", e->path, e->stall_ppm / 10000.0,
                                    e->io_stall_ppm / 10000.0);
                         e->backoff_logged = true;
                 }
         } else if (e->backing_off) {
                 if (e->backoff_logged)
-                        log_info("Reclaim: %s stopped backing off after %" PRIu64 " s; now %s.", e->path,
-                                 (now - e->backoff_since) / USEC_PER_SEC, reclaim_state_to_string(s));
+                        log_struct(LOG_INFO, MESSAGE_ID_RECLAIM, "Reclaim: %s stopped backing off after %" PRIu64
+                                   " s; now %s.", e->path, (now - e->backoff_since) / USEC_PER_SEC,
+                                   reclaim_state_to_string(s));
                 e->backing_off = e->backoff_logged = false;
         }
         e->state = s;
@@ -160,8 +166,9 @@ static void reclaim_cgroup_set_state(ReclaimCgroup *e, ReclaimState s, uint64_t 
 static void reclaim_log_unsupported(ReclaimController *rc, const ReclaimCgroup *e, const char *why) {
         if (rc->unsupported_logged)
                 return;
-        log_warning("Reclaim: %s cannot be reclaimed (%s); it and any other such cgroup stay \"unsupported\".",
-                    e->path, why);
+        log_struct(LOG_WARNING, MESSAGE_ID_RECLAIM,
+                   "Reclaim: %s cannot be reclaimed (%s); it and any other such cgroup stay \"unsupported\".",
+                   e->path, why);
         rc->unsupported_logged = true;
 }
 
@@ -183,6 +190,11 @@ static bool reclaim_protection(ReclaimController *rc, const ReclaimCgroup *e, ui
         return true;
 }
 
+/* Whether @s has what the controller reads: memory.current and memory.pressure. */
+static bool reclaim_sample_usable(const CgroupSample *s) {
+        return s->has_memory_current && s->has_psi[CGROUP_RESOURCE_MEMORY];
+}
+
 /* Decide and submit the step of @e from @s, read at @now. */
 static void reclaim_cgroup_update(ReclaimController *rc, ReclaimCgroup *e, const CgroupSample *s, uint64_t now) {
         ReclaimInput in = { .memory_current = s->memory_current, .last_eagain = e->last_eagain };
@@ -190,7 +202,7 @@ static void reclaim_cgroup_update(ReclaimController *rc, ReclaimCgroup *e, const
         bool known;
         int r;
 
-        if (e->no_reclaim_file || !s->has_memory_current || !s->has_psi[CGROUP_RESOURCE_MEMORY]) {
+        if (e->no_reclaim_file || !reclaim_sample_usable(s)) {
                 reclaim_log_unsupported(rc, e, e->no_reclaim_file ? "no memory.reclaim: kernel before 5.19?"
                                                : !s->has_memory_current ? "no memory controller there"
                                                                         : "no PSI there");
@@ -298,8 +310,21 @@ static int reclaim_merge(ReclaimController *rc, const CgroupScrape *s) {
         return 0;
 }
 
-/* Track the new cgroups in the protection reader and bring the model up to date. */
-static void reclaim_sync_protection(ReclaimController *rc) {
+/* A quarter of the RLIMIT_NOFILE soft limit. */
+static unsigned reclaim_fd_budget(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur / 4 > UINT_MAX)
+                return 1024;
+        return (unsigned) (rl.rlim_cur / 4);
+}
+
+/*
+ * Track the new cgroups (those that can be reclaimed; @s holds their
+ * samples, in the same order) in the protection reader and bring the
+ * model up to date.
+ */
+static void reclaim_sync_protection(ReclaimController *rc, const CgroupScrape *s) {
         int r;
 
         if (!rc->reader) {
@@ -310,11 +335,13 @@ static void reclaim_sync_protection(ReclaimController *rc) {
                                         rc->root_path);
                         return;
                 }
+                /* The protection source's reader may take half of the descriptors; this one a quarter. */
+                protection_reader_set_fd_budget(rc->reader, reclaim_fd_budget());
         }
         for (size_t i = 0; i < rc->n_entries; i++) {
                 ReclaimCgroup *e = rc->entries[i];
 
-                if (e->tracked)
+                if (e->tracked || e->no_reclaim_file || !reclaim_sample_usable(&s->samples[i]))
                         continue;
                 r = protection_reader_track(rc->reader, e->path);
                 if (r >= 0)
@@ -346,8 +373,8 @@ void reclaim_controller_tick(ReclaimController *rc) {
                 return;
         }
         if (s.omitted > 0 && !rc->omitted_logged) {
-                log_warning("Reclaim: Cgroups= matches %" PRIu64 " cgroups beyond the first %d, which are not controlled.",
-                            s.omitted, RECLAIM_MAX_CGROUPS);
+                log_warning("Reclaim: Cgroups= matches more than %d cgroups; the %" PRIu64 " after the first %d "
+                            "in tree order are not controlled.", RECLAIM_MAX_CGROUPS, s.omitted, RECLAIM_MAX_CGROUPS);
                 rc->omitted_logged = true;
         }
         if (s.errors.count > 0)
@@ -355,7 +382,7 @@ void reclaim_controller_tick(ReclaimController *rc) {
                                 "Reclaim: failed to read %u cgroup file(s), the first %s: %m", s.errors.count,
                                 s.errors.first_path);
         if (rc->n_entries > 0)
-                reclaim_sync_protection(rc);
+                reclaim_sync_protection(rc, &s);
         for (size_t i = 0; i < rc->n_entries; i++)
                 reclaim_cgroup_update(rc, rc->entries[i], &s.samples[i], now);
         cgroup_scrape_done(&s);

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 
 #include "config.h"
@@ -28,6 +29,52 @@
 
 #define MIB (UINT64_C(1) << 20)
 #define GIB (UINT64_C(1) << 30)
+
+/*
+ * Wrapped (tests/unit/meson.build links this test with --wrap=write,
+ * eventfd and pthread_create): writes to the file with inode wrap_ino
+ * fail with wrap_errno wrap_times times (or, with wrap_errno 0, write one
+ * byte less); eventfd() and pthread_create() fail while their flags say so.
+ */
+ssize_t __real_write(int fd, const void *buf, size_t n);
+int __real_eventfd(unsigned initval, int flags);
+int __real_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg);
+
+static ino_t wrap_ino;
+static int wrap_errno;
+static unsigned wrap_times, wrap_calls;
+static bool fail_eventfd, fail_pthread_create;
+
+ssize_t __wrap_write(int fd, const void *buf, size_t n);
+ssize_t __wrap_write(int fd, const void *buf, size_t n) {
+        struct stat st;
+
+        if (wrap_times > 0 && fstat(fd, &st) == 0 && st.st_ino == wrap_ino) {
+                wrap_times--;
+                wrap_calls++;
+                if (wrap_errno == 0)
+                        return __real_write(fd, buf, n - 1);
+                errno = wrap_errno;
+                return -1;
+        }
+        return __real_write(fd, buf, n);
+}
+
+int __wrap_eventfd(unsigned initval, int flags);
+int __wrap_eventfd(unsigned initval, int flags) {
+        if (fail_eventfd) {
+                errno = EMFILE;
+                return -1;
+        }
+        return __real_eventfd(initval, flags);
+}
+
+int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg);
+int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg) {
+        if (fail_pthread_create)
+                return EAGAIN;
+        return __real_pthread_create(t, a, fn, arg);
+}
 
 static char root[64];
 static uint64_t fake_now = 1000 * USEC_PER_SEC;
@@ -285,6 +332,148 @@ static void test_write(void) {
         ASSERT_OK(mkdir(fifo, 0755) < 0 ? -errno : 0);
         ASSERT_ERR(reclaim_write(dfd, "/b", 4096), EISDIR);
         close(dfd);
+        tree_teardown();
+}
+
+/* Write errors only a kernel gives: EINTR (retried), a short write, ENODEV of a removed cgroup. */
+static void test_write_errors(void) {
+        char file[512];
+        struct stat st;
+        int dfd;
+
+        tree_setup();
+        make_cgroup("/a", GIB, 0);
+        dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_TRUE(dfd >= 0);
+        snprintf(file, sizeof(file), "%s/a/memory.reclaim", root);
+        ASSERT_OK(stat(file, &st));
+        wrap_ino = st.st_ino;
+
+        /* Interrupted up to RECLAIM_WRITE_EINTR_RETRIES times: retried, and done. */
+        wrap_errno = EINTR;
+        wrap_times = RECLAIM_WRITE_EINTR_RETRIES;
+        wrap_calls = 0;
+        ASSERT_OK(reclaim_write(dfd, "/a", 65536));
+        ASSERT_EQ(wrap_calls, RECLAIM_WRITE_EINTR_RETRIES);
+        ASSERT_STREQ(read_file("/a", "memory.reclaim"), "65536");
+        /* Once more: given up, -EINTR. */
+        wrap_times = RECLAIM_WRITE_EINTR_RETRIES + 1;
+        ASSERT_ERR(reclaim_write(dfd, "/a", 65536), EINTR);
+        ASSERT_EQ(wrap_times, 0);
+        /* The cgroup removed under the open file. */
+        wrap_errno = ENODEV;
+        wrap_times = 1;
+        ASSERT_ERR(reclaim_write(dfd, "/a", 4096), ESRCH);
+        /* A short write. */
+        wrap_errno = 0;
+        wrap_times = 1;
+        ASSERT_ERR(reclaim_write(dfd, "/a", 4096), EIO);
+        wrap_times = 0;
+        close(dfd);
+        tree_teardown();
+}
+
+/* The worker cannot start: no eventfd, no thread. The controller stays off and says so. */
+static void test_start_failures(void) {
+        struct event_base *base = event_base_new();
+        ReclaimWorker *w = NULL;
+        char path[64];
+        const char *log;
+        Fixture f;
+        int saved;
+
+        ASSERT_TRUE(base);
+        fail_eventfd = true;
+        ASSERT_ERR(reclaim_worker_new(base, -1, 4, NULL, NULL, NULL, &w), EMFILE);
+        fail_eventfd = false;
+        fail_pthread_create = true;
+        ASSERT_ERR(reclaim_worker_new(base, -1, 4, NULL, NULL, NULL, &w), EAGAIN);
+        ASSERT_TRUE(w == NULL);
+        event_base_free(base);
+
+        tree_setup();
+        make_cgroup("/a", GIB, 0);
+        fixture_init(&f, true, NULL);
+        log_set_max_level(LOG_INFO);
+        saved = stderr_capture(path);
+        ASSERT_ERR(configure(&f, "/a"), EAGAIN);
+        log = stderr_restore(saved, path);
+        log_set_max_level(LOG_CRIT);
+        fail_pthread_create = false;
+        ASSERT_TRUE(strstr(log, "Reclaim: failed to start, the controller stays off: Resource temporarily unavailable"));
+        ASSERT_TRUE(!reclaim_controller_active(f.rc));
+        ASSERT_TRUE(entry(&f, "/a") == NULL);
+        /* The next reload tries again. */
+        ASSERT_OK(configure(&f, "/a"));
+        ASSERT_TRUE(reclaim_controller_active(f.rc));
+        fixture_done(&f);
+        tree_teardown();
+}
+
+/* More matches than RECLAIM_MAX_CGROUPS: the first ones, one log line; unreadable files: logged. */
+static void test_limits_and_read_errors(void) {
+        char name[32], path[64], dir[512];
+        const char *log;
+        Fixture f;
+        int saved;
+
+        tree_setup();
+        for (int i = 0; i <= RECLAIM_MAX_CGROUPS; i++) {
+                snprintf(name, sizeof(name), "/c%04d", i);
+                snprintf(dir, sizeof(dir), "%s%s", root, name);
+                ASSERT_OK(mkdir(dir, 0755) < 0 ? -errno : 0);
+                set_u64(name, "memory.current", GIB);
+        }
+        make_cgroup("/d", GIB, 0);
+        snprintf(dir, sizeof(dir), "%s/d/io.pressure", root);
+        ASSERT_OK(unlink(dir));
+        ASSERT_OK(mkdir(dir, 0755) < 0 ? -errno : 0);
+        fixture_init(&f, true, NULL);
+        log_set_max_level(LOG_INFO);
+        saved = stderr_capture(path);
+        ASSERT_OK(configure(&f, "/c*"));
+        interval(&f);
+        ASSERT_OK(configure(&f, "/d"));
+        interval(&f);
+        log = stderr_restore(saved, path);
+        log_set_max_level(LOG_CRIT);
+        ASSERT_EQ(count_substr(log, "Reclaim: Cgroups= matches more than 1000 cgroups; the 1 after the first 1000 in tree order are not controlled."), 1);
+        ASSERT_TRUE(strstr(log, "Reclaim: failed to read 1 cgroup file(s), the first /d/io.pressure"));
+        /* io.pressure unreadable: the io stall counts as none, memory alone decides. */
+        ASSERT_STREQ(state(&f, "/d"), "probing");
+        ASSERT_TRUE(field(&f, "/d", "reclaimed_bytes") > 0);
+        fixture_done(&f);
+        tree_teardown();
+}
+
+/* The protection tree cannot be read: nothing is reclaimed, since the floor is not known. */
+static void test_protection_unknown(void) {
+        char path[64];
+        const char *log;
+        Fixture f;
+        int saved;
+
+        tree_setup();
+        make_cgroup("/a", 10 * GIB, 0);
+        f.base = event_base_new();
+        f.root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        f.config = config_new_default();
+        ASSERT_TRUE(f.base && f.root_fd >= 0 && f.config);
+        f.config->reclaim_interval_usec = 3600 * USEC_PER_SEC;
+        ASSERT_OK(reclaim_controller_new(f.base, "/nonexistent/cgroup2", f.root_fd, false, &f.rc));
+        reclaim_controller_set_clock(f.rc, fake_clock, NULL);
+        log_set_max_level(LOG_INFO);
+        saved = stderr_capture(path);
+        ASSERT_OK(configure(&f, "/a"));
+        interval(&f);
+        log = stderr_restore(saved, path);
+        log_set_max_level(LOG_CRIT);
+        ASSERT_TRUE(strstr(log, "Reclaim: failed to open the protection tree of /nonexistent/cgroup2, not reclaiming"));
+        ASSERT_TRUE(strstr(log, "Reclaim: the protection of /a is not known; not reclaiming it this interval."));
+        ASSERT_EQ(field(&f, "/a", "reclaimed_bytes"), 0);
+        ASSERT_EQ(field(&f, "/a", "last_step_bytes"), 0);
+        ASSERT_STREQ(read_file("/a", "memory.reclaim"), "");
+        fixture_done(&f);
         tree_teardown();
 }
 
@@ -563,12 +752,21 @@ static void test_journal(void) {
         }
         interval(&f);
         ASSERT_STREQ(state(&f, "/a"), "probing");
+        /* Backing off for over a minute again, then gone: the journal hears that too. */
+        for (int i = 13; i <= 24; i++) {
+                set_psi("/a", "memory.pressure", (uint64_t) i * 60000);
+                interval(&f);
+        }
+        remove_cgroup("/a");
+        interval(&f);
+        ASSERT_TRUE(entry(&f, "/a") == NULL);
         log = stderr_restore(saved, path);
         log_set_max_level(LOG_CRIT);
+        ASSERT_EQ(count_substr(log, "Reclaim: /a left the controller while backing off."), 1);
         ASSERT_EQ(count_substr(log, "Reclaim: /a reached its floor of 104857600 bytes"), 1);
-        ASSERT_EQ(count_substr(log, "Reclaim: /a has been backing off for over a minute (memory stall 1.000%"), 1);
+        ASSERT_EQ(count_substr(log, "Reclaim: /a has been backing off for over a minute (memory stall 1.000%"), 2);
         ASSERT_EQ(count_substr(log, "Reclaim: /a stopped backing off after 72 s; now probing."), 1);
-        ASSERT_EQ(count_substr(log, "Reclaim: "), 1 + 1 + 1 + 1); /* and "on for /a" */
+        ASSERT_EQ(count_substr(log, "Reclaim: "), 1 + 1 + 2 + 1 + 1); /* and "on for /a" */
         fixture_done(&f);
         tree_teardown();
 }
@@ -693,12 +891,39 @@ static void test_out_of_memory(void) {
                         fixture_done(&f);
                 }
         }
+        /* Without a hierarchy: the pattern list. */
+        for (unsigned n = 1;; n++) {
+                bool injected;
+                int r;
+
+                fixture_init(&f, false, NULL);
+                f.config->reclaim_cgroups = strdup("/a /b/* /c");
+                ASSERT_TRUE(f.config->reclaim_cgroups);
+                fail_inject_reset();
+                fail_inject_after(FAIL_MALLOC, n);
+                r = reclaim_controller_configure(f.rc, f.config, false);
+                injected = fail_inject_fired(FAIL_MALLOC) > 0;
+                fail_inject_reset();
+                if (!injected) {
+                        ASSERT_OK(r);
+                        ASSERT_STREQ(state(&f, "/b/*"), "unsupported");
+                        fixture_done(&f);
+                        break;
+                }
+                ASSERT_ERR(r, ENOMEM);
+                ASSERT_TRUE(entry(&f, "/a") == NULL);
+                fixture_done(&f);
+        }
         tree_teardown();
 }
 
 int main(void) {
         log_set_max_level(LOG_CRIT);
         test_write();
+        test_write_errors();
+        test_start_failures();
+        test_limits_and_read_errors();
+        test_protection_unknown();
         test_steps();
         test_results();
         test_vanish_in_flight();
