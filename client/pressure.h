@@ -521,7 +521,7 @@ uint64_t pressure_reclaim_get_last_step_bytes(const pressure_reclaim *reclaim);
 uint64_t pressure_reclaim_get_floor_bytes(const pressure_reclaim *reclaim);
 /*
  * The memory and the io "some" stall over the last interval, percent of
- * wall time; 0, or -ENODATA when the daemon has no figure (yet).
+ * wall time; 0, or -ENODATA when the reply has no figure (absent or null).
  */
 int pressure_reclaim_get_stall_pct(const pressure_reclaim *reclaim, double *ret);
 int pressure_reclaim_get_io_stall_pct(const pressure_reclaim *reclaim, double *ret);
