@@ -45,6 +45,13 @@ static const char *const state_names[] = {
         [PRESSURE_PROTECTION_MIN] = "min",
 };
 
+static const char *const reclaim_state_names[] = {
+        [PRESSURE_RECLAIM_PROBING] = "probing",
+        [PRESSURE_RECLAIM_BACKING_OFF] = "backing-off",
+        [PRESSURE_RECLAIM_AT_FLOOR] = "at-floor",
+        [PRESSURE_RECLAIM_UNSUPPORTED] = "unsupported",
+};
+
 static const char *const mode_names[] = {
         [PRESSURE_VMPRESSURE_MODE_DEFAULT] = "default",
         [PRESSURE_VMPRESSURE_MODE_HIERARCHY] = "hierarchy",
@@ -126,6 +133,19 @@ _public_ const char *pressure_protection_state_to_string(pressure_protection_sta
         return NAME_OF(state_names, state);
 }
 
+/**
+ * pressure_reclaim_state_to_string - "probing", "backing-off", "at-floor", "unsupported", or NULL.
+ */
+_public_ const char *pressure_reclaim_state_to_string(pressure_reclaim_state state) {
+        return NAME_OF(reclaim_state_names, state);
+}
+
+pressure_reclaim_state reclaim_state_from_string(const char *s) {
+        int i = INDEX_OF(reclaim_state_names, s);
+
+        return i < 0 ? PRESSURE_RECLAIM_UNKNOWN : (pressure_reclaim_state) i;
+}
+
 const char *stall_to_string(pressure_stall stall) {
         return stall == PRESSURE_STALL_FULL ? "full" : stall == PRESSURE_STALL_SOME ? "some" : NULL;
 }
@@ -195,6 +215,14 @@ static int get_double(json_t *o, const char *key, double *ret) {
         if (r > 0)
                 *ret = json_number_value(v);
         return r;
+}
+
+int member_u64(json_t *o, const char *key, uint64_t *ret) {
+        return get_u64(o, key, ret);
+}
+
+int member_double(json_t *o, const char *key, double *ret) {
+        return get_double(o, key, ret);
 }
 
 static int get_bool(json_t *o, const char *key, int *ret) {

@@ -105,6 +105,16 @@ int event_parse(json_t *v, pressure_event *ret);
 int trigger_parse(json_t *v, pressure_trigger *ret);
 int episode_parse(json_t *v, pressure_episode *ret);
 int node_parse(json_t *v, pressure_protection_node *ret);
+/*
+ * member_u64, member_double - member @key of the object @o as a
+ * non-negative integer (a float is truncated) or a number: 1 and *@ret,
+ * 0 when it is absent or null, -EBADMSG for another type or a negative
+ * integer.
+ */
+int member_u64(json_t *o, const char *key, uint64_t *ret);
+int member_double(json_t *o, const char *key, double *ret);
+/* A reclaim state by its protocol name; UNKNOWN for NULL or a name this version does not know. */
+pressure_reclaim_state reclaim_state_from_string(const char *s);
 /* A source by its protocol name, or -EINVAL. */
 int source_from_string(const char *s);
 /*

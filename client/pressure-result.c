@@ -238,12 +238,23 @@ struct pressure_registration {
         size_t n_history;
 };
 
+/* One cgroup of the proactive reclaim controller; the cgroup points into the reply. */
+struct pressure_reclaim {
+        const char *cgroup;
+        pressure_reclaim_state state;
+        uint64_t reclaimed_bytes, last_step_bytes, floor_bytes;
+        int has_stall, has_io_stall;
+        double stall_pct, io_stall_pct;
+};
+
 struct pressure_status {
         unsigned n_ref;
         json_t *params;
         char *json;
         pressure_registration *regs;
         size_t n_regs;
+        pressure_reclaim *reclaim;
+        size_t n_reclaim;
 };
 
 static uint64_t json_u64(json_t *o, const char *key) {
@@ -282,6 +293,51 @@ static int registration_parse(json_t *v, pressure_registration *r) {
         return 0;
 }
 
+/* One entry of GetStatus's "reclaim": the cgroup is required, the figures may be absent or null. */
+static int reclaim_parse(json_t *v, pressure_reclaim *r) {
+        json_t *state = json_object_get(v, "state");
+        int k;
+
+        if (!json_is_object(v) || !json_is_string(json_object_get(v, "cgroup")))
+                return -EBADMSG;
+        if (state && !json_is_null(state) && !json_is_string(state))
+                return -EBADMSG;
+        r->cgroup = json_string_value(json_object_get(v, "cgroup"));
+        /* A state a later daemon adds is UNKNOWN here, not an error. */
+        r->state = reclaim_state_from_string(json_string_value(state));
+        if (member_u64(v, "reclaimed_bytes", &r->reclaimed_bytes) < 0 ||
+            member_u64(v, "last_step_bytes", &r->last_step_bytes) < 0 ||
+            member_u64(v, "floor_bytes", &r->floor_bytes) < 0)
+                return -EBADMSG;
+        k = member_double(v, "stall_pct", &r->stall_pct);
+        if (k < 0)
+                return k;
+        r->has_stall = k > 0;
+        k = member_double(v, "io_stall_pct", &r->io_stall_pct);
+        if (k < 0)
+                return k;
+        r->has_io_stall = k > 0;
+        return 0;
+}
+
+/* The "reclaim" list of a GetStatus reply into @s; absent or null (a daemon before 0.3) is none. */
+static int status_parse_reclaim(json_t *params, pressure_status *s) {
+        json_t *list = json_object_get(params, "reclaim"), *v;
+        size_t i;
+
+        if (!list || json_is_null(list))
+                return 0;
+        if (!json_is_array(list))
+                return -EBADMSG;
+        s->reclaim = calloc(json_array_size(list) + 1, sizeof(*s->reclaim));
+        if (!s->reclaim)
+                return -ENOMEM;
+        json_array_foreach(list, i, v)
+                if (reclaim_parse(v, &s->reclaim[s->n_reclaim++]) < 0)
+                        return -EBADMSG;
+        return 0;
+}
+
 int status_new(json_t *params, pressure_status **ret) {
         json_t *regs = json_object_get(params, "registrations"), *v;
         pressure_status *s;
@@ -308,6 +364,11 @@ int status_new(json_t *params, pressure_status **ret) {
                         return r;
                 }
         }
+        r = status_parse_reclaim(params, s);
+        if (r < 0) {
+                pressure_status_unref(s);
+                return r;
+        }
         *ret = s;
         return 0;
 }
@@ -330,6 +391,7 @@ _public_ pressure_status *pressure_status_unref(pressure_status *s) {
         for (size_t i = 0; i < s->n_regs; i++)
                 free(s->regs[i].history);
         free(s->regs);
+        free(s->reclaim);
         free(s->json);
         json_decref(s->params);
         free(s);
@@ -462,4 +524,77 @@ _public_ size_t pressure_registration_get_n_history(const pressure_registration 
  */
 _public_ const pressure_episode *pressure_registration_get_history(const pressure_registration *r, size_t i) {
         return r && i < r->n_history ? &r->history[i] : NULL;
+}
+
+/**
+ * pressure_status_get_n_reclaim - the number of cgroups under proactive reclaim.
+ */
+_public_ size_t pressure_status_get_n_reclaim(const pressure_status *s) {
+        return s ? s->n_reclaim : 0;
+}
+
+/**
+ * pressure_status_get_reclaim - reclaim entry @i, or NULL past the end.
+ */
+_public_ const pressure_reclaim *pressure_status_get_reclaim(const pressure_status *s, size_t i) {
+        return s && i < s->n_reclaim ? &s->reclaim[i] : NULL;
+}
+
+/**
+ * pressure_reclaim_get_cgroup - the cgroup under reclaim.
+ */
+_public_ const char *pressure_reclaim_get_cgroup(const pressure_reclaim *r) {
+        return r ? r->cgroup : NULL;
+}
+
+/**
+ * pressure_reclaim_get_state - what the controller does with the cgroup.
+ */
+_public_ pressure_reclaim_state pressure_reclaim_get_state(const pressure_reclaim *r) {
+        return r ? r->state : PRESSURE_RECLAIM_UNKNOWN;
+}
+
+/**
+ * pressure_reclaim_get_reclaimed_bytes - bytes reclaimed in all.
+ */
+_public_ uint64_t pressure_reclaim_get_reclaimed_bytes(const pressure_reclaim *r) {
+        return r ? r->reclaimed_bytes : 0;
+}
+
+/**
+ * pressure_reclaim_get_last_step_bytes - bytes reclaimed by the last step.
+ */
+_public_ uint64_t pressure_reclaim_get_last_step_bytes(const pressure_reclaim *r) {
+        return r ? r->last_step_bytes : 0;
+}
+
+/**
+ * pressure_reclaim_get_floor_bytes - the size the controller never reclaims below.
+ */
+_public_ uint64_t pressure_reclaim_get_floor_bytes(const pressure_reclaim *r) {
+        return r ? r->floor_bytes : 0;
+}
+
+/**
+ * pressure_reclaim_get_stall_pct - memory "some" stall over the last interval, percent.
+ */
+_public_ int pressure_reclaim_get_stall_pct(const pressure_reclaim *r, double *ret) {
+        if (!r || !ret)
+                return -EINVAL;
+        if (!r->has_stall)
+                return -ENODATA;
+        *ret = r->stall_pct;
+        return 0;
+}
+
+/**
+ * pressure_reclaim_get_io_stall_pct - io "some" stall over the last interval, percent.
+ */
+_public_ int pressure_reclaim_get_io_stall_pct(const pressure_reclaim *r, double *ret) {
+        if (!r || !ret)
+                return -EINVAL;
+        if (!r->has_io_stall)
+                return -ENODATA;
+        *ret = r->io_stall_pct;
+        return 0;
 }

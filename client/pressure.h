@@ -62,6 +62,7 @@ typedef struct pressure_protection_node pressure_protection_node;
 typedef struct pressure_protection pressure_protection;
 typedef struct pressure_status pressure_status;
 typedef struct pressure_registration pressure_registration;
+typedef struct pressure_reclaim pressure_reclaim;
 
 typedef enum pressure_level {
         PRESSURE_LEVEL_NONE = 0, /* not present */
@@ -105,6 +106,15 @@ typedef enum pressure_protection_state {
         PRESSURE_PROTECTION_LOW,         /* usage <= elow */
         PRESSURE_PROTECTION_MIN          /* usage <= emin */
 } pressure_protection_state;
+
+/* What the proactive reclaim controller does with a cgroup (libpressure 1.1). */
+typedef enum pressure_reclaim_state {
+        PRESSURE_RECLAIM_UNKNOWN = 0,      /* not present, or unknown to this version */
+        PRESSURE_RECLAIM_PROBING,          /* stall under the target: reclaiming a step per interval */
+        PRESSURE_RECLAIM_BACKING_OFF,      /* memory or io stall above the target: waiting */
+        PRESSURE_RECLAIM_AT_FLOOR,         /* down to its floor: nothing more to reclaim */
+        PRESSURE_RECLAIM_UNSUPPORTED       /* no memory.reclaim here (kernel < 5.19, cgroup v1) */
+} pressure_reclaim_state;
 
 typedef enum pressure_event_kind {
         /* First event of every (re)subscription: the trigger in use and the current state. */
@@ -495,6 +505,27 @@ const pressure_episode *pressure_registration_get_episode(const pressure_registr
 size_t pressure_registration_get_n_history(const pressure_registration *registration);
 const pressure_episode *pressure_registration_get_history(const pressure_registration *registration, size_t i);
 
+/*
+ * libpressure 1.1: the cgroups of the proactive reclaim controller, one
+ * entry each, in the daemon's order; none when the controller is off
+ * ([Reclaim] Cgroups= empty) or the daemon predates it.
+ */
+size_t pressure_status_get_n_reclaim(const pressure_status *status);
+const pressure_reclaim *pressure_status_get_reclaim(const pressure_status *status, size_t i);
+const char *pressure_reclaim_get_cgroup(const pressure_reclaim *reclaim);
+pressure_reclaim_state pressure_reclaim_get_state(const pressure_reclaim *reclaim);
+/* Bytes reclaimed since the controller took the cgroup on, and by its last step. */
+uint64_t pressure_reclaim_get_reclaimed_bytes(const pressure_reclaim *reclaim);
+uint64_t pressure_reclaim_get_last_step_bytes(const pressure_reclaim *reclaim);
+/* The larger of [Reclaim] MinSize= and the cgroup's effective protection, bytes. */
+uint64_t pressure_reclaim_get_floor_bytes(const pressure_reclaim *reclaim);
+/*
+ * The memory and the io "some" stall over the last interval, percent of
+ * wall time; 0, or -ENODATA when the reply has no figure (absent or null).
+ */
+int pressure_reclaim_get_stall_pct(const pressure_reclaim *reclaim, double *ret);
+int pressure_reclaim_get_io_stall_pct(const pressure_reclaim *reclaim, double *ret);
+
 /* ---- Names ----------------------------------------------------------------- */
 
 /* "low", "medium", "critical", or NULL. */
@@ -508,6 +539,8 @@ const char *pressure_protection_state_to_string(pressure_protection_state state)
 /* libpressure 1.1: "memory", "cpu", "io", or NULL; and back (the resource, or -EINVAL). */
 const char *pressure_resource_to_string(pressure_resource resource);
 int pressure_resource_from_string(const char *s);
+/* libpressure 1.1: "probing", "backing-off", "at-floor", "unsupported", or NULL. */
+const char *pressure_reclaim_state_to_string(pressure_reclaim_state state);
 /* The library version, e.g. "1.0.0". */
 const char *pressure_version(void);
 

@@ -2,7 +2,8 @@
 /*
  * pressurectl top: a live view of memory pressure across cgroups. It reads
  * the cgroup files itself (top-cgroup.c) and asks the daemon only for
- * GetStatus() and, while the protection columns are shown, GetProtection()
+ * GetStatus() (counters, episodes, the reclaim controller's cgroups) and,
+ * while the protection columns are shown, GetProtection()
  * of the subtree shown: one short connection each per refresh, and nothing
  * at all when top is not running.
  *
@@ -51,6 +52,7 @@ typedef enum SortKey {
         SORT_EPISODE,
         SORT_CPU,
         SORT_IO,
+        SORT_RECLAIM,
         _SORT_MAX,
 } SortKey;
 
@@ -63,6 +65,7 @@ static const char *const sort_names[_SORT_MAX] = {
         [SORT_EPISODE] = "episode",
         [SORT_CPU] = "cpu",
         [SORT_IO] = "io",
+        [SORT_RECLAIM] = "reclaim",
 };
 
 typedef struct TopDaemon {
@@ -71,6 +74,7 @@ typedef struct TopDaemon {
         char version[32];
         uint64_t clients, subscriptions, registrations;
         uint64_t episodes;    /* registrations with an active pressure episode, shown or not */
+        uint64_t reclaim_cgroups; /* cgroups under proactive reclaim, shown or not */
         uint64_t events_read, events_delivered, at_usec;
         bool have_rates;
         double read_rate, delivered_rate;
@@ -91,6 +95,8 @@ typedef struct Top {
         bool flat;
         bool show_protection;
         bool show_cpu_io;    /* the CPU and IO columns: always in batch mode, on a screen where they fit */
+        bool show_reclaim;   /* the RECLAIM column: while the daemon reclaims from any cgroup, on a
+                              * screen where it fits (before CPU and IO) */
         int indent;          /* columns of indentation per tree level: 2, or 1 on a narrow screen */
         char filter[128];
 
@@ -191,10 +197,21 @@ static uint64_t events_sum(const TopCgroup *cg) {
         return sum;
 }
 
-/* Width of the columns after the name: " V", 5-character values and the 7-character EPISODE,
- * each after a space. */
+/* Width of the columns after the name: " V", 5-character values and the 7-character EPISODE and
+ * RECLAIM, each after a space. */
 static int fixed_width(const Top *t) {
-        return 2 + (3 + (t->show_protection ? 2 : 0) + 2 + (t->show_cpu_io ? 2 : 0) + 3) * 6 + 8;
+        return 2 + (3 + (t->show_protection ? 2 : 0) + 2 + (t->show_cpu_io ? 2 : 0) + 3) * 6 + 8 +
+               (t->show_reclaim ? 8 : 0);
+}
+
+/* The RECLAIM cell: memory reclaimed from the cgroup so far; n/a where the kernel cannot, - where
+ * the controller does not hold the cgroup. */
+static const char *fmt_reclaim(char buf[static FORMAT_SIZE_MAX], const TopCgroup *cg) {
+        if (!cg->has_reclaim)
+                return "-";
+        if (streq(cg->rc_state, "unsupported"))
+                return "n/a";
+        return fmt_size(buf, cg->rc_reclaimed);
 }
 
 /* The indentation and name of a row as shown. */
@@ -226,13 +243,14 @@ static int name_width(const Top *t, int avail) {
 }
 
 static void format_column_header(const Top *t, char *buf, size_t size, int nw) {
-        snprintf(buf, size, "%-*s %1s %5s %5s %5s%s %5s %5s%s %7s %5s %5s %5s", nw, "CGROUP", "V", "USAGE", "HIGH",
+        snprintf(buf, size, "%-*s %1s %5s %5s %5s%s %5s %5s%s %7s %5s %5s %5s%s", nw, "CGROUP", "V", "USAGE", "HIGH",
                  "MAX", t->show_protection ? "  EMIN  ELOW" : "", "SOME", "FULL",
-                 t->show_cpu_io ? "   CPU    IO" : "", "EPISODE", "+HIGH", "+MAX", "+OOMK");
+                 t->show_cpu_io ? "   CPU    IO" : "", "EPISODE", "+HIGH", "+MAX", "+OOMK",
+                 t->show_reclaim ? " RECLAIM" : "");
 }
 
 static void format_row(const Top *t, const TopCgroup *cg, char *buf, size_t size, int nw) {
-        char b[13][16], prot[32] = "", cpu_io[48] = "";
+        char b[14][16], prot[32] = "", cpu_io[48] = "", reclaim[16] = "";
         const char *name;
         int indent, len;
 
@@ -244,15 +262,17 @@ static void format_row(const Top *t, const TopCgroup *cg, char *buf, size_t size
                 snprintf(cpu_io, sizeof(cpu_io), " %5s %5s",
                          fmt_psi(b[11], cg->has_cpu_psi, psi_percent(cg->cpu_some_avg10)),
                          fmt_psi(b[12], cg->has_io_psi, psi_percent(cg->io_some_avg10)));
+        if (t->show_reclaim)
+                snprintf(reclaim, sizeof(reclaim), " %7s", fmt_reclaim(b[13], cg));
         len = MAX(nw - indent, 0);
-        snprintf(buf, size, "%*s%-*.*s %1s %5s %5s %5s%s %5s %5s%s %7s %5s %5s %5s", indent, "", len, len, name,
+        snprintf(buf, size, "%*s%-*.*s %1s %5s %5s %5s%s %5s %5s%s %7s %5s %5s %5s%s", indent, "", len, len, name,
                  cg->current == TOP_NONE ? "" : cg->mem_v1 ? "1" : "2", fmt_size(b[0], cg->current),
                  fmt_size(b[1], cg->high), fmt_size(b[2], cg->max), prot,
                  fmt_psi(b[5], cg->has_psi, psi_percent(cg->some_avg10)),
                  fmt_psi(b[6], cg->has_psi, psi_percent(cg->full_avg10)), cpu_io,
                  fmt_duration(b[10], cg), fmt_count(b[7], top_event_delta(cg, TOP_EV_HIGH)),
                  fmt_count(b[8], top_event_delta(cg, TOP_EV_MAX)),
-                 fmt_count(b[9], top_event_delta(cg, TOP_EV_OOM_KILL)));
+                 fmt_count(b[9], top_event_delta(cg, TOP_EV_OOM_KILL)), reclaim);
 }
 
 /* The system's cpu and io "some" avg10 (/proc/pressure/cpu, io). */
@@ -330,6 +350,8 @@ static double sort_value(const Top *t, const TopCgroup *cg) {
                 return cg->has_cpu_psi ? cg->cpu_some_avg10 : -1.0;
         case SORT_IO:
                 return cg->has_io_psi ? cg->io_some_avg10 : -1.0;
+        case SORT_RECLAIM:
+                return cg->has_reclaim ? (double) cg->rc_reclaimed : -1.0;
         default:
                 return 0;
         }
@@ -488,14 +510,46 @@ static void apply_episodes(Top *t, json_t *regs, uint64_t now) {
         }
 }
 
-/* Mark a row changed when its episode began, ended or was replaced by another, not because it
- * went on: a duration that grows at every refresh would keep every such row marked. */
+/*
+ * The entries of the proactive reclaim controller in @status: count them, and give each cgroup
+ * shown its own. A state this pressurectl does not know is "unknown".
+ */
+static void apply_reclaim(Top *t, const pressure_status *status) {
+        for (size_t i = 0; i < pressure_status_get_n_reclaim(status); i++) {
+                const pressure_reclaim *rc = pressure_status_get_reclaim(status, i);
+                const char *path = pressure_reclaim_get_cgroup(rc);
+                const char *state = pressure_reclaim_state_to_string(pressure_reclaim_get_state(rc));
+                TopCgroup *cg;
+
+                t->daemon.reclaim_cgroups++;
+                cg = path ? top_snapshot_find(&t->snap, path) : NULL;
+                if (!cg)
+                        continue;
+                cg->has_reclaim = true;
+                cg->rc_state = state ?: "unknown";
+                cg->rc_reclaimed = pressure_reclaim_get_reclaimed_bytes(rc);
+                cg->rc_last_step = pressure_reclaim_get_last_step_bytes(rc);
+                cg->rc_floor = pressure_reclaim_get_floor_bytes(rc);
+                cg->rc_has_stall = pressure_reclaim_get_stall_pct(rc, &cg->rc_stall) >= 0;
+                cg->rc_has_io_stall = pressure_reclaim_get_io_stall_pct(rc, &cg->rc_io_stall) >= 0;
+        }
+}
+
+/*
+ * Mark a row changed when its episode began, ended or was replaced by another, or when the reclaim
+ * controller took it on, let it go or changed its state; not because either went on: a duration
+ * that grows at every refresh, or bytes reclaimed at every interval, would keep such rows marked.
+ */
 static void mark_episode_changes(Top *t, const TopSnapshot *previous) {
         for (size_t k = 0; k < t->snap.n_cgroups; k++) {
                 TopCgroup *cg = &t->snap.cgroups[k];
+                const TopCgroup *old;
 
-                if (cg->previous < previous->n_cgroups &&
-                    previous->cgroups[cg->previous].ep_since_us != cg->ep_since_us)
+                if (cg->previous >= previous->n_cgroups)
+                        continue;
+                old = &previous->cgroups[cg->previous];
+                if (old->ep_since_us != cg->ep_since_us || old->has_reclaim != cg->has_reclaim ||
+                    (cg->has_reclaim && !streq(old->rc_state, cg->rc_state)))
                         cg->changed = true;
         }
 }
@@ -527,6 +581,7 @@ static void query_status(Top *t) {
         d->subscriptions = jget_u64(st, "subscriptions");
         d->registrations = json_array_size(json_object_get(st, "registrations"));
         apply_episodes(t, json_object_get(st, "registrations"), now);
+        apply_reclaim(t, status);
         counters = json_object_get(st, "counters");
         d->events_read = jget_u64(counters, "events_read");
         d->events_delivered = jget_u64(counters, "events_delivered");
@@ -611,6 +666,8 @@ static int top_refresh(Top *t) {
                 top_snapshot_done(&t->snap);
                 query_status(t);
         }
+        /* The RECLAIM column while the daemon reclaims from any cgroup (draw() may lack the room). */
+        t->show_reclaim = t->daemon.reclaim_cgroups > 0;
         t->refreshes++;
         return build_rows(t);
 }
@@ -679,12 +736,30 @@ static void json_fill_daemon(const Top *t, json_t *d) {
         json_object_set_new(d, "subscriptions", json_integer((json_int_t) t->daemon.subscriptions));
         json_object_set_new(d, "registrations", json_integer((json_int_t) t->daemon.registrations));
         json_object_set_new(d, "active_episodes", json_integer((json_int_t) t->daemon.episodes));
+        json_object_set_new(d, "reclaim_cgroups", json_integer((json_int_t) t->daemon.reclaim_cgroups));
         json_object_set_new(d, "events_read_per_sec",
                             t->daemon.have_rates ? json_real(t->daemon.read_rate) : json_null());
         json_object_set_new(d, "events_delivered_per_sec",
                             t->daemon.have_rates ? json_real(t->daemon.delivered_rate) : json_null());
         if (t->daemon.protection_error[0])
                 json_object_set_new(d, "protection_error", json_string(t->daemon.protection_error));
+}
+
+/* A stall figure for JSON: null when the daemon had none. */
+static json_t *json_stall(bool present, double v) {
+        return present ? json_real(v) : json_null();
+}
+
+/* The "reclaim" member of a row: the controller's entry in GetStatus's words, or null. */
+static json_t *json_reclaim(const TopCgroup *cg) {
+        if (!cg->has_reclaim)
+                return json_null();
+        return json_pack("{s:s,s:I,s:I,s:o,s:o,s:I}", "state", cg->rc_state,
+                         "reclaimed_bytes", (json_int_t) cg->rc_reclaimed,
+                         "last_step_bytes", (json_int_t) cg->rc_last_step,
+                         "stall_pct", json_stall(cg->rc_has_stall, cg->rc_stall),
+                         "io_stall_pct", json_stall(cg->rc_has_io_stall, cg->rc_io_stall),
+                         "floor_bytes", (json_int_t) cg->rc_floor);
 }
 
 /* One row of the "cgroups" member; NULL if out of memory. */
@@ -726,6 +801,8 @@ static json_t *json_cgroup(const Top *t, const TopCgroup *cg) {
                                               "duration_us", (json_int_t) cg->ep_duration_us,
                                               "events", (json_int_t) cg->ep_events,
                                               "source", cg->ep_source, "resource", cg->ep_resource));
+        if (t->daemon.reachable)
+                json_object_set_new(c, "reclaim", json_reclaim(cg));
         json_object_set_new(c, "changed", json_boolean(cg->changed));
         return c;
 }
@@ -857,7 +934,11 @@ static void draw(Top *t, Screen *s) {
         format_header(t, header);
         for (int i = 0; i < HEADER_LINES && i < rows; i++)
                 mvaddnstr(i, 0, header[i], cols);
-        /* The CPU and IO columns only where they leave the names 16 columns. */
+        /* RECLAIM, then the CPU and IO columns, only where they leave the names 16 columns. */
+        t->show_cpu_io = false;
+        t->show_reclaim = t->daemon.reclaim_cgroups > 0;
+        if (cols - fixed_width(t) - 1 < 16)
+                t->show_reclaim = false;
         t->show_cpu_io = true;
         if (cols - fixed_width(t) - 1 < 16)
                 t->show_cpu_io = false;
@@ -1107,9 +1188,10 @@ static void help(void) {
                "A live view of memory pressure across the cgroups below CGROUP (default: all):\n"
                "usage and limits, effective protection from the daemon, PSI some/full avg10, the\n"
                "some avg10 of cpu and io pressure (where the screen has room), the active\n"
-               "pressure episode of the daemon's registrations and memory.events counts since\n"
-               "top started, one row per cgroup. Keys: s sort (some, full, current, events,\n"
-               "path, episode, cpu, io),\n"
+               "pressure episode of the daemon's registrations, memory.events counts since\n"
+               "top started and, while the daemon's reclaim controller runs, the memory it\n"
+               "reclaimed, one row per cgroup. Keys: s sort (some, full, current, events,\n"
+               "path, episode, cpu, io, reclaim),\n"
                "/ filter by path, t tree or flat, p protection columns, arrows scroll, q quit.\n\n"
                "Options:\n"
                "  -d --delay SEC            refresh every SEC seconds (default 1, fractions allowed)\n"

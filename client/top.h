@@ -54,6 +54,13 @@ typedef struct TopCgroup {
         uint64_t ep_events;            /* pressure events in it so far */
         const char *ep_source;         /* "psi" or "vmpressure" (static strings) */
         const char *ep_resource;       /* "memory", "cpu" or "io" (static strings) */
+        /* The proactive reclaim controller's entry for this cgroup, from GetStatus (top.c). */
+        bool has_reclaim;              /* the controller holds the cgroup */
+        const char *rc_state;          /* "probing", "backing-off", "at-floor", "unsupported" or
+                                        * "unknown" (static strings) */
+        uint64_t rc_reclaimed, rc_last_step, rc_floor; /* bytes */
+        bool rc_has_stall, rc_has_io_stall;            /* the daemon had the figures */
+        double rc_stall, rc_io_stall;  /* memory and io some stall over its last interval, percent */
         bool changed;      /* a shown value differs from the previous refresh */
         TopFileCache files[2]; /* [0] cgroup2, [1] v1; taken over by the next refresh */
         size_t previous;   /* index of the same cgroup in the previous refresh, SIZE_MAX if new */

@@ -18,7 +18,9 @@
  *                pressure event, kept open; both carry the request's
  *                resource if it has one
  *
- * plus Inject, GetStatus, GetProtection and Reload (denied).
+ * plus Inject, GetStatus, GetProtection and Reload (denied). The call
+ * test.SetStatus {"reply": PARAMETERS} makes GetStatus answer PARAMETERS
+ * from then on (a fixture); without "reply", the built-in answer again.
  */
 #include <errno.h>
 #include <poll.h>
@@ -182,8 +184,17 @@ static bool serve_subscribe(int fd, json_t *params, unsigned *n_flaky, unsigned 
         return !(streq_ptr(cgroup, "/flaky") && *n_flaky == 1) && !streq_ptr(cgroup, "/hangup");
 }
 
+/* The fixture GetStatus answers with (test.SetStatus), or NULL for the built-in answer. */
+static json_t *status_fixture;
+
 static void serve_call(int fd, const char *method, json_t *params) {
-        if (streq(method, "io.pressured.Inject")) {
+        if (streq(method, "test.SetStatus")) {
+                json_decref(status_fixture);
+                status_fixture = json_incref(json_object_get(params, "reply"));
+                send_json(fd, json_pack("{s:{}}", "parameters"));
+        } else if (streq(method, "io.pressured.GetStatus") && status_fixture)
+                send_json(fd, json_pack("{s:O}", "parameters", status_fixture));
+        else if (streq(method, "io.pressured.Inject")) {
                 /* Tells the test which resource it asked for: 3 for none (memory), 4 cpu, 5 io. */
                 const char *res = json_string_value(json_object_get(params, "resource"));
 
@@ -1248,6 +1259,8 @@ static void check_status(const pressure_status *st) {
         ASSERT_TRUE(strstr(pressure_status_get_json(st), "\"registrations\""));
         ASSERT_EQ(pressure_status_get_n_registrations(st), 1);
         ASSERT_TRUE(pressure_status_get_registration(st, 1) == NULL);
+        /* This reply, like a daemon before 0.3, has no "reclaim". */
+        ASSERT_EQ(pressure_status_get_n_reclaim(st), 0);
         reg = pressure_status_get_registration(st, 0);
         ASSERT_STREQ(pressure_registration_get_cgroup(reg), "/r");
         ASSERT_EQ(pressure_registration_get_source(reg), PRESSURE_SOURCE_PSI);
@@ -1369,6 +1382,154 @@ static void test_async_calls(void) {
         }
 }
 
+/* Make the fake server's GetStatus answer @reply_json (NULL: its built-in answer again). */
+static void set_status_fixture(pressure_client *c, const char *reply_json) {
+        char *params = NULL;
+
+        ASSERT_TRUE(asprintf(&params, "{\"reply\":%s}", reply_json ?: "null") > 0);
+        ASSERT_OK(pressure_client_call(c, "test.SetStatus", reply_json ? params : "{}", NULL, NULL));
+        free(params);
+}
+
+/* GetStatus of the fixture @reply_json: its result, or the error it fails with. */
+static int status_of(pressure_client *c, const char *reply_json, pressure_status **ret) {
+        pressure_error *error = NULL;
+        int r;
+
+        set_status_fixture(c, reply_json);
+        r = pressure_client_get_status(c, ret, &error);
+        if (r < 0) {
+                ASSERT_EQ(pressure_error_get_errno(error), r);
+                ASSERT_TRUE(pressure_error_get_name(error) == NULL); /* the library's verdict, not the daemon's */
+        }
+        pressure_error_free(error);
+        return r;
+}
+
+#define RECLAIM_FIXTURE                                                                                   \
+        "{\"version\":\"0.3\",\"registrations\":[],\"reclaim\":["                                        \
+        "{\"cgroup\":\"/app.slice\",\"state\":\"probing\",\"reclaimed_bytes\":1073741824,"                \
+        "\"last_step_bytes\":10485760,\"stall_pct\":0.04,\"io_stall_pct\":0.01,"                         \
+        "\"floor_bytes\":104857600},"                                                                     \
+        "{\"cgroup\":\"/app.slice/db\",\"state\":\"backing-off\",\"reclaimed_bytes\":5.0,"              \
+        "\"last_step_bytes\":0,\"stall_pct\":0.25,\"io_stall_pct\":1,\"floor_bytes\":2147483648},"         \
+        "{\"cgroup\":\"/batch\",\"state\":\"at-floor\",\"reclaimed_bytes\":9007199254740993,"            \
+        "\"floor_bytes\":104857600,\"stall_pct\":null},"                                                  \
+        "{\"cgroup\":\"/v1\",\"state\":\"unsupported\"},"                                                 \
+        "{\"cgroup\":\"/later\",\"state\":\"hibernating\",\"something_new\":[1]}]}"
+
+/* libpressure 1.1: the reclaim entries of GetStatus, from fixtures. */
+static void test_reclaim(void) {
+        _cleanup_(pressure_client_freep) pressure_client *c = client_new();
+        pressure_status *st = NULL;
+        const pressure_reclaim *rc;
+        double v;
+
+        /* The names, and what is no state. */
+        ASSERT_STREQ(pressure_reclaim_state_to_string(PRESSURE_RECLAIM_PROBING), "probing");
+        ASSERT_STREQ(pressure_reclaim_state_to_string(PRESSURE_RECLAIM_BACKING_OFF), "backing-off");
+        ASSERT_STREQ(pressure_reclaim_state_to_string(PRESSURE_RECLAIM_AT_FLOOR), "at-floor");
+        ASSERT_STREQ(pressure_reclaim_state_to_string(PRESSURE_RECLAIM_UNSUPPORTED), "unsupported");
+        ASSERT_TRUE(pressure_reclaim_state_to_string(PRESSURE_RECLAIM_UNKNOWN) == NULL);
+        ASSERT_TRUE(pressure_reclaim_state_to_string((pressure_reclaim_state) 5) == NULL);
+        ASSERT_TRUE(pressure_reclaim_state_to_string((pressure_reclaim_state) -1) == NULL);
+
+        /* NULL objects. */
+        ASSERT_EQ(pressure_status_get_n_reclaim(NULL), 0);
+        ASSERT_TRUE(pressure_status_get_reclaim(NULL, 0) == NULL);
+        ASSERT_TRUE(pressure_reclaim_get_cgroup(NULL) == NULL);
+        ASSERT_EQ(pressure_reclaim_get_state(NULL), PRESSURE_RECLAIM_UNKNOWN);
+        ASSERT_U64_EQ(pressure_reclaim_get_reclaimed_bytes(NULL), 0);
+        ASSERT_U64_EQ(pressure_reclaim_get_last_step_bytes(NULL), 0);
+        ASSERT_U64_EQ(pressure_reclaim_get_floor_bytes(NULL), 0);
+        ASSERT_ERR(pressure_reclaim_get_stall_pct(NULL, &v), EINVAL);
+        ASSERT_ERR(pressure_reclaim_get_io_stall_pct(NULL, &v), EINVAL);
+
+        /* A daemon before 0.3 sends no "reclaim": no entries. So does the controller off. */
+        ASSERT_OK(status_of(c, NULL, &st));
+        ASSERT_EQ(pressure_status_get_n_reclaim(st), 0);
+        ASSERT_TRUE(pressure_status_get_reclaim(st, 0) == NULL);
+        st = pressure_status_unref(st);
+        ASSERT_OK(status_of(c, "{\"version\":\"0.3\",\"reclaim\":[]}", &st));
+        ASSERT_EQ(pressure_status_get_n_reclaim(st), 0);
+        st = pressure_status_unref(st);
+        ASSERT_OK(status_of(c, "{\"version\":\"0.3\",\"reclaim\":null}", &st));
+        ASSERT_EQ(pressure_status_get_n_reclaim(st), 0);
+        st = pressure_status_unref(st);
+
+        ASSERT_OK(status_of(c, RECLAIM_FIXTURE, &st));
+        ASSERT_EQ(pressure_status_get_n_reclaim(st), 5);
+        ASSERT_TRUE(pressure_status_get_reclaim(st, 5) == NULL);
+        ASSERT_EQ(pressure_status_get_n_registrations(st), 0);
+
+        rc = pressure_status_get_reclaim(st, 0);
+        ASSERT_STREQ(pressure_reclaim_get_cgroup(rc), "/app.slice");
+        ASSERT_EQ(pressure_reclaim_get_state(rc), PRESSURE_RECLAIM_PROBING);
+        ASSERT_U64_EQ(pressure_reclaim_get_reclaimed_bytes(rc), 1073741824);
+        ASSERT_U64_EQ(pressure_reclaim_get_last_step_bytes(rc), 10485760);
+        ASSERT_U64_EQ(pressure_reclaim_get_floor_bytes(rc), 104857600);
+        ASSERT_OK(pressure_reclaim_get_stall_pct(rc, &v));
+        ASSERT_TRUE(v == 0.04);
+        ASSERT_OK(pressure_reclaim_get_io_stall_pct(rc, &v));
+        ASSERT_TRUE(v == 0.01);
+        ASSERT_ERR(pressure_reclaim_get_stall_pct(rc, NULL), EINVAL);
+
+        /* An integer where a float is due, and a float where an integer is: both read. */
+        rc = pressure_status_get_reclaim(st, 1);
+        ASSERT_EQ(pressure_reclaim_get_state(rc), PRESSURE_RECLAIM_BACKING_OFF);
+        ASSERT_U64_EQ(pressure_reclaim_get_reclaimed_bytes(rc), 5);
+        ASSERT_U64_EQ(pressure_reclaim_get_last_step_bytes(rc), 0);
+        ASSERT_U64_EQ(pressure_reclaim_get_floor_bytes(rc), UINT64_C(2147483648));
+        ASSERT_OK(pressure_reclaim_get_io_stall_pct(rc, &v));
+        ASSERT_TRUE(v == 1.0);
+
+        /* Beyond 2^53, exact; a null or absent stall is no figure, and leaves *ret alone. */
+        rc = pressure_status_get_reclaim(st, 2);
+        ASSERT_EQ(pressure_reclaim_get_state(rc), PRESSURE_RECLAIM_AT_FLOOR);
+        ASSERT_U64_EQ(pressure_reclaim_get_reclaimed_bytes(rc), UINT64_C(9007199254740993));
+        v = -1;
+        ASSERT_ERR(pressure_reclaim_get_stall_pct(rc, &v), ENODATA);
+        ASSERT_ERR(pressure_reclaim_get_io_stall_pct(rc, &v), ENODATA);
+        ASSERT_TRUE(v == -1);
+
+        rc = pressure_status_get_reclaim(st, 3);
+        ASSERT_STREQ(pressure_reclaim_get_cgroup(rc), "/v1");
+        ASSERT_EQ(pressure_reclaim_get_state(rc), PRESSURE_RECLAIM_UNSUPPORTED);
+        ASSERT_U64_EQ(pressure_reclaim_get_reclaimed_bytes(rc), 0);
+        ASSERT_U64_EQ(pressure_reclaim_get_floor_bytes(rc), 0);
+
+        /* A state a later daemon adds, and members this version does not know. */
+        rc = pressure_status_get_reclaim(st, 4);
+        ASSERT_STREQ(pressure_reclaim_get_cgroup(rc), "/later");
+        ASSERT_EQ(pressure_reclaim_get_state(rc), PRESSURE_RECLAIM_UNKNOWN);
+        ASSERT_TRUE(strstr(pressure_status_get_json(st), "\"hibernating\""));
+
+        /* The entries live as long as the status; a reference keeps them. */
+        rc = pressure_status_get_reclaim(st, 0);
+        ASSERT_TRUE(pressure_status_ref(st) == st);
+        pressure_status_unref(st);
+        ASSERT_STREQ(pressure_reclaim_get_cgroup(rc), "/app.slice");
+        st = pressure_status_unref(st);
+
+        /* What breaks the protocol fails the call with -EBADMSG. */
+        ASSERT_ERR(status_of(c, "{\"reclaim\":{}}", &st), EBADMSG);
+        ASSERT_ERR(status_of(c, "{\"reclaim\":[1]}", &st), EBADMSG);
+        ASSERT_ERR(status_of(c, "{\"reclaim\":[{\"state\":\"probing\"}]}", &st), EBADMSG);
+        ASSERT_ERR(status_of(c, "{\"reclaim\":[{\"cgroup\":7}]}", &st), EBADMSG);
+        ASSERT_ERR(status_of(c, "{\"reclaim\":[{\"cgroup\":\"/a\",\"state\":1}]}", &st), EBADMSG);
+        ASSERT_ERR(status_of(c, "{\"reclaim\":[{\"cgroup\":\"/a\",\"reclaimed_bytes\":-1}]}", &st), EBADMSG);
+        ASSERT_ERR(status_of(c, "{\"reclaim\":[{\"cgroup\":\"/a\",\"last_step_bytes\":\"1\"}]}", &st),
+                   EBADMSG);
+        ASSERT_ERR(status_of(c, "{\"reclaim\":[{\"cgroup\":\"/a\",\"floor_bytes\":true}]}", &st), EBADMSG);
+        ASSERT_ERR(status_of(c, "{\"reclaim\":[{\"cgroup\":\"/a\",\"stall_pct\":\"0.1%\"}]}", &st),
+                   EBADMSG);
+        ASSERT_ERR(status_of(c, "{\"reclaim\":[{\"cgroup\":\"/a\"},{\"cgroup\":\"/b\",\"io_stall_pct\":[]}]}",
+                             &st), EBADMSG);
+        ASSERT_TRUE(st == NULL);
+
+        set_status_fixture(c, NULL);
+}
+
 static unsigned sub_destroyed;
 static void on_sub_destroy(void *userdata) {
         ASSERT_TRUE(userdata == &sub_destroyed);
@@ -1415,6 +1576,7 @@ int main(void) {
         test_multiple();
         test_async();
         test_async_calls();
+        test_reclaim();
         test_destroy_callbacks();
         test_reconnect(&server);
         test_reconnect_failures(&server);

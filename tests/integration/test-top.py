@@ -232,8 +232,137 @@ def test_daemon_calls(tmp):
         check(fake.calls == [('io.pressured.GetStatus', {})] * 2, 'no GetProtection without its columns',
               fake.calls)
         check('emin' not in tt.row(refreshes[0], '/app'), 'no emin without its columns', refreshes[0])
+        # A daemon without "reclaim" (before 0.3, or the controller off): no column, null per row.
+        check(refreshes[0]['daemon']['reclaim_cgroups'] == 0 and
+              all(c['reclaim'] is None for c in refreshes[0]['cgroups']), 'no reclaim entries', refreshes[0])
+        check('RECLAIM' not in res.stdout, 'no RECLAIM column without the controller', res.stdout)
     finally:
         fake.close()
+
+
+class FakeReclaimDaemon(FakeDaemon):
+    """FakeDaemon whose GetStatus carries the proactive reclaim controller's entries (self.reclaim)."""
+
+    def __init__(self, path):
+        self.reclaim = [
+            {'cgroup': '/app', 'state': 'probing', 'reclaimed_bytes': 300 * M, 'last_step_bytes': 2 * M,
+             'stall_pct': 0.04, 'io_stall_pct': 0.01, 'floor_bytes': 100 * M},
+            {'cgroup': '/app/db', 'state': 'backing-off', 'reclaimed_bytes': 12 * M, 'last_step_bytes': 0,
+             'stall_pct': 0.5, 'io_stall_pct': 2.0, 'floor_bytes': 64 * M},
+            {'cgroup': '/idle', 'state': 'unsupported', 'reclaimed_bytes': 0, 'last_step_bytes': 0,
+             'floor_bytes': 100 * M},
+            {'cgroup': '/app/web', 'state': 'hibernating', 'reclaimed_bytes': 5 * M, 'stall_pct': None},
+            {'cgroup': '/elsewhere', 'state': 'at-floor', 'reclaimed_bytes': M, 'last_step_bytes': 0,
+             'stall_pct': 0, 'io_stall_pct': 0, 'floor_bytes': 100 * M},
+        ]
+        super().__init__(path)
+
+    def answer(self, call):
+        reply = super().answer(call)
+        if call['method'] == 'io.pressured.GetStatus':
+            reply['parameters']['reclaim'] = self.reclaim
+        return reply
+
+
+def test_reclaim(tmp):
+    """The RECLAIM column and the rows' "reclaim" from the controller's entries in GetStatus: per
+    cgroup shown, unsupported as n/a, a state this pressurectl does not know, entries counted
+    whether shown or not; a row is marked changed when its state changes, not its bytes."""
+    root = make_tree(tmp)
+    fake = FakeReclaimDaemon(os.path.join(tmp, 'fake.sock'))
+    try:
+        first = tt.run_json('--iterations', '1', '--cgroup-root', root, socket=fake.path)[0]
+        check(first['daemon']['reclaim_cgroups'] == 5, 'every entry counted, shown or not', first['daemon'])
+        check(tt.row(first, '/app')['reclaim'] == {'state': 'probing', 'reclaimed_bytes': 300 * M,
+                                                   'last_step_bytes': 2 * M, 'stall_pct': 0.04,
+                                                   'io_stall_pct': 0.01, 'floor_bytes': 100 * M},
+              'the entry of /app', tt.row(first, '/app'))
+        check(tt.row(first, '/app/db')['reclaim']['state'] == 'backing-off' and
+              tt.row(first, '/app/db')['reclaim']['io_stall_pct'] == 2.0, 'the entry of /app/db',
+              tt.row(first, '/app/db'))
+        check(tt.row(first, '/idle')['reclaim'] == {'state': 'unsupported', 'reclaimed_bytes': 0,
+                                                    'last_step_bytes': 0, 'stall_pct': None,
+                                                    'io_stall_pct': None, 'floor_bytes': 100 * M},
+              'unsupported: no stall figures', tt.row(first, '/idle'))
+        check(tt.row(first, '/app/web')['reclaim']['state'] == 'unknown' and
+              tt.row(first, '/app/web')['reclaim']['stall_pct'] is None, 'a state newer than top',
+              tt.row(first, '/app/web'))
+        check(tt.row(first, '/' + LONG)['reclaim'] is None and tt.row(first, '/')['reclaim'] is None,
+              'cgroups the controller does not hold: null', first)
+
+        res = tt.run_top('--batch', '--iterations', '1', '--cgroup-root', root, socket=fake.path)
+        table = res.stdout.split('\n\n')[1].splitlines()
+        check(table[0].split()[-4:] == ['+HIGH', '+MAX', '+OOMK', 'RECLAIM'], 'RECLAIM is the last column',
+              table[0])
+        cells = {ln.split()[0]: ln.split()[-1] for ln in table[1:]}
+        check(cells == {'/': '-', LONG: '-', 'app': '300M', 'web': '5M', 'db': '12M', 'idle': 'n/a'},
+              'reclaimed bytes, n/a where unsupported, - elsewhere', cells)
+        check(all(len(ln) == len(table[0]) for ln in table[1:]), 'the column aligned', table)
+
+        # While top runs: bytes growing are no change, a state changing is.
+        proc = subprocess.Popen(tt.top_cmd('--json', '-d', '0.05', '--cgroup-root', root, socket=fake.path),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            read_until(proc, lambda o: True, 'the first refresh')
+            fake.reclaim[0] = dict(fake.reclaim[0], reclaimed_bytes=302 * M, last_step_bytes=2 * M)
+            seen = read_until(proc, lambda o: tt.row(o, '/app')['reclaim']['reclaimed_bytes'] == 302 * M,
+                              'more bytes reclaimed')
+            check(not tt.row(seen, '/app')['changed'], 'bytes reclaimed are no change', tt.row(seen, '/app'))
+            fake.reclaim[1] = dict(fake.reclaim[1], state='probing')
+            seen = read_until(proc, lambda o: tt.row(o, '/app/db')['reclaim']['state'] == 'probing',
+                              'the new state')
+            check(tt.row(seen, '/app/db')['changed'], 'a new state is a change', tt.row(seen, '/app/db'))
+            del fake.reclaim[2]
+            seen = read_until(proc, lambda o: tt.row(o, '/idle')['reclaim'] is None, 'the entry gone')
+            check(tt.row(seen, '/idle')['changed'] and seen['daemon']['reclaim_cgroups'] == 4,
+                  'a cgroup the controller lets go is a change', tt.row(seen, '/idle'), seen['daemon'])
+        finally:
+            proc.terminate()
+            proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()
+    finally:
+        fake.close()
+
+
+def test_reclaim_with_daemon(tmp):
+    """The daemon's reclaim controller on the fake tree ([Reclaim] Cgroups=/app/* /idle): top's
+    RECLAIM column and each row's "reclaim" say what GetStatus says."""
+    root = make_tree(tmp)
+    for cg in ('app/web', 'app/db'):
+        tt.write(os.path.join(root, cg, 'memory.reclaim'), '')
+    # /idle above MinSize= but without memory.reclaim: unsupported.
+    tt.write(os.path.join(root, 'idle', 'memory.current'), f'{10 * M}\n')
+    config = '[Reclaim]\nCgroups=/app/* /idle\nInterval=0.2\nMinSize=1M\n'
+    with pt.Daemon(cgroup_root=root, config_text=config) as d:
+        def settled():
+            got = {e['cgroup']: e for e in d.status()['reclaim']}
+            ok = ({cg: e['state'] for cg, e in got.items()} ==
+                  {'/app/web': 'probing', '/app/db': 'probing', '/idle': 'unsupported'} and
+                  all(got[cg]['reclaimed_bytes'] > 0 for cg in ('/app/web', '/app/db')))
+            return got if ok else None
+        before = pt.wait_for(settled, timeout=tt.TIMEOUT, what='the controller to settle')
+        refresh = tt.run_json('--iterations', '1', '--cgroup-root', root, socket=d.socket)[0]
+        check(refresh['daemon']['reclaim_cgroups'] == 3, 'three cgroups under the controller', refresh['daemon'])
+        for cg in ('/app/web', '/app/db'):
+            rc, was = tt.row(refresh, cg)['reclaim'], before[cg]
+            check(rc['state'] == 'probing' and rc['reclaimed_bytes'] >= was['reclaimed_bytes'] and
+                  rc['floor_bytes'] == was['floor_bytes'] >= M and rc['stall_pct'] == 0.0 and
+                  rc['last_step_bytes'] > 0, f'{cg}: the daemon\'s entry', rc, was)
+        check(tt.row(refresh, '/idle')['reclaim']['state'] == 'unsupported', '/idle: unsupported',
+              tt.row(refresh, '/idle'))
+        check(tt.row(refresh, '/app')['reclaim'] is None and tt.row(refresh, '/')['reclaim'] is None,
+              'not under the controller: null', refresh)
+        res = tt.run_top('--batch', '--iterations', '1', '--cgroup-root', root, socket=d.socket)
+        table = res.stdout.split('\n\n')[1].splitlines()
+        check(table[0].split()[-1] == 'RECLAIM', 'the RECLAIM column', table[0])
+        cells = {ln.split()[0]: ln.split()[-1] for ln in table[1:]}
+        check(cells['idle'] == 'n/a' and cells['app'] == '-' and cells['/'] == '-', 'n/a and -', cells)
+        check(all(re.fullmatch(r'\d+(\.\d)?[KMG]', cells[n]) for n in ('web', 'db')), 'bytes reclaimed', cells)
+    # The controller off: no column.
+    with pt.Daemon(cgroup_root=root) as d:
+        res = tt.run_top('--batch', '--iterations', '1', '--cgroup-root', root, socket=d.socket)
+        check('RECLAIM' not in res.stdout and res.returncode == 0, 'no RECLAIM column while it is off', res.stdout)
 
 
 def read_until(proc, pred, what):
@@ -261,7 +390,7 @@ def test_events_and_changes(tmp):
               'counts before top started are not shown', tt.row(first, '/app/web'))
         pt.write_file(events, tt.events_text(high=15, max_=3, oom_kill=2))
         pt.write_file(os.path.join(root, 'idle', 'memory.current'), f'{5 * M}\n')
-        seen = read_until(proc, lambda o: tt.row(o, '/app/web')['events']['high'] == 5, 'the high delta')
+        seen = read_until(proc, lambda o: tt.row(o, '/app/web')['events'].get('high') == 5, 'the high delta')
         web = tt.row(seen, '/app/web')
         check(web['events'] == {'high': 5, 'max': 0, 'oom_kill': 1} and web['changed'], 'deltas and the change mark',
               web)
@@ -271,7 +400,7 @@ def test_events_and_changes(tmp):
               tt.row(later, '/app/web'))
         # A cgroup made anew (counters back at 0) starts from 0 again.
         pt.write_file(events, tt.events_text())
-        read_until(proc, lambda o: tt.row(o, '/app/web')['events']['high'] == 0, 'the delta reset')
+        read_until(proc, lambda o: tt.row(o, '/app/web')['events'].get('high') == 0, 'the delta reset')
         # A new cgroup appears, marked as changed.
         tt.make_v2_tree(root, {'/app/new': dict(current=M, some=0.5)})
         new = read_until(proc, lambda o: tt.row(o, '/app/new') is not None, 'the new cgroup')
@@ -427,7 +556,7 @@ def test_v1_merged(tmp):
               'cgroup2 without the memory controller: PSI only', tt.row(first, '/v2only'))
         check(tt.row(first, '/')['max'] is None, 'the v1 "no limit" value is unlimited', tt.row(first, '/'))
         tt.write(os.path.join(v1, 'both', 'memory.failcnt'), '9\n')
-        seen = read_until(proc, lambda o: tt.row(o, '/both')['events']['max'] == 5, 'the failcnt delta')
+        seen = read_until(proc, lambda o: tt.row(o, '/both')['events'].get('max') == 5, 'the failcnt delta')
         check(tt.row(seen, '/both')['changed'], 'the v1 row is marked changed', tt.row(seen, '/both'))
     finally:
         proc.terminate()
@@ -514,9 +643,11 @@ def test_screen(tmp, width, height):
         names = table_names(screen)
         check(names.index('web') < names.index('db'), 'sorted by cpu some avg10', names)
         term.send('s')
-        screen = term.wait_for(lambda s: 'sort: io' in s, 'sort: io, the last key')
+        screen = term.wait_for(lambda s: 'sort: io' in s, 'sort: io')
         names = table_names(screen)
         check(names.index('db') < names.index('web'), 'sorted by io some avg10', names)
+        term.send('s')
+        term.wait_for(lambda s: 'sort: reclaim' in s, 'sort: reclaim, the last key')
         term.send('s')
         term.wait_for(lambda s: 'sort: some' in s, 'the sort keys cycle')
 
@@ -603,6 +734,42 @@ def test_screen_episode(tmp, width, height):
         sub.close()
 
 
+def test_screen_reclaim(tmp, width, height):
+    """The RECLAIM column on the full screen: before CPU and IO, only where it leaves the names
+    16 columns (not at 80 columns, alone at 100, with CPU and IO at 200)."""
+    root = make_tree(tmp)
+    fake = FakeReclaimDaemon(os.path.join(tmp, 'fake.sock'))
+    try:
+        with tt.Terminal(width, height) as term:
+            start_top(term, root, tmp, socket=fake.path)
+            screen = term.wait_for(lambda s: 'idle' in s and 'daemon fake' in s, 'the rows with the daemon up')
+            lines = screen.splitlines()
+            header = next(ln for ln in lines if ln.startswith('CGROUP'))
+            check(all(len(ln) <= width for ln in lines), 'fits the terminal', screen)
+            if width < 100:
+                check('RECLAIM' not in header and ' CPU ' not in header, 'no room at 80 columns', header)
+            else:
+                check(header.rstrip().endswith('+OOMK RECLAIM'), 'the RECLAIM column last', header)
+                check((' CPU ' in header) == (width >= 200), 'CPU and IO only where they fit as well', header)
+                end = header.index('RECLAIM') + len('RECLAIM')
+                cells = {ln.split()[0]: ln[end - 7:end].strip() for ln in lines[lines.index(header) + 1:]
+                         if ln.strip() and not ln.startswith('s sort')}
+                check(cells['app'] == '300M' and cells['idle'] == 'n/a' and cells['/'] == '-',
+                      'the cells under RECLAIM', cells)
+            # s up to "reclaim": siblings by the bytes reclaimed, those the controller holds first.
+            term.send(*['s'] * 8)
+            screen = term.wait_for(lambda s: 'sort: reclaim' in s, 'sort: reclaim')
+            names = table_names(screen)
+            check(names[:2] == ['/', 'app'] and names.index('db') < names.index('web') < names.index('idle'),
+                  'sorted by the bytes reclaimed', names)
+            check(names.index('idle') < [i for i, n in enumerate(names) if n.startswith('batch')][0],
+                  'a cgroup the controller holds before one it does not', names)
+            term.send('q')
+            term.wait_text('EXIT=0')
+    finally:
+        fake.close()
+
+
 def test_resize(tmp):
     root = make_tree(tmp)
     with tt.Terminal(80, 24) as term:
@@ -644,11 +811,15 @@ def test_signals(tmp):
 
 
 def main():
-    tests = [test_usage, test_batch_text, test_json_with_daemon, test_daemon_calls, test_events_and_changes,
+    tests = [test_usage, test_batch_text, test_json_with_daemon, test_daemon_calls, test_reclaim,
+             test_reclaim_with_daemon,
+             test_events_and_changes,
              test_episodes, test_vanishing, test_v1_merged]
     screen_tests = [lambda tmp: test_screen(tmp, 80, 24), lambda tmp: test_screen(tmp, 200, 50), test_resize,
                     test_signals, lambda tmp: test_screen_episode(tmp, 80, 24),
-                    lambda tmp: test_screen_episode(tmp, 200, 50)]
+                    lambda tmp: test_screen_episode(tmp, 200, 50),
+                    lambda tmp: test_screen_reclaim(tmp, 80, 24), lambda tmp: test_screen_reclaim(tmp, 100, 30),
+                    lambda tmp: test_screen_reclaim(tmp, 200, 50)]
     if tt.have_tmux():
         tests += screen_tests
     else:
