@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 
 #include "cgroup-glob.h"
+#include "cgroup-ns.h"
 #include "log.h"
 #include "metrics-text.h"
 #include "protection-tree.h"
@@ -539,13 +540,16 @@ static json_int_t json_bytes(uint64_t v) {
         return v > (uint64_t) INT64_MAX ? (json_int_t) INT64_MAX : (json_int_t) v;
 }
 
-json_t *reclaim_controller_status_json(const ReclaimController *rc) {
+json_t *reclaim_controller_status_json(const ReclaimController *rc, const char *root) {
         json_t *a = json_array();
 
         for (size_t i = 0; a && rc && i < rc->n_entries; i++) {
                 const ReclaimCgroup *e = rc->entries[i];
+                const char *name = cgroup_view_from_real(root, e->path);
 
-                if (json_array_append_new(a, json_pack("{s:s, s:I, s:I, s:f, s:f, s:I, s:s}", "cgroup", e->path,
+                if (!name)
+                        continue;
+                if (json_array_append_new(a, json_pack("{s:s, s:I, s:I, s:f, s:f, s:I, s:s}", "cgroup", name,
                                                        "reclaimed_bytes", json_bytes(e->reclaimed),
                                                        "last_step_bytes", json_bytes(e->last_step),
                                                        "stall_pct", e->stall_ppm / 10000.0,

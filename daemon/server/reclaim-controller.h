@@ -73,8 +73,13 @@ size_t reclaim_controller_in_flight(const ReclaimController *rc);
 /* reclaim_controller_active - whether the timer exists. */
 bool reclaim_controller_active(const ReclaimController *rc);
 
-/* reclaim_controller_status_json - GetStatus's "reclaim": one ReclaimEntry per cgroup. */
-json_t *reclaim_controller_status_json(const ReclaimController *rc);
+/*
+ * reclaim_controller_status_json - GetStatus's "reclaim": one ReclaimEntry
+ * per cgroup, as a caller whose cgroup namespace has the cgroup2 root
+ * @root (NULL or "/" for none) sees it: named relative to @root, those
+ * outside it left out.
+ */
+json_t *reclaim_controller_status_json(const ReclaimController *rc, const char *root);
 
 /* reclaim_controller_write_metrics - pressured_reclaim_bytes_total and pressured_reclaim_state. */
 void reclaim_controller_write_metrics(struct evbuffer *out, const ReclaimController *rc);

@@ -133,7 +133,7 @@ json_t *status_json(const StatusContext *m, const CgroupView *view) {
                          "fast_triggers",
                          "max_per_user", (json_int_t) m->config->max_fast_triggers_per_user,
                          "users", status_fast_users_json(m),
-                         "reclaim", reclaim_controller_status_json(m->reclaim));
+                         "reclaim", reclaim_controller_status_json(m->reclaim, cgroup_view_root(view, false)));
 }
 
 static void write_gauge(struct evbuffer *out, const char *name, const char *help, uint64_t v) {

@@ -218,7 +218,7 @@ static json_t *entry(Fixture *f, const char *cgroup) {
         size_t i;
 
         json_decref(last);
-        last = reclaim_controller_status_json(f->rc);
+        last = reclaim_controller_status_json(f->rc, NULL);
         ASSERT_TRUE(last);
         json_array_foreach(last, i, e)
                 if (streq(json_string_value(json_object_get(e, "cgroup")), cgroup))
@@ -572,13 +572,24 @@ static void test_steps(void) {
         ASSERT_TRUE(entry(&f, "/a") == NULL);
         ASSERT_TRUE(entry(&f, "/other") != NULL);
         ASSERT_EQ(field(&f, "/other", "last_step_bytes"), 10735616);
+        /* A caller in a cgroup namespace sees its own cgroups, named from its root. */
+        {
+                json_t *inside = reclaim_controller_status_json(f.rc, "/other");
+                json_t *outside = reclaim_controller_status_json(f.rc, "/a");
+
+                ASSERT_EQ(json_array_size(inside), 1);
+                ASSERT_STREQ(json_string_value(json_object_get(json_array_get(inside, 0), "cgroup")), "/");
+                ASSERT_EQ(json_array_size(outside), 0);
+                json_decref(inside);
+                json_decref(outside);
+        }
 
         /* Off: nothing is left, no timer. */
         ASSERT_OK(configure(&f, NULL));
         ASSERT_TRUE(!reclaim_controller_active(f.rc));
         ASSERT_TRUE(entry(&f, "/other") == NULL);
         {
-                json_t *all = reclaim_controller_status_json(f.rc);
+                json_t *all = reclaim_controller_status_json(f.rc, NULL);
 
                 ASSERT_EQ(json_array_size(all), 0);
                 json_decref(all);
