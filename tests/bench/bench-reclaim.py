@@ -3,8 +3,8 @@
 """Proactive reclaim ([Reclaim] of pressured.conf): what a memory.reclaim
 write costs, what the controller saves, and what it costs the daemon.
 
-    tests/bench/bench-reclaim.py [--out DIR] [--runs N] [--duration S]
-                                 [--only latency,a,b,c] [--interval T] [--quick]
+    tests/bench/bench-reclaim.py [--out DIR] [--runs N] [--duration S] [--duration-b S]
+                                 [--only latency,a,b,c] [--interval T] [--min-size SIZE]
     tests/bench/bench-reclaim.py --cost [--out DIR] [--cgroups N]
 
 Without --cost it boots the VM test bed (tests/vm/run.sh: Debian 12's 6.1
@@ -17,24 +17,28 @@ file on the scratch disk, then:
     each, five memory.reclaim writes of 1% of memory.current, of 10 MiB and
     of 100 MiB, each timed (the write blocks until the kernel reclaimed the
     amount or gave up with EAGAIN).
-  a: a reader of a large cold data set (800 MiB on the scratch disk, read
+  a: a reader of a large cold data set (600 MiB on the scratch disk, read
     once) that then reads a small hot set (48 MiB) over and over;
     throughput: hot-set MiB read per second.
   b: this project's build in a loop (the source of HEAD, configured once on
     the scratch disk; `ninja -t clean` and `ninja -j2` again and again);
     throughput: build steps completed per second.
-  c: a service holding cold anonymous memory (640 MiB, touched once) that
+  c: a service holding cold anonymous memory (480 MiB, touched once) that
     keeps working on 32 MiB of it, with the swap file; throughput: passes
     over the hot part per second.
 
 Each workload runs in a fresh leaf of /bench-reclaim, with the page cache
-dropped before, for --duration seconds (default 60), once with the
-controller off (no [Reclaim] Cgroups=) and once on (a drop-in with
-Cgroups=/bench-reclaim/* and Interval=--interval, default 1s: six times the
-default pace, so that a one-minute run shows what six minutes would),
-alternating off/on, --runs times each (default 3). Every second it samples
-memory.current and the cgroup's memory and io `some` stall totals. The
-on-runs also read the daemon's GetStatus `reclaim` entry at the end.
+dropped before; once it reached its steady part (cold set read, anonymous
+memory touched: start_s) it runs for --duration seconds (default 45; for
+the build --duration-b, default 60), once with the controller off (no
+[Reclaim] Cgroups=) and once on (a drop-in with Cgroups=/bench-reclaim/*,
+Interval=--interval, default 1s: six times the default pace, so that a
+one-minute run shows what six would, and MinSize=--min-size, default 32M:
+the VM has 2 GiB and these workloads hold hundreds of MiB, not the GiBs
+the default 100M floor is meant for), alternating off/on, --runs times
+each (default 3). Every second it samples memory.current; over the run
+the cgroup's memory and io `some` stall totals. The on-runs also read the
+daemon's GetStatus `reclaim` entry at the end.
 
 --cost runs here (no VM): a fake cgroup2 tree (make-fake-cgroup-tree.py
 --flat N, default 100) where memory.reclaim is a plain file, a daemon with
@@ -69,9 +73,11 @@ SOCKET = '/run/pressured/io.pressured'
 SERVICE = 'pressured.service'
 DROPIN = '/etc/pressured/pressured.conf.d/90-bench-reclaim.conf'
 PAGE = os.sysconf('SC_PAGE_SIZE')
-COLD_MB, HOT_MB = 800, 48
-ANON_COLD_MB, ANON_HOT_MB = 640, 32
+COLD_MB, HOT_MB = 600, 48
+ANON_COLD_MB, ANON_HOT_MB = 480, 32
 LAT_CACHE_MB, LAT_ANON_MB = 1024, 768
+# Under TCG the whole tree takes about 1,000 s to build; the daemon and the client, a fraction.
+BUILD_TARGETS = 'daemon/pressured client/pressurectl'
 SWAP_MB = 1024
 
 
@@ -324,6 +330,7 @@ class Build(Workload):
         subprocess.run(['ninja', '-C', self.bdir, '-t', 'clean'], check=True, capture_output=True)
         self.count_file = os.path.join(self.scratch, 'build-steps')
         write(self.count_file, '')
+        write(os.path.join(self.scratch, 'build-log'), '')
         # Finished builds add their step counts to the count file; done() adds the running
         # build's from its log (ninja prints one "[n/m]" line per step it finished).
         self.log = os.path.join(self.scratch, 'build-log')
@@ -364,10 +371,10 @@ def reload_daemon():
     subprocess.run(['systemctl', 'reload', SERVICE], check=True)
 
 
-def controller(on, interval):
+def controller(on, args):
     os.makedirs(os.path.dirname(DROPIN), exist_ok=True)
     if on:
-        write(DROPIN, f'[Reclaim]\nCgroups=/{PARENT}/*\nInterval={interval}\n')
+        write(DROPIN, f'[Reclaim]\nCgroups=/{PARENT}/*\nInterval={args.interval}\nMinSize={args.min_size}\n')
     elif os.path.exists(DROPIN):
         os.unlink(DROPIN)
     reload_daemon()
@@ -388,17 +395,22 @@ def reclaim_status(path):
     return {}
 
 
-def one_run(w, setup, run, duration, interval, series):
+def one_run(w, setup, run, args, series):
+    duration = args.duration_b if w.name == 'b' else args.duration
     name = f'{w.name}-{setup}-{run}'
     d = cg(name)
     path = f'/{PARENT}/{name}'
     drop_caches()
     os.mkdir(d)
     try:
-        controller(setup == 'on', interval)
+        controller(setup == 'on', args)
+        ts = time.monotonic()
+        w.start(d)
+        # The run's clock starts when the workload reached its steady part (the cold set read, the
+        # anonymous memory touched): what the controller can give back is there from then on.
         s0 = stall_totals(d)
         t0 = time.monotonic()
-        w.start(d)
+        start_s = t0 - ts
         work0 = w.done()
         t_work = time.monotonic()
         mem = []
@@ -418,7 +430,7 @@ def one_run(w, setup, run, duration, interval, series):
         w.stop()
         rm_cgroup(d)
     wall = t_end - t0
-    row = [w.name, setup, run, f'{wall:.1f}', f'{sum(mem) / len(mem) / MIB:.1f}', f'{mem[-1] / MIB:.1f}',
+    row = [w.name, setup, run, f'{start_s:.1f}', f'{wall:.1f}', f'{sum(mem) / len(mem) / MIB:.1f}', f'{mem[-1] / MIB:.1f}',
            f'{max(mem) / MIB:.1f}', f'{(s1[0] - s0[0]) / wall / 1e4:.4f}', f'{(s1[1] - s0[1]) / wall / 1e4:.4f}',
            f'{work / (t_end - t_work):.3f}', w.unit, st.get('reclaimed_bytes', ''), st.get('state', ''),
            int(stat.get('workingset_refault_file', 0)) + int(stat.get('workingset_refault_anon', 0))]
@@ -426,7 +438,7 @@ def one_run(w, setup, run, duration, interval, series):
     return row
 
 
-RUN_HEADER = ['workload', 'controller', 'run', 'wall_s', 'avg_mib', 'end_mib', 'max_mib', 'some_stall_pct',
+RUN_HEADER = ['workload', 'controller', 'run', 'start_s', 'wall_s', 'avg_mib', 'end_mib', 'max_mib', 'some_stall_pct',
               'io_some_stall_pct', 'throughput', 'unit', 'reclaimed_bytes', 'state', 'refaults']
 
 
@@ -442,6 +454,8 @@ def guest(args):
     write(os.path.join(cg(), 'cgroup.subtree_control'), '+memory +io')
     info = [['kernel', os.uname().release], ['cpus', os.cpu_count()],
             ['memtotal_kib', bl.meminfo_kib('MemTotal')]]
+    # Socket activation starts the daemon on the first client; reloads need it running.
+    subprocess.run(['systemctl', 'start', SERVICE], check=True)
     try:
         swap_on(scratch)
         info.append(['swap_kib', bl.meminfo_kib('SwapTotal')])
@@ -457,11 +471,12 @@ def guest(args):
             print(f'workload {w.name}: prepared in {time.monotonic() - t0:.0f} s', flush=True)
             for run in range(1, args.runs + 1):
                 for setup in ('off', 'on'):
-                    runs.append(one_run(w, setup, run, args.duration, args.interval, series))
+                    runs.append(one_run(w, setup, run, args, series))
         if loads:
             bl.emit_csv('reclaim-runs.csv', RUN_HEADER, runs)
             bl.emit_csv('reclaim-series.csv', ['workload', 'controller', 'run', 't_s', 'current_bytes'], series)
-        info += [['duration_s', args.duration], ['interval', args.interval], ['runs', args.runs]]
+        info += [['duration_s', args.duration], ['duration_b_s', args.duration_b], ['interval', args.interval],
+                 ['min_size', args.min_size], ['runs', args.runs]]
         bl.emit_csv('reclaim-info.csv', ['key', 'value'], info)
     finally:
         if os.path.exists(DROPIN):
@@ -472,8 +487,9 @@ def guest(args):
 
 def host(args):
     start = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
-    fwd = ['--guest', '--runs', str(args.runs), '--duration', str(args.duration), '--only', args.only,
-           '--interval', args.interval]
+    fwd = ['--guest', '--runs', str(args.runs), '--duration', str(args.duration), '--duration-b',
+           str(args.duration_b), '--only', args.only, '--interval', args.interval, '--min-size', args.min_size]
+    os.makedirs(args.out, exist_ok=True)
     rc = bl.run_in_vm(__file__, fwd, args.out, 1800)
     with open(os.path.join(args.out, f'reclaim-host-{args.only.replace(",", "")}.csv'), 'w') as f:
         f.write(f'key,value\ndate,{start}\nhost_load_end,{bl.loadavg()}\n')
@@ -545,8 +561,10 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--out', default=os.path.join(pt.BUILD_ROOT, 'tests', 'bench', 'out'))
     p.add_argument('--runs', type=int, default=3)
-    p.add_argument('--duration', type=int, default=60)
+    p.add_argument('--duration', type=int, default=45)
+    p.add_argument('--duration-b', type=int, default=60)
     p.add_argument('--interval', default='1s')
+    p.add_argument('--min-size', default='32M')
     p.add_argument('--only', default='latency,a,b,c')
     p.add_argument('--cgroups', type=int, default=100)
     p.add_argument('--cost', action='store_true')
