@@ -16,6 +16,7 @@
 #include "methods.h"
 #include "metrics.h"
 #include "proxy.h"
+#include "reclaim-controller.h"
 #include "registration.h"
 #include "socket-util.h"
 #include "source-protection.h"
@@ -36,6 +37,7 @@ struct Manager {
 
         SourceEnv env;
         ProtectionSource *protection; /* NULL without a cgroup2 hierarchy */
+        ReclaimController *reclaim;   /* [Reclaim]; holds nothing while Cgroups= is empty */
         Registry registry;
         ClientServer *clients;
         ProxyServer *proxy;         /* the memory-pressure socket, NULL when off */
@@ -127,6 +129,7 @@ Manager *manager_free(Manager *m) {
         m->proxy = proxy_stop(m->proxy);
         registry_done(&m->registry);
         m->protection = protection_source_free(m->protection);
+        m->reclaim = reclaim_controller_free(m->reclaim);
         metrics_server_free(m->metrics);
         free_event(&m->ev_sigterm);
         free_event(&m->ev_sigint);
@@ -198,6 +201,13 @@ static int manager_setup_cgroups(Manager *m) {
         m->env.protection = m->protection;
         m->methods.protection = m->protection;
         m->status.protection = m->protection;
+
+        k = reclaim_controller_new(m->base, m->v2.path, m->v2.fd, manager_recursive_protection(m), &m->reclaim);
+        if (k < 0)
+                return log_error_errno(k, "Out of memory.");
+        m->status.reclaim = m->reclaim;
+        /* A controller that cannot start is logged and stays off; the daemon serves on. */
+        (void) reclaim_controller_configure(m->reclaim, m->config, manager_recursive_protection(m));
         return 0;
 }
 
@@ -502,6 +512,8 @@ int manager_reload(Manager *m, char **ret_error) {
         config_free(old);
         if (m->protection)
                 protection_source_configure(m->protection, manager_recursive_protection(m), c->refresh_usec);
+        if (m->reclaim)
+                (void) reclaim_controller_configure(m->reclaim, c, manager_recursive_protection(m));
         watchdog_setup(m);
 
         log_struct(LOG_INFO, MESSAGE_ID_RELOADED, "Configuration reloaded.");

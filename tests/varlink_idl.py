@@ -325,6 +325,22 @@ class Validator:
             if event.get(k) is None:
                 raise Invalid(f'{path}.{k}: required in a "{kind}" event, missing in {event!r}')
 
+    RECLAIM_STATES = ('probing', 'backing-off', 'at-floor', 'unsupported')
+
+    def check_reclaim(self, entries, path):
+        """GetStatus "reclaim": the state is a string in the IDL (varlink
+        names have no "-"), one of the contract's four; sizes are never
+        negative."""
+        for n, e in enumerate(entries):
+            if e['state'] not in self.RECLAIM_STATES:
+                _fail(f'{path}[{n}].state', 'one of (' + ', '.join(self.RECLAIM_STATES) + ')', e['state'])
+            for k in ('reclaimed_bytes', 'last_step_bytes', 'floor_bytes'):
+                if e[k] < 0:
+                    _fail(f'{path}[{n}].{k}', 'at least 0', e[k])
+            for k in ('stall_pct', 'io_stall_pct'):
+                if not 0 <= e[k] <= 100:
+                    _fail(f'{path}[{n}].{k}', 'a percentage in 0..100', e[k])
+
     def check(self, msg, method=None, more=False, request=None):
         """Check one received message; @method is the call it answers (None if
         unknown), @request that call's parameters."""
@@ -364,6 +380,8 @@ class Validator:
             raise Invalid(f'{method}: reply without "parameters": {msg!r}')
         out = iface.methods[m][1][1]
         self.check_struct(iface, params, out, f'{method}.parameters')
+        if (iface_name, m) == ('io.pressured', 'GetStatus'):
+            self.check_reclaim(params.get('reclaim', []), f'{method}.parameters.reclaim')
         if (iface_name, m) == ('io.pressured', 'Subscribe'):
             # Declared as object: its type is the one its kind names.
             self.check_event(iface, params['event'], f'{method}.parameters.event', request)

@@ -49,6 +49,7 @@ typedef enum ConfigType {
         CONFIG_RATIO,           /* uint32_t parts per million, a decimal fraction, in [min, max] */
         CONFIG_OPT_SOCKET,      /* char *, like CONFIG_SOCKET; empty: "" (off), "auto": NULL (default) */
         CONFIG_CGROUP_GLOBS,    /* char *, space-separated cgroup path globs (cgroup-glob.h) */
+        CONFIG_PERCENT,         /* uint32_t parts per million, written "0.1%", in [min, max] */
 } ConfigType;
 
 typedef struct ConfigKey {
@@ -96,6 +97,12 @@ static const ConfigKey config_keys[] = {
         KEY("Metrics",    "Cgroups",             CONFIG_CGROUP_GLOBS,    metrics_cgroups, 0, 0),
         KEY("Metrics",    "MaxCgroups",          CONFIG_UNSIGNED,        metrics_max_cgroups, 1,
             CONFIG_METRICS_MAX_CGROUPS_MAX),
+        KEY("Reclaim",    "Cgroups",             CONFIG_CGROUP_GLOBS,    reclaim_cgroups, 0, 0),
+        KEY("Reclaim",    "TargetStall",         CONFIG_PERCENT,         reclaim_target_ppm, 1, 1000000),
+        KEY("Reclaim",    "Interval",            CONFIG_SECONDS,         reclaim_interval_usec,
+            CONFIG_RECLAIM_INTERVAL_MIN, CONFIG_RECLAIM_INTERVAL_MAX),
+        KEY("Reclaim",    "MaxStep",             CONFIG_PERCENT,         reclaim_max_step_ppm, 1, 1000000),
+        KEY("Reclaim",    "MinSize",             CONFIG_SIZE,            reclaim_min_size, 0, UINT64_C(1) << 50),
 };
 
 static void config_init_defaults(Config *c) {
@@ -122,6 +129,10 @@ static void config_init_defaults(Config *c) {
                 .recursive_protection = RECURSIVE_PROTECTION_AUTO,
                 .max_fast_triggers_per_user = POLICY_MAX_FAST_TRIGGERS_DEFAULT,
                 .metrics_max_cgroups = CONFIG_METRICS_MAX_CGROUPS_DEFAULT,
+                .reclaim_target_ppm = CONFIG_RECLAIM_TARGET_DEFAULT_PPM,
+                .reclaim_interval_usec = CONFIG_RECLAIM_INTERVAL_DEFAULT,
+                .reclaim_max_step_ppm = CONFIG_RECLAIM_MAX_STEP_DEFAULT_PPM,
+                .reclaim_min_size = CONFIG_RECLAIM_MIN_SIZE_DEFAULT,
         };
 }
 
@@ -145,6 +156,7 @@ Config *config_free(Config *c) {
         free(c->inject_group);
         free(c->metrics_listen);
         free(c->metrics_cgroups);
+        free(c->reclaim_cgroups);
         free(c->mp_socket);
         free(c);
         return NULL;
@@ -279,6 +291,55 @@ static int parse_ratio_ppm(const char *s, uint64_t *ret) {
                 frac *= 10;
         *ret = whole * 1000000 + frac;
         return 0;
+}
+
+/*
+ * A percentage ("0.1%", "1%", "100%", at most four decimals) in parts per
+ * million of the whole: "0.1%" is 1000.
+ */
+static int parse_percent_ppm(const char *s, uint64_t *ret) {
+        uint64_t whole = 0, frac = 0;
+        int digits = 0;
+        const char *p = s;
+
+        if (!isdigit((unsigned char) *p))
+                return -EINVAL;
+        for (; isdigit((unsigned char) *p); p++) {
+                whole = whole * 10 + (uint64_t) (*p - '0');
+                if (whole > 100)
+                        return -ERANGE;
+        }
+        if (*p == '.') {
+                for (p++; isdigit((unsigned char) *p); p++) {
+                        if (++digits > 4)
+                                return -EINVAL;
+                        frac = frac * 10 + (uint64_t) (*p - '0');
+                }
+                if (digits == 0)
+                        return -EINVAL;
+        }
+        if (!streq(p, "%"))
+                return -EINVAL;
+        for (; digits < 4; digits++)
+                frac *= 10;
+        *ret = whole * 10000 + frac;
+        return 0;
+}
+
+/* Parts per million as a percentage with as many decimals as needed: "0.1%", "1%". */
+static void format_percent(uint64_t ppm, char *buf, size_t size) {
+        uint64_t frac = ppm % 10000;
+        int digits = 4;
+
+        if (frac == 0) {
+                snprintf(buf, size, "%" PRIu64 "%%", ppm / 10000);
+                return;
+        }
+        while (frac % 10 == 0) {
+                frac /= 10;
+                digits--;
+        }
+        snprintf(buf, size, "%" PRIu64 ".%0*" PRIu64 "%%", ppm / 10000, digits, frac);
 }
 
 static bool string_has_control(const char *s) {
@@ -489,6 +550,22 @@ static int config_value_parse_ratio(const ConfigKey *k, void *field, const char 
         return 0;
 }
 
+/* CONFIG_PERCENT: a percentage, stored as parts per million in [min, max]. */
+static int config_value_parse_percent(const ConfigKey *k, void *field, const char *value,
+                                      char *reason, size_t reason_size) {
+        char lo[32], hi[32];
+        uint64_t v;
+
+        if (parse_percent_ppm(value, &v) < 0 || v < k->min || v > k->max) {
+                format_percent(k->min, lo, sizeof(lo));
+                format_percent(k->max, hi, sizeof(hi));
+                snprintf(reason, reason_size, "must be a percentage between %s and %s, e.g. \"0.1%%\"", lo, hi);
+                return -EINVAL;
+        }
+        *(uint32_t *) field = (uint32_t) v;
+        return 0;
+}
+
 /* CONFIG_TRISTATE: a boolean or "auto". */
 static int config_value_parse_tristate(const ConfigKey *k, void *field, const char *value,
                                        char *reason, size_t reason_size) {
@@ -565,6 +642,7 @@ static const ConfigValueParser config_value_parsers[] = {
         [CONFIG_GROUP]           = config_value_parse_group,
         [CONFIG_LISTEN]          = config_value_parse_listen,
         [CONFIG_CGROUP_GLOBS]    = config_value_parse_cgroup_globs,
+        [CONFIG_PERCENT]         = config_value_parse_percent,
 };
 
 /*
@@ -1114,6 +1192,10 @@ static void config_format_value(FILE *f, const ConfigKey *k, const void *field) 
         case CONFIG_RATIO:
                 /* Parts per million print like microseconds as seconds. */
                 format_seconds(*(const uint32_t *) field, tmp[2], sizeof(tmp[2]));
+                fputs(tmp[2], f);
+                break;
+        case CONFIG_PERCENT:
+                format_percent(*(const uint32_t *) field, tmp[2], sizeof(tmp[2]));
                 fputs(tmp[2], f);
                 break;
         case CONFIG_TRISTATE: {

@@ -33,6 +33,14 @@ typedef enum RecursiveProtection {
 #define CONFIG_METRICS_MAX_CGROUPS_DEFAULT 1000
 #define CONFIG_METRICS_MAX_CGROUPS_MAX 100000
 
+/* [Reclaim]: the default and the range of Interval=, and the defaults of the rest. */
+#define CONFIG_RECLAIM_INTERVAL_DEFAULT (6 * USEC_PER_SEC)
+#define CONFIG_RECLAIM_INTERVAL_MIN (USEC_PER_SEC / 10)
+#define CONFIG_RECLAIM_INTERVAL_MAX (3600 * USEC_PER_SEC)
+#define CONFIG_RECLAIM_TARGET_DEFAULT_PPM 1000      /* 0.1% */
+#define CONFIG_RECLAIM_MAX_STEP_DEFAULT_PPM 10000   /* 1% */
+#define CONFIG_RECLAIM_MIN_SIZE_DEFAULT (UINT64_C(100) << 20)
+
 /* The largest [Limits] HistoryEpisodes= accepted. */
 #define CONFIG_HISTORY_EPISODES_MAX 1024
 
@@ -76,6 +84,13 @@ typedef struct Config {
         char *metrics_listen;      /* NULL: off */
         char *metrics_cgroups;     /* cgroup_globs_parse() patterns; NULL: no per-cgroup series */
         unsigned metrics_max_cgroups; /* cgroups read per scrape; further matches are only counted */
+
+        /* [Reclaim] (reclaim.h) */
+        char *reclaim_cgroups;        /* cgroup_globs_parse() patterns; NULL: the controller is off */
+        uint32_t reclaim_target_ppm;  /* memory (and io) some stall target, parts per million of wall time */
+        uint64_t reclaim_interval_usec;
+        uint32_t reclaim_max_step_ppm; /* of memory.current per interval */
+        uint64_t reclaim_min_size;     /* bytes */
 } Config;
 
 /* config_new_default - a Config holding the embedded defaults. */

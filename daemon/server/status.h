@@ -14,6 +14,7 @@
 #include "config.h"
 #include "counters.h"
 #include "proxy.h"
+#include "reclaim-controller.h"
 #include "registration.h"
 #include "source-protection.h"
 
@@ -26,6 +27,7 @@ typedef struct StatusContext {
         const ClientServer *clients;        /* NULL before the socket is served */
         const ProxyServer *proxy;           /* NULL when the memory-pressure socket is off */
         const ProtectionSource *protection; /* NULL without a cgroup2 hierarchy */
+        const ReclaimController *reclaim;   /* [Reclaim]; NULL before the cgroups are set up */
         const Counters *counters;
         const Hierarchy *v2;
         const Hierarchy *v1;

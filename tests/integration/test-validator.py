@@ -43,7 +43,9 @@ STATUS = {'version': '0.1', 'uptime_us': 5, 'clients': 1, 'subscriptions': 0, 'p
                                       'propagations_applied', 'propagations_skipped', 'registrations_created',
                                       'registrations_removed', 'events_injected', 'protection_refreshes',
                                       'proxy_connections', 'proxy_events_sent', 'proxy_events_dropped',
-                                      'proxy_invalid_requests')}}
+                                      'proxy_invalid_requests')},
+          'reclaim': [{'cgroup': '/a', 'reclaimed_bytes': 8192, 'last_step_bytes': 4096, 'stall_pct': 0.05,
+                       'io_stall_pct': 0, 'floor_bytes': 104857600, 'state': 'backing-off'}]}
 
 
 def ev(event, continues=True):
@@ -162,6 +164,14 @@ BAD = [
      'event.pressure_level: field not declared'),
     ('unknown field deep inside', {'parameters': changed(STATUS, ('counters', 'bogus'), 1)},
      'io.pressured.GetStatus', False, 'counters.bogus: field not declared'),
+    ('reclaim state not one of the four', {'parameters': changed(STATUS, ('reclaim', 0, 'state'), 'backing_off')},
+     'io.pressured.GetStatus', False, 'GetStatus.parameters.reclaim[0].state: expected one of (probing, '),
+    ('reclaim bytes below zero', {'parameters': changed(STATUS, ('reclaim', 0, 'floor_bytes'), -1)},
+     'io.pressured.GetStatus', False, 'GetStatus.parameters.reclaim[0].floor_bytes: expected at least 0'),
+    ('reclaim stall above 100%', {'parameters': changed(STATUS, ('reclaim', 0, 'io_stall_pct'), 100.5)},
+     'io.pressured.GetStatus', False, 'GetStatus.parameters.reclaim[0].io_stall_pct: expected a percentage'),
+    ('reclaim missing', {'parameters': changed(STATUS, ('reclaim',), DELETE)},
+     'io.pressured.GetStatus', False, 'GetStatus.parameters.reclaim: required field of type []ReclaimEntry missing'),
     ('missing required field', {'parameters': changed(STATUS, ('uptime_us',), DELETE)},
      'io.pressured.GetStatus', False, 'GetStatus.parameters.uptime_us: required field of type int missing'),
     ('missing required field in an array item', {'parameters': {'nodes': [changed(NODE, ('usage',), DELETE)]}},

@@ -80,6 +80,11 @@ static void test_defaults(void) {
         ASSERT_EQ(c->recursive_protection, RECURSIVE_PROTECTION_AUTO);
         ASSERT_TRUE(c->inject_group == NULL);
         ASSERT_TRUE(c->metrics_listen == NULL);
+        ASSERT_TRUE(c->reclaim_cgroups == NULL);
+        ASSERT_EQ(c->reclaim_target_ppm, 1000);
+        ASSERT_U64_EQ(c->reclaim_interval_usec, 6000000);
+        ASSERT_EQ(c->reclaim_max_step_ppm, 10000);
+        ASSERT_U64_EQ(c->reclaim_min_size, UINT64_C(100) << 20);
         ASSERT_TRUE(config_free(NULL) == NULL);
 }
 
@@ -215,6 +220,28 @@ static void test_value_forms(void) {
         ASSERT_OK(config_parse_string(c, "x", "[Metrics]\nCgroups=\nMaxCgroups=1\n", NULL));
         ASSERT_TRUE(c->metrics_cgroups == NULL);
         ASSERT_EQ(c->metrics_max_cgroups, 1u);
+
+        /* [Reclaim]: globs kept as written, percentages, a duration, a size; empty restores the default. */
+        ASSERT_OK(config_parse_string(c, "x", "[Reclaim]\nCgroups=/system.slice/*.service /user.slice\n"
+                                      "TargetStall=0.25%\nInterval=500ms\nMaxStep=2.5%\nMinSize=1G\n", NULL));
+        ASSERT_STREQ(c->reclaim_cgroups, "/system.slice/*.service /user.slice");
+        ASSERT_EQ(c->reclaim_target_ppm, 2500);
+        ASSERT_U64_EQ(c->reclaim_interval_usec, 500000);
+        ASSERT_EQ(c->reclaim_max_step_ppm, 25000);
+        ASSERT_U64_EQ(c->reclaim_min_size, UINT64_C(1) << 30);
+        ASSERT_OK(config_parse_string(c, "x", "[Reclaim]\nTargetStall=0.0001%\nMaxStep=100%\nMinSize=0\n"
+                                      "Interval=0.1\n", NULL));
+        ASSERT_EQ(c->reclaim_target_ppm, 1);
+        ASSERT_EQ(c->reclaim_max_step_ppm, 1000000);
+        ASSERT_U64_EQ(c->reclaim_min_size, 0);
+        ASSERT_U64_EQ(c->reclaim_interval_usec, 100000);
+        ASSERT_OK(config_parse_string(c, "x", "[Reclaim]\nCgroups=\nTargetStall=\nInterval=\nMaxStep=\nMinSize=\n",
+                                      NULL));
+        ASSERT_TRUE(c->reclaim_cgroups == NULL);
+        ASSERT_EQ(c->reclaim_target_ppm, 1000);
+        ASSERT_U64_EQ(c->reclaim_interval_usec, 6000000);
+        ASSERT_EQ(c->reclaim_max_step_ppm, 10000);
+        ASSERT_U64_EQ(c->reclaim_min_size, UINT64_C(100) << 20);
 
         /* [MemoryPressure] Socket=: a path, empty for off, "auto" for the default. */
         ASSERT_TRUE(c->mp_socket == NULL);
@@ -386,6 +413,26 @@ static void test_errors(void) {
         check_error("[Metrics]\nCgroups=/a/../b\n",
                     F "2: [Metrics] Cgroups=: a pattern must not contain . or .. components "
                     "(expected space-separated absolute cgroup path globs)");
+        check_error("[Reclaim]\nCgroups=system.slice\n",
+                    F "2: [Reclaim] Cgroups=: a pattern must start with / "
+                    "(expected space-separated absolute cgroup path globs)");
+        check_error("[Reclaim]\nTargetStall=0.1\n",
+                    F "2: [Reclaim] TargetStall=: must be a percentage between 0.0001% and 100%, e.g. \"0.1%\"");
+        check_error("[Reclaim]\nTargetStall=0%\n",
+                    F "2: [Reclaim] TargetStall=: must be a percentage between 0.0001% and 100%, e.g. \"0.1%\"");
+        check_error("[Reclaim]\nMaxStep=101%\n",
+                    F "2: [Reclaim] MaxStep=: must be a percentage between 0.0001% and 100%, e.g. \"0.1%\"");
+        check_error("[Reclaim]\nMaxStep=0.00001%\n",
+                    F "2: [Reclaim] MaxStep=: must be a percentage between 0.0001% and 100%, e.g. \"0.1%\"");
+        check_error("[Reclaim]\nMaxStep=1.%\n",
+                    F "2: [Reclaim] MaxStep=: must be a percentage between 0.0001% and 100%, e.g. \"0.1%\"");
+        check_error("[Reclaim]\nMaxStep=%\n",
+                    F "2: [Reclaim] MaxStep=: must be a percentage between 0.0001% and 100%, e.g. \"0.1%\"");
+        check_error("[Reclaim]\nMaxStep=1%%\n",
+                    F "2: [Reclaim] MaxStep=: must be a percentage between 0.0001% and 100%, e.g. \"0.1%\"");
+        check_error("[Reclaim]\nInterval=50ms\n", F "2: [Reclaim] Interval=: must be between 0.1 and 3600 seconds");
+        check_error("[Reclaim]\nMinSize=2000000G\n",
+                    F "2: [Reclaim] MinSize=: must be a size between 0 and 1048576G (bytes, or with suffix K, M, G)");
         check_error("[Policy]\nInjectGroup=bad group\n", F "2: [Policy] InjectGroup=: must be a group name or a numeric GID");
         check_error("[Policy]\nInjectGroup=-wheel\n", F "2: [Policy] InjectGroup=: must be a group name or a numeric GID");
         check_error("[Policy]\nInjectGroup=4294967295\n", F "2: [Policy] InjectGroup=: must be a group name or a numeric GID");
@@ -492,7 +539,14 @@ static void test_format_roundtrip(void) {
                      "[Metrics]\n"
                      "Listen=\n"
                      "Cgroups=\n"
-                     "MaxCgroups=1000\n");
+                     "MaxCgroups=1000\n"
+                     "\n"
+                     "[Reclaim]\n"
+                     "Cgroups=\n"
+                     "TargetStall=0.1%\n"
+                     "Interval=6\n"
+                     "MaxStep=1%\n"
+                     "MinSize=100M\n");
 
         ASSERT_OK(config_parse_string(c, "x",
                 "[Daemon]\nSocket=/run/s\nLogLevel=debug\nCgroupRoot=/cg\n"
@@ -501,7 +555,8 @@ static void test_format_roundtrip(void) {
                 "[Limits]\nMaxMessageBytes=1500\nOutputBufferBytes=3M\nRequestTimeoutSec=0.25\n"
                 "IdleTimeoutSec=3600\nHistoryEpisodes=0\n"
                 "[Protection]\nRefreshSec=1.000001\nRecursiveProtection=no\n"
-                "[Policy]\nInjectGroup=wheel\n[Metrics]\nListen=0.0.0.0:9100\nCgroups=/a/* /b\nMaxCgroups=5\n",
+                "[Policy]\nInjectGroup=wheel\n[Metrics]\nListen=0.0.0.0:9100\nCgroups=/a/* /b\nMaxCgroups=5\n"
+                "[Reclaim]\nCgroups=/c/*.service\nTargetStall=0.0125%\nInterval=1.5\nMaxStep=12%\nMinSize=1500K\n",
                 NULL));
         text2 = config_format(c);
         ASSERT_TRUE(text2);
@@ -517,6 +572,8 @@ static void test_format_roundtrip(void) {
         ASSERT_TRUE(strstr(text2, "ClearRatio=0.125\n"));
         ASSERT_TRUE(strstr(text2, "HistoryEpisodes=0\n"));
         ASSERT_TRUE(strstr(text2, "Cgroups=/a/* /b\nMaxCgroups=5\n"));
+        ASSERT_TRUE(strstr(text2, "[Reclaim]\nCgroups=/c/*.service\nTargetStall=0.0125%\nInterval=1.5\n"
+                                  "MaxStep=12%\nMinSize=1500K\n"));
         ASSERT_EQ(c->clear_after_usec, 2500 * USEC_PER_MSEC);
         ASSERT_EQ(c->clear_ratio_ppm, 125000u);
         ASSERT_EQ(c->history_episodes, 0u);
