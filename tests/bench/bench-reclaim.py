@@ -46,8 +46,9 @@ daemon's GetStatus `reclaim` entry at the end.
 on-CPU time over 60 intervals after a warm-up: CPU per interval, and per
 interval per cgroup.
 
-CSV files: reclaim-latency.csv, reclaim-runs.csv (one line per run),
-reclaim-series.csv (the samples), reclaim-cost.csv, reclaim-info.csv.
+CSV files: reclaim-latency.csv, reclaim-runs-W.csv (one line per run of
+workload W), reclaim-series-W.csv (its samples), reclaim-cost.csv,
+reclaim-info.csv.
 Needs root. Never asserts on times.
 """
 import argparse
@@ -464,17 +465,17 @@ def guest(args):
             bl.emit_csv('reclaim-latency.csv', ['memory', 'step', 'rep', 'current_bytes', 'asked_bytes', 'ms',
                                                 'fell_bytes', 'result'], rows)
         loads = [w for w in (ColdHot(scratch), Build(scratch), ColdAnon(scratch)) if w.name in only]
-        runs, series = [], []
         for w in loads:
             t0 = time.monotonic()
             w.prepare()
             print(f'workload {w.name}: prepared in {time.monotonic() - t0:.0f} s', flush=True)
+            runs, series = [], []
             for run in range(1, args.runs + 1):
                 for setup in ('off', 'on'):
                     runs.append(one_run(w, setup, run, args, series))
-        if loads:
-            bl.emit_csv('reclaim-runs.csv', RUN_HEADER, runs)
-            bl.emit_csv('reclaim-series.csv', ['workload', 'controller', 'run', 't_s', 'current_bytes'], series)
+            bl.emit_csv(f'reclaim-runs-{w.name}.csv', RUN_HEADER, runs)
+            bl.emit_csv(f'reclaim-series-{w.name}.csv', ['workload', 'controller', 'run', 't_s', 'current_bytes'],
+                        series)
         info += [['duration_s', args.duration], ['duration_b_s', args.duration_b], ['interval', args.interval],
                  ['min_size', args.min_size], ['runs', args.runs]]
         bl.emit_csv('reclaim-info.csv', ['key', 'value'], info)

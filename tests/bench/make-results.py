@@ -300,6 +300,15 @@ RECLAIM_NAMES = {'a': '(a) cold data set read once, then a hot set', 'b': '(b) t
 RECLAIM_SVG = 'reclaim.svg'
 
 
+def load_parts(out, prefix):
+    """The rows of @prefix-W.csv for every workload W in @out, in the order of the names."""
+    rows = []
+    for name in sorted(os.listdir(out)) if os.path.isdir(out) else []:
+        if name.startswith(prefix + '-') and name.endswith('.csv'):
+            rows += load(out, name)
+    return rows
+
+
 def reclaim_latency(out):
     rows = load(out, 'reclaim-latency.csv')
     if not rows:
@@ -325,7 +334,7 @@ def reclaim_latency(out):
 
 
 def reclaim_runs(out):
-    rows = load(out, 'reclaim-runs.csv')
+    rows = load_parts(out, 'reclaim-runs')
     if not rows:
         return '_Workloads: not run._\n', []
     info = kv(out, 'reclaim-info.csv') or {}
@@ -340,14 +349,14 @@ def reclaim_runs(out):
             def med(k):
                 return statistics.median(float(r[k]) for r in rs)
             agg[setup] = {k: med(k) for k in ('avg_mib', 'end_mib', 'some_stall_pct', 'io_some_stall_pct',
-                                              'throughput', 'wall_s')}
+                                              'throughput', 'wall_s', 'start_s')}
             reclaimed = [int(r['reclaimed_bytes']) for r in rs if r['reclaimed_bytes']]
             agg[setup]['reclaimed'] = statistics.median(reclaimed) / (1 << 20) if reclaimed else None
             agg[setup]['n'] = len(rs)
             agg[setup]['unit'] = rs[0]['unit']
             agg[setup]['states'] = ' '.join(sorted({r['state'] for r in rs if r['state']}))
         for setup, a in agg.items():
-            body.append([RECLAIM_NAMES.get(w, w), setup, a['n'], num(a['avg_mib'], 1), num(a['end_mib'], 1),
+            body.append([RECLAIM_NAMES.get(w, w), setup, a['n'], num(a['start_s'], 1), num(a['avg_mib'], 1), num(a['end_mib'], 1),
                          f"{a['some_stall_pct']:.3f}", f"{a['io_some_stall_pct']:.3f}",
                          f"{num(a['throughput'], 2)} {a['unit']}",
                          num(a['reclaimed'], 1) if a['reclaimed'] is not None else '',
@@ -364,16 +373,18 @@ def reclaim_runs(out):
                             f"some stall {stall:+.3f} points, throughput {-loss:+.1f}%"
                             + (f' — goal (≥ 20% less, ≤ 0.1 points of stall, ≤ 2% loss): {verdict(ok)}' if goal
                                else ' (no goal set for this workload)') + '.')
-    text = (f"Runs of {info.get('duration_s', '?')} s each, controller off and on alternating, "
-            f"{info.get('runs', '?')} of each per workload; with the controller on, a drop-in "
-            f"`[Reclaim] Cgroups=/bench-reclaim/*` and `Interval={info.get('interval', '?')}` (the other keys at "
-            f"their defaults: TargetStall=0.1%, MaxStep=1%, MinSize=100M). VM: kernel {info.get('kernel', '?')}, "
+    text = (f"Runs of {info.get('duration_s', '?')} s each ({info.get('duration_b_s', '?')} s for the build), "
+            f"counted from when the workload reached its steady part (the cold set read, the anonymous memory "
+            f"touched: \"start s\"), controller off and on alternating, {info.get('runs', '?')} of each per "
+            f"workload; with the controller on, a drop-in `[Reclaim] Cgroups=/bench-reclaim/*`, "
+            f"`Interval={info.get('interval', '?')}`, `MinSize={info.get('min_size', '?')}` (TargetStall=0.1% and "
+            f"MaxStep=1%, the defaults). VM: kernel {info.get('kernel', '?')}, "
             f"{info.get('cpus', '?')} CPUs, {int(info.get('memtotal_kib', 0)) >> 10} MiB, "
             f"{int(info.get('swap_kib', 0)) >> 10} MiB of swap on the scratch disk. Medians over the runs: "
             'memory.current sampled every second (average and at the end), the cgroup\'s memory and io `some` '
             'stall over the run as a share of wall time, the throughput, and the bytes the controller reports '
             'in GetStatus `reclaim`.\n\n')
-    text += table(['workload', 'controller', 'runs', 'avg MiB', 'end MiB', 'memory some %', 'io some %',
+    text += table(['workload', 'controller', 'runs', 'start s', 'avg MiB', 'end MiB', 'memory some %', 'io some %',
                    'throughput', 'reclaimed MiB', 'state at the end'], body)
     text += '\n' + '\n'.join(verdicts) + '\n'
     return text, rows
@@ -381,7 +392,7 @@ def reclaim_runs(out):
 
 def reclaim_svg(out, path):
     """Plot memory.current over time, one panel per workload, off in grey and on in blue."""
-    rows = load(out, 'reclaim-series.csv')
+    rows = load_parts(out, 'reclaim-series')
     if not rows:
         return False
     loads = list(dict.fromkeys(r['workload'] for r in rows))
