@@ -1222,8 +1222,11 @@ def t_proactive_reclaim():
                  f'memory.current went below the floor {mib(PROACTIVE_LOW)}', mib(lowest[0]))
         pt.check(end <= PROACTIVE_LOW + 32 * MIB, f'at-floor but memory.current {mib(end)} far above the floor',
                  last)
-        pt.check(last['reclaimed_bytes'] >= start - end - 32 * MIB,
-                 'reclaimed_bytes does not account for the fall of memory.current', last)
+        # reclaimed_bytes adds up the steps the kernel accepted; the kernel takes somewhat more than it
+        # is asked (about half as much again for 10 MiB of page cache), so the fall is larger.
+        fell = start - end
+        pt.check(fell / 2 <= last['reclaimed_bytes'] <= fell + 32 * MIB,
+                 f'reclaimed_bytes does not match the fall of memory.current by {mib(fell)}', last)
 
         # Off by reload: the entry goes, and memory charged again stays.
         proactive_off()
