@@ -182,8 +182,9 @@ def role_anon(total_mb, hot_mb):
     for off in range(0, total_mb * MIB, PAGE):
         m[off:off + PAGE] = pattern
     passes = 0
-    signal.signal(signal.SIGUSR1, lambda *_: print(passes, flush=True))
-    print('ready', flush=True)
+    # os.write, not print: a handler running inside print() would re-enter the buffered writer.
+    signal.signal(signal.SIGUSR1, lambda *_: os.write(1, f'{passes}\n'.encode()))
+    os.write(1, b'ready\n')
     hot = hot_mb * MIB
     while True:
         for off in range(0, hot, PAGE):
@@ -194,8 +195,8 @@ def role_anon(total_mb, hot_mb):
 def role_hot_reader(path):
     """Read the file @path from start to end over and over; print bytes read on SIGUSR1."""
     done = 0
-    signal.signal(signal.SIGUSR1, lambda *_: print(done, flush=True))
-    print('ready', flush=True)
+    signal.signal(signal.SIGUSR1, lambda *_: os.write(1, f'{done}\n'.encode()))
+    os.write(1, b'ready\n')
     fd = os.open(path, os.O_RDONLY)
     while True:
         os.lseek(fd, 0, os.SEEK_SET)
