@@ -355,10 +355,14 @@ def reclaim_runs(out):
             agg[setup]['n'] = len(rs)
             agg[setup]['unit'] = rs[0]['unit']
             agg[setup]['states'] = ' '.join(sorted({r['state'] for r in rs if r['state']}))
+            tp = [float(r['throughput']) for r in rs]
+            agg[setup]['tp_range'] = f'{min(tp):,.2f}–{max(tp):,.2f}'
+            agg[setup]['tp_mean'] = statistics.mean(tp)
+            agg[setup]['refaults'] = statistics.median(int(r['refaults']) for r in rs)
         for setup, a in agg.items():
             body.append([RECLAIM_NAMES.get(w, w), setup, a['n'], num(a['start_s'], 1), num(a['avg_mib'], 1), num(a['end_mib'], 1),
                          f"{a['some_stall_pct']:.3f}", f"{a['io_some_stall_pct']:.3f}",
-                         f"{num(a['throughput'], 2)} {a['unit']}",
+                         f"{num(a['throughput'], 2)} {a['unit']}", a['tp_range'], num(a['refaults']),
                          num(a['reclaimed'], 1) if a['reclaimed'] is not None else '',
                          a['states']])
         if 'off' in agg and 'on' in agg:
@@ -370,7 +374,9 @@ def reclaim_runs(out):
             ok = saved >= 20 and stall <= 0.1 and loss <= 2
             verdicts.append(f"- {RECLAIM_NAMES.get(w, w)}: {saved:.1f}% less memory on average "
                             f"(end: {(1 - on['end_mib'] / off['end_mib']) * 100 if off['end_mib'] else 0:.1f}%), "
-                            f"some stall {stall:+.3f} points, throughput {-loss:+.1f}%"
+                            f"some stall {stall:+.3f} points, throughput {-loss:+.1f}% by the medians "
+                            f"({(on['tp_mean'] / off['tp_mean'] - 1) * 100 if off['tp_mean'] else 0:+.1f}% by the "
+                            f"means; the off runs alone span {off['tp_range']})"
                             + (f' — goal (≥ 20% less, ≤ 0.1 points of stall, ≤ 2% loss): {verdict(ok)}' if goal
                                else ' (no goal set for this workload)') + '.')
     text = (f"Runs of {info.get('duration_s', '?')} s each ({info.get('duration_b_s', '?')} s for the build), "
@@ -382,10 +388,11 @@ def reclaim_runs(out):
             f"{info.get('cpus', '?')} CPUs, {int(info.get('memtotal_kib', 0)) >> 10} MiB, "
             f"{int(info.get('swap_kib', 0)) >> 10} MiB of swap on the scratch disk. Medians over the runs: "
             'memory.current sampled every second (average and at the end), the cgroup\'s memory and io `some` '
-            'stall over the run as a share of wall time, the throughput, and the bytes the controller reports '
-            'in GetStatus `reclaim`.\n\n')
+            'stall over the run as a share of wall time, the throughput (and its range over the runs: under '
+            'TCG, other work on the host moves it by tens of percent), the cgroup\'s workingset refaults '
+            '(memory.stat, file and anon), and the bytes the controller reports in GetStatus `reclaim`.\n\n')
     text += table(['workload', 'controller', 'runs', 'start s', 'avg MiB', 'end MiB', 'memory some %', 'io some %',
-                   'throughput', 'reclaimed MiB', 'state at the end'], body)
+                   'throughput', 'throughput min–max', 'refaults', 'reclaimed MiB', 'state at the end'], body)
     text += '\n' + '\n'.join(verdicts) + '\n'
     return text, rows
 
