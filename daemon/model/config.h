@@ -4,9 +4,10 @@
  * configuration (config.h), the protection model (protection.h) and its
  * tree reader (protection-tree.h), pressure episodes (episode.h), the
  * fast-trigger policy (policy.h), counters (counters.h, histogram.h), the
- * kinds of source (source-type.h) and the [Metrics] Cgroups= globs and
- * their walk (cgroup-glob.h). Tests drive it with plain structs and
- * fixture files.
+ * kinds of source (source-type.h), the [Metrics] Cgroups= globs and
+ * their walk (cgroup-glob.h) and the proactive reclaim controller's
+ * arithmetic (reclaim.h). Tests drive it with plain structs and fixture
+ * files.
  *
  * The configuration: embedded defaults, then /etc/pressured/pressured.conf,
  * then pressured.conf.d/ *.conf in lexical order, then --config. Parsed with

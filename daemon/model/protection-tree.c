@@ -933,7 +933,8 @@ static int path_check(ProtectionReader *r, const char *path) {
         return 0;
 }
 
-int protection_reader_track(ProtectionReader *r, const char *cgroup) {
+/* Add a user of @cgroup's subtree; *@ret_new says whether it is newly tracked (not read yet). */
+static int track_add(ProtectionReader *r, const char *cgroup, bool *ret_new) {
         _cleanup_free_ char *path = NULL;
         Track *t, *tracks;
         int k;
@@ -945,6 +946,7 @@ int protection_reader_track(ProtectionReader *r, const char *cgroup) {
         t = track_find(r, cgroup);
         if (t) {
                 t->n_ref++;
+                *ret_new = false;
                 return 0;
         }
         k = path_check(r, cgroup);
@@ -960,7 +962,18 @@ int protection_reader_track(ProtectionReader *r, const char *cgroup) {
         r->tracks = tracks;
         r->tracks[r->n_tracks++] = (Track) { .path = TAKE_PTR(path), .n_ref = 1 };
         flags_recompute(r);
+        *ret_new = true;
+        return 0;
+}
 
+int protection_reader_track(ProtectionReader *r, const char *cgroup) {
+        Track *t;
+        bool new;
+        int k;
+
+        k = track_add(r, cgroup, &new);
+        if (k < 0 || !new)
+                return k;
         k = refresh_internal(r, true);
         if (k >= 0 && !protection_tree_lookup(r->tree, cgroup))
                 k = -ENOENT; /* removed in the meantime */
@@ -974,6 +987,12 @@ int protection_reader_track(ProtectionReader *r, const char *cgroup) {
                 return k;
         }
         return 0;
+}
+
+int protection_reader_track_later(ProtectionReader *r, const char *cgroup) {
+        bool new;
+
+        return track_add(r, cgroup, &new);
 }
 
 int protection_reader_untrack(ProtectionReader *r, const char *cgroup) {

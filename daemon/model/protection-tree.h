@@ -138,6 +138,17 @@ void protection_reader_set_fd_budget(ProtectionReader *r, unsigned budget);
 int protection_reader_track(ProtectionReader *r, const char *cgroup);
 
 /*
+ * protection_reader_track_later - like protection_reader_track(), but the
+ * subtree is read by the next protection_reader_refresh() instead of now,
+ * so that many cgroups tracked at once cost one refresh rather than one
+ * each. Until then protection_reader_lookup() may not find its nodes, and
+ * that refresh reports their first states like any change. Returns 0;
+ * -EINVAL, -ENOENT, -ENOTDIR, -ELOOP, -EBUSY, -ENOMEM as
+ * protection_reader_track().
+ */
+int protection_reader_track_later(ProtectionReader *r, const char *cgroup);
+
+/*
  * protection_reader_untrack - drop one user of @cgroup; with the last one the
  * nodes no longer needed are dropped and their descriptors closed.
  * Returns 0, or -ENOENT if @cgroup is not tracked.

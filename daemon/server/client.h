@@ -4,8 +4,9 @@
  * varlink socket and its clients), methods.h (the methods, installed as
  * the clients' dispatch callback), subscription.h (a Subscribe stream, a
  * registration Listener), proxy.h (the memory-pressure socket, whose
- * clients are Listeners too), status.h (GetStatus and /metrics) and
- * metrics.h (the HTTP endpoint).
+ * clients are Listeners too), status.h (GetStatus and /metrics),
+ * metrics.h (the HTTP endpoint) and reclaim-controller.h with
+ * reclaim-worker.h (proactive reclaim: its timer and its writer thread).
  *
  * Clients of the varlink socket: accepting them under the configured
  * limits, reading and framing their calls, answering in order, writing

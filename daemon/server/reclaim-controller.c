@@ -343,7 +343,7 @@ static void reclaim_sync_protection(ReclaimController *rc, const CgroupScrape *s
 
                 if (e->tracked || e->no_reclaim_file || !reclaim_sample_usable(&s->samples[i]))
                         continue;
-                r = protection_reader_track(rc->reader, e->path);
+                r = protection_reader_track_later(rc->reader, e->path);
                 if (r >= 0)
                         e->tracked = true;
                 else if (r != -ENOENT)
@@ -528,7 +528,9 @@ int reclaim_controller_configure(ReclaimController *rc, const Config *c, bool re
         }
         log_info("Reclaim: on for %s, every %.1f s, target stall %.4g%%.", c->reclaim_cgroups,
                  rc->interval_usec / 1e6, rc->params.target_ppm / 10000.0);
-        reclaim_controller_tick(rc);
+        /* Turned on: the first samples now, the first steps one interval later. */
+        if (!was_on)
+                reclaim_controller_tick(rc);
         return 0;
 }
 

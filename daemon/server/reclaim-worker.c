@@ -5,8 +5,10 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/eventfd.h>
 
+#include "cgroup.h"
 #include "reclaim-worker.h"
 #include "util.h"
 
@@ -59,28 +61,39 @@ static void ring_drain(JobRing *r) {
         r->slots = NULL;
 }
 
-/* Open the cgroup's directory below @root_fd: "/" is the root itself. */
-static int reclaim_open_cgroup(int root_fd, const char *cgroup) {
-        const char *rel = cgroup[1] ? cgroup + 1 : ".";
-        int fd = openat(root_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+/*
+ * Open memory.reclaim of @cgroup below @root_fd with one openat(); only
+ * when that finds nothing is the directory looked at, to tell a cgroup
+ * that is gone from one without the file.
+ */
+static int reclaim_open(int root_fd, const char *cgroup) {
+        char path[CGROUP_PATH_MAX + sizeof("/memory.reclaim")];
+        struct stat st;
+        int fd;
 
-        if (fd < 0)
-                return errno == ENOENT || errno == ENODEV ? -ESRCH : -errno;
-        return fd;
+        if (snprintf(path, sizeof(path), "%s/memory.reclaim", cgroup[1] ? cgroup + 1 : ".") >= (int) sizeof(path))
+                return -ENAMETOOLONG;
+        /* O_NONBLOCK changes nothing on cgroupfs; it keeps a FIFO in a test tree from blocking. */
+        fd = openat(root_fd, path, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd >= 0)
+                return fd;
+        if (errno == ENODEV || errno == ENOTDIR)
+                return -ESRCH; /* removed, or no longer a directory */
+        if (errno != ENOENT)
+                return -errno;
+        if (fstatat(root_fd, cgroup[1] ? cgroup + 1 : ".", &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return -ESRCH;
+        return -EOPNOTSUPP;
 }
 
 int reclaim_write(int root_fd, const char *cgroup, uint64_t bytes) {
-        _cleanup_close_ int dfd = -1, fd = -1;
+        _cleanup_close_ int fd = -1;
         char buf[32];
         int len;
 
-        dfd = reclaim_open_cgroup(root_fd, cgroup);
-        if (dfd < 0)
-                return dfd;
-        /* O_NONBLOCK changes nothing on cgroupfs; it keeps a FIFO in a test tree from blocking. */
-        fd = openat(dfd, "memory.reclaim", O_WRONLY | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        fd = reclaim_open(root_fd, cgroup);
         if (fd < 0)
-                return errno == ENOENT ? -EOPNOTSUPP : errno == ENODEV ? -ESRCH : -errno;
+                return fd;
         len = snprintf(buf, sizeof(buf), "%" PRIu64, bytes);
         for (unsigned i = 0;; i++) {
                 ssize_t n = write(fd, buf, (size_t) len);
@@ -115,9 +128,14 @@ static void *worker_main(void *userdata) {
                 j.usec = now_usec(CLOCK_MONOTONIC) - t0;
 
                 pthread_mutex_lock(&w->lock);
+                /*
+                 * Wake the loop only for the first result it has not seen:
+                 * it drains the ring until empty under the lock, so later
+                 * ones are taken in the same pass.
+                 */
+                if (w->finished.n == 0)
+                        (void) !write(w->efd, &one, sizeof(one));
                 ring_push(&w->finished, &j);
-                /* The counter cannot overflow: the loop reads it at least once per job. */
-                (void) !write(w->efd, &one, sizeof(one));
         }
         pthread_mutex_unlock(&w->lock);
         return NULL;

@@ -395,6 +395,44 @@ static void test_deep(void) {
         ASSERT_EQ(values(r, "/p/q/r").state, PROTECTION_STATE_LOW);
 }
 
+/* Tracked for later: nothing read until the refresh, which reads all of them at once, exactly. */
+static void test_track_later(void) {
+        _cleanup_(protection_reader_freep) ProtectionReader *r = NULL, *now = NULL;
+        ProtectionReaderStats s;
+
+        ASSERT_OK(protection_reader_new(base, false, &r));
+        ASSERT_OK(protection_reader_track_later(r, "/p/q/r"));
+        ASSERT_OK(protection_reader_track_later(r, "/p/s"));
+        ASSERT_OK(protection_reader_track_later(r, "/p/q"));
+        ASSERT_OK(protection_reader_track_later(r, "/p/q")); /* a second user */
+        ASSERT_EQ(protection_reader_n_tracked(r), 3);
+        protection_reader_get_stats(r, &s);
+        ASSERT_U64_EQ(s.refreshes, 0);
+        ASSERT_TRUE(protection_reader_lookup(r, "/p/q/r") == NULL);
+        ASSERT_ERR(protection_reader_track_later(r, "/nope"), ENOENT);
+        ASSERT_ERR(protection_reader_track_later(r, "a"), EINVAL);
+        ASSERT_ERR(protection_reader_track_later(r, "/p/memory.min"), ENOTDIR);
+        ASSERT_EQ(protection_reader_n_tracked(r), 3);
+
+        ASSERT_OK(protection_reader_refresh(r));
+        protection_reader_get_stats(r, &s);
+        ASSERT_U64_EQ(s.refreshes, 1);
+        /* The same values as tracking one by one. */
+        ASSERT_OK(protection_reader_new(base, false, &now));
+        ASSERT_OK(protection_reader_track(now, "/p/q/r"));
+        ASSERT_OK(protection_reader_track(now, "/p/s"));
+        ASSERT_OK(protection_reader_track(now, "/p/q"));
+        ASSERT_U64_EQ(values(r, "/p/q/r").elow, values(now, "/p/q/r").elow);
+        ASSERT_U64_EQ(values(r, "/p/s").elow, values(now, "/p/s").elow);
+        ASSERT_U64_EQ(values(r, "/p/s").emin, values(now, "/p/s").emin);
+        ASSERT_U64_EQ(values(r, "/p/q").usage, 3 * G);
+        ASSERT_U64_EQ(values(r, "/p/s").elow, 2 * G / 4);
+        ASSERT_OK(protection_reader_untrack(r, "/p/q"));
+        ASSERT_EQ(protection_reader_n_tracked(r), 3);
+        ASSERT_OK(protection_reader_untrack(r, "/p/q"));
+        ASSERT_EQ(protection_reader_n_tracked(r), 2);
+}
+
 /* Over the descriptor budget, nodes are read with open/pread/close: same results. */
 static void test_unpinned(void) {
         _cleanup_(protection_reader_freep) ProtectionReader *pinned = NULL, *r = NULL;
@@ -451,6 +489,7 @@ int main(void) {
         test_reader();
         test_json();
         test_deep();
+        test_track_later();
         test_unpinned();
         remove_tree("");
         return 0;

@@ -19,6 +19,7 @@
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 
+#include "cgroup.h"
 #include "config.h"
 #include "fail-inject.h"
 #include "log.h"
@@ -306,6 +307,20 @@ static void test_write(void) {
         ASSERT_OK(reclaim_write(dfd, "/", 8192));
         ASSERT_STREQ(read_file("", "memory.reclaim"), "8192");
         ASSERT_ERR(reclaim_write(dfd, "/gone", 4096), ESRCH);
+        /* Not a directory (a cgroup replaced by a file): not a cgroup any more. */
+        write_file("", "plain", "x");
+        ASSERT_ERR(reclaim_write(dfd, "/plain", 4096), ESRCH);
+        /* A path longer than any cgroup2 path can be. */
+        {
+                char *long_path = malloc(CGROUP_PATH_MAX + 2);
+
+                ASSERT_TRUE(long_path);
+                memset(long_path, 'a', CGROUP_PATH_MAX + 1);
+                long_path[0] = '/';
+                long_path[CGROUP_PATH_MAX + 1] = 0;
+                ASSERT_ERR(reclaim_write(dfd, long_path, 4096), ENAMETOOLONG);
+                free(long_path);
+        }
         remove_cgroup("/a");
         ASSERT_ERR(reclaim_write(dfd, "/a", 4096), ESRCH);
         /* No memory.reclaim: a kernel before 5.19 or no memory controller. */
@@ -433,6 +448,7 @@ static void test_limits_and_read_errors(void) {
         saved = stderr_capture(path);
         ASSERT_OK(configure(&f, "/c*"));
         interval(&f);
+        ASSERT_OK(configure(&f, NULL));
         ASSERT_OK(configure(&f, "/d"));
         interval(&f);
         log = stderr_restore(saved, path);
@@ -541,14 +557,21 @@ static void test_steps(void) {
         /* A cgroup that vanishes leaves; a new match joins. */
         remove_cgroup("/small");
         ASSERT_OK(configure(&f, "/a /small /prot /other"));
+        /* Reconfigured: the change shows at the next interval. */
+        ASSERT_TRUE(entry(&f, "/small") != NULL);
+        ASSERT_TRUE(entry(&f, "/other") == NULL);
+        interval(&f);
         ASSERT_TRUE(entry(&f, "/small") == NULL);
         ASSERT_STREQ(state(&f, "/other"), "probing");
+        ASSERT_EQ(field(&f, "/other", "last_step_bytes"), 0);
         /* Reconfiguring keeps the totals. */
-        ASSERT_EQ(field(&f, "/a", "reclaimed_bytes"), 2 * 107372544 + 53686272);
+        ASSERT_EQ(field(&f, "/a", "reclaimed_bytes"), 3 * 107372544 + 53686272);
         /* A pattern that no longer matches: the cgroup leaves. */
         ASSERT_OK(configure(&f, "/o*"));
+        interval(&f);
         ASSERT_TRUE(entry(&f, "/a") == NULL);
         ASSERT_TRUE(entry(&f, "/other") != NULL);
+        ASSERT_EQ(field(&f, "/other", "last_step_bytes"), 10735616);
 
         /* Off: nothing is left, no timer. */
         ASSERT_OK(configure(&f, NULL));
