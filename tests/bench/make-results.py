@@ -16,6 +16,10 @@ adds (or, without OUT_DIR, prints only) the comparison of two builds from
 the output of run-ab.sh: per figure the median of each build over the
 rounds, their run-to-run noise, and the ratio after / before.
 
+--reclaim OUT_DIR --into RESULTS_MD does the same for the proactive-reclaim
+section of one run of bench-reclaim.py (VM parts and --cost, in one OUT_DIR),
+and writes its plot, reclaim.svg, beside RESULTS_MD.
+
 --metrics OUT_DIR --into RESULTS_MD puts the per-cgroup /metrics section
 made from one run of bench-metrics.py into RESULTS_MD in place of the
 previous one (between its markers), or before the before/after section,
@@ -280,6 +284,208 @@ def splice_metrics(out, path):
     with open(path + '.tmp', 'w') as f:
         f.write(text)
     os.replace(path + '.tmp', path)
+
+
+# --- proactive reclaim (bench-reclaim.py) ---------------------------------------
+
+RECLAIM_TITLE = 'Proactive reclaim'
+RECLAIM_INTRO = ('What a memory.reclaim write costs, and what the [Reclaim] controller saves on three workloads '
+                 'in the VM test bed, and what it costs the daemon. Reproduce with '
+                 '`tests/bench/bench-reclaim.py --out DIR` (the VM parts, about 25 minutes; `--only latency`, '
+                 '`--only a` and so on for one part) and `tests/bench/bench-reclaim.py --cost --out DIR` (here, '
+                 'as root), then `tests/bench/make-results.py --reclaim DIR --into tests/bench/results.md`, which '
+                 'also writes tests/bench/reclaim.svg.')
+RECLAIM_NAMES = {'a': '(a) cold data set read once, then a hot set', 'b': '(b) this project\'s build in a loop',
+                 'c': '(c) a service holding cold anonymous memory, swap on'}
+RECLAIM_SVG = 'reclaim.svg'
+
+
+def load_parts(out, prefix):
+    """The rows of @prefix-W.csv for every workload W in @out, in the order of the names."""
+    rows = []
+    for name in sorted(os.listdir(out)) if os.path.isdir(out) else []:
+        if name.startswith(prefix + '-') and name.endswith('.csv'):
+            rows += load(out, name)
+    return rows
+
+
+def reclaim_latency(out):
+    rows = load(out, 'reclaim-latency.csv')
+    if not rows:
+        return '_memory.reclaim latency: not run._\n'
+    body = []
+    for memory in dict.fromkeys(r['memory'] for r in rows):
+        for step in ('1%', '10M', '100M'):
+            rs = [r for r in rows if r['memory'] == memory and r['step'] == step]
+            if not rs:
+                continue
+            ms = [float(r['ms']) for r in rs]
+            asked = statistics.median(int(r['asked_bytes']) for r in rs) / (1 << 20)
+            fell = statistics.median(int(r['fell_bytes']) for r in rs) / (1 << 20)
+            bad = sorted({r['result'] for r in rs if r['result'] != 'ok'})
+            body.append([memory, step, f'{asked:.1f}', f'{fell:.1f}', f'{min(ms):.1f}', f'{statistics.median(ms):.1f}',
+                         f'{max(ms):.1f}', ', '.join(bad) or 'all ok'])
+    return (table(['memory', 'step', 'asked MiB (median)', 'memory.current fell MiB (median)', 'ms min',
+                   'ms median', 'ms max', 'errors'], body)
+            + '\nEach row: five writes to memory.reclaim of a cgroup holding 1 GiB of clean page cache (a file '
+              'on the scratch disk) or 768 MiB of anonymous memory (swap file on the scratch disk), refilled '
+              'before each step size. The write returns when the kernel reclaimed the amount or gave up '
+              '(EAGAIN). Times are under TCG emulation, about ten times what real hardware takes.\n')
+
+
+def reclaim_runs(out):
+    rows = load_parts(out, 'reclaim-runs')
+    if not rows:
+        return '_Workloads: not run._\n', []
+    info = kv(out, 'reclaim-info.csv') or {}
+    body, verdicts = [], []
+    for w in dict.fromkeys(r['workload'] for r in rows):
+        agg = {}
+        for setup in ('off', 'on'):
+            rs = [r for r in rows if r['workload'] == w and r['controller'] == setup]
+            if not rs:
+                continue
+
+            def med(k):
+                return statistics.median(float(r[k]) for r in rs)
+            agg[setup] = {k: med(k) for k in ('avg_mib', 'end_mib', 'some_stall_pct', 'io_some_stall_pct',
+                                              'throughput', 'wall_s', 'start_s')}
+            reclaimed = [int(r['reclaimed_bytes']) for r in rs if r['reclaimed_bytes']]
+            agg[setup]['reclaimed'] = statistics.median(reclaimed) / (1 << 20) if reclaimed else None
+            agg[setup]['n'] = len(rs)
+            agg[setup]['unit'] = rs[0]['unit']
+            agg[setup]['states'] = ' '.join(sorted({r['state'] for r in rs if r['state']}))
+            tp = [float(r['throughput']) for r in rs]
+            agg[setup]['tp_range'] = f'{min(tp):,.2f}–{max(tp):,.2f}'
+            agg[setup]['tp_mean'] = statistics.mean(tp)
+            agg[setup]['refaults'] = statistics.median(int(r['refaults']) for r in rs)
+        for setup, a in agg.items():
+            body.append([RECLAIM_NAMES.get(w, w), setup, a['n'], num(a['start_s'], 1), num(a['avg_mib'], 1), num(a['end_mib'], 1),
+                         f"{a['some_stall_pct']:.3f}", f"{a['io_some_stall_pct']:.3f}",
+                         f"{num(a['throughput'], 2)} {a['unit']}", a['tp_range'], num(a['refaults']),
+                         num(a['reclaimed'], 1) if a['reclaimed'] is not None else '',
+                         a['states']])
+        if 'off' in agg and 'on' in agg:
+            off, on = agg['off'], agg['on']
+            saved = (1 - on['avg_mib'] / off['avg_mib']) * 100 if off['avg_mib'] else 0
+            stall = on['some_stall_pct'] - off['some_stall_pct']
+            loss = (1 - on['throughput'] / off['throughput']) * 100 if off['throughput'] else 0
+            goal = w in ('a', 'b')
+            ok = saved >= 20 and stall <= 0.1 and loss <= 2
+            verdicts.append(f"- {RECLAIM_NAMES.get(w, w)}: {saved:.1f}% less memory on average "
+                            f"(end: {(1 - on['end_mib'] / off['end_mib']) * 100 if off['end_mib'] else 0:.1f}%), "
+                            f"some stall {stall:+.3f} points, throughput {-loss:+.1f}% by the medians "
+                            f"({(on['tp_mean'] / off['tp_mean'] - 1) * 100 if off['tp_mean'] else 0:+.1f}% by the "
+                            f"means; the off runs alone span {off['tp_range']})"
+                            + (f' — goal (≥ 20% less, ≤ 0.1 points of stall, ≤ 2% loss): {verdict(ok)}' if goal
+                               else ' (no goal set for this workload)') + '.')
+    text = (f"Runs of {info.get('duration_s', '?')} s each ({info.get('duration_b_s', '?')} s for the build), "
+            f"counted from when the workload reached its steady part (the cold set read, the anonymous memory "
+            f"touched: \"start s\"), controller off and on alternating, {info.get('runs', '?')} of each per "
+            f"workload; with the controller on, a drop-in `[Reclaim] Cgroups=/bench-reclaim/*`, "
+            f"`Interval={info.get('interval', '?')}`, `MinSize={info.get('min_size', '?')}` (TargetStall=0.1% and "
+            f"MaxStep=1%, the defaults). VM: kernel {info.get('kernel', '?')}, "
+            f"{info.get('cpus', '?')} CPUs, {int(info.get('memtotal_kib', 0)) >> 10} MiB, "
+            f"{int(info.get('swap_kib', 0)) >> 10} MiB of swap on the scratch disk. Medians over the runs: "
+            'memory.current sampled every second (average and at the end), the cgroup\'s memory and io `some` '
+            'stall over the run as a share of wall time, the throughput (and its range over the runs: under '
+            'TCG, other work on the host moves it by tens of percent), the cgroup\'s workingset refaults '
+            '(memory.stat, file and anon), and the bytes the controller reports in GetStatus `reclaim`.\n\n')
+    text += table(['workload', 'controller', 'runs', 'start s', 'avg MiB', 'end MiB', 'memory some %', 'io some %',
+                   'throughput', 'throughput min–max', 'refaults', 'reclaimed MiB', 'state at the end'], body)
+    text += '\n' + '\n'.join(verdicts) + '\n'
+    return text, rows
+
+
+def reclaim_svg(out, path):
+    """Plot memory.current over time, one panel per workload, off in grey and on in blue."""
+    rows = load_parts(out, 'reclaim-series')
+    if not rows:
+        return False
+    loads = list(dict.fromkeys(r['workload'] for r in rows))
+    pw, ph, ml, mt, gap = 640, 220, 60, 30, 50
+    height = len(loads) * (ph + gap) + mt
+    out_lines = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{pw + ml + 20}" height="{height}" '
+                 'font-family="sans-serif" font-size="11">',
+                 f'<rect width="{pw + ml + 20}" height="{height}" fill="white"/>']
+    for i, w in enumerate(loads):
+        rs = [r for r in rows if r['workload'] == w]
+        tmax = max(float(r['t_s']) for r in rs) or 1
+        ymax = max(int(r['current_bytes']) for r in rs) / (1 << 20) or 1
+        ymax = 100 * (int(ymax / 100) + 1)
+        y0 = mt + i * (ph + gap)
+        out_lines.append(f'<text x="{ml}" y="{y0 - 8}" font-size="13">{RECLAIM_NAMES.get(w, w)}: memory.current '
+                         '(MiB) over time (s); grey: controller off, blue: on</text>')
+        out_lines.append(f'<rect x="{ml}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="black"/>')
+        for k in range(5):
+            v = ymax * k / 4
+            y = y0 + ph - ph * k / 4
+            out_lines.append(f'<line x1="{ml}" y1="{y:.1f}" x2="{ml + pw}" y2="{y:.1f}" stroke="#ddd"/>')
+            out_lines.append(f'<text x="{ml - 5}" y="{y + 4:.1f}" text-anchor="end">{v:.0f}</text>')
+        for k in range(7):
+            t = tmax * k / 6
+            x = ml + pw * k / 6
+            out_lines.append(f'<text x="{x:.1f}" y="{y0 + ph + 14}" text-anchor="middle">{t:.0f}</text>')
+        for (setup, run) in dict.fromkeys((r['controller'], r['run']) for r in rs):
+            pts = [(float(r['t_s']), int(r['current_bytes']) / (1 << 20)) for r in rs
+                   if r['controller'] == setup and r['run'] == run]
+            poly = ' '.join(f'{ml + pw * t / tmax:.1f},{y0 + ph - ph * min(m, ymax) / ymax:.1f}' for t, m in pts)
+            color = '#1f5fbf' if setup == 'on' else '#888888'
+            out_lines.append(f'<polyline points="{poly}" fill="none" stroke="{color}" stroke-width="1.2"/>')
+    out_lines.append('</svg>')
+    with open(path, 'w') as f:
+        f.write('\n'.join(out_lines) + '\n')
+    return True
+
+
+def reclaim_cost(out):
+    rows = load(out, 'reclaim-cost.csv')
+    if not rows:
+        return '_Controller cost: not run._\n'
+    body = [[r['controller'], r['cgroups'], r['intervals'], num(r['cpu_s'], 3), num(r['cpu_ms_per_interval'], 3),
+             r['cpu_us_per_interval_per_cgroup'] or '', num(int(r['reclaimed_bytes']) / (1 << 20), 0),
+             r['states']] for r in rows]
+    return (table(['controller', 'cgroups', 'intervals', 'daemon CPU s', 'CPU ms per interval',
+                   'CPU µs per interval per cgroup', 'MiB "reclaimed"', 'states'], body)
+            + '\nOn this machine, a fake cgroup2 tree of N sibling cgroups (make-fake-cgroup-tree.py --flat N '
+              '--psi, memory.current 2 GiB each, memory.reclaim a plain file, pressure totals that never move, '
+              'so every cgroup is stepped every interval: the most work the controller does), Interval=1s, '
+              'MinSize=0; the daemon\'s on-CPU time (schedstat) over 60 s after a 5 s warm-up, with and '
+              'without [Reclaim].\n')
+
+
+def reclaim_section(out, svg_written):
+    runs, _ = reclaim_runs(out)
+    text = f'### {RECLAIM_TITLE}\n\n{RECLAIM_INTRO}\n\n#### memory.reclaim write latency\n\n{reclaim_latency(out)}\n'
+    text += f'#### Workloads\n\n{runs}\n'
+    if svg_written:
+        text += f'![memory.current over time, controller off and on]({RECLAIM_SVG})\n\n'
+    text += f'#### The controller\'s own cost\n\n{reclaim_cost(out)}'
+    return text
+
+
+def splice(path, begin, end, block_text):
+    """Put @block_text into the results file @path between @begin and @end (before the before/after section
+    if the markers are not there yet)."""
+    with open(path) as f:
+        text = f.read()
+    block = f'{begin}\n{block_text.rstrip()}\n{end}\n'
+    ab = '<!-- before-after: generated by tests/bench/run-ab.sh -->'
+    if begin in text and end in text:
+        text = text[:text.index(begin)] + block + text[text.index(end) + len(end) + 1:]
+    elif ab in text:
+        text = text[:text.index(ab)] + block + '\n' + text[text.index(ab):]
+    else:
+        text = text.rstrip('\n') + '\n\n' + block
+    with open(path + '.tmp', 'w') as f:
+        f.write(text)
+    os.replace(path + '.tmp', path)
+
+
+def splice_reclaim(out, path):
+    svg = reclaim_svg(out, os.path.join(os.path.dirname(os.path.abspath(path)), RECLAIM_SVG))
+    splice(path, '<!-- reclaim: generated by tests/bench/bench-reclaim.py -->', '<!-- reclaim end -->',
+           reclaim_section(out, svg))
 
 
 def proxy(out):
@@ -678,6 +884,11 @@ SETUPS = ['none', 'pressured', 'own-triggers']
 def main():
     args = sys.argv[1:]
     ab = None
+    if args[:1] == ['--reclaim']:
+        if len(args) != 4 or args[2] != '--into':
+            sys.exit('Usage: make-results.py --reclaim OUT_DIR --into RESULTS_MD')
+        splice_reclaim(args[1], args[3])
+        return
     if args[:1] == ['--metrics']:
         if len(args) != 4 or args[2] != '--into':
             sys.exit('Usage: make-results.py --metrics OUT_DIR --into RESULTS_MD')
