@@ -253,8 +253,10 @@ def test_daemon(tmp):
         check(got['/app.slice/b'] == ['/app.slice/b', 'unsupported', '0B', '-', '-', '-', '-'],
               '/app.slice/b: no memory.reclaim', got['/app.slice/b'])
         a = got['/app.slice/a']
+        # STEP is the write submitted at the last interval: 0B when the one
+        # before was still in flight then (a slow machine, or valgrind).
         check(a[1] == 'probing' and re.fullmatch(size_pattern(want['/app.slice/a']['reclaimed_bytes']), a[2])
-              and a[3] == '102M' and a[4:6] == ['0.00%', '0.00%'] and a[6] == '100M',
+              and a[3] in ('102M', '0B') and a[4:6] == ['0.00%', '0.00%'] and a[6] == '100M',
               '/app.slice/a: probing, steps of 1% of 10G', a)
         print(f'the table of the daemon:\n{res.stdout}', end='')
 
@@ -269,7 +271,7 @@ def test_daemon(tmp):
         mine = next(e for e in out if e['cgroup'] == '/app.slice/a')
         old = next(e for e in before if e['cgroup'] == '/app.slice/a')
         check(set(mine) == set(old) and mine['reclaimed_bytes'] >= old['reclaimed_bytes'] and
-              mine['reclaimed_bytes'] % FULL_STEP == 0 and mine['last_step_bytes'] == FULL_STEP,
+              mine['reclaimed_bytes'] % FULL_STEP == 0 and mine['last_step_bytes'] in (FULL_STEP, 0),
               '/app.slice/a: the same members, the sum of its steps', mine, old)
 
         # CGROUP: the subtree; a sibling sharing the prefix is not in it.
