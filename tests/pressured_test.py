@@ -485,6 +485,32 @@ def have_v1_memory():
 
 
 @contextlib.contextmanager
+def v2_cgroup_part(tag):
+    """A uniquely named, empty directory in the real cgroup2 hierarchy for
+    one part of a test; always removed (it may be gone already). Yields its
+    path relative to V2_ROOT ('/pressured-test-TAG-…'), or None when the
+    machine has no cgroup2 hierarchy or we are not root: the part is then
+    left out with skip_part()."""
+    if not V2_ROOT or not os.path.exists(os.path.join(V2_ROOT, 'cgroup.procs')):
+        skip_part('no cgroup2 hierarchy to test against')
+        yield None
+        return
+    if os.geteuid() != 0:
+        skip_part('creating a cgroup needs root')
+        yield None
+        return
+    name = f'/pressured-test-{tag}-{uuid.uuid4().hex[:8]}'
+    os.mkdir(V2_ROOT + name)
+    try:
+        yield name
+    finally:
+        try:
+            os.rmdir(V2_ROOT + name)
+        except FileNotFoundError:
+            pass
+
+
+@contextlib.contextmanager
 def real_cgroups(v1=True, v2=True, limit='64M', limited=False):
     """Create uniquely named cgroups in the real hierarchies; always removed.
 

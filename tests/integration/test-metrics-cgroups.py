@@ -17,7 +17,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import uuid
 
 sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
 import pressured_test as pt  # noqa: E402
@@ -200,15 +199,9 @@ def fake_tree_checks(tmp):
 
 def real_tree_check():
     v2 = pt.V2_ROOT
-    if not v2 or not os.path.exists(os.path.join(v2, 'cgroup.procs')):
-        pt.skip_part('no cgroup2 hierarchy to test against')
-        return
-    if os.geteuid() != 0:
-        pt.skip_part('creating a cgroup needs root')
-        return
-    name = '/pressured-test-metrics-%s' % uuid.uuid4().hex[:8]
-    os.mkdir(v2 + name)
-    try:
+    with pt.v2_cgroup_part('metrics') as name:
+        if name is None:
+            return
         port = tm.free_port()
         with pt.Daemon(config_text=config(port, name + ' ' + name + '/*')):
             tm.wait_listening(port)
@@ -224,8 +217,6 @@ def real_tree_check():
                         'pressured_cgroup_pressure_%s_waiting_seconds_total' % res not in names:
                     fail('no %s waiting series for %s' % (res, name))
             print('real cgroup %s: %d series' % (name, len(got) - 1))
-    finally:
-        os.rmdir(v2 + name)
 
 
 def main():

@@ -15,7 +15,6 @@ means no thread. Then a host without a cgroup2 hierarchy, and a real
 cgroup2 cgroup without the memory controller (this machine's unified
 hierarchy has none): both "unsupported", the daemon serving on."""
 
-import errno
 import importlib.util
 import os
 import shutil
@@ -23,7 +22,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 
 sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
 import pressured_test as pt  # noqa: E402
@@ -333,15 +331,9 @@ def off_checks(tmp):
 
 def real_tree_check():
     v2 = pt.V2_ROOT
-    if not v2 or not os.path.exists(os.path.join(v2, 'cgroup.procs')):
-        pt.skip_part('no cgroup2 hierarchy to test against')
-        return
-    if os.geteuid() != 0:
-        pt.skip_part('creating a cgroup needs root')
-        return
-    name = '/pressured-test-reclaim-%s' % uuid.uuid4().hex[:8]
-    os.mkdir(v2 + name)
-    try:
+    with pt.v2_cgroup_part('reclaim') as name:
+        if name is None:
+            return
         with pt.Daemon(config_text=config(name)) as d:
             if os.path.exists(v2 + name + '/memory.reclaim'):
                 # A kernel with the memory controller on cgroup2: an empty
@@ -351,12 +343,6 @@ def real_tree_check():
                 e = wait_state(d, name, 'unsupported')
                 pt.check_eq(d.log().count('cannot be reclaimed'), 1, 'log lines for the real cgroup')
             print('real cgroup %s: %s' % (name, e['state']))
-    finally:
-        try:
-            os.rmdir(v2 + name)
-        except OSError as e:
-            if e.errno != errno.ENOENT:
-                raise
 
 
 def main():

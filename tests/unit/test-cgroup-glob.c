@@ -14,6 +14,7 @@
 #include "cgroup-glob.h"
 #include "fail-inject.h"
 #include "metrics-cgroup.h"
+#include "test-capture.h"
 #include "tests.h"
 #include "util.h"
 
@@ -298,16 +299,6 @@ static void test_out_of_memory(void) {
 }
 
 /* ---- the exposition ---- */
-
-static char *take_string(struct evbuffer *b) {
-        size_t n = evbuffer_get_length(b);
-        char *s = malloc(n + 1);
-
-        ASSERT_TRUE(s);
-        ASSERT_EQ(evbuffer_remove(b, s, n), n);
-        s[n] = 0;
-        return s;
-}
 
 static void test_exposition(void) {
         CgroupSample samples[2] = {

@@ -31,6 +31,7 @@
 #include "registration.h"
 #include "status.h"
 #include "subscription.h"
+#include "test-capture.h"
 #include "tests.h"
 #include "util.h"
 
@@ -634,41 +635,6 @@ static uint64_t inject_low(Fixture *f, const char *cgroup) {
         n = registry_inject(&f->reg, cgroup, RESOURCE_MEMORY, LEVEL_LOW, body, now_usec(CLOCK_MONOTONIC));
         body_unref(body);
         return n;
-}
-
-/* Send stderr to a temporary file until stderr_restore(). */
-static int stderr_capture(char path[static 64]) {
-        int saved, fd;
-
-        snprintf(path, 64, "/tmp/test-error-paths-log-XXXXXX");
-        fd = mkstemp(path);
-        ASSERT_TRUE(fd >= 0);
-        fflush(stderr);
-        saved = dup(STDERR_FILENO);
-        ASSERT_TRUE(saved >= 0);
-        ASSERT_TRUE(dup2(fd, STDERR_FILENO) == STDERR_FILENO);
-        close(fd);
-        return saved;
-}
-
-/* Put stderr back, show what was captured there too, and return it. */
-static char *stderr_restore(int saved, const char *path) {
-        static char text[4096];
-        ssize_t n;
-        int fd;
-
-        fflush(stderr);
-        ASSERT_TRUE(dup2(saved, STDERR_FILENO) == STDERR_FILENO);
-        close(saved);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        ASSERT_TRUE(fd >= 0);
-        n = read(fd, text, sizeof(text) - 1);
-        ASSERT_TRUE(n >= 0);
-        text[n] = 0;
-        close(fd);
-        ASSERT_OK(unlink(path));
-        fputs(text, stderr);
-        return text;
 }
 
 /* The first event of an episode arms its timer; refused, that is logged and the registration goes on. */

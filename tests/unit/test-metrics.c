@@ -15,18 +15,8 @@
 
 #include "log.h"
 #include "metrics.h"
+#include "test-capture.h"
 #include "tests.h"
-
-/* The evbuffer's contents as a malloc'ed string; the buffer is emptied. */
-static char *take_string(struct evbuffer *b) {
-        size_t n = evbuffer_get_length(b);
-        char *s = malloc(n + 1);
-
-        ASSERT_TRUE(s);
-        ASSERT_EQ(evbuffer_remove(b, s, n), n);
-        s[n] = 0;
-        return s;
-}
 
 static void test_parse_listen(void) {
         static const char *const bad[] = {

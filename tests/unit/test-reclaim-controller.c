@@ -25,6 +25,7 @@
 #include "log.h"
 #include "reclaim-controller.h"
 #include "reclaim-worker.h"
+#include "test-capture.h"
 #include "tests.h"
 #include "util.h"
 
@@ -244,41 +245,6 @@ static long long field(Fixture *f, const char *cgroup, const char *name) {
 
 static double field_real(Fixture *f, const char *cgroup, const char *name) {
         return json_real_value(json_object_get(entry(f, cgroup), name));
-}
-
-/* Send stderr to a temporary file until stderr_restore(). */
-static int stderr_capture(char path[static 64]) {
-        int saved, fd;
-
-        snprintf(path, 64, "/tmp/test-reclaim-log-XXXXXX");
-        fd = mkstemp(path);
-        ASSERT_TRUE(fd >= 0);
-        fflush(stderr);
-        saved = dup(STDERR_FILENO);
-        ASSERT_TRUE(saved >= 0);
-        ASSERT_TRUE(dup2(fd, STDERR_FILENO) == STDERR_FILENO);
-        close(fd);
-        return saved;
-}
-
-/* Put stderr back, show what was captured there too, and return it. */
-static char *stderr_restore(int saved, const char *path) {
-        static char text[8192];
-        ssize_t n;
-        int fd;
-
-        fflush(stderr);
-        ASSERT_TRUE(dup2(saved, STDERR_FILENO) == STDERR_FILENO);
-        close(saved);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        ASSERT_TRUE(fd >= 0);
-        n = read(fd, text, sizeof(text) - 1);
-        ASSERT_TRUE(n >= 0);
-        text[n] = 0;
-        close(fd);
-        ASSERT_OK(unlink(path));
-        fputs(text, stderr);
-        return text;
 }
 
 static unsigned count_substr(const char *text, const char *what) {
