@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon's one connection to the system bus (sd-bus), driven from the
+ * libevent loop: an event on the bus fd and a timer for sd-bus's own
+ * deadline, no thread, no polling. The connection exists only while some
+ * BusUser holds it: the first user connects, the last one to leave
+ * disconnects, so a daemon that needs no bus holds no bus connection.
+ *
+ * A lost connection (the bus restarted, or went away) is reported to every
+ * user through disconnected(); while users remain, the SystemBus retries
+ * with a backoff timer and calls connected() again once it is back, and the
+ * users add their matches, objects and names anew. Without users there is
+ * no timer.
+ */
+#pragma once
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <systemd/sd-bus.h>
+
+typedef struct SystemBus SystemBus;
+typedef struct BusUser BusUser;
+
+typedef struct BusUserOps {
+        /* The connection is up, the first time or after a reconnect. */
+        void (*connected)(void *userdata, sd_bus *bus);
+        /* The connection is gone; everything added on it is gone with it. */
+        void (*disconnected)(void *userdata);
+} BusUserOps;
+
+/* Nothing connects here. @address NULL: the system bus
+ * ($DBUS_SYSTEM_BUS_ADDRESS or the default socket). */
+int system_bus_new(SystemBus **ret, struct event_base *base, const char *address);
+SystemBus *system_bus_free(SystemBus *b);
+
+/* Add a user; connects if it is the first. connected() is called from the
+ * loop once the connection is up (possibly before this returns). Fails only
+ * on out of memory: a bus that cannot be reached is retried. */
+int system_bus_add_user(SystemBus *b, const BusUserOps *ops, void *userdata, BusUser **ret);
+/* Remove a user; the last one closes the connection. Returns NULL. */
+BusUser *bus_user_free(BusUser *u);
+
+/* The connection, or NULL while there is none. */
+sd_bus *system_bus_get(SystemBus *b);
+bool system_bus_is_connected(const SystemBus *b);
