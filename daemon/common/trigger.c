@@ -157,24 +157,18 @@ int psi_trigger_parse(const char *s, PsiTrigger *ret) {
         const char *p = s;
         PsiTrigger t;
         unsigned n = 0;
+        size_t len;
         int r;
 
         if (!s)
                 return -EINVAL;
 
-        for (;;) {
-                size_t len;
-
-                p += strspn(p, " \t");
-                if (*p == 0)
-                        break;
-                len = strcspn(p, " \t");
+        for (const char *w; (w = next_word(&p, &len));) {
                 if (n >= ELEMENTSOF(tok) || len >= sizeof(tok[0]))
                         return -EINVAL;
-                memcpy(tok[n], p, len);
+                memcpy(tok[n], w, len);
                 tok[n][len] = 0;
                 n++;
-                p += len;
         }
         if (n != ELEMENTSOF(tok))
                 return -EINVAL;

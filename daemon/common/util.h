@@ -141,6 +141,18 @@ static inline int string_table_find(const char *const *table, size_t n, const ch
         }
 
 /* Strip trailing whitespace in place. */
+/* The next blank-separated word of *@p (blanks: space and tab), with its
+ * length in *@ret_len; *@p moves past it. NULL when only blanks are left. */
+static inline const char *next_word(const char **p, size_t *ret_len) {
+        const char *w = *p + strspn(*p, " \t");
+
+        if (*w == 0)
+                return NULL;
+        *ret_len = strcspn(w, " \t");
+        *p = w + *ret_len;
+        return w;
+}
+
 static inline char *strip_trailing(char *s) {
         size_t n = strlen(s);
 

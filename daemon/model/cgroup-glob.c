@@ -78,6 +78,7 @@ static int glob_parse_one(const char *s, size_t len, CgroupGlob *glob, const cha
 int cgroup_globs_parse(const char *text, CgroupGlobs **ret, const char **ret_reason) {
         _cleanup_(cgroup_globs_freep) CgroupGlobs *g = calloc(1, sizeof(*g));
         const char *reason = NULL, *p = text ?: "";
+        size_t len;
         int r;
 
         if (!g)
@@ -87,24 +88,17 @@ int cgroup_globs_parse(const char *text, CgroupGlobs **ret, const char **ret_rea
                         reason = "a pattern must not contain control characters";
                         goto invalid;
                 }
-        for (;;) {
-                size_t len;
-
-                p += strspn(p, " \t");
-                if (*p == 0)
-                        break;
-                len = strcspn(p, " \t");
+        for (const char *w; (w = next_word(&p, &len));) {
                 if (g->n == CGROUP_GLOBS_MAX) {
                         reason = "at most 64 patterns are allowed";
                         goto invalid;
                 }
-                r = glob_parse_one(p, len, &g->glob[g->n], &reason);
+                r = glob_parse_one(w, len, &g->glob[g->n], &reason);
                 g->n++; /* so that its text is freed */
                 if (r == -EINVAL)
                         goto invalid;
                 if (r < 0)
                         return r;
-                p += len;
         }
         *ret = TAKE_PTR(g);
         return 0;
