@@ -21,6 +21,7 @@
 #include "socket-util.h"
 #include "source-protection.h"
 #include "status.h"
+#include "system-bus.h"
 
 struct Manager {
         struct event_base *base;
@@ -92,6 +93,11 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
                 return -ENOMEM;
         }
         m->env = (SourceEnv) { .base = m->base, .v2 = &m->v2, .v1 = &m->v1, .counters = &m->counters };
+        /* No connection until a user needs one; NULL address: $DBUS_SYSTEM_BUS_ADDRESS or the default. */
+        if (system_bus_new(&m->env.bus, m->base, NULL) < 0) {
+                manager_free(m);
+                return -ENOMEM;
+        }
         registry_init(&m->registry, &m->env, config, &m->counters);
         m->status = (StatusContext) {
                 .registry = &m->registry,
@@ -130,6 +136,8 @@ Manager *manager_free(Manager *m) {
         registry_done(&m->registry);
         m->protection = protection_source_free(m->protection);
         m->reclaim = reclaim_controller_free(m->reclaim);
+        /* After every user of the bus. */
+        m->env.bus = system_bus_free(m->env.bus);
         metrics_server_free(m->metrics);
         free_event(&m->ev_sigterm);
         free_event(&m->ev_sigint);

@@ -15,6 +15,7 @@
  *   source-protection.c     the protection source: the one reader of the
  *                           protection tree and its refresh timer
  *   source-choice.c         which source serves a Subscribe request (pure)
+ *   system-bus.c            the one system bus connection (sd-bus), for its users
  */
 #pragma once
 
@@ -29,6 +30,7 @@
 #include "kernfile.h"
 #include "list.h"
 #include "source-type.h"
+#include "system-bus.h"
 #include "trigger.h"
 #include "varlink-error.h"
 
@@ -43,6 +45,7 @@ typedef struct SourceEnv {
         Counters *counters;
         ProtectionSource *protection; /* NULL without a cgroup2 hierarchy */
         bool psi_unprivileged;        /* learned: the kernel wants 2 s windows from us */
+        SystemBus *bus;               /* the system bus, connected only while used */
 } SourceEnv;
 
 /* How a source reports to its owner; every callback may free the source. */
