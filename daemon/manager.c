@@ -15,6 +15,7 @@
 #include "manager.h"
 #include "methods.h"
 #include "metrics.h"
+#include "oomd-watch.h"
 #include "proxy.h"
 #include "reclaim-controller.h"
 #include "registration.h"
@@ -99,6 +100,11 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
                 return -ENOMEM;
         }
         registry_init(&m->registry, &m->env, config, &m->counters);
+        /* systemd-oomd's kills: on the bus only while a kills source exists. */
+        if (oomd_watch_new(m->env.bus, &m->counters, &m->env.oomd) < 0) {
+                manager_free(m);
+                return -ENOMEM;
+        }
         m->status = (StatusContext) {
                 .registry = &m->registry,
                 .counters = &m->counters,
@@ -134,6 +140,8 @@ Manager *manager_free(Manager *m) {
         m->clients = client_server_free(m->clients);
         m->proxy = proxy_stop(m->proxy);
         registry_done(&m->registry);
+        /* Its sources went with the registrations. */
+        m->env.oomd = oomd_watch_free(m->env.oomd);
         m->protection = protection_source_free(m->protection);
         m->reclaim = reclaim_controller_free(m->reclaim);
         /* After every user of the bus. */
