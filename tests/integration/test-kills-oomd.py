@@ -8,8 +8,11 @@ field, not one on another subtree; it is counted once; a signal with a bad
 cgroup or an overlong reason, or sent by a connection that does not own
 org.freedesktop.oom1, is not delivered; "kill_sources" names systemd-oomd
 only while the stand-in owns the name; the daemon holds no bus connection
-before the first kills subscriber and after the last one."""
+before the first kills subscriber and after the last one. A peer in a
+cgroup namespace (a real cgroup2 directory) hears the kills below its root
+named as it sees them."""
 
+import importlib.util
 import json
 import os
 import shutil
@@ -181,6 +184,51 @@ def test_oomd(tmp, bus):
         stranger.stop()
 
 
+def namespace_tools():
+    """Peer and agent_cmd of test-cgroup-namespace.py: a peer in a cgroup namespace driven over a pipe."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'test-cgroup-namespace.py')
+    spec = importlib.util.spec_from_file_location('cgroup_namespace_test', path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.Peer, mod.agent_cmd
+
+
+def test_namespace(bus):
+    Peer, agent_cmd = namespace_tools()
+    with pt.v2_cgroup_part('kills-ns') as name:
+        if name is None:
+            return
+        v2dir = pt.V2_ROOT + name
+        os.mkdir(v2dir + '/job')
+        standin = Standin(bus)
+        peer = None
+        try:
+            standin.do('own')
+            with pt.Daemon(env={'DBUS_SYSTEM_BUS_ADDRESS': bus.address}) as d:
+                host = pt.Varlink(d.socket, timeout=WAIT)
+                host.subscribe(cgroup=name, kills=True)
+                pt.wait_for(lambda: 'systemd-oomd' in kill_sources(d, name), timeout=WAIT,
+                            what='kill_sources to name systemd-oomd')
+                peer = Peer(['unshare', '-C'] + agent_cmd(d.socket), v2dir)
+                peer.connect('c')
+                ev = event_of(peer.subscribe('c', kills=True))
+                pt.check(ev['cgroup'] == '/' and ev['source'] == 'kills', 'the peer subscribes to its "/"', ev)
+                regs = d.status()['registrations']
+                pt.check(len(regs) == 1 and regs[0]['cgroup'] == name and regs[0]['subscribers'] == 2,
+                         'the peer\'s "/" and the host\'s name share one registration', regs)
+                standin.do('kill /elsewhere.slice memory-used')
+                standin.do(f'kill {name}/job memory-pressure')
+                check_oomd_kill(event(host), f'{name}/job', 'memory-pressure', 1, 'the host peer')
+                check_oomd_kill(peer.recv('c', timeout=WAIT)['parameters']['event'], '/job', 'memory-pressure', 1,
+                                'the peer in the namespace, as it names the cgroup')
+                host.close()
+        finally:
+            if peer:
+                peer.stop()
+            standin.stop()
+            os.rmdir(v2dir + '/job')
+
+
 def main():
     if not shutil.which('dbus-daemon') or not shutil.which('busctl'):
         pt.skip('dbus-daemon and busctl are needed')
@@ -188,6 +236,7 @@ def main():
     bus = Bus(tmp)
     try:
         test_oomd(tmp, bus)
+        test_namespace(bus)
     finally:
         bus.stop()
         shutil.rmtree(tmp, ignore_errors=True)
