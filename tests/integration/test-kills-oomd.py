@@ -8,7 +8,9 @@ field, not one on another subtree; it is counted once; a signal with a bad
 cgroup or an overlong reason, or sent by a connection that does not own
 org.freedesktop.oom1, is not delivered; "kill_sources" names systemd-oomd
 only while the stand-in owns the name; the daemon holds no bus connection
-before the first kills subscriber and after the last one. A peer in a
+before the first kills subscriber and after the last one, and with
+[DBus] LowMemoryMonitor=yes shares the service's connection and drops its
+matches with the last kills subscriber. A peer in a
 cgroup namespace (a real cgroup2 directory) hears the kills below its root
 named as it sees them."""
 
@@ -67,6 +69,17 @@ class Bus:
         names = self.call('ListNames')[0]
         return [n for n in names if n.startswith(':') and
                 (self.call('GetConnectionUnixProcessID', 's', n) or [None])[0] == pid]
+
+    def match_rules_of(self, pid):
+        """The match rules of the connections of process @pid (dbus-daemon's Debug.Stats interface)."""
+        out = subprocess.run(['busctl', '--json=short', '--address=' + self.address, 'call', 'org.freedesktop.DBus',
+                              '/org/freedesktop/DBus', 'org.freedesktop.DBus.Debug.Stats', 'GetAllMatchRules'],
+                             capture_output=True, text=True, timeout=WAIT)
+        rules = json.loads(out.stdout)['data'][0]
+        return [r for name in self.connections_of(pid) for r in rules.get(name, [])]
+
+    def killed_matches_of(self, pid):
+        return [r for r in self.match_rules_of(pid) if "member='Killed'" in r]
 
     def stop(self):
         self.proc.terminate()
@@ -139,6 +152,11 @@ def test_oomd(tmp, bus):
             user = pt.Varlink(d.socket, timeout=WAIT)
             user.subscribe(cgroup='/user.slice', kills=True)
 
+            matches = bus.killed_matches_of(d.pid)
+            pt.check(len(matches) == 1 and "sender='org.freedesktop.oom1'" in matches[0] and
+                     "path='/org/freedesktop/oom1'" in matches[0] and
+                     "interface='org.freedesktop.oom1.Manager'" in matches[0],
+                     'one match on Killed for three kills registrations', matches)
             standin.do('kill /system.slice/x.service memory-pressure')
             check_oomd_kill(event(whole), '/system.slice/x.service', 'memory-pressure', 1, 'on /')
             check_oomd_kill(event(slice_), '/system.slice/x.service', 'memory-pressure', 1, 'on /system.slice')
@@ -182,6 +200,36 @@ def test_oomd(tmp, bus):
     finally:
         standin.stop()
         stranger.stop()
+
+
+def test_with_low_memory_monitor(tmp, bus):
+    """[DBus] LowMemoryMonitor=yes holds the connection: kills share it, and take their matches with them."""
+    fake = os.path.join(tmp, 'v2-lmm')
+    pt.make_fake_tree(fake, {'/': {'current': 1 << 30}, '/system.slice': {}})
+    standin = Standin(bus)
+    try:
+        standin.do('own')
+        with pt.Daemon(cgroup_root=fake, env={'DBUS_SYSTEM_BUS_ADDRESS': bus.address},
+                       config_text='[DBus]\nLowMemoryMonitor=yes\n') as d:
+            pt.wait_for(lambda: len(bus.connections_of(d.pid)) == 1, timeout=WAIT,
+                        what='the LowMemoryMonitor service on the bus')
+            pt.check(bus.killed_matches_of(d.pid) == [], 'no match on Killed without a kills subscriber')
+            v = pt.Varlink(d.socket, timeout=WAIT)
+            v.subscribe(kills=True)
+            pt.wait_for(lambda: 'systemd-oomd' in kill_sources(d), timeout=WAIT,
+                        what='kill_sources to name systemd-oomd')
+            pt.check(len(bus.connections_of(d.pid)) == 1 and len(bus.killed_matches_of(d.pid)) == 1,
+                     'kills use the one connection the service holds')
+            standin.do('kill /system.slice/y.service memory-used')
+            check_oomd_kill(event(v), '/system.slice/y.service', 'memory-used', 1, 'beside the service')
+            v.close()
+            pt.wait_for(lambda: bus.killed_matches_of(d.pid) == [], timeout=WAIT,
+                        what='the match to go with the last kills subscriber')
+            pt.check(not any('org.freedesktop.oom1' in r for r in bus.match_rules_of(d.pid)),
+                     'no match about systemd-oomd is left', bus.match_rules_of(d.pid))
+            pt.check(len(bus.connections_of(d.pid)) == 1, 'the service keeps its connection')
+    finally:
+        standin.stop()
 
 
 def namespace_tools():
@@ -236,6 +284,7 @@ def main():
     bus = Bus(tmp)
     try:
         test_oomd(tmp, bus)
+        test_with_low_memory_monitor(tmp, bus)
         test_namespace(bus)
     finally:
         bus.stop()
