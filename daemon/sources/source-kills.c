@@ -170,6 +170,7 @@ static void kills_root_event(Source *s, const struct inotify_event *ev) {
 
         if (ev->mask & IN_Q_OVERFLOW) {
                 /* Lost events: re-read every counter, look for new cgroups. */
+                log_debug("Kills on /: inotify events were lost, re-reading every top-level cgroup.");
                 for (size_t i = 0; i < r->n; i++)
                         kills_top_check(s, r->tops[i]);
                 (void) kills_root_scan(s);

@@ -5,7 +5,8 @@
 memory.events gives a "killed" event by the kernel with the rise as its
 count; other counters give nothing; identical subscribers share one
 registration; min_interval_ms merges kills; "/" watches every top-level
-cgroup, also one made later, up to the limit of 256; the registration goes
+cgroup, also one made later, up to the limit of 256, and survives an
+inotify queue overflow; the registration goes
 with its last subscriber; removing the cgroup ends the stream with
 "removed"; an unprivileged peer may subscribe where it can read; a resource
 other than memory is InvalidParameter; GetStatus and /metrics count the
@@ -15,6 +16,7 @@ import http.client
 import os
 import re
 import shutil
+import signal
 import socket
 import stat
 import sys
@@ -216,6 +218,47 @@ def test_toplevel_limit(tmp):
         v.close()
 
 
+def test_overflow(tmp):
+    """More inotify events than the kernel queues (IN_Q_OVERFLOW) while the
+    daemon is stopped: it re-reads every counter and finds the top-level
+    cgroup whose creation was lost."""
+    fake = os.path.join(tmp, 'v2-overflow')
+    pt.make_fake_tree(fake, {'/': {'current': 1 << 30}, '/a': {}, '/b': {}})
+    with open('/proc/sys/fs/inotify/max_queued_events') as f:
+        queued_max = int(f.read())
+    with pt.Daemon(cgroup_root=fake, env=NO_BUS) as d:
+        v = pt.Varlink(d.socket, timeout=WAIT)
+        v.subscribe(kills=True)
+        fds = [os.open(os.path.join(fake, cg, 'memory.events'), os.O_WRONLY) for cg in ('a', 'b')]
+        os.kill(d.pid, signal.SIGSTOP)
+        try:
+            # Alternating, so that inotify cannot merge them into one event.
+            for i in range(queued_max // 2 + 10):
+                for fd in fds:
+                    text = ''.join(f'{k} {i + 1 if k == "oom_kill" else 0}\n' for k in KEYS).encode()
+                    os.pwrite(fd, text, 0)
+            pt.make_fake_tree(os.path.join(tmp, 'staging-overflow'), {'/late': {}})
+            os.rename(os.path.join(tmp, 'staging-overflow', 'late'), os.path.join(fake, 'late'))
+        finally:
+            os.kill(d.pid, signal.SIGCONT)
+            for fd in fds:
+                os.close(fd)
+        total = queued_max // 2 + 10
+        got = {}
+        while sum(got.values()) < 2 * total:
+            ev = event(v)
+            got[ev['cgroup']] = got.get(ev['cgroup'], 0) + ev['count']
+        pt.check(got == {'/a': total, '/b': total}, 'every kill counted once despite the overflow', got)
+        pt.wait_for(lambda: 'inotify events were lost, re-reading every top-level cgroup' in d.log(),
+                    timeout=WAIT, what='the overflow to be noticed')
+        pt.wait_for(lambda: 'Watching top-level cgroup /late for kills.' in d.log(), timeout=WAIT,
+                    what='the rescan after the overflow to find the new cgroup')
+        set_events(fake, '/late', oom_kill=1)
+        ev = event(v)
+        pt.check(ev['cgroup'] == '/late' and ev['count'] == 1, 'a kill in the cgroup found by the rescan', ev)
+        v.close()
+
+
 def subscribe_as_nobody(sock, cgroups):
     out = []
     for cg in cgroups:
@@ -254,6 +297,7 @@ def main():
         test_cgroup(tmp)
         test_system(tmp)
         test_toplevel_limit(tmp)
+        test_overflow(tmp)
         test_unprivileged(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
