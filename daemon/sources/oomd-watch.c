@@ -25,6 +25,9 @@ struct OomdWatch {
         sd_bus_slot *get_owner;     /* the GetNameOwner call in flight */
         bool installed;             /* the bus confirmed the Killed match */
         bool owned;                 /* org.freedesktop.oom1 has an owner */
+        bool settled;               /* the owner is known on this connection */
+        void (*settled_fn)(void *userdata);
+        void *settled_userdata;
         Source *sources;
 };
 
@@ -46,6 +49,7 @@ static void oomd_watch_drop_slots(OomdWatch *w) {
         w->get_owner = sd_bus_slot_unref(w->get_owner);
         w->installed = false;
         w->owned = false;
+        w->settled = false;
 }
 
 OomdWatch *oomd_watch_free(OomdWatch *w) {
@@ -59,6 +63,24 @@ OomdWatch *oomd_watch_free(OomdWatch *w) {
 
 bool oomd_watch_active(const OomdWatch *w) {
         return w && w->installed && w->owned;
+}
+
+bool oomd_watch_settling(const OomdWatch *w) {
+        return w && w->user && !w->settled;
+}
+
+void oomd_watch_set_settled(OomdWatch *w, void (*fn)(void *userdata), void *userdata) {
+        w->settled_fn = fn;
+        w->settled_userdata = userdata;
+}
+
+/* The picture is complete (or as complete as it gets on this connection). */
+static void oomd_watch_settle(OomdWatch *w) {
+        if (w->settled)
+                return;
+        w->settled = true;
+        if (w->settled_fn)
+                w->settled_fn(w->settled_userdata);
 }
 
 /* Hand one kill to every source at or above the killed cgroup. */
@@ -134,8 +156,10 @@ static int on_get_owner(sd_bus_message *m, void *userdata, sd_bus_error *ret_err
         OomdWatch *w = userdata;
 
         w->get_owner = sd_bus_slot_unref(w->get_owner);
-        /* NameHasNoOwner, or anything else: nobody to hear from yet. */
+        /* NameHasNoOwner, or anything else: nobody to hear from yet. The
+         * reply comes after those of the AddMatch calls sent before it. */
         oomd_watch_set_owned(w, !sd_bus_message_is_method_error(m, NULL));
+        oomd_watch_settle(w);
         return 0;
 }
 
@@ -159,6 +183,7 @@ static void oomd_watch_connected(void *userdata, sd_bus *bus) {
         if (k < 0) {
                 log_warning_errno(-k, "Failed to listen to systemd-oomd on the system bus: %m");
                 oomd_watch_drop_slots(w);
+                oomd_watch_settle(w);
         }
 }
 

@@ -39,3 +39,15 @@ void oomd_watch_remove(OomdWatch *w, Source *s);
 
 /* oomd_watch_active - the match is installed and org.freedesktop.oom1 has an owner. */
 bool oomd_watch_active(const OomdWatch *w);
+
+/*
+ * oomd_watch_settling - the watch is on its way to the bus (connecting,
+ * installing the match, asking who owns the name) and cannot yet say
+ * whether systemd-oomd can report: the first kills subscription's
+ * "subscribed" waits for that (see methods.c). False without sources, once
+ * the owner is known, and without a bus.
+ */
+bool oomd_watch_settling(const OomdWatch *w);
+
+/* oomd_watch_set_settled - call @fn(@userdata) each time the watch stops settling. */
+void oomd_watch_set_settled(OomdWatch *w, void (*fn)(void *userdata), void *userdata);

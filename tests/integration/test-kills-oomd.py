@@ -142,10 +142,11 @@ def test_oomd(tmp, bus):
         with pt.Daemon(cgroup_root=fake, env={'DBUS_SYSTEM_BUS_ADDRESS': bus.address}) as d:
             pt.check(bus.connections_of(d.pid) == [], 'no bus connection without a kills subscriber')
             whole = pt.Varlink(d.socket, timeout=WAIT)
-            whole.subscribe(kills=True)
-            pt.wait_for(lambda: 'systemd-oomd' in kill_sources(d), timeout=WAIT,
-                        what='kill_sources to name systemd-oomd')
-            pt.check_eq(kill_sources(d), ['kernel', 'systemd-oomd'], 'kill_sources on "/" with oomd')
+            ev = event_of(whole.subscribe(kills=True))
+            # The first kills subscription brought the daemon onto the bus; its "subscribed" waited for the match.
+            pt.check_eq(ev['state']['kill_sources'], ['kernel', 'systemd-oomd'],
+                        'kill_sources of the first subscription on "/" with oomd')
+            pt.check_eq(kill_sources(d), ['kernel', 'systemd-oomd'], 'kill_sources of the next one')
             pt.check(len(bus.connections_of(d.pid)) == 1, 'one bus connection for the kills subscribers')
             slice_ = pt.Varlink(d.socket, timeout=WAIT)
             slice_.subscribe(cgroup='/system.slice', kills=True)
@@ -215,9 +216,8 @@ def test_with_low_memory_monitor(tmp, bus):
                         what='the LowMemoryMonitor service on the bus')
             pt.check(bus.killed_matches_of(d.pid) == [], 'no match on Killed without a kills subscriber')
             v = pt.Varlink(d.socket, timeout=WAIT)
-            v.subscribe(kills=True)
-            pt.wait_for(lambda: 'systemd-oomd' in kill_sources(d), timeout=WAIT,
-                        what='kill_sources to name systemd-oomd')
+            pt.check_eq(event_of(v.subscribe(kills=True))['state']['kill_sources'], ['kernel', 'systemd-oomd'],
+                        'the first kills subscription beside the service')
             pt.check(len(bus.connections_of(d.pid)) == 1 and len(bus.killed_matches_of(d.pid)) == 1,
                      'kills use the one connection the service holds')
             standin.do('kill /system.slice/y.service memory-used')
@@ -254,9 +254,9 @@ def test_namespace(bus):
             standin.do('own')
             with pt.Daemon(env={'DBUS_SYSTEM_BUS_ADDRESS': bus.address}) as d:
                 host = pt.Varlink(d.socket, timeout=WAIT)
-                host.subscribe(cgroup=name, kills=True)
-                pt.wait_for(lambda: 'systemd-oomd' in kill_sources(d, name), timeout=WAIT,
-                            what='kill_sources to name systemd-oomd')
+                ev = event_of(host.subscribe(cgroup=name, kills=True))
+                pt.check_eq(ev['state']['kill_sources'], ['systemd-oomd'],
+                            'a real cgroup2 directory without memory.events: systemd-oomd only')
                 peer = Peer(['unshare', '-C'] + agent_cmd(d.socket), v2dir)
                 peer.connect('c')
                 ev = event_of(peer.subscribe('c', kills=True))
