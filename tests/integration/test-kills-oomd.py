@@ -122,6 +122,16 @@ def event_of(reply):
     return reply['parameters']['event']
 
 
+def check_first_sources(d, ev, want, what):
+    """kill_sources of the subscription that brought the daemon onto the bus: complete, unless the
+    bounded wait for the bus ran out first (a daemon slowed down by valgrind), which the log says."""
+    if 'did not tell about systemd-oomd in time' in d.log():
+        pt.check(ev['state']['kill_sources'] in (want, [x for x in want if x != 'systemd-oomd']),
+                 f'{what} (the wait ran out)', ev)
+    else:
+        pt.check_eq(ev['state']['kill_sources'], want, what)
+
+
 def check_oomd_kill(ev, cgroup, reason, seq, what):
     pt.check(ev['kind'] == 'killed' and ev['cgroup'] == cgroup and ev['by'] == 'systemd-oomd' and
              ev['reason'] == reason, f'{what}: systemd-oomd killed {cgroup} ({reason})', ev)
@@ -144,9 +154,10 @@ def test_oomd(tmp, bus):
             whole = pt.Varlink(d.socket, timeout=WAIT)
             ev = event_of(whole.subscribe(kills=True))
             # The first kills subscription brought the daemon onto the bus; its "subscribed" waited for the match.
-            pt.check_eq(ev['state']['kill_sources'], ['kernel', 'systemd-oomd'],
-                        'kill_sources of the first subscription on "/" with oomd')
-            pt.check_eq(kill_sources(d), ['kernel', 'systemd-oomd'], 'kill_sources of the next one')
+            check_first_sources(d, ev, ['kernel', 'systemd-oomd'],
+                                'kill_sources of the first subscription on "/" with oomd')
+            pt.wait_for(lambda: kill_sources(d) == ['kernel', 'systemd-oomd'], timeout=WAIT,
+                        what='kill_sources of the next one')
             pt.check(len(bus.connections_of(d.pid)) == 1, 'one bus connection for the kills subscribers')
             slice_ = pt.Varlink(d.socket, timeout=WAIT)
             slice_.subscribe(cgroup='/system.slice', kills=True)
@@ -216,8 +227,9 @@ def test_with_low_memory_monitor(tmp, bus):
                         what='the LowMemoryMonitor service on the bus')
             pt.check(bus.killed_matches_of(d.pid) == [], 'no match on Killed without a kills subscriber')
             v = pt.Varlink(d.socket, timeout=WAIT)
-            pt.check_eq(event_of(v.subscribe(kills=True))['state']['kill_sources'], ['kernel', 'systemd-oomd'],
-                        'the first kills subscription beside the service')
+            check_first_sources(d, event_of(v.subscribe(kills=True)), ['kernel', 'systemd-oomd'],
+                                'the first kills subscription beside the service')
+            pt.wait_for(lambda: 'systemd-oomd' in kill_sources(d), timeout=WAIT, what='systemd-oomd heard')
             pt.check(len(bus.connections_of(d.pid)) == 1 and len(bus.killed_matches_of(d.pid)) == 1,
                      'kills use the one connection the service holds')
             standin.do('kill /system.slice/y.service memory-used')
@@ -255,8 +267,10 @@ def test_namespace(bus):
             with pt.Daemon(env={'DBUS_SYSTEM_BUS_ADDRESS': bus.address}) as d:
                 host = pt.Varlink(d.socket, timeout=WAIT)
                 ev = event_of(host.subscribe(cgroup=name, kills=True))
-                pt.check_eq(ev['state']['kill_sources'], ['systemd-oomd'],
-                            'a real cgroup2 directory without memory.events: systemd-oomd only')
+                check_first_sources(d, ev, ['systemd-oomd'],
+                                    'a real cgroup2 directory without memory.events: systemd-oomd only')
+                pt.wait_for(lambda: kill_sources(d, name) == ['systemd-oomd'], timeout=WAIT,
+                            what='systemd-oomd heard')
                 peer = Peer(['unshare', '-C'] + agent_cmd(d.socket), v2dir)
                 peer.connect('c')
                 ev = event_of(peer.subscribe('c', kills=True))
