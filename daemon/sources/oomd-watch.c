@@ -2,9 +2,8 @@
 /* The shared match on systemd-oomd's Killed signal. */
 #include <stdlib.h>
 
-#include "cgroup.h"
-#include "cgroup-ns.h"
 #include "event.h"
+#include "kills.h"
 #include "log.h"
 #include "oomd-watch.h"
 #include "util.h"
@@ -92,7 +91,7 @@ static void oomd_watch_deliver(OomdWatch *w, const char *cgroup, const char *rea
         log_info("systemd-oomd killed %s (%s).", cgroup, reason);
         /* Subscribers that stop reading are freed from the loop, not here. */
         LIST_FOREACH_SAFE(tracked, s, n, w->sources)
-                if (cgroup_view_from_real(s->cgroup, cgroup))
+                if (kills_covers(s->cgroup, cgroup))
                         s->cb->event_count(s, event_killed_new(cgroup, "systemd-oomd", reason, rt, mono), mono, 1);
 }
 
@@ -111,10 +110,10 @@ static int on_killed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         /* The name can be owned only as the bus policy allows; still, what it
          * says goes into events: a cgroup path as a client would give it, a
          * reason of reasonable length. */
-        k = cgroup_path_normalize(path, &cgroup);
+        k = kills_oomd_check(path, reason, &cgroup);
         if (k == -ENOMEM)
                 return k;
-        if (k < 0 || strlen(reason) > OOMD_REASON_MAX) {
+        if (k < 0) {
                 log_ratelimited(LOG_WARNING, 0, NULL, 10, 3,
                                 "Ignoring a Killed signal of systemd-oomd with an invalid cgroup or reason.");
                 return 0;

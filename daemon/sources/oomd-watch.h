@@ -9,7 +9,8 @@
  *
  * A Killed signal is counted once (COUNTER_KILLS_SYSTEMD_OOMD) and handed,
  * as a "killed" event with count 1, to every kills source whose cgroup is
- * the killed cgroup or an ancestor of it.
+ * the killed cgroup or an ancestor of it; one that kills_oomd_check()
+ * refuses is dropped with a log line.
  */
 #pragma once
 
@@ -18,9 +19,6 @@
 #include "counters.h"
 #include "source.h"
 #include "system-bus.h"
-
-/* The longest reason accepted from a Killed signal; longer ones are dropped with a log line. */
-#define OOMD_REASON_MAX 255
 
 /*
  * oomd_watch_new - a watch over @bus (NULL: no bus, nothing is ever heard),

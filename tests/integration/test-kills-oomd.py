@@ -5,7 +5,7 @@
 a stand-in org.freedesktop.oom1 (oom1-standin): its Killed signal reaches
 the subscribers on "/" and on the killed cgroup's ancestors with every
 field, not one on another subtree; it is counted once; a signal with a bad
-cgroup or an overlong reason, or sent by a connection that does not own
+cgroup, an empty or overlong reason, or sent by a connection that does not own
 org.freedesktop.oom1, is not delivered; "kill_sources" names systemd-oomd
 only while the stand-in owns the name; the daemon holds no bus connection
 before the first kills subscriber and after the last one, and with
@@ -183,10 +183,11 @@ def test_oomd(tmp, bus):
             # What is not a kill by systemd-oomd is not delivered.
             standin.do('kill relative/path memory-used')
             standin.do('kill /system.slice/x.service ' + 'x' * 256)
+            standin.do('kill /system.slice/x.service ')
             stranger.do('kill /system.slice/x.service memory-pressure')
             standin.do('kill /system.slice/x.service memory-used')
             check_oomd_kill(event(slice_), '/system.slice/x.service', 'memory-used', 2,
-                            'after a bad cgroup, an overlong reason and a stranger\'s signal')
+                            'after a bad cgroup, an overlong and an empty reason and a stranger\'s signal')
             check_oomd_kill(event(whole), '/system.slice/x.service', 'memory-used', 3, 'the same on /')
             pt.check('Ignoring a Killed signal of systemd-oomd with an invalid cgroup or reason.' in d.log(),
                      'the bad signals are logged')
