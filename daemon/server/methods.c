@@ -291,6 +291,8 @@ static void on_kills_timer(evutil_socket_t fd, short what, void *userdata) {
         Methods *ms = userdata;
 
         log_debug("The system bus did not tell about systemd-oomd in time, starting kills streams without it.");
+        /* Until the bus answers, later kills subscriptions do not wait either. */
+        oomd_watch_give_up(ms->registry->env->oomd);
         kills_start_all(ms);
 }
 

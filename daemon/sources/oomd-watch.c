@@ -68,6 +68,11 @@ bool oomd_watch_settling(const OomdWatch *w) {
         return w && w->user && !w->settled;
 }
 
+void oomd_watch_give_up(OomdWatch *w) {
+        if (w)
+                w->settled = true;
+}
+
 void oomd_watch_set_settled(OomdWatch *w, void (*fn)(void *userdata), void *userdata) {
         w->settled_fn = fn;
         w->settled_userdata = userdata;

@@ -47,5 +47,12 @@ bool oomd_watch_active(const OomdWatch *w);
  */
 bool oomd_watch_settling(const OomdWatch *w);
 
-/* oomd_watch_set_settled - call @fn(@userdata) each time the watch stops settling. */
+/*
+ * oomd_watch_give_up - stop settling without the picture (the bus did not
+ * answer in time): later subscriptions do not wait either, until the next
+ * connection to the bus.
+ */
+void oomd_watch_give_up(OomdWatch *w);
+
+/* oomd_watch_set_settled - call @fn(@userdata) each time the watch stops settling with the picture. */
 void oomd_watch_set_settled(OomdWatch *w, void (*fn)(void *userdata), void *userdata);

@@ -92,6 +92,8 @@ def test_cgroup(tmp):
         regs = d.status()['registrations']
         pt.check(len(regs) == 1 and regs[0]['source'] == 'kills' and regs[0]['subscribers'] == 2 and
                  regs[0]['cgroup'] == '/a', 'one shared kills registration', regs)
+        pt.check(d.log().count('did not tell about systemd-oomd in time') == 1,
+                 'once the wait ran out, the next subscription does not wait')
 
         set_events(fake, '/a', oom_kill=2)
         check_killed(event(first), '/a', 2, 1, 'first subscriber')
