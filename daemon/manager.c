@@ -15,12 +15,14 @@
 #include "manager.h"
 #include "methods.h"
 #include "metrics.h"
+#include "oomd-watch.h"
 #include "proxy.h"
 #include "reclaim-controller.h"
 #include "registration.h"
 #include "socket-util.h"
 #include "source-protection.h"
 #include "status.h"
+#include "system-bus.h"
 
 struct Manager {
         struct event_base *base;
@@ -92,7 +94,17 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
                 return -ENOMEM;
         }
         m->env = (SourceEnv) { .base = m->base, .v2 = &m->v2, .v1 = &m->v1, .counters = &m->counters };
+        /* No connection until a user needs one; NULL address: $DBUS_SYSTEM_BUS_ADDRESS or the default. */
+        if (system_bus_new(&m->env.bus, m->base, NULL) < 0) {
+                manager_free(m);
+                return -ENOMEM;
+        }
         registry_init(&m->registry, &m->env, config, &m->counters);
+        /* systemd-oomd's kills: on the bus only while a kills source exists. */
+        if (oomd_watch_new(m->env.bus, &m->counters, &m->env.oomd) < 0) {
+                manager_free(m);
+                return -ENOMEM;
+        }
         m->status = (StatusContext) {
                 .registry = &m->registry,
                 .counters = &m->counters,
@@ -128,8 +140,12 @@ Manager *manager_free(Manager *m) {
         m->clients = client_server_free(m->clients);
         m->proxy = proxy_stop(m->proxy);
         registry_done(&m->registry);
+        /* Its sources went with the registrations. */
+        m->env.oomd = oomd_watch_free(m->env.oomd);
         m->protection = protection_source_free(m->protection);
         m->reclaim = reclaim_controller_free(m->reclaim);
+        /* After every user of the bus. */
+        m->env.bus = system_bus_free(m->env.bus);
         metrics_server_free(m->metrics);
         free_event(&m->ev_sigterm);
         free_event(&m->ev_sigint);

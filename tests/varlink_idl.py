@@ -321,9 +321,32 @@ class Validator:
                 _fail(f'{path}.events', 'at least 1', event['events'])
             if isinstance(request, dict) and ('level' in request or 'vmpressure' in request):
                 required.add('level')
+        if kind == 'killed':
+            self.check_killed(event, path)
+        if kind == 'subscribed' and event.get('source') == 'kills':
+            # A kills stream says who can report kills, possibly nobody.
+            sources = event['state'].get('kill_sources')
+            if sources is None:
+                raise Invalid(f'{path}.state.kill_sources: required in a "kills" subscription, missing in {event!r}')
+            if any(x not in self.KILLERS for x in sources) or len(set(sources)) != len(sources):
+                _fail(f'{path}.state.kill_sources', 'distinct items of ' + ', '.join(self.KILLERS), sources)
         for k in sorted(required):
             if event.get(k) is None:
                 raise Invalid(f'{path}.{k}: required in a "{kind}" event, missing in {event!r}')
+
+    KILLERS = ('kernel', 'systemd-oomd')
+
+    def check_killed(self, event, path):
+        """A "killed" event: by one of KILLERS, the kernel's reason is
+        "oom_kill", at least one kill."""
+        if event['by'] not in self.KILLERS:
+            _fail(f'{path}.by', 'one of (' + ', '.join(self.KILLERS) + ')', event['by'])
+        if event['by'] == 'kernel' and event['reason'] != 'oom_kill':
+            _fail(f'{path}.reason', '"oom_kill" for the kernel', event['reason'])
+        if not event['reason']:
+            _fail(f'{path}.reason', 'a non-empty string', event['reason'])
+        if event['count'] < 1:
+            _fail(f'{path}.count', 'at least 1', event['count'])
 
     RECLAIM_STATES = ('probing', 'backing-off', 'at-floor', 'unsupported')
 

@@ -167,11 +167,15 @@ static void status_write_registration_metrics(struct evbuffer *out, const Status
 /* One pressured_*_total counter per Counter, then the delivery latency histogram. */
 static void status_write_counter_metrics(struct evbuffer *out, const StatusContext *m, const uint64_t *values) {
         for (Counter c = 0; c < _COUNTER_MAX; c++) {
+                const CounterInfo *i = counter_info(c), *prev = c > 0 ? counter_info(c - 1) : NULL;
+                MetricsLabel by = { "by", i->by };
                 char name[64];
 
-                snprintf(name, sizeof(name), "pressured_%s_total", counter_info(c)->name);
-                metrics_write_header(out, name, "counter", counter_info(c)->help);
-                metrics_write_sample_u64(out, name, NULL, 0, values[c]);
+                snprintf(name, sizeof(name), "pressured_%s_total", i->family ?: i->name);
+                /* A labelled family has one header before its first counter. */
+                if (!i->family || !prev || !streq_ptr(prev->family, i->family))
+                        metrics_write_header(out, name, "counter", i->help);
+                metrics_write_sample_u64(out, name, i->family ? &by : NULL, i->family ? 1 : 0, values[c]);
         }
         metrics_histogram_write(out, "pressured_delivery_latency_seconds",
                                 "Time from reading a notification to queueing it for a subscriber.",
