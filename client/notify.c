@@ -297,9 +297,10 @@ static void watch_show_kills(Watch *w, uint64_t now) {
                 return;
         }
         if (n->dry_run) {
-                dry_print(n, "show", ++n->dry_id,
-                          w->pending.n_kills == 1 && w->pending.more_events == 0 ? w->pending.kills[0].cgroup : w->cgroup,
-                          NOTIFY_URGENCY_NORMAL, summary, body);
+                bool one = w->pending.n_kills == 1 && w->pending.more_events == 0;
+
+                dry_print(n, "show", ++n->dry_id, one ? w->pending.kills[0].cgroup : w->cgroup, NOTIFY_URGENCY_NORMAL,
+                          summary, body);
                 ok = true;
         } else
                 ok = bus_notify(n, 0, "dialog-warning", summary, body, NOTIFY_URGENCY_NORMAL, -1, &id) >= 0;

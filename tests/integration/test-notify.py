@@ -18,7 +18,9 @@ is on screen and exits 0. Kills, from a fake daemon: the kills subscription
 on the session (or its usual path), one notification per kill naming the
 scope, who and why, a storm of 1,000 kills gathered into one notification
 after --min-interval, --no-kills, a daemon without kills, and the Notify call
-a kill makes on the bus."""
+a kill makes on the bus. And from the daemon: a rise of oom_kill in the
+session cgroup's memory.events (a fake tree) is shown as a kill by the
+kernel."""
 
 import json
 import math
@@ -261,6 +263,32 @@ def test_kills(tmp, bus):
     check(server.calls('CloseNotification') == [], 'a kill stays on screen at exit', server.calls())
 
 
+def test_kills_daemon(tmp):
+    """The daemon's kernel kills in the session cgroup, on a fake tree and without a system bus."""
+    session = session_or_fallback()
+    fake = os.path.join(tmp, 'kills-v2')
+    pt.make_fake_tree(fake, {'/': {'current': 1 << 30}, '/user.slice': {}, session: {},
+                             session + '/app.slice': {}})
+    events = os.path.join(fake, session.lstrip('/'), 'memory.events')
+    with pt.Daemon(cgroup_root=fake, env={'DBUS_SYSTEM_BUS_ADDRESS': 'unix:path=/nonexistent/no-bus'}) as d:
+        n = Notifier(tmp, 'kills-daemon', d.socket, '--dry-run')
+        try:
+            n.wait_stderr(f'watching kills in {session} (by kernel)')
+            # One write in place, as the kernel updates the file.
+            fd = os.open(events, os.O_WRONLY)
+            try:
+                os.pwrite(fd, b'low 0\nhigh 0\nmax 0\noom 1\noom_kill 3\n', 0)
+            finally:
+                os.close(fd)
+            pt.wait_for(lambda: n.stdout(), timeout=WAIT, what='the kill shown')
+            name = session.rsplit('/', 1)[1]
+            check(n.stdout() == f'show id=1 cgroup={session} urgency=normal summary="{name} was killed" '
+                                f'body="The kernel\'s OOM killer killed 3 processes in it: out of memory.\\n'
+                                f'{session}"\n', 'a kernel kill in the session, as notify shows it', n.stdout())
+        finally:
+            check(n.stop() == 0, 'exit 0 on SIGTERM', n.stderr())
+
+
 def expect_session_message(n):
     """Without --cgroup: the session cgroup from /proc/self/cgroup, or a clear fallback."""
     uid = os.getuid()
@@ -342,6 +370,7 @@ def main():
     notifier = server = None
     try:
         test_kills(tmp, bus)
+        test_kills_daemon(tmp)
         d.start()
         test_dry_run(tmp, d, root)
 

@@ -433,6 +433,30 @@ def test_kills(tmp):
           cells['db'] == '-' and cells['idle'] == '-', 'seconds since the kill, - for none', lines)
     fake.close()
 
+    # The daemon: a rise of oom_kill in a top-level cgroup's memory.events is a kill by the kernel there.
+    with pt.Daemon(cgroup_root=root, env={'DBUS_SYSTEM_BUS_ADDRESS': 'unix:path=/nonexistent/no-bus'}) as d:
+        proc = subprocess.Popen(tt.top_cmd('--json', '-d', '0.05', '--cgroup-root', root, socket=d.socket),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            first = read_until(proc, lambda o: o['daemon'].get('kill_sources'), 'the kills subscription confirmed')
+            check(first['daemon']['kill_sources'] == ['kernel'], 'the kernel only, without a system bus',
+                  first['daemon'])
+            fd = os.open(os.path.join(root, 'app', 'memory.events'), os.O_WRONLY)
+            try:
+                os.pwrite(fd, tt.events_text(oom_kill=2).encode(), 0)
+            finally:
+                os.close(fd)
+            seen = read_until(proc, lambda o: tt.row(o, '/app')['killed'], 'the kernel kill marked')
+            killed = tt.row(seen, '/app')['killed']
+            check((killed['cgroup'], killed['by'], killed['reason'], killed['count']) ==
+                  ('/app', 'kernel', 'oom_kill', 2), 'the kernel kill on /app', killed)
+            check(tt.row(seen, '/app/web')['killed'] is None, 'its children are not marked', seen)
+        finally:
+            proc.terminate()
+            proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()
+
     # A daemon without kills: said in the daemon line and in --json; no column.
     class OldDaemon(FakeDaemon):
         def record(self, call):
