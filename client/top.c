@@ -684,6 +684,7 @@ static int on_kills_event(pressure_subscription *sub, const pressure_event *e, v
         case PRESSURE_EVENT_SUBSCRIBED:
                 t->kills_confirmed = true;
                 t->kill_sources[0] = 0;
+                t->kills_error[0] = 0;
                 n = pressure_event_get_n_kill_sources(e);
                 for (size_t i = 0; i < n; i++)
                         snprintf(t->kill_sources + strlen(t->kill_sources), sizeof(t->kill_sources) -
@@ -739,6 +740,8 @@ static int kills_read(Top *t) {
                 ;
         if (r == -ENOMEM)
                 return r;
+        if (r < 0)
+                snprintf(t->kills_error, sizeof(t->kills_error), "%s", strerror(-r));
         top_kills_expire(t->kills, t->mono_usec);
         return 0;
 }
