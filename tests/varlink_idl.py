@@ -364,6 +364,18 @@ class Validator:
                 if not 0 <= e[k] <= 100:
                     _fail(f'{path}[{n}].{k}', 'a percentage in 0..100', e[k])
 
+    DBUS_LMM_STATES = ('off', 'waiting-for-bus', 'owner', 'name-taken')
+
+    def check_dbus(self, status, path):
+        """GetStatus "dbus": the LowMemoryMonitor state is a string in the
+        IDL (varlink names have no "-"), one of four; counts are never
+        negative."""
+        if status['low_memory_monitor'] not in self.DBUS_LMM_STATES:
+            _fail(f'{path}.low_memory_monitor', 'one of (' + ', '.join(self.DBUS_LMM_STATES) + ')',
+                  status['low_memory_monitor'])
+        if status['low_memory_warnings'] < 0:
+            _fail(f'{path}.low_memory_warnings', 'at least 0', status['low_memory_warnings'])
+
     def check(self, msg, method=None, more=False, request=None):
         """Check one received message; @method is the call it answers (None if
         unknown), @request that call's parameters."""
@@ -405,6 +417,8 @@ class Validator:
         self.check_struct(iface, params, out, f'{method}.parameters')
         if (iface_name, m) == ('io.pressured', 'GetStatus'):
             self.check_reclaim(params.get('reclaim', []), f'{method}.parameters.reclaim')
+            if 'dbus' in params:
+                self.check_dbus(params['dbus'], f'{method}.parameters.dbus')
         if (iface_name, m) == ('io.pressured', 'Subscribe'):
             # Declared as object: its type is the one its kind names.
             self.check_event(iface, params['event'], f'{method}.parameters.event', request)

@@ -118,7 +118,7 @@ static json_t *status_counters_json(const StatusContext *m) {
 json_t *status_json(const StatusContext *m, const CgroupView *view) {
         json_t *regs = status_registrations_json(m, view), *counters = status_counters_json(m);
 
-        return json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:{s:s?, s:s?, s:b}, s:o, s:{s:I, s:o}, s:o}",
+        return json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:{s:s?, s:s?, s:b}, s:o, s:{s:I, s:o}, s:o, s:o}",
                          "version", PACKAGE_VERSION,
                          "uptime_us", (json_int_t) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic),
                          "clients", (json_int_t) (m->clients ? m->clients->n_clients : 0),
@@ -133,7 +133,8 @@ json_t *status_json(const StatusContext *m, const CgroupView *view) {
                          "fast_triggers",
                          "max_per_user", (json_int_t) m->config->max_fast_triggers_per_user,
                          "users", status_fast_users_json(m),
-                         "reclaim", reclaim_controller_status_json(m->reclaim, cgroup_view_root(view, false)));
+                         "reclaim", reclaim_controller_status_json(m->reclaim, cgroup_view_root(view, false)),
+                         "dbus", low_memory_monitor_status_json(m->lmm, m->bus));
 }
 
 static void write_gauge(struct evbuffer *out, const char *name, const char *help, uint64_t v) {
@@ -296,5 +297,6 @@ void status_write_metrics(struct evbuffer *out, void *userdata) {
         status_write_psi_metrics(out, m);
         status_write_cgroup_metrics(out, m);
         reclaim_controller_write_metrics(out, m->reclaim);
+        low_memory_monitor_write_metrics(out, m->lmm, m->bus);
         metrics_write_process(out);
 }

@@ -229,6 +229,11 @@ static void on_io(evutil_socket_t fd, short what, void *userdata) {
         system_bus_dispatch(userdata);
 }
 
+/* Where sd-bus connects, for the log. */
+static const char *system_bus_address(const SystemBus *b) {
+        return b->address ?: secure_getenv("DBUS_SYSTEM_BUS_ADDRESS") ?: "unix:path=/run/dbus/system_bus_socket";
+}
+
 /* Open a connection; on failure, retry later. */
 static void system_bus_connect(SystemBus *b) {
         int k;
@@ -247,15 +252,15 @@ static void system_bus_connect(SystemBus *b) {
         if (k < 0) {
                 system_bus_close(b);
                 if (!b->failed_logged)
-                        log_warning_errno(k, "Failed to connect to the system bus %s, retrying: %m",
-                                          b->address ?: "(default)");
+                        log_warning_errno(k, "Failed to connect to the system bus at %s, retrying: %m",
+                                          system_bus_address(b));
                 else
                         log_debug_errno(k, "Failed to connect to the system bus, retrying: %m");
                 b->failed_logged = true;
                 system_bus_schedule_retry(b);
                 return;
         }
-        log_debug("Connecting to the system bus %s.", b->address ?: "(default)");
+        log_debug("Connecting to the system bus at %s.", system_bus_address(b));
 }
 
 /* Process what sd-bus has, then follow its new wishes. */

@@ -5,10 +5,12 @@
 a stand-in org.freedesktop.oom1 (oom1-standin): its Killed signal reaches
 the subscribers on "/" and on the killed cgroup's ancestors with every
 field, not one on another subtree; it is counted once; a signal with a bad
-cgroup or an overlong reason, or sent by a connection that does not own
+cgroup, an empty or overlong reason, or sent by a connection that does not own
 org.freedesktop.oom1, is not delivered; "kill_sources" names systemd-oomd
 only while the stand-in owns the name; the daemon holds no bus connection
-before the first kills subscriber and after the last one. A peer in a
+before the first kills subscriber and after the last one, and with
+[DBus] LowMemoryMonitor=yes shares the service's connection and drops its
+matches with the last kills subscriber. A peer in a
 cgroup namespace (a real cgroup2 directory) hears the kills below its root
 named as it sees them."""
 
@@ -68,6 +70,17 @@ class Bus:
         return [n for n in names if n.startswith(':') and
                 (self.call('GetConnectionUnixProcessID', 's', n) or [None])[0] == pid]
 
+    def match_rules_of(self, pid):
+        """The match rules of the connections of process @pid (dbus-daemon's Debug.Stats interface)."""
+        out = subprocess.run(['busctl', '--json=short', '--address=' + self.address, 'call', 'org.freedesktop.DBus',
+                              '/org/freedesktop/DBus', 'org.freedesktop.DBus.Debug.Stats', 'GetAllMatchRules'],
+                             capture_output=True, text=True, timeout=WAIT)
+        rules = json.loads(out.stdout)['data'][0]
+        return [r for name in self.connections_of(pid) for r in rules.get(name, [])]
+
+    def killed_matches_of(self, pid):
+        return [r for r in self.match_rules_of(pid) if "member='Killed'" in r]
+
     def stop(self):
         self.proc.terminate()
         self.proc.wait(timeout=WAIT)
@@ -109,6 +122,16 @@ def event_of(reply):
     return reply['parameters']['event']
 
 
+def check_first_sources(d, ev, want, what):
+    """kill_sources of the subscription that brought the daemon onto the bus: complete, unless the
+    bounded wait for the bus ran out first (a daemon slowed down by valgrind), which the log says."""
+    if 'did not tell about systemd-oomd in time' in d.log():
+        pt.check(ev['state']['kill_sources'] in (want, [x for x in want if x != 'systemd-oomd']),
+                 f'{what} (the wait ran out)', ev)
+    else:
+        pt.check_eq(ev['state']['kill_sources'], want, what)
+
+
 def check_oomd_kill(ev, cgroup, reason, seq, what):
     pt.check(ev['kind'] == 'killed' and ev['cgroup'] == cgroup and ev['by'] == 'systemd-oomd' and
              ev['reason'] == reason, f'{what}: systemd-oomd killed {cgroup} ({reason})', ev)
@@ -129,16 +152,23 @@ def test_oomd(tmp, bus):
         with pt.Daemon(cgroup_root=fake, env={'DBUS_SYSTEM_BUS_ADDRESS': bus.address}) as d:
             pt.check(bus.connections_of(d.pid) == [], 'no bus connection without a kills subscriber')
             whole = pt.Varlink(d.socket, timeout=WAIT)
-            whole.subscribe(kills=True)
-            pt.wait_for(lambda: 'systemd-oomd' in kill_sources(d), timeout=WAIT,
-                        what='kill_sources to name systemd-oomd')
-            pt.check_eq(kill_sources(d), ['kernel', 'systemd-oomd'], 'kill_sources on "/" with oomd')
+            ev = event_of(whole.subscribe(kills=True))
+            # The first kills subscription brought the daemon onto the bus; its "subscribed" waited for the match.
+            check_first_sources(d, ev, ['kernel', 'systemd-oomd'],
+                                'kill_sources of the first subscription on "/" with oomd')
+            pt.wait_for(lambda: kill_sources(d) == ['kernel', 'systemd-oomd'], timeout=WAIT,
+                        what='kill_sources of the next one')
             pt.check(len(bus.connections_of(d.pid)) == 1, 'one bus connection for the kills subscribers')
             slice_ = pt.Varlink(d.socket, timeout=WAIT)
             slice_.subscribe(cgroup='/system.slice', kills=True)
             user = pt.Varlink(d.socket, timeout=WAIT)
             user.subscribe(cgroup='/user.slice', kills=True)
 
+            matches = bus.killed_matches_of(d.pid)
+            pt.check(len(matches) == 1 and "sender='org.freedesktop.oom1'" in matches[0] and
+                     "path='/org/freedesktop/oom1'" in matches[0] and
+                     "interface='org.freedesktop.oom1.Manager'" in matches[0],
+                     'one match on Killed for three kills registrations', matches)
             standin.do('kill /system.slice/x.service memory-pressure')
             check_oomd_kill(event(whole), '/system.slice/x.service', 'memory-pressure', 1, 'on /')
             check_oomd_kill(event(slice_), '/system.slice/x.service', 'memory-pressure', 1, 'on /system.slice')
@@ -153,10 +183,11 @@ def test_oomd(tmp, bus):
             # What is not a kill by systemd-oomd is not delivered.
             standin.do('kill relative/path memory-used')
             standin.do('kill /system.slice/x.service ' + 'x' * 256)
+            standin.do('kill /system.slice/x.service ')
             stranger.do('kill /system.slice/x.service memory-pressure')
             standin.do('kill /system.slice/x.service memory-used')
             check_oomd_kill(event(slice_), '/system.slice/x.service', 'memory-used', 2,
-                            'after a bad cgroup, an overlong reason and a stranger\'s signal')
+                            'after a bad cgroup, an overlong and an empty reason and a stranger\'s signal')
             check_oomd_kill(event(whole), '/system.slice/x.service', 'memory-used', 3, 'the same on /')
             pt.check('Ignoring a Killed signal of systemd-oomd with an invalid cgroup or reason.' in d.log(),
                      'the bad signals are logged')
@@ -184,6 +215,36 @@ def test_oomd(tmp, bus):
         stranger.stop()
 
 
+def test_with_low_memory_monitor(tmp, bus):
+    """[DBus] LowMemoryMonitor=yes holds the connection: kills share it, and take their matches with them."""
+    fake = os.path.join(tmp, 'v2-lmm')
+    pt.make_fake_tree(fake, {'/': {'current': 1 << 30}, '/system.slice': {}})
+    standin = Standin(bus)
+    try:
+        standin.do('own')
+        with pt.Daemon(cgroup_root=fake, env={'DBUS_SYSTEM_BUS_ADDRESS': bus.address},
+                       config_text='[DBus]\nLowMemoryMonitor=yes\n') as d:
+            pt.wait_for(lambda: len(bus.connections_of(d.pid)) == 1, timeout=WAIT,
+                        what='the LowMemoryMonitor service on the bus')
+            pt.check(bus.killed_matches_of(d.pid) == [], 'no match on Killed without a kills subscriber')
+            v = pt.Varlink(d.socket, timeout=WAIT)
+            check_first_sources(d, event_of(v.subscribe(kills=True)), ['kernel', 'systemd-oomd'],
+                                'the first kills subscription beside the service')
+            pt.wait_for(lambda: 'systemd-oomd' in kill_sources(d), timeout=WAIT, what='systemd-oomd heard')
+            pt.check(len(bus.connections_of(d.pid)) == 1 and len(bus.killed_matches_of(d.pid)) == 1,
+                     'kills use the one connection the service holds')
+            standin.do('kill /system.slice/y.service memory-used')
+            check_oomd_kill(event(v), '/system.slice/y.service', 'memory-used', 1, 'beside the service')
+            v.close()
+            pt.wait_for(lambda: bus.killed_matches_of(d.pid) == [], timeout=WAIT,
+                        what='the match to go with the last kills subscriber')
+            pt.check(not any('org.freedesktop.oom1' in r for r in bus.match_rules_of(d.pid)),
+                     'no match about systemd-oomd is left', bus.match_rules_of(d.pid))
+            pt.check(len(bus.connections_of(d.pid)) == 1, 'the service keeps its connection')
+    finally:
+        standin.stop()
+
+
 def namespace_tools():
     """Peer and agent_cmd of test-cgroup-namespace.py: a peer in a cgroup namespace driven over a pipe."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'test-cgroup-namespace.py')
@@ -206,9 +267,11 @@ def test_namespace(bus):
             standin.do('own')
             with pt.Daemon(env={'DBUS_SYSTEM_BUS_ADDRESS': bus.address}) as d:
                 host = pt.Varlink(d.socket, timeout=WAIT)
-                host.subscribe(cgroup=name, kills=True)
-                pt.wait_for(lambda: 'systemd-oomd' in kill_sources(d, name), timeout=WAIT,
-                            what='kill_sources to name systemd-oomd')
+                ev = event_of(host.subscribe(cgroup=name, kills=True))
+                check_first_sources(d, ev, ['systemd-oomd'],
+                                    'a real cgroup2 directory without memory.events: systemd-oomd only')
+                pt.wait_for(lambda: kill_sources(d, name) == ['systemd-oomd'], timeout=WAIT,
+                            what='systemd-oomd heard')
                 peer = Peer(['unshare', '-C'] + agent_cmd(d.socket), v2dir)
                 peer.connect('c')
                 ev = event_of(peer.subscribe('c', kills=True))
@@ -236,6 +299,7 @@ def main():
     bus = Bus(tmp)
     try:
         test_oomd(tmp, bus)
+        test_with_low_memory_monitor(tmp, bus)
         test_namespace(bus)
     finally:
         bus.stop()

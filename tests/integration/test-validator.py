@@ -49,7 +49,8 @@ STATUS = {'version': '0.1', 'uptime_us': 5, 'clients': 1, 'subscriptions': 0, 'p
                                       'proxy_connections', 'proxy_events_sent', 'proxy_events_dropped',
                                       'proxy_invalid_requests', 'kills_kernel', 'kills_systemd_oomd')},
           'reclaim': [{'cgroup': '/a', 'reclaimed_bytes': 8192, 'last_step_bytes': 4096, 'stall_pct': 0.05,
-                       'io_stall_pct': 0, 'floor_bytes': 104857600, 'state': 'backing-off'}]}
+                       'io_stall_pct': 0, 'floor_bytes': 104857600, 'state': 'backing-off'}],
+          'dbus': {'connected': False, 'low_memory_monitor': 'off', 'low_memory_warnings': 0}}
 
 
 def ev(event, continues=True):
@@ -183,6 +184,14 @@ BAD = [
      'io.pressured.GetStatus', False, 'GetStatus.parameters.reclaim[0].floor_bytes: expected at least 0'),
     ('reclaim stall above 100%', {'parameters': changed(STATUS, ('reclaim', 0, 'io_stall_pct'), 100.5)},
      'io.pressured.GetStatus', False, 'GetStatus.parameters.reclaim[0].io_stall_pct: expected a percentage'),
+    ('LowMemoryMonitor state not one of the four',
+     {'parameters': changed(STATUS, ('dbus', 'low_memory_monitor'), 'name_taken')},
+     'io.pressured.GetStatus', False,
+     'GetStatus.parameters.dbus.low_memory_monitor: expected one of (off, waiting-for-bus, owner, name-taken)'),
+    ('LowMemoryWarning count below zero', {'parameters': changed(STATUS, ('dbus', 'low_memory_warnings'), -1)},
+     'io.pressured.GetStatus', False, 'GetStatus.parameters.dbus.low_memory_warnings: expected at least 0'),
+    ('dbus missing', {'parameters': changed(STATUS, ('dbus',), DELETE)},
+     'io.pressured.GetStatus', False, 'GetStatus.parameters.dbus: required field of type DBusStatus missing'),
     ('reclaim missing', {'parameters': changed(STATUS, ('reclaim',), DELETE)},
      'io.pressured.GetStatus', False, 'GetStatus.parameters.reclaim: required field of type []ReclaimEntry missing'),
     ('missing required field', {'parameters': changed(STATUS, ('uptime_us',), DELETE)},
