@@ -882,6 +882,40 @@ def test_screen_reclaim(tmp, width, height):
         fake.close()
 
 
+def test_screen_kills(tmp, width, height):
+    """The KILLED column on the full screen: only where it leaves the names 16 columns (not at 80
+    columns, at 100 before CPU and IO, with them at 200), the seconds since the kill in it; a killed
+    row drawn in red, whether the column fits or not."""
+    root = make_tree(tmp)
+    fake = FakeDaemon(os.path.join(tmp, 'fake.sock'))
+    # (A kill reported on / itself, which the daemon never does, gives a row with no indentation.)
+    fake.kills = [kill_event('/app/web', 'kernel', 'oom_kill', 1, 1), kill_event('/', 'kernel', 'oom_kill', 1, 2)]
+    try:
+        with tt.Terminal(width, height) as term:
+            start_top(term, root, tmp, socket=fake.path)
+            screen = term.wait_for(lambda s: 'idle' in s and 'daemon fake' in s, 'the rows with the daemon up')
+            # The kill came with the subscription; wait for a refresh that has taken it in.
+            term.wait_for(lambda s: 31 in row_sgr(s, '/'), 'the killed / row in red', escapes=True)
+            screen = term.wait_for(lambda s: 'idle' in s and ('KILLED' in s or width < 100), 'the table')
+            lines = screen.splitlines()
+            header = next(ln for ln in lines if ln.startswith('CGROUP'))
+            check(all(len(ln) <= width for ln in lines), 'fits the terminal', screen)
+            if width < 100:
+                check('KILLED' not in header, 'no room at 80 columns', header)
+            else:
+                check(header.rstrip().endswith('+OOMK  KILLED'), 'the KILLED column last', header)
+                check((' CPU ' in header) == (width >= 200), 'CPU and IO only where they fit as well', header)
+                end = header.index('KILLED') + len('KILLED')
+                cells = {ln.split()[0]: ln[end - 7:end].strip() for ln in lines[lines.index(header) + 1:]
+                         if ln.strip() and not ln.startswith('s sort')}
+                check(re.fullmatch(r'[0-9]+s', cells['web']) and re.fullmatch(r'[0-9]+s', cells['/']) and
+                      cells['db'] == '-' and cells['idle'] == '-', 'the cells under KILLED', cells)
+            term.send('q')
+            term.wait_text('EXIT=0')
+    finally:
+        fake.close()
+
+
 def test_resize(tmp):
     root = make_tree(tmp)
     with tt.Terminal(80, 24) as term:
@@ -931,7 +965,9 @@ def main():
                     test_signals, lambda tmp: test_screen_episode(tmp, 80, 24),
                     lambda tmp: test_screen_episode(tmp, 200, 50),
                     lambda tmp: test_screen_reclaim(tmp, 80, 24), lambda tmp: test_screen_reclaim(tmp, 100, 30),
-                    lambda tmp: test_screen_reclaim(tmp, 200, 50)]
+                    lambda tmp: test_screen_reclaim(tmp, 200, 50),
+                    lambda tmp: test_screen_kills(tmp, 80, 24), lambda tmp: test_screen_kills(tmp, 100, 30),
+                    lambda tmp: test_screen_kills(tmp, 200, 50)]
     if tt.have_tmux():
         tests += screen_tests
     else:
