@@ -43,6 +43,7 @@ typedef enum SelectorSource {
         SELECTOR_VMPRESSURE,
         SELECTOR_MEMORY_EVENTS,
         SELECTOR_PROTECTION,
+        SELECTOR_KILLS,
 } SelectorSource;
 
 struct pressure_selector {
@@ -239,6 +240,16 @@ _public_ int pressure_selector_set_protection(pressure_selector *s) {
 }
 
 /**
+ * pressure_selector_set_kills - select kills in the cgroup and below it.
+ */
+_public_ int pressure_selector_set_kills(pressure_selector *s) {
+        if (!s)
+                return -EINVAL;
+        s->source = SELECTOR_KILLS;
+        return 0;
+}
+
+/**
  * pressure_selector_set_min_interval_ms - coalesce events; 0 turns it off.
  */
 _public_ int pressure_selector_set_min_interval_ms(pressure_selector *s, uint64_t interval_ms) {
@@ -298,6 +309,10 @@ static int selector_to_request(const pressure_selector *s, char **ret) {
                 break;
         case SELECTOR_PROTECTION:
                 if (json_object_set_new(params, "protection", json_true()) < 0)
+                        return -ENOMEM;
+                break;
+        case SELECTOR_KILLS:
+                if (json_object_set_new(params, "kills", json_true()) < 0)
                         return -ENOMEM;
                 break;
         }

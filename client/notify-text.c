@@ -329,3 +329,145 @@ bool notify_episode_end(NotifyEpisode *e) {
         *e = (NotifyEpisode) {};
         return shown;
 }
+
+/* ---- kills ---------------------------------------------------------------------------- */
+
+const char *notify_kill_name(const char *cgroup) {
+        const char *slash = cgroup ? strrchr(cgroup, '/') : NULL;
+
+        if (!cgroup || !*cgroup)
+                return "/";
+        /* A path that ends in "/" (the root) is named as a whole. */
+        return slash && slash[1] ? slash + 1 : cgroup;
+}
+
+static void kill_clear(NotifyKill *x) {
+        free(x->cgroup);
+        free(x->by);
+        free(x->reason);
+        *x = (NotifyKill) {};
+}
+
+/* Merge the kill into the one of the same cgroup, killer and reason, or add it; counted beyond the names. */
+static int kills_merge(NotifyKills *k, const char *cgroup, const char *by, const char *reason, uint64_t count) {
+        NotifyKill *x;
+
+        for (size_t i = 0; i < k->n_kills; i++) {
+                x = &k->kills[i];
+                if (streq(x->cgroup, cgroup) && streq(x->by, by) && streq(x->reason, reason)) {
+                        x->count += count;
+                        return 0;
+                }
+        }
+        if (k->n_kills >= NOTIFY_KILL_NAMES) {
+                k->more_events++;
+                k->more_kills += count;
+                return 0;
+        }
+        x = &k->kills[k->n_kills];
+        *x = (NotifyKill) { strdup(cgroup), strdup(by), strdup(reason), count };
+        if (!x->cgroup || !x->by || !x->reason) {
+                kill_clear(x);
+                return -ENOMEM;
+        }
+        k->n_kills++;
+        return 0;
+}
+
+int notify_kills_add(NotifyKills *k, const char *cgroup, const char *by, const char *reason, uint64_t count,
+                     uint64_t now_us, uint64_t min_interval_us) {
+        int r = kills_merge(k, cgroup ?: "/", by ?: "unknown", reason ?: "unknown", count > 0 ? count : 1);
+
+        if (r < 0)
+                return r;
+        return notify_kills_due(k, now_us, min_interval_us) == NOTIFY_SHOW ? NOTIFY_SHOW : NOTIFY_DEFER;
+}
+
+uint64_t notify_kills_deadline(const NotifyKills *k, uint64_t min_interval_us) {
+        if (k->n_kills == 0)
+                return UINT64_MAX;
+        return k->last_try_us == 0 ? 0 : k->last_try_us + min_interval_us;
+}
+
+NotifyAction notify_kills_due(const NotifyKills *k, uint64_t now_us, uint64_t min_interval_us) {
+        return now_us >= notify_kills_deadline(k, min_interval_us) ? NOTIFY_SHOW : NOTIFY_NOTHING;
+}
+
+void notify_kills_tried(NotifyKills *k, uint64_t now_us, bool ok) {
+        if (ok)
+                notify_kills_done(k);
+        k->last_try_us = now_us;
+}
+
+void notify_kills_done(NotifyKills *k) {
+        for (size_t i = 0; i < k->n_kills; i++)
+                kill_clear(&k->kills[i]);
+        *k = (NotifyKills) {};
+}
+
+/* Who killed and why, as one sentence about the killed cgroup ("it"). */
+static void kill_sentence(FILE *f, const NotifyKill *x) {
+        if (streq(x->by, "kernel") && streq(x->reason, "oom_kill")) {
+                if (x->count == 1)
+                        fputs("The kernel's OOM killer killed a process in it: out of memory.", f);
+                else
+                        fprintf(f, "The kernel's OOM killer killed %" PRIu64 " processes in it: out of memory.",
+                                x->count);
+                return;
+        }
+        if (streq(x->by, "systemd-oomd") && streq(x->reason, "memory-pressure"))
+                fputs("systemd-oomd killed it: its memory pressure stayed over the limit", f);
+        else if (streq(x->by, "systemd-oomd") && streq(x->reason, "memory-used"))
+                fputs("systemd-oomd killed it: too much memory and swap in use", f);
+        else
+                fprintf(f, "%s killed it (%s)", x->by, x->reason);
+        if (x->count > 1)
+                fprintf(f, ", %" PRIu64 " times", x->count);
+        fputs(".", f);
+}
+
+/* The body of several kills: one line each, "NAME, by KILLER (REASON[, N kills])", then the rest counted. */
+static void kills_lines(FILE *f, const NotifyKills *k) {
+        for (size_t i = 0; i < k->n_kills; i++) {
+                const NotifyKill *x = &k->kills[i];
+
+                fprintf(f, "%s%s, by %s (%s", i > 0 ? "\n" : "", notify_kill_name(x->cgroup), x->by, x->reason);
+                if (x->count > 1)
+                        fprintf(f, ", %" PRIu64 " kills", x->count);
+                fputs(")", f);
+        }
+        if (k->more_events > 0)
+                fprintf(f, "\nand %" PRIu64 " more", k->more_kills);
+}
+
+int notify_format_kills(const NotifyKills *k, char **ret_summary, char **ret_body) {
+        _cleanup_free_ char *summary = NULL, *body = NULL;
+        uint64_t total = k->more_kills;
+        size_t size = 0;
+        FILE *f;
+        int r;
+
+        for (size_t i = 0; i < k->n_kills; i++)
+                total += k->kills[i].count;
+        if (k->n_kills == 1 && k->more_events == 0)
+                r = asprintf(&summary, "%s was killed", notify_kill_name(k->kills[0].cgroup));
+        else
+                r = asprintf(&summary, "%" PRIu64 " kills for lack of memory", total);
+        if (r < 0) {
+                summary = NULL;
+                return -ENOMEM;
+        }
+        f = open_memstream(&body, &size);
+        if (!f)
+                return -ENOMEM;
+        if (k->n_kills == 1 && k->more_events == 0) {
+                kill_sentence(f, &k->kills[0]);
+                fprintf(f, "\n%s", k->kills[0].cgroup);
+        } else
+                kills_lines(f, k);
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        *ret_summary = TAKE_PTR(summary);
+        *ret_body = TAKE_PTR(body);
+        return 0;
+}

@@ -4,9 +4,10 @@
  * desktop notifications (org.freedesktop.Notifications on the session bus,
  * through sd-bus). It watches the user's service manager cgroup and the
  * whole system, one notification per episode, updated in place and rate
- * limited, closed or replaced when the episode clears. The words and the
- * rate limit are in notify-text.c; this file owns the subscriptions, the
- * bus and the loop.
+ * limited, closed or replaced when the episode clears. It also watches
+ * kills in the session (or --cgroup): one notification per kill, under the
+ * same minimum interval. The words and the rate limits are in
+ * notify-text.c; this file owns the subscriptions, the bus and the loop.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -37,8 +38,8 @@
 #define NOTIFY_CLEARED_EXPIRE_MS 5000
 #define NOTIFY_DEFAULT_INTERVAL_USEC (10 * USEC_PER_SEC)
 #define NOTIFY_MAX_INTERVAL_SEC 3600.0
-/* The session cgroup and the whole system. */
-#define NOTIFY_MAX_WATCHES 2
+/* The session cgroup and the whole system, and kills in the session. */
+#define NOTIFY_MAX_WATCHES 3
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
@@ -47,8 +48,11 @@ typedef struct Notifier Notifier;
 typedef struct Watch {
         Notifier *n;
         char *cgroup;           /* "/" for the whole system */
+        bool kills;             /* a kills subscription, not a pressure one */
+        bool kills_fallback;    /* its cgroup is the usual path of user@UID.service, not where we run */
         pressure_subscription *sub;
         NotifyEpisode ep;
+        NotifyKills pending;    /* kills: those waiting to be shown */
         uint32_t id;            /* the server's id of the episode's notification; 0 = none */
         uint64_t since_hint_us; /* the active episode a (re)subscription found; 0 = none */
         bool ended;             /* the subscription is over (error, removed) */
@@ -73,10 +77,10 @@ struct Notifier {
 
 /* ---- output of --dry-run ------------------------------------------------------------- */
 
-static void dry_print(Notifier *n, const char *action, uint32_t id, const Watch *w, int urgency,
+static void dry_print(Notifier *n, const char *action, uint32_t id, const char *cgroup, int urgency,
                       const char *summary, const char *body) {
         if (n->json) {
-                json_t *o = json_pack("{s:s, s:I, s:s}", "action", action, "id", (json_int_t) id, "cgroup", w->cgroup);
+                json_t *o = json_pack("{s:s, s:I, s:s}", "action", action, "id", (json_int_t) id, "cgroup", cgroup);
                 char *text;
 
                 if (!o)
@@ -94,7 +98,7 @@ static void dry_print(Notifier *n, const char *action, uint32_t id, const Watch 
                 free(text);
                 return;
         }
-        printf("%s id=%" PRIu32 " cgroup=%s", action, id, w->cgroup);
+        printf("%s id=%" PRIu32 " cgroup=%s", action, id, cgroup);
         if (urgency >= 0)
                 printf(" urgency=%s", notify_urgency_to_string((uint8_t) urgency));
         if (summary) {
@@ -260,7 +264,7 @@ static void watch_show(Watch *w, NotifyAction action, uint64_t now) {
         if (n->dry_run) {
                 if (w->id == 0)
                         w->id = ++n->dry_id;
-                dry_print(n, action == NOTIFY_SHOW ? "show" : "update", w->id, w, urgency, summary, body);
+                dry_print(n, action == NOTIFY_SHOW ? "show" : "update", w->id, w->cgroup, urgency, summary, body);
                 ok = true;
         } else {
                 uint32_t id;
@@ -272,6 +276,35 @@ static void watch_show(Watch *w, NotifyAction action, uint64_t now) {
                 }
         }
         notify_episode_tried(&w->ep, now, ok);
+}
+
+/*
+ * Show the kills waiting in @w, one new notification (a kill is news of its
+ * own: it replaces nothing and is not closed), urgency normal: it is over,
+ * nothing is to be done at once. The cgroup of --dry-run is the killed one.
+ */
+static void watch_show_kills(Watch *w, uint64_t now) {
+        Notifier *n = w->n;
+        _cleanup_free_ char *summary = NULL, *body = NULL;
+        bool ok = false;
+        uint32_t id;
+        int r;
+
+        r = notify_format_kills(&w->pending, &summary, &body);
+        if (r < 0) {
+                fprintf(stderr, "pressurectl: notify: %s\n", strerror(-r));
+                notify_kills_tried(&w->pending, now, false);
+                return;
+        }
+        if (n->dry_run) {
+                bool one = w->pending.n_kills == 1 && w->pending.more_events == 0;
+
+                dry_print(n, "show", ++n->dry_id, one ? w->pending.kills[0].cgroup : w->cgroup, NOTIFY_URGENCY_NORMAL,
+                          summary, body);
+                ok = true;
+        } else
+                ok = bus_notify(n, 0, "dialog-warning", summary, body, NOTIFY_URGENCY_NORMAL, -1, &id) >= 0;
+        notify_kills_tried(&w->pending, now, ok);
 }
 
 /* The episode of @w is over: close its notification, or replace it with a short note. */
@@ -290,9 +323,9 @@ static void watch_end(Watch *w, uint64_t duration_us) {
         }
         if (n->dry_run) {
                 if (n->on_cleared_replace)
-                        dry_print(n, "replace", id, w, NOTIFY_URGENCY_LOW, summary, body);
+                        dry_print(n, "replace", id, w->cgroup, NOTIFY_URGENCY_LOW, summary, body);
                 else
-                        dry_print(n, "close", id, w, -1, NULL, NULL);
+                        dry_print(n, "close", id, w->cgroup, -1, NULL, NULL);
                 return;
         }
         if (n->on_cleared_replace)
@@ -323,10 +356,76 @@ static void watch_report_error(Watch *w, const pressure_error *error) {
         if (text)
                 fprintf(stderr, "%s\n", text);
         else
-                fprintf(stderr, "pressurectl: notify: cannot watch %s: %s\n", watch_name(w),
+                fprintf(stderr, "pressurectl: notify: cannot watch %s%s: %s\n", w->kills ? "kills in " : "", watch_name(w),
                         o ? json_string_value(json_object_get(o, "message")) : strerror(-pressure_error_get_errno(error)));
         free(text);
         json_decref(o);
+}
+
+/* "watching kills in CGROUP (by kernel, systemd-oomd)", once. */
+static void kills_subscribed(Watch *w, const pressure_event *ev) {
+        size_t n = pressure_event_get_n_kill_sources(ev);
+
+        if (w->subscribed)
+                return;
+        w->subscribed = true;
+        fprintf(stderr, "pressurectl: notify: watching kills in %s (", watch_name(w));
+        if (n == 0)
+                fprintf(stderr, "no killer reports yet");
+        for (size_t i = 0; i < n; i++)
+                fprintf(stderr, "%s%s", i > 0 ? ", " : "by ", pressure_event_get_kill_source(ev, i));
+        fprintf(stderr, ")\n");
+}
+
+/*
+ * The kills subscription ended with @error. A daemon without kills, and no
+ * user@UID.service where it usually is, are said in a line of their own:
+ * notify goes on with pressure.
+ */
+static void kills_failed(Watch *w, const pressure_error *error) {
+        const char *name = pressure_error_get_name(error);
+
+        if (streq_ptr(name, "org.varlink.service.InvalidParameter") &&
+            streq_ptr(pressure_error_get_parameter_string(error, "parameter"), "kills"))
+                fprintf(stderr, "pressurectl: notify: the daemon does not report kills (it is older than 0.3); "
+                        "not watching them\n");
+        else if (w->kills_fallback && streq_ptr(name, "io.pressured.NoSuchCgroup"))
+                fprintf(stderr, "pressurectl: notify: there is no %s; not watching kills\n", w->cgroup);
+        else
+                watch_report_error(w, error);
+}
+
+static int on_kills_event(pressure_subscription *s, const pressure_event *ev, void *userdata) {
+        Watch *w = userdata;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        int r;
+
+        (void) s;
+        switch (pressure_event_get_kind(ev)) {
+        case PRESSURE_EVENT_SUBSCRIBED:
+                kills_subscribed(w, ev);
+                break;
+        case PRESSURE_EVENT_KILLED:
+                r = notify_kills_add(&w->pending, pressure_event_get_cgroup(ev), pressure_event_get_killed_by(ev),
+                                     pressure_event_get_reason(ev), pressure_event_get_count(ev), now,
+                                     w->n->min_interval_us);
+                if (r < 0)
+                        fprintf(stderr, "pressurectl: notify: %s\n", strerror(-r));
+                else if (r == NOTIFY_SHOW)
+                        watch_show_kills(w, now);
+                break;
+        case PRESSURE_EVENT_REMOVED:
+                fprintf(stderr, "pressurectl: notify: %s is gone, no longer watching kills in it\n", watch_name(w));
+                w->ended = true;
+                break;
+        case PRESSURE_EVENT_ERROR:
+                kills_failed(w, pressure_event_get_error(ev));
+                w->ended = true;
+                break;
+        default:
+                break;
+        }
+        return 0;
 }
 
 static int on_event(pressure_subscription *s, const pressure_event *ev, void *userdata) {
@@ -417,15 +516,16 @@ static bool cgroup_path_ok(const char *p) {
         return true;
 }
 
-static int watch_add(Notifier *n, const char *cgroup, pressure_level level) {
+/* Subscribe to pressure at @level on @cgroup, or with @kills to its kills. */
+static int watch_add(Notifier *n, const char *cgroup, pressure_level level, bool kills) {
         Watch *w = &n->watches[n->n_watches];
         _cleanup_(pressure_selector_freep) pressure_selector *sel = NULL;
         int r;
 
         for (size_t i = 0; i < n->n_watches; i++)
-                if (streq(n->watches[i].cgroup, cgroup))
+                if (streq(n->watches[i].cgroup, cgroup) && n->watches[i].kills == kills)
                         return 0;
-        *w = (Watch) { .n = n, .cgroup = strdup(cgroup) };
+        *w = (Watch) { .n = n, .cgroup = strdup(cgroup), .kills = kills };
         if (!w->cgroup)
                 return -ENOMEM;
         n->n_watches++;
@@ -433,15 +533,17 @@ static int watch_add(Notifier *n, const char *cgroup, pressure_level level) {
         if (r >= 0)
                 r = pressure_selector_set_cgroup(sel, streq(cgroup, "/") ? NULL : cgroup);
         if (r >= 0)
-                r = pressure_selector_set_level(sel, level);
+                r = kills ? pressure_selector_set_kills(sel) : pressure_selector_set_level(sel, level);
         if (r >= 0)
-                r = pressure_client_subscribe_async(n->client, sel, on_event, w, &w->sub);
+                r = pressure_client_subscribe_async(n->client, sel, kills ? on_kills_event : on_event, w, &w->sub);
         return r;
 }
 
 static void notifier_done(Notifier *n) {
-        for (size_t i = 0; i < n->n_watches; i++)
+        for (size_t i = 0; i < n->n_watches; i++) {
                 free(n->watches[i].cgroup);
+                notify_kills_done(&n->watches[i].pending);
+        }
         n->client = pressure_client_free(n->client);
         bus_drop(n);
         top_roots_done(&n->roots);
@@ -463,7 +565,8 @@ static int poll_timeout_ms(Notifier *n, uint64_t now) {
         if (pressure_client_get_timeout(n->client, &t) >= 0 && t != PRESSURE_TIMEOUT_INFINITE)
                 wait = t > now ? t - now : 0;
         for (size_t i = 0; i < n->n_watches; i++) {
-                uint64_t d = notify_episode_deadline(&n->watches[i].ep, n->min_interval_us);
+                uint64_t d = MIN(notify_episode_deadline(&n->watches[i].ep, n->min_interval_us),
+                                 notify_kills_deadline(&n->watches[i].pending, n->min_interval_us));
 
                 if (d != UINT64_MAX)
                         wait = MIN(wait, d > now ? d - now : 0);
@@ -522,6 +625,8 @@ static int run(Notifier *n, int sigfd) {
 
                         if (a != NOTIFY_NOTHING)
                                 watch_show(w, a, now);
+                        if (notify_kills_due(&w->pending, now, n->min_interval_us) == NOTIFY_SHOW)
+                                watch_show_kills(w, now);
                         n_active += !w->ended;
                 }
                 if (n_active == 0) {
@@ -533,20 +638,24 @@ static int run(Notifier *n, int sigfd) {
 
 static void help(void) {
         printf("pressurectl [OPTIONS] notify [--cgroup CGROUP] [--level L] [--on-cleared close|replace]\n"
-               "                             [--min-interval SEC] [--dry-run]\n\n"
+               "                             [--min-interval SEC] [--no-kills] [--dry-run]\n\n"
                "Show memory pressure on the user's session (the user@UID.service cgroup) and on\n"
                "the whole system as desktop notifications (org.freedesktop.Notifications on the\n"
                "session bus): one per pressure episode, urgency by level, updated in place with\n"
                "how long it has lasted and the three largest child cgroups by memory.current.\n"
+               "Also one notification per kill in the session, by the kernel or systemd-oomd:\n"
+               "the unit or scope killed, who killed it and why.\n"
                "Waits for the daemon, and for the notification server, when they are not there.\n\n"
                "Options:\n"
                "     --cgroup CGROUP        watch CGROUP instead of the session's (\"/\": the\n"
-               "                            whole system only)\n"
+               "                            whole system only), kills included\n"
                "     --level L              the level subscribed to: low, medium (default), critical\n"
                "     --on-cleared ACTION    when an episode ends: close its notification (default)\n"
                "                            or replace it with a short \"cleared\" note\n"
                "     --min-interval SEC     update an episode's notification at most once per SEC\n"
-               "                            seconds (default 10; a rising level is shown at once)\n"
+               "                            seconds (default 10; a rising level is shown at once);\n"
+               "                            kills within SEC of the last shown are shown together\n"
+               "     --no-kills             do not show kills\n"
                "     --dry-run              print each notification action, one line each (with\n"
                "                            --json, one JSON object), instead of showing it\n"
                "     --cgroup-root DIR      cgroup2 hierarchy to read children from (default: from\n"
@@ -559,9 +668,10 @@ typedef struct NotifyArgs {
         const char *cgroup;   /* --cgroup, or NULL for the session's */
         pressure_level level; /* --level */
         bool roots_given;     /* --cgroup-root or --cgroup-v1-root */
+        bool no_kills;        /* --no-kills */
 } NotifyArgs;
 
-enum { ARG_CGROUP = 0x100, ARG_LEVEL, ARG_ON_CLEARED, ARG_MIN_INTERVAL, ARG_DRY_RUN, ARG_ROOT, ARG_V1_ROOT };
+enum { ARG_CGROUP = 0x100, ARG_LEVEL, ARG_ON_CLEARED, ARG_MIN_INTERVAL, ARG_DRY_RUN, ARG_ROOT, ARG_V1_ROOT, ARG_NO_KILLS };
 
 /* Apply one option to @n and @a; returns -1 to go on, or the exit status to end with. */
 static int parse_option(Notifier *n, NotifyArgs *a, int opt, const char *arg) {
@@ -598,6 +708,9 @@ static int parse_option(Notifier *n, NotifyArgs *a, int opt, const char *arg) {
         case ARG_DRY_RUN:
                 n->dry_run = true;
                 return -1;
+        case ARG_NO_KILLS:
+                a->no_kills = true;
+                return -1;
         case ARG_ROOT:
         case ARG_V1_ROOT: {
                 char **dst = opt == ARG_ROOT ? &n->roots.v2 : &n->roots.v1_memory;
@@ -625,6 +738,7 @@ static int parse_argv(Notifier *n, NotifyArgs *a, int argc, char **argv) {
                 { "on-cleared",     required_argument, NULL, ARG_ON_CLEARED },
                 { "min-interval",   required_argument, NULL, ARG_MIN_INTERVAL },
                 { "dry-run",        no_argument,       NULL, ARG_DRY_RUN },
+                { "no-kills",       no_argument,       NULL, ARG_NO_KILLS },
                 { "cgroup-root",    required_argument, NULL, ARG_ROOT },
                 { "cgroup-v1-root", required_argument, NULL, ARG_V1_ROOT },
                 {}
@@ -663,7 +777,28 @@ static int client_setup(Notifier *n, const char *socket, bool user) {
         return -1;
 }
 
-/* Watch @a's cgroup (default: the session's), then the whole system; returns 0 or a negative errno. */
+/*
+ * Watch kills in @cgroup, the one watched for pressure; without one (we do
+ * not run in the session) in the usual place of the user's service
+ * manager, /user.slice/user-UID.slice/user@UID.service.
+ */
+static int kills_add(Notifier *n, const char *cgroup) {
+        _cleanup_free_ char *fallback = NULL;
+        int r;
+
+        if (!cgroup) {
+                if (asprintf(&fallback, "/user.slice/user-%u.slice/user@%u.service", (unsigned) getuid(),
+                             (unsigned) getuid()) < 0)
+                        return -ENOMEM;
+                cgroup = fallback;
+        }
+        r = watch_add(n, cgroup, PRESSURE_LEVEL_NONE, true);
+        if (r >= 0 && fallback)
+                n->watches[n->n_watches - 1].kills_fallback = true;
+        return r;
+}
+
+/* Watch @a's cgroup (default: the session's), then the whole system, then kills; returns 0 or a negative errno. */
 static int watches_add(Notifier *n, const NotifyArgs *a) {
         _cleanup_free_ char *session = NULL;
         const char *cgroup = a->cgroup;
@@ -672,9 +807,11 @@ static int watches_add(Notifier *n, const NotifyArgs *a) {
         if (!cgroup)
                 cgroup = session = session_cgroup();
         if (cgroup)
-                r = watch_add(n, cgroup, a->level);
+                r = watch_add(n, cgroup, a->level, false);
         if (r >= 0)
-                r = watch_add(n, "/", a->level);
+                r = watch_add(n, "/", a->level, false);
+        if (r >= 0 && !a->no_kills)
+                r = kills_add(n, cgroup);
         return r;
 }
 

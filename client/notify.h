@@ -3,7 +3,8 @@
  * pressurectl notify: desktop notifications of memory pressure.
  * notify-text.c owns the pure part (no I/O, no bus): finding the session
  * cgroup in the text of /proc/self/cgroup, the notification text, the
- * urgency of a level, and the per-episode rate limit. notify.c owns the
+ * urgency of a level, the per-episode rate limit, and the kills waiting
+ * to be shown. notify.c owns the
  * command: the subscriptions, the session bus and the loop.
  */
 #pragma once
@@ -157,6 +158,74 @@ void notify_episode_tried(NotifyEpisode *e, uint64_t now_us, bool ok);
  * was on screen (then it is to be closed or replaced); @e is reset.
  */
 bool notify_episode_end(NotifyEpisode *e);
+
+/* ---- kills ---------------------------------------------------------------------------- */
+
+/* How many kills one notification names; more are counted ("and 3 more"). */
+#define NOTIFY_KILL_NAMES 3
+
+/* One killed cgroup as a notification names it. */
+typedef struct NotifyKill {
+        char *cgroup;   /* the path the daemon sent */
+        char *by;       /* "kernel", "systemd-oomd", ... */
+        char *reason;   /* "oom_kill", "memory-pressure", "memory-used", ... */
+        uint64_t count; /* kills (the kernel's count; merged events) */
+} NotifyKill;
+
+/*
+ * The kills of one watch waiting to be shown. At most one notification per
+ * minimum interval: a kill that comes sooner after the last one waits, and
+ * the kills that gather meanwhile are shown together (the first
+ * NOTIFY_KILL_NAMES by name, the rest counted), so the memory held does
+ * not grow with a storm of kills.
+ */
+typedef struct NotifyKills {
+        NotifyKill kills[NOTIFY_KILL_NAMES];
+        size_t n_kills;
+        uint64_t more_events;   /* kill events beyond kills[] */
+        uint64_t more_kills;    /* and the kills they report */
+        uint64_t last_try_us;   /* the last Notify attempt; 0 = none yet */
+} NotifyKills;
+
+/*
+ * notify_kill_name - the name a person recognizes in a killed cgroup's
+ * path: its last component, the unit or scope ("app-firefox.scope",
+ * "user@1000.service"), as it is: an app scope's decoration ("app-",
+ * a launcher's name, a number, ".scope") varies too much to strip it
+ * safely. "/" for the root. Points into @cgroup (or is static).
+ */
+const char *notify_kill_name(const char *cgroup);
+
+/*
+ * notify_kills_add - a killed event for @k: NOTIFY_SHOW when it may be
+ * shown now (at least @min_interval_us after the last attempt), else
+ * NOTIFY_DEFER to notify_kills_deadline(). Returns -ENOMEM (and drops the
+ * kill) without memory.
+ */
+int notify_kills_add(NotifyKills *k, const char *cgroup, const char *by, const char *reason, uint64_t count,
+                     uint64_t now_us, uint64_t min_interval_us);
+
+/* notify_kills_deadline - when waiting kills may be shown; UINT64_MAX if none wait. */
+uint64_t notify_kills_deadline(const NotifyKills *k, uint64_t min_interval_us);
+
+/* notify_kills_due - NOTIFY_SHOW if kills wait and their time has come, else NOTIFY_NOTHING. */
+NotifyAction notify_kills_due(const NotifyKills *k, uint64_t now_us, uint64_t min_interval_us);
+
+/*
+ * notify_kills_tried - record a Notify attempt at @now_us: when it worked
+ * (@ok) the kills shown are forgotten; when not they wait for the next
+ * interval.
+ */
+void notify_kills_tried(NotifyKills *k, uint64_t now_us, bool ok);
+
+/* notify_kills_done - free what @k holds. */
+void notify_kills_done(NotifyKills *k);
+
+/*
+ * notify_format_kills - the summary and body of the notification of the
+ * kills waiting in @k (at least one). Returns 0 or -ENOMEM.
+ */
+int notify_format_kills(const NotifyKills *k, char **ret_summary, char **ret_body);
 
 /*
  * notify_main - run "pressurectl notify" (notify.c).

@@ -20,6 +20,7 @@ static const char *const source_names[] = {
         [PRESSURE_SOURCE_MEMORY_EVENTS] = "memory_events",
         [PRESSURE_SOURCE_PROTECTION] = "protection",
         [PRESSURE_SOURCE_INJECT] = "inject",
+        [PRESSURE_SOURCE_KILLS] = "kills",
 };
 
 static const char *const resource_names[] = {
@@ -37,6 +38,7 @@ static const char *const kind_names[] = {
         [PRESSURE_EVENT_RECONNECTED] = "reconnected",
         [PRESSURE_EVENT_ERROR] = "error",
         [PRESSURE_EVENT_CLEARED] = "cleared",
+        [PRESSURE_EVENT_KILLED] = "killed",
 };
 
 static const char *const state_names[] = {
@@ -488,6 +490,22 @@ int episode_parse(json_t *v, pressure_episode *ret) {
         return 0;
 }
 
+/* The "kill_sources" of a State (borrowed into *@ret): absent, null, or an array of strings; 0 or -EBADMSG. */
+static int kill_sources_parse(json_t *state, json_t **ret) {
+        json_t *a = get_present(state, "kill_sources"), *x;
+        size_t i;
+
+        if (!a)
+                return 0;
+        if (!json_is_array(a))
+                return -EBADMSG;
+        json_array_foreach(a, i, x)
+                if (!json_is_string(x))
+                        return -EBADMSG;
+        *ret = a;
+        return 0;
+}
+
 enum { EVENT_KIND = 0 }; /* its index in event_fields */
 
 static const Field event_fields[] = {
@@ -504,6 +522,8 @@ static const Field event_fields[] = {
         FIELD(FIELD_BOOL, pressure_event, adjusted),
         FIELD(FIELD_STRING, pressure_event, adjusted_reason),
         ENUM_FIELD(pressure_event, previous, state_names),
+        FIELD_KEY("by", FIELD_STRING, pressure_event, killed_by),
+        FIELD(FIELD_STRING, pressure_event, reason),
 };
 
 int event_parse(json_t *v, pressure_event *ret) {
@@ -535,7 +555,8 @@ int event_parse(json_t *v, pressure_event *ret) {
                 if (PARSE_OPTIONAL(x, "psi", psi_parse, &e.psi) < 0 ||
                     PARSE_OPTIONAL(x, "counters", counters_parse, &e.counters) < 0 ||
                     PARSE_OPTIONAL(x, "node", node_parse, &e.node) < 0 ||
-                    (e.has_episode = PARSE_OPTIONAL(x, "episode", episode_parse, &e.episode)) < 0)
+                    (e.has_episode = PARSE_OPTIONAL(x, "episode", episode_parse, &e.episode)) < 0 ||
+                    kill_sources_parse(x, &e.kill_sources) < 0)
                         return -EBADMSG;
                 e.episode.active = e.has_episode;
         } else if (x)
@@ -546,6 +567,14 @@ int event_parse(json_t *v, pressure_event *ret) {
                         return -EBADMSG;
                 e.has_episode = 1;
         }
+        /* A kill says who and why; its source goes without saying. */
+        if (e.kind == PRESSURE_EVENT_KILLED) {
+                if (!e.killed_by || !e.reason)
+                        return -EBADMSG;
+                if (e.source == PRESSURE_SOURCE_NONE)
+                        e.source = PRESSURE_SOURCE_KILLS;
+        } else
+                e.killed_by = e.reason = NULL;
         if (e.kind == PRESSURE_EVENT_PROTECTION && e.state == PRESSURE_PROTECTION_UNKNOWN && e.node.present)
                 e.state = e.node.state;
         /* Events about pressure say their resource; memory.events and protection are memory's. */
@@ -744,6 +773,34 @@ _public_ const pressure_episode *pressure_event_get_episode(const pressure_event
  */
 _public_ const pressure_error *pressure_event_get_error(const pressure_event *e) {
         return e ? e->error : NULL;
+}
+
+/**
+ * pressure_event_get_killed_by - who killed, in a killed event: "kernel", "systemd-oomd".
+ */
+_public_ const char *pressure_event_get_killed_by(const pressure_event *e) {
+        return e ? e->killed_by : NULL;
+}
+
+/**
+ * pressure_event_get_reason - why, in a killed event: the killer's word for it.
+ */
+_public_ const char *pressure_event_get_reason(const pressure_event *e) {
+        return e ? e->reason : NULL;
+}
+
+/**
+ * pressure_event_get_n_kill_sources - how many killers a kills subscription hears.
+ */
+_public_ size_t pressure_event_get_n_kill_sources(const pressure_event *e) {
+        return e && e->kill_sources ? json_array_size(e->kill_sources) : 0;
+}
+
+/**
+ * pressure_event_get_kill_source - killer @i of a kills subscription, or NULL.
+ */
+_public_ const char *pressure_event_get_kill_source(const pressure_event *e, size_t i) {
+        return e && e->kill_sources ? json_string_value(json_array_get(e->kill_sources, i)) : NULL;
 }
 
 /**

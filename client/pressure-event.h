@@ -89,6 +89,8 @@ struct pressure_event {
         pressure_protection_state state, previous;
         int has_episode;
         pressure_episode episode;
+        const char *killed_by, *reason; /* KILLED */
+        json_t *kill_sources;        /* SUBSCRIBED to kills: an array of strings, or NULL */
         const pressure_error *error; /* ERROR */
         const char *json;            /* the event object as received */
 };

@@ -89,7 +89,9 @@ typedef enum pressure_source {
         PRESSURE_SOURCE_VMPRESSURE,
         PRESSURE_SOURCE_MEMORY_EVENTS,
         PRESSURE_SOURCE_PROTECTION,
-        PRESSURE_SOURCE_INJECT
+        PRESSURE_SOURCE_INJECT,
+        /* libpressure 1.2: kills of processes for lack of memory (pressure_selector_set_kills()). */
+        PRESSURE_SOURCE_KILLS
 } pressure_source;
 
 /* The resource a PSI subscription watches (libpressure 1.1). */
@@ -129,7 +131,12 @@ typedef enum pressure_event_kind {
         /* The subscription has ended with an error: pressure_event_get_error(). */
         PRESSURE_EVENT_ERROR,
         /* The pressure episode is over: pressure_event_get_episode(). */
-        PRESSURE_EVENT_CLEARED
+        PRESSURE_EVENT_CLEARED,
+        /*
+         * libpressure 1.2: something in the cgroup was killed for lack of
+         * memory: pressure_event_get_killed_by(), pressure_event_get_reason().
+         */
+        PRESSURE_EVENT_KILLED
 } pressure_event_kind;
 
 /* The counters of memory.events. */
@@ -189,7 +196,7 @@ typedef int (*pressure_reply_handler)(pressure_call *call, const char *parameter
 /*
  * pressure_selector_new - make a subscription request: the whole system at
  * level "low" until changed. Setting a source (level, psi, vmpressure,
- * memory_events, protection) replaces the previous source.
+ * memory_events, protection, kills) replaces the previous source.
  * Returns 0, -EINVAL or -ENOMEM.
  */
 int pressure_selector_new(pressure_selector **ret);
@@ -210,6 +217,11 @@ int pressure_selector_set_vmpressure(pressure_selector *selector, pressure_level
 int pressure_selector_set_memory_events(pressure_selector *selector);
 /* Changes of the cgroup's effective-protection state. */
 int pressure_selector_set_protection(pressure_selector *selector);
+/*
+ * libpressure 1.2: kills in the cgroup and below it (the whole system by
+ * default), by the kernel's OOM killer or by systemd-oomd: KILLED events.
+ */
+int pressure_selector_set_kills(pressure_selector *selector);
 /* At most one event per interval (0 = no coalescing). */
 int pressure_selector_set_min_interval_ms(pressure_selector *selector, uint64_t interval_ms);
 /*
@@ -398,7 +410,7 @@ pressure_resource pressure_event_get_resource(const pressure_event *event);
 uint64_t pressure_event_get_seq(const pressure_event *event);
 /* Events this client lost before this one. */
 uint64_t pressure_event_get_missed(const pressure_event *event);
-/* Kernel notifications merged into this event. */
+/* Kernel notifications merged into this event; KILLED: the kills it reports. */
 uint64_t pressure_event_get_count(const pressure_event *event);
 /* CLOCK_REALTIME and CLOCK_MONOTONIC of the event, microseconds; 0 if absent. */
 uint64_t pressure_event_get_time_us(const pressure_event *event);
@@ -432,6 +444,19 @@ pressure_protection_state pressure_event_get_previous_protection_state(const pre
 const pressure_episode *pressure_event_get_episode(const pressure_event *event);
 /* ERROR: why the subscription ended; else NULL. */
 const pressure_error *pressure_event_get_error(const pressure_event *event);
+/*
+ * libpressure 1.2. KILLED: who killed, "kernel" or "systemd-oomd" (a
+ * later daemon may name others), and why, in the killer's words ("oom_kill",
+ * "memory-pressure", "memory-used"); NULL for other kinds.
+ */
+const char *pressure_event_get_killed_by(const pressure_event *event);
+const char *pressure_event_get_reason(const pressure_event *event);
+/*
+ * libpressure 1.2. SUBSCRIBED to kills: the killers that could report when
+ * the daemon answered ("kernel", "systemd-oomd"); 0 and NULL otherwise.
+ */
+size_t pressure_event_get_n_kill_sources(const pressure_event *event);
+const char *pressure_event_get_kill_source(const pressure_event *event, size_t i);
 /* The event as received, JSON text; NULL for RECONNECTED and ERROR. */
 const char *pressure_event_get_json(const pressure_event *event);
 

@@ -1026,6 +1026,18 @@ static void print_node(const pressure_protection_node *n) {
                node_value(b[3], n, PRESSURE_PROTECTION_EMIN), node_value(b[4], n, PRESSURE_PROTECTION_ELOW));
 }
 
+/* The killers a kills subscription hears, " (kernel, systemd-oomd)"; nothing if the daemon does not say. */
+static void print_kill_sources(FILE *f, const pressure_event *e) {
+        size_t n = pressure_event_get_n_kill_sources(e);
+
+        if (pressure_event_get_source(e) != PRESSURE_SOURCE_KILLS)
+                return;
+        if (n == 0)
+                fprintf(f, " (no killer reports yet)");
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, "%s%s", i > 0 ? ", " : " by ", pressure_event_get_kill_source(e, i));
+}
+
 static void print_subscribed(FILE *f, const pressure_event *e) {
         const pressure_trigger *t = pressure_event_get_trigger(e);
         char a[PSI_TRIGGER_FORMAT_MAX];
@@ -1049,6 +1061,7 @@ static void print_subscribed(FILE *f, const pressure_event *e) {
                         mode == PRESSURE_VMPRESSURE_MODE_HIERARCHY ? "hierarchy" :
                         mode == PRESSURE_VMPRESSURE_MODE_LOCAL ? "local" :
                         mode == PRESSURE_VMPRESSURE_MODE_DEFAULT ? "default" : "");
+        print_kill_sources(f, e);
         if (pressure_event_is_adjusted(e)) {
                 const char *reason = pressure_event_get_adjusted_reason(e);
 
@@ -1102,9 +1115,36 @@ static void print_cleared(const pressure_event *e) {
                 printf(" peak=%s", pressure_level_to_string(pressure_episode_get_peak_level(ep)));
 }
 
+/*
+ * A kill: "2026-12-01 21:40:03  killed  CGROUP  by systemd-oomd (memory-pressure)",
+ * with ", 2 kills" in the parentheses when the event reports more than one.
+ */
+static void print_killed(const pressure_event *e) {
+        uint64_t t = pressure_event_get_time_us(e), count = pressure_event_get_count(e);
+        time_t sec = (time_t) ((t ?: now_usec(CLOCK_REALTIME)) / USEC_PER_SEC);
+        char tb[64] = "-";
+        struct tm tm;
+
+        if (localtime_r(&sec, &tm))
+                strftime(tb, sizeof(tb), "%Y-%m-%d %H:%M:%S", &tm);
+        printf("%s  killed  %s  by %s (%s", tb, pressure_event_get_cgroup(e), strna(pressure_event_get_killed_by(e)),
+               strna(pressure_event_get_reason(e)));
+        if (count > 1)
+                printf(", %" PRIu64 " kills", count);
+        printf(")");
+        if (pressure_event_get_missed(e) > 0)
+                printf("  missed=%" PRIu64, pressure_event_get_missed(e));
+        printf("\n");
+}
+
 static void print_event_human(const pressure_event *e) {
         pressure_event_kind kind = pressure_event_get_kind(e);
         char tb[64];
+
+        if (kind == PRESSURE_EVENT_KILLED) {
+                print_killed(e);
+                return;
+        }
 
         printf("%s %s %s", format_time(tb, pressure_event_get_time_us(e)), pressure_event_get_cgroup(e),
                pressure_event_kind_to_string(kind));
@@ -1305,7 +1345,9 @@ static void watch_help(void) {
                "     --psi 'STALL THR WIN'  explicit PSI trigger, e.g. 'some 150ms 2s'\n"
                "     --vmpressure L[,MODE]  cgroup v1 vmpressure; MODE default, hierarchy, local\n"
                "     --memory-events        changes of memory.events\n"
-               "     --protection           changes of the effective-protection state\n\n"
+               "     --protection           changes of the effective-protection state\n"
+               "     --kills                processes killed for lack of memory in CGROUP or\n"
+               "                            below it, by the kernel or by systemd-oomd\n\n"
                "  -r --resource R           what --level and --psi watch: memory (default), cpu\n"
                "                            or io pressure\n\n"
                "Options:\n"
@@ -1327,7 +1369,7 @@ static void watch_help(void) {
                "                            long again (at most 5 s more)\n");
 }
 
-/* Apply one of the selector options (-l -p -v -m -P); returns 0, or the exit status of a usage error. */
+/* Apply one of the selector options (-l -p -v -m -P -K); returns 0, or the exit status of a usage error. */
 static int watch_parse_selector(WatchOptions *o, int opt, const char *arg) {
         switch (opt) {
         case 'l': {
@@ -1361,6 +1403,10 @@ static int watch_parse_selector(WatchOptions *o, int opt, const char *arg) {
                 break;
         case 'P':
                 (void) pressure_selector_set_protection(o->sel);
+                o->no_episodes = o->not_psi = true;
+                break;
+        case 'K':
+                (void) pressure_selector_set_kills(o->sel);
                 o->no_episodes = o->not_psi = true;
                 break;
         }
@@ -1425,6 +1471,7 @@ static int watch_parse(int argc, char **argv, WatchOptions *o) {
                 { "vmpressure",    required_argument, NULL, 'v' },
                 { "memory-events", no_argument,       NULL, 'm' },
                 { "protection",    no_argument,       NULL, 'P' },
+                { "kills",         no_argument,       NULL, 'K' },
                 { "count",         required_argument, NULL, 'n' },
                 { "timeout",       required_argument, NULL, 't' },
                 { "min-interval",  required_argument, NULL, 'i' },
@@ -1458,12 +1505,13 @@ static int watch_parse(int argc, char **argv, WatchOptions *o) {
                         watch_help();
                         return 0;
                 }
-                r = opt && strchr("lpvmP", opt) ? watch_parse_selector(o, opt, optarg) : watch_parse_option(o, opt, optarg);
+                r = opt && strchr("lpvmPK", opt) ? watch_parse_selector(o, opt, optarg) : watch_parse_option(o, opt, optarg);
                 if (r != 0)
                         return r;
         }
         if (o->selectors > 1)
-                return usage_error("watch ", "give at most one of --level, --psi, --vmpressure, --memory-events, --protection");
+                return usage_error("watch ",
+                                   "give at most one of --level, --psi, --vmpressure, --memory-events, --protection, --kills");
         if (o->resource != PRESSURE_RESOURCE_MEMORY && o->resource != PRESSURE_RESOURCE_NONE && o->not_psi)
                 return usage_error("watch ",
                                    "--resource %s needs --level or --psi: the other selectors watch memory only",

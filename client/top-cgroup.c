@@ -519,7 +519,7 @@ static int walk_add(Walk *w, const char *path, unsigned depth, size_t parent, co
                 .current = TOP_NONE, .high = TOP_NONE, .max = TOP_NONE,
                 .ev = { TOP_NONE, TOP_NONE, TOP_NONE },
                 .ev_base = { TOP_NONE, TOP_NONE, TOP_NONE },
-                .emin = TOP_NONE, .elow = TOP_NONE, .ep_since_us = TOP_NONE,
+                .emin = TOP_NONE, .elow = TOP_NONE, .ep_since_us = TOP_NONE, .kill_at_us = TOP_NONE,
                 .previous = old ? (size_t) (old - w->previous->cgroups) : SIZE_MAX,
         };
         if (!cg->path)

@@ -5,7 +5,9 @@
  * GetStatus() (counters, episodes, the reclaim controller's cgroups) and,
  * while the protection columns are shown, GetProtection()
  * of the subtree shown: one short connection each per refresh, and nothing
- * at all when top is not running.
+ * at all when top is not running. Besides, it holds one subscription to
+ * the kills of the whole system for as long as it runs, read at each
+ * refresh: a cgroup killed in the last minute is marked (top-kills.c).
  *
  * The screen is drawn with ncurses (libncursesw): it reads terminfo for
  * whatever terminal it runs on, redraws only what changed, and gives back
@@ -97,6 +99,8 @@ typedef struct Top {
         bool show_cpu_io;    /* the CPU and IO columns: always in batch mode, on a screen where they fit */
         bool show_reclaim;   /* the RECLAIM column: while the daemon reclaims from any cgroup, on a
                               * screen where it fits (before CPU and IO) */
+        bool show_kills;     /* the KILLED column: while a cgroup shown was killed in the last minute,
+                              * on a screen where it fits (before RECLAIM) */
         int indent;          /* columns of indentation per tree level: 2, or 1 on a narrow screen */
         char filter[128];
 
@@ -108,6 +112,14 @@ typedef struct Top {
         int snapshot_error;  /* negative errno of the last top_snapshot_read() */
         uint64_t refreshes;
         uint64_t time_usec;  /* CLOCK_REALTIME of the last refresh */
+        uint64_t mono_usec;  /* CLOCK_MONOTONIC of the last refresh */
+
+        /* the kills subscription (whole system) and the kills of the last minute */
+        TopKills *kills;
+        size_t kills_marked;     /* cgroups shown that the last refresh marked */
+        bool kills_confirmed;    /* the daemon answered the subscription */
+        char kill_sources[64];   /* the killers it named, "kernel, systemd-oomd" */
+        char kills_error[256];   /* why the subscription ended; empty while it goes on */
 
         /* the rows shown, in order */
         size_t *rows;
@@ -116,6 +128,9 @@ typedef struct Top {
 } Top;
 
 static void top_done(Top *t) {
+        if (t->kills)
+                top_kills_done(t->kills);
+        free(t->kills);
         top_snapshot_done(&t->snap);
         top_roots_done(&t->roots);
         pressure_client_free(t->client);
@@ -201,7 +216,16 @@ static uint64_t events_sum(const TopCgroup *cg) {
  * RECLAIM, each after a space. */
 static int fixed_width(const Top *t) {
         return 2 + (3 + (t->show_protection ? 2 : 0) + 2 + (t->show_cpu_io ? 2 : 0) + 3) * 6 + 8 +
-               (t->show_reclaim ? 8 : 0);
+               (t->show_reclaim ? 8 : 0) + (t->show_kills ? 8 : 0);
+}
+
+/* The KILLED cell: how long ago the latest kill of the last minute was, "12s"; "-" for none. */
+static const char *fmt_killed(char buf[static 16], const Top *t, const TopCgroup *cg) {
+        if (cg->kill_at_us == TOP_NONE)
+                return "-";
+        snprintf(buf, 16, "%us", (unsigned) ((t->mono_usec > cg->kill_at_us ? t->mono_usec - cg->kill_at_us : 0) /
+                                             USEC_PER_SEC));
+        return buf;
 }
 
 /* The RECLAIM cell: memory reclaimed from the cgroup so far; n/a where the kernel cannot, - where
@@ -243,14 +267,14 @@ static int name_width(const Top *t, int avail) {
 }
 
 static void format_column_header(const Top *t, char *buf, size_t size, int nw) {
-        snprintf(buf, size, "%-*s %1s %5s %5s %5s%s %5s %5s%s %7s %5s %5s %5s%s", nw, "CGROUP", "V", "USAGE", "HIGH",
+        snprintf(buf, size, "%-*s %1s %5s %5s %5s%s %5s %5s%s %7s %5s %5s %5s%s%s", nw, "CGROUP", "V", "USAGE", "HIGH",
                  "MAX", t->show_protection ? "  EMIN  ELOW" : "", "SOME", "FULL",
                  t->show_cpu_io ? "   CPU    IO" : "", "EPISODE", "+HIGH", "+MAX", "+OOMK",
-                 t->show_reclaim ? " RECLAIM" : "");
+                 t->show_reclaim ? " RECLAIM" : "", t->show_kills ? "  KILLED" : "");
 }
 
 static void format_row(const Top *t, const TopCgroup *cg, char *buf, size_t size, int nw) {
-        char b[14][16], prot[32] = "", cpu_io[48] = "", reclaim[16] = "";
+        char b[15][16], prot[32] = "", cpu_io[48] = "", reclaim[16] = "", killed[24] = "";
         const char *name;
         int indent, len;
 
@@ -264,15 +288,17 @@ static void format_row(const Top *t, const TopCgroup *cg, char *buf, size_t size
                          fmt_psi(b[12], cg->has_io_psi, psi_percent(cg->io_some_avg10)));
         if (t->show_reclaim)
                 snprintf(reclaim, sizeof(reclaim), " %7s", fmt_reclaim(b[13], cg));
+        if (t->show_kills)
+                snprintf(killed, sizeof(killed), " %7s", fmt_killed(b[14], t, cg));
         len = MAX(nw - indent, 0);
-        snprintf(buf, size, "%*s%-*.*s %1s %5s %5s %5s%s %5s %5s%s %7s %5s %5s %5s%s", indent, "", len, len, name,
+        snprintf(buf, size, "%*s%-*.*s %1s %5s %5s %5s%s %5s %5s%s %7s %5s %5s %5s%s%s", indent, "", len, len, name,
                  cg->current == TOP_NONE ? "" : cg->mem_v1 ? "1" : "2", fmt_size(b[0], cg->current),
                  fmt_size(b[1], cg->high), fmt_size(b[2], cg->max), prot,
                  fmt_psi(b[5], cg->has_psi, psi_percent(cg->some_avg10)),
                  fmt_psi(b[6], cg->has_psi, psi_percent(cg->full_avg10)), cpu_io,
                  fmt_duration(b[10], cg), fmt_count(b[7], top_event_delta(cg, TOP_EV_HIGH)),
                  fmt_count(b[8], top_event_delta(cg, TOP_EV_MAX)),
-                 fmt_count(b[9], top_event_delta(cg, TOP_EV_OOM_KILL)), reclaim);
+                 fmt_count(b[9], top_event_delta(cg, TOP_EV_OOM_KILL)), reclaim, killed);
 }
 
 /* The system's cpu and io "some" avg10 (/proc/pressure/cpu, io). */
@@ -319,10 +345,11 @@ static void format_header(const Top *t, char lines[HEADER_LINES][MAX_WIDTH]) {
                                  d->delivered_rate);
                 snprintf(lines[3], MAX_WIDTH,
                          "daemon %s: %" PRIu64 " client%s, %" PRIu64 " registration%s, "
-                         "%" PRIu64 " active episode%s, %s%s%s",
+                         "%" PRIu64 " active episode%s, %s%s%s%s%s",
                          d->version, d->clients, d->clients == 1 ? "" : "s", d->registrations,
                          d->registrations == 1 ? "" : "s", d->episodes, d->episodes == 1 ? "" : "s", rates,
-                         d->protection_error[0] ? "; protection: " : "", d->protection_error);
+                         d->protection_error[0] ? "; protection: " : "", d->protection_error,
+                         t->kills_error[0] ? "; kills: " : "", t->kills_error);
         }
 
         if (t->snapshot_error < 0)
@@ -536,8 +563,9 @@ static void apply_reclaim(Top *t, const pressure_status *status) {
 }
 
 /*
- * Mark a row changed when its episode began, ended or was replaced by another, or when the reclaim
- * controller took it on, let it go or changed its state; not because either went on: a duration
+ * Mark a row changed when its episode began, ended or was replaced by another, when the reclaim
+ * controller took it on, let it go or changed its state, or when it was killed (or its minute
+ * of being marked is over); not because an episode or reclaim went on: a duration
  * that grows at every refresh, or bytes reclaimed at every interval, would keep such rows marked.
  */
 static void mark_episode_changes(Top *t, const TopSnapshot *previous) {
@@ -549,6 +577,7 @@ static void mark_episode_changes(Top *t, const TopSnapshot *previous) {
                         continue;
                 old = &previous->cgroups[cg->previous];
                 if (old->ep_since_us != cg->ep_since_us || old->has_reclaim != cg->has_reclaim ||
+                    old->kill_at_us != cg->kill_at_us ||
                     (cg->has_reclaim && !streq(old->rc_state, cg->rc_state)))
                         cg->changed = true;
         }
@@ -642,12 +671,91 @@ static void query_protection(Top *t, const TopSnapshot *previous) {
         }
 }
 
+/* ---- kills ------------------------------------------------------------------------------ */
+
+/* The kills subscription: the killers the daemon names, each kill, or why it ended. */
+static int on_kills_event(pressure_subscription *sub, const pressure_event *e, void *userdata) {
+        Top *t = userdata;
+        const pressure_error *error;
+        size_t n;
+
+        (void) sub;
+        switch (pressure_event_get_kind(e)) {
+        case PRESSURE_EVENT_SUBSCRIBED:
+                t->kills_confirmed = true;
+                t->kill_sources[0] = 0;
+                t->kills_error[0] = 0;
+                n = pressure_event_get_n_kill_sources(e);
+                for (size_t i = 0; i < n; i++)
+                        snprintf(t->kill_sources + strlen(t->kill_sources), sizeof(t->kill_sources) -
+                                 strlen(t->kill_sources), "%s%s", i > 0 ? ", " : "", pressure_event_get_kill_source(e, i));
+                break;
+        case PRESSURE_EVENT_KILLED:
+                if (top_kills_add(t->kills, pressure_event_get_cgroup(e), pressure_event_get_killed_by(e),
+                                  pressure_event_get_reason(e), pressure_event_get_count(e),
+                                  pressure_event_get_monotonic_us(e), pressure_event_get_time_us(e),
+                                  now_usec(CLOCK_MONOTONIC)) < 0)
+                        return -ENOMEM;
+                break;
+        case PRESSURE_EVENT_ERROR:
+                error = pressure_event_get_error(e);
+                t->kills_confirmed = false;
+                if (streq_ptr(pressure_error_get_name(error), "org.varlink.service.InvalidParameter") &&
+                    streq_ptr(pressure_error_get_parameter_string(error, "parameter"), "kills"))
+                        snprintf(t->kills_error, sizeof(t->kills_error), "not reported by this daemon");
+                else
+                        daemon_error(t->client, pressure_error_get_errno(error), error, t->kills_error,
+                                     sizeof(t->kills_error));
+                break;
+        default:
+                break;
+        }
+        return 0;
+}
+
+/* Subscribe to the kills of the whole system, waiting for the daemon if it is not there yet. */
+static int kills_subscribe(Top *t) {
+        _cleanup_(pressure_selector_freep) pressure_selector *sel = NULL;
+        int r;
+
+        t->kills = calloc(1, sizeof(TopKills));
+        if (!t->kills)
+                return -ENOMEM;
+        r = pressure_client_set_wait_for_daemon(t->client, 1);
+        if (r >= 0)
+                r = pressure_selector_new(&sel);
+        if (r >= 0)
+                r = pressure_selector_set_kills(sel);
+        if (r >= 0)
+                r = pressure_client_subscribe_async(t->client, sel, on_kills_event, t, NULL);
+        return r;
+}
+
+/* Take in what the kills subscription brought since the last refresh, and forget kills over a minute old. */
+static int kills_read(Top *t) {
+        int r = 0;
+
+        /* Each round reads what is ready on every connection; a few rounds drain a burst. */
+        for (unsigned i = 0; i < 16 && (r = pressure_client_process(t->client)) > 0; i++)
+                ;
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                snprintf(t->kills_error, sizeof(t->kills_error), "%s", strerror(-r));
+        top_kills_expire(t->kills, t->mono_usec);
+        return 0;
+}
+
 /* Read everything once: system, cgroups, daemon. */
 static int top_refresh(Top *t) {
         TopSnapshot snap = {};
         int r;
 
         t->time_usec = now_usec(CLOCK_REALTIME);
+        t->mono_usec = now_usec(CLOCK_MONOTONIC);
+        r = kills_read(t);
+        if (r < 0)
+                return r;
         top_system_read(&t->sys);
         r = top_snapshot_read(&t->roots, t->subtree, t->refreshes > 0 ? &t->snap : NULL, &snap);
         if (r == -ENOMEM)
@@ -658,16 +766,20 @@ static int top_refresh(Top *t) {
 
                 t->snap = snap;
                 query_status(t);
+                t->kills_marked = top_kills_apply(t->kills, &t->snap);
                 mark_episode_changes(t, &old);
                 if (t->show_protection && t->daemon.reachable)
                         query_protection(t, &old);
                 top_snapshot_done(&old);
         } else {
                 top_snapshot_done(&t->snap);
+                t->kills_marked = 0;
                 query_status(t);
         }
-        /* The RECLAIM column while the daemon reclaims from any cgroup (draw() may lack the room). */
+        /* The RECLAIM column while the daemon reclaims from any cgroup, the KILLED column while a
+         * cgroup shown was killed in the last minute (draw() may lack the room). */
         t->show_reclaim = t->daemon.reclaim_cgroups > 0;
+        t->show_kills = t->kills_marked > 0;
         t->refreshes++;
         return build_rows(t);
 }
@@ -745,6 +857,36 @@ static void json_fill_daemon(const Top *t, json_t *d) {
                 json_object_set_new(d, "protection_error", json_string(t->daemon.protection_error));
 }
 
+/* The kills subscription in "daemon": the killers the daemon named (null until it answered), or why it ended. */
+static void json_fill_kills(const Top *t, json_t *d) {
+        json_t *a = NULL;
+
+        if (t->kills_confirmed) {
+                const char *p = t->kill_sources;
+
+                a = json_array();
+                while (a && *p) {
+                        size_t n = strcspn(p, ",");
+
+                        json_array_append_new(a, json_stringn(p, n));
+                        p += n;
+                        p += strspn(p, ", ");
+                }
+        }
+        json_object_set_new(d, "kill_sources", a ?: json_null());
+        if (t->kills_error[0])
+                json_object_set_new(d, "kills_error", json_string(t->kills_error));
+}
+
+/* The "killed" member of a row: its latest kill of the last minute, or null. */
+static json_t *json_killed(const TopCgroup *cg) {
+        if (cg->kill_at_us == TOP_NONE)
+                return json_null();
+        return json_pack("{s:s,s:s,s:s,s:I,s:I,s:I}", "cgroup", cg->kill_cgroup, "by", cg->kill_by,
+                         "reason", cg->kill_reason, "count", (json_int_t) cg->kills,
+                         "monotonic_us", (json_int_t) cg->kill_at_us, "time_us", (json_int_t) cg->kill_time_us);
+}
+
 /* A stall figure for JSON: null when the daemon had none. */
 static json_t *json_stall(bool present, double v) {
         return present ? json_real(v) : json_null();
@@ -803,6 +945,7 @@ static json_t *json_cgroup(const Top *t, const TopCgroup *cg) {
                                               "source", cg->ep_source, "resource", cg->ep_resource));
         if (t->daemon.reachable)
                 json_object_set_new(c, "reclaim", json_reclaim(cg));
+        json_object_set_new(c, "killed", json_killed(cg));
         json_object_set_new(c, "changed", json_boolean(cg->changed));
         return c;
 }
@@ -829,6 +972,7 @@ static int print_json(Top *t) {
         json_object_set_new(o, "system", sys);
 
         json_fill_daemon(t, d);
+        json_fill_kills(t, d);
         json_object_set_new(o, "daemon", d);
 
         json_object_set_new(roots, "v2", t->roots.v2 ? json_string(t->roots.v2) : json_null());
@@ -934,8 +1078,12 @@ static void draw(Top *t, Screen *s) {
         format_header(t, header);
         for (int i = 0; i < HEADER_LINES && i < rows; i++)
                 mvaddnstr(i, 0, header[i], cols);
-        /* RECLAIM, then the CPU and IO columns, only where they leave the names 16 columns. */
+        /* KILLED, RECLAIM, then the CPU and IO columns, only where they leave the names 16 columns. */
         t->show_cpu_io = false;
+        t->show_reclaim = false;
+        t->show_kills = t->kills_marked > 0;
+        if (cols - fixed_width(t) - 1 < 16)
+                t->show_kills = false;
         t->show_reclaim = t->daemon.reclaim_cgroups > 0;
         if (cols - fixed_width(t) - 1 < 16)
                 t->show_reclaim = false;
@@ -962,9 +1110,9 @@ static void draw(Top *t, Screen *s) {
                 const TopCgroup *cg = &t->snap.cgroups[t->rows[t->scroll + (size_t) i]];
                 attr_t a = A_NORMAL;
 
-                /* An active episode: red (underlined without colours); changed: bold, yellow
-                 * unless the row is red already. */
-                if (cg->ep_since_us != TOP_NONE)
+                /* An active episode or a kill in the last minute: red (underlined without colours);
+                 * changed: bold, yellow unless the row is red already. */
+                if (cg->ep_since_us != TOP_NONE || cg->kill_at_us != TOP_NONE)
                         a = s->colors ? COLOR_PAIR(2) : A_UNDERLINE;
                 else if (cg->changed && s->colors)
                         a = COLOR_PAIR(1);
@@ -1189,8 +1337,9 @@ static void help(void) {
                "usage and limits, effective protection from the daemon, PSI some/full avg10, the\n"
                "some avg10 of cpu and io pressure (where the screen has room), the active\n"
                "pressure episode of the daemon's registrations, memory.events counts since\n"
-               "top started and, while the daemon's reclaim controller runs, the memory it\n"
-               "reclaimed, one row per cgroup. Keys: s sort (some, full, current, events,\n"
+               "top started, while the daemon's reclaim controller runs, the memory it\n"
+               "reclaimed and, for a minute after a kill by the kernel or systemd-oomd, how\n"
+               "long ago it was, one row per cgroup. Keys: s sort (some, full, current, events,\n"
                "path, episode, cpu, io, reclaim),\n"
                "/ filter by path, t tree or flat, p protection columns, arrows scroll, q quit.\n\n"
                "Options:\n"
@@ -1340,6 +1489,8 @@ static int top_setup(Top *t, bool roots_given) {
                 r = pressure_client_set_user(t->client);
         if (r >= 0)
                 r = pressure_client_set_call_timeout(t->client, USEC_PER_SEC / 2);
+        if (r >= 0)
+                r = kills_subscribe(t);
         if (r < 0) {
                 fprintf(stderr, "pressurectl: top: cannot set up the client: %s\n", strerror(-r));
                 return r == -ENOMEM ? EXIT_DAEMON_ERROR : EXIT_USAGE;

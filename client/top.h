@@ -2,8 +2,9 @@
 /*
  * pressurectl top: the cgroup snapshot it shows. top-cgroup.c owns reading
  * the cgroup trees and the system files (as the user running pressurectl,
- * never through the daemon); top.c owns the command, the daemon queries,
- * sorting, filtering and drawing.
+ * never through the daemon); top-kills.c the kills of the last minute;
+ * top.c owns the command, the daemon queries, sorting, filtering and
+ * drawing.
  */
 #pragma once
 
@@ -61,6 +62,13 @@ typedef struct TopCgroup {
         uint64_t rc_reclaimed, rc_last_step, rc_floor; /* bytes */
         bool rc_has_stall, rc_has_io_stall;            /* the daemon had the figures */
         double rc_stall, rc_io_stall;  /* memory and io some stall over its last interval, percent */
+        /* The latest kill of the last minute on this cgroup, or below it in a cgroup not in the
+         * snapshot (systemd-oomd's kills remove scopes), from top's kills subscription
+         * (top-kills.c): kill_at_us is TOP_NONE when there is none. */
+        uint64_t kill_at_us;           /* CLOCK_MONOTONIC of the latest, µs (the daemon's clock) */
+        uint64_t kill_time_us;         /* its CLOCK_REALTIME, µs */
+        uint64_t kills;                /* kills of the last minute here and in such cgroups below */
+        const char *kill_cgroup, *kill_by, *kill_reason; /* of the latest; valid until the next refresh */
         bool changed;      /* a shown value differs from the previous refresh */
         TopFileCache files[2]; /* [0] cgroup2, [1] v1; taken over by the next refresh */
         size_t previous;   /* index of the same cgroup in the previous refresh, SIZE_MAX if new */
@@ -142,6 +150,46 @@ TopCgroup *top_snapshot_find(const TopSnapshot *snapshot, const char *path);
  * (/proc/meminfo). Missing files leave fields unset.
  */
 void top_system_read(TopSystem *ret);
+
+/* How long a kill marks its cgroup, and how many kills top remembers (the oldest go first). */
+#define TOP_KILL_WINDOW_USEC (60 * UINT64_C(1000000))
+#define TOP_KILLS_MAX 256
+
+/* One kill top heard of: merged with later ones of the same cgroup, killer and reason. */
+typedef struct TopKill {
+        char *cgroup, *by, *reason;
+        uint64_t count;
+        uint64_t at_us;   /* CLOCK_MONOTONIC of the latest, µs */
+        uint64_t time_us; /* CLOCK_REALTIME of the latest, µs */
+} TopKill;
+
+/* The kills of the last TOP_KILL_WINDOW_USEC, at most TOP_KILLS_MAX, in no order. */
+typedef struct TopKills {
+        TopKill kills[TOP_KILLS_MAX];
+        size_t n;
+} TopKills;
+
+/*
+ * top_kills_add - remember a kill (top-kills.c): merged into the one of the
+ * same cgroup, killer and reason, else added, evicting the oldest when
+ * TOP_KILLS_MAX are held. @at_us 0 (the daemon did not say) or in the future
+ * is taken as @now_us. Returns 0 or -ENOMEM.
+ */
+int top_kills_add(TopKills *k, const char *cgroup, const char *by, const char *reason, uint64_t count,
+                  uint64_t at_us, uint64_t time_us, uint64_t now_us);
+
+/* top_kills_expire - forget the kills older than TOP_KILL_WINDOW_USEC at @now_us. */
+void top_kills_expire(TopKills *k, uint64_t now_us);
+
+/*
+ * top_kills_apply - mark the cgroups of @snapshot with the kills of @k: each
+ * kill goes to its cgroup, or to the nearest ancestor in the snapshot; none
+ * if neither is in it. Returns how many cgroups it marked.
+ */
+size_t top_kills_apply(const TopKills *k, TopSnapshot *snapshot);
+
+/* top_kills_done - forget every kill. */
+void top_kills_done(TopKills *k);
 
 /* top_event_delta - counter @i of @cg since top first saw it; TOP_NONE if unknown. */
 uint64_t top_event_delta(const TopCgroup *cg, unsigned i);

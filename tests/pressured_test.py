@@ -790,7 +790,9 @@ class FakeVarlinkServer:
     answers the real daemon does not give on demand. Every call read from a
     connection is passed to @respond(call), which returns the messages to
     send back (a list of dicts, each framed with its NUL); the connection
-    stays open until the client hangs up."""
+    stays open until the client hangs up. Each connection is served by a
+    thread of its own, so a client may hold a stream open and make calls
+    meanwhile, as with the daemon."""
 
     def __init__(self, path, respond):
         self.path = path
@@ -807,20 +809,23 @@ class FakeVarlinkServer:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
-            with conn:
-                buf = b''
-                try:
-                    while True:
-                        data = conn.recv(65536)
-                        if not data:
-                            break
-                        buf += data
-                        while b'\0' in buf:
-                            msg, _, buf = buf.partition(b'\0')
-                            out = self.respond(json.loads(msg))
-                            conn.sendall(b''.join(json.dumps(m).encode() + b'\0' for m in out))
-                except OSError:
-                    pass
+            threading.Thread(target=self._serve_connection, args=(conn,), daemon=True).start()
+
+    def _serve_connection(self, conn):
+        with conn:
+            buf = b''
+            try:
+                while True:
+                    data = conn.recv(65536)
+                    if not data:
+                        break
+                    buf += data
+                    while b'\0' in buf:
+                        msg, _, buf = buf.partition(b'\0')
+                        out = self.respond(json.loads(msg))
+                        conn.sendall(b''.join(json.dumps(m).encode() + b'\0' for m in out))
+            except OSError:
+                pass
 
     def close(self):
         self.sock.close()

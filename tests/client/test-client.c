@@ -14,6 +14,10 @@
  *   /reason      subscribed with an adjusted_reason, then as "anything"
  *   /reason-bad  subscribed with an adjusted_reason that is no string
  *   /resource-new  as "anything", with a resource this version does not know
+ *   kills: true  (any cgroup C) subscribed with kill_sources, a kill by
+ *                systemd-oomd of C/app-firefox.scope, two by the kernel of
+ *                C, then "removed"; C = /kills-bad-by: the kill has no "by";
+ *                /kills-bad-sources: kill_sources holds a number
  *   anything     subscribed (trigger = the request's parameters) + one
  *                pressure event, kept open; both carry the request's
  *                resource if it has one
@@ -92,6 +96,28 @@ static json_t *psi_json(void) {
                          "full_total_us", (json_int_t) 789);
 }
 
+/* A kills subscription: see the list at the top. */
+static void serve_kills(int fd, const char *cgroup, json_t *params) {
+        char scope[256];
+        json_t *sources = streq(cgroup, "/kills-bad-sources") ? json_pack("[s, i]", "kernel", 7)
+                                                              : json_pack("[s, s]", "kernel", "systemd-oomd");
+
+        snprintf(scope, sizeof(scope), "%s/app-firefox.scope", streq(cgroup, "/") ? "" : cgroup);
+        send_event(fd, json_pack("{s:s, s:s, s:s, s:s, s:O, s:b, s:{s:o}}", "kind", "subscribed", "cgroup", cgroup,
+                                 "source", "kills", "resource", "memory", "trigger", params, "adjusted", 0,
+                                 "state", "kill_sources", sources), true);
+        if (streq(cgroup, "/kills-bad-by"))
+                send_event(fd, json_pack("{s:s, s:s, s:s, s:i, s:i, s:i}", "kind", "killed", "cgroup", scope,
+                                         "reason", "memory-pressure", "count", 1, "seq", 1, "missed", 0), true);
+        send_event(fd, json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:I}", "kind", "killed", "cgroup", scope,
+                                 "by", "systemd-oomd", "reason", "memory-pressure", "count", 1, "seq", 1, "missed", 0,
+                                 "time_us", (json_int_t) 1700000000000010, "monotonic_us", (json_int_t) 50), true);
+        send_event(fd, json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:I}", "kind", "killed", "cgroup", cgroup,
+                                 "by", "kernel", "reason", "oom_kill", "count", 2, "seq", 3, "missed", 1,
+                                 "time_us", (json_int_t) 1700000000000011, "monotonic_us", (json_int_t) 51), true);
+        send_event(fd, json_pack("{s:s, s:s, s:i}", "kind", "removed", "cgroup", cgroup, "seq", 4), false);
+}
+
 /* Returns true if the connection is to be kept open. */
 static bool serve_subscribe(int fd, json_t *params, unsigned *n_flaky, unsigned *n_gone) {
         const char *cgroup = json_string_value(json_object_get(params, "cgroup"));
@@ -100,6 +126,11 @@ static bool serve_subscribe(int fd, json_t *params, unsigned *n_flaky, unsigned 
 
         if (!cgroup)
                 cgroup = "/";
+        if (json_is_true(json_object_get(params, "kills"))) {
+                json_decref(trigger);
+                serve_kills(fd, cgroup, params);
+                return false;
+        }
         if (strncmp(cgroup, "/err/", 5) == 0 || strncmp(cgroup, "/verr/", 6) == 0) {
                 char name[128];
 
@@ -742,6 +773,20 @@ static void setup_protection(pressure_selector *s) {
 static void setup_default(pressure_selector *s) {
 }
 
+/* Kills replace the source set before, and keep the cgroup and the interval. */
+static void setup_kills(pressure_selector *s) {
+        ASSERT_OK(pressure_selector_set_cgroup(s, "/user.slice"));
+        ASSERT_OK(pressure_selector_set_memory_events(s));
+        ASSERT_OK(pressure_selector_set_kills(s));
+        ASSERT_OK(pressure_selector_set_min_interval_ms(s, 500));
+}
+
+/* A pressure source set after kills replaces them. */
+static void setup_kills_replaced(pressure_selector *s) {
+        ASSERT_OK(pressure_selector_set_kills(s));
+        ASSERT_OK(pressure_selector_set_level(s, PRESSURE_LEVEL_CRITICAL));
+}
+
 static void setup_cpu_level(pressure_selector *s) {
         ASSERT_OK(pressure_selector_set_resource(s, PRESSURE_RESOURCE_CPU));
         ASSERT_OK(pressure_selector_set_level(s, PRESSURE_LEVEL_MEDIUM));
@@ -768,6 +813,118 @@ static void test_requests(void) {
         check_request(setup_io_psi, "{\"psi\":{\"stall\":\"full\",\"threshold_us\":100000,\"window_us\":2000000},"
                                     "\"resource\":\"io\"}");
         check_request(setup_memory_explicit, "{\"level\":\"low\"}");
+        check_request(setup_kills, "{\"cgroup\":\"/user.slice\",\"kills\":true,\"min_interval_ms\":500}");
+        check_request(setup_kills_replaced, "{\"level\":\"critical\"}");
+}
+
+/* libpressure 1.2: what a kills subscription saw. */
+typedef struct Kills {
+        unsigned n;
+        pressure_event_kind kinds[8];
+        int error;
+} Kills;
+
+static void check_kills_subscribed(const pressure_event *e) {
+        ASSERT_EQ(pressure_event_get_source(e), PRESSURE_SOURCE_KILLS);
+        ASSERT_EQ(pressure_event_get_resource(e), PRESSURE_RESOURCE_MEMORY);
+        ASSERT_U64_EQ(pressure_event_get_n_kill_sources(e), 2);
+        ASSERT_STREQ(pressure_event_get_kill_source(e, 0), "kernel");
+        ASSERT_STREQ(pressure_event_get_kill_source(e, 1), "systemd-oomd");
+        ASSERT_TRUE(pressure_event_get_kill_source(e, 2) == NULL);
+        ASSERT_TRUE(pressure_event_get_killed_by(e) == NULL);
+        ASSERT_TRUE(pressure_event_get_reason(e) == NULL);
+}
+
+static int on_kills(pressure_subscription *sub, const pressure_event *e, void *userdata) {
+        Kills *k = userdata;
+        unsigned i = k->n++;
+
+        (void) sub;
+        ASSERT_TRUE(i < ELEMENTSOF(k->kinds));
+        k->kinds[i] = pressure_event_get_kind(e);
+        if (k->kinds[i] == PRESSURE_EVENT_ERROR) {
+                k->error = pressure_error_get_errno(pressure_event_get_error(e));
+                return 0;
+        }
+        if (i == 0)
+                check_kills_subscribed(e);
+        else if (i == 1) {
+                ASSERT_EQ(pressure_event_get_kind(e), PRESSURE_EVENT_KILLED);
+                ASSERT_STREQ(pressure_event_kind_to_string(PRESSURE_EVENT_KILLED), "killed");
+                ASSERT_EQ(pressure_event_get_source(e), PRESSURE_SOURCE_KILLS);
+                ASSERT_STREQ(pressure_event_get_cgroup(e), "/user.slice/app-firefox.scope");
+                ASSERT_STREQ(pressure_event_get_killed_by(e), "systemd-oomd");
+                ASSERT_STREQ(pressure_event_get_reason(e), "memory-pressure");
+                ASSERT_U64_EQ(pressure_event_get_count(e), 1);
+                ASSERT_U64_EQ(pressure_event_get_seq(e), 1);
+                ASSERT_U64_EQ(pressure_event_get_missed(e), 0);
+                ASSERT_U64_EQ(pressure_event_get_time_us(e), 1700000000000010ULL);
+                ASSERT_U64_EQ(pressure_event_get_monotonic_us(e), 50);
+                /* Only a confirmation lists the killers. */
+                ASSERT_U64_EQ(pressure_event_get_n_kill_sources(e), 0);
+                ASSERT_TRUE(pressure_event_get_kill_source(e, 0) == NULL);
+        } else if (i == 2) {
+                ASSERT_EQ(pressure_event_get_kind(e), PRESSURE_EVENT_KILLED);
+                ASSERT_STREQ(pressure_event_get_cgroup(e), "/user.slice");
+                ASSERT_STREQ(pressure_event_get_killed_by(e), "kernel");
+                ASSERT_STREQ(pressure_event_get_reason(e), "oom_kill");
+                ASSERT_U64_EQ(pressure_event_get_count(e), 2);
+                ASSERT_U64_EQ(pressure_event_get_seq(e), 3);
+                ASSERT_U64_EQ(pressure_event_get_missed(e), 1);
+        } else {
+                ASSERT_EQ(pressure_event_get_kind(e), PRESSURE_EVENT_REMOVED);
+                ASSERT_TRUE(pressure_event_get_killed_by(e) == NULL);
+        }
+        return 0;
+}
+
+static unsigned kills_want;
+static bool kills_done(void *data) {
+        return ((Kills *) data)->n >= kills_want;
+}
+
+static Kills subscribe_kills(const char *cgroup, unsigned n) {
+        pressure_client *c = client_new();
+        pressure_selector *s;
+        Kills k = {};
+
+        ASSERT_OK(pressure_selector_new(&s));
+        ASSERT_OK(pressure_selector_set_cgroup(s, cgroup));
+        ASSERT_OK(pressure_selector_set_kills(s));
+        ASSERT_OK(pressure_client_set_reconnect(c, 0));
+        ASSERT_OK(pressure_client_subscribe(c, s, on_kills, &k, NULL, NULL));
+        pressure_selector_free(s);
+        kills_want = n;
+        run_until(c, kills_done, &k);
+        pressure_client_free(c);
+        return k;
+}
+
+static void test_kills(void) {
+        Kills k;
+
+        ASSERT_ERR(pressure_selector_set_kills(NULL), EINVAL);
+        ASSERT_TRUE(pressure_event_get_killed_by(NULL) == NULL);
+        ASSERT_TRUE(pressure_event_get_reason(NULL) == NULL);
+        ASSERT_U64_EQ(pressure_event_get_n_kill_sources(NULL), 0);
+        ASSERT_TRUE(pressure_event_get_kill_source(NULL, 0) == NULL);
+        ASSERT_STREQ(pressure_source_to_string(PRESSURE_SOURCE_KILLS), "kills");
+
+        /* Subscribed, a kill by systemd-oomd, two by the kernel, removed: the stream ends. */
+        k = subscribe_kills("/user.slice", 4);
+        ASSERT_EQ(k.n, 4);
+        ASSERT_EQ(k.kinds[3], PRESSURE_EVENT_REMOVED);
+
+        /* A kill that does not say who killed is malformed: the subscription ends with -EBADMSG. */
+        k = subscribe_kills("/kills-bad-by", 2);
+        ASSERT_EQ(k.kinds[0], PRESSURE_EVENT_SUBSCRIBED);
+        ASSERT_EQ(k.kinds[1], PRESSURE_EVENT_ERROR);
+        ASSERT_EQ(k.error, -EBADMSG);
+
+        /* So is a list of killers with something other than names in it. */
+        k = subscribe_kills("/kills-bad-sources", 1);
+        ASSERT_EQ(k.kinds[0], PRESSURE_EVENT_ERROR);
+        ASSERT_EQ(k.error, -EBADMSG);
 }
 
 /* The resources of the subscribed and pressure events of one subscription. */
@@ -1572,6 +1729,7 @@ int main(void) {
         test_adjusted_reason();
         test_errors();
         test_requests();
+        test_kills();
         test_resources();
         test_multiple();
         test_async();

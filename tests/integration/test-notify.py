@@ -14,7 +14,13 @@ place through replaces_id; CloseNotification on cleared, or the "cleared"
 note with --on-cleared=replace; 1,000 injected events give a bounded number
 of Notify calls (derived from --min-interval); the server going away and
 coming back, no session bus at all, a daemon restart; SIGTERM closes what
-is on screen and exits 0."""
+is on screen and exits 0. Kills, from a fake daemon: the kills subscription
+on the session (or its usual path), one notification per kill naming the
+scope, who and why, a storm of 1,000 kills gathered into one notification
+after --min-interval, --no-kills, a daemon without kills, and the Notify call
+a kill makes on the bus. And from the daemon: a rise of oom_kill in the
+session cgroup's memory.events (a fake tree) is shown as a kill by the
+kernel."""
 
 import json
 import math
@@ -141,6 +147,148 @@ def test_nothing_left(tmp):
           'notify --json reports the refusal as one JSON object', res.returncode, res.stderr)
 
 
+def session_or_fallback():
+    """Where notify watches kills without --cgroup: its user@UID.service, or where that usually is."""
+    uid = os.getuid()
+    with open('/proc/self/cgroup') as f:
+        for line in f.read().splitlines():
+            _, _, path = line.partition('::') if line.startswith('0::') else ('', '', '')
+            if f'/user@{uid}.service' in path:
+                return path[:path.index(f'/user@{uid}.service') + len(f'/user@{uid}.service')]
+    return f'/user.slice/user-{uid}.slice/user@{uid}.service'
+
+
+class KillsDaemon(pt.FakeVarlinkServer):
+    """A daemon whose pressure subscriptions are refused and whose kills
+    subscription gets self.kills killed events (after subscribed) and stays
+    open; with self.old, kills are refused as by a daemon before 0.3."""
+
+    def __init__(self, path, kills=1, old=False):
+        self.requests = []
+        self.kills = kills
+        self.old = old
+        super().__init__(path, self.respond_to)
+
+    def respond_to(self, call):
+        p = call.get('parameters', {})
+        self.requests.append(p)
+        if not p.get('kills'):
+            return [{'error': 'io.pressured.PermissionDenied', 'parameters': {'reason': 'refused by the test'}}]
+        if self.old:
+            return [{'error': 'org.varlink.service.InvalidParameter', 'parameters': {'parameter': 'kills'}}]
+        cgroup = p.get('cgroup', '/')
+        out = [{'parameters': {'event': {'kind': 'subscribed', 'cgroup': cgroup, 'source': 'kills', 'trigger': {},
+                                         'adjusted': False, 'state': {'kill_sources': ['kernel', 'systemd-oomd']}}},
+                'continues': True}]
+        for i in range(self.kills):
+            out.append({'parameters': {'event': {'kind': 'killed', 'cgroup': f'{cgroup}/app.slice/app-c{i}.scope',
+                                                 'by': 'systemd-oomd', 'reason': 'memory-pressure', 'count': 1,
+                                                 'seq': i + 1, 'missed': 0, 'time_us': 1, 'monotonic_us': 1}},
+                        'continues': True})
+        return out
+
+
+def test_kills(tmp, bus):
+    """Kills from a fake daemon, shown with --dry-run and on the bus."""
+    session = session_or_fallback()
+    scope = session + '/app.slice/app-c0.scope'
+    fake = KillsDaemon(os.path.join(tmp, 'kills.sock'))
+    n = Notifier(tmp, 'kills', fake.path, '--dry-run', '--min-interval', '1')
+    try:
+        n.wait_stderr(f'watching kills in {session} (by kernel, systemd-oomd)')
+        pt.wait_for(lambda: n.stdout(), timeout=WAIT, what='the kill shown')
+        check(n.stdout() == f'show id=1 cgroup={scope} urgency=normal summary="app-c0.scope was killed" '
+                            f'body="systemd-oomd killed it: its memory pressure stayed over the limit.\\n{scope}"\n',
+              'one notification: the scope, who killed it and why', n.stdout())
+        check({'cgroup': session, 'kills': True} in fake.requests, 'kills subscribed on the session', fake.requests)
+    finally:
+        check(n.stop() == 0, 'exit 0 on SIGTERM', n.stderr())
+        fake.close()
+
+    # A storm: the first kill at once, the other 999 together after the interval, in one notification.
+    # (All 1,000 arrive within the interval, so the second notification holds the rest and no third can come.)
+    fake = KillsDaemon(os.path.join(tmp, 'storm.sock'), kills=1000)
+    n = Notifier(tmp, 'kills-storm', fake.path, '--dry-run', '--min-interval', str(pt.scaled(2.0)), '--cgroup', '/s',
+                 json_output=True)
+    try:
+        pt.wait_for(lambda: len(n.stdout().splitlines()) >= 2, timeout=WAIT, what='two notifications')
+        shows = [json.loads(x) for x in n.stdout().splitlines()]
+        check([o['summary'] for o in shows] == ['app-c0.scope was killed', '999 kills for lack of memory'],
+              'one notification for the first kill, one for the 999 after it', shows)
+        check(shows[1] == {'action': 'show', 'id': 2, 'cgroup': '/s', 'urgency': 'normal',
+                           'summary': '999 kills for lack of memory',
+                           'body': 'app-c1.scope, by systemd-oomd (memory-pressure)\n'
+                                   'app-c2.scope, by systemd-oomd (memory-pressure)\n'
+                                   'app-c3.scope, by systemd-oomd (memory-pressure)\nand 996 more'},
+              'three named, the rest counted', shows[1])
+        check({'cgroup': '/s', 'kills': True} in fake.requests, '--cgroup is where kills are watched', fake.requests)
+    finally:
+        check(n.stop() == 0, 'exit 0 on SIGTERM', n.stderr())
+        fake.close()
+
+    # --no-kills: no kills subscription; with the pressure ones refused, nothing is left.
+    fake = KillsDaemon(os.path.join(tmp, 'nokills.sock'))
+    try:
+        res = subprocess.run(pt.WRAPPER + [pt.PRESSURECTL, '--socket', fake.path, 'notify', '--dry-run', '--no-kills',
+                                           '--cgroup', '/s'], capture_output=True, text=True, timeout=WAIT)
+        check(res.returncode == 1 and 'nothing left to watch' in res.stderr, '--no-kills: nothing left', res.stderr)
+        check(not any(r.get('kills') for r in fake.requests), 'no kills subscription', fake.requests)
+    finally:
+        fake.close()
+
+    # A daemon before kills: said once, pressure goes on (here refused too, so notify ends).
+    fake = KillsDaemon(os.path.join(tmp, 'old.sock'), old=True)
+    try:
+        res = subprocess.run(pt.WRAPPER + [pt.PRESSURECTL, '--socket', fake.path, 'notify', '--dry-run',
+                                           '--cgroup', '/s'], capture_output=True, text=True, timeout=WAIT)
+        check(res.returncode == 1 and res.stderr.count('the daemon does not report kills') == 1,
+              'a daemon without kills is said once', res.stderr)
+    finally:
+        fake.close()
+
+    # On the bus: Notify with urgency normal, a new notification, not closed at exit.
+    fake = KillsDaemon(os.path.join(tmp, 'bus.sock'))
+    server = Server(bus, os.path.join(tmp, 'calls-kills.jsonl'))
+    n = Notifier(tmp, 'kills-bus', fake.path, '--cgroup', '/s', bus=bus)
+    try:
+        calls = server.wait_calls('Notify', 1, 'the kill notified')
+        check(calls[0]['summary'] == 'app-c0.scope was killed' and calls[0]['replaces_id'] == 0 and
+              calls[0]['hints'] == {'urgency': 1} and calls[0]['app_name'] == 'pressured' and
+              calls[0]['body'] == 'systemd-oomd killed it: its memory pressure stayed over the limit.\n'
+                                  '/s/app.slice/app-c0.scope', 'the Notify call of a kill', calls)
+    finally:
+        check(n.stop() == 0, 'exit 0 on SIGTERM', n.stderr())
+        fake.close()
+        server.stop()
+    check(server.calls('CloseNotification') == [], 'a kill stays on screen at exit', server.calls())
+
+
+def test_kills_daemon(tmp):
+    """The daemon's kernel kills in the session cgroup, on a fake tree and without a system bus."""
+    session = session_or_fallback()
+    fake = os.path.join(tmp, 'kills-v2')
+    pt.make_fake_tree(fake, {'/': {'current': 1 << 30}, '/user.slice': {}, session: {},
+                             session + '/app.slice': {}})
+    events = os.path.join(fake, session.lstrip('/'), 'memory.events')
+    with pt.Daemon(cgroup_root=fake, env={'DBUS_SYSTEM_BUS_ADDRESS': 'unix:path=/nonexistent/no-bus'}) as d:
+        n = Notifier(tmp, 'kills-daemon', d.socket, '--dry-run')
+        try:
+            n.wait_stderr(f'watching kills in {session} (by kernel)')
+            # One write in place, as the kernel updates the file.
+            fd = os.open(events, os.O_WRONLY)
+            try:
+                os.pwrite(fd, b'low 0\nhigh 0\nmax 0\noom 1\noom_kill 3\n', 0)
+            finally:
+                os.close(fd)
+            pt.wait_for(lambda: n.stdout(), timeout=WAIT, what='the kill shown')
+            name = session.rsplit('/', 1)[1]
+            check(n.stdout() == f'show id=1 cgroup={session} urgency=normal summary="{name} was killed" '
+                                f'body="The kernel\'s OOM killer killed 3 processes in it: out of memory.\\n'
+                                f'{session}"\n', 'a kernel kill in the session, as notify shows it', n.stdout())
+        finally:
+            check(n.stop() == 0, 'exit 0 on SIGTERM', n.stderr())
+
+
 def expect_session_message(n):
     """Without --cgroup: the session cgroup from /proc/self/cgroup, or a clear fallback."""
     uid = os.getuid()
@@ -221,6 +369,8 @@ def main():
     d = pt.Daemon(cgroup_root=root, config_text=CONFIG)
     notifier = server = None
     try:
+        test_kills(tmp, bus)
+        test_kills_daemon(tmp)
         d.start()
         test_dry_run(tmp, d, root)
 

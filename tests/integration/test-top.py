@@ -157,13 +157,22 @@ def test_json_with_daemon(tmp):
 
 
 class FakeDaemon(pt.FakeVarlinkServer):
-    """A varlink server that records the calls it gets and answers GetStatus and GetProtection."""
+    """A varlink server that records the calls it gets and answers GetStatus and GetProtection;
+    Subscribe (top's kills subscription), recorded apart in self.subscribes, gets subscribed and
+    then the killed events of self.kills, and the stream stays open."""
 
     def __init__(self, path):
         self.calls = []
+        self.subscribes = []
+        self.kills = []
         super().__init__(path, self.record)
 
     def record(self, call):
+        if call['method'] == 'io.pressured.Subscribe':
+            self.subscribes.append(call.get('parameters', {}))
+            sub = {'kind': 'subscribed', 'cgroup': '/', 'source': 'kills', 'resource': 'memory', 'trigger': {},
+                   'adjusted': False, 'state': {'kill_sources': ['kernel', 'systemd-oomd']}}
+            return [{'parameters': {'event': e}, 'continues': True} for e in [sub] + self.kills]
         self.calls.append((call['method'], call.get('parameters', {})))
         return [self.answer(call)]
 
@@ -364,6 +373,108 @@ def test_reclaim_with_daemon(tmp):
     with pt.Daemon(cgroup_root=root) as d:
         res = tt.run_top('--batch', '--iterations', '1', '--cgroup-root', root, socket=d.socket)
         check('RECLAIM' not in res.stdout and res.returncode == 0, 'no RECLAIM column while it is off', res.stdout)
+
+
+def kill_event(cgroup, by, reason, count, seq, ago=0.0):
+    """A killed event of @ago seconds ago, on the clocks top compares with."""
+    return {'kind': 'killed', 'cgroup': cgroup, 'by': by, 'reason': reason, 'count': count, 'seq': seq, 'missed': 0,
+            'time_us': int((time.time() - ago) * 1e6), 'monotonic_us': int((time.monotonic() - ago) * 1e6)}
+
+
+def test_kills(tmp):
+    """One whole-system kills subscription for the whole run; a cgroup killed in the last minute is
+    marked (the KILLED column, "killed" in --json), a scope that is gone marks its parent, an older
+    kill marks nothing; a daemon without kills is said in the daemon line."""
+    root = make_tree(tmp)
+    fake = FakeDaemon(os.path.join(tmp, 'fake.sock'))
+    fake.kills = [kill_event('/app/web', 'kernel', 'oom_kill', 2, 1),
+                  kill_event('/app/web/gone.scope', 'systemd-oomd', 'memory-pressure', 1, 2, ago=1.0),
+                  kill_event('/app/gone.scope', 'systemd-oomd', 'memory-used', 1, 3),
+                  kill_event('/idle', 'kernel', 'oom_kill', 1, 4, ago=120.0)]
+    proc = subprocess.Popen(tt.top_cmd('--json', '-d', '0.05', '--cgroup-root', root, socket=fake.path),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = read_until(proc, lambda o: tt.row(o, '/app/web')['killed'], 'the kill marked')
+        web, app = tt.row(seen, '/app/web'), tt.row(seen, '/app')
+        check(web['killed']['cgroup'] == '/app/web' and web['killed']['by'] == 'kernel' and
+              web['killed']['reason'] == 'oom_kill' and web['killed']['count'] == 3,
+              'the latest kill of the cgroup, with those of its gone scopes counted', web)
+        check(abs(web['killed']['time_us'] / 1e6 - time.time()) < 600 and web['killed']['monotonic_us'] > 0,
+              'its times', web)
+        check(app['killed']['cgroup'] == '/app/gone.scope' and app['killed']['by'] == 'systemd-oomd' and
+              app['killed']['reason'] == 'memory-used' and app['killed']['count'] == 1,
+              'a scope that is gone marks its parent', app)
+        check(tt.row(seen, '/idle')['killed'] is None and tt.row(seen, '/app/db')['killed'] is None,
+              'a kill over a minute old, and no kill, mark nothing', seen)
+        # (Kills that came before the first refresh change nothing: there is nothing to compare with.)
+        check(seen['iteration'] == 1 or (web['changed'] and app['changed']), 'a kill marks the row changed', web, app)
+        check(seen['daemon']['kill_sources'] == ['kernel', 'systemd-oomd'] and 'kills_error' not in seen['daemon'],
+              'the killers the daemon hears', seen['daemon'])
+        later = read_until(proc, lambda o: o['iteration'] >= seen['iteration'] + 3, 'three more refreshes')
+        check(tt.row(later, '/app/web')['killed'] == web['killed'] and not tt.row(later, '/app/web')['changed'],
+              'the mark stays, the change mark goes', tt.row(later, '/app/web'))
+    finally:
+        proc.terminate()
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    check(fake.subscribes == [{'kills': True}], 'one kills subscription on the whole system', fake.subscribes)
+    check({m for m, _ in fake.calls} <= {'io.pressured.GetStatus', 'io.pressured.GetProtection'},
+          'no other call', fake.calls)
+
+    # The table: a KILLED column with the seconds since the kill, "-" for the rest.
+    res = tt.run_top('--batch', '--iterations', '100', '-d', '0.05', '--no-protection', '--cgroup-root', root,
+                     socket=fake.path)
+    refresh = next((r for r in res.stdout.split('pressurectl top ') if 'KILLED' in r), None)
+    check(refresh is not None, 'a refresh with the KILLED column', res.stdout, res.stderr)
+    lines = refresh.split('\n\n')[1].splitlines()
+    check(lines[0].split()[-1] == 'KILLED', 'the last column', lines[0])
+    cells = {line.split()[0]: line.split()[-1] for line in lines[1:]}
+    check(re.fullmatch(r'[0-9]+s', cells['web']) and re.fullmatch(r'[0-9]+s', cells['app']) and
+          cells['db'] == '-' and cells['idle'] == '-', 'seconds since the kill, - for none', lines)
+    fake.close()
+
+    # The daemon: a rise of oom_kill in a top-level cgroup's memory.events is a kill by the kernel there.
+    with pt.Daemon(cgroup_root=root, env={'DBUS_SYSTEM_BUS_ADDRESS': 'unix:path=/nonexistent/no-bus'}) as d:
+        proc = subprocess.Popen(tt.top_cmd('--json', '-d', '0.05', '--cgroup-root', root, socket=d.socket),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            first = read_until(proc, lambda o: o['daemon'].get('kill_sources'), 'the kills subscription confirmed')
+            check(first['daemon']['kill_sources'] == ['kernel'], 'the kernel only, without a system bus',
+                  first['daemon'])
+            fd = os.open(os.path.join(root, 'app', 'memory.events'), os.O_WRONLY)
+            try:
+                os.pwrite(fd, tt.events_text(oom_kill=2).encode(), 0)
+            finally:
+                os.close(fd)
+            seen = read_until(proc, lambda o: tt.row(o, '/app')['killed'], 'the kernel kill marked')
+            killed = tt.row(seen, '/app')['killed']
+            check((killed['cgroup'], killed['by'], killed['reason'], killed['count']) ==
+                  ('/app', 'kernel', 'oom_kill', 2), 'the kernel kill on /app', killed)
+            check(tt.row(seen, '/app/web')['killed'] is None, 'its children are not marked', seen)
+        finally:
+            proc.terminate()
+            proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()
+
+    # A daemon without kills: said in the daemon line and in --json; no column.
+    class OldDaemon(FakeDaemon):
+        def record(self, call):
+            if call['method'] == 'io.pressured.Subscribe':
+                return [{'error': 'org.varlink.service.InvalidParameter', 'parameters': {'parameter': 'kills'}}]
+            return super().record(call)
+    old = OldDaemon(os.path.join(tmp, 'old.sock'))
+    try:
+        refreshes = tt.run_json('--iterations', '20', '-d', '0.05', '--cgroup-root', root, socket=old.path)
+        check(refreshes[-1]['daemon'].get('kills_error') == 'not reported by this daemon' and
+              refreshes[-1]['daemon']['kill_sources'] is None, 'kills not reported', refreshes[-1]['daemon'])
+        res = tt.run_top('--batch', '--iterations', '20', '-d', '0.05', '--cgroup-root', root, socket=old.path)
+        check(res.stdout.rstrip().split('pressurectl top ')[-1].count('; kills: not reported by this daemon') == 1,
+              'the daemon line says so', res.stdout)
+        check('KILLED' not in res.stdout, 'no KILLED column', res.stdout)
+    finally:
+        old.close()
 
 
 def read_until(proc, pred, what):
@@ -771,6 +882,40 @@ def test_screen_reclaim(tmp, width, height):
         fake.close()
 
 
+def test_screen_kills(tmp, width, height):
+    """The KILLED column on the full screen: only where it leaves the names 16 columns (not at 80
+    columns, at 100 before CPU and IO, with them at 200), the seconds since the kill in it; a killed
+    row drawn in red, whether the column fits or not."""
+    root = make_tree(tmp)
+    fake = FakeDaemon(os.path.join(tmp, 'fake.sock'))
+    # (A kill reported on / itself, which the daemon never does, gives a row with no indentation.)
+    fake.kills = [kill_event('/app/web', 'kernel', 'oom_kill', 1, 1), kill_event('/', 'kernel', 'oom_kill', 1, 2)]
+    try:
+        with tt.Terminal(width, height) as term:
+            start_top(term, root, tmp, socket=fake.path)
+            screen = term.wait_for(lambda s: 'idle' in s and 'daemon fake' in s, 'the rows with the daemon up')
+            # The kill came with the subscription; wait for a refresh that has taken it in.
+            term.wait_for(lambda s: 31 in row_sgr(s, '/'), 'the killed / row in red', escapes=True)
+            screen = term.wait_for(lambda s: 'idle' in s and ('KILLED' in s or width < 100), 'the table')
+            lines = screen.splitlines()
+            header = next(ln for ln in lines if ln.startswith('CGROUP'))
+            check(all(len(ln) <= width for ln in lines), 'fits the terminal', screen)
+            if width < 100:
+                check('KILLED' not in header, 'no room at 80 columns', header)
+            else:
+                check(header.rstrip().endswith('+OOMK  KILLED'), 'the KILLED column last', header)
+                check((' CPU ' in header) == (width >= 200), 'CPU and IO only where they fit as well', header)
+                end = header.index('KILLED') + len('KILLED')
+                cells = {ln.split()[0]: ln[end - 7:end].strip() for ln in lines[lines.index(header) + 1:]
+                         if ln.strip() and not ln.startswith('s sort')}
+                check(re.fullmatch(r'[0-9]+s', cells['web']) and re.fullmatch(r'[0-9]+s', cells['/']) and
+                      cells['db'] == '-' and cells['idle'] == '-', 'the cells under KILLED', cells)
+            term.send('q')
+            term.wait_text('EXIT=0')
+    finally:
+        fake.close()
+
+
 def test_resize(tmp):
     root = make_tree(tmp)
     with tt.Terminal(80, 24) as term:
@@ -813,14 +958,16 @@ def test_signals(tmp):
 
 def main():
     tests = [test_usage, test_batch_text, test_json_with_daemon, test_daemon_calls, test_reclaim,
-             test_reclaim_with_daemon,
+             test_reclaim_with_daemon, test_kills,
              test_events_and_changes,
              test_episodes, test_vanishing, test_v1_merged]
     screen_tests = [lambda tmp: test_screen(tmp, 80, 24), lambda tmp: test_screen(tmp, 200, 50), test_resize,
                     test_signals, lambda tmp: test_screen_episode(tmp, 80, 24),
                     lambda tmp: test_screen_episode(tmp, 200, 50),
                     lambda tmp: test_screen_reclaim(tmp, 80, 24), lambda tmp: test_screen_reclaim(tmp, 100, 30),
-                    lambda tmp: test_screen_reclaim(tmp, 200, 50)]
+                    lambda tmp: test_screen_reclaim(tmp, 200, 50),
+                    lambda tmp: test_screen_kills(tmp, 80, 24), lambda tmp: test_screen_kills(tmp, 100, 30),
+                    lambda tmp: test_screen_kills(tmp, 200, 50)]
     if tt.have_tmux():
         tests += screen_tests
     else:

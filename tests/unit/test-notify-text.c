@@ -4,7 +4,8 @@
  * cgroup found in /proc/self/cgroup text (cgroup2, v1, hybrid, missing,
  * look-alike names), urgency per level, durations, the three largest
  * children of a fake tree, the words of a notification, quoting for
- * --dry-run, and the per-episode rate limit.
+ * --dry-run, the per-episode rate limit, and the kills: their names, their
+ * words, and the interval that gathers them.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -238,12 +239,128 @@ static void test_rate_limit(void) {
         ASSERT_TRUE(!notify_episode_end(&e));
 }
 
+static void test_kill_names(void) {
+        ASSERT_STREQ(notify_kill_name("/user.slice/user-1000.slice/user@1000.service/app.slice/app-firefox.scope"),
+                     "app-firefox.scope");
+        ASSERT_STREQ(notify_kill_name("/user.slice/user-1000.slice/user@1000.service"), "user@1000.service");
+        ASSERT_STREQ(notify_kill_name("/system.slice/"), "/system.slice/");
+        ASSERT_STREQ(notify_kill_name("no-slash"), "no-slash");
+        ASSERT_STREQ(notify_kill_name("/a"), "a");
+        ASSERT_STREQ(notify_kill_name("/"), "/");
+        ASSERT_STREQ(notify_kill_name(""), "/");
+        ASSERT_STREQ(notify_kill_name(NULL), "/");
+}
+
+/* The summary and body of what waits in @k. */
+static void kills_text(const NotifyKills *k, const char *summary, const char *body) {
+        char *s = NULL, *b = NULL;
+
+        ASSERT_OK(notify_format_kills(k, &s, &b));
+        ASSERT_STREQ(s, summary);
+        ASSERT_STREQ(b, body);
+        free(s);
+        free(b);
+}
+
+#define SCOPE "/user.slice/user-1000.slice/user@1000.service/app.slice/app-firefox.scope"
+#define MANAGER "/user.slice/user-1000.slice/user@1000.service"
+
+static void test_kill_words(void) {
+        NotifyKills k = {};
+
+        ASSERT_EQ(notify_kills_add(&k, SCOPE, "systemd-oomd", "memory-pressure", 1, 100 * S, 10 * S), NOTIFY_SHOW);
+        kills_text(&k, "app-firefox.scope was killed",
+                   "systemd-oomd killed it: its memory pressure stayed over the limit.\n" SCOPE);
+        notify_kills_tried(&k, 100 * S, true);
+        ASSERT_EQ(k.n_kills, 0);
+
+        ASSERT_EQ(notify_kills_add(&k, SCOPE, "systemd-oomd", "memory-used", 2, 200 * S, 10 * S), NOTIFY_SHOW);
+        kills_text(&k, "app-firefox.scope was killed",
+                   "systemd-oomd killed it: too much memory and swap in use, 2 times.\n" SCOPE);
+        notify_kills_tried(&k, 200 * S, true);
+
+        ASSERT_EQ(notify_kills_add(&k, MANAGER, "kernel", "oom_kill", 1, 300 * S, 10 * S), NOTIFY_SHOW);
+        kills_text(&k, "user@1000.service was killed",
+                   "The kernel's OOM killer killed a process in it: out of memory.\n" MANAGER);
+        notify_kills_tried(&k, 300 * S, true);
+
+        ASSERT_EQ(notify_kills_add(&k, MANAGER, "kernel", "oom_kill", 3, 400 * S, 10 * S), NOTIFY_SHOW);
+        kills_text(&k, "user@1000.service was killed",
+                   "The kernel's OOM killer killed 3 processes in it: out of memory.\n" MANAGER);
+        notify_kills_tried(&k, 400 * S, true);
+
+        /* A killer or a reason this version does not know: passed on as sent; none at all: "unknown". */
+        ASSERT_EQ(notify_kills_add(&k, "/a.scope", "earlyoom", "low-memory", 1, 500 * S, 10 * S), NOTIFY_SHOW);
+        kills_text(&k, "a.scope was killed", "earlyoom killed it (low-memory).\n/a.scope");
+        notify_kills_tried(&k, 500 * S, true);
+        ASSERT_EQ(notify_kills_add(&k, NULL, NULL, NULL, 0, 600 * S, 10 * S), NOTIFY_SHOW);
+        kills_text(&k, "/ was killed", "unknown killed it (unknown).\n/");
+        notify_kills_done(&k);
+}
+
+static void test_kill_interval(void) {
+        NotifyKills k = {};
+        char name[32];
+
+        /* The first kill is shown at once; the next within the interval waits for its end. */
+        ASSERT_U64_EQ(notify_kills_deadline(&k, 10 * S), UINT64_MAX);
+        ASSERT_EQ(notify_kills_due(&k, 1 * S, 10 * S), NOTIFY_NOTHING);
+        ASSERT_EQ(notify_kills_add(&k, "/s/a.scope", "systemd-oomd", "memory-pressure", 1, 1 * S, 10 * S),
+                  NOTIFY_SHOW);
+        notify_kills_tried(&k, 1 * S, true);
+        ASSERT_U64_EQ(notify_kills_deadline(&k, 10 * S), UINT64_MAX);
+        ASSERT_EQ(notify_kills_add(&k, "/s/b.scope", "systemd-oomd", "memory-pressure", 1, 2 * S, 10 * S),
+                  NOTIFY_DEFER);
+        ASSERT_U64_EQ(notify_kills_deadline(&k, 10 * S), 11 * S);
+        ASSERT_EQ(notify_kills_due(&k, 10 * S, 10 * S), NOTIFY_NOTHING);
+
+        /* A storm meanwhile: the same cgroup, killer and reason merge; three names, the rest counted. */
+        ASSERT_EQ(notify_kills_add(&k, "/s/b.scope", "systemd-oomd", "memory-pressure", 1, 3 * S, 10 * S),
+                  NOTIFY_DEFER);
+        ASSERT_EQ(notify_kills_add(&k, "/s", "kernel", "oom_kill", 4, 3 * S, 10 * S), NOTIFY_DEFER);
+        ASSERT_EQ(notify_kills_add(&k, "/s/b.scope", "systemd-oomd", "memory-used", 1, 4 * S, 10 * S), NOTIFY_DEFER);
+        for (unsigned i = 0; i < 1000; i++) {
+                snprintf(name, sizeof(name), "/s/c%u.scope", i);
+                ASSERT_EQ(notify_kills_add(&k, name, "systemd-oomd", "memory-pressure", 1, 5 * S, 10 * S),
+                          NOTIFY_DEFER);
+        }
+        ASSERT_EQ(k.n_kills, NOTIFY_KILL_NAMES);
+        ASSERT_EQ(notify_kills_due(&k, 11 * S, 10 * S), NOTIFY_SHOW);
+        kills_text(&k, "1007 kills for lack of memory",
+                   "b.scope, by systemd-oomd (memory-pressure, 2 kills)\n"
+                   "s, by kernel (oom_kill, 4 kills)\n"
+                   "b.scope, by systemd-oomd (memory-used)\n"
+                   "and 1000 more");
+
+        /* Not shown (no server): they wait another interval; shown: forgotten. */
+        notify_kills_tried(&k, 11 * S, false);
+        ASSERT_EQ(k.n_kills, NOTIFY_KILL_NAMES);
+        ASSERT_U64_EQ(notify_kills_deadline(&k, 10 * S), 21 * S);
+        ASSERT_EQ(notify_kills_due(&k, 20 * S, 10 * S), NOTIFY_NOTHING);
+        ASSERT_EQ(notify_kills_due(&k, 21 * S, 10 * S), NOTIFY_SHOW);
+        notify_kills_tried(&k, 21 * S, true);
+        ASSERT_EQ(k.n_kills, 0);
+        ASSERT_U64_EQ(k.more_events, 0);
+        ASSERT_U64_EQ(notify_kills_deadline(&k, 10 * S), UINT64_MAX);
+
+        /* Two kills gathered: the plural form without "more". */
+        ASSERT_EQ(notify_kills_add(&k, "/s/x.scope", "kernel", "oom_kill", 1, 22 * S, 10 * S), NOTIFY_DEFER);
+        ASSERT_EQ(notify_kills_add(&k, "/s/y.scope", "kernel", "oom_kill", 1, 23 * S, 10 * S), NOTIFY_DEFER);
+        kills_text(&k, "2 kills for lack of memory",
+                   "x.scope, by kernel (oom_kill)\ny.scope, by kernel (oom_kill)");
+        notify_kills_done(&k);
+        ASSERT_EQ(k.n_kills, 0);
+}
+
 int main(void) {
         test_session_cgroup();
         test_urgency_duration();
         test_children_and_text();
         test_quote();
         test_rate_limit();
+        test_kill_names();
+        test_kill_words();
+        test_kill_interval();
         printf("notify-text: ok\n");
         return 0;
 }

@@ -6,7 +6,9 @@
  * GetProtection replies, and snapshots of
  * fake cgroup2 and v1 trees: order, values, the union of both hierarchies,
  * event baselines, change marks, cgroups that appear and go, and the files
- * kept open between refreshes.
+ * kept open between refreshes; and the kills of the last minute
+ * (client/top-kills.c): merged, bounded, expired, and marked on a cgroup or
+ * its nearest ancestor in a snapshot.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -305,10 +307,92 @@ static void test_snapshots(void) {
         rm_tree("");
 }
 
+#define S UINT64_C(1000000)
+
+static void test_kills(void) {
+        char root[4200], name[64];
+        TopRoots roots = { .v2 = root };
+        TopKills *k = calloc(1, sizeof(TopKills));
+        TopSnapshot snap = {};
+        TopCgroup *cg;
+
+        ASSERT_TRUE(k != NULL);
+        snprintf(tmpdir, sizeof(tmpdir), "/tmp/test-top-cgroup-XXXXXX");
+        ASSERT_TRUE(mkdtemp(tmpdir) != NULL);
+        mkd("v2");
+        mkd("v2/app.slice");
+        mkd("v2/app.slice/web.service");
+        mkd("v2/user.slice");
+        snprintf(root, sizeof(root), "%s/v2", tmpdir);
+        ASSERT_OK(top_snapshot_read(&roots, "/", NULL, &snap));
+
+        /* Merged by cgroup, killer and reason; a time of 0 or in the future is now. */
+        ASSERT_OK(top_kills_add(k, "/app.slice/web.service", "kernel", "oom_kill", 2, 100 * S, 1000 * S, 200 * S));
+        ASSERT_OK(top_kills_add(k, "/app.slice/web.service", "kernel", "oom_kill", 1, 150 * S, 1050 * S, 200 * S));
+        ASSERT_OK(top_kills_add(k, "/user.slice/app-gone.scope", "systemd-oomd", "memory-pressure", 1, 0, 1100 * S,
+                                200 * S));
+        ASSERT_OK(top_kills_add(k, "/elsewhere/x.scope", "systemd-oomd", "memory-pressure", 1, 900 * S, 1, 200 * S));
+        ASSERT_EQ(k->n, 3);
+        ASSERT_U64_EQ(k->kills[0].count, 3);
+        ASSERT_U64_EQ(k->kills[0].at_us, 150 * S);
+        ASSERT_U64_EQ(k->kills[1].at_us, 200 * S);
+        ASSERT_U64_EQ(k->kills[2].at_us, 200 * S);
+
+        /* Marks: the cgroup itself; a scope no longer there marks its parent; the root takes what has no
+         * nearer ancestor. */
+        ASSERT_EQ(top_kills_apply(k, &snap), 3);
+        cg = top_snapshot_find(&snap, "/app.slice/web.service");
+        ASSERT_U64_EQ(cg->kill_at_us, 150 * S);
+        ASSERT_U64_EQ(cg->kill_time_us, 1050 * S);
+        ASSERT_U64_EQ(cg->kills, 3);
+        ASSERT_STREQ(cg->kill_by, "kernel");
+        ASSERT_STREQ(cg->kill_reason, "oom_kill");
+        ASSERT_STREQ(cg->kill_cgroup, "/app.slice/web.service");
+        cg = top_snapshot_find(&snap, "/user.slice");
+        ASSERT_U64_EQ(cg->kills, 1);
+        ASSERT_STREQ(cg->kill_cgroup, "/user.slice/app-gone.scope");
+        ASSERT_STREQ(cg->kill_by, "systemd-oomd");
+        ASSERT_U64_EQ(top_snapshot_find(&snap, "/app.slice")->kill_at_us, TOP_NONE);
+        ASSERT_U64_EQ(top_snapshot_find(&snap, "/")->kills, 1);
+        top_snapshot_done(&snap);
+
+        /* Only in the subtree shown: a kill outside it marks nothing. */
+        ASSERT_OK(top_snapshot_read(&roots, "/app.slice", NULL, &snap));
+        ASSERT_EQ(top_kills_apply(k, &snap), 1);
+        top_snapshot_done(&snap);
+
+        /* A minute later the first is forgotten, the others a little after. */
+        top_kills_expire(k, 150 * S + TOP_KILL_WINDOW_USEC);
+        ASSERT_EQ(k->n, 3);
+        top_kills_expire(k, 150 * S + TOP_KILL_WINDOW_USEC + 1);
+        ASSERT_EQ(k->n, 2);
+        top_kills_expire(k, 200 * S + TOP_KILL_WINDOW_USEC + 1);
+        ASSERT_EQ(k->n, 0);
+
+        /* A storm of kills in many cgroups: at most TOP_KILLS_MAX held, the oldest go first. */
+        for (unsigned i = 0; i < 3 * TOP_KILLS_MAX; i++) {
+                snprintf(name, sizeof(name), "/app.slice/s%u.scope", i);
+                ASSERT_OK(top_kills_add(k, name, "systemd-oomd", "memory-pressure", 1, 300 * S + i, 1, 400 * S));
+        }
+        ASSERT_EQ(k->n, TOP_KILLS_MAX);
+        for (size_t i = 0; i < k->n; i++)
+                ASSERT_TRUE(k->kills[i].at_us >= 300 * S + 2 * TOP_KILLS_MAX);
+        ASSERT_OK(top_snapshot_read(&roots, "/", NULL, &snap));
+        ASSERT_EQ(top_kills_apply(k, &snap), 1);
+        ASSERT_U64_EQ(top_snapshot_find(&snap, "/app.slice")->kills, TOP_KILLS_MAX);
+        ASSERT_U64_EQ(top_snapshot_find(&snap, "/app.slice")->kill_at_us, 300 * S + 3 * TOP_KILLS_MAX - 1);
+        top_snapshot_done(&snap);
+        top_kills_done(k);
+        ASSERT_EQ(k->n, 0);
+        free(k);
+        rm_tree("");
+}
+
 int main(void) {
         test_roots();
         test_scan();
         test_snapshots();
+        test_kills();
         printf("ok\n");
         return 0;
 }
