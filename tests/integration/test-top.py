@@ -785,10 +785,20 @@ def test_screen(tmp, width, height):
         term.send('p')
         term.wait_for(lambda s: 'EMIN' in s, 'protection columns back')
 
-        # A row that changed is highlighted (bold) for one refresh.
-        pt.write_file(os.path.join(root, 'idle', 'memory.current'), f'{7 * M}\n')
+        # A row that changed is highlighted (bold) for one refresh. A refresh lasts 0.2 s,
+        # less than a capture may take on a loaded machine, so the row changes before
+        # every capture until one shows it bold.
         bold = re.compile(r'\x1b\[(?:[0-9;]*;)?1(?:;[0-9;]*)?m[^\n]*idle')
-        term.wait_for(lambda s: bold.search(s) is not None, 'the changed row in bold', escapes=True)
+        current = [7]
+
+        def changed_row_bold(screen):
+            if bold.search(screen):
+                return True
+            current[0] += 1
+            pt.write_file(os.path.join(root, 'idle', 'memory.current'), f'{current[0] * M}\n')
+            return False
+        pt.write_file(os.path.join(root, 'idle', 'memory.current'), f'{current[0] * M}\n')
+        term.wait_for(changed_row_bold, 'the changed row in bold', escapes=True)
         term.wait_for(lambda s: 'idle' in s and bold.search(s) is None, 'the highlight gone after a refresh',
                       escapes=True)
 
