@@ -151,6 +151,13 @@ def scaled(seconds):
     return seconds * SLOW_FACTOR
 
 
+def free_port():
+    """A TCP port on 127.0.0.1 that nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
 def wait_for(pred, timeout=None, interval=0.02, what='condition'):
     """Poll @pred until it returns something true, and return that; raise
     TimeoutError after @timeout seconds (default: scaled(10))."""

@@ -10,7 +10,6 @@ Standard library only."""
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,6 +17,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+
+import pressured_test as pt
 
 PROMETHEUS = '/usr/bin/prometheus'
 PROMTOOL = '/usr/bin/promtool'
@@ -27,14 +28,6 @@ DASHBOARD = os.path.join(SOURCE_ROOT, 'conf', 'grafana', 'pressured.json')
 
 # Grafana's own variables a dashboard may use without defining them.
 GRAFANA_BUILTINS = ('__rate_interval', '__interval', '__range', '__range_s', '__interval_ms')
-
-
-def free_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Prometheus:
@@ -47,7 +40,7 @@ class Prometheus:
         self.targets = targets
         self.interval = interval
         self.rule_files = list(rule_files)
-        self.port = free_port()
+        self.port = pt.free_port()
         self.proc = None
 
     def config_text(self):

@@ -41,14 +41,6 @@ from benchlib import pt  # noqa: E402
 GENERATOR = os.path.join(pt.SOURCE_ROOT, 'tests', 'make-fake-cgroup-tree.py')
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def get_metrics(conn):
     conn.request('GET', '/metrics')
     r = conn.getresponse()
@@ -107,7 +99,7 @@ def fake_rows(sizes, quick):
             if n > 1000:
                 runs.append(('/cg*', 'fake, MaxCgroups=1000', 1000))
             for patterns, label, max_cgroups in runs:
-                port = free_port()
+                port = pt.free_port()
                 kept = min(n, max_cgroups)
                 scrapes = max(10, min(200, (50000 if not quick else 10000) // max(kept, 100)))
                 with metrics_daemon(port, patterns, root, max_cgroups) as d:
@@ -134,7 +126,7 @@ def real_row(n, quick):
         for i in range(1, n + 1):
             os.mkdir(f'{v2}{parent}/cg{i}')
             made.append(f'{v2}{parent}/cg{i}')
-        port = free_port()
+        port = pt.free_port()
         scrapes = 40 if quick else 200
         cfg = f'[Metrics]\nListen=127.0.0.1:{port}\nCgroups={parent}/*\nMaxCgroups=100000\n'
         with pt.Daemon(config_text=cfg, log_level='warning') as d:
@@ -153,7 +145,7 @@ def idle_rows(seconds):
     try:
         root = os.path.join(tmp, 'tree')
         subprocess.run([sys.executable, GENERATOR, root, '--flat', '1000', '--psi'], check=True)
-        port = free_port()
+        port = pt.free_port()
         with metrics_daemon(port, '/cg*', root) as d:
             wait_listening(port)
             time.sleep(1)  # let start-up settle

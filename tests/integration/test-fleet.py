@@ -281,7 +281,7 @@ def main():
     if not os.access(prom.PROMETHEUS, os.X_OK):
         pt.skip(f'{prom.PROMETHEUS} is not installed (apt-get install prometheus)')
     deadline = time.monotonic() + BUDGET
-    metrics_port, dead_port = prom.free_port(), prom.free_port()
+    metrics_port, dead_port = pt.free_port(), pt.free_port()
     live = f'127.0.0.1:{metrics_port}'
     dead = f'127.0.0.1:{dead_port}'
     config = f'[Metrics]\nListen={live}\nCgroups={SLICE}/*\nMaxCgroups=2\n'

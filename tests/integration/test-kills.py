@@ -66,18 +66,10 @@ def metrics(port):
         c.close()
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def test_cgroup(tmp):
     fake = os.path.join(tmp, 'v2')
     pt.make_fake_tree(fake, {'/': {'current': 1 << 30}, '/a': {'current': 1 << 28}, '/b': {'current': 1 << 20}})
-    port = free_port()
+    port = pt.free_port()
     with pt.Daemon(cgroup_root=fake, env=NO_BUS, config_text=f'[Metrics]\nListen=127.0.0.1:{port}\n') as d:
         pt.check(d.status()['registrations'] == [], 'no registration before a subscriber', d.status())
         first = pt.Varlink(d.socket, timeout=WAIT)

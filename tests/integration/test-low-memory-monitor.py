@@ -14,7 +14,6 @@ prints the RSS the service costs)."""
 
 import http.client
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,14 +24,6 @@ import pressured_test as pt  # noqa: E402
 import bus_test as bt  # noqa: E402
 
 LEVELS = (('low', 50), ('medium', 100), ('critical', 255))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def metric(port, name):
@@ -146,7 +137,7 @@ def part_reload(bus, d):
 def main():
     pt.require_root('the private system bus lets root own the name, and the GLib client runs as nobody')
     bt.require_gi()
-    port = free_port()
+    port = pt.free_port()
     with bt.PrivateBus(tempfile.mkdtemp(prefix='pressured-bus-')) as bus, \
             pt.Daemon(config_text=bt.lmm_config(True, f'\n[Metrics]\nListen=127.0.0.1:{port}\n'),
                       env={'DBUS_SYSTEM_BUS_ADDRESS': bus.address}) as d:

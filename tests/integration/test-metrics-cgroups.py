@@ -150,7 +150,7 @@ def fake_tree_checks(tmp):
     odd = os.path.join(root, 'cg1', 'q"b\\s\nn')
     shutil.copytree(os.path.join(root, 'cg1'), odd, ignore=lambda d, names: [n for n in names
                                                                           if os.path.isdir(os.path.join(d, n))])
-    port = tm.free_port()
+    port = pt.free_port()
     patterns = '/ /cg1/* /cg2/*/*'
     d = pt.Daemon(config_text=config(port, patterns), cgroup_root=root)
     with d:
@@ -202,7 +202,7 @@ def real_tree_check():
     with pt.v2_cgroup_part('metrics') as name:
         if name is None:
             return
-        port = tm.free_port()
+        port = pt.free_port()
         with pt.Daemon(config_text=config(port, name + ' ' + name + '/*')):
             tm.wait_listening(port)
             _, _, got = scrape(port)

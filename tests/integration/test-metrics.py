@@ -135,14 +135,6 @@ def check_histogram(name, samples):
         fail('%s_sum is negative' % name)
 
 
-def free_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def get(port, path):
     c = http.client.HTTPConnection('127.0.0.1', port, timeout=WAIT)
     try:
@@ -221,7 +213,7 @@ def episode_gauge(d, port):
 
 
 def main():
-    port = free_port()
+    port = pt.free_port()
     with pt.Daemon(config_text='[Metrics]\nListen=127.0.0.1:%d\n' % port) as d:
         wait_listening(port)
 

@@ -9,7 +9,6 @@ prometheus); the whole test is bounded to 60 seconds."""
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,14 +30,6 @@ def fail(msg):
     sys.exit(1)
 
 
-def free_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def api(web_port, path, params=None):
     url = 'http://127.0.0.1:%d%s' % (web_port, path)
     if params:
@@ -53,7 +44,7 @@ def main():
 
     start = time.monotonic()
     deadline = start + BUDGET
-    metrics_port, web_port = free_port(), free_port()
+    metrics_port, web_port = pt.free_port(), pt.free_port()
 
     with tempfile.TemporaryDirectory(prefix='pressured-prometheus-') as tmp:
         tree = os.path.join(tmp, 'tree')

@@ -290,7 +290,7 @@ def fake_tree_checks(tmp):
     t.add('/eagain', 10 * GIB, reclaim=False)
     t.add('/other', 10 * GIB)
     rfd, wfd = full_fifo(t.path('/eagain', 'memory.reclaim'))
-    port = tm.free_port()
+    port = pt.free_port()
     d = pt.Daemon(config_text=config('/a /small /noreclaim /eagain /nothere',
                                      extra='[Metrics]\nListen=127.0.0.1:%d\n' % port), cgroup_root=t.root)
     d.metrics_port = port
