@@ -32,6 +32,7 @@
 #include "status.h"
 #include "subscription.h"
 #include "test-capture.h"
+#include "test-registry-fixture.h"
 #include "tests.h"
 #include "util.h"
 
@@ -41,12 +42,7 @@
 
 typedef struct Fixture {
         char root[64];
-        struct event_base *base;
-        Config *config;
-        Counters counters;
-        Hierarchy v2, v1;
-        SourceEnv env;
-        Registry reg;
+        REGISTRY_FIXTURE_FIELDS;
         StatusContext status;
         Methods methods;
         ClientServer *server;
@@ -117,14 +113,9 @@ static void fixture_server(Fixture *f) {
 }
 
 static void fixture_init(Fixture *f) {
-        *f = (Fixture) { .v2 = { .fd = -1 }, .v1 = { .fd = -1 } };
+        *f = (Fixture) {};
         fail_inject_reset();
-        f->base = event_base_new();
-        ASSERT_TRUE(f->base);
-        f->config = config_new_default();
-        ASSERT_TRUE(f->config);
-        f->env = (SourceEnv) { .base = f->base, .v2 = &f->v2, .v1 = &f->v1, .counters = &f->counters };
-        registry_init(&f->reg, &f->env, f->config, &f->counters);
+        registry_fixture_init(f);
         fixture_tree(f);
         f->status = (StatusContext) {
                 .config = f->config, .registry = &f->reg, .counters = &f->counters,
@@ -141,11 +132,7 @@ static void fixture_done(Fixture *f) {
         char path[128];
 
         f->server = client_server_free(f->server);
-        ASSERT_EQ(f->reg.n_registrations, 0);
-        registry_done(&f->reg);
-        hierarchy_close(&f->v2);
-        config_free(f->config);
-        event_base_free(f->base);
+        registry_fixture_done(f);
         snprintf(path, sizeof(path), "%s/x/memory.events", f->root);
         ASSERT_OK(unlink(path));
         snprintf(path, sizeof(path), "%s/x", f->root);

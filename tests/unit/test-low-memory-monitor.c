@@ -17,31 +17,23 @@
 #include "fail-inject.h"
 #include "low-memory-monitor.h"
 #include "test-capture.h"
+#include "test-registry-fixture.h"
 #include "tests.h"
 #include "util.h"
 
 typedef struct Fixture {
-        struct event_base *base;
-        Config *config;
-        Counters counters;
-        Hierarchy v2, v1;
-        SourceEnv env;
-        Registry reg;
+        REGISTRY_FIXTURE_FIELDS;
         SystemBus *bus;
         LowMemoryMonitor *m;
 } Fixture;
 
 static void fixture_init(Fixture *f) {
-        *f = (Fixture) { .v2 = { .fd = -1 }, .v1 = { .fd = -1 } };
-        f->base = event_base_new();
-        f->config = config_new_default();
-        ASSERT_TRUE(f->base && f->config);
+        *f = (Fixture) {};
+        registry_fixture_init(f);
         /* 2 s windows: what the kernel takes without CAP_SYS_RESOURCE too. */
         f->config->levels[LEVEL_LOW] = (PsiTrigger) { PSI_STALL_SOME, 1800 * USEC_PER_MSEC, 2 * USEC_PER_SEC };
         f->config->levels[LEVEL_MEDIUM] = (PsiTrigger) { PSI_STALL_SOME, 1900 * USEC_PER_MSEC, 2 * USEC_PER_SEC };
         f->config->levels[LEVEL_CRITICAL] = (PsiTrigger) { PSI_STALL_FULL, 1900 * USEC_PER_MSEC, 2 * USEC_PER_SEC };
-        f->env = (SourceEnv) { .base = f->base, .v2 = &f->v2, .v1 = &f->v1, .counters = &f->counters };
-        registry_init(&f->reg, &f->env, f->config, &f->counters);
         ASSERT_OK(system_bus_new(&f->bus, f->base, "unix:path=/nonexistent/bus"));
         f->env.bus = f->bus;
         ASSERT_OK(low_memory_monitor_new(&f->reg, f->bus, &f->m));
@@ -49,11 +41,8 @@ static void fixture_init(Fixture *f) {
 
 static void fixture_done(Fixture *f) {
         ASSERT_TRUE(low_memory_monitor_free(f->m) == NULL);
-        ASSERT_EQ(f->reg.n_registrations, 0);
-        registry_done(&f->reg);
         system_bus_free(f->bus);
-        config_free(f->config);
-        event_base_free(f->base);
+        registry_fixture_done(f);
 }
 
 static void test_names(void) {

@@ -27,6 +27,7 @@
 #include "registration-episode.h"
 #include "registration.h"
 #include "subscription.h"
+#include "test-registry-fixture.h"
 #include "tests.h"
 #include "util.h"
 
@@ -34,12 +35,7 @@
 
 typedef struct Fixture {
         char root[64];
-        struct event_base *base;
-        Config *config;
-        Counters counters;
-        Hierarchy v2;
-        SourceEnv env;
-        Registry reg;
+        REGISTRY_FIXTURE_FIELDS;
         ClientServer *server;
 } Fixture;
 
@@ -69,20 +65,14 @@ static void fixture_init(Fixture *f) {
         char path[128];
         int lfd;
 
-        *f = (Fixture) { .v2 = { .fd = -1 } };
+        *f = (Fixture) {};
+        registry_fixture_init(f);
         snprintf(f->root, sizeof(f->root), "/tmp/test-registration-XXXXXX");
         ASSERT_TRUE(mkdtemp(f->root));
         snprintf(path, sizeof(path), "%s/mem", f->root);
         ASSERT_OK(mkdir(path, 0755));
         write_file(f->root, "/mem/memory.events", MEMORY_EVENTS_ZERO);
         ASSERT_OK(hierarchy_open(&f->v2, f->root));
-
-        f->base = event_base_new();
-        ASSERT_TRUE(f->base);
-        f->config = config_new_default();
-        ASSERT_TRUE(f->config);
-        f->env = (SourceEnv) { .base = f->base, .v2 = &f->v2, .counters = &f->counters };
-        registry_init(&f->reg, &f->env, f->config, &f->counters);
 
         /* A memory.events source opens on a plain directory tree. */
         ASSERT_OK(registration_acquire(&f->reg, &key, &r, &e));
@@ -110,11 +100,7 @@ static void fixture_done(Fixture *f) {
         char path[128];
 
         f->server = client_server_free(f->server);
-        ASSERT_EQ(f->reg.n_registrations, 0);
-        registry_done(&f->reg);
-        hierarchy_close(&f->v2);
-        config_free(f->config);
-        event_base_free(f->base);
+        registry_fixture_done(f);
         snprintf(path, sizeof(path), "%s/mem/memory.events", f->root);
         (void) unlink(path);
         snprintf(path, sizeof(path), "%s/mem", f->root);
