@@ -12,15 +12,18 @@
 
 #include "config-build.h"
 #include "log.h"
+#include "low-memory-monitor.h"
 #include "manager.h"
 #include "methods.h"
 #include "metrics.h"
+#include "oomd-watch.h"
 #include "proxy.h"
 #include "reclaim-controller.h"
 #include "registration.h"
 #include "socket-util.h"
 #include "source-protection.h"
 #include "status.h"
+#include "system-bus.h"
 
 struct Manager {
         struct event_base *base;
@@ -41,6 +44,7 @@ struct Manager {
         Registry registry;
         ClientServer *clients;
         ProxyServer *proxy;         /* the memory-pressure socket, NULL when off */
+        LowMemoryMonitor *lmm;      /* [DBus] LowMemoryMonitor= */
         Methods methods;
         StatusContext status;
         MetricsServer *metrics;
@@ -93,9 +97,22 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
         }
         m->env = (SourceEnv) { .base = m->base, .v2 = &m->v2, .v1 = &m->v1, .counters = &m->counters };
         registry_init(&m->registry, &m->env, config, &m->counters);
+        /* No connection until a user needs one; NULL address: $DBUS_SYSTEM_BUS_ADDRESS or the default. */
+        if (system_bus_new(&m->env.bus, m->base, NULL) < 0 ||
+            low_memory_monitor_new(&m->registry, m->env.bus, &m->lmm) < 0) {
+                manager_free(m);
+                return -ENOMEM;
+        }
+        /* systemd-oomd's kills: on the bus only while a kills source exists. */
+        if (oomd_watch_new(m->env.bus, &m->counters, &m->env.oomd) < 0) {
+                manager_free(m);
+                return -ENOMEM;
+        }
         m->status = (StatusContext) {
                 .registry = &m->registry,
                 .counters = &m->counters,
+                .lmm = m->lmm,
+                .bus = m->env.bus,
                 .v2 = &m->v2,
                 .v1 = &m->v1,
                 .start_monotonic = m->status.start_monotonic,
@@ -127,9 +144,14 @@ Manager *manager_free(Manager *m) {
         /* Every registration goes with its last listener. */
         m->clients = client_server_free(m->clients);
         m->proxy = proxy_stop(m->proxy);
+        m->lmm = low_memory_monitor_free(m->lmm);
         registry_done(&m->registry);
+        /* Its sources went with the registrations. */
+        m->env.oomd = oomd_watch_free(m->env.oomd);
         m->protection = protection_source_free(m->protection);
         m->reclaim = reclaim_controller_free(m->reclaim);
+        /* After every user of the bus. */
+        m->env.bus = system_bus_free(m->env.bus);
         metrics_server_free(m->metrics);
         free_event(&m->ev_sigterm);
         free_event(&m->ev_sigint);
@@ -387,7 +409,8 @@ int manager_start(Manager *m) {
         if (m->proxy)
                 m->proxy->env.varlink = m->clients;
         m->status.clients = m->clients;
-        return 0;
+        /* A bus that is not there is retried: only out of memory fails. */
+        return low_memory_monitor_set_enabled(m->lmm, m->config->dbus_low_memory_monitor);
 }
 
 static void on_sigterm(evutil_socket_t sig, short what, void *userdata) {
@@ -510,6 +533,7 @@ int manager_reload(Manager *m, char **ret_error) {
         log_set_max_level(m->log_level_override >= 0 ? m->log_level_override : c->log_level);
         registry_reconfigure(&m->registry, old, c);
         config_free(old);
+        (void) low_memory_monitor_set_enabled(m->lmm, c->dbus_low_memory_monitor);
         if (m->protection)
                 protection_source_configure(m->protection, manager_recursive_protection(m), c->refresh_usec);
         if (m->reclaim)

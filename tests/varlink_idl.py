@@ -321,9 +321,32 @@ class Validator:
                 _fail(f'{path}.events', 'at least 1', event['events'])
             if isinstance(request, dict) and ('level' in request or 'vmpressure' in request):
                 required.add('level')
+        if kind == 'killed':
+            self.check_killed(event, path)
+        if kind == 'subscribed' and event.get('source') == 'kills':
+            # A kills stream says who can report kills, possibly nobody.
+            sources = event['state'].get('kill_sources')
+            if sources is None:
+                raise Invalid(f'{path}.state.kill_sources: required in a "kills" subscription, missing in {event!r}')
+            if any(x not in self.KILLERS for x in sources) or len(set(sources)) != len(sources):
+                _fail(f'{path}.state.kill_sources', 'distinct items of ' + ', '.join(self.KILLERS), sources)
         for k in sorted(required):
             if event.get(k) is None:
                 raise Invalid(f'{path}.{k}: required in a "{kind}" event, missing in {event!r}')
+
+    KILLERS = ('kernel', 'systemd-oomd')
+
+    def check_killed(self, event, path):
+        """A "killed" event: by one of KILLERS, the kernel's reason is
+        "oom_kill", at least one kill."""
+        if event['by'] not in self.KILLERS:
+            _fail(f'{path}.by', 'one of (' + ', '.join(self.KILLERS) + ')', event['by'])
+        if event['by'] == 'kernel' and event['reason'] != 'oom_kill':
+            _fail(f'{path}.reason', '"oom_kill" for the kernel', event['reason'])
+        if not event['reason']:
+            _fail(f'{path}.reason', 'a non-empty string', event['reason'])
+        if event['count'] < 1:
+            _fail(f'{path}.count', 'at least 1', event['count'])
 
     RECLAIM_STATES = ('probing', 'backing-off', 'at-floor', 'unsupported')
 
@@ -340,6 +363,18 @@ class Validator:
             for k in ('stall_pct', 'io_stall_pct'):
                 if not 0 <= e[k] <= 100:
                     _fail(f'{path}[{n}].{k}', 'a percentage in 0..100', e[k])
+
+    DBUS_LMM_STATES = ('off', 'waiting-for-bus', 'owner', 'name-taken')
+
+    def check_dbus(self, status, path):
+        """GetStatus "dbus": the LowMemoryMonitor state is a string in the
+        IDL (varlink names have no "-"), one of four; counts are never
+        negative."""
+        if status['low_memory_monitor'] not in self.DBUS_LMM_STATES:
+            _fail(f'{path}.low_memory_monitor', 'one of (' + ', '.join(self.DBUS_LMM_STATES) + ')',
+                  status['low_memory_monitor'])
+        if status['low_memory_warnings'] < 0:
+            _fail(f'{path}.low_memory_warnings', 'at least 0', status['low_memory_warnings'])
 
     def check(self, msg, method=None, more=False, request=None):
         """Check one received message; @method is the call it answers (None if
@@ -382,6 +417,8 @@ class Validator:
         self.check_struct(iface, params, out, f'{method}.parameters')
         if (iface_name, m) == ('io.pressured', 'GetStatus'):
             self.check_reclaim(params.get('reclaim', []), f'{method}.parameters.reclaim')
+            if 'dbus' in params:
+                self.check_dbus(params['dbus'], f'{method}.parameters.dbus')
         if (iface_name, m) == ('io.pressured', 'Subscribe'):
             # Declared as object: its type is the one its kind names.
             self.check_event(iface, params['event'], f'{method}.parameters.event', request)

@@ -50,6 +50,7 @@ typedef enum ConfigType {
         CONFIG_OPT_SOCKET,      /* char *, like CONFIG_SOCKET; empty: "" (off), "auto": NULL (default) */
         CONFIG_CGROUP_GLOBS,    /* char *, space-separated cgroup path globs (cgroup-glob.h) */
         CONFIG_PERCENT,         /* uint32_t parts per million, written "0.1%", in [min, max] */
+        CONFIG_BOOL,            /* bool, yes/no (true/false, on/off, 1/0 accepted) */
 } ConfigType;
 
 typedef struct ConfigKey {
@@ -103,6 +104,7 @@ static const ConfigKey config_keys[] = {
             CONFIG_RECLAIM_INTERVAL_MIN, CONFIG_RECLAIM_INTERVAL_MAX),
         KEY("Reclaim",    "MaxStep",             CONFIG_PERCENT,         reclaim_max_step_ppm, 1, 1000000),
         KEY("Reclaim",    "MinSize",             CONFIG_SIZE,            reclaim_min_size, 0, UINT64_C(1) << 50),
+        KEY("DBus",       "LowMemoryMonitor",    CONFIG_BOOL,            dbus_low_memory_monitor, 0, 0),
 };
 
 static void config_init_defaults(Config *c) {
@@ -585,6 +587,20 @@ static int config_value_parse_tristate(const ConfigKey *k, void *field, const ch
         return 0;
 }
 
+/* CONFIG_BOOL: yes or no. */
+static int config_value_parse_bool(const ConfigKey *k, void *field, const char *value, char *reason,
+                                   size_t reason_size) {
+        if (streq(value, "yes") || streq(value, "true") || streq(value, "on") || streq(value, "1"))
+                *(bool *) field = true;
+        else if (streq(value, "no") || streq(value, "false") || streq(value, "off") || streq(value, "0"))
+                *(bool *) field = false;
+        else {
+                snprintf(reason, reason_size, "must be yes or no");
+                return -EINVAL;
+        }
+        return 0;
+}
+
 /* CONFIG_GROUP: a group name or GID, kept as text. */
 static int config_value_parse_group(const ConfigKey *k, void *field, const char *value,
                                     char *reason, size_t reason_size) {
@@ -643,6 +659,7 @@ static const ConfigValueParser config_value_parsers[] = {
         [CONFIG_LISTEN]          = config_value_parse_listen,
         [CONFIG_CGROUP_GLOBS]    = config_value_parse_cgroup_globs,
         [CONFIG_PERCENT]         = config_value_parse_percent,
+        [CONFIG_BOOL]            = config_value_parse_bool,
 };
 
 /*
@@ -1205,6 +1222,9 @@ static void config_format_value(FILE *f, const ConfigKey *k, const void *field) 
                       v == RECURSIVE_PROTECTION_NO ? "no" : "auto", f);
                 break;
         }
+        case CONFIG_BOOL:
+                fputs(*(const bool *) field ? "yes" : "no", f);
+                break;
         }
 }
 

@@ -92,6 +92,9 @@ typedef struct Config {
         uint64_t reclaim_interval_usec;
         uint32_t reclaim_max_step_ppm; /* of memory.current per interval */
         uint64_t reclaim_min_size;     /* bytes */
+
+        /* [DBus] */
+        bool dbus_low_memory_monitor; /* serve org.freedesktop.LowMemoryMonitor on the system bus */
 } Config;
 
 /* config_new_default - a Config holding the embedded defaults. */

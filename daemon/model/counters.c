@@ -17,6 +17,8 @@ static const CounterInfo counter_table[_COUNTER_MAX] = {
         [COUNTER_PROXY_EVENTS_SENT]     = { "proxy_events_sent", "Event bytes written to memory-pressure clients." },
         [COUNTER_PROXY_EVENTS_DROPPED]  = { "proxy_events_dropped", "Event bytes dropped for memory-pressure clients with a full socket." },
         [COUNTER_PROXY_INVALID_REQUESTS] = { "proxy_invalid_requests", "Memory-pressure clients that wrote something other than a trigger." },
+        [COUNTER_KILLS_KERNEL]          = { "kills_kernel", "Kills heard, by who killed: the kernel (memory.events oom_kill) or systemd-oomd.", "kills", "kernel" },
+        [COUNTER_KILLS_SYSTEMD_OOMD]    = { "kills_systemd_oomd", "Kills heard, by who killed: the kernel (memory.events oom_kill) or systemd-oomd.", "kills", "systemd-oomd" },
 };
 
 const CounterInfo *counter_info(Counter c) {

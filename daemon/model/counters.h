@@ -25,12 +25,19 @@ typedef enum Counter {
         COUNTER_PROXY_EVENTS_SENT,
         COUNTER_PROXY_EVENTS_DROPPED,
         COUNTER_PROXY_INVALID_REQUESTS,
+        COUNTER_KILLS_KERNEL,           /* kills heard, once per kill (not per subscriber), see source-kills.c */
+        COUNTER_KILLS_SYSTEMD_OOMD,
         _COUNTER_MAX,
 } Counter;
 
 typedef struct CounterInfo {
         const char *name;   /* the GetStatus key; the metric is pressured_<name>_total */
         const char *help;   /* the metric's HELP text */
+        /* Counters of one family with a label: the metric is
+         * pressured_<family>_total{by="<by>"} instead (the family's
+         * counters are adjacent in the table and share the help text). */
+        const char *family;
+        const char *by;
 } CounterInfo;
 
 /* counter_info - the name and help text of @c. */
@@ -45,4 +52,9 @@ typedef struct Counters {
 /* counter_inc - count one more @c. */
 static inline void counter_inc(Counters *counters, Counter c) {
         counters->value[c]++;
+}
+
+/* counter_add - count @n more @c. */
+static inline void counter_add(Counters *counters, Counter c, uint64_t n) {
+        counters->value[c] += n;
 }

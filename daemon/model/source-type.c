@@ -8,7 +8,8 @@ static const char *const source_type_table[_SOURCE_MAX] = {
         [SOURCE_VMPRESSURE] = "vmpressure",
         [SOURCE_MEMORY_EVENTS] = "memory_events",
         [SOURCE_PROTECTION] = "protection",
+        [SOURCE_KILLS] = "kills",
 };
 
-/* source_type_to_string - "psi", "vmpressure", "memory_events", "protection", or NULL. */
+/* source_type_to_string - "psi", "vmpressure", "memory_events", "protection", "kills", or NULL. */
 DEFINE_STRING_TABLE_TO_STRING(source_type, SourceType)

@@ -136,6 +136,14 @@ json_t *event_protection_new(const char *cgroup, const char *state, const char *
         return finish(o, ok);
 }
 
+json_t *event_killed_new(const char *cgroup, const char *by, const char *reason, uint64_t realtime_us,
+                         uint64_t monotonic_us) {
+        /* No "source": the kind says it, and "by" who killed. */
+        return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "kind", "killed", "cgroup", cgroup, "by", by,
+                         "reason", reason, "time_us", (json_int_t) realtime_us,
+                         "monotonic_us", (json_int_t) monotonic_us);
+}
+
 double event_peak_percent(uint32_t ppm) {
         return ppm / 10000.0;
 }

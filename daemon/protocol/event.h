@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The JSON shapes of the events of a subscription stream (subscribed,
- * pressure, memory_events, protection, removed) and of the pieces they
+ * pressure, memory_events, protection, killed, removed) and of the pieces they
  * carry (trigger, PSI averages, memory.events counters), plus turning an
  * event into the shared Body that fan-out writes to every subscriber.
  * Pure: no I/O, no event loop. Every builder returns NULL when out of
@@ -73,6 +73,16 @@ json_t *event_memory_events_new(const char *cgroup, const MemoryEvents *counters
  */
 json_t *event_protection_new(const char *cgroup, const char *state, const char *previous, json_t *node,
                              uint64_t realtime_us, uint64_t monotonic_us) _warn_unused_result_;
+
+/*
+ * event_killed_new - a "killed" event (without "seq", "count", "missed",
+ * which each subscriber's prefix adds).
+ * @cgroup: the cgroup that was killed (systemd-oomd) or whose oom_kill rose (kernel)
+ * @by: "kernel" or "systemd-oomd"
+ * @reason: "oom_kill" for the kernel, systemd-oomd's word for it
+ */
+json_t *event_killed_new(const char *cgroup, const char *by, const char *reason, uint64_t realtime_us,
+                         uint64_t monotonic_us) _warn_unused_result_;
 
 /*
  * event_episode_json - an episode's figures: "events", "peak" (PSI: the

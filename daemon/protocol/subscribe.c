@@ -124,13 +124,15 @@ int subscribe_request_parse(json_t *params, SubscribeRequest *ret, VarlinkError 
                                 return k;
                         is_selector = true;
                         r.selector = SELECTOR_VMPRESSURE;
-                } else if (streq(key, "memory_events") || streq(key, "protection")) {
+                } else if (streq(key, "memory_events") || streq(key, "protection") || streq(key, "kills")) {
                         if (!json_is_boolean(v))
                                 return varlink_error_invalid_parameter(e, key);
                         if (json_is_false(v))
                                 continue;
                         is_selector = true;
-                        r.selector = streq(key, "protection") ? SELECTOR_PROTECTION : SELECTOR_MEMORY_EVENTS;
+                        r.selector = streq(key, "protection") ? SELECTOR_PROTECTION :
+                                     streq(key, "kills")      ? SELECTOR_KILLS :
+                                                                SELECTOR_MEMORY_EVENTS;
                 } else
                         return varlink_error_invalid_parameter(e, key);
 
@@ -143,8 +145,8 @@ int subscribe_request_parse(json_t *params, SubscribeRequest *ret, VarlinkError 
         }
         if (!selector_name)
                 return varlink_error_invalid_parameter(e, "level");
-        /* cpu and io pressure exist only as PSI: vmpressure, memory.events
-         * and protection are memory's alone. */
+        /* cpu and io pressure exist only as PSI: vmpressure, memory.events,
+         * protection and kills are memory's alone. */
         if (r.resource != RESOURCE_MEMORY && r.selector != SELECTOR_LEVEL && r.selector != SELECTOR_PSI)
                 return varlink_error_invalid_parameter(e, "resource");
 

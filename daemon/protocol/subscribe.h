@@ -18,6 +18,7 @@ typedef enum Selector {
         SELECTOR_VMPRESSURE,
         SELECTOR_MEMORY_EVENTS,
         SELECTOR_PROTECTION,
+        SELECTOR_KILLS,
 } Selector;
 
 typedef struct SubscribeRequest {
@@ -37,10 +38,11 @@ typedef struct SubscribeRequest {
 /*
  * subscribe_request_parse - check every selector and modifier of a
  * Subscribe call. Exactly one selector (level, psi, vmpressure,
- * memory_events, protection) must be given; unknown parameters and wrong
+ * memory_events, protection, kills) must be given; unknown parameters and wrong
  * types are InvalidParameter naming the parameter; "resource" ("memory",
  * the default, "cpu" or "io") other than "memory" goes with "level" and
- * "psi" only, else it is InvalidParameter "resource"; a bad cgroup path is
+ * "psi" only (not with vmpressure, memory_events, protection or
+ * kills), else it is InvalidParameter "resource"; a bad cgroup path is
  * InvalidCgroupPath; a PSI trigger outside the kernel's rules is
  * InvalidTrigger. Returns 0 or a negative errno with @e filled.
  */

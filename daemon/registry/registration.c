@@ -107,6 +107,10 @@ static void on_source_event(Source *s, json_t *event, uint64_t monotonic_us) {
         registration_publish(registration_from_source(s), event, monotonic_us, 1);
 }
 
+static void on_source_event_count(Source *s, json_t *event, uint64_t monotonic_us, uint64_t count) {
+        registration_publish(registration_from_source(s), event, monotonic_us, count);
+}
+
 static void on_source_removed(Source *s) {
         registration_removed(registration_from_source(s));
 }
@@ -115,6 +119,7 @@ static const SourceCallbacks registration_source_callbacks = {
         .kick = on_source_kick,
         .pressure = on_source_pressure,
         .event = on_source_event,
+        .event_count = on_source_event_count,
         .removed = on_source_removed,
 };
 

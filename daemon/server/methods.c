@@ -220,10 +220,17 @@ static int resolve_request(const Methods *m, Client *c, const SubscribeRequest *
                 return varlink_error_invalid_trigger(e, -EINVAL, reason);
 
         /* Authorization: root may do anything; others the system-wide
-         * level/psi sources, and cgroups whose directory they own. */
+         * level/psi sources, kills where they can read, and cgroups whose
+         * directory they own. */
         if (c->uid == 0)
                 return 0;
         if (facts.system && (req->selector == SELECTOR_LEVEL || req->selector == SELECTOR_PSI))
+                return 0;
+        /* Kills are public facts (the signal on the bus, memory.events in
+         * cgroupfs): whoever may read the cgroup's directory may hear them. */
+        if (req->selector == SELECTOR_KILLS &&
+            (facts.system || (v2fd >= 0 && fstat(v2fd, &st) == 0 &&
+                              (st.st_uid == c->uid || (st.st_mode & (S_IROTH | S_IXOTH)) == (S_IROTH | S_IXOTH)))))
                 return 0;
         fd = key->type == SOURCE_VMPRESSURE ? v1fd : v2fd;
         if (fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == c->uid)

@@ -118,7 +118,7 @@ static json_t *status_counters_json(const StatusContext *m) {
 json_t *status_json(const StatusContext *m, const CgroupView *view) {
         json_t *regs = status_registrations_json(m, view), *counters = status_counters_json(m);
 
-        return json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:{s:s?, s:s?, s:b}, s:o, s:{s:I, s:o}, s:o}",
+        return json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:{s:s?, s:s?, s:b}, s:o, s:{s:I, s:o}, s:o, s:o}",
                          "version", PACKAGE_VERSION,
                          "uptime_us", (json_int_t) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic),
                          "clients", (json_int_t) (m->clients ? m->clients->n_clients : 0),
@@ -133,7 +133,8 @@ json_t *status_json(const StatusContext *m, const CgroupView *view) {
                          "fast_triggers",
                          "max_per_user", (json_int_t) m->config->max_fast_triggers_per_user,
                          "users", status_fast_users_json(m),
-                         "reclaim", reclaim_controller_status_json(m->reclaim, cgroup_view_root(view, false)));
+                         "reclaim", reclaim_controller_status_json(m->reclaim, cgroup_view_root(view, false)),
+                         "dbus", low_memory_monitor_status_json(m->lmm, m->bus));
 }
 
 static void write_gauge(struct evbuffer *out, const char *name, const char *help, uint64_t v) {
@@ -167,11 +168,15 @@ static void status_write_registration_metrics(struct evbuffer *out, const Status
 /* One pressured_*_total counter per Counter, then the delivery latency histogram. */
 static void status_write_counter_metrics(struct evbuffer *out, const StatusContext *m, const uint64_t *values) {
         for (Counter c = 0; c < _COUNTER_MAX; c++) {
+                const CounterInfo *i = counter_info(c), *prev = c > 0 ? counter_info(c - 1) : NULL;
+                MetricsLabel by = { "by", i->by };
                 char name[64];
 
-                snprintf(name, sizeof(name), "pressured_%s_total", counter_info(c)->name);
-                metrics_write_header(out, name, "counter", counter_info(c)->help);
-                metrics_write_sample_u64(out, name, NULL, 0, values[c]);
+                snprintf(name, sizeof(name), "pressured_%s_total", i->family ?: i->name);
+                /* A labelled family has one header before its first counter. */
+                if (!i->family || !prev || !streq_ptr(prev->family, i->family))
+                        metrics_write_header(out, name, "counter", i->help);
+                metrics_write_sample_u64(out, name, i->family ? &by : NULL, i->family ? 1 : 0, values[c]);
         }
         metrics_histogram_write(out, "pressured_delivery_latency_seconds",
                                 "Time from reading a notification to queueing it for a subscriber.",
@@ -292,5 +297,6 @@ void status_write_metrics(struct evbuffer *out, void *userdata) {
         status_write_psi_metrics(out, m);
         status_write_cgroup_metrics(out, m);
         reclaim_controller_write_metrics(out, m->reclaim);
+        low_memory_monitor_write_metrics(out, m->lmm, m->bus);
         metrics_write_process(out);
 }

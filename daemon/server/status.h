@@ -14,6 +14,7 @@
 #include "client.h"
 #include "config.h"
 #include "counters.h"
+#include "low-memory-monitor.h"
 #include "proxy.h"
 #include "reclaim-controller.h"
 #include "registration.h"
@@ -30,6 +31,8 @@ typedef struct StatusContext {
         const ProtectionSource *protection; /* NULL without a cgroup2 hierarchy */
         const ReclaimController *reclaim;   /* [Reclaim]; NULL before the cgroups are set up */
         const Counters *counters;
+        const LowMemoryMonitor *lmm;        /* [DBus] LowMemoryMonitor=, and */
+        const SystemBus *bus;               /* the system bus connection, for "dbus" */
         const Hierarchy *v2;
         const Hierarchy *v1;
         bool mount_recursiveprot;           /* the cgroup2 mount's memory_recursiveprot */

@@ -94,7 +94,8 @@ static int choose_v2_only(SourceType type, const char *cgroup, const CgroupFacts
         k = need_hierarchy(f->has_v2, f->in_v2, name, "there is no cgroup2 hierarchy", cgroup, e);
         if (k < 0)
                 return k;
-        if (!(type == SOURCE_PROTECTION ? f->v2_current : f->v2_events))
+        /* kills needs no file: without memory.events it hears systemd-oomd only. */
+        if (type != SOURCE_KILLS && !(type == SOURCE_PROTECTION ? f->v2_current : f->v2_events))
                 return varlink_error_source_unavailable(e, -EOPNOTSUPP, name,
                                                         "the cgroup has no memory controller files (memory.current/memory.events)");
         *ret = type;
@@ -125,6 +126,12 @@ int source_choose(Selector selector, const char *cgroup, const CgroupFacts *f, S
                 return choose_v2_only(SOURCE_MEMORY_EVENTS, cgroup, f, ret, e);
         case SELECTOR_PROTECTION:
                 return choose_v2_only(SOURCE_PROTECTION, cgroup, f, ret, e);
+        case SELECTOR_KILLS:
+                if (f->system) {
+                        *ret = SOURCE_KILLS;
+                        return 0;
+                }
+                return choose_v2_only(SOURCE_KILLS, cgroup, f, ret, e);
         }
         return -EINVAL;
 }

@@ -41,7 +41,9 @@ typedef struct CgroupFacts {
  * the pressure file "level" is SourceUnavailable.
  * "psi" needs the cgroup in cgroup2 (not for "/"), "vmpressure" in v1,
  * "memory_events" and "protection" in cgroup2 with the memory
- * controller's files. Returns 0, or a negative errno with @e filled
+ * controller's files. "kills" serves "/" always and a cgroup in cgroup2
+ * (with memory.events or without: then systemd-oomd alone reports on it).
+ * Returns 0, or a negative errno with @e filled
  * (SourceUnavailable, NoSuchCgroup, InvalidCgroupPath, LimitExceeded, as
  * varlink_error_from_errno() maps a failed open).
  */

@@ -2,8 +2,11 @@
 /* Helpers of the kernel sources: a registration's cgroup directory and files. */
 #include <assert.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "source-common.h"
 #include "util.h"
@@ -52,4 +55,39 @@ int source_open_files(Source *s, const Hierarchy *h, const SourceFile *files, si
         if (ret_dirfd)
                 *ret_dirfd = TAKE_FD(dirfd);
         return 0;
+}
+
+int source_watch_cgroup(int dirfd, const char *file) {
+        _cleanup_close_ int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        char path[64 + NAME_MAX];
+
+        if (ifd < 0)
+                return -errno;
+        /* inotify takes paths; the directory fd is pinned through /proc/self/fd. */
+        if (file) {
+                snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dirfd, file);
+                if (inotify_add_watch(ifd, path, IN_MODIFY | IN_DELETE_SELF) < 0)
+                        return -errno;
+        }
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", dirfd);
+        if (inotify_add_watch(ifd, path, IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR) < 0)
+                return -errno;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d/..", dirfd);
+        if (inotify_add_watch(ifd, path, IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR) < 0)
+                return -errno;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d/cgroup.events", dirfd);
+        (void) inotify_add_watch(ifd, path, IN_MODIFY); /* absent in fake trees */
+        return TAKE_FD(ifd);
+}
+
+bool source_drain_check(Source *s, const Hierarchy *h) {
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+        /* Drain; which watch fired does not matter, the state is re-read. */
+        while (read(s->fd, buf, sizeof(buf)) > 0)
+                ;
+        if (cgroup_exists_as(h, s->cgroup, s->dir_ino))
+                return true;
+        s->cb->removed(s);
+        return false;
 }

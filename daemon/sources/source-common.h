@@ -35,3 +35,23 @@ typedef struct SourceFile {
  */
 int source_open_files(Source *s, const Hierarchy *h, const SourceFile *files, size_t n, int *ret_fds,
                       int *ret_dirfd, VarlinkError *e);
+
+/*
+ * source_watch_cgroup - a non-blocking inotify fd that becomes readable
+ * when the cgroup of the directory @dirfd may be gone (its entry deleted
+ * from or moved out of its parent, the directory deleted), when its
+ * cgroup.events changes, and when @file (NULL: none) of the directory is
+ * modified. The kernel raises a file-modified event on memory.events
+ * whenever a counter changes; the file gets no final event when the
+ * cgroup is removed, and an open fd on it pins the directory so that it
+ * gets no IN_DELETE_SELF either, hence the watch on the parent (rmdir goes
+ * through the VFS, for cgroupfs too). Returns the fd or a negative errno.
+ */
+int source_watch_cgroup(int dirfd, const char *file);
+
+/*
+ * source_drain_check - drain the inotify fd of @s and check that its
+ * cgroup is still the directory it opened in @h. If it is gone, @s's
+ * removed() callback is called (which may free @s) and false returned.
+ */
+bool source_drain_check(Source *s, const Hierarchy *h);

@@ -1,16 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * memory.events of a cgroup2 directory. The kernel raises a file-modified
- * event on it whenever a counter changes; inotify delivers that. The file
- * gets no final event when the cgroup is removed, and the memory.events fd
- * we keep open pins the directory so that it gets no IN_DELETE_SELF either;
- * so the parent directory is watched for the entry's deletion (rmdir goes
- * through the VFS, for cgroupfs too), as is cgroup.events, and every wakeup
- * checks that the cgroup still exists. Each event carries the counters and
- * their change since the previous event.
+ * memory.events of a cgroup2 directory, watched through inotify as
+ * source_watch_cgroup() describes; every wakeup checks that the cgroup
+ * still exists. Each event carries the counters and their change since the
+ * previous event.
  */
 #include <fcntl.h>
-#include <sys/inotify.h>
 
 #include "log.h"
 #include "event.h"
@@ -19,22 +14,16 @@
 static void memory_events_on_ready(evutil_socket_t fd, short what, void *userdata) {
         Source *s = userdata;
         SourceEnv *env = s->env;
-        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
         MemoryEvents now, delta = {};
         bool changed = false;
         uint64_t rt, mono;
         json_t *event;
 
-        /* Drain; which watch fired does not matter, the state is re-read. */
-        while (read(s->fd, buf, sizeof(buf)) > 0)
-                ;
+        if (!source_drain_check(s, env->v2))
+                return;
         mono = now_usec(CLOCK_MONOTONIC);
         rt = now_usec(CLOCK_REALTIME);
 
-        if (!cgroup_exists_as(env->v2, s->cgroup, s->dir_ino)) {
-                s->cb->removed(s);
-                return;
-        }
         /* The kernel replaces the file's contents atomically; an empty or torn
          * read can only come from a file being rewritten by hand. Wait for the
          * next change rather than report a bogus delta. */
@@ -63,28 +52,15 @@ static void memory_events_on_ready(evutil_socket_t fd, short what, void *userdat
 static int memory_events_open(Source *s, VarlinkError *e) {
         SourceEnv *env = s->env;
         _cleanup_close_ int dirfd = -1, evfd = -1, ifd = -1;
-        char path[64];
         int k;
 
         k = source_open_files(s, env->v2, &(const SourceFile) { "memory.events", O_RDONLY }, 1, &evfd, &dirfd, e);
         if (k < 0)
                 return k;
 
-        ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        ifd = source_watch_cgroup(dirfd, "memory.events");
         if (ifd < 0)
-                return -errno;
-        /* inotify takes paths; the directory fd is pinned through /proc/self/fd. */
-        snprintf(path, sizeof(path), "/proc/self/fd/%d/memory.events", dirfd);
-        if (inotify_add_watch(ifd, path, IN_MODIFY | IN_DELETE_SELF) < 0)
-                return -errno;
-        snprintf(path, sizeof(path), "/proc/self/fd/%d", dirfd);
-        if (inotify_add_watch(ifd, path, IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR) < 0)
-                return -errno;
-        snprintf(path, sizeof(path), "/proc/self/fd/%d/..", dirfd);
-        if (inotify_add_watch(ifd, path, IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR) < 0)
-                return -errno;
-        snprintf(path, sizeof(path), "/proc/self/fd/%d/cgroup.events", dirfd);
-        (void) inotify_add_watch(ifd, path, IN_MODIFY); /* absent in fake trees */
+                return ifd;
 
         s->aux_fd = TAKE_FD(evfd);
         k = memory_events_read(s->aux_fd, &s->last_events);

@@ -8,6 +8,7 @@ static const SourceOps *const source_ops[_SOURCE_MAX] = {
         [SOURCE_VMPRESSURE] = &source_vmpressure_ops,
         [SOURCE_MEMORY_EVENTS] = &source_memory_events_ops,
         [SOURCE_PROTECTION] = &source_protection_ops,
+        [SOURCE_KILLS] = &source_kills_ops,
 };
 
 const SourceOps *source_ops_get(SourceType t) {

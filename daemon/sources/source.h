@@ -14,7 +14,13 @@
  *   source-memory-events.c  memory.events through inotify
  *   source-protection.c     the protection source: the one reader of the
  *                           protection tree and its refresh timer
+ *   source-kills.c          kills: the oom_kill counter of memory.events (of
+ *                           the cgroup, or of every top-level cgroup for "/")
+ *                           and systemd-oomd's Killed signal (oomd-watch.c)
+ *   oomd-watch.c            the one match on systemd-oomd's Killed signal,
+ *                           shared by every kills source (a system-bus.h user)
  *   source-choice.c         which source serves a Subscribe request (pure)
+ *   system-bus.c            the one system bus connection (sd-bus), for its users
  */
 #pragma once
 
@@ -29,11 +35,14 @@
 #include "kernfile.h"
 #include "list.h"
 #include "source-type.h"
+#include "system-bus.h"
 #include "trigger.h"
 #include "varlink-error.h"
 
 typedef struct Source Source;
 typedef struct ProtectionSource ProtectionSource;
+typedef struct OomdWatch OomdWatch;
+typedef struct KillsRoot KillsRoot;
 
 /* What every source shares; owned by the manager. */
 typedef struct SourceEnv {
@@ -42,7 +51,9 @@ typedef struct SourceEnv {
         const Hierarchy *v1;
         Counters *counters;
         ProtectionSource *protection; /* NULL without a cgroup2 hierarchy */
+        OomdWatch *oomd;              /* systemd-oomd's kills; NULL: none are heard */
         bool psi_unprivileged;        /* learned: the kernel wants 2 s windows from us */
+        SystemBus *bus;               /* the system bus, connected only while used */
 } SourceEnv;
 
 /* How a source reports to its owner; every callback may free the source. */
@@ -53,6 +64,8 @@ typedef struct SourceCallbacks {
         void (*pressure)(Source *s, json_t *psi, uint64_t realtime_us, uint64_t monotonic_us, uint64_t count);
         /* Any other event, built by the source (stolen; NULL when out of memory). */
         void (*event)(Source *s, json_t *event, uint64_t monotonic_us);
+        /* The same for an event that stands for @count occurrences (kills). */
+        void (*event_count)(Source *s, json_t *event, uint64_t monotonic_us, uint64_t count);
         /* The cgroup is gone. */
         void (*removed)(Source *s);
 } SourceCallbacks;
@@ -88,9 +101,12 @@ struct Source {
         struct event *ev;
         struct event *holdoff;      /* SOURCE_VMPRESSURE: re-arms ev after a pause */
 
-        MemoryEvents last_events;   /* SOURCE_MEMORY_EVENTS */
+        MemoryEvents last_events;   /* SOURCE_MEMORY_EVENTS; SOURCE_KILLS: its oom_kill */
         int last_state;             /* SOURCE_PROTECTION: ProtectionState, -1 unknown */
-        LIST_FIELDS(Source, tracked); /* SOURCE_PROTECTION: in the protection source's list */
+        bool kernel_kills;          /* SOURCE_KILLS on a cgroup: its memory.events is watched */
+        KillsRoot *kills_root;      /* SOURCE_KILLS on "/": the top-level cgroups watched */
+        /* SOURCE_PROTECTION: in the protection source's list; SOURCE_KILLS: in the oomd watch's */
+        LIST_FIELDS(Source, tracked);
 };
 
 typedef struct SourceOps {
@@ -108,6 +124,7 @@ extern const SourceOps source_psi_ops;
 extern const SourceOps source_vmpressure_ops;
 extern const SourceOps source_memory_events_ops;
 extern const SourceOps source_protection_ops;
+extern const SourceOps source_kills_ops;
 
 /* source_ops_get - the operations implementing @t, or NULL if out of range. */
 const SourceOps *source_ops_get(SourceType t);

@@ -6,8 +6,9 @@
  * BusUser holds it: the first user connects, the last one to leave
  * disconnects, so a daemon that needs no bus holds no bus connection.
  *
- * A lost connection (the bus restarted, or went away) is reported to every
- * user through disconnected(); while users remain, the SystemBus retries
+ * A lost connection (the bus restarted, or went away) is reported through
+ * disconnected() to every user that had connected() (the two come in
+ * pairs; a user that leaves is told neither); while users remain, the SystemBus retries
  * with a backoff timer and calls connected() again once it is back, and the
  * users add their matches, objects and names anew. Without users there is
  * no timer.
@@ -40,6 +41,10 @@ int system_bus_add_user(SystemBus *b, const BusUserOps *ops, void *userdata, Bus
 /* Remove a user; the last one closes the connection. Returns NULL. */
 BusUser *bus_user_free(BusUser *u);
 
-/* The connection, or NULL while there is none. */
+/* After sending outside a bus callback (a signal emitted on a pressure
+ * event): let the loop write whatever sd-bus could not write at once. */
+void system_bus_kick(SystemBus *b);
+
+/* The connection, or NULL while there is none (or it is not ready yet). */
 sd_bus *system_bus_get(SystemBus *b);
 bool system_bus_is_connected(const SystemBus *b);

@@ -398,6 +398,7 @@ static void test_errors(void) {
                     F "2: [Protection] RefreshSec=: must be between 0.1 and 3600 seconds");
         check_error("[Protection]\nRecursiveProtection=maybe\n",
                     F "2: [Protection] RecursiveProtection=: must be yes, no or auto");
+        check_error("[DBus]\nLowMemoryMonitor=auto\n", F "2: [DBus] LowMemoryMonitor=: must be yes or no");
         check_error("[Policy]\nMaxFastTriggersPerUser=-1\n",
                     F "2: [Policy] MaxFastTriggersPerUser=: must be a number between 0 and 1000000");
         check_error("[Policy]\nMaxFastTriggersPerUser=1000001\n",
@@ -546,7 +547,10 @@ static void test_format_roundtrip(void) {
                      "TargetStall=0.1%\n"
                      "Interval=6\n"
                      "MaxStep=1%\n"
-                     "MinSize=100M\n");
+                     "MinSize=100M\n"
+                     "\n"
+                     "[DBus]\n"
+                     "LowMemoryMonitor=no\n");
 
         ASSERT_OK(config_parse_string(c, "x",
                 "[Daemon]\nSocket=/run/s\nLogLevel=debug\nCgroupRoot=/cg\n"
@@ -556,7 +560,8 @@ static void test_format_roundtrip(void) {
                 "IdleTimeoutSec=3600\nHistoryEpisodes=0\n"
                 "[Protection]\nRefreshSec=1.000001\nRecursiveProtection=no\n"
                 "[Policy]\nInjectGroup=wheel\n[Metrics]\nListen=0.0.0.0:9100\nCgroups=/a/* /b\nMaxCgroups=5\n"
-                "[Reclaim]\nCgroups=/c/*.service\nTargetStall=0.0125%\nInterval=1.5\nMaxStep=12%\nMinSize=1500K\n",
+                "[Reclaim]\nCgroups=/c/*.service\nTargetStall=0.0125%\nInterval=1.5\nMaxStep=12%\nMinSize=1500K\n"
+                "[DBus]\nLowMemoryMonitor=on\n",
                 NULL));
         text2 = config_format(c);
         ASSERT_TRUE(text2);
@@ -577,6 +582,8 @@ static void test_format_roundtrip(void) {
         ASSERT_EQ(c->clear_after_usec, 2500 * USEC_PER_MSEC);
         ASSERT_EQ(c->clear_ratio_ppm, 125000u);
         ASSERT_EQ(c->history_episodes, 0u);
+        ASSERT_TRUE(strstr(text2, "[DBus]\nLowMemoryMonitor=yes\n"));
+        ASSERT_TRUE(c->dbus_low_memory_monitor);
 
         /* What --dump-config prints reads back to the same configuration. */
         ASSERT_OK(config_parse_string(d, "dump", text2, NULL));

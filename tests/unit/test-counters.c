@@ -13,7 +13,7 @@ int main(void) {
                 "events_read", "events_delivered", "events_dropped", "propagations_applied",
                 "propagations_skipped", "registrations_created", "registrations_removed",
                 "events_injected", "protection_refreshes", "proxy_connections", "proxy_events_sent",
-                "proxy_events_dropped", "proxy_invalid_requests",
+                "proxy_events_dropped", "proxy_invalid_requests", "kills_kernel", "kills_systemd_oomd",
         };
 
         ASSERT_EQ(_COUNTER_MAX, ELEMENTSOF(declared));
@@ -31,6 +31,19 @@ int main(void) {
                 if (!found)
                         TEST_FAIL("counter %s is not declared in io.pressured.varlink", i->name);
         }
+        /* A labelled family's counters are adjacent and share their help text. */
+        for (Counter c = 1; c < _COUNTER_MAX; c++) {
+                const CounterInfo *i = counter_info(c), *p = counter_info(c - 1);
+
+                ASSERT_TRUE(!i->family == !i->by);
+                if (i->family && p->family && streq(i->family, p->family))
+                        ASSERT_STREQ(i->help, p->help);
+                for (Counter d = 0; i->family && d + 1 < c; d++)
+                        if (counter_info(d)->family && streq(counter_info(d)->family, i->family))
+                                ASSERT_TRUE(streq_ptr(p->family, i->family));
+        }
+        ASSERT_STREQ(counter_info(COUNTER_KILLS_KERNEL)->by, "kernel");
+        ASSERT_STREQ(counter_info(COUNTER_KILLS_SYSTEMD_OOMD)->by, "systemd-oomd");
         ASSERT_TRUE(!counter_info(_COUNTER_MAX));
         return 0;
 }

@@ -74,6 +74,22 @@ static void test_shapes(void) {
         ASSERT_EQ(json_integer_value(json_object_get(json_object_get(o, "delta"), "oom")), 1);
         json_decref(o);
 
+        o = event_killed_new("/system.slice/x.service", "systemd-oomd", "memory-pressure", 1, 2);
+        CHECK_KEYS(o, "kind", "cgroup", "by", "reason", "time_us", "monotonic_us");
+        ASSERT_STREQ(json_string_value(json_object_get(o, "kind")), "killed");
+        ASSERT_STREQ(json_string_value(json_object_get(o, "by")), "systemd-oomd");
+        ASSERT_STREQ(json_string_value(json_object_get(o, "reason")), "memory-pressure");
+        json_decref(o);
+        /* A reason that is not UTF-8 cannot be an event. */
+        ASSERT_TRUE(!event_killed_new("/a", "systemd-oomd", "\xff", 1, 2));
+        {
+                /* The body carries no count of its own: each subscriber's prefix adds it. */
+                Body *b = event_body_new(event_killed_new("/a", "kernel", "oom_kill", 1, 2), 2);
+
+                ASSERT_TRUE(b && !(b->flags & (BODY_NO_COUNT | BODY_HAS_LEVEL)) && !strstr(b->data, "count"));
+                body_unref(b);
+        }
+
         o = event_protection_new("/a", "min", "none", json_object(), 1, 2);
         CHECK_KEYS(o, "kind", "cgroup", "source", "time_us", "monotonic_us", "state", "previous", "node");
         json_decref(o);
@@ -196,6 +212,9 @@ static json_t *build(int which, json_t *stolen, json_t *other) {
         case 7:
                 json_decref(stolen);
                 return event_episode_json(&rec, false, true, 5, 6);
+        case 8:
+                json_decref(stolen);
+                return event_killed_new("/a", "kernel", "oom_kill", 1, 2);
         default:
                 json_decref(stolen);
                 return event_cleared_new("/a", SOURCE_PSI, RESOURCE_MEMORY, &rec, 1, 2);
@@ -203,7 +222,7 @@ static json_t *build(int which, json_t *stolen, json_t *other) {
 }
 
 static void test_out_of_memory(void) {
-        for (int which = 0; which <= 8; which++) {
+        for (int which = 0; which <= 9; which++) {
                 _cleanup_free_ char *full = NULL;
 
                 for (unsigned n = 1;; n++) {

@@ -117,6 +117,24 @@ static void test_v2_only(void) {
         expect_error(SELECTOR_PROTECTION, &f, "io.pressured.SourceUnavailable", "protection");
 }
 
+/* kills: "/" always, a cgroup in cgroup2 with or without memory.events. */
+static void test_kills(void) {
+        CgroupFacts f = hybrid;
+
+        expect_source(SELECTOR_KILLS, &f, SOURCE_KILLS);
+        f.v2_events = false;
+        f.v2_current = false;
+        expect_source(SELECTOR_KILLS, &f, SOURCE_KILLS);
+        f.in_v2 = -ENOENT;
+        expect_error(SELECTOR_KILLS, &f, "io.pressured.SourceUnavailable", "kills");
+        f.in_v1 = -ENOENT;
+        expect_error(SELECTOR_KILLS, &f, "io.pressured.NoSuchCgroup", NULL);
+        f.has_v2 = false;
+        expect_error(SELECTOR_KILLS, &f, "io.pressured.SourceUnavailable", "kills");
+        f = (CgroupFacts) { .system = true };
+        expect_source(SELECTOR_KILLS, &f, SOURCE_KILLS);
+}
+
 /* cpu and io: PSI or SourceUnavailable, never vmpressure. */
 static void test_level_cpu_io(void) {
         CgroupFacts f = hybrid;
@@ -162,5 +180,6 @@ int main(void) {
         test_level();
         test_explicit();
         test_v2_only();
+        test_kills();
         return 0;
 }

@@ -65,6 +65,20 @@ static void test_valid(void) {
         ASSERT_OK(parse("{\"protection\":true,\"cgroup\":\"/p\"}", &req, &e));
         ASSERT_EQ(req.selector, SELECTOR_PROTECTION);
         subscribe_request_done(&req);
+
+        ASSERT_OK(parse("{\"kills\":true,\"cgroup\":\"/system.slice\",\"min_interval_ms\":500}", &req, &e));
+        ASSERT_EQ(req.selector, SELECTOR_KILLS);
+        ASSERT_STREQ(req.cgroup, "/system.slice");
+        ASSERT_EQ(req.min_interval_usec, 500000);
+        subscribe_request_done(&req);
+        /* Absent cgroup: the whole system; kills: false selects nothing beside another selector. */
+        ASSERT_OK(parse("{\"kills\":true,\"resource\":\"memory\"}", &req, &e));
+        ASSERT_EQ(req.selector, SELECTOR_KILLS);
+        ASSERT_STREQ(req.cgroup, "/");
+        subscribe_request_done(&req);
+        ASSERT_OK(parse("{\"kills\":false,\"memory_events\":true}", &req, &e));
+        ASSERT_EQ(req.selector, SELECTOR_MEMORY_EVENTS);
+        subscribe_request_done(&req);
 }
 
 static void test_invalid(void) {
@@ -81,6 +95,10 @@ static void test_invalid(void) {
         expect_error("{\"level\":\"low\",\"min_interval_ms\":1.5}", ip, "parameter", "min_interval_ms");
         expect_error("{\"level\":\"low\",\"min_interval_ms\":3600001}", ip, "parameter", "min_interval_ms");
         expect_error("{\"memory_events\":\"yes\"}", ip, "parameter", "memory_events");
+        expect_error("{\"kills\":1}", ip, "parameter", "kills");
+        expect_error("{\"kills\":false}", ip, "parameter", "level");
+        expect_error("{\"kills\":true,\"protection\":true}", ip, "parameter", "protection");
+        expect_error("{\"level\":\"low\",\"kills\":true}", ip, "parameter", "kills");
         expect_error("{\"psi\":\"some 1s 2s\"}", ip, "parameter", "psi");
         expect_error("{\"psi\":{\"stall\":\"most\",\"threshold_us\":1,\"window_us\":2000000}}", ip, "parameter", "psi.stall");
         expect_error("{\"psi\":{\"stall\":\"some\",\"threshold_us\":\"x\",\"window_us\":2000000}}", ip, "parameter", "psi.threshold_us");
@@ -134,6 +152,7 @@ static void test_resource(void) {
         expect_error("{\"vmpressure\":{\"level\":\"low\"},\"resource\":\"cpu\"}", ip, "parameter", "resource");
         expect_error("{\"memory_events\":true,\"resource\":\"io\"}", ip, "parameter", "resource");
         expect_error("{\"resource\":\"io\",\"protection\":true}", ip, "parameter", "resource");
+        expect_error("{\"kills\":true,\"resource\":\"cpu\"}", ip, "parameter", "resource");
         /* Alone it selects nothing. */
         expect_error("{\"resource\":\"cpu\"}", ip, "parameter", "level");
 }

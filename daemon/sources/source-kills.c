@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kills source: who killed what in a cgroup's subtree.
+ *
+ * The kernel's kills are the oom_kill counter of memory.events, which is
+ * hierarchical: a cgroup's counter counts the OOM kills in its whole
+ * subtree. On a cgroup, its memory.events is watched like the
+ * memory_events source does (source_watch_cgroup()); a cgroup without it
+ * (no memory controller there) still hears systemd-oomd and still ends
+ * with "removed". The root of cgroup2 has no memory.events: for "/" the
+ * memory.events of every top-level cgroup is watched instead, through an
+ * inotify watch on each top-level directory (the kernel notifies the
+ * directory of a changed memory.events too, and a watch on the directory
+ * catches a file made after the directory) and one on the root for
+ * top-level cgroups that come and go. At most KILLS_TOPLEVEL_MAX
+ * top-level cgroups are watched. A kill in the root cgroup itself (where
+ * only kernel threads and the odd unconfined process live) is not seen.
+ *
+ * A "killed" event by the kernel names the cgroup whose counter rose (for
+ * "/": the top-level one), reason "oom_kill", and counts the rise.
+ * systemd-oomd's kills come from oomd-watch.c.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+
+#include "event.h"
+#include "log.h"
+#include "oomd-watch.h"
+#include "source-common.h"
+
+/* Top-level cgroups watched for "/"; a system has a handful (init.scope, system.slice, user.slice, ...). */
+#define KILLS_TOPLEVEL_MAX 256
+
+typedef struct KillsTop {
+        int wd;
+        bool known;                 /* oom_kill was read at least once */
+        uint64_t oom_kill;
+        char name[];
+} KillsTop;
+
+struct KillsRoot {
+        int root_wd;
+        bool warned;                /* the limit was logged */
+        size_t n;
+        KillsTop *tops[KILLS_TOPLEVEL_MAX];
+};
+
+/* One "killed" event by the kernel for @count kills in @cgroup. */
+static void kills_report(Source *s, const char *cgroup, uint64_t count) {
+        uint64_t mono = now_usec(CLOCK_MONOTONIC), rt = now_usec(CLOCK_REALTIME);
+
+        counter_add(s->env->counters, COUNTER_KILLS_KERNEL, count);
+        s->cb->event_count(s, event_killed_new(cgroup, "kernel", "oom_kill", rt, mono), mono, count);
+}
+
+/*
+ * The rise of an oom_kill counter from @last to @now (0 the first time
+ * it is read, and when it went down: a counter that restarted, reported
+ * from its next rise on).
+ */
+static uint64_t oom_kill_rise(bool known, uint64_t last, uint64_t now) {
+        return known && now > last ? now - last : 0;
+}
+
+/* Re-read the oom_kill of top-level cgroup @t and report a rise. */
+static void kills_top_check(Source *s, KillsTop *t) {
+        char path[NAME_MAX + sizeof("/memory.events")];
+        _cleanup_close_ int fd = -1;
+        MemoryEvents me;
+        uint64_t rise;
+
+        snprintf(path, sizeof(path), "%s/memory.events", t->name);
+        fd = openat(s->env->v2->fd, path, O_RDONLY | O_CLOEXEC);
+        /* Not (yet) there, or rewritten by hand half-way: wait for the next change. */
+        if (fd < 0 || memory_events_read(fd, &me) < 0 || !(me.present & (1u << MEMORY_EVENT_OOM_KILL)))
+                return;
+        counter_inc(s->env->counters, COUNTER_EVENTS_READ);
+        rise = oom_kill_rise(t->known, t->oom_kill, me.value[MEMORY_EVENT_OOM_KILL]);
+        t->known = true;
+        t->oom_kill = me.value[MEMORY_EVENT_OOM_KILL];
+        if (rise > 0) {
+                char cgroup[NAME_MAX + 2];
+
+                snprintf(cgroup, sizeof(cgroup), "/%s", t->name);
+                kills_report(s, cgroup, rise);
+        }
+}
+
+static KillsTop *kills_top_find(KillsRoot *r, int wd, const char *name) {
+        for (size_t i = 0; i < r->n; i++)
+                if (name ? streq(r->tops[i]->name, name) : r->tops[i]->wd == wd)
+                        return r->tops[i];
+        return NULL;
+}
+
+static void kills_top_drop(Source *s, KillsTop *t, bool rm_watch) {
+        KillsRoot *r = s->kills_root;
+
+        for (size_t i = 0; i < r->n; i++)
+                if (r->tops[i] == t) {
+                        r->tops[i] = r->tops[--r->n];
+                        break;
+                }
+        if (rm_watch)
+                (void) inotify_rm_watch(s->fd, t->wd);
+        free(t);
+}
+
+/* Watch top-level cgroup @name (once); its current oom_kill is the base. -ENOMEM only. */
+static int kills_top_add(Source *s, const char *name) {
+        KillsRoot *r = s->kills_root;
+        char path[64 + NAME_MAX];
+        KillsTop *t;
+        int wd;
+
+        if (kills_top_find(r, -1, name))
+                return 0;
+        if (r->n >= KILLS_TOPLEVEL_MAX) {
+                if (!r->warned)
+                        log_warning("More than %d top-level cgroups: kernel kills in %s and any further ones are not reported on /.",
+                                    KILLS_TOPLEVEL_MAX, name);
+                r->warned = true;
+                return 0;
+        }
+        /* inotify takes paths; the root's fd is pinned through /proc/self/fd. */
+        snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", s->env->v2->fd, name);
+        wd = inotify_add_watch(s->fd, path, IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW);
+        if (wd < 0) {
+                /* Gone already, or out of inotify watches. */
+                log_debug_errno(errno, "Cannot watch top-level cgroup %s for kills: %m", name);
+                return 0;
+        }
+        t = malloc(sizeof(*t) + strlen(name) + 1);
+        if (!t) {
+                (void) inotify_rm_watch(s->fd, wd);
+                return -ENOMEM;
+        }
+        *t = (KillsTop) { .wd = wd };
+        strcpy(t->name, name);
+        r->tops[r->n++] = t;
+        kills_top_check(s, t);
+        log_debug("Watching top-level cgroup /%s for kills.", name);
+        return 0;
+}
+
+/* Watch every top-level cgroup there is. */
+static int kills_root_scan(Source *s) {
+        _cleanup_close_ int fd = openat(s->env->v2->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *de;
+        int k = 0;
+
+        if (!d)
+                return -errno;
+        TAKE_FD(fd);
+        while (k >= 0 && (de = readdir(d)))
+                if (de->d_type == DT_DIR && de->d_name[0] != '.')
+                        k = kills_top_add(s, de->d_name);
+        closedir(d);
+        return k;
+}
+
+/* One inotify event of the "/" watch. */
+static void kills_root_event(Source *s, const struct inotify_event *ev) {
+        KillsRoot *r = s->kills_root;
+        KillsTop *t;
+
+        if (ev->mask & IN_Q_OVERFLOW) {
+                /* Lost events: re-read every counter, look for new cgroups. */
+                log_debug("Kills on /: inotify events were lost, re-reading every top-level cgroup.");
+                for (size_t i = 0; i < r->n; i++)
+                        kills_top_check(s, r->tops[i]);
+                (void) kills_root_scan(s);
+        } else if (ev->wd == r->root_wd) {
+                if (!(ev->mask & IN_ISDIR) || ev->len == 0)
+                        return;
+                if (ev->mask & (IN_CREATE | IN_MOVED_TO))
+                        (void) kills_top_add(s, ev->name);
+                else if ((ev->mask & (IN_DELETE | IN_MOVED_FROM)) && (t = kills_top_find(r, -1, ev->name)))
+                        kills_top_drop(s, t, true);
+        } else if ((t = kills_top_find(r, ev->wd, NULL))) {
+                if (ev->mask & IN_IGNORED)
+                        kills_top_drop(s, t, false); /* the kernel dropped the watch */
+                else if (ev->len > 0 && streq(ev->name, "memory.events"))
+                        kills_top_check(s, t);
+        }
+}
+
+static void kills_root_on_ready(evutil_socket_t fd, short what, void *userdata) {
+        Source *s = userdata;
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+        ssize_t n;
+
+        while ((n = read(s->fd, buf, sizeof(buf))) > 0)
+                for (char *p = buf; p < buf + n;) {
+                        const struct inotify_event *ev = (const struct inotify_event *) p;
+
+                        kills_root_event(s, ev);
+                        p += sizeof(*ev) + ev->len;
+                }
+}
+
+/* "/": the top-level cgroups of the cgroup2 hierarchy, if there is one. */
+static int kills_open_root(Source *s) {
+        SourceEnv *env = s->env;
+        _cleanup_close_ int ifd = -1;
+        int k;
+
+        if (!env->v2 || env->v2->fd < 0)
+                return 0; /* no cgroup2: systemd-oomd only (which needs cgroup2 too) */
+        s->kills_root = calloc(1, sizeof(KillsRoot));
+        ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (!s->kills_root || ifd < 0)
+                return s->kills_root ? -errno : -ENOMEM;
+        s->kills_root->root_wd = inotify_add_watch(ifd, env->v2->path,
+                                                   IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR);
+        if (s->kills_root->root_wd < 0)
+                return -errno;
+        s->fd = TAKE_FD(ifd);
+        k = kills_root_scan(s);
+        if (k < 0)
+                return k;
+        s->ev = event_new(env->base, s->fd, EV_READ | EV_PERSIST, kills_root_on_ready, s);
+        if (!s->ev || event_add(s->ev, NULL) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+/* A cgroup: its oom_kill, and whether the cgroup is still there. */
+static void kills_on_ready(evutil_socket_t fd, short what, void *userdata) {
+        Source *s = userdata;
+        MemoryEvents now;
+        uint64_t rise;
+
+        if (!source_drain_check(s, s->env->v2) || !s->kernel_kills)
+                return;
+        if (memory_events_read(s->aux_fd, &now) < 0 || !(now.present & (1u << MEMORY_EVENT_OOM_KILL)))
+                return;
+        counter_inc(s->env->counters, COUNTER_EVENTS_READ);
+        rise = oom_kill_rise(true, s->last_events.value[MEMORY_EVENT_OOM_KILL], now.value[MEMORY_EVENT_OOM_KILL]);
+        s->last_events = now;
+        if (rise > 0)
+                kills_report(s, s->cgroup, rise);
+}
+
+static int kills_open_cgroup(Source *s, VarlinkError *e) {
+        _cleanup_close_ int dirfd = -1, evfd = -1, ifd = -1;
+        int none[1], k;
+
+        k = source_open_files(s, s->env->v2, NULL, 0, none, &dirfd, e);
+        if (k < 0)
+                return k;
+        /* No memory.events (no memory controller): systemd-oomd only. */
+        evfd = openat(dirfd, "memory.events", O_RDONLY | O_CLOEXEC);
+        if (evfd >= 0 && memory_events_read(evfd, &s->last_events) == -ENOMEM)
+                return -ENOMEM;
+        s->kernel_kills = evfd >= 0 && (s->last_events.present & (1u << MEMORY_EVENT_OOM_KILL));
+        ifd = source_watch_cgroup(dirfd, s->kernel_kills ? "memory.events" : NULL);
+        if (ifd < 0)
+                return ifd;
+        s->ev = event_new(s->env->base, ifd, EV_READ | EV_PERSIST, kills_on_ready, s);
+        if (!s->ev || event_add(s->ev, NULL) < 0)
+                return -ENOMEM;
+        s->fd = TAKE_FD(ifd);
+        if (s->kernel_kills)
+                s->aux_fd = TAKE_FD(evfd);
+        return 0;
+}
+
+static void kills_root_free(Source *s) {
+        KillsRoot *r = s->kills_root;
+
+        for (size_t i = 0; r && i < r->n; i++)
+                free(r->tops[i]);
+        free(r);
+        s->kills_root = NULL;
+}
+
+static int kills_open(Source *s, VarlinkError *e) {
+        int k = streq(s->cgroup, "/") ? kills_open_root(s) : kills_open_cgroup(s, e);
+
+        /* Last: a source in the oomd watch is one that opened, which close() takes out. */
+        if (k >= 0)
+                k = oomd_watch_add(s->env->oomd, s);
+        if (k < 0)
+                kills_root_free(s); /* the fds and the event go with source_close() */
+        return k;
+}
+
+static void kills_close(Source *s) {
+        oomd_watch_remove(s->env->oomd, s);
+        kills_root_free(s);
+}
+
+static bool kills_kernel_active(const Source *s) {
+        if (!s->kills_root)
+                return s->kernel_kills;
+        for (size_t i = 0; i < s->kills_root->n; i++)
+                if (s->kills_root->tops[i]->known)
+                        return true;
+        return false;
+}
+
+static int kills_state(Source *s, json_t **ret) {
+        json_t *list = json_array();
+        bool ok = list;
+
+        if (ok && kills_kernel_active(s))
+                ok = json_array_append_new(list, json_string("kernel")) == 0;
+        if (ok && oomd_watch_active(s->env->oomd))
+                ok = json_array_append_new(list, json_string("systemd-oomd")) == 0;
+        *ret = ok ? json_pack("{s:o}", "kill_sources", list) : NULL;
+        if (!ok)
+                json_decref(list);
+        return *ret ? 0 : -ENOMEM;
+}
+
+const SourceOps source_kills_ops = {
+        .open = kills_open,
+        .close = kills_close,
+        .state = kills_state,
+};
