@@ -55,6 +55,8 @@ step() {
         ldconfig
         step "daemon-reload"
         systemctl daemon-reload || fail "daemon-reload failed"
+        # The bus reads the installed policy (share/dbus-1/system.d) anew.
+        systemctl reload dbus.service || fail "reloading the system bus failed"
         # daemon-reload above has loaded the units: spare enable a second reload.
         systemctl enable --now --no-reload pressured.socket pressured-memory-pressure.socket || fail "enabling the sockets failed"
         step "socket started"
