@@ -550,7 +550,9 @@ def lmm_section(out):
              '`low-memory-warning` callback of any level (CLOCK_MONOTONIC in both processes). The kernel '
              'wakes each trigger on its own window, so the two can be a poll period apart either way: a '
              'negative figure means the provider\'s trigger fired first.\n'
-             '- *first level-50 callback*: the same to the first callback with level 50 (low).\n'
+             '- *first level-50 callback*: the same to the first callback with level 50 (low). When low and '
+             'critical fire in the same poll, low-memory-monitor 2.1 drops its pending low signal for the '
+             'critical one but counts low as sent, so its first 50 comes with the 15 s re-signal.\n'
              f"- *callbacks : direct wakeups*: per run, GLib callbacks and direct-reader wakeups during the "
              f"load ({info.get('load', '?')}, {info.get('load_s', '?')} s). low-memory-monitor signals a level "
              'again only 15 s after the last time; pressured signals each event of a level (at most one per '
