@@ -126,6 +126,8 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
                 .reload = manager_reload_cb,
                 .userdata = m,
         };
+        /* The first kills subscription's "subscribed" waits for systemd-oomd's picture. */
+        oomd_watch_set_settled(m->env.oomd, methods_kills_settled, &m->methods);
         manager_set_config(m, config);
         *ret = m;
         return 0;
@@ -146,6 +148,7 @@ Manager *manager_free(Manager *m) {
         m->proxy = proxy_stop(m->proxy);
         m->lmm = low_memory_monitor_free(m->lmm);
         registry_done(&m->registry);
+        methods_done(&m->methods);
         /* Its sources went with the registrations. */
         m->env.oomd = oomd_watch_free(m->env.oomd);
         m->protection = protection_source_free(m->protection);

@@ -7,7 +7,9 @@
  * clients are Listeners too), status.h (GetStatus and /metrics),
  * metrics.h (the HTTP endpoint), peer-view.h (a peer's cgroup
  * namespace, read once when it connects) and reclaim-controller.h with
- * reclaim-worker.h (proactive reclaim: its timer and its writer thread).
+ * reclaim-worker.h (proactive reclaim: its timer and its writer thread),
+ * low-memory-monitor.h (org.freedesktop.LowMemoryMonitor on the system
+ * bus, whose three registrations' Listeners it holds).
  *
  * Clients of the varlink socket: accepting them under the configured
  * limits, reading and framing their calls, answering in order, writing

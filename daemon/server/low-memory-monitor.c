@@ -234,21 +234,19 @@ static void lmm_request_name(LowMemoryMonitor *m, sd_bus *bus) {
                 log_error_errno(k, "Failed to ask for the name " LOW_MEMORY_MONITOR_NAME ": %m");
 }
 
-/* The owner of the name changed: take it when it is free, notice when it is not ours any more. */
+/*
+ * The owner of the name changed: take it when it is free. Once ours it
+ * stays ours (no SD_BUS_NAME_ALLOW_REPLACEMENT) until we release it.
+ */
 static int on_owner_changed(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         LowMemoryMonitor *m = userdata;
-        sd_bus *bus = sd_bus_message_get_bus(msg);
-        const char *name, *old_owner, *new_owner, *unique = NULL;
+        const char *name, *old_owner, *new_owner;
 
         if (sd_bus_message_read(msg, "sss", &name, &old_owner, &new_owner) < 0 || !streq(name, LOW_MEMORY_MONITOR_NAME))
                 return 0;
-        (void) sd_bus_get_unique_name(bus, &unique);
         if (new_owner[0] == 0 && m->state == LMM_NAME_TAKEN) {
                 log_info("The name " LOW_MEMORY_MONITOR_NAME " was released; asking for it.");
-                lmm_request_name(m, bus);
-        } else if (m->state == LMM_OWNER && !streq_ptr(new_owner, unique)) {
-                log_warning("Lost the name " LOW_MEMORY_MONITOR_NAME " to %s.", new_owner[0] ? new_owner : "nobody");
-                m->state = LMM_NAME_TAKEN;
+                lmm_request_name(m, sd_bus_message_get_bus(msg));
         }
         return 0;
 }

@@ -15,6 +15,7 @@
 #include "event.h"
 #include "log.h"
 #include "methods.h"
+#include "oomd-watch.h"
 #include "source-choice.h"
 #include "subscribe.h"
 #include "subscription.h"
@@ -265,6 +266,60 @@ static char *subscribed_message(Registration *r, const Subscription *s, bool adj
         return params ? event_message_view(varlink_reply_new(params, true, ret_size), ret_size, &s->view) : NULL;
 }
 
+/* Send the "subscribed" a waiting kills subscription held back, then what it held. */
+static void kills_start(Subscription *s, Registration *r) {
+        size_t n;
+        char *msg = subscribed_message(r, s, false, NULL, &n);
+
+        if (!msg || client_send_owned(s->client, msg, n) < 0)
+                client_kill(s->client); /* the stream cannot begin as it should */
+        subscription_started(s);
+}
+
+static void kills_start_all(Methods *ms) {
+        while (ms->kills_waiting)
+                kills_start(ms->kills_waiting, ms->kills_waiting->listener.reg);
+        if (ms->kills_timer)
+                evtimer_del(ms->kills_timer);
+}
+
+void methods_kills_settled(void *userdata) {
+        kills_start_all(userdata);
+}
+
+static void on_kills_timer(evutil_socket_t fd, short what, void *userdata) {
+        Methods *ms = userdata;
+
+        log_debug("The system bus did not tell about systemd-oomd in time, starting kills streams without it.");
+        /* Until the bus answers, later kills subscriptions do not wait either. */
+        oomd_watch_give_up(ms->registry->env->oomd);
+        kills_start_all(ms);
+}
+
+/*
+ * The first kills subscription brings the daemon onto the system bus: its
+ * "subscribed" waits (at most METHODS_KILLS_WAIT_USEC) until the match on
+ * systemd-oomd's signal is in place and the owner of its name known, so
+ * that kill_sources tells the truth. @s becomes the client's stream now.
+ */
+static int kills_wait(Methods *ms, Client *c, Subscription *s) {
+        struct timeval tv = usec_to_timeval(METHODS_KILLS_WAIT_USEC);
+
+        if (!ms->kills_timer)
+                ms->kills_timer = evtimer_new(c->server->base, on_kills_timer, ms);
+        if (!ms->kills_timer || (!ms->kills_waiting && evtimer_add(ms->kills_timer, &tv) < 0))
+                return -ENOMEM;
+        subscription_wait(s, &ms->kills_waiting, kills_start);
+        subscription_start(s);
+        return 0;
+}
+
+void methods_done(Methods *ms) {
+        if (ms->kills_timer)
+                event_free(ms->kills_timer);
+        ms->kills_timer = NULL;
+}
+
 static int method_subscribe(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
         _cleanup_(subscribe_request_done) SubscribeRequest req = {};
         _cleanup_(real_cgroups_done) RealCgroups real = {};
@@ -301,6 +356,12 @@ static int method_subscribe(Methods *ms, Client *c, VarlinkCall *call, VarlinkEr
         k = subscription_new(c, ms->counters, r, &req, &s);
         if (k < 0) {
                 registration_release(r);
+                return k;
+        }
+        if (r->src.type == SOURCE_KILLS && oomd_watch_settling(r->src.env->oomd)) {
+                k = kills_wait(ms, c, s);
+                if (k < 0)
+                        subscription_free(s);
                 return k;
         }
         msg = subscribed_message(r, s, adjusted, reason, &n);

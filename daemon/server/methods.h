@@ -29,7 +29,24 @@ typedef struct Methods {
         /* Re-read the configuration (Reload); @ret_error: why it was rejected. */
         int (*reload)(void *userdata, char **ret_error);
         void *userdata;
+        /* kills subscriptions whose "subscribed" waits for systemd-oomd's
+         * picture (methods_kills_settled()), and the timer that bounds the wait. */
+        struct Subscription *kills_waiting;
+        struct event *kills_timer;
 } Methods;
+
+/* How long a kills subscription's "subscribed" may wait for the system bus. */
+#define METHODS_KILLS_WAIT_USEC (250 * USEC_PER_MSEC)
+
+/*
+ * methods_kills_settled - the oomd watch knows whether systemd-oomd can
+ * report (an oomd_watch_set_settled() callback, @userdata the Methods):
+ * the waiting kills subscriptions get their "subscribed".
+ */
+void methods_kills_settled(void *userdata);
+
+/* methods_done - free what the methods hold beyond the clients (which must be gone). */
+void methods_done(Methods *ms);
 
 /*
  * methods_dispatch - answer @call from @c (a ClientDispatchFn; @userdata

@@ -116,6 +116,13 @@ static bool subscription_deliver(Listener *l, Body *body, uint64_t count) {
 
         if (s->client->dead)
                 return false;
+        if (s->waiting) {
+                /* Nothing may go before "subscribed": keep the newest, count them all. */
+                body_unref(s->pending);
+                s->pending = body_ref(body);
+                s->pending_count += count;
+                return true;
+        }
         if (s->min_interval_usec == 0)
                 return subscription_send(s, body, count, limit);
 
@@ -143,7 +150,12 @@ static void subscription_removed(Listener *l, Registration *r) {
         Subscription *s = subscription_of(l);
         Client *c = s->client;
         size_t size;
-        char *msg = event_removed_message(cgroup_view_from_real(s->view.root, r->src.cgroup) ?: r->src.cgroup,
+        char *msg;
+
+        /* A stream still waiting for its "subscribed" gets it first. */
+        if (s->waiting)
+                s->start(s, r);
+        msg = event_removed_message(cgroup_view_from_real(s->view.root, r->src.cgroup) ?: r->src.cgroup,
                                           s->seq + 1, &size);
 
         subscription_free(s);
@@ -187,6 +199,34 @@ int subscription_new(Client *c, Counters *counters, Registration *r, const Subsc
         return 0;
 }
 
+void subscription_wait(Subscription *s, Subscription **list, void (*start)(Subscription *s, Registration *r)) {
+        s->waiting = true;
+        s->start = start;
+        s->waiting_list = list;
+        LIST_PREPEND(waiting, *list, s);
+}
+
+static void subscription_unwait(Subscription *s) {
+        if (!s->waiting_list)
+                return;
+        LIST_REMOVE(waiting, *s->waiting_list, s);
+        s->waiting_list = NULL;
+        s->waiting = false;
+}
+
+void subscription_started(Subscription *s) {
+        Body *b;
+        uint64_t count = s->pending_count;
+
+        subscription_unwait(s);
+        /* What came meanwhile goes now, whatever the interval. */
+        b = TAKE_PTR(s->pending);
+        s->pending_count = 0;
+        if (b && !s->client->dead)
+                subscription_send(s, b, count, s->client->server->config->output_buffer_bytes);
+        body_unref(b);
+}
+
 static void subscription_stream_free(void *stream) {
         subscription_free(stream);
 }
@@ -198,6 +238,7 @@ void subscription_start(Subscription *s) {
 Subscription *subscription_free(Subscription *s) {
         if (!s)
                 return NULL;
+        subscription_unwait(s);
         listener_detach(&s->listener);
         if (s->coalesce)
                 event_free(s->coalesce);

@@ -15,6 +15,7 @@
 #include "client.h"
 #include "counters.h"
 #include "event.h"
+#include "list.h"
 #include "registration.h"
 #include "subscribe.h"
 
@@ -32,6 +33,12 @@ struct Subscription {
         uint64_t pending_count;
         struct event *coalesce;     /* exists only while an event is pending */
         EventView view;             /* the peer's namespace root in the registration's hierarchy */
+        /* Its "subscribed" is not sent yet (subscription_wait()): events
+         * are held in pending, and start() sends "subscribed" when called. */
+        bool waiting;
+        void (*start)(Subscription *s, Registration *r);
+        Subscription **waiting_list; /* the list it waits in */
+        LIST_FIELDS(Subscription, waiting);
 };
 
 /*
@@ -52,6 +59,20 @@ int subscription_new(Client *c, Counters *counters, Registration *r, const Subsc
 
 /* subscription_start - make @s its client's active stream, after the "subscribed" reply was queued. */
 void subscription_start(Subscription *s);
+
+/*
+ * subscription_wait - @s, already its client's stream, holds its events
+ * (merged into one, counted) until its "subscribed" reply is sent, and is
+ * in the list @list until then (or until it is freed). Whoever sends
+ * "subscribed" calls subscription_started() afterwards; if the cgroup
+ * goes first, @start(@s, its registration) is called before "removed" is
+ * sent, and must do both. Used by a kills subscription while systemd-oomd's picture is on
+ * its way.
+ */
+void subscription_wait(Subscription *s, Subscription **list, void (*start)(Subscription *s, Registration *r));
+
+/* subscription_started - the "subscribed" reply of a waiting @s was queued: leave the list, send what it held. */
+void subscription_started(Subscription *s);
 
 /* subscription_free - detach @s (releasing its registration) and free it; NULL-safe, returns NULL. */
 Subscription *subscription_free(Subscription *s);

@@ -2,9 +2,8 @@
 /* The shared match on systemd-oomd's Killed signal. */
 #include <stdlib.h>
 
-#include "cgroup.h"
-#include "cgroup-ns.h"
 #include "event.h"
+#include "kills.h"
 #include "log.h"
 #include "oomd-watch.h"
 #include "util.h"
@@ -25,6 +24,9 @@ struct OomdWatch {
         sd_bus_slot *get_owner;     /* the GetNameOwner call in flight */
         bool installed;             /* the bus confirmed the Killed match */
         bool owned;                 /* org.freedesktop.oom1 has an owner */
+        bool settled;               /* the owner is known on this connection */
+        void (*settled_fn)(void *userdata);
+        void *settled_userdata;
         Source *sources;
 };
 
@@ -46,6 +48,7 @@ static void oomd_watch_drop_slots(OomdWatch *w) {
         w->get_owner = sd_bus_slot_unref(w->get_owner);
         w->installed = false;
         w->owned = false;
+        w->settled = false;
 }
 
 OomdWatch *oomd_watch_free(OomdWatch *w) {
@@ -61,6 +64,29 @@ bool oomd_watch_active(const OomdWatch *w) {
         return w && w->installed && w->owned;
 }
 
+bool oomd_watch_settling(const OomdWatch *w) {
+        return w && w->user && !w->settled;
+}
+
+void oomd_watch_give_up(OomdWatch *w) {
+        if (w)
+                w->settled = true;
+}
+
+void oomd_watch_set_settled(OomdWatch *w, void (*fn)(void *userdata), void *userdata) {
+        w->settled_fn = fn;
+        w->settled_userdata = userdata;
+}
+
+/* The picture is complete (or as complete as it gets on this connection). */
+static void oomd_watch_settle(OomdWatch *w) {
+        if (w->settled)
+                return;
+        w->settled = true;
+        if (w->settled_fn)
+                w->settled_fn(w->settled_userdata);
+}
+
 /* Hand one kill to every source at or above the killed cgroup. */
 static void oomd_watch_deliver(OomdWatch *w, const char *cgroup, const char *reason) {
         uint64_t mono = now_usec(CLOCK_MONOTONIC), rt = now_usec(CLOCK_REALTIME);
@@ -70,7 +96,7 @@ static void oomd_watch_deliver(OomdWatch *w, const char *cgroup, const char *rea
         log_info("systemd-oomd killed %s (%s).", cgroup, reason);
         /* Subscribers that stop reading are freed from the loop, not here. */
         LIST_FOREACH_SAFE(tracked, s, n, w->sources)
-                if (cgroup_view_from_real(s->cgroup, cgroup))
+                if (kills_covers(s->cgroup, cgroup))
                         s->cb->event_count(s, event_killed_new(cgroup, "systemd-oomd", reason, rt, mono), mono, 1);
 }
 
@@ -89,10 +115,10 @@ static int on_killed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         /* The name can be owned only as the bus policy allows; still, what it
          * says goes into events: a cgroup path as a client would give it, a
          * reason of reasonable length. */
-        k = cgroup_path_normalize(path, &cgroup);
+        k = kills_oomd_check(path, reason, &cgroup);
         if (k == -ENOMEM)
                 return k;
-        if (k < 0 || strlen(reason) > OOMD_REASON_MAX) {
+        if (k < 0) {
                 log_ratelimited(LOG_WARNING, 0, NULL, 10, 3,
                                 "Ignoring a Killed signal of systemd-oomd with an invalid cgroup or reason.");
                 return 0;
@@ -134,8 +160,10 @@ static int on_get_owner(sd_bus_message *m, void *userdata, sd_bus_error *ret_err
         OomdWatch *w = userdata;
 
         w->get_owner = sd_bus_slot_unref(w->get_owner);
-        /* NameHasNoOwner, or anything else: nobody to hear from yet. */
+        /* NameHasNoOwner, or anything else: nobody to hear from yet. The
+         * reply comes after those of the AddMatch calls sent before it. */
         oomd_watch_set_owned(w, !sd_bus_message_is_method_error(m, NULL));
+        oomd_watch_settle(w);
         return 0;
 }
 
@@ -159,6 +187,7 @@ static void oomd_watch_connected(void *userdata, sd_bus *bus) {
         if (k < 0) {
                 log_warning_errno(-k, "Failed to listen to systemd-oomd on the system bus: %m");
                 oomd_watch_drop_slots(w);
+                oomd_watch_settle(w);
         }
 }
 

@@ -9,7 +9,8 @@
  *
  * A Killed signal is counted once (COUNTER_KILLS_SYSTEMD_OOMD) and handed,
  * as a "killed" event with count 1, to every kills source whose cgroup is
- * the killed cgroup or an ancestor of it.
+ * the killed cgroup or an ancestor of it; one that kills_oomd_check()
+ * refuses is dropped with a log line.
  */
 #pragma once
 
@@ -18,9 +19,6 @@
 #include "counters.h"
 #include "source.h"
 #include "system-bus.h"
-
-/* The longest reason accepted from a Killed signal; longer ones are dropped with a log line. */
-#define OOMD_REASON_MAX 255
 
 /*
  * oomd_watch_new - a watch over @bus (NULL: no bus, nothing is ever heard),
@@ -39,3 +37,22 @@ void oomd_watch_remove(OomdWatch *w, Source *s);
 
 /* oomd_watch_active - the match is installed and org.freedesktop.oom1 has an owner. */
 bool oomd_watch_active(const OomdWatch *w);
+
+/*
+ * oomd_watch_settling - the watch is on its way to the bus (connecting,
+ * installing the match, asking who owns the name) and cannot yet say
+ * whether systemd-oomd can report: the first kills subscription's
+ * "subscribed" waits for that (see methods.c). False without sources, once
+ * the owner is known, and without a bus.
+ */
+bool oomd_watch_settling(const OomdWatch *w);
+
+/*
+ * oomd_watch_give_up - stop settling without the picture (the bus did not
+ * answer in time): later subscriptions do not wait either, until the next
+ * connection to the bus.
+ */
+void oomd_watch_give_up(OomdWatch *w);
+
+/* oomd_watch_set_settled - call @fn(@userdata) each time the watch stops settling with the picture. */
+void oomd_watch_set_settled(OomdWatch *w, void (*fn)(void *userdata), void *userdata);

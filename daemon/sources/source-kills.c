@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 
 #include "event.h"
+#include "kills.h"
 #include "log.h"
 #include "oomd-watch.h"
 #include "source-common.h"
@@ -56,15 +57,6 @@ static void kills_report(Source *s, const char *cgroup, uint64_t count) {
         s->cb->event_count(s, event_killed_new(cgroup, "kernel", "oom_kill", rt, mono), mono, count);
 }
 
-/*
- * The rise of an oom_kill counter from @last to @now (0 the first time
- * it is read, and when it went down: a counter that restarted, reported
- * from its next rise on).
- */
-static uint64_t oom_kill_rise(bool known, uint64_t last, uint64_t now) {
-        return known && now > last ? now - last : 0;
-}
-
 /* Re-read the oom_kill of top-level cgroup @t and report a rise. */
 static void kills_top_check(Source *s, KillsTop *t) {
         char path[NAME_MAX + sizeof("/memory.events")];
@@ -78,7 +70,7 @@ static void kills_top_check(Source *s, KillsTop *t) {
         if (fd < 0 || memory_events_read(fd, &me) < 0 || !(me.present & (1u << MEMORY_EVENT_OOM_KILL)))
                 return;
         counter_inc(s->env->counters, COUNTER_EVENTS_READ);
-        rise = oom_kill_rise(t->known, t->oom_kill, me.value[MEMORY_EVENT_OOM_KILL]);
+        rise = kills_rise(t->known, t->oom_kill, me.value[MEMORY_EVENT_OOM_KILL]);
         t->known = true;
         t->oom_kill = me.value[MEMORY_EVENT_OOM_KILL];
         if (rise > 0) {
@@ -240,7 +232,7 @@ static void kills_on_ready(evutil_socket_t fd, short what, void *userdata) {
         if (memory_events_read(s->aux_fd, &now) < 0 || !(now.present & (1u << MEMORY_EVENT_OOM_KILL)))
                 return;
         counter_inc(s->env->counters, COUNTER_EVENTS_READ);
-        rise = oom_kill_rise(true, s->last_events.value[MEMORY_EVENT_OOM_KILL], now.value[MEMORY_EVENT_OOM_KILL]);
+        rise = kills_rise(true, s->last_events.value[MEMORY_EVENT_OOM_KILL], now.value[MEMORY_EVENT_OOM_KILL]);
         s->last_events = now;
         if (rise > 0)
                 kills_report(s, s->cgroup, rise);

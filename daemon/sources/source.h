@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The sources layer: one kernel registration per Source (a PSI trigger,
- * a vmpressure eventfd, a memory.events watch, or a cgroup tracked by the
- * protection source), made by open() and dropped by source_close(). A
+ * a vmpressure eventfd, a memory.events watch, a cgroup tracked by the
+ * protection source, or the kills of a cgroup's subtree), made by open() and dropped by source_close(). A
  * source knows nothing of who listens: it reports what the kernel said
  * through the callbacks its owner installed (the registry, above it).
  *

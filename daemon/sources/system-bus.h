@@ -35,8 +35,9 @@ int system_bus_new(SystemBus **ret, struct event_base *base, const char *address
 SystemBus *system_bus_free(SystemBus *b);
 
 /* Add a user; connects if it is the first. connected() is called from the
- * loop once the connection is up (possibly before this returns). Fails only
- * on out of memory: a bus that cannot be reached is retried. */
+ * loop once the connection is up, never from inside this call (so *ret is
+ * set by then). Fails only on out of memory: a bus that cannot be reached
+ * is retried. */
 int system_bus_add_user(SystemBus *b, const BusUserOps *ops, void *userdata, BusUser **ret);
 /* Remove a user; the last one closes the connection. Returns NULL. */
 BusUser *bus_user_free(BusUser *u);

@@ -6,7 +6,9 @@ memory.events gives a "killed" event by the kernel with the rise as its
 count; other counters give nothing; identical subscribers share one
 registration; min_interval_ms merges kills; "/" watches every top-level
 cgroup, also one made later, up to the limit of 256, and survives an
-inotify queue overflow; the registration goes
+inotify queue overflow; the first subscription waits a bounded time for a
+system bus that does not answer, and what happens meanwhile comes after
+"subscribed"; the registration goes
 with its last subscriber; removing the cgroup ends the stream with
 "removed"; an unprivileged peer may subscribe where it can read; a resource
 other than memory is InvalidParameter; GetStatus and /metrics count the
@@ -84,11 +86,14 @@ def test_cgroup(tmp):
                  ev['resource'] == 'memory' and ev['trigger'] == {} and ev['adjusted'] is False,
                  'subscribed to kills', ev)
         pt.check(ev['state'] == {'kill_sources': ['kernel']}, 'without a bus only the kernel reports', ev)
+        pt.check('did not tell about systemd-oomd in time' in d.log(), 'the first one waited for the bus in vain')
         second = pt.Varlink(d.socket, timeout=WAIT)
         second.subscribe(cgroup='/a', kills=True)
         regs = d.status()['registrations']
         pt.check(len(regs) == 1 and regs[0]['source'] == 'kills' and regs[0]['subscribers'] == 2 and
                  regs[0]['cgroup'] == '/a', 'one shared kills registration', regs)
+        pt.check(d.log().count('did not tell about systemd-oomd in time') == 1,
+                 'once the wait ran out, the next subscription does not wait')
 
         set_events(fake, '/a', oom_kill=2)
         check_killed(event(first), '/a', 2, 1, 'first subscriber')
@@ -259,6 +264,51 @@ def test_overflow(tmp):
         v.close()
 
 
+def test_hung_bus(tmp):
+    """A system bus that accepts the connection and never answers: the
+    first kills subscription's "subscribed" waits for it a bounded time,
+    and what happens meanwhile (a kill, the cgroup's removal) comes after
+    "subscribed", in order."""
+    fake = os.path.join(tmp, 'v2-hung')
+    pt.make_fake_tree(fake, {'/': {'current': 1 << 30}, '/a': {}, '/b': {}})
+    path = os.path.join(tmp, 'hung-bus')
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(8)
+    try:
+        with pt.Daemon(cgroup_root=fake, env={'DBUS_SYSTEM_BUS_ADDRESS': 'unix:path=' + path}) as d:
+            v = pt.Varlink(d.socket, timeout=WAIT)
+            v.call('io.pressured.Subscribe', {'cgroup': '/a', 'kills': True}, more=True)
+            # Once the registration exists (its base read), while "subscribed" waits:
+            pt.wait_for(lambda: d.status()['registrations'] != [], timeout=WAIT, what='the registration')
+            set_events(fake, '/a', oom_kill=1)
+            set_events(fake, '/a', oom_kill=3)
+            ev = event(v)
+            pt.check(ev['kind'] == 'subscribed' and ev['state'] == {'kill_sources': ['kernel']},
+                     '"subscribed" comes first, without systemd-oomd', ev)
+            got = 0
+            while got < 3:
+                ev = event(v)
+                pt.check(ev['kind'] == 'killed' and ev['seq'] in (1, 2), 'then the kills', ev)
+                got += ev['count']
+            pt.check_eq(got, 3, 'the kills made while "subscribed" waited')
+
+            w = pt.Varlink(d.socket, timeout=WAIT)
+            v.close()
+            pt.wait_for(lambda: d.status()['registrations'] == [], timeout=WAIT, what='the registration to go')
+            w.call('io.pressured.Subscribe', {'cgroup': '/b', 'kills': True}, more=True)
+            pt.wait_for(lambda: d.status()['registrations'] != [], timeout=WAIT, what='the registration')
+            shutil.rmtree(os.path.join(fake, 'b'))
+            ev = event(w)
+            pt.check(ev['kind'] == 'subscribed' and ev['cgroup'] == '/b', '"subscribed" before "removed"', ev)
+            msg = w.recv(timeout=WAIT)
+            pt.check(msg['parameters']['event']['kind'] == 'removed' and not msg.get('continues'),
+                     'then "removed" ends the stream', msg)
+            w.close()
+    finally:
+        listener.close()
+
+
 def subscribe_as_nobody(sock, cgroups):
     out = []
     for cg in cgroups:
@@ -298,6 +348,7 @@ def main():
         test_system(tmp)
         test_toplevel_limit(tmp)
         test_overflow(tmp)
+        test_hung_bus(tmp)
         test_unprivileged(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -7,7 +7,9 @@
  * also for a user added later, a message round trip, disconnected() to
  * every told user when the bus dies, the reconnect to a new bus at the
  * same address, a user leaving inside its own callback, and nothing left
- * once the last user is gone.
+ * once the last user is gone. Out of memory and a refused event_add()
+ * (fail-inject.h): errors without leaks, a connection that cannot be
+ * watched is retried.
  */
 #include <event2/event.h>
 #include <signal.h>
@@ -15,7 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fail-inject.h"
 #include "system-bus.h"
+#include "test-capture.h"
 #include "tests.h"
 #include "util.h"
 
@@ -102,6 +106,53 @@ static void test_unreachable(void) {
         event_base_free(base);
 }
 
+static void test_out_of_memory(void) {
+        struct event_base *base = event_base_new();
+        SystemBus *b = NULL;
+        BusUser *u = NULL;
+        Probe p = {};
+        char path[64];
+        const char *log;
+        int saved;
+
+        /* Every allocation of system_bus_new(). */
+        for (unsigned n = 1;; n++) {
+                int r;
+                bool injected;
+
+                fail_inject_reset();
+                fail_inject_after(FAIL_MALLOC, n);
+                r = system_bus_new(&b, base, "unix:path=/nonexistent/bus");
+                injected = fail_inject_fired(FAIL_MALLOC) > 0;
+                fail_inject_reset();
+                if (!injected) {
+                        ASSERT_OK(r);
+                        break;
+                }
+                ASSERT_ERR(r, ENOMEM);
+        }
+
+        /* The user itself. */
+        fail_inject_after(FAIL_MALLOC, 1);
+        ASSERT_ERR(system_bus_add_user(b, &probe_ops, &p, &u), ENOMEM);
+        fail_inject_reset();
+        ASSERT_TRUE(u == NULL);
+        ASSERT_EQ(count_events(base), 0);
+
+        /* No retry timer: said loudly; the user is added, nothing is left when it goes. */
+        saved = stderr_capture(path);
+        fail_inject_after(FAIL_EVENT_ADD, 1);
+        ASSERT_OK(system_bus_add_user(b, &probe_ops, &p, &u));
+        fail_inject_reset();
+        log = stderr_restore(saved, path);
+        ASSERT_TRUE(strstr(log, "Failed to connect to the system bus at unix:path=/nonexistent/bus, retrying"));
+        ASSERT_TRUE(strstr(log, "Failed to arm the system bus retry timer; the bus stays disconnected."));
+        ASSERT_EQ(count_events(base), 0);
+        u = bus_user_free(u);
+        system_bus_free(b);
+        event_base_free(base);
+}
+
 typedef struct Daemon {
         pid_t pid;
         char dir[64], conf[96], sock[96], address[128];
@@ -159,6 +210,28 @@ static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         if (!sd_bus_message_is_method_error(m, NULL))
                 (*replies)++;
         return 0;
+}
+
+/* A connection whose fd cannot be watched is dropped and retried. */
+static void test_private_bus_refused(Daemon *d) {
+        struct event_base *base = event_base_new();
+        SystemBus *b = NULL;
+        BusUser *u = NULL;
+        Probe p = {};
+
+        ASSERT_OK(system_bus_new(&b, base, d->address));
+        fail_inject_reset();
+        fail_inject_after(FAIL_EVENT_ADD, 1);
+        ASSERT_OK(system_bus_add_user(b, &probe_ops, &p, &u));
+        ASSERT_EQ(fail_inject_fired(FAIL_EVENT_ADD), 1);
+        fail_inject_reset();
+        ASSERT_TRUE(system_bus_get(b) == NULL);
+        loop_until(base, &p.connected, 1);
+        ASSERT_TRUE(system_bus_is_connected(b));
+        u = bus_user_free(u);
+        ASSERT_EQ(count_events(base), 0);
+        system_bus_free(b);
+        event_base_free(base);
 }
 
 static void test_private_bus(Daemon *d) {
@@ -224,6 +297,7 @@ int main(void) {
 
         test_no_users();
         test_unreachable();
+        test_out_of_memory();
 
         snprintf(d.dir, sizeof(d.dir), "/tmp/test-system-bus-XXXXXX");
         ASSERT_TRUE(mkdtemp(d.dir));
@@ -231,6 +305,7 @@ int main(void) {
                 printf("dbus-daemon is not available, skipping the private bus tests\n");
         else {
                 test_private_bus(&d);
+                test_private_bus_refused(&d);
                 daemon_stop(&d);
         }
         (void) unlink(d.conf);
