@@ -31,6 +31,7 @@ packages=(meson ninja-build gcc g++ clang libclang-rt-14-dev pkg-config python3
           valgrind systemd util-linux prometheus bash-completion
           libncurses-dev tmux dbus-daemon dunst xvfb python3-gi gir1.2-glib-2.0
           qemu-system-x86 busybox-static cpio kmod e2fsprogs passwd
+          dbus systemd-oomd low-memory-monitor
           universal-ctags cscope groff-base)
 if [ "${SKIP_APT:-0}" != 1 ]; then
         echo "== Installing dependencies"

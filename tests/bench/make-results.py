@@ -20,6 +20,9 @@ rounds, their run-to-run noise, and the ratio after / before.
 section of one run of bench-reclaim.py (VM parts and --cost, in one OUT_DIR),
 and writes its plot, reclaim.svg, beside RESULTS_MD.
 
+--lmm OUT_DIR --into RESULTS_MD does the same for the side-by-side
+comparison with low-memory-monitor made by one run of bench-lmm.py.
+
 --metrics OUT_DIR --into RESULTS_MD puts the per-cgroup /metrics section
 made from one run of bench-metrics.py into RESULTS_MD in place of the
 previous one (between its markers), or before the before/after section,
@@ -488,6 +491,100 @@ def splice_reclaim(out, path):
            reclaim_section(out, svg))
 
 
+# --- side by side with low-memory-monitor (bench-lmm.py) ------------------------
+
+LMM_TITLE = 'Side by side with low-memory-monitor'
+LMM_INTRO = ('The two providers of org.freedesktop.LowMemoryMonitor, one at a time in the VM test bed, each '
+             'as its Debian unit starts it (pressured: the shipped pressured.service and a drop-in '
+             '`[DBus] LowMemoryMonitor=yes`), heard by the same GLib client (GLib\'s own GMemoryMonitor, '
+             '`GIO_USE_MEMORY_MONITOR=dbus`, python3-gi), under the same pressure. Reproduce with '
+             '`tests/bench/bench-lmm.py --out DIR` (about 15 minutes), then '
+             '`tests/bench/make-results.py --lmm DIR --into tests/bench/results.md`.')
+
+
+def lmm_median(rows, key, digits=1):
+    vals = [float(r[key]) for r in rows if r.get(key) not in (None, '')]
+    if not vals:
+        return '–', None
+    med = statistics.median(vals)
+    if len(vals) == 1:
+        return f'{med:,.{digits}f}', med
+    return f'{med:,.{digits}f} ({min(vals):,.{digits}f}–{max(vals):,.{digits}f})', med
+
+
+def lmm_section(out):
+    rows = load(out, 'lmm-runs.csv')
+    if not rows:
+        return f'### {LMM_TITLE}\n\n{LMM_INTRO}\n\n_Not run._\n'
+    info = {r['key']: r['value'] for r in (load(out, 'lmm-info.csv') or [])}
+    host = {r['key']: r['value'] for r in (load(out, 'lmm-host.csv') or [])}
+    providers = []
+    for r in rows:
+        if r['provider'] not in providers:
+            providers.append(r['provider'])
+    body, medians = [], {}
+    for name in providers:
+        rs = [r for r in rows if r['provider'] == name]
+        first, m_first = lmm_median(rs, 'first_ms')
+        first50, _ = lmm_median(rs, 'first50_ms')
+        wake, m_wake = lmm_median(rs, 'wakeups_per_min')
+        pss, m_pss = lmm_median(rs, 'pss_kib', 0)
+        rss, _ = lmm_median(rs, 'rss_kib', 0)
+        loaded = [r for r in rs if r['callbacks'] != '']
+        calls = ' / '.join(f"{r['callbacks']}:{r['direct_wakeups']}" for r in loaded) or '–'
+        medians[name] = (m_first, m_wake, m_pss)
+        body.append([name, len(rs), first, first50, calls, wake, pss, rss, rs[-1]['threads']])
+    text = (f'### {LMM_TITLE}\n\n{LMM_INTRO}\n\n'
+            + table(['provider', 'runs', 'first GLib callback after the direct reader, ms',
+                     'first level-50 callback, ms', 'callbacks : direct wakeups in each load',
+                     'idle wakeups per minute', 'PSS KiB', 'RSS KiB', 'threads'], body))
+    text += ('\nMedians, with the range over the runs in brackets. Kernel '
+             f"{info.get('kernel', '?')}, {info.get('cpus', '?')} CPUs, "
+             f"{int(info.get('memtotal_kib', 0)) // 1024} MiB; low-memory-monitor "
+             f"{info.get('lmm_version', '?')}, GLib {info.get('glib_version', '?')}; {host.get('date', '')}. "
+             'What each column measures:\n\n'
+             f"- *first GLib callback*: a direct reader holds its own trigger `{info.get('trigger', '?')}` on "
+             '/proc/pressure/memory, the low level of both providers (low-memory-monitor 2.1 has fixed '
+             'levels: low `some 70ms 1s`, medium `some 100ms 1s`, critical `full 100ms 1s`; pressured\'s '
+             'default [Levels] are the same). From its first wakeup in the load to the GLib client\'s first '
+             '`low-memory-warning` callback of any level (CLOCK_MONOTONIC in both processes). The kernel '
+             'wakes each trigger on its own window, so the two can be a poll period apart either way: a '
+             'negative figure means the provider\'s trigger fired first.\n'
+             '- *first level-50 callback*: the same to the first callback with level 50 (low). When low and '
+             'critical fire in the same poll, low-memory-monitor 2.1 drops its pending low signal for the '
+             'critical one but counts low as sent, so its first 50 comes with the 15 s re-signal.\n'
+             f"- *callbacks : direct wakeups*: per run, GLib callbacks and direct-reader wakeups during the "
+             f"load ({info.get('load', '?')}, {info.get('load_s', '?')} s). low-memory-monitor signals a level "
+             'again only 15 s after the last time; pressured signals each event of a level (at most one per '
+             'window).\n'
+             f"- *idle wakeups per minute*: voluntary context switches of all the provider's threads "
+             f"(/proc/PID/task/*/status) over {info.get('idle_s', '?')} s with no pressure, after 20 s of "
+             'rest, per minute. pressured as shipped pings the service manager\'s watchdog (WatchdogSec=30s: '
+             'every 15 s); the WatchdogSec=0 line is the daemon alone.\n'
+             '- *PSS*, *RSS*: /proc/PID/smaps_rollup at the end of the idle period (low-memory-monitor locks '
+             'its memory with mlockall; the GLib client shares GLib\'s libraries with it, which lowers its '
+             'PSS).\n')
+    if 'low-memory-monitor' in medians and 'pressured' in medians:
+        lf, lw, lp = medians['low-memory-monitor']
+        pf, pw, pp = medians['pressured']
+        goals = []
+        if lf is not None and pf is not None:
+            goals.append(f'GLib callback no later than low-memory-monitor\'s: {verdict(pf <= lf)} '
+                         f'({pf:.1f} against {lf:.1f} ms)')
+        nw = medians.get('pressured (WatchdogSec=0)', (None, None, None))[1]
+        goals.append(f'idle wakeups no more: {verdict(pw <= lw)} as shipped ({pw:.1f} against {lw:.1f} per minute)'
+                     + (f', {verdict(nw <= lw)} without the watchdog ({nw:.1f})' if nw is not None else ''))
+        goals.append(f'PSS no larger: {verdict(pp <= lp)} ({pp:,.0f} against {lp:,.0f} KiB)')
+        text += '\nGoals: ' + '; '.join(goals) + '.\n'
+    elif info.get('pressured_lmm') == 'no':
+        text += '\nThe pressured installed in that run had no `[DBus] LowMemoryMonitor=`: low-memory-monitor alone.\n'
+    return text
+
+
+def splice_lmm(out, path):
+    splice(path, '<!-- lmm: generated by tests/bench/bench-lmm.py -->', '<!-- lmm end -->', lmm_section(out))
+
+
 def proxy(out):
     rows = load(out, 'proxy.csv')
     if not rows:
@@ -888,6 +985,11 @@ def main():
         if len(args) != 4 or args[2] != '--into':
             sys.exit('Usage: make-results.py --reclaim OUT_DIR --into RESULTS_MD')
         splice_reclaim(args[1], args[3])
+        return
+    if args[:1] == ['--lmm']:
+        if len(args) != 4 or args[2] != '--into':
+            sys.exit('Usage: make-results.py --lmm OUT_DIR --into RESULTS_MD')
+        splice_lmm(args[1], args[3])
         return
     if args[:1] == ['--metrics']:
         if len(args) != 4 or args[2] != '--into':

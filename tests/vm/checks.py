@@ -1251,6 +1251,270 @@ def t_cgroup_namespace():
             rmcg(c)
 
 
+# --- the system bus: systemd-oomd's and the kernel's kills, LowMemoryMonitor ----
+#
+# guest-run.sh masks systemd-oomd and low-memory-monitor (installed on this
+# machine, so enabled in the VM's /etc) in /run; a check that needs one
+# unmasks and starts it, and masks it again when done.
+
+OOMD_CONF = '/etc/systemd/oomd.conf.d/90-pvm.conf'
+OOMD_SLICE = 'pvmoomd.slice'
+OOMD_SCOPE = 'pvm-oomd-victim.scope'
+OOMD_UNITS = ('systemd-oomd.socket', 'systemd-oomd.service')
+# DefaultMemoryPressureDurationSec=: oomd refuses less than 1 s.
+OOMD_DURATION = '1s'
+# 10% took 55 s of this load under TCG to reach, 4% about a fifth of that.
+OOMD_LIMIT = '4%'
+OOM1 = 'org.freedesktop.oom1'
+LMM = 'org.freedesktop.LowMemoryMonitor'
+LMM_DROPIN = os.path.join(CONF_DIR, 'pressured.conf.d', '90-pvm-lmm.conf')
+GLIB_CLIENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'glib-memory-monitor.py')
+
+
+def name_has_owner(name):
+    r = sh('busctl', '--system', 'call', 'org.freedesktop.DBus', '/org/freedesktop/DBus', 'org.freedesktop.DBus',
+           'NameHasOwner', 's', name)
+    return r.stdout.strip() == 'b true'
+
+
+def oomd_start():
+    """systemd-oomd running, with a 1 s pressure duration and a slice it watches at 10% (written, not started)."""
+    os.makedirs(os.path.dirname(OOMD_CONF), exist_ok=True)
+    write(OOMD_CONF, f'[OOM]\nDefaultMemoryPressureDurationSec={OOMD_DURATION}\n')
+    write(os.path.join('/etc/systemd/system', OOMD_SLICE),
+          f'[Slice]\nManagedOOMMemoryPressure=kill\nManagedOOMMemoryPressureLimit={OOMD_LIMIT}\n')
+    sh('systemctl', 'unmask', '--runtime', *OOMD_UNITS)
+    sh('systemctl', 'daemon-reload')
+    sh('systemctl', 'start', 'systemd-oomd.service')
+    wait_for(lambda: name_has_owner(OOM1), REPLY, f'{OOM1} on the system bus')
+
+
+def oomd_stop():
+    sh('systemctl', 'stop', OOMD_SCOPE, check=False)
+    sh('systemctl', 'mask', '--runtime', '--now', *OOMD_UNITS, check=False)
+    for f in (OOMD_CONF, os.path.join('/etc/systemd/system', OOMD_SLICE)):
+        if os.path.exists(f):
+            os.unlink(f)
+    sh('systemctl', 'daemon-reload')
+
+
+def oomd_journal(cg):
+    out = sh('journalctl', '-o', 'cat', '--no-pager', '--since', SINCE, '-u', 'systemd-oomd.service').stdout
+    return [line for line in out.splitlines() if line.startswith(f'Killed {cg} ')]
+
+
+def oomd_victim():
+    """A scope in the watched slice thrashing the page cache under MemoryMax=64M; (process, its cgroup)."""
+    f = os.path.join(SCRATCH, 'pvm-oomd-load')
+    script = (f'while :; do dd if=/dev/zero of={f} bs=1M count=160 status=none; '
+              f'cat {f} > /dev/null; cat {f} > /dev/null; done')
+    p = subprocess.Popen(['systemd-run', '--scope', '--quiet', f'--slice={OOMD_SLICE}', f'--unit={OOMD_SCOPE}',
+                          '-p', 'MemoryMax=64M', 'sh', '-c', script], start_new_session=True)
+    wait_for(lambda: show('ActiveState', OOMD_SCOPE) == 'active', REPLY, OOMD_SCOPE)
+    return p, show('ControlGroup', OOMD_SCOPE)
+
+
+def oomd_watches(slice_cg):
+    return slice_cg in sh('oomctl', 'dump', check=False).stdout
+
+
+def full_avg10(cg):
+    try:
+        lines = read(os.path.join(CGROOT, cg.lstrip('/'), 'memory.pressure')).splitlines()
+    except OSError:
+        return 0.0
+    return float(lines[1].split()[1].split('=')[1])
+
+
+def oomd_wait(victim, slice_cg, timeout):
+    """The victim's exit status once it ends, and the highest full avg10 of @slice_cg seen before."""
+    end, peak = time.monotonic() + timeout, 0.0
+    while victim.poll() is None:
+        if time.monotonic() > end:
+            raise AssertionError(f'systemd-oomd killed nothing within {timeout:.0f} s; {slice_cg} full avg10 '
+                                 f'peaked at {peak:.2f}%; oomctl dump:\n' + sh('oomctl', 'dump', check=False).stdout)
+        peak = max(peak, full_avg10(slice_cg))
+        time.sleep(0.5)
+    return victim.returncode, peak
+
+
+def oomd_listed():
+    v, ev = kills_subscribe()
+    v.close()
+    return 'systemd-oomd' in ev['state']['kill_sources']
+
+
+def kills_subscribe(**params):
+    v, ev = subscribe(kills=True, **params)
+    pt.check(ev['source'] == 'kills' and ev['resource'] == 'memory', 'the kills subscribed event', ev)
+    return v, ev
+
+
+def next_kill(v, cg, timeout=EVENT):
+    """The next killed event on @v naming @cg."""
+    end = time.monotonic() + timeout
+    while True:
+        ev, _ = next_event(v, timeout=max(end - time.monotonic(), 0.1), kinds=('killed',))
+        if ev['cgroup'] == cg:
+            return ev
+
+
+@check('systemd-oomd (Debian\'s, real) kills a scope under memory pressure in a slice with '
+       'ManagedOOMMemoryPressure=kill; kills subscribers on "/" and on the slice get killed by systemd-oomd')
+def t_oomd_kill():
+    subs, victim = [], None
+    try:
+        oomd_start()
+        slice_cg = '/' + OOMD_SLICE
+        t0 = time.monotonic()
+        v_root, ev_root = kills_subscribe()
+        subs.append(v_root)
+        # kill_sources is a snapshot: the first kills subscriber connects the daemon to the bus, after
+        # its subscribed event. Later subscribers see systemd-oomd once the match is in place.
+        wait_for(lambda: oomd_listed(), REPLY, 'a kills subscription listing systemd-oomd')
+        listed = time.monotonic() - t0
+        victim, cg = oomd_victim()
+        pt.check(cg == f'{slice_cg}/{OOMD_SCOPE}', 'the scope is not in the slice', cg)
+        v_slice, ev_slice = kills_subscribe(cgroup=slice_cg)
+        subs.append(v_slice)
+        pt.check(ev_slice['cgroup'] == slice_cg and 'systemd-oomd' in ev_slice['state']['kill_sources'],
+                 'the slice subscription', ev_slice)
+        wait_for(lambda: oomd_watches(slice_cg), REPLY, f'oomctl dump lists {slice_cg}')
+        t0 = time.monotonic()
+        rc, peak = oomd_wait(victim, slice_cg, 3 * EVENT)
+        took = time.monotonic() - t0
+        pt.check(rc == -signal.SIGKILL, 'the scope did not end by SIGKILL', rc)
+        logged = wait_for(lambda: oomd_journal(cg), REPLY, 'systemd-oomd logging the kill')
+        pt.check('memory pressure' in logged[0], 'systemd-oomd killed for another reason', logged)
+        got = {}
+        for name, v in (('/', v_root), (slice_cg, v_slice)):
+            ev = next_kill(v, cg, timeout=REPLY)
+            for k, want in (('kind', 'killed'), ('by', 'systemd-oomd'), ('reason', 'memory-pressure'),
+                            ('count', 1)):
+                pt.check_eq(ev.get(k), want, f'{k} of the killed event on {name}')
+            for k in ('seq', 'missed', 'time_us', 'monotonic_us'):
+                pt.check(k in ev, f'no {k} in the killed event on {name}', ev)
+            got[name] = ev
+        return (f'kill_sources listed systemd-oomd {listed:.1f} s after the first kills subscription; '
+                f'scope {cg} killed {took:.1f} s after oomd watched the slice (full avg10 up to {peak:.2f}%, '
+                f'limit {OOMD_LIMIT}, '
+                f'DefaultMemoryPressureDurationSec={OOMD_DURATION}); oomd logged "{logged[0]}"; '
+                f'killed on "/" and on {slice_cg}: ' + '; '.join(
+                    f'{k}: by {e["by"]}, {e["reason"]}, count {e["count"]}' for k, e in got.items()))
+    finally:
+        for v in subs:
+            v.close()
+        if victim and victim.poll() is None:
+            stop(victim)
+        oomd_stop()
+        try:
+            os.unlink(os.path.join(SCRATCH, 'pvm-oomd-load'))
+        except FileNotFoundError:
+            pass
+
+
+@check('a memcg OOM kill (memory.max 32M, no swap) reaches kills subscribers on the cgroup and on "/" '
+       'as killed by kernel, oom_kill')
+def t_kernel_kill():
+    cg = '/pvm-kill-oom'
+    rmcg(cg)
+    mkcg(cg, memory_max=str(32 * MIB))
+    swap_max = os.path.join(CGROOT, cg[1:], 'memory.swap.max')
+    if os.path.exists(swap_max):
+        write(swap_max, '0')
+    subs = []
+    try:
+        v_cg, ev = kills_subscribe(cgroup=cg)
+        subs.append(v_cg)
+        pt.check('kernel' in ev['state']['kill_sources'], 'kernel is not a kill source', ev)
+        v_root, _ = kills_subscribe()
+        subs.append(v_root)
+        t0 = time.monotonic()
+        hog = run_in(cg, ['/usr/bin/python3', '-c', 'b = b"x" * (256 << 20)'],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        rc = hog.wait(timeout=EVENT)
+        pt.check(rc == -signal.SIGKILL, 'the hog was not OOM-killed', rc)
+        kills = int(dict(line.split() for line in read(os.path.join(CGROOT, cg[1:], 'memory.events'))
+                         .splitlines())['oom_kill'])
+        got = {}
+        for name, v in ((cg, v_cg), ('/', v_root)):
+            ev = next_kill(v, cg)
+            got[name] = (time.monotonic() - t0, ev)
+            pt.check_eq((ev['by'], ev['reason']), ('kernel', 'oom_kill'), f'by and reason on {name}')
+            pt.check(1 <= ev['count'] <= kills, f'count on {name} against memory.events oom_kill {kills}', ev)
+        return (f'memory.events oom_kill {kills}; killed by kernel on {cg} after {got[cg][0]:.1f} s '
+                f'(count {got[cg][1]["count"]}), on "/" naming {cg} after {got["/"][0]:.1f} s')
+    finally:
+        for v in subs:
+            v.close()
+        rmcg(cg)
+
+
+def glib_client(user):
+    """The GLib client (glib-memory-monitor.py) as @user, once it says ready."""
+    pw = ensure_user(user)
+    p = subprocess.Popen(['setpriv', f'--reuid={pw.pw_uid}', f'--regid={pw.pw_gid}', '--clear-groups',
+                          '/usr/bin/python3', GLIB_CLIENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=dict(os.environ, GIO_USE_MEMORY_MONITOR='dbus'))
+    line = glib_line(p, REPLY)
+    pt.check(line == 'ready', 'the GLib client did not start', line, p.poll())
+    return p
+
+
+def glib_line(p, timeout):
+    if not select.select([p.stdout], [], [], timeout)[0]:
+        raise TimeoutError(f'no line from the GLib client within {timeout:.0f} s')
+    line = p.stdout.readline()
+    if not line:
+        p.wait()
+        raise AssertionError(f'the GLib client ended: {p.returncode}: {p.stderr.read()}')
+    return line.strip()
+
+
+def lmm_off():
+    if os.path.exists(LMM_DROPIN):
+        os.unlink(LMM_DROPIN)
+        sh('systemctl', 'reload', SERVICE)
+
+
+@check('LowMemoryMonitor=yes (drop-in, reload) on the real system bus: GLib\'s GMemoryMonitor, run by an '
+       'unprivileged user, gets 50, 100 and 255 for injected low, medium and critical; a reload with it off '
+       'gives the name back')
+def t_low_memory_monitor():
+    client = None
+    try:
+        sh('systemctl', 'start', SERVICE)
+        os.makedirs(os.path.dirname(LMM_DROPIN), exist_ok=True)
+        write(LMM_DROPIN, '[DBus]\nLowMemoryMonitor=yes\n')
+        t0 = time.monotonic()
+        sh('systemctl', 'reload', SERVICE)
+        wait_for(lambda: name_has_owner(LMM), REPLY, f'{LMM} owned after the reload')
+        owned = time.monotonic() - t0
+        client = glib_client('pvmglib')
+        got = []
+        for level, byte in (('low', 50), ('medium', 100), ('critical', 255)):
+            t1 = time.monotonic()
+            d = call('io.pressured.Inject', {'level': level})
+            pt.check(d['delivered'] >= 1, f'Inject {level} reached nobody', d)
+            line = glib_line(client, REPLY)
+            got.append((level, line.split()[0], time.monotonic() - t1))
+            pt.check_eq(line.split()[0], str(byte), f'the GLib callback\'s level for {level}')
+        lmm_off()
+        wait_for(lambda: not name_has_owner(LMM), REPLY, f'{LMM} released after a reload with it off')
+        pt.check(show('ActiveState') == 'active', 'the daemon did not survive switching it off')
+        return (f'name owned {owned:.2f} s after the reload; GLib callbacks: '
+                + ', '.join(f'{lv} -> {b} after {t:.2f} s' for lv, b, t in got))
+    finally:
+        if client:
+            client.stdin.close()
+            try:
+                client.wait(timeout=REPLY)
+            except subprocess.TimeoutExpired:
+                client.kill()
+                client.wait()
+        lmm_off()
+
+
 # --- the end ------------------------------------------------------------------
 
 # Proactive reclaim ([Reclaim]) on a real memcg: page cache written on the

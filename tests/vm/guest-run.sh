@@ -34,6 +34,19 @@ step() {
         mkdir -p $PRESSURED_VM_SCRATCH
         mount -o noatime $disk $PRESSURED_VM_SCRATCH || fail "cannot mount the scratch disk"
 
+        step "system services"
+        # This machine's /etc is the VM's: packages installed here for the
+        # vm suite (systemd-oomd, low-memory-monitor) are enabled there and
+        # started at boot. Stop and mask them (in /run, so a check can
+        # unmask and start one); only the checks that need them start them.
+        for unit in low-memory-monitor.service systemd-oomd.service systemd-oomd.socket; do
+                [ -n "$(systemctl show -P FragmentPath "$unit")" ] || continue
+                systemctl mask --runtime --now --quiet "$unit" || fail "cannot stop and mask $unit"
+        done
+        # The system bus: the LowMemoryMonitor and systemd-oomd checks need it.
+        systemctl start dbus.service || fail "the system bus (dbus.service) does not start"
+        busctl --system status org.freedesktop.DBus >/dev/null || fail "the system bus does not answer"
+
         step "install"
         # Install the staged tree without replacing the merged-/usr symlinks.
         tar -C "$run/destdir" -cf - . | tar -C / -xf - --keep-directory-symlink --no-same-owner ||
@@ -42,6 +55,8 @@ step() {
         ldconfig
         step "daemon-reload"
         systemctl daemon-reload || fail "daemon-reload failed"
+        # The bus reads the installed policy (share/dbus-1/system.d) anew.
+        systemctl reload dbus.service || fail "reloading the system bus failed"
         # daemon-reload above has loaded the units: spare enable a second reload.
         systemctl enable --now --no-reload pressured.socket pressured-memory-pressure.socket || fail "enabling the sockets failed"
         step "socket started"
