@@ -106,7 +106,11 @@ def main():
             fail('pressured-memory-pressure.socket %s=%s, want %s' % (key, get(mp, 'Socket', key), want))
     if 'pressured-memory-pressure.socket' not in (get(service, 'Service', 'Sockets') or '').split():
         fail('pressured.service does not take pressured-memory-pressure.socket')
-    for key, want in [('Type', 'notify'), ('WatchdogSec', '30s'),
+    # No watchdog: it would wake the daemon with nobody subscribed.
+    watchdog = [v for k, v in service.get('Service', []) if k == 'WatchdogSec']
+    if watchdog:
+        fail('pressured.service sets WatchdogSec=%s; the idle daemon must not wake' % watchdog[-1])
+    for key, want in [('Type', 'notify'),
                       ('ExecReload', '/bin/kill -HUP $MAINPID'),
                       ('RuntimeDirectory', 'pressured'),
                       ('RuntimeDirectoryPreserve', 'yes'),
