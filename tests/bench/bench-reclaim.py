@@ -25,7 +25,9 @@ file on the scratch disk, then:
     throughput: build steps completed per second.
   c: a service holding cold anonymous memory (480 MiB, touched once) that
     keeps working on 32 MiB of it, with the swap file; throughput: passes
-    over the hot part per second.
+    over the hot part per second. Python's mmap.mmap(-1, n) maps it shared:
+    it is swap-backed and on the anonymous LRU like private memory, but
+    memory.stat counts it as shmem, under "file", not "anon".
 
 Each workload runs in a fresh leaf of /bench-reclaim, with the page cache
 dropped before; once it reached its steady part (cold set read, anonymous
