@@ -4,7 +4,7 @@
 write costs, what the controller saves, and what it costs the daemon.
 
     tests/bench/bench-reclaim.py [--out DIR] [--runs N] [--duration S] [--duration-b S]
-                                 [--only latency,a,b,c] [--interval T] [--min-size SIZE]
+                                 [--only latency,a,b,bdisk,c] [--interval T] [--min-size SIZE]
     tests/bench/bench-reclaim.py --cost [--out DIR] [--cgroups N]
 
 Without --cost it boots the VM test bed (tests/vm/run.sh: Debian 12's 6.1
@@ -25,7 +25,9 @@ file on the scratch disk, then:
     throughput: build steps completed per second.
   c: a service holding cold anonymous memory (480 MiB, touched once) that
     keeps working on 32 MiB of it, with the swap file; throughput: passes
-    over the hot part per second.
+    over the hot part per second. Python's mmap.mmap(-1, n) maps it shared:
+    it is swap-backed and on the anonymous LRU like private memory, but
+    memory.stat counts it as shmem, under "file", not "anon".
 
 Each workload runs in a fresh leaf of /bench-reclaim, with the page cache
 dropped before; once it reached its steady part (cold set read, anonymous
@@ -46,9 +48,16 @@ daemon's GetStatus `reclaim` entry at the end.
 on-CPU time over 60 intervals after a warm-up: CPU per interval, and per
 interval per cgroup.
 
-CSV files: reclaim-latency.csv, reclaim-runs-W.csv (one line per run of
-workload W), reclaim-series-W.csv (its samples), reclaim-cost.csv,
-reclaim-info.csv.
+Besides memory.current it samples memory.stat every second (file and
+anonymous memory, active and inactive file: their averages over the run)
+and reports over the run the cgroup's workingset refaults (file and
+anonymous), the VM's pages swapped in and out (/proc/vmstat), the swap the
+cgroup holds at the end, and the CPU time of the workload's cgroup and of
+pressured.service (where the memory.reclaim writes run).
+
+CSV files: reclaim-latency.csv, reclaim-runs-W@INTERVAL.csv (one line per
+run of workload W), reclaim-series-W@INTERVAL.csv (its samples),
+reclaim-cost.csv, reclaim-info.csv.
 Needs root. Never asserts on times.
 """
 import argparse
@@ -351,6 +360,45 @@ class Build(Workload):
         return finished + running
 
 
+# What the build reads besides its source: copied to the scratch disk for bdisk.
+TOOLCHAIN_DIRS = ['/usr/include', '/usr/lib/gcc']
+TOOLCHAIN_BINS = ['/usr/bin/cc', '/usr/bin/gcc', '/usr/bin/as', '/usr/bin/ld', '/usr/bin/ninja',
+                  '/usr/lib/gcc/x86_64-linux-gnu/12/cc1']
+TOOLCHAIN_LIBDIR = '/usr/lib/x86_64-linux-gnu'
+TOOLCHAIN_LIBS = ['crt1.o', 'crti.o', 'crtn.o', 'Scrt1.o', 'libc.so', 'libc_nonshared.a', 'libm.so']
+
+
+def toolchain_files():
+    files = {os.path.realpath(b) for b in TOOLCHAIN_BINS[:-1]}
+    for b in TOOLCHAIN_BINS:
+        out = subprocess.run(['ldd', os.path.realpath(b)], capture_output=True, text=True).stdout
+        files |= {os.path.realpath(w) for line in out.splitlines() for w in line.split() if w.startswith('/')}
+    files |= {os.path.realpath(os.path.join(TOOLCHAIN_LIBDIR, n)) for n in TOOLCHAIN_LIBS
+              if os.path.exists(os.path.join(TOOLCHAIN_LIBDIR, n))}
+    return sorted(f for f in files if os.path.isfile(f))
+
+
+class BuildOnDisk(Build):
+    name = 'bdisk'
+
+    def prepare(self):
+        super().prepare()
+        top = os.path.join(self.scratch, 'toolchain')
+        if os.path.isdir(top):
+            return
+        t0 = time.monotonic()
+        paths = TOOLCHAIN_DIRS + toolchain_files()
+        for path in paths:
+            copy = top + path
+            os.makedirs(os.path.dirname(copy), exist_ok=True)
+            subprocess.run(['cp', '-a', path, copy], check=True)
+        for path in paths:
+            subprocess.run(['mount', '--bind', top + path, path], check=True)
+        mib = int(subprocess.run(['du', '-sm', top], check=True, capture_output=True, text=True).stdout.split()[0])
+        print(f'bdisk: {len(paths)} paths ({mib} MiB) copied to the scratch disk and bind-mounted in '
+              f'{time.monotonic() - t0:.0f} s', flush=True)
+
+
 class ColdAnon(Workload):
     name, unit = 'c', 'hot passes/s'
 
@@ -397,8 +445,42 @@ def reclaim_status(path):
     return {}
 
 
+STAT_AVG = ['file', 'anon', 'active_file', 'inactive_file']
+STAT_DELTA = ['workingset_refault_file', 'workingset_refault_anon', 'workingset_activate_file',
+              'workingset_activate_anon']
+VMSTAT_DELTA = ['pswpin', 'pswpout']
+
+
+def memory_stat(d):
+    return {k: int(v) for k, v in (line.split() for line in read(os.path.join(d, 'memory.stat')).splitlines())}
+
+
+def vmstat():
+    return {k: int(v) for k, v in (line.split() for line in read('/proc/vmstat').splitlines())}
+
+
+def cpu_usec(d):
+    try:
+        return int(dict(line.split() for line in read(os.path.join(d, 'cpu.stat')).splitlines())['usage_usec'])
+    except (OSError, KeyError, ValueError):
+        return 0
+
+
+DAEMON_CG = os.path.join(CGROOT, 'system.slice', SERVICE)
+
+
+def counters(d):
+    st, vm = memory_stat(d), vmstat()
+    c = {k: st.get(k, 0) for k in STAT_DELTA}
+    c.update({k: vm.get(k, 0) for k in VMSTAT_DELTA})
+    c['cpu_usec'] = cpu_usec(d)
+    c['daemon_cpu_usec'] = cpu_usec(DAEMON_CG)
+    return c
+
+
 def one_run(w, setup, run, args, series):
-    duration = args.duration_b if w.name == 'b' else args.duration
+    duration = args.duration_b if w.name.startswith('b') else args.duration
+    key = f'{w.name}@{args.interval}'
     name = f'{w.name}-{setup}-{run}'
     d = cg(name)
     path = f'/{PARENT}/{name}'
@@ -411,21 +493,27 @@ def one_run(w, setup, run, args, series):
         # The run's clock starts when the workload reached its steady part (the cold set read, the
         # anonymous memory touched): what the controller can give back is there from then on.
         s0 = stall_totals(d)
+        c0 = counters(d)
         t0 = time.monotonic()
         start_s = t0 - ts
         work0 = w.done()
         t_work = time.monotonic()
-        mem = []
+        mem, stat_sum = [], dict.fromkeys(STAT_AVG, 0)
         next_t = t0
         while time.monotonic() - t0 < duration:
             next_t += 1.0
             time.sleep(max(0.0, next_t - time.monotonic()))
             cur = int(read(os.path.join(d, 'memory.current')))
             mem.append(cur)
-            series.append([w.name, setup, run, f'{time.monotonic() - t0:.1f}', cur])
+            st = memory_stat(d)
+            for k in STAT_AVG:
+                stat_sum[k] += st.get(k, 0)
+            series.append([key, setup, run, f'{time.monotonic() - t0:.1f}', cur])
         work = w.done() - work0
         t_end = time.monotonic()
         s1 = stall_totals(d)
+        c1 = counters(d)
+        swap_end = int(read(os.path.join(d, 'memory.swap.current')))
         st = reclaim_status(path) if setup == 'on' else {}
         stat = dict(line.split() for line in read(os.path.join(d, 'memory.stat')).splitlines())
     finally:
@@ -435,13 +523,21 @@ def one_run(w, setup, run, args, series):
     row = [w.name, setup, run, f'{start_s:.1f}', f'{wall:.1f}', f'{sum(mem) / len(mem) / MIB:.1f}', f'{mem[-1] / MIB:.1f}',
            f'{max(mem) / MIB:.1f}', f'{(s1[0] - s0[0]) / wall / 1e4:.4f}', f'{(s1[1] - s0[1]) / wall / 1e4:.4f}',
            f'{work / (t_end - t_work):.3f}', w.unit, st.get('reclaimed_bytes', ''), st.get('state', ''),
-           int(stat.get('workingset_refault_file', 0)) + int(stat.get('workingset_refault_anon', 0))]
+           int(stat.get('workingset_refault_file', 0)) + int(stat.get('workingset_refault_anon', 0)),
+           args.interval, duration]
+    row += [f'{stat_sum[k] / len(mem) / MIB:.1f}' for k in STAT_AVG]
+    row += [c1[k] - c0[k] for k in STAT_DELTA + VMSTAT_DELTA]
+    row += [f'{swap_end / MIB:.1f}', f'{(c1["cpu_usec"] - c0["cpu_usec"]) / 1e6:.2f}',
+            f'{(c1["daemon_cpu_usec"] - c0["daemon_cpu_usec"]) / 1e6:.2f}']
+    row[0] = key
     print('run ' + ' '.join(str(x) for x in row), flush=True)
     return row
 
 
 RUN_HEADER = ['workload', 'controller', 'run', 'start_s', 'wall_s', 'avg_mib', 'end_mib', 'max_mib', 'some_stall_pct',
-              'io_some_stall_pct', 'throughput', 'unit', 'reclaimed_bytes', 'state', 'refaults']
+              'io_some_stall_pct', 'throughput', 'unit', 'reclaimed_bytes', 'state', 'refaults', 'interval',
+              'duration_s'] + [f'{k}_mib' for k in STAT_AVG] + STAT_DELTA + VMSTAT_DELTA + [
+              'swap_end_mib', 'cpu_s', 'daemon_cpu_s']
 
 
 def guest(args):
@@ -465,7 +561,8 @@ def guest(args):
             rows = latency(scratch)
             bl.emit_csv('reclaim-latency.csv', ['memory', 'step', 'rep', 'current_bytes', 'asked_bytes', 'ms',
                                                 'fell_bytes', 'result'], rows)
-        loads = [w for w in (ColdHot(scratch), Build(scratch), ColdAnon(scratch)) if w.name in only]
+        loads = [w for w in (ColdHot(scratch), Build(scratch), BuildOnDisk(scratch), ColdAnon(scratch))
+                 if w.name in only]
         for w in loads:
             t0 = time.monotonic()
             w.prepare()
@@ -474,8 +571,8 @@ def guest(args):
             for run in range(1, args.runs + 1):
                 for setup in ('off', 'on'):
                     runs.append(one_run(w, setup, run, args, series))
-            bl.emit_csv(f'reclaim-runs-{w.name}.csv', RUN_HEADER, runs)
-            bl.emit_csv(f'reclaim-series-{w.name}.csv', ['workload', 'controller', 'run', 't_s', 'current_bytes'],
+            bl.emit_csv(f'reclaim-runs-{w.name}@{args.interval}.csv', RUN_HEADER, runs)
+            bl.emit_csv(f'reclaim-series-{w.name}@{args.interval}.csv', ['workload', 'controller', 'run', 't_s', 'current_bytes'],
                         series)
         info += [['duration_s', args.duration], ['duration_b_s', args.duration_b], ['interval', args.interval],
                  ['min_size', args.min_size], ['runs', args.runs]]
@@ -492,7 +589,9 @@ def host(args):
     fwd = ['--guest', '--runs', str(args.runs), '--duration', str(args.duration), '--duration-b',
            str(args.duration_b), '--only', args.only, '--interval', args.interval, '--min-size', args.min_size]
     os.makedirs(args.out, exist_ok=True)
-    rc = bl.run_in_vm(__file__, fwd, args.out, 1800)
+    # The VM's timeout: boot, preparation, and every run with its set-up, generously.
+    longest = max(args.duration, args.duration_b) + 90
+    rc = bl.run_in_vm(__file__, fwd, args.out, 900 + len(args.only.split(',')) * args.runs * 2 * longest)
     with open(os.path.join(args.out, f'reclaim-host-{args.only.replace(",", "")}.csv'), 'w') as f:
         f.write(f'key,value\ndate,{start}\nhost_load_end,{bl.loadavg()}\n')
     sys.exit(rc)

@@ -299,7 +299,42 @@ RECLAIM_INTRO = ('What a memory.reclaim write costs, and what the [Reclaim] cont
                  'as root), then `tests/bench/make-results.py --reclaim DIR --into tests/bench/results.md`, which '
                  'also writes tests/bench/reclaim.svg.')
 RECLAIM_NAMES = {'a': '(a) cold data set read once, then a hot set', 'b': '(b) this project\'s build in a loop',
+                 'bdisk': '(b) this project\'s build in a loop, toolchain on the scratch disk',
                  'c': '(c) a service holding cold anonymous memory, swap on'}
+RECLAIM_GOAL = ('a', 'b', 'bdisk')
+
+
+def reclaim_name(key):
+    """The workload's name for a key of the runs' files, "b" or "b@6s" (workload @ Interval=)."""
+    base, _, interval = key.partition('@')
+    return RECLAIM_NAMES.get(base, base) + (f', Interval={interval}' if interval else '')
+
+
+def reclaim_where(rows):
+    """Where each workload's memory is (memory.stat) and what the runs cost, medians per workload and setup."""
+    cols = [('file_mib', 'file MiB', 1), ('anon_mib', 'anon MiB', 1), ('active_file_mib', 'active file MiB', 1),
+            ('inactive_file_mib', 'inactive file MiB', 1), ('workingset_refault_file', 'refaults file', 0),
+            ('workingset_refault_anon', 'refaults anon', 0), ('workingset_activate_file', 'activated file', 0),
+            ('pswpin', 'pages swapped in', 0), ('pswpout', 'pages swapped out', 0),
+            ('swap_end_mib', 'swap at the end MiB', 1), ('cpu_s', 'workload CPU s', 1),
+            ('daemon_cpu_s', 'pressured CPU s', 2)]
+    rows = [r for r in rows if r.get('file_mib')]
+    if not rows:
+        return ''
+    body = []
+    for w in dict.fromkeys(r['workload'] for r in rows):
+        for setup in ('off', 'on'):
+            rs = [r for r in rows if r['workload'] == w and r['controller'] == setup]
+            if rs:
+                body.append([reclaim_name(w), setup] + [num(statistics.median(float(r[k]) for r in rs), d)
+                                                         for k, _, d in cols])
+    return ('\nWhere the memory is and what the runs cost (medians): the cgroup\'s file and anonymous memory, '
+            'active and inactive file (memory.stat, averaged over the run\'s samples), its workingset refaults '
+            'and activations over the run (counted from the start of the run, unlike "refaults" above, which '
+            'counts from the cgroup\'s creation), the VM\'s pages swapped in and out over the run, the swap '
+            'the cgroup holds at the end, and the CPU time of the workload\'s cgroup and of pressured.service '
+            '(the memory.reclaim writes run in the daemon\'s worker thread, and reclaim is charged to the '
+            'writer).\n\n' + table(['workload', 'controller'] + [h for _, h, _ in cols], body))
 RECLAIM_SVG = 'reclaim.svg'
 
 
@@ -363,7 +398,8 @@ def reclaim_runs(out):
             agg[setup]['tp_mean'] = statistics.mean(tp)
             agg[setup]['refaults'] = statistics.median(int(r['refaults']) for r in rs)
         for setup, a in agg.items():
-            body.append([RECLAIM_NAMES.get(w, w), setup, a['n'], num(a['start_s'], 1), num(a['avg_mib'], 1), num(a['end_mib'], 1),
+            body.append([reclaim_name(w), setup, a['n'], num(a['wall_s'], 0), num(a['start_s'], 1),
+                         num(a['avg_mib'], 1), num(a['end_mib'], 1),
                          f"{a['some_stall_pct']:.3f}", f"{a['io_some_stall_pct']:.3f}",
                          f"{num(a['throughput'], 2)} {a['unit']}", a['tp_range'], num(a['refaults']),
                          num(a['reclaimed'], 1) if a['reclaimed'] is not None else '',
@@ -373,20 +409,19 @@ def reclaim_runs(out):
             saved = (1 - on['avg_mib'] / off['avg_mib']) * 100 if off['avg_mib'] else 0
             stall = on['some_stall_pct'] - off['some_stall_pct']
             loss = (1 - on['throughput'] / off['throughput']) * 100 if off['throughput'] else 0
-            goal = w in ('a', 'b')
+            goal = w.partition('@')[0] in RECLAIM_GOAL
             ok = saved >= 20 and stall <= 0.1 and loss <= 2
-            verdicts.append(f"- {RECLAIM_NAMES.get(w, w)}: {saved:.1f}% less memory on average "
+            verdicts.append(f"- {reclaim_name(w)}: {saved:.1f}% less memory on average "
                             f"(end: {(1 - on['end_mib'] / off['end_mib']) * 100 if off['end_mib'] else 0:.1f}%), "
                             f"some stall {stall:+.3f} points, throughput {-loss:+.1f}% by the medians "
                             f"({(on['tp_mean'] / off['tp_mean'] - 1) * 100 if off['tp_mean'] else 0:+.1f}% by the "
                             f"means; the off runs alone span {off['tp_range']})"
                             + (f' — goal (≥ 20% less, ≤ 0.1 points of stall, ≤ 2% loss): {verdict(ok)}' if goal
                                else ' (no goal set for this workload)') + '.')
-    text = (f"Runs of {info.get('duration_s', '?')} s each ({info.get('duration_b_s', '?')} s for the build), "
-            f"counted from when the workload reached its steady part (the cold set read, the anonymous memory "
-            f"touched: \"start s\"), controller off and on alternating, {info.get('runs', '?')} of each per "
+    text = (f"Runs of \"run s\" seconds each, counted from when the workload reached its steady part (the cold set read, the anonymous memory "
+            f"touched: \"start s\"), controller off and on alternating (\"runs\" of each), in one VM per "
             f"workload; with the controller on, a drop-in `[Reclaim] Cgroups=/bench-reclaim/*`, "
-            f"`Interval={info.get('interval', '?')}`, `MinSize={info.get('min_size', '?')}` (TargetStall=0.1% and "
+            f"`Interval=` as the workload's name says, `MinSize={info.get('min_size', '?')}` (TargetStall=0.1% and "
             f"MaxStep=1%, the defaults). VM: kernel {info.get('kernel', '?')}, "
             f"{info.get('cpus', '?')} CPUs, {int(info.get('memtotal_kib', 0)) >> 10} MiB, "
             f"{int(info.get('swap_kib', 0)) >> 10} MiB of swap on the scratch disk. Medians over the runs: "
@@ -394,9 +429,14 @@ def reclaim_runs(out):
             'stall over the run as a share of wall time, the throughput (and its range over the runs: under '
             'TCG, other work on the host moves it by tens of percent), the cgroup\'s workingset refaults '
             '(memory.stat, file and anon), and the bytes the controller reports in GetStatus `reclaim`.\n\n')
-    text += table(['workload', 'controller', 'runs', 'start s', 'avg MiB', 'end MiB', 'memory some %', 'io some %',
+    text += table(['workload', 'controller', 'runs', 'run s', 'start s', 'avg MiB', 'end MiB', 'memory some %', 'io some %',
                    'throughput', 'throughput min–max', 'refaults', 'reclaimed MiB', 'state at the end'], body)
+    text += reclaim_where(rows)
     text += '\n' + '\n'.join(verdicts) + '\n'
+    notes = os.path.join(out, 'reclaim-notes.md')
+    if os.path.exists(notes):
+        with open(notes) as f:
+            text += '\n' + f.read().strip() + '\n'
     return text, rows
 
 
@@ -417,7 +457,7 @@ def reclaim_svg(out, path):
         ymax = max(int(r['current_bytes']) for r in rs) / (1 << 20) or 1
         ymax = 100 * (int(ymax / 100) + 1)
         y0 = mt + i * (ph + gap)
-        out_lines.append(f'<text x="{ml}" y="{y0 - 8}" font-size="13">{RECLAIM_NAMES.get(w, w)}: memory.current '
+        out_lines.append(f'<text x="{ml}" y="{y0 - 8}" font-size="13">{reclaim_name(w)}: memory.current '
                          '(MiB) over time (s); grey: controller off, blue: on</text>')
         out_lines.append(f'<rect x="{ml}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="black"/>')
         for k in range(5):
