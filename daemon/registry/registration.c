@@ -53,12 +53,14 @@ static Registration *registration_from_source(Source *s) {
 static void registration_removed(Registration *r);
 
 /* Proxied clients need only their byte: they get it before the event is read and built. */
-static uint64_t registration_kick(Registration *r) {
+/* Tell every listener that takes the bare notification: @body is NULL for a
+ * kernel one (nothing has been read or built yet), the event for an injected one. */
+static uint64_t registration_kick(Registration *r, Body *body) {
         Listener *l, *n;
         uint64_t delivered = 0;
 
         LIST_FOREACH_SAFE(listeners, l, n, r->listeners)
-                if (l->kick && l->ops->deliver(l, NULL, 1))
+                if (l->kick && l->ops->deliver(l, body, 1))
                         delivered++;
         return delivered;
 }
@@ -88,7 +90,7 @@ static void registration_publish(Registration *r, json_t *event, uint64_t monoto
 }
 
 static void on_source_kick(Source *s) {
-        (void) registration_kick(registration_from_source(s));
+        (void) registration_kick(registration_from_source(s), NULL);
 }
 
 static void on_source_pressure(Source *s, json_t *psi, uint64_t realtime_us, uint64_t monotonic_us, uint64_t count) {
@@ -357,8 +359,10 @@ uint64_t registry_inject_split(Registry *reg, const char *psi_cgroup, Body *psi_
                         continue;
                 /* A synthetic event is part of the episode like a kernel one. */
                 registration_episode_event(r, monotonic_us, level);
-                delivered += registration_deliver(r, r->src.type == SOURCE_PSI ? psi_body : vm_body, 1);
-                delivered += registration_kick(r);
+                Body *body = r->src.type == SOURCE_PSI ? psi_body : vm_body;
+
+                delivered += registration_deliver(r, body, 1);
+                delivered += registration_kick(r, body);
         }
         return delivered;
 }

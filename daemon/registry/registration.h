@@ -41,9 +41,10 @@ typedef SourceParams RegistrationKey;
 /* What a listener does with what its registration reports. */
 typedef struct ListenerOps {
         /*
-         * An event standing for @count notifications; @body is NULL for a
-         * listener with `kick` set, which takes the bare notification
-         * before any event is built. Returns true if it was delivered.
+         * An event standing for @count notifications. A listener with
+         * `kick` set takes the bare kernel notification before any event
+         * is built (@body NULL), and an injected event with its @body.
+         * Returns true if it was delivered.
          */
         bool (*deliver)(Listener *l, Body *body, uint64_t count);
         /* The "cleared" event that ends an episode; optional. Returns true if delivered. */

@@ -93,15 +93,24 @@ static Level event_level(const Body *body, const Listener *l) {
 static bool lmm_deliver(Listener *l, Body *body, uint64_t count) {
         LowMemoryMonitor *m = ((LevelListener *) l)->owner;
         sd_bus *bus = system_bus_get(m->bus);
+        Level level = l->level;
         uint8_t byte;
         int k;
 
-        /* An injected event reaches the three registrations with one body: one signal. */
-        if (!body || body == m->last)
-                return false;
-        body_unref(m->last);
-        m->last = body_ref(body);
-        byte = low_memory_monitor_level_byte(event_level(body, l));
+        /*
+         * A kernel notification comes bare, before the daemon has read the
+         * pressure file or built the event: the level is the registration's.
+         * An injected event reaches the three registrations with one body:
+         * one signal, at the level the body names.
+         */
+        if (body) {
+                if (body == m->last)
+                        return false;
+                body_unref(m->last);
+                m->last = body_ref(body);
+                level = event_level(body, l);
+        }
+        byte = low_memory_monitor_level_byte(level);
         if (m->state != LMM_OWNER || !bus || byte == 0)
                 return false;
         k = sd_bus_emit_signal(bus, LOW_MEMORY_MONITOR_PATH, LOW_MEMORY_MONITOR_INTERFACE, "LowMemoryWarning", "y",
@@ -154,6 +163,7 @@ static void lmm_attach_level(LowMemoryMonitor *m, Level level) {
         ll->owner = m;
         ll->listener = (Listener) {
                 .ops = &lmm_listener_ops,
+                .kick = true, /* the signal needs only the level: no wait for the PSI read */
                 .by_level = true,
                 .level = level,
         };

@@ -92,7 +92,9 @@ static void test_enable_disable(void) {
         LIST_FOREACH(registrations, r, f.reg.registrations) {
                 ASSERT_EQ(r->src.type, SOURCE_PSI);
                 ASSERT_STREQ(r->src.cgroup, "/");
-                ASSERT_EQ(r->n_subscribers, 1);
+                /* It takes the bare notification, like a proxied client: no varlink subscriber. */
+                ASSERT_EQ(r->n_kicked, 1);
+                ASSERT_EQ(r->n_subscribers, 0);
         }
         /* Three registrations, and the bus user's retry timer. */
         ASSERT_EQ(event_base_get_num_events(f.base, EVENT_BASE_COUNT_ADDED), 4);
