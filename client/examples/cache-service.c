@@ -44,8 +44,6 @@ int main(void) {
                 }
         }
 
-        /* A service with a loop of its own polls pressure_client_get_fd() in it
-         * and calls pressure_client_process(); this one has nothing else to do. */
         while (pressure_client_get_n_active(client) > 0)
                 if (pressure_client_wait(client, PRESSURE_TIMEOUT_INFINITE) < 0)
                         break;
