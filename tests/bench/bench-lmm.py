@@ -36,9 +36,8 @@ GIO_USE_MEMORY_MONITOR=dbus, python3-gi) listens, and:
          level 50, and the callbacks and wakeups during the load.
 
 The provider is stopped after each run, and the next run waits until the
-system's memory `some` avg10 is below 1%. pressured is measured as shipped,
-with its unit's WatchdogSec=30s (a ping every 15 s); a last phase measures
-its idle once more with a drop-in WatchdogSec=0. If the installed pressured
+system's memory `some` avg10 is below 1%. Each is measured as its unit
+ships (pressured.service sets no WatchdogSec=). If the installed pressured
 has no LowMemoryMonitor= key (pressured --dump-config), only
 low-memory-monitor is measured, and the CSV says so.
 
@@ -50,6 +49,7 @@ import json
 import os
 import select
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -68,7 +68,6 @@ NAME = 'org.freedesktop.LowMemoryMonitor'
 SERVICE = 'pressured.service'
 LMM_SERVICE = 'low-memory-monitor.service'
 DROPIN = '/etc/pressured/pressured.conf.d/90-bench-lmm.conf'
-WATCHDOG_DROPIN = '/etc/systemd/system/pressured.service.d/90-bench-lmm-watchdog.conf'
 TRIGGER_TEXT = 'some 70000 1000000'
 GLIB_CLIENT = os.path.join(here, '..', 'vm', 'glib-memory-monitor.py')
 # GLib's worker threads end 15 s after their last task: let start-up settle.
@@ -76,7 +75,19 @@ REST_S = 20.0
 QUIET_AVG10 = 1.0
 HEADER = ['provider', 'run', 'idle_s', 'idle_wakeups', 'idle_switches', 'wakeups_per_min', 'threads',
           'pss_kib', 'rss_kib', 'pss_anon_kib', 'load_s', 'direct_wakeups', 'callbacks', 'levels',
-          'first_ms', 'first_level', 'first50_ms']
+          'first_ms', 'first_level', 'first50_ms', 'steady50_ms']
+
+
+def steady_latency(calls, direct):
+    """The median, over the level-50 callbacks of a load, of the time from the direct reader's
+    last wakeup before the callback (within half a second: the same kernel poll) to the callback,
+    in ms; '' when none matched. The first callback pays for whatever was cold; these do not."""
+    lat = []
+    for level, t in calls:
+        before = [d for d in direct if d <= t]
+        if level == 50 and before and t - before[-1] < 500_000:
+            lat.append((t - before[-1]) / 1000)
+    return f'{statistics.median(lat):.1f}' if lat else ''
 
 
 # --- helpers --------------------------------------------------------------------
@@ -161,15 +172,13 @@ class Provider:
     def __init__(self, name):
         self.name = name
 
-    def start(self, watchdog=True):
+    def start(self):
         if self.name == 'low-memory-monitor':
             sh('systemctl', 'unmask', '--runtime', LMM_SERVICE)
             sh('systemctl', 'start', LMM_SERVICE)
             unit = LMM_SERVICE
         else:
             write(DROPIN, '[DBus]\nLowMemoryMonitor=yes\n')
-            if not watchdog:
-                write(WATCHDOG_DROPIN, '[Service]\nWatchdogSec=0\n')
             sh('systemctl', 'daemon-reload')
             sh('systemctl', 'start', SERVICE)
             unit = SERVICE
@@ -182,9 +191,8 @@ class Provider:
             sh('systemctl', 'mask', '--runtime', '--now', LMM_SERVICE, check=False)
         else:
             sh('systemctl', 'stop', SERVICE, check=False)
-            for f in (DROPIN, WATCHDOG_DROPIN):
-                if os.path.exists(f):
-                    os.unlink(f)
+            if os.path.exists(DROPIN):
+                os.unlink(DROPIN)
             sh('systemctl', 'daemon-reload', check=False)
         pt.wait_for(lambda: not name_owned(), timeout=120, interval=0.1, what=f'{NAME} released')
 
@@ -266,9 +274,9 @@ def load_stop(p):
 
 # --- one run --------------------------------------------------------------------------
 
-def one_run(prov, run, args, watchdog=True, load=True):
+def one_run(prov, run, args):
     pt.wait_for(lambda: some_avg10() < QUIET_AVG10, timeout=300, interval=1.0, what='the system quiet')
-    pid = prov.start(watchdog)
+    pid = prov.start()
     client = GLibClient()
     try:
         time.sleep(REST_S)
@@ -277,11 +285,9 @@ def one_run(prov, run, args, watchdog=True, load=True):
         idle = time.monotonic() - t0
         mem = rollup(pid)
         threads = len(os.listdir(f'/proc/{pid}/task'))
-        row = [prov.name if watchdog else f'{prov.name} (WatchdogSec=0)', run, f'{idle:.1f}', vol, total,
+        row = [prov.name, run, f'{idle:.1f}', vol, total,
                f'{vol * 60 / idle:.1f}', threads, mem.get('Pss', 0), mem.get('Rss', 0),
                mem.get('Pss_Anon', 0)]
-        if not load:
-            return row + ['', '', '', '', '', '', '']
         reader = subprocess.Popen([sys.executable, os.path.abspath(__file__), '--role', 'direct'],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         line = reader.stdout.readline().strip()
@@ -307,7 +313,8 @@ def one_run(prov, run, args, watchdog=True, load=True):
             if c50:
                 first50 = f'{(c50[0][1] - direct[0]) / 1000:.1f}'
         levels = ' '.join(str(c[0]) for c in calls)
-        return row + [args.load, len(direct), len(calls), levels, first, first_level, first50]
+        return row + [args.load, len(direct), len(calls), levels, first, first_level, first50,
+                      steady_latency(calls, direct)]
     finally:
         client.close()
         prov.stop()
@@ -350,10 +357,6 @@ def guest(args):
                 rows.append(row)
                 print(f'{name} run {run} ({time.monotonic() - t0:.0f} s): ' + ', '.join(
                     f'{h}={v}' for h, v in zip(HEADER, row)), flush=True)
-        if 'pressured' in names:
-            row = one_run(Provider('pressured'), 1, args, watchdog=False, load=False)
-            rows.append(row)
-            print('pressured without watchdog: ' + ', '.join(f'{h}={v}' for h, v in zip(HEADER, row)), flush=True)
     finally:
         bl.emit_csv('lmm-runs.csv', HEADER, rows)
         bl.emit_csv('lmm-info.csv', ['key', 'value'], info)
