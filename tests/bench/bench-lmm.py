@@ -229,24 +229,8 @@ class GLibClient:
 
 def role_direct():
     """The direct reader: the low level's trigger, each POLLPRI timestamped; the list on stdout at EOF of stdin."""
-    bl.mlock_self()
-    fd = os.open('/proc/pressure/memory', os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
-    os.write(fd, TRIGGER_TEXT.encode() + b'\0')
-    p = select.poll()
-    p.register(fd, select.POLLPRI)
-    p.register(0, select.POLLIN)
-    times = []
-    print('ready', flush=True)
-    while True:
-        for f, ev in p.poll():
-            if f == fd:
-                if ev & select.POLLERR:
-                    raise SystemExit('the trigger failed (POLLERR)')
-                times.append(time.monotonic_ns() // 1000)
-            else:
-                json.dump(times, sys.stdout)
-                print(flush=True)
-                return
+    json.dump(bl.direct_psi_reader(TRIGGER_TEXT), sys.stdout)
+    print(flush=True)
 
 
 def load_start():

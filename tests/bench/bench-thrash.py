@@ -61,24 +61,8 @@ HOG_READY_S = 600                  # touching the hog may itself thrash under TC
 # --- reader roles (separate processes, memory locked) -------------------------
 
 def role_direct():
-    bl.mlock_self()
-    fd = os.open('/proc/pressure/memory', os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
-    os.write(fd, TRIGGER_TEXT.encode() + b'\0')
-    p = select.poll()
-    p.register(fd, select.POLLPRI)
-    p.register(0, select.POLLIN)
-    times = []
-    print('ready', flush=True)
-    while True:
-        for f, ev in p.poll():
-            if f == fd:
-                if ev & select.POLLERR:
-                    raise SystemExit('the trigger failed (POLLERR)')
-                times.append(time.monotonic_ns() // 1000)
-            else:
-                json.dump({'direct': times}, sys.stdout)
-                print(flush=True)
-                return
+    json.dump({'direct': bl.direct_psi_reader(TRIGGER_TEXT)}, sys.stdout)
+    print(flush=True)
 
 
 def connect_subscribe():

@@ -269,6 +269,29 @@ def mlock_self():
         f.write('-1000')
 
 
+def direct_psi_reader(trigger_text):
+    """The reference a benchmark measures the daemon against: this process, memory locked, holds
+    its own PSI trigger on /proc/pressure/memory, prints "ready", and timestamps each POLLPRI
+    (CLOCK_MONOTONIC, microseconds) until its stdin ends; returns the timestamps."""
+    import select
+    mlock_self()
+    fd = os.open('/proc/pressure/memory', os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+    os.write(fd, trigger_text.encode() + b'\0')
+    p = select.poll()
+    p.register(fd, select.POLLPRI)
+    p.register(0, select.POLLIN)
+    times = []
+    print('ready', flush=True)
+    while True:
+        for f, ev in p.poll():
+            if f != fd:
+                os.close(fd)
+                return times
+            if ev & select.POLLERR:
+                raise SystemExit('the trigger failed (POLLERR)')
+            times.append(time.monotonic_ns() // 1000)
+
+
 def proc_stat_fields(pid):
     """/proc/PID/stat as a list indexed by field number (1-based; [0] unused)."""
     with open(f'/proc/{pid}/stat') as f:
