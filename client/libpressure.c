@@ -605,7 +605,7 @@ static void subscription_schedule_retry(pressure_subscription *s, bool immediate
 }
 
 /* Connect and send the Subscribe call without waiting for the answer. */
-static int subscription_start(pressure_subscription *s) {
+static int subscription_connect(pressure_subscription *s) {
         _cleanup_close_ int fd = -1;
         int r;
 
@@ -629,7 +629,7 @@ static int subscription_start(pressure_subscription *s) {
 }
 
 /* A new subscription of @c for @selector, not yet linked into the client; -EINVAL for a missing argument. */
-static int subscription_new(pressure_client *c, const pressure_selector *selector,
+static int subscription_alloc(pressure_client *c, const pressure_selector *selector,
                             pressure_event_handler handler, void *userdata, pressure_subscription **ret) {
         pressure_subscription *s;
         int r;
@@ -668,11 +668,11 @@ _public_ int pressure_client_subscribe_async(pressure_client *c, const pressure_
         pressure_subscription *s;
         int r;
 
-        r = subscription_new(c, selector, handler, userdata, &s);
+        r = subscription_alloc(c, selector, handler, userdata, &s);
         if (r < 0)
                 return r;
 
-        r = subscription_start(s);
+        r = subscription_connect(s);
         if (r < 0) {
                 if (c->wait_for_daemon && c->reconnect && conn_is_disconnect(r))
                         subscription_schedule_retry(s, false);
@@ -704,7 +704,7 @@ _public_ int pressure_client_subscribe(pressure_client *c, const pressure_select
 
         if (ret_error)
                 *ret_error = NULL;
-        r = subscription_new(c, selector, handler, userdata, &s);
+        r = subscription_alloc(c, selector, handler, userdata, &s);
         if (r < 0)
                 return return_error(r, NULL, ret_error);
 
@@ -1002,7 +1002,7 @@ static int client_process_inner(pressure_client *c) {
                 if (s->freed || s->state != SUBSCRIPTION_BACKOFF || s->retry_at > now)
                         continue;
                 done = 1;
-                r = subscription_start(s);
+                r = subscription_connect(s);
                 if (r >= 0)
                         continue;
                 if (conn_is_disconnect(r)) {
@@ -1378,7 +1378,7 @@ static int call_start(pressure_client *c, const char *method, json_t *params, Ca
                 return r;
         }
         s->deadline = call_deadline(c);
-        r = subscription_start(s);
+        r = subscription_connect(s);
         if (r < 0) {
                 s->state = SUBSCRIPTION_PENDING;
                 s->broken = r;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "notify.h"
+#include "notify-text.h"
 #include "util.h"
 
 uint8_t notify_urgency(pressure_level level) {

@@ -26,6 +26,7 @@
 #include "cli.h"
 #include "error-text.h"
 #include "notify.h"
+#include "notify-text.h"
 #include "util.h"
 
 #define NOTIFY_APP_NAME "pressured"

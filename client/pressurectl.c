@@ -172,7 +172,8 @@ static int parse_duration(const char *s, uint64_t *ret) {
 }
 
 /* "some 150ms 2s" */
-static int parse_psi(const char *spec, pressure_stall *ret_stall, uint64_t *ret_threshold, uint64_t *ret_window) {
+static int parse_psi_option(const char *spec, pressure_stall *ret_stall, uint64_t *ret_threshold,
+                            uint64_t *ret_window) {
         char stall[16], threshold[32], window[32], extra[2];
         uint64_t t, w;
 
@@ -192,7 +193,7 @@ static int parse_psi(const char *spec, pressure_stall *ret_stall, uint64_t *ret_
 }
 
 /* "medium" or "medium,hierarchy" */
-static int parse_vmpressure(const char *spec, pressure_level *ret_level, pressure_vmpressure_mode *ret_mode) {
+static int parse_vmpressure_option(const char *spec, pressure_level *ret_level, pressure_vmpressure_mode *ret_mode) {
         _cleanup_free_ char *copy = strdup(spec);
         pressure_vmpressure_mode mode = PRESSURE_VMPRESSURE_MODE_UNSET;
         char *comma;
@@ -951,7 +952,7 @@ static int cmd_memory_pressure_env(int argc, char **argv) {
                 case 'p': {
                         pressure_stall stall;
 
-                        if (parse_psi(optarg, &stall, &t.threshold_us, &t.window_us) < 0)
+                        if (parse_psi_option(optarg, &stall, &t.threshold_us, &t.window_us) < 0)
                                 return usage_error("memory-pressure-env ", "invalid --psi '%s'", optarg);
                         t.stall = stall == PRESSURE_STALL_FULL ? PSI_STALL_FULL : PSI_STALL_SOME;
                         break;
@@ -1383,7 +1384,7 @@ static int watch_parse_selector(WatchOptions *o, int opt, const char *arg) {
                 pressure_stall stall;
                 uint64_t t, win;
 
-                if (parse_psi(arg, &stall, &t, &win) < 0 || pressure_selector_set_psi(o->sel, stall, t, win) < 0)
+                if (parse_psi_option(arg, &stall, &t, &win) < 0 || pressure_selector_set_psi(o->sel, stall, t, win) < 0)
                         return usage_error("watch ", "invalid PSI trigger '%s', expected e.g. 'some 150ms 2s'", arg);
                 break;
         }
@@ -1391,7 +1392,7 @@ static int watch_parse_selector(WatchOptions *o, int opt, const char *arg) {
                 pressure_level level;
                 pressure_vmpressure_mode mode;
 
-                if (parse_vmpressure(arg, &level, &mode) < 0 ||
+                if (parse_vmpressure_option(arg, &level, &mode) < 0 ||
                     pressure_selector_set_vmpressure(o->sel, level, mode) < 0)
                         return usage_error("watch ", "invalid vmpressure '%s', expected LEVEL[,MODE]", arg);
                 o->not_psi = true;

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "kernfile.h"
-#include "top.h"
+#include "top-cgroup.h"
 #include "util.h"
 
 /* The v1 "no limit" is PAGE_COUNTER_MAX pages, near 2^63; anything this high is no limit. */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "top.h"
+#include "top-kills.h"
 #include "util.h"
 
 #define MAX(a, b) ((a) > (b) ? (a) : (b))

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "top.h"
+#include "top-scan.h"
 #include "util.h"
 
 typedef struct Scan {

@@ -37,6 +37,9 @@
 #include "error-text.h"
 #include "pressure.h"
 #include "top.h"
+#include "top-cgroup.h"
+#include "top-kills.h"
+#include "top-scan.h"
 #include "util.h"
 
 #define MAX(a, b) ((a) > (b) ? (a) : (b))

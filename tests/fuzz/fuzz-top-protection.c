@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Fuzz target: top_scan_protection(), pressurectl top's reader of GetProtection replies. */
 #include "fuzz.h"
-#include "top.h"
+#include "top-scan.h"
 #include "util.h"
 
 static int on_node(const char *cgroup, uint64_t emin, uint64_t elow, void *userdata) {

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "notify.h"
+#include "notify-text.h"
 #include "tests.h"
 
 #define M (UINT64_C(1) << 20)

@@ -20,7 +20,9 @@
 #include <unistd.h>
 
 #include "tests.h"
-#include "top.h"
+#include "top-cgroup.h"
+#include "top-kills.h"
+#include "top-scan.h"
 
 #define M (UINT64_C(1) << 20)
 
