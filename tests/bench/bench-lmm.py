@@ -44,7 +44,6 @@ low-memory-monitor is measured, and the CSV says so.
 CSV files: lmm-runs.csv (one line per run and provider), lmm-info.csv.
 Needs root. Never asserts on times.
 """
-import argparse
 import json
 import os
 import select
@@ -366,19 +365,13 @@ def main():
     if sys.argv[1:3] == ['--role', 'direct']:
         role_direct()
         return
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument('--out', default=os.path.join(pt.BUILD_ROOT, 'tests', 'bench', 'out'))
-    p.add_argument('--runs', type=int, default=3)
-    p.add_argument('--idle', type=float, default=60.0)
-    p.add_argument('--load', type=float, default=20.0)
-    p.add_argument('--only', choices=('lmm', 'pressured'))
-    p.add_argument('--guest', action='store_true', help='run the steps here (inside the VM)')
-    args = p.parse_args()
-    if args.guest:
-        guest(args)
-    else:
-        host(args)
 
+    def options(p):
+        p.add_argument('--runs', type=int, default=3)
+        p.add_argument('--idle', type=float, default=60.0)
+        p.add_argument('--load', type=float, default=20.0)
+        p.add_argument('--only', choices=('lmm', 'pressured'))
+    bl.vm_main(__doc__.splitlines()[0], guest, host, options)
 
 if __name__ == '__main__':
     main()

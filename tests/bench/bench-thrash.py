@@ -360,14 +360,9 @@ def main():
             role_subscribe(int(sys.argv[3]))
         return
 
-    def extra(p):
-        p.add_argument('--guest', action='store_true', help='run the steps here (inside the VM)')
+    def options(p):
         p.add_argument('--memory-min', default='', help="override the unit's MemoryMin= (e.g. 0)")
-    args = bl.parse_args(__doc__.splitlines()[0], extra)
-    if args.guest:
-        guest(args)
-    else:
-        host(args)
+    bl.vm_main(__doc__.splitlines()[0], guest, host, options)
 
 
 if __name__ == '__main__':

@@ -45,6 +45,17 @@ def parse_args(description, extra=None):
     return p.parse_args()
 
 
+def vm_main(description, guest, host, extra=None):
+    """The main() of a benchmark that boots the VM test bed: the common options, --guest, and @extra's;
+    @guest(args) runs the steps inside the VM (--guest), @host(args) starts it from outside."""
+    def options(p):
+        p.add_argument('--guest', action='store_true', help='run the steps here (inside the VM)')
+        if extra:
+            extra(p)
+    args = parse_args(description, options)
+    (guest if args.guest else host)(args)
+
+
 def write_csv(out_dir, name, header, rows):
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, name)
