@@ -19,7 +19,10 @@ file on the scratch disk, then:
     amount or gave up with EAGAIN).
   a: a reader of a large cold data set (600 MiB on the scratch disk, read
     once) that then reads a small hot set (48 MiB) over and over;
-    throughput: hot-set MiB read per second.
+    throughput: hot-set MiB read per second. Beside it, outside the
+    controlled cgroups, a reference reader reads its own 48 MiB file the
+    same way: under TCG the host moves every throughput by tens of percent
+    from run to run, and the ratio of the two cancels what moves both.
   b: this project's build in a loop (the source of HEAD, configured once on
     the scratch disk; `ninja -t clean` and `ninja -j2` again and again);
     throughput: build steps completed per second.
@@ -60,7 +63,6 @@ run of workload W), reclaim-series-W@INTERVAL.csv (its samples),
 reclaim-cost.csv, reclaim-info.csv.
 Needs root. Never asserts on times.
 """
-import argparse
 import json
 import mmap
 import os
@@ -288,11 +290,18 @@ def latency(scratch):
 # --- the workloads ------------------------------------------------------------
 
 class Workload:
-    """start() begins the workload in cgroup dir d; done() returns its amount of work so far."""
+    """start() begins the workload in cgroup dir d; done() returns its amount of work so far.
+
+    reference() returns the work so far of a reference running beside the
+    workload outside the controlled cgroups, or None when there is none.
+    """
 
     def __init__(self, scratch):
         self.scratch = scratch
         self.procs = []
+
+    def reference(self):
+        return None
 
     def stop(self):
         for p in self.procs:
@@ -306,20 +315,32 @@ class ColdHot(Workload):
     def prepare(self):
         self.cold = os.path.join(self.scratch, 'cold')
         self.hot = os.path.join(self.scratch, 'hot')
+        self.hot_ref = os.path.join(self.scratch, 'hot-reference')
         make_file(self.cold, COLD_MB)
         make_file(self.hot, HOT_MB)
+        make_file(self.hot_ref, HOT_MB)
 
     def start(self, d):
         p = spawn_in(d, ['cat', self.cold], stdout=subprocess.DEVNULL)
         pt.check(p.wait() == 0, 'cat of the cold set failed')
         r = spawn_in(d, self_cmd('--role', 'hot-reader', self.hot), stdout=subprocess.PIPE, text=True)
-        self.procs = [r]
-        pt.check(r.stdout.readline().strip() == 'ready', 'the hot reader did not start')
+        # The reference stays in this script's cgroup, which no [Reclaim] glob matches.
+        ref = subprocess.Popen(self_cmd('--role', 'hot-reader', self.hot_ref), stdout=subprocess.PIPE, text=True,
+                               start_new_session=True)
+        self.procs = [r, ref]
+        for p in self.procs:
+            pt.check(p.stdout.readline().strip() == 'ready', 'a hot reader did not start')
+
+    @staticmethod
+    def _bytes_read(p):
+        p.send_signal(signal.SIGUSR1)
+        return int(p.stdout.readline()) / MIB
 
     def done(self):
-        r = self.procs[0]
-        r.send_signal(signal.SIGUSR1)
-        return int(r.stdout.readline()) / MIB
+        return self._bytes_read(self.procs[0])
+
+    def reference(self):
+        return self._bytes_read(self.procs[1])
 
 
 class Build(Workload):
@@ -496,7 +517,7 @@ def one_run(w, setup, run, args, series):
         c0 = counters(d)
         t0 = time.monotonic()
         start_s = t0 - ts
-        work0 = w.done()
+        work0, ref0 = w.done(), w.reference()
         t_work = time.monotonic()
         mem, stat_sum = [], dict.fromkeys(STAT_AVG, 0)
         next_t = t0
@@ -509,8 +530,10 @@ def one_run(w, setup, run, args, series):
             for k in STAT_AVG:
                 stat_sum[k] += st.get(k, 0)
             series.append([key, setup, run, f'{time.monotonic() - t0:.1f}', cur])
-        work = w.done() - work0
+        work, ref = w.done() - work0, w.reference()
         t_end = time.monotonic()
+        if ref is not None:
+            ref -= ref0
         s1 = stall_totals(d)
         c1 = counters(d)
         swap_end = int(read(os.path.join(d, 'memory.swap.current')))
@@ -529,6 +552,7 @@ def one_run(w, setup, run, args, series):
     row += [c1[k] - c0[k] for k in STAT_DELTA + VMSTAT_DELTA]
     row += [f'{swap_end / MIB:.1f}', f'{(c1["cpu_usec"] - c0["cpu_usec"]) / 1e6:.2f}',
             f'{(c1["daemon_cpu_usec"] - c0["daemon_cpu_usec"]) / 1e6:.2f}']
+    row += ['', ''] if ref is None else [f'{ref / (t_end - t_work):.3f}', f'{work / ref:.4f}' if ref else '']
     row[0] = key
     print('run ' + ' '.join(str(x) for x in row), flush=True)
     return row
@@ -537,7 +561,7 @@ def one_run(w, setup, run, args, series):
 RUN_HEADER = ['workload', 'controller', 'run', 'start_s', 'wall_s', 'avg_mib', 'end_mib', 'max_mib', 'some_stall_pct',
               'io_some_stall_pct', 'throughput', 'unit', 'reclaimed_bytes', 'state', 'refaults', 'interval',
               'duration_s'] + [f'{k}_mib' for k in STAT_AVG] + STAT_DELTA + VMSTAT_DELTA + [
-              'swap_end_mib', 'cpu_s', 'daemon_cpu_s']
+              'swap_end_mib', 'cpu_s', 'daemon_cpu_s', 'reference_throughput', 'relative_throughput']
 
 
 def guest(args):
@@ -659,25 +683,17 @@ def main():
         else:
             role_hot_reader(sys.argv[3])
         return
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument('--out', default=os.path.join(pt.BUILD_ROOT, 'tests', 'bench', 'out'))
-    p.add_argument('--runs', type=int, default=3)
-    p.add_argument('--duration', type=int, default=45)
-    p.add_argument('--duration-b', type=int, default=60)
-    p.add_argument('--interval', default='1s')
-    p.add_argument('--min-size', default='32M')
-    p.add_argument('--only', default='latency,a,b,c')
-    p.add_argument('--cgroups', type=int, default=100)
-    p.add_argument('--cost', action='store_true')
-    p.add_argument('--guest', action='store_true', help='run the steps here (inside the VM)')
-    args = p.parse_args()
-    if args.cost:
-        cost(args)
-    elif args.guest:
-        guest(args)
-    else:
-        host(args)
 
+    def options(p):
+        p.add_argument('--runs', type=int, default=3)
+        p.add_argument('--duration', type=int, default=45)
+        p.add_argument('--duration-b', type=int, default=60)
+        p.add_argument('--interval', default='1s')
+        p.add_argument('--min-size', default='32M')
+        p.add_argument('--only', default='latency,a,b,c')
+        p.add_argument('--cgroups', type=int, default=100)
+        p.add_argument('--cost', action='store_true')
+    bl.vm_main(__doc__.splitlines()[0], guest, lambda args: (cost if args.cost else host)(args), options)
 
 if __name__ == '__main__':
     main()
