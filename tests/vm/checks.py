@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import traceback
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 import pressured_test as pt  # noqa: E402
@@ -1534,6 +1535,51 @@ PROACTIVE_MIN_SIZE = 64 * MIB
 PROACTIVE_SLACK = 8 * MIB
 
 
+# The Prometheus endpoint, as an administrator turns it on: a [Metrics]
+# Listen= drop-in and the shipped unit drop-in that lets the service use IP
+# (the unit alone allows AF_UNIX only), then a restart (Listen= is read at
+# start).
+METRICS_LISTEN = '127.0.0.1:9466'
+METRICS_CONF_DROPIN = os.path.join(CONF_DIR, 'pressured.conf.d', '90-pvm-metrics.conf')
+METRICS_UNIT_DROPIN = '/etc/systemd/system/pressured.service.d/metrics.conf'
+METRICS_EXAMPLES = ['/usr/local/share/doc/pressured/examples/pressured-metrics.conf',
+                    '/usr/share/doc/pressured/examples/pressured-metrics.conf']
+
+
+def metrics_on():
+    example = next((f for f in METRICS_EXAMPLES if os.path.exists(f)), None)
+    pt.check(example is not None, 'the unit drop-in pressured-metrics.conf is not installed', METRICS_EXAMPLES)
+    os.makedirs(os.path.dirname(METRICS_UNIT_DROPIN), exist_ok=True)
+    shutil.copy(example, METRICS_UNIT_DROPIN)
+    os.makedirs(os.path.dirname(METRICS_CONF_DROPIN), exist_ok=True)
+    write(METRICS_CONF_DROPIN, f'[Metrics]\nListen={METRICS_LISTEN}\n')
+    sh('systemctl', 'daemon-reload')
+    sh('systemctl', 'restart', SERVICE)
+
+
+def metrics_off():
+    gone = False
+    for f in (METRICS_CONF_DROPIN, METRICS_UNIT_DROPIN):
+        if os.path.exists(f):
+            os.unlink(f)
+            gone = True
+    if gone:
+        sh('systemctl', 'daemon-reload')
+        sh('systemctl', 'restart', SERVICE)
+
+
+def metric_samples(prefix):
+    """{series: value} of the lines of GET /metrics whose series starts with @prefix."""
+    with urllib.request.urlopen(f'http://{METRICS_LISTEN}/metrics', timeout=REPLY) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            series, _, value = line.rpartition(' ')
+            out[series] = float(value)
+    return out
+
+
 def reclaim_entry(cg):
     for e in call('io.pressured.GetStatus').get('reclaim') or []:
         if e['cgroup'] == cg:
@@ -1548,7 +1594,7 @@ def proactive_off():
 
 
 @check('proactive reclaim: a page-cache cgroup shrinks to its memory.low floor, never below; '
-       'GetStatus shows it; a reload without [Reclaim] stops it')
+       'GetStatus and /metrics show it; a reload without [Reclaim] stops it')
 def t_proactive_reclaim():
     cg = PROACTIVE_CG
     d = os.path.join(CGROOT, cg.lstrip('/'))
@@ -1557,6 +1603,7 @@ def t_proactive_reclaim():
     mkcg(cg, memory_low=str(PROACTIVE_LOW))
     sh('systemctl', 'start', SERVICE)
     lowest = [None]
+    metrics_on()
 
     def sample():
         v = int(read(cur))
@@ -1591,6 +1638,20 @@ def t_proactive_reclaim():
         pt.check(fell / 2 <= last['reclaimed_bytes'] <= fell + 32 * MIB,
                  f'reclaimed_bytes does not match the fall of memory.current by {mib(fell)}', last)
 
+        # /metrics says what GetStatus says (at the floor nothing more is taken, but read GetStatus on
+        # both sides of the scrape all the same).
+        before = reclaim_entry(cg)
+        m = metric_samples('pressured_reclaim_')
+        after = reclaim_entry(cg)
+        total = m.get(f'pressured_reclaim_bytes_total{{cgroup="{cg}"}}')
+        pt.check(total is not None and before['reclaimed_bytes'] <= total <= after['reclaimed_bytes'],
+                 'pressured_reclaim_bytes_total does not match GetStatus', total, before, after)
+        pt.check(before['state'] == after['state'] == 'at-floor', 'left its floor during the scrape', before, after)
+        for state in ('probing', 'backing-off', 'at-floor', 'unsupported'):
+            want = 1.0 if state == 'at-floor' else 0.0
+            got = m.get(f'pressured_reclaim_state{{cgroup="{cg}",state="{state}"}}')
+            pt.check(got == want, f'pressured_reclaim_state {state}', got, before, after)
+
         # Off by reload: the entry goes, and memory charged again stays.
         proactive_off()
         wait_for(lambda: reclaim_entry(cg) is None, REPLY, f'{cg} gone from GetStatus reclaim after the reload')
@@ -1608,9 +1669,10 @@ def t_proactive_reclaim():
                  f'{mib(again)} -> {mib(least)}')
         return (f'{mib(start)} -> {mib(end)} (floor {mib(PROACTIVE_LOW)}, lowest {mib(lowest[0])}); first '
                 f'reclaim {took:.1f} s after the reload; reclaimed_bytes {mib(last["reclaimed_bytes"])}; '
-                f'after the reload off {mib(again)} held 5 s')
+                f'after the reload off {mib(again)} held 5 s; /metrics agrees')
     finally:
         proactive_off()
+        metrics_off()
         rmcg(cg)
         try:
             os.unlink(os.path.join(SCRATCH, 'pvm-proactive'))
