@@ -1603,13 +1603,13 @@ def t_proactive_reclaim():
     mkcg(cg, memory_low=str(PROACTIVE_LOW))
     sh('systemctl', 'start', SERVICE)
     lowest = [None]
-    metrics_on()
 
     def sample():
         v = int(read(cur))
         lowest[0] = v if lowest[0] is None else min(lowest[0], v)
         return v
     try:
+        metrics_on()
         pagecache(cg, 'pvm-proactive', PROACTIVE_CACHE_MB)
         start = sample()
         pt.check(start > PROACTIVE_LOW + 128 * MIB, 'the page cache was not charged to the cgroup', mib(start))
