@@ -1,0 +1,580 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The takeover state's format (daemon/model/snapshot.c): every field
+ * round-trips; the checked-in snapshots of every earlier version still
+ * decode to what they held; a snapshot truncated at any byte, with any
+ * byte changed, or of garbage is refused and never misread; a newer
+ * version is refused as such; the size and count bounds hold in both
+ * directions; tags a reader does not know are skipped.
+ *
+ * With --write-fixture FILE it writes the sample snapshot, which is how
+ * tests/unit/data/snapshot-v<N>.bin was made for the current version.
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "snapshot.h"
+#include "tests.h"
+#include "util.h"
+
+static char *xstrdup(const char *s) {
+        char *d = strdup(s);
+
+        ASSERT_TRUE(d);
+        return d;
+}
+
+static SnapshotBytes xbytes(const char *s) {
+        SnapshotBytes b;
+
+        ASSERT_OK(snapshot_bytes_set(&b, s, strlen(s) + 1));
+        return b;
+}
+
+/* A snapshot with every field set, each to a value of its own. */
+static void sample(Snapshot *s) {
+        SnapshotRegistration *r;
+        SnapshotClient *c;
+
+        *s = (Snapshot) {
+                .serial = 7,
+                .complete = true,
+                .generation = 3,
+                .start_monotonic_us = 123456789,
+                .socket_path = xstrdup("/run/pressured/io.pressured"),
+                .proxy_path = xstrdup("/run/pressured/memory-pressure"),
+                .next_client_id = 41,
+                .next_proxy_id = 12,
+                .next_registration_id = 9,
+                .psi_unprivileged = true,
+                .n_counters = 2,
+                .n_registrations = 2,
+                .n_clients = 2,
+                .n_proxies = 1,
+                .n_reclaim = 1,
+        };
+        for (size_t i = 0; i < ELEMENTSOF(s->latency.buckets); i++)
+                s->latency.buckets[i] = 100 + i;
+        s->latency.count = 1000;
+        s->latency.sum_usec = 987654;
+
+        s->counters = calloc(2, sizeof(*s->counters));
+        ASSERT_TRUE(s->counters);
+        s->counters[0] = (SnapshotCounter) { xstrdup("events_read"), 5000 };
+        s->counters[1] = (SnapshotCounter) { xstrdup("events_delivered"), 250000 };
+
+        s->registrations = calloc(2, sizeof(*s->registrations));
+        ASSERT_TRUE(s->registrations);
+        r = &s->registrations[0];
+        *r = (SnapshotRegistration) {
+                .id = 4,
+                .type = SOURCE_PSI,
+                .cgroup = xstrdup("/system.slice/foo.service"),
+                .resource = RESOURCE_IO,
+                .requested = { PSI_STALL_FULL, 100000, 1000000 },
+                .used = { PSI_STALL_FULL, 200000, 2000000 },
+                .vm_level = _LEVEL_INVALID,
+                .vm_mode = _VMPRESSURE_MODE_INVALID,
+                .adjusted = true,
+                .dir_ino = 4242,
+                .last_state = -1,
+                .fast_charged = true,
+                .fast_uid = 1000,
+                .episode = {
+                        .active = true,
+                        .cur = { .start_us = 10, .end_us = 0, .events = 33, .peak = 120000 },
+                        .last_event_us = 20,
+                        .unquiet_us = 30,
+                        .have_sample = true,
+                        .sample_us = 40,
+                        .sample_total_us = 50,
+                },
+                .n_history = 2,
+        };
+        r->history = calloc(2, sizeof(*r->history));
+        ASSERT_TRUE(r->history);
+        r->history[0] = (EpisodeRecord) { 1, 2, 3, 4 };
+        r->history[1] = (EpisodeRecord) { 5, 6, 7, 8 };
+
+        r = &s->registrations[1];
+        *r = (SnapshotRegistration) {
+                .id = 8,
+                .type = SOURCE_KILLS,
+                .cgroup = xstrdup("/"),
+                .resource = RESOURCE_MEMORY,
+                .vm_level = LEVEL_CRITICAL,
+                .vm_mode = VMPRESSURE_MODE_LOCAL,
+                .last_state = 2,
+                .n_tops = 2,
+        };
+        r->last_events.present = (1u << MEMORY_EVENT_HIGH) | (1u << MEMORY_EVENT_OOM_KILL);
+        r->last_events.value[MEMORY_EVENT_HIGH] = 17;
+        r->last_events.value[MEMORY_EVENT_OOM_KILL] = 3;
+        r->tops = calloc(2, sizeof(*r->tops));
+        ASSERT_TRUE(r->tops);
+        r->tops[0] = (SnapshotKillsTop) { xstrdup("system.slice"), 2 };
+        r->tops[1] = (SnapshotKillsTop) { xstrdup("user.slice"), 1 };
+
+        s->clients = calloc(2, sizeof(*s->clients));
+        ASSERT_TRUE(s->clients);
+        c = &s->clients[0];
+        *c = (SnapshotClient) {
+                .id = 40,
+                .uid = 1000,
+                .gid = 100,
+                .pid = 4321,
+                .view_v2 = xstrdup("/machine.slice/ctr"),
+                .view_v1 = xstrdup("/ctr"),
+                .input = xbytes("{\"method\":\"io.pressured.GetSta"),
+                .n_output = 2,
+                .has_subscription = true,
+                .subscription = {
+                        .registration = 4,
+                        .level = LEVEL_MEDIUM,
+                        .explicit_psi = true,
+                        .by_level = true,
+                        .waiting = true,
+                        .seq = 99,
+                        .missed = 2,
+                        .min_interval_usec = 500000,
+                        .last_sent_usec = 777,
+                        .pending = xbytes("\"kind\":\"pressure\"}}}"),
+                        .pending_flags = 3,
+                        .pending_monotonic_us = 888,
+                        .pending_count = 12,
+                },
+                .owes_reexecute = true,
+        };
+        c->output = calloc(2, sizeof(*c->output));
+        ASSERT_TRUE(c->output);
+        c->output[0] = (SnapshotOutput) { 98, xbytes("rest of 98") };
+        c->output[1] = (SnapshotOutput) { 0, xbytes("{\"parameters\":{}}") };
+        s->clients[1] = (SnapshotClient) { .id = 39, .pid = 1 };
+
+        s->proxies = calloc(1, sizeof(*s->proxies));
+        ASSERT_TRUE(s->proxies);
+        s->proxies[0] = (SnapshotProxyClient) {
+                .id = 11,
+                .pid = 555,
+                .uid = 0,
+                .unit = xstrdup("foo.service"),
+                .line = xbytes("some 150000 2000000"),
+                .line_done = true,
+                .registration = 4,
+                .sent = 1234,
+                .dropped = 5,
+        };
+
+        s->reclaim = calloc(1, sizeof(*s->reclaim));
+        ASSERT_TRUE(s->reclaim);
+        s->reclaim[0] = (SnapshotReclaim) { xstrdup("/system.slice"), 1 << 30, 1 << 20 };
+}
+
+static void assert_bytes_eq(const SnapshotBytes *a, const SnapshotBytes *b) {
+        ASSERT_EQ(a->size, b->size);
+        if (a->size)
+                ASSERT_TRUE(memcmp(a->data, b->data, a->size) == 0);
+}
+
+static void assert_str_eq(const char *a, const char *b) {
+        if (!a || !b)
+                ASSERT_TRUE(a == b);
+        else
+                ASSERT_STREQ(a, b);
+}
+
+static void assert_trigger_eq(const PsiTrigger *a, const PsiTrigger *b) {
+        ASSERT_EQ(a->stall, b->stall);
+        ASSERT_U64_EQ(a->threshold_us, b->threshold_us);
+        ASSERT_U64_EQ(a->window_us, b->window_us);
+}
+
+static void assert_record_eq(const EpisodeRecord *a, const EpisodeRecord *b) {
+        ASSERT_U64_EQ(a->start_us, b->start_us);
+        ASSERT_U64_EQ(a->end_us, b->end_us);
+        ASSERT_U64_EQ(a->events, b->events);
+        ASSERT_U64_EQ(a->peak, b->peak);
+}
+
+static void assert_registration_eq(const SnapshotRegistration *a, const SnapshotRegistration *b) {
+        ASSERT_U64_EQ(a->id, b->id);
+        ASSERT_EQ(a->type, b->type);
+        assert_str_eq(a->cgroup, b->cgroup);
+        ASSERT_EQ(a->resource, b->resource);
+        assert_trigger_eq(&a->requested, &b->requested);
+        assert_trigger_eq(&a->used, &b->used);
+        ASSERT_EQ(a->vm_level, b->vm_level);
+        ASSERT_EQ(a->vm_mode, b->vm_mode);
+        ASSERT_EQ(a->adjusted, b->adjusted);
+        ASSERT_U64_EQ(a->dir_ino, b->dir_ino);
+        ASSERT_EQ(a->last_events.present, b->last_events.present);
+        for (int k = 0; k < _MEMORY_EVENT_MAX; k++)
+                ASSERT_U64_EQ(a->last_events.value[k], b->last_events.value[k]);
+        ASSERT_EQ(a->last_state, b->last_state);
+        ASSERT_EQ(a->n_tops, b->n_tops);
+        for (size_t i = 0; i < a->n_tops; i++) {
+                assert_str_eq(a->tops[i].name, b->tops[i].name);
+                ASSERT_U64_EQ(a->tops[i].oom_kill, b->tops[i].oom_kill);
+        }
+        ASSERT_EQ(a->fast_charged, b->fast_charged);
+        ASSERT_EQ(a->fast_uid, b->fast_uid);
+        ASSERT_EQ(a->episode.active, b->episode.active);
+        assert_record_eq(&a->episode.cur, &b->episode.cur);
+        ASSERT_U64_EQ(a->episode.last_event_us, b->episode.last_event_us);
+        ASSERT_U64_EQ(a->episode.unquiet_us, b->episode.unquiet_us);
+        ASSERT_EQ(a->episode.have_sample, b->episode.have_sample);
+        ASSERT_U64_EQ(a->episode.sample_us, b->episode.sample_us);
+        ASSERT_U64_EQ(a->episode.sample_total_us, b->episode.sample_total_us);
+        ASSERT_EQ(a->n_history, b->n_history);
+        for (size_t i = 0; i < a->n_history; i++)
+                assert_record_eq(&a->history[i], &b->history[i]);
+}
+
+static void assert_subscription_eq(const SnapshotSubscription *a, const SnapshotSubscription *b) {
+        ASSERT_U64_EQ(a->registration, b->registration);
+        ASSERT_EQ(a->level, b->level);
+        ASSERT_EQ(a->explicit_psi, b->explicit_psi);
+        ASSERT_EQ(a->by_level, b->by_level);
+        ASSERT_EQ(a->waiting, b->waiting);
+        ASSERT_U64_EQ(a->seq, b->seq);
+        ASSERT_U64_EQ(a->missed, b->missed);
+        ASSERT_U64_EQ(a->min_interval_usec, b->min_interval_usec);
+        ASSERT_U64_EQ(a->last_sent_usec, b->last_sent_usec);
+        assert_bytes_eq(&a->pending, &b->pending);
+        ASSERT_EQ(a->pending_flags, b->pending_flags);
+        ASSERT_U64_EQ(a->pending_monotonic_us, b->pending_monotonic_us);
+        ASSERT_U64_EQ(a->pending_count, b->pending_count);
+}
+
+static void assert_client_eq(const SnapshotClient *a, const SnapshotClient *b) {
+        ASSERT_U64_EQ(a->id, b->id);
+        ASSERT_EQ(a->uid, b->uid);
+        ASSERT_EQ(a->gid, b->gid);
+        ASSERT_EQ(a->pid, b->pid);
+        assert_str_eq(a->view_v2, b->view_v2);
+        assert_str_eq(a->view_v1, b->view_v1);
+        assert_bytes_eq(&a->input, &b->input);
+        ASSERT_EQ(a->n_output, b->n_output);
+        for (size_t i = 0; i < a->n_output; i++) {
+                ASSERT_U64_EQ(a->output[i].seq, b->output[i].seq);
+                assert_bytes_eq(&a->output[i].bytes, &b->output[i].bytes);
+        }
+        ASSERT_EQ(a->has_subscription, b->has_subscription);
+        if (a->has_subscription)
+                assert_subscription_eq(&a->subscription, &b->subscription);
+        ASSERT_EQ(a->owes_reexecute, b->owes_reexecute);
+}
+
+static void assert_snapshot_eq(const Snapshot *a, const Snapshot *b) {
+        ASSERT_U64_EQ(a->serial, b->serial);
+        ASSERT_EQ(a->complete, b->complete);
+        ASSERT_U64_EQ(a->generation, b->generation);
+        ASSERT_U64_EQ(a->start_monotonic_us, b->start_monotonic_us);
+        assert_str_eq(a->socket_path, b->socket_path);
+        assert_str_eq(a->proxy_path, b->proxy_path);
+        ASSERT_U64_EQ(a->next_client_id, b->next_client_id);
+        ASSERT_U64_EQ(a->next_proxy_id, b->next_proxy_id);
+        ASSERT_U64_EQ(a->next_registration_id, b->next_registration_id);
+        ASSERT_EQ(a->psi_unprivileged, b->psi_unprivileged);
+        ASSERT_EQ(a->n_counters, b->n_counters);
+        for (size_t i = 0; i < a->n_counters; i++) {
+                assert_str_eq(a->counters[i].name, b->counters[i].name);
+                ASSERT_U64_EQ(a->counters[i].value, b->counters[i].value);
+        }
+        ASSERT_TRUE(memcmp(&a->latency, &b->latency, sizeof(a->latency)) == 0);
+        ASSERT_EQ(a->n_registrations, b->n_registrations);
+        for (size_t i = 0; i < a->n_registrations; i++)
+                assert_registration_eq(&a->registrations[i], &b->registrations[i]);
+        ASSERT_EQ(a->n_clients, b->n_clients);
+        for (size_t i = 0; i < a->n_clients; i++)
+                assert_client_eq(&a->clients[i], &b->clients[i]);
+        ASSERT_EQ(a->n_proxies, b->n_proxies);
+        for (size_t i = 0; i < a->n_proxies; i++) {
+                const SnapshotProxyClient *x = &a->proxies[i], *y = &b->proxies[i];
+
+                ASSERT_U64_EQ(x->id, y->id);
+                ASSERT_EQ(x->pid, y->pid);
+                ASSERT_EQ(x->uid, y->uid);
+                assert_str_eq(x->unit, y->unit);
+                assert_bytes_eq(&x->line, &y->line);
+                ASSERT_EQ(x->line_done, y->line_done);
+                ASSERT_U64_EQ(x->registration, y->registration);
+                ASSERT_U64_EQ(x->sent, y->sent);
+                ASSERT_U64_EQ(x->dropped, y->dropped);
+        }
+        ASSERT_EQ(a->n_reclaim, b->n_reclaim);
+        for (size_t i = 0; i < a->n_reclaim; i++) {
+                assert_str_eq(a->reclaim[i].cgroup, b->reclaim[i].cgroup);
+                ASSERT_U64_EQ(a->reclaim[i].reclaimed, b->reclaim[i].reclaimed);
+                ASSERT_U64_EQ(a->reclaim[i].last_step, b->reclaim[i].last_step);
+        }
+}
+
+static void encode(const Snapshot *s, char **ret, size_t *ret_size) {
+        ASSERT_OK(snapshot_encode(s, SNAPSHOT_SIZE_MAX, ret, ret_size));
+}
+
+static void test_round_trip(void) {
+        _cleanup_(snapshot_done) Snapshot s = {}, d = {}, empty = {}, e = {};
+        _cleanup_free_ char *buf = NULL, *buf2 = NULL;
+        size_t n, n2;
+
+        sample(&s);
+        encode(&s, &buf, &n);
+        ASSERT_OK(snapshot_decode(buf, n, &d));
+        ASSERT_EQ(d.version, SNAPSHOT_VERSION);
+        assert_snapshot_eq(&s, &d);
+
+        /* What was decoded encodes to the same bytes. */
+        encode(&d, &buf2, &n2);
+        ASSERT_EQ(n, n2);
+        ASSERT_TRUE(memcmp(buf, buf2, n) == 0);
+
+        /* The empty snapshot: every default, and only the header and the histogram. */
+        free(buf);
+        encode(&empty, &buf, &n);
+        ASSERT_OK(snapshot_decode(buf, n, &e));
+        assert_snapshot_eq(&empty, &e);
+        ASSERT_EQ(e.n_clients, 0);
+}
+
+/* Rewrite the header's size and checksum after @buf (of @n bytes) was changed. */
+static void reseal(char *buf, size_t n) {
+        uint64_t h = UINT64_C(0xcbf29ce484222325), payload = n - SNAPSHOT_HEADER_SIZE;
+
+        for (size_t i = SNAPSHOT_HEADER_SIZE; i < n; i++) {
+                h ^= (uint8_t) buf[i];
+                h *= UINT64_C(0x100000001b3);
+        }
+        for (int i = 0; i < 8; i++) {
+                buf[16 + i] = (char) (payload >> (8 * i));
+                buf[24 + i] = (char) (h >> (8 * i));
+        }
+}
+
+static void test_truncated_and_changed(void) {
+        _cleanup_(snapshot_done) Snapshot s = {};
+        _cleanup_free_ char *buf = NULL;
+        size_t n;
+
+        sample(&s);
+        encode(&s, &buf, &n);
+        /* Cut at every byte: refused, never misread. */
+        for (size_t i = 0; i < n; i++) {
+                Snapshot d = {};
+
+                ASSERT_ERR(snapshot_decode(buf, i, &d), EBADMSG);
+                ASSERT_EQ(d.n_clients, 0);
+        }
+        /* Every byte changed: refused (the payload by its checksum, the header by its fields). */
+        for (size_t i = 0; i < n; i++) {
+                Snapshot d = {};
+                int k;
+
+                if (i >= 8 && i < 12)
+                        continue; /* the version: below */
+                buf[i] ^= 0x5a;
+                k = snapshot_decode(buf, n, &d);
+                ASSERT_ERR(k, EBADMSG);
+                buf[i] ^= 0x5a;
+        }
+        /* Cut inside a record and sealed again: the record's length gives it away. */
+        for (size_t i = SNAPSHOT_HEADER_SIZE + 1; i < n; i += 7) {
+                _cleanup_free_ char *cut = malloc(i);
+                Snapshot d = {};
+                int k;
+
+                ASSERT_TRUE(cut);
+                memcpy(cut, buf, i);
+                reseal(cut, i);
+                k = snapshot_decode(cut, i, &d);
+                if (k == 0)
+                        snapshot_done(&d); /* ended exactly between two records: a valid, shorter snapshot */
+                else
+                        ASSERT_ERR(k, EBADMSG);
+        }
+}
+
+static void test_garbage(void) {
+        char buf[4096];
+
+        srand(1);
+        for (int round = 0; round < 2000; round++) {
+                size_t n = (size_t) rand() % sizeof(buf);
+                Snapshot d = {};
+                int k;
+
+                for (size_t i = 0; i < n; i++)
+                        buf[i] = (char) rand();
+                if (round % 2 && n >= SNAPSHOT_HEADER_SIZE) {
+                        /* A valid header over random records. */
+                        memcpy(buf, "PRSDSNAP\x01\0\0\0\0\0\0\0", 16);
+                        reseal(buf, n);
+                }
+                k = snapshot_decode(buf, n, &d);
+                if (k == 0)
+                        snapshot_done(&d); /* random records that happen to be well-formed */
+                else
+                        ASSERT_TRUE(k == -EBADMSG || k == -E2BIG);
+        }
+}
+
+static void test_version(void) {
+        _cleanup_(snapshot_done) Snapshot s = {};
+        _cleanup_free_ char *buf = NULL;
+        Snapshot d = {};
+        size_t n;
+
+        sample(&s);
+        encode(&s, &buf, &n);
+        buf[8] = SNAPSHOT_VERSION + 1;
+        ASSERT_ERR(snapshot_decode(buf, n, &d), EPROTONOSUPPORT);
+        buf[8] = 0;
+        ASSERT_ERR(snapshot_decode(buf, n, &d), EBADMSG);
+}
+
+static void test_limits(void) {
+        _cleanup_(snapshot_done) Snapshot s = {};
+        _cleanup_free_ char *buf = NULL;
+        Snapshot d = {};
+        size_t n;
+        char *none = NULL;
+
+        sample(&s);
+        /* Writing: the bound given, and never over SNAPSHOT_SIZE_MAX. */
+        ASSERT_ERR(snapshot_encode(&s, 64, &none, &n), E2BIG);
+        ASSERT_TRUE(!none);
+        encode(&s, &buf, &n);
+        free(buf);
+        buf = NULL;
+        ASSERT_ERR(snapshot_encode(&s, n - 1, &buf, &n), E2BIG);
+        /* Reading: over the size, refused before a byte is read. */
+        ASSERT_ERR(snapshot_decode("", SNAPSHOT_SIZE_MAX + 1, &d), E2BIG);
+
+        /* One top-level cgroup over the bound of a kills registration. */
+        for (size_t i = 0; i < s.registrations[1].n_tops; i++)
+                free(s.registrations[1].tops[i].name);
+        free(s.registrations[1].tops);
+        s.registrations[1].tops = calloc(SNAPSHOT_TOPS_MAX + 1, sizeof(SnapshotKillsTop));
+        ASSERT_TRUE(s.registrations[1].tops);
+        for (size_t i = 0; i <= SNAPSHOT_TOPS_MAX; i++)
+                s.registrations[1].tops[i].name = xstrdup("t");
+        s.registrations[1].n_tops = SNAPSHOT_TOPS_MAX + 1;
+        encode(&s, &buf, &n);
+        ASSERT_ERR(snapshot_decode(buf, n, &d), E2BIG);
+        free(buf);
+        s.registrations[1].n_tops = SNAPSHOT_TOPS_MAX;
+        encode(&s, &buf, &n);
+        ASSERT_OK(snapshot_decode(buf, n, &d));
+        ASSERT_EQ(d.registrations[1].n_tops, SNAPSHOT_TOPS_MAX);
+        snapshot_done(&d);
+        s.registrations[1].n_tops = SNAPSHOT_TOPS_MAX + 1; /* all freed by snapshot_done() */
+}
+
+static void test_references(void) {
+        _cleanup_(snapshot_done) Snapshot s = {};
+        _cleanup_free_ char *buf = NULL;
+        Snapshot d = {};
+        size_t n;
+
+        sample(&s);
+        /* A subscription naming no registration. */
+        s.clients[0].subscription.registration = 5;
+        encode(&s, &buf, &n);
+        ASSERT_ERR(snapshot_decode(buf, n, &d), EBADMSG);
+        free(buf);
+        s.clients[0].subscription.registration = 4;
+        /* A proxied client naming none. */
+        s.proxies[0].registration = 6;
+        encode(&s, &buf, &n);
+        ASSERT_ERR(snapshot_decode(buf, n, &d), EBADMSG);
+        free(buf);
+        s.proxies[0].registration = 0;
+        /* Two clients with one id. */
+        s.clients[1].id = s.clients[0].id;
+        encode(&s, &buf, &n);
+        ASSERT_ERR(snapshot_decode(buf, n, &d), EBADMSG);
+        free(buf);
+        s.clients[1].id = 39;
+        /* A registration on a relative path. */
+        s.registrations[0].cgroup[0] = 's';
+        encode(&s, &buf, &n);
+        ASSERT_ERR(snapshot_decode(buf, n, &d), EBADMSG);
+        free(buf);
+        buf = NULL;
+        s.registrations[0].cgroup[0] = '/';
+}
+
+static void test_unknown_tags(void) {
+        _cleanup_(snapshot_done) Snapshot s = {}, d = {};
+        _cleanup_free_ char *buf = NULL;
+        static const char extra[] = { 0x77, 0x77, 3, 0, 0, 0, 'n', 'e', 'w' };
+        size_t n;
+        char *big;
+
+        sample(&s);
+        encode(&s, &buf, &n);
+        big = realloc(buf, n + sizeof(extra));
+        ASSERT_TRUE(big);
+        buf = big;
+        memcpy(buf + n, extra, sizeof(extra));
+        n += sizeof(extra);
+        reseal(buf, n);
+        ASSERT_OK(snapshot_decode(buf, n, &d));
+        assert_snapshot_eq(&s, &d);
+}
+
+static int read_file(const char *path, char **ret, size_t *ret_size) {
+        return read_full_file(path, SNAPSHOT_SIZE_MAX, ret, ret_size);
+}
+
+/* The snapshots earlier daemons wrote decode to what they held. */
+static void test_fixtures(const char *dir) {
+        for (unsigned v = 1; v <= SNAPSHOT_VERSION; v++) {
+                _cleanup_(snapshot_done) Snapshot s = {}, d = {};
+                _cleanup_free_ char *path = NULL, *buf = NULL;
+                size_t n;
+
+                ASSERT_TRUE(asprintf(&path, "%s/snapshot-v%u.bin", dir, v) > 0);
+                ASSERT_OK(read_file(path, &buf, &n));
+                ASSERT_OK(snapshot_decode(buf, n, &d));
+                ASSERT_EQ(d.version, v);
+                sample(&s);
+                assert_snapshot_eq(&s, &d);
+        }
+}
+
+static int write_fixture(const char *path) {
+        _cleanup_(snapshot_done) Snapshot s = {};
+        _cleanup_free_ char *buf = NULL;
+        _cleanup_close_ int fd = -1;
+        size_t n;
+
+        sample(&s);
+        encode(&s, &buf, &n);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, buf, n) != (ssize_t) n)
+                return 1;
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        if (argc == 3 && streq(argv[1], "--write-fixture"))
+                return write_fixture(argv[2]);
+        if (argc != 2) {
+                fprintf(stderr, "usage: %s DATA-DIR | --write-fixture FILE\n", argv[0]);
+                return 2;
+        }
+        test_round_trip();
+        test_truncated_and_changed();
+        test_garbage();
+        test_version();
+        test_limits();
+        test_references();
+        test_unknown_tags();
+        test_fixtures(argv[1]);
+        printf("ok\n");
+        return 0;
+}
