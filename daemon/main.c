@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* pressured: command line, configuration, and start-up. */
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -147,8 +148,26 @@ static int dump_config(Config *config) {
         return 0;
 }
 
-static int run(const Args *a, Config *config) {
-        _cleanup_free_ char *path = NULL;
+/*
+ * The binary Reexecute executes: the path this one was started from,
+ * read now, so that an upgrade that replaced the file is what runs.
+ */
+static char *self_exe(void) {
+        char buf[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+        const char *deleted = " (deleted)";
+        size_t dl = strlen(deleted);
+
+        if (n <= 0)
+                return NULL;
+        buf[n] = 0;
+        if ((size_t) n > dl && streq(buf + n - dl, deleted))
+                buf[n - dl] = 0;
+        return strdup(buf);
+}
+
+static int run(const Args *a, Config *config, char **argv) {
+        _cleanup_free_ char *path = NULL, *exe = self_exe();
         ManagerOptions o = {
                 .config_main = CONFIG_MAIN,
                 .config_dropins = CONFIG_DROPINS,
@@ -157,6 +176,8 @@ static int run(const Args *a, Config *config) {
                 .cgroup_v1_root = a->cgroup_v1_root,
                 .user_mode = a->user,
                 .log_level_override = a->log_level,
+                .exe = exe,
+                .argv = argv,
         };
         Manager *m = NULL;
         int k;
@@ -203,5 +224,5 @@ int main(int argc, char **argv) {
         if (a.dump_config)
                 return dump_config(config);
         log_set_max_level(a.log_level >= 0 ? a.log_level : config->log_level);
-        return run(&a, config);
+        return run(&a, config, argv);
 }

@@ -24,6 +24,7 @@
 #include "source-protection.h"
 #include "status.h"
 #include "system-bus.h"
+#include "takeover.h"
 
 struct Manager {
         struct event_base *base;
@@ -48,6 +49,8 @@ struct Manager {
         Methods methods;
         StatusContext status;
         MetricsServer *metrics;
+        Takeover *takeover;         /* restarts, crashes and Reexecute without anyone noticing */
+        bool bound_socket, bound_proxy; /* this process bound them (else inherited) */
 
         char *socket_path;          /* the varlink socket we bound and must unlink, or NULL */
         struct event *ev_sigterm, *ev_sigint, *ev_sighup;
@@ -56,6 +59,12 @@ struct Manager {
 
 static int manager_reload_cb(void *userdata, char **ret_error) {
         return manager_reload(userdata, ret_error);
+}
+
+static int manager_reexecute_cb(void *userdata, Client *c) {
+        Manager *m = userdata;
+
+        return takeover_schedule_reexec(m->takeover);
 }
 
 /* Every object below keeps a pointer to the configuration in force. */
@@ -124,10 +133,17 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
                 .counters = &m->counters,
                 .status = &m->status,
                 .reload = manager_reload_cb,
+                .reexecute = manager_reexecute_cb,
                 .userdata = m,
         };
         /* The first kills subscription's "subscribed" waits for systemd-oomd's picture. */
         oomd_watch_set_settled(m->env.oomd, methods_kills_settled, &m->methods);
+        if (takeover_new(&(TakeoverEnv) { .base = m->base, .registry = &m->registry, .counters = &m->counters,
+                                          .methods = &m->methods, .status = &m->status }, &m->takeover) < 0 ||
+            takeover_set_exec(m->takeover, o->exe, o->argv) < 0) {
+                manager_free(m);
+                return -ENOMEM;
+        }
         manager_set_config(m, config);
         *ret = m;
         return 0;
@@ -141,8 +157,16 @@ static void free_event(struct event **e) {
 }
 
 Manager *manager_free(Manager *m) {
+        bool handed_over;
+
         if (!m)
                 return NULL;
+        /* The next process serves the socket files. */
+        handed_over = m->takeover && takeover_detached(m->takeover);
+        if (handed_over && m->proxy) {
+                free(m->proxy->path);
+                m->proxy->path = NULL;
+        }
         /* Every registration goes with its last listener. */
         m->clients = client_server_free(m->clients);
         m->proxy = proxy_stop(m->proxy);
@@ -156,12 +180,15 @@ Manager *manager_free(Manager *m) {
         /* After every user of the bus. */
         m->env.bus = system_bus_free(m->env.bus);
         metrics_server_free(m->metrics);
+        /* After everything that told it of connections and registrations ending. */
+        m->takeover = takeover_free(m->takeover);
         free_event(&m->ev_sigterm);
         free_event(&m->ev_sigint);
         free_event(&m->ev_sighup);
         free_event(&m->ev_watchdog);
         if (m->socket_path) {
-                (void) unlink(m->socket_path);
+                if (!handed_over)
+                        (void) unlink(m->socket_path);
                 free(m->socket_path);
         }
         hierarchy_close(&m->v1);
@@ -236,13 +263,6 @@ static int manager_setup_cgroups(Manager *m) {
         return 0;
 }
 
-static void strv_freep(char ***p) {
-        if (*p)
-                for (char **s = *p; *s; s++)
-                        free(*s);
-        free(*p);
-}
-
 /* Take an inherited listening socket: non-blocking, close-on-exec. */
 static int manager_take_fd(int fd) {
         if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0)
@@ -253,39 +273,43 @@ static int manager_take_fd(int fd) {
 }
 
 /*
- * The sockets passed by the service manager: the varlink one, and the
- * memory-pressure one told apart by its FileDescriptorName=. Returns the
- * number passed (0: none), or a negative errno (logged).
+ * The listening sockets among the inherited @fds: passed by the service
+ * manager (told apart by their FileDescriptorName=, an unnamed one being
+ * the varlink socket), or by the process before a takeover. Returns 1 if
+ * there is one, 0 if none, or a negative errno (logged).
  */
-static int manager_inherited_fds(int *ret_varlink_fd, int *ret_mp_fd) {
-        _cleanup_(strv_freep) char **names = NULL;
-        int n, varlink_fd = -1, mp_fd = -1;
+static int manager_inherited_fds(NamedFds *fds, int *ret_varlink_fd, int *ret_mp_fd) {
+        int varlink_fd = named_fds_take(fds, "varlink"), mp_fd = named_fds_take(fds, "memory-pressure");
 
-        n = sd_listen_fds_with_names(1, &names);
-        if (n <= 0) {
-                if (n < 0)
-                        return log_error_errno(n, "Failed to get sockets from the service manager: %m");
-                return 0;
-        }
-        for (int i = 0; i < n; i++) {
-                int afd = SD_LISTEN_FDS_START + i;
+        for (size_t i = 0; i < fds->n;) {
+                NamedFd f = fds->fds[i];
 
-                if (names && names[i] && streq(names[i], "memory-pressure") && mp_fd < 0)
-                        mp_fd = afd;
-                else if (varlink_fd < 0)
-                        varlink_fd = afd;
+                if (takeover_is_fd_name(f.name)) {
+                        i++;
+                        continue;
+                }
+                fds->fds[i] = fds->fds[--fds->n];
+                if (varlink_fd < 0)
+                        varlink_fd = f.fd;
                 else {
-                        log_warning("Received an extra socket (fd %d), ignoring it.", afd);
-                        (void) close(afd);
+                        log_warning("Received an extra socket (fd %d, \"%s\"), ignoring it.", f.fd, f.name);
+                        (void) close(f.fd);
                 }
         }
-        if (varlink_fd < 0)
+        if (varlink_fd < 0 && mp_fd < 0)
+                return 0;
+        if (varlink_fd < 0) {
+                safe_close(mp_fd);
                 return log_error_errno(EINVAL, "The service manager passed no varlink socket.");
-        if (manager_take_fd(varlink_fd) < 0 || (mp_fd >= 0 && manager_take_fd(mp_fd) < 0))
+        }
+        if (manager_take_fd(varlink_fd) < 0 || (mp_fd >= 0 && manager_take_fd(mp_fd) < 0)) {
+                safe_close(varlink_fd);
+                safe_close(mp_fd);
                 return -EINVAL;
+        }
         *ret_varlink_fd = varlink_fd;
         *ret_mp_fd = mp_fd;
-        return n;
+        return 1;
 }
 
 /* Serve the memory-pressure protocol on @fd (taken over), bound by us at @path or inherited. */
@@ -326,6 +350,7 @@ static int manager_bind_proxy(Manager *m, const char *path) {
                 return log_error_errno(k, "Another process is serving %s; not taking it over.", path);
         if (k < 0)
                 return log_error_errno(k, "Failed to listen on %s: %m", path);
+        m->bound_proxy = true;
         return manager_start_proxy(m, fd, path);
 }
 
@@ -346,7 +371,30 @@ static int manager_serve(Manager *m, int fd) {
         return client_server_new(m->base, m->config, fd, methods_dispatch, &m->methods, &m->clients);
 }
 
-static int manager_listen(Manager *m) {
+/* Serve the inherited listening sockets; the paths a previous process bound stay ours to unlink. */
+static int manager_serve_inherited(Manager *m, int varlink_fd, int mp_fd, const char *proxy_path) {
+        const char *own = takeover_socket_path(m->takeover);
+        int k;
+
+        k = manager_serve(m, varlink_fd);
+        if (k >= 0 && own && !(m->socket_path = strdup(own)))
+                k = log_error_errno(ENOMEM, "Out of memory.");
+        /* Without a memory-pressure fd, bind only a configured path:
+         * the default one belongs to the socket unit. */
+        if (k >= 0 && mp_fd >= 0)
+                k = manager_start_proxy(m, mp_fd, takeover_proxy_path(m->takeover));
+        else {
+                safe_close(mp_fd);
+                if (k >= 0 && m->config->mp_socket)
+                        k = manager_bind_proxy(m, proxy_path);
+        }
+        if (k >= 0)
+                log_info("Serving on the socket %s.", takeover_generation(m->takeover) > 0 ?
+                         "taken over from the previous process" : "passed by the service manager");
+        return k;
+}
+
+static int manager_listen(Manager *m, NamedFds *fds) {
         _cleanup_free_ char *proxy_path = manager_proxy_path(m);
         const char *path = m->socket_path_arg;
         int varlink_fd = -1, mp_fd = -1, fd, k;
@@ -354,21 +402,11 @@ static int manager_listen(Manager *m) {
 
         if (!proxy_path)
                 return log_error_errno(ENOMEM, "Out of memory.");
-        k = manager_inherited_fds(&varlink_fd, &mp_fd);
+        k = manager_inherited_fds(fds, &varlink_fd, &mp_fd);
         if (k < 0)
                 return k;
-        if (k > 0) {
-                k = manager_serve(m, varlink_fd);
-                /* Without a memory-pressure fd, bind only a configured path:
-                 * the default one belongs to the socket unit. */
-                if (k >= 0 && mp_fd >= 0)
-                        k = manager_start_proxy(m, mp_fd, NULL);
-                else if (k >= 0 && m->config->mp_socket)
-                        k = manager_bind_proxy(m, proxy_path);
-                if (k >= 0)
-                        log_info("Serving on the socket passed by the service manager.");
-                return k;
-        }
+        if (k > 0)
+                return manager_serve_inherited(m, varlink_fd, mp_fd, proxy_path);
 
         if (socket_unix_is_live(path) > 0)
                 return log_error_errno(EADDRINUSE, "Another pressured is already serving %s; not taking it over.", path);
@@ -386,6 +424,7 @@ static int manager_listen(Manager *m) {
         if (replaced)
                 log_info("Removed the stale socket %s left by a previous instance.", path);
         log_info("Listening on %s.", path);
+        m->bound_socket = true;
         m->socket_path = strdup(path);
         if (!m->socket_path) {
                 safe_close(fd);
@@ -396,7 +435,20 @@ static int manager_listen(Manager *m) {
 
 static int signals_setup(Manager *m);
 
+/* What the process was started with: the sockets, and what a previous process handed over. */
+static int manager_inherit(Manager *m, NamedFds *fds) {
+        int k = named_fds_inherit(fds);
+
+        if (k == -ENOMEM)
+                return log_error_errno(k, "Out of memory.");
+        if (k < 0)
+                log_error_errno(k, "The list of inherited fds is malformed, ignoring it: %m");
+        k = takeover_inherit(m->takeover, fds);
+        return k == -ENOMEM ? log_error_errno(k, "Out of memory.") : k;
+}
+
 int manager_start(Manager *m) {
+        _cleanup_(named_fds_done) NamedFds fds = {};
         int k = manager_setup_cgroups(m);
 
         if (k < 0)
@@ -405,15 +457,23 @@ int manager_start(Manager *m) {
         k = signals_setup(m);
         if (k < 0)
                 return k;
-        k = manager_listen(m);
+        k = manager_inherit(m, &fds);
+        if (k < 0)
+                return k;
+        k = manager_listen(m, &fds);
         if (k < 0)
                 return k;
         /* The proxy may have started first: its peers count against MaxClients= with the varlink ones. */
         if (m->proxy)
                 m->proxy->env.varlink = m->clients;
         m->status.clients = m->clients;
+        takeover_set_servers(m->takeover, m->clients, m->proxy, m->reclaim, m->bound_socket ? m->socket_path : NULL,
+                             m->bound_proxy && m->proxy ? m->proxy->path : NULL);
+        takeover_restore(m->takeover, &fds);
         /* A bus that is not there is retried: only out of memory fails. */
-        return low_memory_monitor_set_enabled(m->lmm, m->config->dbus_low_memory_monitor);
+        k = low_memory_monitor_set_enabled(m->lmm, m->config->dbus_low_memory_monitor);
+        takeover_finish(m->takeover);
+        return k;
 }
 
 static void on_sigterm(evutil_socket_t sig, short what, void *userdata) {
@@ -421,6 +481,8 @@ static void on_sigterm(evutil_socket_t sig, short what, void *userdata) {
 
         log_info("Received %s, shutting down.", sig == SIGINT ? "SIGINT" : "SIGTERM");
         (void) sd_notify(0, "STOPPING=1\nSTATUS=Shutting down.");
+        /* With the fd store the next process (if there is one) takes over. */
+        (void) takeover_handover(m->takeover);
         event_base_loopbreak(m->base);
 }
 
@@ -487,7 +549,11 @@ int manager_run(Manager *m) {
                 return k;
         watchdog_setup(m);
 
-        log_struct(LOG_INFO, MESSAGE_ID_STARTED, "pressured %s started.", PACKAGE_VERSION);
+        if (takeover_generation(m->takeover) > 0)
+                log_struct(LOG_INFO, MESSAGE_ID_STARTED, "pressured %s started (generation %" PRIu64 ").",
+                           PACKAGE_VERSION, takeover_generation(m->takeover));
+        else
+                log_struct(LOG_INFO, MESSAGE_ID_STARTED, "pressured %s started.", PACKAGE_VERSION);
         (void) sd_notify(0, "READY=1\nSTATUS=Serving.");
 
         if (event_base_dispatch(m->base) < 0)

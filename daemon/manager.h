@@ -25,6 +25,8 @@ typedef struct ManagerOptions {
         const char *cgroup_v1_root; /* --cgroup-v1-root, or NULL */
         bool user_mode;             /* --user */
         int log_level_override;     /* --log-level, or -1: wins over LogLevel= on reload too */
+        const char *exe;            /* the binary Reexecute executes, or NULL */
+        char *const *argv;          /* and its arguments */
 } ManagerOptions;
 
 /*
@@ -43,7 +45,12 @@ Manager *manager_free(Manager *m);
  */
 int manager_start(Manager *m);
 
-/* manager_run - serve until SIGTERM or SIGINT. Returns 0 or a negative errno (logged). */
+/*
+ * manager_run - serve until SIGTERM or SIGINT. With systemd's fd store,
+ * SIGTERM hands every connection and registration to the next process
+ * (the store keeps them; a stop releases it). Returns 0 or a negative
+ * errno (logged).
+ */
 int manager_run(Manager *m);
 
 /*

@@ -23,6 +23,7 @@
 #define MESSAGE_ID_RELOADED            "bb8dd7f7f9864ea0b5fbcdf483a9a349"
 #define MESSAGE_ID_CONFIG_REJECTED     "e8968915283b4de1a599e8a2f21778e2"
 #define MESSAGE_ID_RECLAIM             "5d832f8296c64af3b2c682f6138468cc"
+#define MESSAGE_ID_TAKEOVER            "6402ef33ebb84b7c9425efe27e3af555"
 
 typedef struct RateLimit {
         uint64_t interval_usec;

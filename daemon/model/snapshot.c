@@ -78,6 +78,7 @@ enum {
         S_PENDING_FLAGS,
         S_PENDING_MONOTONIC,
         S_PENDING_COUNT,
+        S_WRITTEN_SEQ,
 };
 
 enum {
@@ -298,6 +299,7 @@ static void w_subscription(Writer *w, const SnapshotSubscription *s) {
         w_num(w, S_PENDING_FLAGS, s->pending_flags);
         w_num(w, S_PENDING_MONOTONIC, s->pending_monotonic_us);
         w_num(w, S_PENDING_COUNT, s->pending_count);
+        w_num(w, S_WRITTEN_SEQ, s->written_seq);
         w_end(w, mark);
 }
 
@@ -754,6 +756,8 @@ static int r_subscription_field(uint16_t tag, const Span *f, SnapshotSubscriptio
                 return r_u64(f, &s->pending_monotonic_us);
         case S_PENDING_COUNT:
                 return r_u64(f, &s->pending_count);
+        case S_WRITTEN_SEQ:
+                return r_u64(f, &s->written_seq);
         }
         return 0;
 }
@@ -1080,7 +1084,7 @@ int snapshot_decode(const void *data, size_t size, Snapshot *ret) {
         return 0;
 }
 
-static void snapshot_client_done(SnapshotClient *c) {
+void snapshot_client_done(SnapshotClient *c) {
         free(c->view_v2);
         free(c->view_v1);
         free(c->input.data);
@@ -1088,14 +1092,16 @@ static void snapshot_client_done(SnapshotClient *c) {
                 free(c->output[i].bytes.data);
         free(c->output);
         free(c->subscription.pending.data);
+        *c = (SnapshotClient) {};
 }
 
-static void snapshot_registration_done(SnapshotRegistration *r) {
+void snapshot_registration_done(SnapshotRegistration *r) {
         free(r->cgroup);
         for (size_t i = 0; i < r->n_tops; i++)
                 free(r->tops[i].name);
         free(r->tops);
         free(r->history);
+        *r = (SnapshotRegistration) {};
 }
 
 void snapshot_done(Snapshot *s) {

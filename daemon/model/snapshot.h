@@ -61,6 +61,7 @@ typedef struct SnapshotSubscription {
         bool by_level;
         bool waiting;                /* a kills stream whose "subscribed" is not sent yet */
         uint64_t seq;                /* events generated so far */
+        uint64_t written_seq;        /* the last one wholly written to the socket */
         uint64_t missed;             /* dropped since the last one queued */
         uint64_t min_interval_usec;
         uint64_t last_sent_usec;     /* CLOCK_MONOTONIC */
@@ -160,6 +161,12 @@ typedef struct Snapshot {
         SnapshotReclaim *reclaim;
         size_t n_reclaim;
 } Snapshot;
+
+/* snapshot_registration_done - free what @r holds and zero it. */
+void snapshot_registration_done(SnapshotRegistration *r);
+
+/* snapshot_client_done - free what @c holds and zero it. */
+void snapshot_client_done(SnapshotClient *c);
 
 /* snapshot_done - free everything @s holds and zero it. */
 void snapshot_done(Snapshot *s);

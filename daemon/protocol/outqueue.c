@@ -72,7 +72,7 @@ static OutEntry *outqueue_append(OutQueue *q) {
         return &q->entries[(q->head + q->n) % q->n_alloc];
 }
 
-int outqueue_push_event(OutQueue *q, const char *prefix, size_t prefix_size, Body *body,
+int outqueue_push_event(OutQueue *q, const char *prefix, size_t prefix_size, Body *body, uint64_t seq,
                         size_t limit) {
         OutEntry *e;
         size_t size = prefix_size + body->size;
@@ -94,6 +94,7 @@ int outqueue_push_event(OutQueue *q, const char *prefix, size_t prefix_size, Bod
         e->own = NULL;
         e->own_size = 0;
         e->offset = 0;
+        e->seq = seq;
         e->prefix_size = (uint16_t) prefix_size;
         memcpy(e->prefix, prefix, prefix_size);
         q->n++;
@@ -117,9 +118,9 @@ ssize_t outqueue_write_direct(int fd, const char *prefix, size_t prefix_size, co
         return n;
 }
 
-int outqueue_push_event_partial(OutQueue *q, const char *prefix, size_t prefix_size, Body *body,
+int outqueue_push_event_partial(OutQueue *q, const char *prefix, size_t prefix_size, Body *body, uint64_t seq,
                                 size_t written) {
-        int k = outqueue_push_event(q, prefix, prefix_size, body, 0);
+        int k = outqueue_push_event(q, prefix, prefix_size, body, seq, 0);
 
         if (k < 0)
                 return k;
@@ -130,6 +131,10 @@ int outqueue_push_event_partial(OutQueue *q, const char *prefix, size_t prefix_s
 }
 
 int outqueue_push_owned(OutQueue *q, char *data, size_t size) {
+        return outqueue_push_restored(q, data, size, 0);
+}
+
+int outqueue_push_restored(OutQueue *q, char *data, size_t size, uint64_t seq) {
         OutEntry *e;
 
         if (!data)
@@ -143,6 +148,7 @@ int outqueue_push_owned(OutQueue *q, char *data, size_t size) {
         e->own = data;
         e->own_size = size;
         e->offset = 0;
+        e->seq = seq;
         e->prefix_size = 0;
         q->n++;
         q->bytes += size;
@@ -193,6 +199,8 @@ int outqueue_flush(OutQueue *q, int fd) {
                                 break;
                         }
                         n -= (ssize_t) left;
+                        if (e->seq > q->done_seq)
+                                q->done_seq = e->seq;
                         entry_clear(e);
                         q->head = (q->head + 1) % q->n_alloc;
                         q->n--;
@@ -206,4 +214,52 @@ int outqueue_flush(OutQueue *q, int fd) {
                 q->head = 0;
         }
         return 1;
+}
+
+/* The unwritten rest of @e into @ret. */
+static int entry_export(const OutEntry *e, SnapshotOutput *ret) {
+        size_t size = entry_size(e) - e->offset, off = e->offset, n = 0;
+        char *buf = malloc(size);
+
+        if (!buf)
+                return -ENOMEM;
+        if (off < e->prefix_size) {
+                n = e->prefix_size - off;
+                memcpy(buf, e->prefix + off, n);
+                off = 0;
+        } else
+                off -= e->prefix_size;
+        memcpy(buf + n, (e->body ? e->body->data : e->own) + off, size - n);
+        *ret = (SnapshotOutput) { .seq = e->seq, .bytes = { buf, size } };
+        return 0;
+}
+
+int outqueue_export(const OutQueue *q, size_t budget, SnapshotOutput **ret, size_t *ret_n, uint64_t *ret_dropped) {
+        SnapshotOutput *out = NULL;
+        size_t n = 0, used = 0;
+        uint64_t dropped = 0;
+
+        if (q->n > 0 && !(out = calloc(q->n, sizeof(*out))))
+                return -ENOMEM;
+        for (size_t i = 0; i < q->n; i++) {
+                const OutEntry *e = &q->entries[(q->head + i) % q->n_alloc];
+                size_t size = entry_size(e) - e->offset;
+
+                if (e->seq > 0 && e->offset == 0 && used + size > budget) {
+                        dropped++;
+                        continue;
+                }
+                if (entry_export(e, &out[n]) < 0) {
+                        while (n > 0)
+                                free(out[--n].bytes.data);
+                        free(out);
+                        return -ENOMEM;
+                }
+                used += size;
+                n++;
+        }
+        *ret = out;
+        *ret_n = n;
+        *ret_dropped = dropped;
+        return 0;
 }

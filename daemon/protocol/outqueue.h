@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "snapshot.h"
 #include "util.h"
 
 typedef struct Body {
@@ -44,6 +45,7 @@ typedef struct OutEntry {
         char *own;           /* privately owned bytes (replies), or NULL */
         size_t own_size;
         size_t offset;       /* bytes of (prefix + body/own) already written */
+        uint64_t seq;        /* the event's seq in its stream; 0 for a reply */
         uint16_t prefix_size;
         char prefix[OUT_PREFIX_MAX];
 } OutEntry;
@@ -54,6 +56,7 @@ typedef struct OutQueue {
         size_t head;
         size_t n;
         size_t bytes;        /* bytes still to be written */
+        uint64_t done_seq;   /* the largest seq of an event wholly written */
 } OutQueue;
 
 void outqueue_init(OutQueue *q);
@@ -64,12 +67,13 @@ static inline bool outqueue_is_empty(const OutQueue *q) {
 }
 
 /*
- * outqueue_push_event - queue @prefix followed by @body (referenced).
+ * outqueue_push_event - queue @prefix followed by @body (referenced), the
+ * event numbered @seq in its stream (0 for none).
  * @limit: if the queue's memory (bytes to write plus its entries) would
  * exceed this, nothing is queued and -ENOBUFS is returned; 0 means no limit
  * (used for final messages).
  */
-int outqueue_push_event(OutQueue *q, const char *prefix, size_t prefix_size, Body *body,
+int outqueue_push_event(OutQueue *q, const char *prefix, size_t prefix_size, Body *body, uint64_t seq,
                         size_t limit) _warn_unused_result_;
 
 /*
@@ -84,7 +88,7 @@ ssize_t outqueue_write_direct(int fd, const char *prefix, size_t prefix_size, co
  * @written bytes were already written by outqueue_write_direct(). Not
  * subject to the limit: the queue was empty.
  */
-int outqueue_push_event_partial(OutQueue *q, const char *prefix, size_t prefix_size, Body *body,
+int outqueue_push_event_partial(OutQueue *q, const char *prefix, size_t prefix_size, Body *body, uint64_t seq,
                                 size_t written) _warn_unused_result_;
 
 /*
@@ -93,6 +97,27 @@ int outqueue_push_event_partial(OutQueue *q, const char *prefix, size_t prefix_s
  * of the caller's, is -ENOMEM too. Returns 0 or -ENOMEM.
  */
 int outqueue_push_owned(OutQueue *q, char *data, size_t size) _warn_unused_result_;
+
+/*
+ * outqueue_push_restored - queue what was left of a message @seq (0 for a
+ * reply) in a previous process's queue: @data (@size bytes, taken over;
+ * freed on failure). Returns 0 or -ENOMEM.
+ */
+int outqueue_push_restored(OutQueue *q, char *data, size_t size, uint64_t seq) _warn_unused_result_;
+
+/* outqueue_partial - whether the oldest message is partly written (the socket holds its start). */
+static inline bool outqueue_partial(const OutQueue *q) {
+        return q->n > 0 && q->entries[q->head].offset > 0;
+}
+
+/*
+ * outqueue_export - what is left to write, for a snapshot: one
+ * SnapshotOutput per message, oldest first. Whole events beyond @budget
+ * bytes are left out (a partly written message and replies never are) and
+ * counted in @ret_dropped. Returns 0 or -ENOMEM (nothing allocated).
+ */
+int outqueue_export(const OutQueue *q, size_t budget, SnapshotOutput **ret, size_t *ret_n,
+                    uint64_t *ret_dropped);
 
 /*
  * outqueue_flush - write as much as the socket takes.

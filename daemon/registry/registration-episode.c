@@ -96,6 +96,8 @@ static void episode_cleared(Registration *r, const EpisodeRecord *rec) {
                   r->src.cgroup, source_type_to_string(r->src.type), (rec->end_us - rec->start_us) / USEC_PER_MSEC,
                   rec->events);
 
+        if (r->registry->hooks && r->registry->hooks->changed)
+                r->registry->hooks->changed(r->registry->hooks_userdata);
         body = event_body_new(event_cleared_new(r->src.cgroup, r->src.type, r->src.resource, rec, rt, mono), mono);
         if (!body) {
                 log_ratelimited(LOG_WARNING, ENOMEM, NULL, 10, 1,
@@ -138,8 +140,11 @@ void registration_episode_event(Registration *r, uint64_t monotonic_us, Level le
         /* The peak of a level-based episode is the level + 1, 0 meaning none. */
         lv = level >= 0 ? (uint32_t) level + 1 : 0;
         has_total = read_stall_total(r, &total);
-        if (episode_event(&r->episode, monotonic_us, lv, has_total, total))
+        if (episode_event(&r->episode, monotonic_us, lv, has_total, total)) {
                 log_debug("Pressure episode on %s (%s) began.", r->src.cgroup, source_type_to_string(r->src.type));
+                if (r->registry->hooks && r->registry->hooks->changed)
+                        r->registry->hooks->changed(r->registry->hooks_userdata);
+        }
         episode_arm(r);
 }
 
@@ -215,4 +220,50 @@ json_t *registration_history_json(const Registration *r) {
                 }
         }
         return a;
+}
+
+/**
+ * registration_episode_export - the episode and history of a registration, for a successor
+ * @r: the registration
+ * @ret: the snapshot to fill in (its episode and history)
+ *
+ * Returns 0 or -ENOMEM.
+ */
+int registration_episode_export(const Registration *r, SnapshotRegistration *ret) {
+        ret->episode = r->episode;
+        if (r->history.n == 0)
+                return 0;
+        ret->history = calloc(r->history.n, sizeof(EpisodeRecord));
+        if (!ret->history)
+                return -ENOMEM;
+        for (size_t i = 0; i < r->history.n; i++)
+                ret->history[i] = *episode_history_get(&r->history, i);
+        ret->n_history = r->history.n;
+        return 0;
+}
+
+/**
+ * registration_episode_restore - take over a previous process's episode and history
+ * @r: the registration, its tracking initialized from the configuration
+ * @saved: what the previous process had
+ *
+ * An active episode goes on (its timer armed again) and clears as it
+ * would have; the stall sample is taken afresh. A history that does not
+ * fit in HistoryEpisodes= keeps its newest entries.
+ */
+void registration_episode_restore(Registration *r, const SnapshotRegistration *saved) {
+        if (!registration_has_episodes(r))
+                return;
+        for (size_t i = 0; i < saved->n_history; i++)
+                if (episode_history_push(&r->history, &saved->history[i]) < 0)
+                        break;
+        if (!saved->episode.active)
+                return;
+        r->episode.active = true;
+        r->episode.cur = saved->episode.cur;
+        r->episode.last_event_us = saved->episode.last_event_us;
+        r->episode.unquiet_us = saved->episode.unquiet_us;
+        r->episode.have_sample = false;
+        r->episode.sample_us = now_usec(CLOCK_MONOTONIC);
+        episode_arm(r);
 }

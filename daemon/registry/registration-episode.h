@@ -49,6 +49,12 @@ void registration_episode_reconfigure(Registration *r);
  */
 void registration_episode_adopt(Registration *to, const Registration *from);
 
+/* registration_episode_export - @r's episode and history into @ret. Returns 0 or -ENOMEM. */
+int registration_episode_export(const Registration *r, SnapshotRegistration *ret);
+
+/* registration_episode_restore - @r's episode and history as @saved has them, after init. */
+void registration_episode_restore(Registration *r, const SnapshotRegistration *saved);
+
 /* registration_episode_json - the active episode of @r, or NULL if none. */
 json_t *registration_episode_json(const Registration *r);
 

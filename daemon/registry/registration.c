@@ -128,6 +128,8 @@ static const SourceCallbacks registration_source_callbacks = {
 static Registration *registration_free(Registration *r) {
         if (!r)
                 return NULL;
+        if (r->registry->hooks && r->registry->hooks->removed)
+                r->registry->hooks->removed(r, r->registry->hooks_userdata);
         source_close(&r->src);
         registration_episode_done(r);
         free(r);
@@ -162,10 +164,13 @@ int registration_acquire(Registry *reg, const RegistrationKey *key, Registration
                 return k;
         }
 
+        r->id = ++reg->next_id;
         registration_episode_init(r);
         LIST_PREPEND(registrations, reg->registrations, r);
         reg->n_registrations++;
         counter_inc(reg->counters, COUNTER_REGISTRATIONS_CREATED);
+        if (reg->hooks && reg->hooks->added)
+                reg->hooks->added(r, reg->hooks_userdata);
         log_struct(LOG_INFO, MESSAGE_ID_REGISTRATION_ADDED,
                    "Registered %s on %s (%s)%s.", source_type_to_string(r->src.type), r->src.cgroup,
                    source_describe(&r->src, desc, sizeof(desc)), r->src.adjusted ? ", adjusted" : "");
@@ -457,5 +462,69 @@ int registration_state_json(Registration *r, json_t **ret) {
                 return -ENOMEM;
         }
         *ret = state;
+        return 0;
+}
+
+int registration_adopt(Registry *reg, const SnapshotRegistration *saved, int fd, Registration **ret,
+                       VarlinkError *e) {
+        RegistrationKey key = {
+                .type = saved->type,
+                .cgroup = saved->cgroup,
+                .resource = saved->resource,
+                .psi = saved->requested,
+                .vm_level = saved->vm_level,
+                .vm_mode = saved->vm_mode,
+        };
+        Registration *r = calloc(1, sizeof(*r));
+        int k;
+
+        if (!r) {
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        r->registry = reg;
+        k = source_adopt(&r->src, reg->env, &registration_source_callbacks, &key, saved, fd, e);
+        if (k < 0) {
+                free(r);
+                return k;
+        }
+        r->id = saved->id;
+        if (r->id > reg->next_id)
+                reg->next_id = r->id;
+        r->fast_charged = saved->fast_charged;
+        r->fast_uid = saved->fast_uid;
+        registration_episode_init(r);
+        registration_episode_restore(r, saved);
+        LIST_PREPEND(registrations, reg->registrations, r);
+        reg->n_registrations++;
+        *ret = r;
+        return 0;
+}
+
+void registration_adopted(Registration *r, const SnapshotRegistration *saved) {
+        source_restore(&r->src, saved);
+}
+
+int registration_export(const Registration *r, SnapshotRegistration *ret) {
+        SnapshotRegistration e = {
+                .id = r->id,
+                .type = r->src.type,
+                .resource = r->src.resource,
+                .vm_level = r->src.vm_level,
+                .vm_mode = r->src.vm_mode,
+                .fast_charged = r->fast_charged,
+                .fast_uid = r->fast_uid,
+        };
+        int k;
+
+        e.cgroup = strdup(r->src.cgroup);
+        k = e.cgroup ? source_export(&r->src, &e) : -ENOMEM;
+        if (k >= 0)
+                k = registration_episode_export(r, &e);
+        if (k < 0) {
+                snapshot_registration_done(&e);
+                return k;
+        }
+        *ret = e;
         return 0;
 }

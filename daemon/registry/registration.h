@@ -69,6 +69,7 @@ struct Listener {
 
 struct Registration {
         Registry *registry;
+        uint64_t id;                /* > 0, never reused; names its fd in the fd store */
         Source src;
         bool removed;
         bool fast_charged;          /* a fast trigger counted against fast_uid's quota (policy.h) */
@@ -86,12 +87,22 @@ struct Registration {
         LIST_FIELDS(Registration, registrations);
 };
 
+/* Who is told as registrations come and go (the takeover bookkeeping); every callback is optional. */
+typedef struct RegistryHooks {
+        void (*added)(Registration *r, void *userdata);    /* a new kernel registration */
+        void (*removed)(Registration *r, void *userdata);  /* closed */
+        void (*changed)(void *userdata);                   /* an episode began or ended */
+} RegistryHooks;
+
 struct Registry {
         SourceEnv *env;
         const Config *config;
         Counters *counters;
         Registration *registrations;
         unsigned n_registrations;
+        uint64_t next_id;
+        const RegistryHooks *hooks;
+        void *hooks_userdata;
 };
 
 /* registry_init - an empty registry over @env, under @config, counting in @counters. */
@@ -154,6 +165,22 @@ int registration_acquire(Registry *reg, const RegistrationKey *key, Registration
  */
 int registration_acquire_for(Registry *reg, RegistrationKey *key, uid_t uid, bool explicit_psi, Registration **ret,
                              bool *ret_adjusted, char reason[static POLICY_REASON_MAX], VarlinkError *e);
+
+/*
+ * registration_adopt - the registration a previous process described in
+ * @saved, taking over its kernel registration @fd (-1: opened anew).
+ * Unlike a new one, it is not yet told to the hooks (it is in the fd store
+ * already), nor released while nobody listens: registration_release() it
+ * once its listeners are back. Returns 0 or a negative errno with @e filled.
+ */
+int registration_adopt(Registry *reg, const SnapshotRegistration *saved, int fd, Registration **ret,
+                       VarlinkError *e);
+
+/* registration_adopted - @r's listeners are back: report what happened while nobody watched. */
+void registration_adopted(Registration *r, const SnapshotRegistration *saved);
+
+/* registration_export - @r as a snapshot. Returns 0 or -ENOMEM. */
+int registration_export(const Registration *r, SnapshotRegistration *ret);
 
 /* registration_release - close and free @r if no listener uses it any more. */
 void registration_release(Registration *r);

@@ -73,6 +73,9 @@ Client *client_free(Client *c) {
         cgroup_view_done(&c->view);
         if (c->dead)
                 LIST_REMOVE(dead, m->dead, c);
+        if (m->hooks && m->hooks->disconnected)
+                m->hooks->disconnected(c, m->hooks_userdata);
+        live_page_release(m->live, c->live_slot);
         LIST_REMOVE(clients, m->clients, c);
         m->n_clients--;
         user_remove(m, c->uid);
@@ -94,12 +97,31 @@ void client_kill(Client *c) {
         event_active(m->ev_reap, 0, 0);
 }
 
+LiveSlot *client_live(Client *c) {
+        return live_page_slot(c->server->live, c->live_slot);
+}
+
+/* What the live page says of @c's output: the last event wholly written, and whether one is half-way. */
+static void client_live_sync(Client *c) {
+        LiveSlot *l = client_live(c);
+
+        if (!l)
+                return;
+        if (c->out.done_seq > l->written_seq)
+                l->written_seq = c->out.done_seq;
+        if (outqueue_partial(&c->out))
+                l->flags |= LIVE_SLOT_PARTIAL;
+        else
+                l->flags &= ~LIVE_SLOT_PARTIAL;
+}
+
 static void client_kick(Client *c) {
         int k;
 
         if (c->dead || c->write_armed)
                 return;
         k = outqueue_flush(&c->out, c->fd);
+        client_live_sync(c);
         if (k < 0) {
                 client_kill(c);
                 return;
@@ -124,7 +146,7 @@ int client_send_owned(Client *c, char *msg, size_t size) {
         return 0;
 }
 
-int client_send_event(Client *c, const char *prefix, size_t n, Body *body, size_t limit) {
+int client_send_event(Client *c, const char *prefix, size_t n, Body *body, uint64_t seq, size_t limit) {
         int k;
 
         if (c->dead)
@@ -138,21 +160,34 @@ int client_send_event(Client *c, const char *prefix, size_t n, Body *body, size_
                         client_kill(c);
                         return (int) w;
                 }
-                if (w >= 0 && (size_t) w == n + body->size)
+                if (w >= 0 && (size_t) w == n + body->size) {
+                        LiveSlot *l = client_live(c);
+
+                        if (l && seq > l->written_seq)
+                                l->written_seq = seq;
                         return 0;
-                k = outqueue_push_event_partial(&c->out, prefix, n, body, w < 0 ? 0 : (size_t) w);
+                }
+                k = outqueue_push_event_partial(&c->out, prefix, n, body, seq, w < 0 ? 0 : (size_t) w);
         } else
-                k = outqueue_push_event(&c->out, prefix, n, body, limit);
+                k = outqueue_push_event(&c->out, prefix, n, body, seq, limit);
         if (k < 0)
                 return k == -ENOMEM ? -ENOBUFS : k;
         client_kick(c);
         return 0;
 }
 
+static void client_stream_changed(Client *c) {
+        ClientServer *m = c->server;
+
+        if (m->hooks && m->hooks->stream)
+                m->hooks->stream(c, m->hooks_userdata);
+}
+
 void client_stream_start(Client *c, void *stream, ClientStreamFreeFn stream_free) {
         c->stream = stream;
         c->stream_free = stream_free;
         c->server->n_streams++;
+        client_stream_changed(c);
 }
 
 void client_stream_ended(Client *c) {
@@ -160,6 +195,7 @@ void client_stream_ended(Client *c) {
                 return;
         c->stream = NULL;
         c->server->n_streams--;
+        client_stream_changed(c);
         /* Pipelined calls that waited behind the stream may proceed. */
         if (!c->dead)
                 client_process(c);
@@ -182,6 +218,7 @@ static void on_client_write(evutil_socket_t fd, short what, void *userdata) {
         int k;
 
         k = outqueue_flush(&c->out, c->fd);
+        client_live_sync(c);
         if (k < 0) {
                 client_kill(c);
                 return;
@@ -227,10 +264,23 @@ static void handle_message(Client *c, const char *msg, size_t size) {
         varlink_call_done(&call);
 }
 
+/* Whether input was read that is not handled yet, for a successor after a crash. */
+static void client_live_input(Client *c, bool pending) {
+        LiveSlot *l = client_live(c);
+
+        if (!l)
+                return;
+        if (pending)
+                l->flags |= LIVE_SLOT_INPUT;
+        else
+                l->flags &= ~LIVE_SLOT_INPUT;
+}
+
 /* Answer every complete buffered call, in order, unless a stream is active. */
 static void client_process(Client *c) {
         ClientServer *m = c->server;
 
+        client_live_input(c, true);
         while (!c->dead && !c->stream) {
                 const char *msg;
                 size_t size;
@@ -256,6 +306,8 @@ static void client_process(Client *c) {
         }
         if (c->dead)
                 return;
+        /* A call waiting behind a stream is input a successor could not answer. */
+        client_live_input(c, varlink_reader_pending(&c->in) > 0 || c->owes_reexecute);
 
         if (varlink_reader_pending(&c->in) == 0) {
                 c->partial_since = 0;
@@ -360,7 +412,8 @@ static void refuse_unknown_view(int fd, const struct ucred *cred, int error) {
         refuse(fd, &e);
 }
 
-int client_new(ClientServer *m, int fd, const struct ucred *cred, Client **ret) {
+/* A client on @fd (taken over) numbered @id, watched for input; no hook is told. */
+static int client_setup(ClientServer *m, int fd, const struct ucred *cred, uint64_t id, Client **ret) {
         Client *c = calloc(1, sizeof(*c));
         int k;
 
@@ -375,7 +428,8 @@ int client_new(ClientServer *m, int fd, const struct ucred *cred, Client **ret) 
                 return k;
         }
         c->server = m;
-        c->id = ++m->next_client_id;
+        c->id = id;
+        c->live_slot = -1;
         c->fd = fd;
         c->uid = cred->uid;
         c->gid = cred->gid;
@@ -388,13 +442,117 @@ int client_new(ClientServer *m, int fd, const struct ucred *cred, Client **ret) 
 
         c->ev_read = event_new(m->base, fd, EV_READ | EV_PERSIST, on_client_read, c);
         c->ev_write = event_new(m->base, fd, EV_WRITE | EV_PERSIST, on_client_write, c);
-        if (!c->ev_read || !c->ev_write || event_add(c->ev_read, NULL) < 0) {
+        if (!c->ev_read || !c->ev_write || event_add(c->ev_read, NULL) < 0 ||
+            (m->live && (c->live_slot = live_page_claim(m->live, c->id)) < 0)) {
                 client_free(c);
                 return -ENOMEM;
         }
+        *ret = c;
+        return 0;
+}
+
+int client_new(ClientServer *m, int fd, const struct ucred *cred, Client **ret) {
+        Client *c;
+        int k = client_setup(m, fd, cred, ++m->next_client_id, &c);
+
+        if (k < 0)
+                return k;
+        if (m->hooks && m->hooks->connected)
+                m->hooks->connected(c, m->hooks_userdata);
         client_arm_timer(c);
         *ret = c;
         return 0;
+}
+
+static int strdup_or_null(const char *s, char **ret) {
+        *ret = NULL;
+        if (s && !(*ret = strdup(s)))
+                return -ENOMEM;
+        return 0;
+}
+
+/* Put back what was left to write to @c, in order. */
+static int client_restore_output(Client *c, const SnapshotClient *snap) {
+        for (size_t i = 0; i < snap->n_output; i++) {
+                const SnapshotBytes *b = &snap->output[i].bytes;
+                char *copy = malloc(b->size);
+                int k;
+
+                if (!copy)
+                        return -ENOMEM;
+                memcpy(copy, b->data, b->size);
+                k = outqueue_push_restored(&c->out, copy, b->size, snap->output[i].seq);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+int client_adopt(ClientServer *m, int fd, const SnapshotClient *snap, Client **ret) {
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        Client *c;
+        int k;
+
+        /* The peer is who the kernel says: its credentials are fixed at connect time. */
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+                k = -errno;
+                safe_close(fd);
+                return k;
+        }
+        if (cred.uid != snap->uid || cred.gid != snap->gid) {
+                safe_close(fd);
+                return -EBADMSG;
+        }
+        k = client_setup(m, fd, &cred, snap->id, &c);
+        if (k < 0)
+                return k;
+        c->owes_reexecute = snap->owes_reexecute;
+        if (strdup_or_null(snap->view_v2, &c->view.v2_root) < 0 ||
+            strdup_or_null(snap->view_v1, &c->view.v1_root) < 0 ||
+            (snap->input.size > 0 && varlink_reader_feed(&c->in, snap->input.data, snap->input.size) < 0) ||
+            client_restore_output(c, snap) < 0) {
+                client_free(c);
+                return -ENOMEM;
+        }
+        if (snap->id > m->next_client_id)
+                m->next_client_id = snap->id;
+        *ret = c;
+        return 0;
+}
+
+int client_export(const Client *c, bool complete, size_t budget, SnapshotClient *ret, uint64_t *ret_dropped) {
+        SnapshotClient s = {
+                .id = c->id,
+                .uid = c->uid,
+                .gid = c->gid,
+                .pid = c->pid,
+                .owes_reexecute = c->owes_reexecute,
+        };
+        uint64_t dropped = 0;
+        int k;
+
+        k = strdup_or_null(c->view.v2_root, &s.view_v2);
+        if (k >= 0)
+                k = strdup_or_null(c->view.v1_root, &s.view_v1);
+        if (k >= 0 && complete)
+                k = snapshot_bytes_set(&s.input, c->in.buf + c->in.start, varlink_reader_pending(&c->in));
+        if (k >= 0 && complete)
+                k = outqueue_export(&c->out, budget, &s.output, &s.n_output, &dropped);
+        if (k < 0) {
+                snapshot_client_done(&s);
+                return k;
+        }
+        *ret = s;
+        *ret_dropped = dropped;
+        return 0;
+}
+
+void client_resume(Client *c) {
+        client_kick(c);
+        client_live_sync(c);
+        if (!c->dead)
+                client_process(c);
 }
 
 static void on_accept(evutil_socket_t lfd, short what, void *userdata) {
@@ -474,11 +632,13 @@ static void on_accept(evutil_socket_t lfd, short what, void *userdata) {
         }
 }
 
-static void on_reap(evutil_socket_t fd, short what, void *userdata) {
-        ClientServer *m = userdata;
-
+void client_server_reap(ClientServer *m) {
         while (m->dead)
                 client_free(m->dead);
+}
+
+static void on_reap(evutil_socket_t fd, short what, void *userdata) {
+        client_server_reap(userdata);
 }
 
 int client_server_new(struct event_base *base, const Config *config, int listen_fd, ClientDispatchFn dispatch,

@@ -26,9 +26,11 @@
 
 #include "config.h"
 #include "cgroup-ns.h"
+#include "fdstore.h"
 #include "list.h"
 #include "outqueue.h"
 #include "peer-view.h"
+#include "snapshot.h"
 #include "varlink.h"
 
 typedef struct Client Client;
@@ -55,6 +57,8 @@ struct Client {
         OutQueue out;
         void *stream;               /* active stream, or NULL: later calls wait */
         ClientStreamFreeFn stream_free;
+        int live_slot;              /* in the server's live page, -1 none */
+        bool owes_reexecute;        /* a Reexecute call waits for the next process's answer */
         uint64_t partial_since;     /* monotonic time the unfinished message began, 0 none */
         uint64_t last_activity;
         bool dead;
@@ -69,6 +73,13 @@ typedef struct UserCount {
         uid_t uid;
         unsigned n;
 } UserCount;
+
+/* Who is told as clients come and go (the takeover bookkeeping); every callback is optional. */
+typedef struct ClientServerHooks {
+        void (*connected)(Client *c, void *userdata);
+        void (*disconnected)(Client *c, void *userdata);
+        void (*stream)(Client *c, void *userdata);         /* its stream began or ended */
+} ClientServerHooks;
 
 /* The varlink socket and its clients. */
 struct ClientServer {
@@ -88,6 +99,9 @@ struct ClientServer {
         uint64_t next_client_id;
         UserCount *users;
         size_t n_users;
+        LivePage *live;             /* what every connection was last told, for a successor after a crash; or NULL */
+        const ClientServerHooks *hooks;
+        void *hooks_userdata;
 };
 
 /*
@@ -111,6 +125,9 @@ int client_new(ClientServer *s, int fd, const struct ucred *cred, Client **ret);
 /* client_free - close @c now and free it with its stream; NULL-safe, returns NULL. */
 Client *client_free(Client *c);
 
+/* client_server_reap - free the clients client_kill() closed, now. */
+void client_server_reap(ClientServer *s);
+
 /* client_kill - close @c later, from the loop; safe during fan-out. */
 void client_kill(Client *c);
 
@@ -125,7 +142,29 @@ int client_send_owned(Client *c, char *msg, size_t size);
  * Returns 0, -ENOBUFS if it did not fit (the event is dropped), or another
  * negative errno after which @c is being closed.
  */
-int client_send_event(Client *c, const char *prefix, size_t n, Body *body, size_t limit);
+int client_send_event(Client *c, const char *prefix, size_t n, Body *body, uint64_t seq, size_t limit);
+
+/* client_live - @c's slot in the live page, or NULL. */
+LiveSlot *client_live(Client *c);
+
+/*
+ * client_adopt - a client for the connection @fd (taken over, closed on
+ * failure) that a previous process described in @snap: its identity, its
+ * peer's view, what it had sent and not yet been answered, and what was
+ * left to write to it. Its stream is restored separately. Returns 0 or a
+ * negative errno.
+ */
+int client_adopt(ClientServer *s, int fd, const SnapshotClient *snap, Client **ret);
+
+/*
+ * client_export - @c as a snapshot: identity and view, and with @complete
+ * its unhandled input and unwritten output (at most @budget bytes of whole
+ * events; the number left out in @ret_dropped). Returns 0 or -ENOMEM.
+ */
+int client_export(const Client *c, bool complete, size_t budget, SnapshotClient *ret, uint64_t *ret_dropped);
+
+/* client_resume - handle what an adopted client had sent, and write what it was owed. */
+void client_resume(Client *c);
 
 /* client_stream_start - @stream is @c's active stream; later calls wait until it ends. */
 void client_stream_start(Client *c, void *stream, ClientStreamFreeFn stream_free);

@@ -302,7 +302,7 @@ static void on_kills_timer(evutil_socket_t fd, short what, void *userdata) {
  * systemd-oomd's signal is in place and the owner of its name known, so
  * that kill_sources tells the truth. @s becomes the client's stream now.
  */
-static int kills_wait(Methods *ms, Client *c, Subscription *s) {
+static int kills_wait_only(Methods *ms, Client *c, Subscription *s) {
         struct timeval tv = usec_to_timeval(METHODS_KILLS_WAIT_USEC);
 
         if (!ms->kills_timer)
@@ -310,7 +310,26 @@ static int kills_wait(Methods *ms, Client *c, Subscription *s) {
         if (!ms->kills_timer || (!ms->kills_waiting && evtimer_add(ms->kills_timer, &tv) < 0))
                 return -ENOMEM;
         subscription_wait(s, &ms->kills_waiting, kills_start);
+        return 0;
+}
+
+static int kills_wait(Methods *ms, Client *c, Subscription *s) {
+        int k = kills_wait_only(ms, c, s);
+
+        if (k < 0)
+                return k;
         subscription_start(s);
+        return 0;
+}
+
+int methods_kills_adopt(Methods *ms, Subscription *s) {
+        Registration *r = s->listener.reg;
+
+        if (r && oomd_watch_settling(r->src.env->oomd))
+                return kills_wait_only(ms, s->client, s);
+        /* subscription_adopt() made it the stream already: it was waiting, and now need not. */
+        s->waiting = true;
+        kills_start(s, r);
         return 0;
 }
 
@@ -508,6 +527,25 @@ static int nodes_to_view(json_t *nodes, const char *root) {
         return 0;
 }
 
+static int method_reexecute(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
+        static const char *const allowed[] = { NULL };
+        int k;
+
+        k = check_params(call->parameters, allowed, e);
+        if (k < 0)
+                return k;
+        if (c->uid != 0)
+                return varlink_error_permission_denied(e, "Reexecute is reserved to root");
+        if (!ms->reexecute)
+                return varlink_error_internal(e, -EOPNOTSUPP);
+        k = ms->reexecute(ms->userdata, c);
+        if (k < 0)
+                return k;
+        /* The new process answers. */
+        c->owes_reexecute = !call->oneway;
+        return 0;
+}
+
 static int method_get_protection(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
         static const char *const allowed[] = { "cgroup", NULL };
         const Methods *m = ms;
@@ -588,6 +626,7 @@ static const struct {
         { "io.pressured.GetProtection", method_get_protection },
         { "io.pressured.Inject", method_inject },
         { "io.pressured.Reload", method_reload },
+        { "io.pressured.Reexecute", method_reexecute },
 };
 
 /* The error for a method nobody implements: an unknown method of our interfaces, or an unknown interface. */

@@ -28,6 +28,9 @@ typedef struct Methods {
         const StatusContext *status;
         /* Re-read the configuration (Reload); @ret_error: why it was rejected. */
         int (*reload)(void *userdata, char **ret_error);
+        /* Execute the binary anew (Reexecute), soon, from the loop; @c owes the
+         * answer to the new process. Returns 0 or why it cannot. */
+        int (*reexecute)(void *userdata, Client *c);
         void *userdata;
         /* kills subscriptions whose "subscribed" waits for systemd-oomd's
          * picture (methods_kills_settled()), and the timer that bounds the wait. */
@@ -44,6 +47,13 @@ typedef struct Methods {
  * the waiting kills subscriptions get their "subscribed".
  */
 void methods_kills_settled(void *userdata);
+
+/*
+ * methods_kills_adopt - a kills stream a previous process had not sent
+ * "subscribed" to yet: it waits for systemd-oomd's picture again, or is
+ * started now if that is known. Returns 0 or -ENOMEM.
+ */
+int methods_kills_adopt(Methods *ms, struct Subscription *s);
 
 /* methods_done - free what the methods hold beyond the clients (which must be gone). */
 void methods_done(Methods *ms);

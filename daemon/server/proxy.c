@@ -74,6 +74,8 @@ static ProxyClient *proxy_client_free(ProxyClient *p) {
         if (!p)
                 return NULL;
         s = p->server;
+        if (s->hooks && s->hooks->disconnected)
+                s->hooks->disconnected(p, s->hooks_userdata);
         listener_detach(&p->listener);
         log_debug("Proxied client %" PRIu64 " (pid %d, unit %s) disconnected; %" PRIu64 " sent, %" PRIu64 " dropped.",
                   p->id, (int) p->pid, strna(p->unit), p->sent, p->dropped);
@@ -226,6 +228,8 @@ static void proxy_attach(ProxyClient *p, const PsiTrigger *t) {
                 return;
         }
         listener_attach(&p->listener, r);
+        if (p->server->hooks && p->server->hooks->attached)
+                p->server->hooks->attached(p, p->server->hooks_userdata);
         (void) psi_trigger_format(t, PSI_TRIGGER_FORMAT_CONFIG, desc, sizeof(desc));
         log_debug("Proxied client %" PRIu64 " (pid %d, uid %u, unit %s) connected: %s on %s (%s).", p->id,
                   (int) p->pid, (unsigned) p->uid, strna(p->unit), source_type_to_string(r->src.type), r->src.cgroup, desc);
@@ -361,7 +365,73 @@ static void proxy_accept_one(ProxyServer *s, int fd) {
         if (!p->ev_read || !p->ev_timer || event_add(p->ev_read, NULL) < 0 || evtimer_add(p->ev_timer, &tv) < 0) {
                 log_warning("Out of memory accepting a proxied client.");
                 proxy_client_free(p);
+                return;
         }
+        if (s->hooks && s->hooks->connected)
+                s->hooks->connected(p, s->hooks_userdata);
+}
+
+int proxy_adopt_client(ProxyServer *s, int fd, const SnapshotProxyClient *snap, Registration *r) {
+        struct timeval tv = usec_to_timeval(PROXY_READ_TIMEOUT_USEC);
+        ProxyClient *p = calloc(1, sizeof(*p));
+
+        if (!p) {
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        *p = (ProxyClient) {
+                .listener = { .ops = &proxy_listener_ops, .uid = snap->uid, .explicit_psi = true, .kick = true,
+                              .level = _LEVEL_INVALID },
+                .server = s,
+                .id = snap->id,
+                .fd = fd,
+                .pidfd = snap->line_done ? -1 : socket_peer_pidfd(fd, snap->pid),
+                .pid = snap->pid,
+                .uid = snap->uid,
+                .len = snap->line.size < PROXY_LINE_MAX ? snap->line.size : PROXY_LINE_MAX,
+                .line_done = snap->line_done,
+                .sent = snap->sent,
+                .dropped = snap->dropped,
+        };
+        LIST_PREPEND(all, s->clients, p);
+        s->n_clients++;
+        if (snap->id > s->next_id)
+                s->next_id = snap->id;
+        memcpy(p->line, snap->line.data ?: "", p->len);
+        if (snap->unit && !(p->unit = strdup(snap->unit))) {
+                proxy_client_free(p);
+                return -ENOMEM;
+        }
+        p->ev_read = event_new(s->env.base, p->fd, EV_READ | EV_PERSIST, on_proxy_read, p);
+        if (!p->line_done)
+                p->ev_timer = evtimer_new(s->env.base, on_proxy_timeout, p);
+        if (!p->ev_read || event_add(p->ev_read, NULL) < 0 ||
+            (!p->line_done && (!p->ev_timer || evtimer_add(p->ev_timer, &tv) < 0))) {
+                proxy_client_free(p);
+                return -ENOMEM;
+        }
+        if (r)
+                listener_attach(&p->listener, r);
+        return 0;
+}
+
+int proxy_client_export(const ProxyClient *p, SnapshotProxyClient *ret) {
+        SnapshotProxyClient e = {
+                .id = p->id,
+                .pid = p->pid,
+                .uid = p->uid,
+                .line_done = p->line_done,
+                .registration = p->listener.reg ? p->listener.reg->id : 0,
+                .sent = p->sent,
+                .dropped = p->dropped,
+        };
+
+        if ((p->unit && !(e.unit = strdup(p->unit))) || snapshot_bytes_set(&e.line, p->line, p->len) < 0) {
+                free(e.unit);
+                return -ENOMEM;
+        }
+        *ret = e;
+        return 0;
 }
 
 static void on_proxy_accept(evutil_socket_t lfd, short what, void *userdata) {

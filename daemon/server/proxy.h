@@ -63,8 +63,17 @@ typedef struct ProxyEnv {
         const ClientServer *varlink; /* its clients count against MaxClients= too; may be NULL */
 } ProxyEnv;
 
+/* Who is told as proxied clients come, settle and go (the takeover bookkeeping); every callback is optional. */
+typedef struct ProxyHooks {
+        void (*connected)(ProxyClient *p, void *userdata);
+        void (*attached)(ProxyClient *p, void *userdata);   /* its request decided */
+        void (*disconnected)(ProxyClient *p, void *userdata);
+} ProxyHooks;
+
 struct ProxyServer {
         ProxyEnv env;
+        const ProxyHooks *hooks;
+        void *hooks_userdata;
         int listen_fd;
         char *path;                 /* bound by us and unlinked at exit, or NULL */
         struct event *ev_accept;
@@ -89,6 +98,17 @@ int proxy_start(const ProxyEnv *env, int listen_fd, const char *path, ProxyServe
 
 /* proxy_stop - close every proxied client and the socket; NULL-safe, returns NULL. */
 ProxyServer *proxy_stop(ProxyServer *s);
+
+/*
+ * proxy_adopt_client - the proxied client a previous process described in
+ * @snap, on @fd (taken over, closed on failure), attached to @r (NULL:
+ * silent, as it was or because its cgroup is gone). One whose request
+ * was not decided yet reads on with a new deadline. Returns 0 or -ENOMEM.
+ */
+int proxy_adopt_client(ProxyServer *s, int fd, const SnapshotProxyClient *snap, Registration *r);
+
+/* proxy_client_export - @p as a snapshot. Returns 0 or -ENOMEM. */
+int proxy_client_export(const ProxyClient *p, SnapshotProxyClient *ret);
 
 /* proxy_set_config - the configuration after a reload. */
 void proxy_set_config(ProxyServer *s, const Config *config);

@@ -51,6 +51,8 @@ struct ReclaimController {
         size_t n_entries;
         uint64_t next_id;
         bool unsupported_logged, omitted_logged;
+        SnapshotReclaim *saved;     /* what a previous process did, until each cgroup is back */
+        size_t n_saved;
 };
 
 static uint64_t reclaim_now(const ReclaimController *rc) {
@@ -65,6 +67,18 @@ static ReclaimCgroup *reclaim_cgroup_free(ReclaimCgroup *e) {
         return NULL;
 }
 
+/* A cgroup back under control takes what a previous process did in it. */
+static void reclaim_cgroup_take_saved(ReclaimController *rc, ReclaimCgroup *e) {
+        for (size_t i = 0; i < rc->n_saved; i++)
+                if (streq(rc->saved[i].cgroup, e->path)) {
+                        e->reclaimed = rc->saved[i].reclaimed;
+                        e->last_step = rc->saved[i].last_step;
+                        free(rc->saved[i].cgroup);
+                        rc->saved[i] = rc->saved[--rc->n_saved];
+                        return;
+                }
+}
+
 static ReclaimCgroup *reclaim_cgroup_new(ReclaimController *rc, const char *path, ReclaimState state) {
         ReclaimCgroup *e = calloc(1, sizeof(*e));
 
@@ -75,7 +89,64 @@ static ReclaimCgroup *reclaim_cgroup_new(ReclaimController *rc, const char *path
                 return reclaim_cgroup_free(e);
         e->id = ++rc->next_id;
         e->state = state;
+        reclaim_cgroup_take_saved(rc, e);
         return e;
+}
+
+int reclaim_controller_export(const ReclaimController *rc, SnapshotReclaim **ret, size_t *ret_n) {
+        size_t n = rc->n_entries + rc->n_saved, k = 0;
+        SnapshotReclaim *out;
+
+        *ret = NULL;
+        *ret_n = 0;
+        if (n == 0)
+                return 0;
+        out = calloc(n, sizeof(*out));
+        if (!out)
+                return -ENOMEM;
+        for (size_t i = 0; i < rc->n_entries + rc->n_saved; i++) {
+                const char *path = i < rc->n_entries ? rc->entries[i]->path : rc->saved[i - rc->n_entries].cgroup;
+
+                /* Without a hierarchy an entry is a pattern, not a cgroup. */
+                if (!path || path[0] != '/')
+                        continue;
+                out[k].cgroup = strdup(path);
+                if (!out[k].cgroup) {
+                        while (k > 0)
+                                free(out[--k].cgroup);
+                        free(out);
+                        return -ENOMEM;
+                }
+                out[k].reclaimed = i < rc->n_entries ? rc->entries[i]->reclaimed : rc->saved[i - rc->n_entries].reclaimed;
+                out[k].last_step = i < rc->n_entries ? rc->entries[i]->last_step : rc->saved[i - rc->n_entries].last_step;
+                k++;
+        }
+        *ret = out;
+        *ret_n = k;
+        return 0;
+}
+
+int reclaim_controller_restore(ReclaimController *rc, const SnapshotReclaim *saved, size_t n) {
+        SnapshotReclaim *copy = n ? calloc(n, sizeof(*copy)) : NULL;
+
+        if (n && !copy)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                copy[i] = saved[i];
+                copy[i].cgroup = strdup(saved[i].cgroup);
+                if (!copy[i].cgroup) {
+                        while (i > 0)
+                                free(copy[--i].cgroup);
+                        free(copy);
+                        return -ENOMEM;
+                }
+        }
+        for (size_t i = 0; i < rc->n_saved; i++)
+                free(rc->saved[i].cgroup);
+        free(rc->saved);
+        rc->saved = copy;
+        rc->n_saved = n;
+        return 0;
 }
 
 /* Drop @e: the reader stops tracking it; a write in flight finds no cgroup when it returns. */
@@ -413,6 +484,7 @@ int reclaim_controller_new(struct event_base *base, const char *root_path, int r
 ReclaimController *reclaim_controller_free(ReclaimController *rc) {
         if (!rc)
                 return NULL;
+        (void) reclaim_controller_restore(rc, NULL, 0);
         reclaim_stop(rc);
         free(rc->root_path);
         free(rc);

@@ -22,6 +22,7 @@
 #include "config.h"
 #include "reclaim.h"
 #include "reclaim-worker.h"
+#include "snapshot.h"
 
 struct event_base;
 struct evbuffer;
@@ -80,6 +81,19 @@ bool reclaim_controller_active(const ReclaimController *rc);
  * outside it left out.
  */
 json_t *reclaim_controller_status_json(const ReclaimController *rc, const char *root);
+
+/*
+ * reclaim_controller_export - what the controller did in each cgroup, for
+ * a successor. Returns 0 or -ENOMEM.
+ */
+int reclaim_controller_export(const ReclaimController *rc, SnapshotReclaim **ret, size_t *ret_n);
+
+/*
+ * reclaim_controller_restore - go on from what a previous process did
+ * (@saved, copied): a cgroup that comes under control again keeps its
+ * reclaimed_bytes. Returns 0 or -ENOMEM.
+ */
+int reclaim_controller_restore(ReclaimController *rc, const SnapshotReclaim *saved, size_t n);
 
 /* reclaim_controller_write_metrics - pressured_reclaim_bytes_total and pressured_reclaim_state. */
 void reclaim_controller_write_metrics(struct evbuffer *out, const ReclaimController *rc);

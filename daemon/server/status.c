@@ -114,13 +114,24 @@ static json_t *status_counters_json(const StatusContext *m) {
         return counters;
 }
 
+static json_t *status_takeover_json(const StatusContext *m) {
+        const TakeoverStats *t = &m->takeover;
+
+        return json_pack("{s:I, s:I, s:I, s:I, s:b, s:I}", "connections", (json_int_t) t->connections,
+                         "proxied_clients", (json_int_t) t->proxied_clients,
+                         "registrations", (json_int_t) t->registrations, "closed", (json_int_t) t->closed,
+                         "clean", t->clean, "time_us", (json_int_t) t->time_us);
+}
+
 /* Every part is complete, or the whole reply is NULL: out of memory is never a partial success. */
 json_t *status_json(const StatusContext *m, const CgroupView *view) {
         json_t *regs = status_registrations_json(m, view), *counters = status_counters_json(m);
 
-        return json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:{s:s?, s:s?, s:b}, s:o, s:{s:I, s:o}, s:o, s:o}",
+        return json_pack("{s:s, s:I, s:I, s:o, s:I, s:I, s:I, s:o, s:{s:s?, s:s?, s:b}, s:o, s:{s:I, s:o}, s:o, s:o}",
                          "version", PACKAGE_VERSION,
                          "uptime_us", (json_int_t) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic),
+                         "generation", (json_int_t) m->generation,
+                         "takeover", status_takeover_json(m),
                          "clients", (json_int_t) (m->clients ? m->clients->n_clients : 0),
                          "subscriptions", (json_int_t) (m->clients ? m->clients->n_streams : 0),
                          "proxied_clients", (json_int_t) (m->proxy ? m->proxy->n_clients : 0),
@@ -178,6 +189,9 @@ static void status_write_counter_metrics(struct evbuffer *out, const StatusConte
                         metrics_write_header(out, name, "counter", i->help);
                 metrics_write_sample_u64(out, name, i->family ? &by : NULL, i->family ? 1 : 0, values[c]);
         }
+        metrics_write_header(out, "pressured_takeovers_total", "counter",
+                             "Times a new process took over the daemon's connections and registrations.");
+        metrics_write_sample_u64(out, "pressured_takeovers_total", NULL, 0, m->generation);
         metrics_histogram_write(out, "pressured_delivery_latency_seconds",
                                 "Time from reading a notification to queueing it for a subscriber.",
                                 &m->counters->latency);

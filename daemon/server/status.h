@@ -22,6 +22,13 @@
 
 struct evbuffer;
 
+/* The last takeover, for GetStatus "takeover"; all zero at a fresh start. */
+typedef struct TakeoverStats {
+        uint64_t connections, proxied_clients, registrations, closed;
+        bool clean;
+        uint64_t time_us;
+} TakeoverStats;
+
 /* What the daemon reports on; filled by the manager, which keeps it current. */
 typedef struct StatusContext {
         const Config *config;
@@ -36,7 +43,9 @@ typedef struct StatusContext {
         const Hierarchy *v2;
         const Hierarchy *v1;
         bool mount_recursiveprot;           /* the cgroup2 mount's memory_recursiveprot */
-        uint64_t start_monotonic;
+        uint64_t start_monotonic;           /* of the first generation */
+        uint64_t generation;                /* 0 for a fresh start, +1 per takeover */
+        TakeoverStats takeover;
 } StatusContext;
 
 /* status_counters - every counter of the table, now; propagations come from the protection source. */

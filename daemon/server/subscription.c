@@ -34,6 +34,19 @@ static size_t format_prefix(const Subscription *s, const Body *body, uint64_t co
         return (size_t) n;
 }
 
+/* What the live page says of @s: events generated, and whether one is held back. */
+static void subscription_live(Subscription *s) {
+        LiveSlot *l = client_live(s->client);
+
+        if (!l)
+                return;
+        l->seq = s->seq;
+        if (s->pending)
+                l->flags |= LIVE_SLOT_HELD;
+        else
+                l->flags &= ~LIVE_SLOT_HELD;
+}
+
 /* Queue one event for the subscriber now; false if it had to be dropped. */
 static bool subscription_send(Subscription *s, Body *body, uint64_t count, size_t limit) {
         Client *c = s->client;
@@ -44,6 +57,7 @@ static bool subscription_send(Subscription *s, Body *body, uint64_t count, size_
         int k;
 
         s->seq++;
+        subscription_live(s);
         n = format_prefix(s, body, count, prefix);
         if (s->view.root) {
                 /* Only a peer in a cgroup namespace pays for its own copy of the event. */
@@ -57,7 +71,7 @@ static bool subscription_send(Subscription *s, Body *body, uint64_t count, size_
                 }
                 body = own;
         }
-        k = client_send_event(c, prefix, n, body, limit);
+        k = client_send_event(c, prefix, n, body, s->seq, limit);
         body_unref(own);
         if (k == -ENOBUFS) {
                 s->missed++;
@@ -85,6 +99,7 @@ static void on_coalesce_timer(evutil_socket_t fd, short what, void *userdata) {
         s->pending_count = 0;
         event_free(s->coalesce);
         s->coalesce = NULL;
+        subscription_live(s);
         if (b) {
                 subscription_send(s, b, count, s->client->server->config->output_buffer_bytes);
                 body_unref(b);
@@ -106,6 +121,7 @@ static bool subscription_hold(Subscription *s, Body *body, uint64_t count, uint6
         body_unref(s->pending);
         s->pending = body_ref(body);
         s->pending_count += count;
+        subscription_live(s);
         return true;
 }
 
@@ -169,6 +185,10 @@ static void subscription_removed(Listener *l, Registration *r) {
         client_stream_ended(c);
 }
 
+static void subscription_stream_free(void *stream) {
+        subscription_free(stream);
+}
+
 static const ListenerOps subscription_listener_ops = {
         .deliver = subscription_deliver,
         .cleared = subscription_cleared,
@@ -207,10 +227,10 @@ void subscription_wait(Subscription *s, Subscription **list, void (*start)(Subsc
 }
 
 static void subscription_unwait(Subscription *s) {
-        if (!s->waiting_list)
-                return;
-        LIST_REMOVE(waiting, *s->waiting_list, s);
-        s->waiting_list = NULL;
+        if (s->waiting_list) {
+                LIST_REMOVE(waiting, *s->waiting_list, s);
+                s->waiting_list = NULL;
+        }
         s->waiting = false;
 }
 
@@ -227,9 +247,6 @@ void subscription_started(Subscription *s) {
         body_unref(b);
 }
 
-static void subscription_stream_free(void *stream) {
-        subscription_free(stream);
-}
 
 void subscription_start(Subscription *s) {
         client_stream_start(s->client, s, subscription_stream_free);
@@ -246,4 +263,100 @@ Subscription *subscription_free(Subscription *s) {
         event_view_done(&s->view);
         free(s);
         return NULL;
+}
+
+int subscription_export(const Subscription *s, SnapshotSubscription *ret) {
+        const Listener *l = &s->listener;
+        SnapshotSubscription e = {
+                .registration = l->reg ? l->reg->id : 0,
+                .level = l->level,
+                .explicit_psi = l->explicit_psi,
+                .by_level = l->by_level,
+                .waiting = s->waiting,
+                .seq = s->seq,
+                .missed = s->missed,
+                .min_interval_usec = s->min_interval_usec,
+                .last_sent_usec = s->last_sent_usec,
+                .pending_count = s->pending_count,
+        };
+        LiveSlot *live = client_live(s->client);
+        int k;
+
+        e.written_seq = live ? live->written_seq : s->seq;
+        if (s->pending) {
+                k = snapshot_bytes_set(&e.pending, s->pending->data, s->pending->size);
+                if (k < 0)
+                        return k;
+                e.pending_flags = s->pending->flags;
+                e.pending_monotonic_us = s->pending->monotonic_us;
+        }
+        *ret = e;
+        return 0;
+}
+
+/* Hold the event a previous process held for @s, and arm its interval. */
+static int subscription_adopt_pending(Subscription *s, const SnapshotSubscription *snap) {
+        Body *b;
+
+        if (snap->pending.size == 0)
+                return 0;
+        b = body_new(snap->pending.data, snap->pending.size);
+        if (!b)
+                return -ENOMEM;
+        b->flags = snap->pending_flags;
+        b->monotonic_us = snap->pending_monotonic_us;
+        if (s->waiting) {
+                s->pending = b;
+                s->pending_count = snap->pending_count;
+                return 0;
+        }
+        if (!subscription_hold(s, b, snap->pending_count, now_usec(CLOCK_MONOTONIC))) {
+                body_unref(b);
+                return -ENOMEM;
+        }
+        body_unref(b);
+        return 0;
+}
+
+int subscription_adopt(Client *c, Counters *counters, Registration *r, const SnapshotSubscription *snap,
+                       Subscription **ret) {
+        Subscription *s = calloc(1, sizeof(*s));
+        LiveSlot *live;
+
+        if (!s || event_view_init(&s->view, cgroup_view_root(&c->view, r->src.type == SOURCE_VMPRESSURE)) < 0) {
+                free(s);
+                return -ENOMEM;
+        }
+        s->listener = (Listener) {
+                .ops = &subscription_listener_ops,
+                .uid = c->uid,
+                .explicit_psi = snap->explicit_psi,
+                .by_level = snap->by_level,
+                .level = snap->level,
+        };
+        s->client = c;
+        s->counters = counters;
+        s->seq = snap->seq;
+        s->missed = snap->missed;
+        s->min_interval_usec = snap->min_interval_usec;
+        s->last_sent_usec = snap->last_sent_usec;
+        s->waiting = snap->waiting;
+        listener_attach(&s->listener, r);
+        live = client_live(c);
+        if (live) {
+                live->seq = s->seq;
+                live->written_seq = snap->written_seq;
+        }
+        if (subscription_adopt_pending(s, snap) < 0) {
+                subscription_free(s);
+                return -ENOMEM;
+        }
+        subscription_live(s);
+        client_stream_start(c, s, subscription_stream_free);
+        *ret = s;
+        return 0;
+}
+
+Subscription *subscription_of_client(const Client *c) {
+        return c->stream && c->stream_free == subscription_stream_free ? c->stream : NULL;
 }

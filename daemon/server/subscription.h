@@ -74,5 +74,23 @@ void subscription_wait(Subscription *s, Subscription **list, void (*start)(Subsc
 /* subscription_started - the "subscribed" reply of a waiting @s was queued: leave the list, send what it held. */
 void subscription_started(Subscription *s);
 
+/*
+ * subscription_export - @s as a snapshot, the held event included.
+ * Returns 0 or -ENOMEM.
+ */
+int subscription_export(const Subscription *s, SnapshotSubscription *ret);
+
+/*
+ * subscription_adopt - the stream a previous process described in @snap,
+ * of client @c on @r: attached, numbered on from where it was, holding
+ * what it held, and @c's active stream. A waiting one (@snap->waiting) is
+ * left for its owner to start (subscription_wait()). Returns 0 or -ENOMEM.
+ */
+int subscription_adopt(Client *c, Counters *counters, Registration *r, const SnapshotSubscription *snap,
+                       Subscription **ret);
+
+/* subscription_of_client - @c's active stream if it is a subscription, else NULL. */
+Subscription *subscription_of_client(const Client *c);
+
 /* subscription_free - detach @s (releasing its registration) and free it; NULL-safe, returns NULL. */
 Subscription *subscription_free(Subscription *s);

@@ -310,8 +310,50 @@ static int kills_state(Source *s, json_t **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+/* Kills while nobody watched: counted from the oom_kill a previous process last read. */
+static void kills_restore(Source *s, const SnapshotRegistration *saved) {
+        KillsRoot *r = s->kills_root;
+
+        if (!r) {
+                if (s->kernel_kills && (saved->last_events.present & (1u << MEMORY_EVENT_OOM_KILL))) {
+                        s->last_events.value[MEMORY_EVENT_OOM_KILL] = saved->last_events.value[MEMORY_EVENT_OOM_KILL];
+                        event_active(s->ev, EV_READ, 0);
+                }
+                return;
+        }
+        for (size_t i = 0; i < saved->n_tops; i++) {
+                KillsTop *t = kills_top_find(r, -1, saved->tops[i].name);
+
+                if (!t || !t->known)
+                        continue;
+                t->oom_kill = saved->tops[i].oom_kill;
+                kills_top_check(s, t);
+        }
+}
+
+static int kills_export(const Source *s, SnapshotRegistration *ret) {
+        const KillsRoot *r = s->kills_root;
+
+        if (!r || r->n == 0)
+                return 0;
+        ret->tops = calloc(r->n, sizeof(*ret->tops));
+        if (!ret->tops)
+                return -ENOMEM;
+        for (size_t i = 0; i < r->n; i++) {
+                if (!r->tops[i]->known)
+                        continue;
+                ret->tops[ret->n_tops].name = strdup(r->tops[i]->name);
+                if (!ret->tops[ret->n_tops].name)
+                        return -ENOMEM;
+                ret->tops[ret->n_tops++].oom_kill = r->tops[i]->oom_kill;
+        }
+        return 0;
+}
+
 const SourceOps source_kills_ops = {
         .open = kills_open,
         .close = kills_close,
         .state = kills_state,
+        .restore = kills_restore,
+        .export = kills_export,
 };

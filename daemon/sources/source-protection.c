@@ -161,10 +161,29 @@ static int protection_state(Source *s, json_t **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+/* A state that changed while nobody watched is reported as a change from the one last reported. */
+static void protection_restore(Source *s, const SnapshotRegistration *saved) {
+        ProtectionSource *p = s->env->protection;
+        ProtectionNode *node = p->reader ? protection_reader_lookup(p->reader, s->cgroup) : NULL;
+        ProtectionChange change;
+
+        if (!node || saved->last_state < 0 || saved->last_state == s->last_state)
+                return;
+        change = (ProtectionChange) {
+                .cgroup = s->cgroup,
+                .state = (ProtectionState) s->last_state,
+                .previous = (ProtectionState) saved->last_state,
+                .node = node,
+        };
+        s->last_state = saved->last_state;
+        on_change(p->reader, &change, p);
+}
+
 const SourceOps source_protection_ops = {
         .open = protection_open,
         .close = protection_close,
         .state = protection_state,
+        .restore = protection_restore,
 };
 
 int protection_source_new(struct event_base *base, Counters *counters, const char *root, bool recursive,

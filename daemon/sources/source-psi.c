@@ -15,6 +15,7 @@
  */
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/statfs.h>
 
@@ -130,6 +131,42 @@ static int psi_open(Source *s, VarlinkError *e) {
         return 0;
 }
 
+/*
+ * A trigger a previous process wrote. One that fired while no process
+ * watched still has its event pending; the first poll of the file
+ * reports and clears it, and that includes the one epoll makes when the
+ * file joins a set. So the file is polled here first, and a pending event
+ * becomes a wakeup of the new watch. A file whose cgroup went away polls
+ * POLLERR, which the watch reports as for a registration of our own.
+ */
+static int psi_adopt(Source *s, int fd, VarlinkError *e) {
+        _cleanup_close_ int tfd = fd, epfd = -1;
+        struct epoll_event ev = { .events = EPOLLPRI };
+        struct pollfd pfd = { .fd = fd, .events = POLLPRI };
+        struct statfs sfs;
+        bool pending;
+
+        if (fstatfs(fd, &sfs) < 0)
+                return -errno;
+        if (sfs.f_type != CGROUP2_SUPER_MAGIC && sfs.f_type != PROC_SUPER_MAGIC)
+                return varlink_error_source_unavailable(e, -EBADF, "psi", "the inherited fd is not a pressure file");
+        pending = poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLPRI) && !(pfd.revents & POLLERR);
+
+        epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (epfd < 0)
+                return -errno;
+        if (epoll_ctl(epfd, EPOLL_CTL_ADD, tfd, &ev) < 0)
+                return -errno;
+        s->ev = event_new(s->env->base, epfd, EV_READ | EV_PERSIST, psi_on_ready, s);
+        if (!s->ev || event_add(s->ev, NULL) < 0)
+                return -ENOMEM;
+        if (pending)
+                event_active(s->ev, EV_READ, 0);
+        s->fd = TAKE_FD(tfd);
+        s->aux_fd = TAKE_FD(epfd);
+        return 0;
+}
+
 static int psi_state(Source *s, json_t **ret) {
         PsiStats stats;
         int k = psi_stats_read(s->fd, &stats);
@@ -145,4 +182,5 @@ static int psi_state(Source *s, json_t **ret) {
 const SourceOps source_psi_ops = {
         .open = psi_open,
         .state = psi_state,
+        .adopt = psi_adopt,
 };

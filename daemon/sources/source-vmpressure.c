@@ -105,8 +105,29 @@ static int vmpressure_open(Source *s, VarlinkError *e) {
         return 0;
 }
 
+/*
+ * The eventfd a previous process registered: the kernel kept counting
+ * while nobody read it, so the first read reports every notification of
+ * the gap as one event's count; a cgroup removed meanwhile signalled it
+ * once more, which the first wakeup finds.
+ */
+static int vmpressure_adopt(Source *s, int fd, VarlinkError *e) {
+        _cleanup_close_ int efd = fd;
+        int fl = fcntl(fd, F_GETFL);
+
+        if (fl < 0)
+                return -errno;
+        (void) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+        s->ev = event_new(s->env->base, efd, EV_READ | EV_PERSIST, vmpressure_on_ready, s);
+        if (!s->ev || event_add(s->ev, NULL) < 0)
+                return -ENOMEM;
+        s->fd = TAKE_FD(efd);
+        return 0;
+}
+
 const SourceOps source_vmpressure_ops = {
         .open = vmpressure_open,
         .close = vmpressure_close,
         .state = NULL,
+        .adopt = vmpressure_adopt,
 };

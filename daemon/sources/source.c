@@ -15,9 +15,7 @@ const SourceOps *source_ops_get(SourceType t) {
         return t >= 0 && t < _SOURCE_MAX ? source_ops[t] : NULL;
 }
 
-int source_open(Source *s, SourceEnv *env, const SourceCallbacks *cb, const SourceParams *p, VarlinkError *e) {
-        int k;
-
+static int source_init(Source *s, SourceEnv *env, const SourceCallbacks *cb, const SourceParams *p) {
         if (!source_ops_get(p->type))
                 return -EINVAL;
         *s = (Source) {
@@ -34,8 +32,14 @@ int source_open(Source *s, SourceEnv *env, const SourceCallbacks *cb, const Sour
                 .last_state = -1,
                 .cgroup = strdup(p->cgroup),
         };
-        if (!s->cgroup)
-                return -ENOMEM;
+        return s->cgroup ? 0 : -ENOMEM;
+}
+
+int source_open(Source *s, SourceEnv *env, const SourceCallbacks *cb, const SourceParams *p, VarlinkError *e) {
+        int k = source_init(s, env, cb, p);
+
+        if (k < 0)
+                return k;
         k = source_ops_get(p->type)->open(s, e);
         if (k < 0) {
                 /* Nothing of a failed registration may stay behind. */
@@ -44,6 +48,55 @@ int source_open(Source *s, SourceEnv *env, const SourceCallbacks *cb, const Sour
         }
         s->ops = source_ops_get(p->type);
         return 0;
+}
+
+int source_adopt(Source *s, SourceEnv *env, const SourceCallbacks *cb, const SourceParams *p,
+                 const SnapshotRegistration *saved, int fd, VarlinkError *e) {
+        const SourceOps *ops = source_ops_get(p->type);
+        int k = source_init(s, env, cb, p);
+
+        if (k < 0) {
+                safe_close(fd);
+                return k;
+        }
+        s->requested = saved->requested;
+        s->used = saved->used;
+        s->adjusted = saved->adjusted;
+        s->dir_ino = saved->dir_ino;
+        if (ops->adopt && fd >= 0)
+                k = ops->adopt(s, fd, e);
+        else {
+                safe_close(fd);
+                /* Written anew: what the kernel accepted last time. */
+                s->requested = saved->used.window_us ? saved->used : saved->requested;
+                k = ops->open(s, e);
+                s->requested = saved->requested;
+        }
+        if (k < 0) {
+                source_close(s);
+                return k;
+        }
+        s->ops = ops;
+        return 0;
+}
+
+void source_restore(Source *s, const SnapshotRegistration *saved) {
+        if (s->ops && s->ops->restore)
+                s->ops->restore(s, saved);
+}
+
+int source_export(const Source *s, SnapshotRegistration *ret) {
+        ret->requested = s->requested;
+        ret->used = s->used;
+        ret->adjusted = s->adjusted;
+        ret->dir_ino = s->dir_ino;
+        ret->last_events = s->last_events;
+        ret->last_state = s->last_state;
+        return s->ops && s->ops->export ? s->ops->export(s, ret) : 0;
+}
+
+int source_store_fd(const Source *s) {
+        return s->ops && s->ops->adopt ? s->fd : -1;
 }
 
 void source_close(Source *s) {

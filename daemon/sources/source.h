@@ -34,6 +34,7 @@
 #include "counters.h"
 #include "kernfile.h"
 #include "list.h"
+#include "snapshot.h"
 #include "source-type.h"
 #include "system-bus.h"
 #include "trigger.h"
@@ -118,6 +119,15 @@ typedef struct SourceOps {
         /* The current picture for the "subscribed" reply in @ret, NULL if
          * there is none; optional. Returns 0 or -ENOMEM. */
         int (*state)(Source *s, json_t **ret);
+        /* Take over the kernel registration @fd a previous process made
+         * (its trigger written, its eventfd registered); optional: without
+         * it, or without an fd, the registration is opened anew. */
+        int (*adopt)(Source *s, int fd, VarlinkError *e);
+        /* After a fresh open for a successor: what changed while no
+         * process watched (counters, state) is reported; optional. */
+        void (*restore)(Source *s, const SnapshotRegistration *saved);
+        /* What restore() needs beyond the key; optional. Returns 0 or -ENOMEM. */
+        int (*export)(const Source *s, SnapshotRegistration *ret);
 } SourceOps;
 
 extern const SourceOps source_psi_ops;
@@ -137,6 +147,30 @@ const SourceOps *source_ops_get(SourceType t);
  * Returns 0, or a negative errno with nothing left open.
  */
 int source_open(Source *s, SourceEnv *env, const SourceCallbacks *cb, const SourceParams *p, VarlinkError *e);
+
+/*
+ * source_adopt - take over, in @s (zeroed by the caller), the registration
+ * @p that a previous process described in @saved: with the kernel's own
+ * registration @fd (taken over) where the source has one, else opened
+ * anew, reporting to @cb what happened while nobody watched (a PSI
+ * trigger that fired, a vmpressure count, changed counters). Returns 0,
+ * or a negative errno with @e filled and nothing left open.
+ */
+int source_adopt(Source *s, SourceEnv *env, const SourceCallbacks *cb, const SourceParams *p,
+                 const SnapshotRegistration *saved, int fd, VarlinkError *e);
+
+/*
+ * source_restore - for a source source_adopt() opened anew: report what
+ * changed since @saved while no process watched. Called once its
+ * listeners are attached.
+ */
+void source_restore(Source *s, const SnapshotRegistration *saved);
+
+/* source_export - the source's part of a registration's snapshot. Returns 0 or -ENOMEM. */
+int source_export(const Source *s, SnapshotRegistration *ret);
+
+/* source_store_fd - the fd a successor takes over (a PSI trigger, a vmpressure eventfd), or -1. */
+int source_store_fd(const Source *s);
 
 /* source_close - drop the kernel registration of @s; idempotent. */
 void source_close(Source *s);

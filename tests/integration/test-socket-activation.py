@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
@@ -33,7 +34,11 @@ def fail(msg):
 
 
 class Notify:
-    """A NOTIFY_SOCKET: collects the daemon's sd_notify datagrams."""
+    """A NOTIFY_SOCKET: collects the daemon's sd_notify datagrams.
+
+    A thread reads every datagram as it comes, as the service manager does:
+    the daemon also hands fds to the store through this socket, and a queue
+    nobody reads would block it."""
 
     def __init__(self, path):
         self.path = path
@@ -41,27 +46,39 @@ class Notify:
         self.sock.bind(path)
         self.messages = []   # every datagram, each a list of "KEY=VALUE" lines
         self.consumed = 0    # messages before this index were matched already
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        while True:
+            try:
+                data = self.sock.recv(4096)
+            except OSError:
+                return
+            with self.lock:
+                self.messages.append(data.decode(errors='replace').split('\n'))
 
     def wait_for(self, line, what):
         """Return the index of the first message, after those already
         consumed, containing @line; fail if none arrives in time."""
         deadline = time.monotonic() + WAIT
         while True:
-            for i in range(self.consumed, len(self.messages)):
-                if line in self.messages[i]:
-                    self.consumed = i + 1
-                    return i
-            left = deadline - time.monotonic()
-            if left <= 0:
-                fail('no %s from the daemon; got %r' % (what, self.messages))
-            self.sock.settimeout(left)
-            try:
-                data = self.sock.recv(4096)
-            except socket.timeout:
-                continue
-            self.messages.append(data.decode(errors='replace').split('\n'))
+            with self.lock:
+                for i in range(self.consumed, len(self.messages)):
+                    if line in self.messages[i]:
+                        self.consumed = i + 1
+                        return i
+                messages = list(self.messages)
+            if time.monotonic() > deadline:
+                fail('no %s from the daemon; got %r' % (what, messages))
+            time.sleep(0.01)
 
     def close(self):
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.sock.close()
 
 

@@ -38,7 +38,10 @@ KILLED = {'kind': 'killed', 'cgroup': '/system.slice/x.service', 'by': 'systemd-
 SUBSCRIBED_KILLS = {'kind': 'subscribed', 'cgroup': '/', 'source': 'kills', 'resource': 'memory', 'trigger': {},
                     'adjusted': False, 'state': {'kill_sources': ['kernel', 'systemd-oomd']}}
 EPISODE = {'active_since_us': 5, 'duration_us': 10, 'events': 1, 'peak': 12.5}
-STATUS = {'version': '0.1', 'uptime_us': 5, 'clients': 1, 'subscriptions': 0, 'proxied_clients': 1,
+STATUS = {'version': '0.1', 'uptime_us': 5, 'generation': 2,
+          'takeover': {'connections': 3, 'proxied_clients': 1, 'registrations': 2, 'closed': 0, 'clean': True,
+                       'time_us': 7},
+          'clients': 1, 'subscriptions': 0, 'proxied_clients': 1,
           'registrations': [{'cgroup': '/', 'source': 'psi', 'resource': 'io', 'subscribers': 2,
                              'proxied': [{'pid': 7, 'cgroup': '/', 'unit': None}],
                              'trigger': {'psi': {'stall': 'full', 'threshold_us': 1, 'window_us': 2}}}],

@@ -72,9 +72,9 @@ static void test_order_and_ownership(void) {
 
         outqueue_init(&q);
         ASSERT_TRUE(outqueue_is_empty(&q));
-        ASSERT_OK(outqueue_push_event(&q, "p1:", 3, b, 0));
+        ASSERT_OK(outqueue_push_event(&q, "p1:", 3, b, 0, 0));
         ASSERT_OK(outqueue_push_owned(&q, strdup("own"), 3));
-        ASSERT_OK(outqueue_push_event(&q, "p2:", 3, b, 0));
+        ASSERT_OK(outqueue_push_event(&q, "p2:", 3, b, 0, 0));
         /* One body, referenced by each entry. */
         ASSERT_EQ(b->n_ref, 3);
         ASSERT_EQ(q.n, 3);
@@ -94,7 +94,7 @@ static void test_order_and_ownership(void) {
         ASSERT_EQ(outqueue_flush(&q, p.w), 1);
 
         /* Whatever is left when the client goes is released. */
-        ASSERT_OK(outqueue_push_event(&q, "x", 1, b, 0));
+        ASSERT_OK(outqueue_push_event(&q, "x", 1, b, 0, 0));
         ASSERT_OK(outqueue_push_owned(&q, strdup("left over"), 9));
         ASSERT_EQ(b->n_ref, 2);
         outqueue_done(&q);
@@ -113,23 +113,23 @@ static void test_limit(void) {
 
         outqueue_init(&q);
         /* Too long a prefix is refused whatever the limit. */
-        ASSERT_ERR(outqueue_push_event(&q, "x", OUT_PREFIX_MAX + 1, b, 0), EINVAL);
+        ASSERT_ERR(outqueue_push_event(&q, "x", OUT_PREFIX_MAX + 1, b, 0, 0), EINVAL);
         ASSERT_EQ(q.n, 0);
 
         /* Fill up to the limit: the refused event leaves the queue as it was. */
         for (unsigned i = 0; i < 1000 && k == 0; i++)
-                k = outqueue_push_event(&q, "pp", 2, b, 4096);
+                k = outqueue_push_event(&q, "pp", 2, b, 0, 4096);
         ASSERT_EQ(k, -ENOBUFS);
         ASSERT_TRUE(q.n > 0);
         ASSERT_TRUE(q.bytes + q.n_alloc * sizeof(OutEntry) <= 4096);
         ASSERT_EQ(b->n_ref, 1 + q.n);
         bytes = q.bytes;
         n = q.n;
-        ASSERT_ERR(outqueue_push_event(&q, "pp", 2, b, 4096), ENOBUFS);
+        ASSERT_ERR(outqueue_push_event(&q, "pp", 2, b, 0, 4096), ENOBUFS);
         ASSERT_EQ(q.n, n);
         ASSERT_U64_EQ(q.bytes, bytes);
         /* Limit 0 (final messages) always queues. */
-        ASSERT_OK(outqueue_push_event(&q, "pp", 2, b, 0));
+        ASSERT_OK(outqueue_push_event(&q, "pp", 2, b, 0, 0));
         ASSERT_EQ(q.n, n + 1);
         outqueue_done(&q);
         ASSERT_EQ(b->n_ref, 1);
@@ -163,7 +163,7 @@ static void test_partial_writes(void) {
                 for (unsigned j = 0; j < 37 && pushed < EVENTS; j++, pushed++) {
                         int len = snprintf(prefix, sizeof(prefix), "{seq:%u}", pushed);
 
-                        ASSERT_OK(outqueue_push_event(&q, prefix, (size_t) len, b, 0));
+                        ASSERT_OK(outqueue_push_event(&q, prefix, (size_t) len, b, 0, 0));
                         memcpy(expected + n_expected, prefix, (size_t) len);
                         memcpy(expected + n_expected + len, data, BODY);
                         n_expected += (size_t) len + BODY;
@@ -203,13 +203,13 @@ static void test_wrap_then_grow(void) {
         size_t n;
 
         outqueue_init(&q);
-        ASSERT_OK(outqueue_push_event(&q, "0", 1, b, 0));
-        ASSERT_OK(outqueue_push_event(&q, "1", 1, b, 0));
+        ASSERT_OK(outqueue_push_event(&q, "0", 1, b, 0, 0));
+        ASSERT_OK(outqueue_push_event(&q, "1", 1, b, 0, 0));
         ASSERT_EQ(outqueue_flush(&q, p.w), 1);
         ASSERT_EQ(q.n_alloc, 4);
         ASSERT_EQ(q.head, 2);
         for (size_t i = 0; i < ELEMENTSOF(names); i++)
-                ASSERT_OK(outqueue_push_event(&q, names[i], 1, b, 0));
+                ASSERT_OK(outqueue_push_event(&q, names[i], 1, b, 0, 0));
         ASSERT_EQ(q.n_alloc, 8);
         ASSERT_EQ(outqueue_flush(&q, p.w), 1);
         n = drain(p.r, buf, sizeof(buf) - 1);
@@ -235,7 +235,7 @@ static void test_direct_and_partial(void) {
 
         /* Only some of it went out: the rest is queued, beyond any limit. */
         outqueue_init(&q);
-        ASSERT_OK(outqueue_push_event_partial(&q, "pre", 3, b, 5));
+        ASSERT_OK(outqueue_push_event_partial(&q, "pre", 3, b, 0, 5));
         ASSERT_EQ(q.bytes, 4);
         ASSERT_OK(outqueue_push_owned(&q, strdup("|next"), 5));
         ASSERT_EQ(outqueue_flush(&q, p.w), 1);
@@ -248,7 +248,7 @@ static void test_direct_and_partial(void) {
         p.r = safe_close(p.r);
         ASSERT_TRUE(outqueue_write_direct(p.w, "pre", 3, b) == -EPIPE);
         outqueue_init(&q);
-        ASSERT_OK(outqueue_push_event(&q, "pre", 3, b, 0));
+        ASSERT_OK(outqueue_push_event(&q, "pre", 3, b, 0, 0));
         ASSERT_ERR(outqueue_flush(&q, p.w), EPIPE);
         ASSERT_EQ(q.n, 1);
         outqueue_done(&q);
@@ -280,16 +280,16 @@ static void test_out_of_memory(void) {
 
         /* The first push allocates the ring: failing, nothing is queued. */
         fail_inject_after(FAIL_MALLOC, 1);
-        ASSERT_ERR(outqueue_push_event(&q, "a", 1, b, 0), ENOMEM);
+        ASSERT_ERR(outqueue_push_event(&q, "a", 1, b, 0, 0), ENOMEM);
         ASSERT_EQ(b->n_ref, 1);
         ASSERT_TRUE(outqueue_is_empty(&q));
         ASSERT_EQ(q.bytes, 0);
 
         /* Fill the four slots, then the growth fails: the queue is unchanged. */
         for (int i = 0; i < 4; i++)
-                ASSERT_OK(outqueue_push_event(&q, "a", 1, b, 0));
+                ASSERT_OK(outqueue_push_event(&q, "a", 1, b, 0, 0));
         fail_inject_after(FAIL_MALLOC, 1);
-        ASSERT_ERR(outqueue_push_event(&q, "c", 1, b, 0), ENOMEM);
+        ASSERT_ERR(outqueue_push_event(&q, "c", 1, b, 0, 0), ENOMEM);
         ASSERT_EQ(b->n_ref, 5);
         fail_inject_after(FAIL_MALLOC, 1);
         ASSERT_ERR(outqueue_push_owned(&q, strdup("lost"), 4), ENOMEM); /* the caller's strdup fails */

@@ -137,6 +137,7 @@ static void sample(Snapshot *s) {
                         .by_level = true,
                         .waiting = true,
                         .seq = 99,
+                        .written_seq = 97,
                         .missed = 2,
                         .min_interval_usec = 500000,
                         .last_sent_usec = 777,
@@ -239,6 +240,7 @@ static void assert_subscription_eq(const SnapshotSubscription *a, const Snapshot
         ASSERT_EQ(a->by_level, b->by_level);
         ASSERT_EQ(a->waiting, b->waiting);
         ASSERT_U64_EQ(a->seq, b->seq);
+        ASSERT_U64_EQ(a->written_seq, b->written_seq);
         ASSERT_U64_EQ(a->missed, b->missed);
         ASSERT_U64_EQ(a->min_interval_usec, b->min_interval_usec);
         ASSERT_U64_EQ(a->last_sent_usec, b->last_sent_usec);

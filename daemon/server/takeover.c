@@ -1,0 +1,1018 @@
+/* SPDX-License-Identifier: MIT */
+/* Handing the daemon to the next process: see takeover.h. */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "event.h"
+#include "log.h"
+#include "subscription.h"
+#include "takeover.h"
+#include "varlink-error.h"
+
+/* Room the queues of a complete snapshot leave for everything else. */
+#define TAKEOVER_STRUCTURE_RESERVE (UINT64_C(32) << 20)
+
+struct Takeover {
+        TakeoverEnv env;
+        bool fdstore;                   /* the service manager keeps our fds */
+        LivePage live;                  /* fd -1 without the fd store */
+        Snapshot snap;                  /* what is being taken over */
+        bool have_snap;
+        bool clean;                     /* the snapshot is complete and current */
+        LiveSlot *crash_slots;          /* after a crash: the live page as the old process left it */
+        size_t n_crash_slots;
+        uint64_t serial;                /* of the last snapshot written */
+        uint64_t generation;
+        char stored[FDSTORE_NAME_MAX];  /* the name of our state in the store */
+        char **stale;                   /* state names in the store from before, dropped after our first */
+        size_t n_stale;
+        bool detached;
+        bool reexec_scheduled;
+        struct event *ev_checkpoint;
+        struct event *ev_reexec;
+        ClientServer *clients;
+        ProxyServer *proxy;
+        ReclaimController *reclaim;
+        char *socket_path, *proxy_path; /* bound by this daemon (this process or an earlier one) */
+        bool store_listeners;           /* bound by this process: they go to the store */
+        char *exe;
+        char **argv;
+        Registration **adopted;         /* parallel to snap.registrations; NULL where it failed */
+        Client **resumed;               /* adopted clients, until takeover_finish() */
+        size_t n_resumed;
+        TakeoverStats stats;
+};
+
+static void name_of(char buf[static FDSTORE_NAME_MAX], char kind, uint64_t id) {
+        snprintf(buf, FDSTORE_NAME_MAX, "%c%" PRIu64, kind, id);
+}
+
+bool takeover_is_fd_name(const char *name) {
+        size_t n = strspn(name + 1, "0123456789");
+
+        if (streq(name, "live") || streq(name, "state") || (strncmp(name, "state-", 6) == 0 && name[6]))
+                return true;
+        return strchr("cpr", name[0]) && name[0] && n > 0 && name[1 + n] == 0;
+}
+
+/* ---- keeping the store current ---- */
+
+static void takeover_dirty(Takeover *t) {
+        if (t->fdstore && !t->detached && t->ev_checkpoint)
+                event_active(t->ev_checkpoint, 0, 0);
+}
+
+static void store_add(Takeover *t, int fd, char kind, uint64_t id, bool poll) {
+        char name[FDSTORE_NAME_MAX];
+        int k;
+
+        if (!t->fdstore || t->detached || fd < 0)
+                return;
+        name_of(name, kind, id);
+        k = fdstore_add(fd, name, poll);
+        if (k < 0)
+                log_ratelimited(LOG_WARNING, -k, NULL, 60, 1,
+                                "Failed to hand %s to the service manager's fd store, a restart will close it: %m", name);
+}
+
+static void store_remove(Takeover *t, char kind, uint64_t id) {
+        char name[FDSTORE_NAME_MAX];
+
+        if (!t->fdstore || t->detached)
+                return;
+        name_of(name, kind, id);
+        (void) fdstore_remove(name);
+}
+
+static void on_client_connected(Client *c, void *userdata) {
+        store_add(userdata, c->fd, 'c', c->id, true);
+}
+
+static void on_client_disconnected(Client *c, void *userdata) {
+        store_remove(userdata, 'c', c->id);
+}
+
+static void on_client_stream(Client *c, void *userdata) {
+        takeover_dirty(userdata);
+}
+
+static const ClientServerHooks takeover_client_hooks = {
+        .connected = on_client_connected,
+        .disconnected = on_client_disconnected,
+        .stream = on_client_stream,
+};
+
+static void on_proxy_connected(ProxyClient *p, void *userdata) {
+        store_add(userdata, p->fd, 'p', p->id, true);
+        takeover_dirty(userdata);
+}
+
+static void on_proxy_attached(ProxyClient *p, void *userdata) {
+        takeover_dirty(userdata);
+}
+
+static void on_proxy_disconnected(ProxyClient *p, void *userdata) {
+        store_remove(userdata, 'p', p->id);
+        takeover_dirty(userdata);
+}
+
+static const ProxyHooks takeover_proxy_hooks = {
+        .connected = on_proxy_connected,
+        .attached = on_proxy_attached,
+        .disconnected = on_proxy_disconnected,
+};
+
+/* A PSI trigger must not be polled by anyone else: the poll that sees an event clears it. */
+static void on_registration_added(Registration *r, void *userdata) {
+        store_add(userdata, source_store_fd(&r->src), 'r', r->id, false);
+        takeover_dirty(userdata);
+}
+
+static void on_registration_removed(Registration *r, void *userdata) {
+        if (source_store_fd(&r->src) >= 0)
+                store_remove(userdata, 'r', r->id);
+        takeover_dirty(userdata);
+}
+
+static void on_registry_changed(void *userdata) {
+        takeover_dirty(userdata);
+}
+
+static const RegistryHooks takeover_registry_hooks = {
+        .added = on_registration_added,
+        .removed = on_registration_removed,
+        .changed = on_registry_changed,
+};
+
+/* ---- building a snapshot ---- */
+
+static int build_counters(Takeover *t, Snapshot *s) {
+        s->counters = calloc(_COUNTER_MAX, sizeof(*s->counters));
+        if (!s->counters)
+                return -ENOMEM;
+        for (Counter c = 0; c < _COUNTER_MAX; c++) {
+                s->counters[c].name = strdup(counter_info(c)->name);
+                if (!s->counters[c].name)
+                        return -ENOMEM;
+                s->counters[c].value = t->env.counters->value[c];
+                s->n_counters++;
+        }
+        s->latency = t->env.counters->latency;
+        return 0;
+}
+
+static int build_registrations(Takeover *t, Snapshot *s) {
+        Registration *r;
+        size_t n = 0;
+
+        LIST_FOREACH(registrations, r, t->env.registry->registrations)
+                n++;
+        if (n == 0)
+                return 0;
+        s->registrations = calloc(n, sizeof(*s->registrations));
+        if (!s->registrations)
+                return -ENOMEM;
+        LIST_FOREACH(registrations, r, t->env.registry->registrations) {
+                if (r->removed)
+                        continue;
+                if (registration_export(r, &s->registrations[s->n_registrations]) < 0)
+                        return -ENOMEM;
+                s->n_registrations++;
+        }
+        return 0;
+}
+
+/* One client: its queues within what is left of @budget, its stream with what the queues left out. */
+static int build_client(Client *c, bool complete, uint64_t *budget, SnapshotClient *ret) {
+        Subscription *sub = subscription_of_client(c);
+        uint64_t dropped = 0;
+        int k;
+
+        k = client_export(c, complete, *budget, ret, &dropped);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < ret->n_output; i++)
+                *budget -= ret->output[i].bytes.size < *budget ? ret->output[i].bytes.size : *budget;
+        if (!sub || !sub->listener.reg || sub->listener.reg->removed)
+                return 0;
+        k = subscription_export(sub, &ret->subscription);
+        if (k < 0)
+                return k;
+        ret->has_subscription = true;
+        ret->subscription.missed += dropped;
+        return 0;
+}
+
+static int build_clients(Takeover *t, bool complete, Snapshot *s) {
+        uint64_t budget = SNAPSHOT_SIZE_MAX - TAKEOVER_STRUCTURE_RESERVE;
+        Client *c;
+
+        if (!t->clients || t->clients->n_clients == 0)
+                return 0;
+        s->clients = calloc(t->clients->n_clients, sizeof(*s->clients));
+        if (!s->clients)
+                return -ENOMEM;
+        LIST_FOREACH(clients, c, t->clients->clients) {
+                if (c->dead)
+                        continue;
+                if (build_client(c, complete, &budget, &s->clients[s->n_clients]) < 0)
+                        return -ENOMEM;
+                s->n_clients++;
+        }
+        return 0;
+}
+
+static int build_proxies(Takeover *t, Snapshot *s) {
+        ProxyClient *p;
+
+        if (!t->proxy || t->proxy->n_clients == 0)
+                return 0;
+        s->proxies = calloc(t->proxy->n_clients, sizeof(*s->proxies));
+        if (!s->proxies)
+                return -ENOMEM;
+        LIST_FOREACH(all, p, t->proxy->clients) {
+                if (proxy_client_export(p, &s->proxies[s->n_proxies]) < 0)
+                        return -ENOMEM;
+                s->n_proxies++;
+        }
+        return 0;
+}
+
+static int strdup_opt(const char *s, char **ret) {
+        *ret = s ? strdup(s) : NULL;
+        return !s || *ret ? 0 : -ENOMEM;
+}
+
+static int takeover_build(Takeover *t, bool complete, Snapshot *s) {
+        int k;
+
+        *s = (Snapshot) {
+                .serial = ++t->serial,
+                .complete = complete,
+                .generation = t->generation,
+                .start_monotonic_us = t->env.status->start_monotonic,
+                .next_client_id = t->clients ? t->clients->next_client_id : 0,
+                .next_proxy_id = t->proxy ? t->proxy->next_id : 0,
+                .next_registration_id = t->env.registry->next_id,
+                .psi_unprivileged = t->env.registry->env->psi_unprivileged,
+        };
+        if ((k = strdup_opt(t->socket_path, &s->socket_path)) < 0 || (k = strdup_opt(t->proxy_path, &s->proxy_path)) < 0 ||
+            (k = build_counters(t, s)) < 0 || (k = build_registrations(t, s)) < 0 ||
+            (k = build_clients(t, complete, s)) < 0 || (k = build_proxies(t, s)) < 0 ||
+            (t->reclaim && (k = reclaim_controller_export(t->reclaim, &s->reclaim, &s->n_reclaim)) < 0)) {
+                snapshot_done(s);
+                return k;
+        }
+        return 0;
+}
+
+/* The state as a sealed memfd; -E2BIG if it does not fit. */
+static int takeover_write(Takeover *t, bool complete) {
+        _cleanup_(snapshot_done) Snapshot s = {};
+        _cleanup_free_ char *buf = NULL;
+        size_t n;
+        int k;
+
+        k = takeover_build(t, complete, &s);
+        if (k >= 0)
+                k = snapshot_encode(&s, SNAPSHOT_SIZE_MAX, &buf, &n);
+        if (k < 0)
+                return k;
+        return memfd_new_sealed("pressured-state", buf, n);
+}
+
+/* Drop the state names of before from the store, once ours is there. */
+static void takeover_drop_stale(Takeover *t) {
+        for (size_t i = 0; i < t->n_stale; i++) {
+                (void) fdstore_remove(t->stale[i]);
+                free(t->stale[i]);
+        }
+        free(t->stale);
+        t->stale = NULL;
+        t->n_stale = 0;
+}
+
+/* Hand the state memfd @fd to the store in place of the one before. */
+static int takeover_store_state(Takeover *t, int fd) {
+        char name[FDSTORE_NAME_MAX];
+        int k;
+
+        snprintf(name, sizeof(name), "state-%" PRIu64, t->serial);
+        k = fdstore_add(fd, name, false);
+        if (k < 0)
+                return k;
+        if (t->stored[0])
+                (void) fdstore_remove(t->stored);
+        memcpy(t->stored, name, sizeof(name));
+        takeover_drop_stale(t);
+        return 0;
+}
+
+static void on_checkpoint(evutil_socket_t fd, short what, void *userdata) {
+        Takeover *t = userdata;
+        _cleanup_close_ int mfd = -1;
+        int k;
+
+        if (!t->fdstore || t->detached)
+                return;
+        mfd = takeover_write(t, false);
+        k = mfd < 0 ? mfd : takeover_store_state(t, mfd);
+        if (k < 0)
+                log_ratelimited(LOG_WARNING, -k, NULL, 60, 1,
+                                "Failed to write the state to the fd store; after a crash the next process would take over an older one: %m");
+}
+
+/* ---- reading what was inherited ---- */
+
+/* The newer of two decoded snapshots in @best; @cand is consumed. */
+static void snapshot_pick(Snapshot *best, bool *have, Snapshot *cand) {
+        if (*have && (best->serial > cand->serial || (best->serial == cand->serial && best->complete))) {
+                snapshot_done(cand);
+                return;
+        }
+        if (*have)
+                snapshot_done(best);
+        *best = *cand;
+        *cand = (Snapshot) {};
+        *have = true;
+}
+
+/* Read one state fd (closed); returns 0, or the decoder's negative errno. */
+static int takeover_read_state(Takeover *t, int fd, const char *name) {
+        _cleanup_close_ int owned = fd;
+        _cleanup_free_ char *buf = NULL;
+        Snapshot s = {};
+        size_t n;
+        int k;
+
+        k = memfd_read_all(fd, SNAPSHOT_SIZE_MAX, &buf, &n);
+        if (k >= 0)
+                k = snapshot_decode(buf, n, &s);
+        if (k < 0) {
+                log_error_errno(k, "The state %s left by the previous process cannot be read (%s); its connections are closed: %m",
+                                name, k == -EPROTONOSUPPORT ? "written by a newer version" : "truncated or damaged");
+                return k;
+        }
+        snapshot_pick(&t->snap, &t->have_snap, &s);
+        return 0;
+}
+
+static int stale_add(Takeover *t, const char *name) {
+        char **n = realloc(t->stale, (t->n_stale + 1) * sizeof(char *));
+
+        if (!n)
+                return -ENOMEM;
+        t->stale = n;
+        t->stale[t->n_stale] = strdup(name);
+        if (!t->stale[t->n_stale])
+                return -ENOMEM;
+        t->n_stale++;
+        return 0;
+}
+
+/* Every state fd of @fds: read, and remembered for removal from the store. */
+static int takeover_read_states(Takeover *t, NamedFds *fds) {
+        bool failed = false;
+
+        for (size_t i = 0; i < fds->n;) {
+                NamedFd f = fds->fds[i];
+
+                if (!streq(f.name, "state") && strncmp(f.name, "state-", 6) != 0) {
+                        i++;
+                        continue;
+                }
+                fds->fds[i] = fds->fds[--fds->n];
+                if (takeover_read_state(t, f.fd, f.name) < 0)
+                        failed = true;
+                if (strncmp(f.name, "state-", 6) == 0 && stale_add(t, f.name) < 0)
+                        return -ENOMEM;
+        }
+        if (failed && t->have_snap) {
+                /* One state could not be read: the other may be older than what the fds are. */
+                snapshot_done(&t->snap);
+                t->have_snap = false;
+        }
+        return 0;
+}
+
+/* The live page of the old process, copied aside, for a restore after a crash. */
+static int takeover_save_crash_slots(Takeover *t) {
+        t->n_crash_slots = t->live.n_slots;
+        t->crash_slots = malloc(t->live.n_slots * sizeof(LiveSlot));
+        if (!t->crash_slots)
+                return -ENOMEM;
+        memcpy(t->crash_slots, t->live.slots, t->live.n_slots * sizeof(LiveSlot));
+        memset(t->live.slots, 0, t->live.n_slots * sizeof(LiveSlot));
+        return 0;
+}
+
+static int takeover_setup_live(Takeover *t, int fd) {
+        int k;
+
+        if (fd >= 0) {
+                k = live_page_adopt(fd, &t->live);
+                if (k < 0)
+                        log_warning_errno(k, "The live page of the previous process cannot be read, ignoring it: %m");
+        }
+        if (t->live.fd < 0 && t->fdstore) {
+                k = live_page_new(256, &t->live);
+                if (k < 0)
+                        return log_error_errno(k, "Failed to make the live page: %m");
+                if (fdstore_add(t->live.fd, "live", false) < 0)
+                        log_warning("Failed to hand the live page to the fd store; after a crash every stream would be closed.");
+        }
+        return 0;
+}
+
+int takeover_inherit(Takeover *t, NamedFds *fds) {
+        int live_fd = named_fds_take(fds, "live"), k;
+
+        k = takeover_read_states(t, fds);
+        if (k < 0) {
+                safe_close(live_fd);
+                return k;
+        }
+        k = takeover_setup_live(t, live_fd);
+        if (k < 0)
+                return k;
+        if (!t->have_snap)
+                return 0;
+        t->clean = t->snap.complete && (t->live.fd < 0 || live_page_clean(&t->live) == t->snap.serial);
+        if (!t->clean && t->live.fd >= 0 && takeover_save_crash_slots(t) < 0)
+                return -ENOMEM;
+        if (t->live.fd >= 0)
+                memset(t->live.slots, 0, t->live.n_slots * sizeof(LiveSlot));
+        live_page_set_clean(&t->live, 0);
+        t->serial = t->snap.serial;
+        t->generation = t->snap.generation + 1;
+        if (t->snap.socket_path && !(t->socket_path = strdup(t->snap.socket_path)))
+                return -ENOMEM;
+        if (t->snap.proxy_path && !(t->proxy_path = strdup(t->snap.proxy_path)))
+                return -ENOMEM;
+        return 1;
+}
+
+/* ---- taking over ---- */
+
+static int take_fd(NamedFds *fds, char kind, uint64_t id) {
+        char name[FDSTORE_NAME_MAX];
+
+        name_of(name, kind, id);
+        return named_fds_take(fds, name);
+}
+
+static Registration *adopted_find(const Takeover *t, uint64_t id) {
+        for (size_t i = 0; id && i < t->snap.n_registrations; i++)
+                if (t->snap.registrations[i].id == id)
+                        return t->adopted[i];
+        return NULL;
+}
+
+static void restore_registrations(Takeover *t, NamedFds *fds) {
+        for (size_t i = 0; i < t->snap.n_registrations; i++) {
+                const SnapshotRegistration *sr = &t->snap.registrations[i];
+                _cleanup_(varlink_error_done) VarlinkError e = {};
+                int k;
+
+                k = registration_adopt(t->env.registry, sr, take_fd(fds, 'r', sr->id), &t->adopted[i], &e);
+                if (k < 0) {
+                        t->adopted[i] = NULL;
+                        log_warning_errno(k, "The %s registration on %s could not be taken over (%s); its streams end: %m",
+                                          source_type_to_string(sr->type), sr->cgroup, strna(e.name));
+                        continue;
+                }
+                t->stats.registrations++;
+        }
+}
+
+static void restore_proxies(Takeover *t, NamedFds *fds) {
+        for (size_t i = 0; t->proxy && i < t->snap.n_proxies; i++) {
+                const SnapshotProxyClient *sp = &t->snap.proxies[i];
+                int fd = take_fd(fds, 'p', sp->id);
+
+                if (fd < 0)
+                        continue; /* gone while nobody watched */
+                if (proxy_adopt_client(t->proxy, fd, sp, adopted_find(t, sp->registration)) < 0) {
+                        log_warning("Out of memory taking over memory-pressure client %" PRIu64 ".", sp->id);
+                        continue;
+                }
+                t->stats.proxied_clients++;
+        }
+}
+
+static const LiveSlot *crash_slot(const Takeover *t, uint64_t id) {
+        for (size_t i = 0; i < t->n_crash_slots; i++)
+                if (t->crash_slots[i].id == id)
+                        return &t->crash_slots[i];
+        return NULL;
+}
+
+/*
+ * After a crash: what the live page says replaces what the checkpoint
+ * says of the stream. False if the connection cannot go on (a message
+ * half-written, a call half-answered, or nothing known of it).
+ */
+static bool crash_adjust(const Takeover *t, SnapshotClient *sc) {
+        const LiveSlot *l = crash_slot(t, sc->id);
+        SnapshotSubscription *s = &sc->subscription;
+
+        if (!l || (l->flags & (LIVE_SLOT_PARTIAL | LIVE_SLOT_INPUT)))
+                return false;
+        sc->owes_reexecute = false;
+        if (!sc->has_subscription)
+                return true;
+        s->seq = l->seq;
+        s->written_seq = l->written_seq;
+        free(s->pending.data);
+        s->pending = (SnapshotBytes) {};
+        s->pending_count = 0;
+        if (l->flags & LIVE_SLOT_HELD)
+                s->seq++; /* the event it held is lost: a number of its own makes the gap */
+        s->missed = s->seq - s->written_seq;
+        return true;
+}
+
+static const SnapshotRegistration *saved_find(const Takeover *t, uint64_t id) {
+        for (size_t i = 0; i < t->snap.n_registrations; i++)
+                if (t->snap.registrations[i].id == id)
+                        return &t->snap.registrations[i];
+        return NULL;
+}
+
+/* The stream's registration could not be taken over: end it as for a cgroup that is gone. */
+static void restore_removed(Takeover *t, Client *c, const SnapshotClient *sc) {
+        const SnapshotRegistration *sr = saved_find(t, sc->subscription.registration);
+        const char *real = sr ? sr->cgroup : "/", *name;
+        size_t size;
+        char *msg;
+
+        name = cgroup_view_from_real(cgroup_view_root(&c->view, sr && sr->type == SOURCE_VMPRESSURE), real);
+        msg = event_removed_message(name ?: real, sc->subscription.seq + 1, &size);
+        if (!msg || client_send_owned(c, msg, size) < 0)
+                client_kill(c);
+}
+
+static int resumed_add(Takeover *t, Client *c) {
+        Client **n = realloc(t->resumed, (t->n_resumed + 1) * sizeof(Client *));
+
+        if (!n)
+                return -ENOMEM;
+        t->resumed = n;
+        t->resumed[t->n_resumed++] = c;
+        return 0;
+}
+
+/* One client and its stream. */
+static void restore_client(Takeover *t, int fd, SnapshotClient *sc) {
+        Registration *r = sc->has_subscription ? adopted_find(t, sc->subscription.registration) : NULL;
+        Subscription *sub;
+        Client *c;
+        int k;
+
+        k = client_adopt(t->clients, fd, sc, &c);
+        if (k < 0) {
+                log_warning_errno(k, "Client %" PRIu64 " could not be taken over, closing it: %m", sc->id);
+                store_remove(t, 'c', sc->id);
+                t->stats.closed++;
+                return;
+        }
+        if (resumed_add(t, c) < 0) {
+                client_free(c);
+                t->stats.closed++;
+                return;
+        }
+        t->stats.connections++;
+        if (!sc->has_subscription)
+                return;
+        if (!r) {
+                restore_removed(t, c, sc);
+                return;
+        }
+        k = subscription_adopt(c, t->env.counters, r, &sc->subscription, &sub);
+        if (k >= 0 && sc->subscription.waiting)
+                k = methods_kills_adopt(t->env.methods, sub);
+        if (k < 0)
+                client_kill(c); /* the stream cannot go on as it was */
+}
+
+static void restore_clients(Takeover *t, NamedFds *fds) {
+        for (size_t i = 0; t->clients && i < t->snap.n_clients; i++) {
+                SnapshotClient *sc = &t->snap.clients[i];
+                int fd = take_fd(fds, 'c', sc->id);
+
+                if (fd < 0)
+                        continue; /* it hung up while nobody watched */
+                if (!t->clean && !crash_adjust(t, sc)) {
+                        log_debug("Client %" PRIu64 " was half-way through a message when the previous process ended, closing it.",
+                                  sc->id);
+                        safe_close(fd);
+                        store_remove(t, 'c', sc->id);
+                        t->stats.closed++;
+                        continue;
+                }
+                restore_client(t, fd, sc);
+        }
+}
+
+/* What is left of the takeover's fds belonged to nobody the state knows: closed, and out of the store. */
+static void drop_leftovers(Takeover *t, NamedFds *fds) {
+        for (size_t i = 0; i < fds->n;) {
+                NamedFd f = fds->fds[i];
+
+                if (!takeover_is_fd_name(f.name)) {
+                        i++;
+                        continue;
+                }
+                fds->fds[i] = fds->fds[--fds->n];
+                safe_close(f.fd);
+                if (t->fdstore)
+                        (void) fdstore_remove(f.name);
+                if (f.name[0] == 'c' || f.name[0] == 'p')
+                        t->stats.closed++;
+        }
+}
+
+static void restore_counters(Takeover *t) {
+        for (size_t i = 0; i < t->snap.n_counters; i++)
+                for (Counter c = 0; c < _COUNTER_MAX; c++)
+                        if (streq(counter_info(c)->name, t->snap.counters[i].name))
+                                t->env.counters->value[c] = t->snap.counters[i].value;
+        t->env.counters->latency = t->snap.latency;
+}
+
+void takeover_restore(Takeover *t, NamedFds *fds) {
+        if (t->have_snap) {
+                t->adopted = calloc(t->snap.n_registrations ?: 1, sizeof(Registration *));
+                if (!t->adopted) {
+                        log_error("Out of memory taking over; the connections of the previous process are closed.");
+                        snapshot_done(&t->snap);
+                        t->have_snap = false;
+                }
+        }
+        if (t->have_snap) {
+                restore_counters(t);
+                t->env.registry->env->psi_unprivileged = t->snap.psi_unprivileged;
+                if (t->snap.next_registration_id > t->env.registry->next_id)
+                        t->env.registry->next_id = t->snap.next_registration_id;
+                if (t->clients && t->snap.next_client_id > t->clients->next_client_id)
+                        t->clients->next_client_id = t->snap.next_client_id;
+                if (t->proxy && t->snap.next_proxy_id > t->proxy->next_id)
+                        t->proxy->next_id = t->snap.next_proxy_id;
+                restore_registrations(t, fds);
+                restore_proxies(t, fds);
+                restore_clients(t, fds);
+                if (t->reclaim && reclaim_controller_restore(t->reclaim, t->snap.reclaim, t->snap.n_reclaim) < 0)
+                        log_warning("Out of memory taking over the reclaim totals, they start from zero.");
+        }
+        drop_leftovers(t, fds);
+}
+
+/* The answer a Reexecute caller was owed: the new process serves. */
+static void reply_reexecuted(Client *c) {
+        static const char msg[] = "{\"parameters\":{}}";
+        char *copy;
+
+        if (!c->owes_reexecute || c->dead)
+                return;
+        c->owes_reexecute = false;
+        copy = malloc(sizeof(msg));
+        if (!copy || client_send_owned(c, memcpy(copy, msg, sizeof(msg)), sizeof(msg)) < 0)
+                client_kill(c);
+}
+
+static void finish_registrations(Takeover *t) {
+        for (size_t i = 0; i < t->snap.n_registrations; i++)
+                if (t->adopted[i])
+                        registration_adopted(t->adopted[i], &t->snap.registrations[i]);
+        /* Those nobody came back to (a client that left meanwhile, a service turned off). */
+        for (size_t i = 0; i < t->snap.n_registrations; i++)
+                if (t->adopted[i] && !t->adopted[i]->listeners)
+                        registration_release(t->adopted[i]);
+}
+
+static void finish_log(Takeover *t) {
+        TakeoverStats *s = &t->stats;
+
+        log_struct(LOG_INFO, MESSAGE_ID_TAKEOVER,
+                   "Took over %" PRIu64 " connection(s), %" PRIu64 " memory-pressure connection(s) and %" PRIu64
+                   " kernel registration(s) from generation %" PRIu64 "%s; %" PRIu64 " connection(s) closed.",
+                   s->connections, s->proxied_clients, s->registrations, t->generation - 1,
+                   t->clean ? "" : ", which ended without handing over (the state is its last checkpoint)", s->closed);
+}
+
+void takeover_finish(Takeover *t) {
+        if (t->have_snap) {
+                finish_registrations(t);
+                for (size_t i = 0; i < t->n_resumed; i++)
+                        reply_reexecuted(t->resumed[i]);
+                for (size_t i = 0; i < t->n_resumed; i++)
+                        client_resume(t->resumed[i]);
+                t->stats.clean = t->clean;
+                t->stats.time_us = now_usec(CLOCK_REALTIME);
+                t->env.status->generation = t->generation;
+                t->env.status->takeover = t->stats;
+                if (t->snap.start_monotonic_us && t->snap.start_monotonic_us <= now_usec(CLOCK_MONOTONIC))
+                        t->env.status->start_monotonic = t->snap.start_monotonic_us;
+                finish_log(t);
+        }
+        free(t->resumed);
+        t->resumed = NULL;
+        t->n_resumed = 0;
+        free(t->adopted);
+        t->adopted = NULL;
+        free(t->crash_slots);
+        t->crash_slots = NULL;
+        t->n_crash_slots = 0;
+        snapshot_done(&t->snap);
+        t->have_snap = false;
+        if (t->store_listeners) {
+                if (t->clients && fdstore_add(t->clients->listen_fd, "varlink", true) < 0)
+                        log_warning("Failed to hand the varlink socket to the fd store.");
+                if (t->proxy && fdstore_add(t->proxy->listen_fd, "memory-pressure", true) < 0)
+                        log_warning("Failed to hand the memory-pressure socket to the fd store.");
+        }
+        if (t->fdstore)
+                on_checkpoint(-1, 0, t);
+}
+
+/* ---- handing over ---- */
+
+bool takeover_handover(Takeover *t) {
+        _cleanup_close_ int fd = -1;
+        int k;
+
+        if (!t->fdstore || t->detached)
+                return false;
+        if (t->clients)
+                client_server_reap(t->clients);
+        fd = takeover_write(t, true);
+        k = fd < 0 ? fd : takeover_store_state(t, fd);
+        if (k < 0)
+                log_error_errno(k, "Failed to hand the complete state to the fd store, the next process takes over the last checkpoint: %m");
+        else
+                live_page_set_clean(&t->live, t->serial);
+        log_info("Handing %u connection(s), %u memory-pressure connection(s) and %u kernel registration(s) to the next process.",
+                 t->clients ? t->clients->n_clients : 0, t->proxy ? t->proxy->n_clients : 0,
+                 t->env.registry->n_registrations);
+        t->detached = true;
+        return true;
+}
+
+bool takeover_detached(const Takeover *t) {
+        return t->detached;
+}
+
+uint64_t takeover_generation(const Takeover *t) {
+        return t->generation;
+}
+
+const char *takeover_socket_path(const Takeover *t) {
+        return t->socket_path;
+}
+
+const char *takeover_proxy_path(const Takeover *t) {
+        return t->proxy_path;
+}
+
+/* ---- Reexecute ---- */
+
+static int exec_fds_add(NamedFds *fds, char kind, uint64_t id, int fd) {
+        char name[FDSTORE_NAME_MAX];
+
+        if (fd < 0)
+                return 0;
+        name_of(name, kind, id);
+        return named_fds_add(fds, name, fd);
+}
+
+/* Every fd the new process takes over, named; @state is the complete snapshot's memfd. */
+static int exec_fds_collect(Takeover *t, int state, NamedFds *fds) {
+        Registration *r;
+        Client *c;
+        ProxyClient *p;
+        int k = named_fds_add(fds, "state", state);
+
+        if (k >= 0 && t->live.fd >= 0)
+                k = named_fds_add(fds, "live", t->live.fd);
+        if (k >= 0 && t->clients)
+                k = named_fds_add(fds, "varlink", t->clients->listen_fd);
+        if (k >= 0 && t->proxy)
+                k = named_fds_add(fds, "memory-pressure", t->proxy->listen_fd);
+        LIST_FOREACH(registrations, r, t->env.registry->registrations)
+                if (k >= 0 && !r->removed)
+                        k = exec_fds_add(fds, 'r', r->id, source_store_fd(&r->src));
+        if (t->clients)
+                LIST_FOREACH(clients, c, t->clients->clients)
+                        if (k >= 0 && !c->dead)
+                                k = exec_fds_add(fds, 'c', c->id, c->fd);
+        if (t->proxy)
+                LIST_FOREACH(all, p, t->proxy->clients)
+                        if (k >= 0)
+                                k = exec_fds_add(fds, 'p', p->id, p->fd);
+        return k;
+}
+
+/* The list only: its fds are the daemon's own. */
+static void exec_fds_free(NamedFds *fds) {
+        free(fds->fds);
+}
+
+/* "NAME=FD NAME=FD ...", the fds inherited across exec with @cloexec cleared, or set again. */
+static char *exec_fds_prepare(const NamedFds *fds, bool cloexec) {
+        size_t size = 1, n = 0;
+        char *list;
+
+        for (size_t i = 0; i < fds->n; i++) {
+                (void) fcntl(fds->fds[i].fd, F_SETFD, cloexec ? FD_CLOEXEC : 0);
+                size += strlen(fds->fds[i].name) + 13;
+        }
+        if (cloexec)
+                return NULL;
+        list = malloc(size);
+        if (!list)
+                return NULL;
+        list[0] = 0;
+        for (size_t i = 0; i < fds->n; i++)
+                n += (size_t) snprintf(list + n, size - n, "%s%s=%d", i ? " " : "", fds->fds[i].name, fds->fds[i].fd);
+        return list;
+}
+
+/* execve() with every fd of @fds inherited; returns only on failure, with the fds as they were. */
+static int takeover_exec(Takeover *t, const NamedFds *fds) {
+        _cleanup_free_ char *list = exec_fds_prepare(fds, false);
+        int k;
+
+        if (!list) {
+                (void) exec_fds_prepare(fds, true);
+                return -ENOMEM;
+        }
+        if (setenv(FDSTORE_REEXEC_ENV, list, 1) < 0)
+                k = -errno;
+        else {
+                (void) sd_notifyf(0, "RELOADING=1\nSTATUS=Executing %s anew.\nMONOTONIC_USEC=%" PRIu64, t->exe,
+                                  now_usec(CLOCK_MONOTONIC));
+                log_info("Executing %s anew, handing it %zu fd(s).", t->exe, fds->n);
+                execv(t->exe, t->argv);
+                k = -errno;
+        }
+        (void) unsetenv(FDSTORE_REEXEC_ENV);
+        (void) exec_fds_prepare(fds, true);
+        return k;
+}
+
+/* Reexecute failed and the old process serves on: the callers hear why. */
+static void reexec_failed(Takeover *t, int error) {
+        Client *c;
+
+        log_error_errno(error, "Failed to execute %s anew, serving on: %m", strna(t->exe));
+        (void) sd_notify(0, "READY=1\nSTATUS=Serving (Reexecute failed).");
+        live_page_set_clean(&t->live, 0);
+        if (!t->clients)
+                return;
+        LIST_FOREACH(clients, c, t->clients->clients) {
+                VarlinkError e = {};
+                size_t n;
+                char *msg;
+
+                if (!c->owes_reexecute || c->dead)
+                        continue;
+                c->owes_reexecute = false;
+                varlink_error_internal(&e, error);
+                msg = varlink_error_new(e.name, TAKE_PTR(e.parameters), &n);
+                varlink_error_done(&e);
+                if (!msg || client_send_owned(c, msg, n) < 0)
+                        client_kill(c);
+        }
+}
+
+static void on_reexec(evutil_socket_t fd, short what, void *userdata) {
+        Takeover *t = userdata;
+        _cleanup_(exec_fds_free) NamedFds fds = {};
+        _cleanup_close_ int state = -1;
+        int k;
+
+        t->reexec_scheduled = false;
+        if (t->clients)
+                client_server_reap(t->clients);
+        state = takeover_write(t, true);
+        if (state < 0) {
+                reexec_failed(t, state);
+                return;
+        }
+        /* With the fd store, it also holds the state: a new binary that crashes is restarted from it. */
+        if (t->fdstore && takeover_store_state(t, state) < 0)
+                log_warning("Failed to hand the state to the fd store before executing anew.");
+        live_page_set_clean(&t->live, t->serial);
+        k = exec_fds_collect(t, state, &fds);
+        if (k >= 0)
+                k = takeover_exec(t, &fds);
+        reexec_failed(t, k);
+}
+
+int takeover_set_exec(Takeover *t, const char *exe, char *const *argv) {
+        size_t n = 0;
+
+        while (argv && argv[n])
+                n++;
+        t->exe = exe ? strdup(exe) : NULL;
+        t->argv = calloc(n + 1, sizeof(char *));
+        if ((exe && !t->exe) || !t->argv)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (!(t->argv[i] = strdup(argv[i])))
+                        return -ENOMEM;
+        return 0;
+}
+
+int takeover_schedule_reexec(Takeover *t) {
+        if (!t->exe || !t->argv || !t->argv[0])
+                return -EOPNOTSUPP;
+        if (t->reexec_scheduled || t->detached)
+                return -EBUSY;
+        if (access(t->exe, X_OK) < 0)
+                return log_warning_errno(errno, "Cannot execute %s anew: %m", t->exe);
+        t->reexec_scheduled = true;
+        event_active(t->ev_reexec, 0, 0);
+        return 0;
+}
+
+/* ---- the object ---- */
+
+int takeover_new(const TakeoverEnv *env, Takeover **ret) {
+        Takeover *t = calloc(1, sizeof(*t));
+
+        if (!t)
+                return -ENOMEM;
+        t->env = *env;
+        t->live.fd = -1;
+        t->fdstore = fdstore_enabled();
+        t->ev_checkpoint = event_new(env->base, -1, 0, on_checkpoint, t);
+        t->ev_reexec = event_new(env->base, -1, 0, on_reexec, t);
+        if (!t->ev_checkpoint || !t->ev_reexec) {
+                takeover_free(t);
+                return -ENOMEM;
+        }
+        *ret = t;
+        return 0;
+}
+
+void takeover_set_servers(Takeover *t, ClientServer *clients, ProxyServer *proxy, ReclaimController *reclaim,
+                          const char *socket_path, const char *proxy_path) {
+        t->clients = clients;
+        t->proxy = proxy;
+        t->reclaim = reclaim;
+        if (socket_path) {
+                free(t->socket_path);
+                t->socket_path = strdup(socket_path);
+        }
+        if (proxy_path) {
+                free(t->proxy_path);
+                t->proxy_path = strdup(proxy_path);
+        }
+        t->store_listeners = t->fdstore && (socket_path || proxy_path);
+        if (clients && t->live.fd >= 0)
+                clients->live = &t->live;
+        if (!t->fdstore)
+                return;
+        if (clients) {
+                clients->hooks = &takeover_client_hooks;
+                clients->hooks_userdata = t;
+        }
+        if (proxy) {
+                proxy->hooks = &takeover_proxy_hooks;
+                proxy->hooks_userdata = t;
+        }
+        t->env.registry->hooks = &takeover_registry_hooks;
+        t->env.registry->hooks_userdata = t;
+}
+
+Takeover *takeover_free(Takeover *t) {
+        if (!t)
+                return NULL;
+        /* The servers and the registry are gone already: they used the hooks and the live page to the end. */
+        if (t->ev_checkpoint)
+                event_free(t->ev_checkpoint);
+        if (t->ev_reexec)
+                event_free(t->ev_reexec);
+        live_page_done(&t->live);
+        snapshot_done(&t->snap);
+        for (size_t i = 0; i < t->n_stale; i++)
+                free(t->stale[i]);
+        free(t->stale);
+        free(t->crash_slots);
+        free(t->adopted);
+        free(t->resumed);
+        free(t->socket_path);
+        free(t->proxy_path);
+        free(t->exe);
+        for (size_t i = 0; t->argv && t->argv[i]; i++)
+                free(t->argv[i]);
+        free(t->argv);
+        free(t);
+        return NULL;
+}
