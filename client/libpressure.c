@@ -1297,6 +1297,18 @@ _public_ int pressure_client_reload(pressure_client *c, pressure_error **ret_err
         return client_call_json(c, "io.pressured.Reload", NULL, NULL, ret_error);
 }
 
+/**
+ * pressure_client_reexecute - Reexecute(): the daemon executes its binary
+ * anew and answers from the new process.
+ */
+_public_ int pressure_client_reexecute(pressure_client *c, pressure_error **ret_error) {
+        if (ret_error)
+                *ret_error = NULL;
+        if (!c)
+                return return_error(-EINVAL, NULL, ret_error);
+        return client_call_json(c, "io.pressured.Reexecute", NULL, NULL, ret_error);
+}
+
 /* ---- Asynchronous calls -------------------------------------------------------------- */
 
 static int complete_status(pressure_call *call, json_t *params, const pressure_error *error) {
@@ -1494,6 +1506,14 @@ _public_ int pressure_client_call_async(pressure_client *c, const char *method, 
 _public_ int pressure_client_reload_async(pressure_client *c, pressure_reply_handler callback, void *userdata,
                                           pressure_call **ret_call) {
         return pressure_client_call_async(c, "io.pressured.Reload", NULL, callback, userdata, ret_call);
+}
+
+/**
+ * pressure_client_reexecute_async - Reexecute() without waiting.
+ */
+_public_ int pressure_client_reexecute_async(pressure_client *c, pressure_reply_handler callback, void *userdata,
+                                             pressure_call **ret_call) {
+        return pressure_client_call_async(c, "io.pressured.Reexecute", NULL, callback, userdata, ret_call);
 }
 
 /**

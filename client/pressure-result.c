@@ -421,6 +421,13 @@ _public_ uint64_t pressure_status_get_uptime_us(const pressure_status *s) {
 }
 
 /**
+ * pressure_status_get_generation - 0 for a fresh start, one more per takeover.
+ */
+_public_ uint64_t pressure_status_get_generation(const pressure_status *s) {
+        return s ? json_u64(s->params, "generation") : 0;
+}
+
+/**
  * pressure_status_get_clients - connected clients.
  */
 _public_ uint64_t pressure_status_get_clients(const pressure_status *s) {

@@ -335,6 +335,8 @@ int pressure_client_get_protection(pressure_client *client, const char *cgroup,
 int pressure_client_inject(pressure_client *client, const char *cgroup, pressure_level level,
                            uint64_t *ret_delivered, pressure_error **ret_error);
 int pressure_client_reload(pressure_client *client, pressure_error **ret_error);
+/* libpressure 1.3: Reexecute(); returns once the new process serves. */
+int pressure_client_reexecute(pressure_client *client, pressure_error **ret_error);
 /* libpressure 1.1: Inject() for the subscriptions of one resource (pressure_client_inject(): MEMORY). */
 int pressure_client_inject_resource(pressure_client *client, const char *cgroup, pressure_resource resource,
                                     pressure_level level, uint64_t *ret_delivered, pressure_error **ret_error);
@@ -362,6 +364,9 @@ int pressure_client_inject_resource_async(pressure_client *client, const char *c
                                           pressure_call **ret_call);
 int pressure_client_reload_async(pressure_client *client, pressure_reply_handler callback, void *userdata,
                                  pressure_call **ret_call);
+/* libpressure 1.3. */
+int pressure_client_reexecute_async(pressure_client *client, pressure_reply_handler callback, void *userdata,
+                                    pressure_call **ret_call);
 int pressure_client_call_async(pressure_client *client, const char *method, const char *params_json,
                                pressure_reply_handler callback, void *userdata, pressure_call **ret_call);
 /* Cancel a call whose callback has not run; accepts NULL, returns NULL. */
@@ -509,6 +514,8 @@ pressure_status *pressure_status_unref(pressure_status *status);
 void pressure_status_unrefp(pressure_status **p);
 const char *pressure_status_get_version(const pressure_status *status);
 uint64_t pressure_status_get_uptime_us(const pressure_status *status);
+/* libpressure 1.3: 0 for a fresh start, one more per takeover (restart, crash, Reexecute). */
+uint64_t pressure_status_get_generation(const pressure_status *status);
 uint64_t pressure_status_get_clients(const pressure_status *status);
 uint64_t pressure_status_get_subscriptions(const pressure_status *status);
 /* A counter by its protocol name ("events_read", ...); 0, or -ENODATA. */

@@ -343,6 +343,15 @@ static void status_print_overview(json_t *st) {
 
         printf("Version:        %s\n", strna(jget_str(st, "version")));
         printf("Uptime:         %s\n", format_duration(buf, jget_u64(st, "uptime_us")));
+        if (jget_u64(st, "generation") > 0) {
+                json_t *t = json_object_get(st, "takeover");
+
+                printf("Generation:     %" PRIu64 " (took over %" PRIu64 " connection(s), %" PRIu64
+                       " memory-pressure connection(s), %" PRIu64 " registration(s)%s)\n",
+                       jget_u64(st, "generation"), jget_u64(t, "connections"), jget_u64(t, "proxied_clients"),
+                       jget_u64(t, "registrations"),
+                       json_is_true(json_object_get(t, "clean")) ? "" : " after a crash");
+        }
         printf("Clients:        %" PRIu64 "\n", jget_u64(st, "clients"));
         printf("Subscriptions:  %" PRIu64 "\n", jget_u64(st, "subscriptions"));
         printf("Proxied:        %" PRIu64 "\n", jget_u64(st, "proxied_clients"));
@@ -902,6 +911,28 @@ static int cmd_reload(int argc, char **argv) {
         r = pressure_client_reload(c, &error);
         if (r < 0)
                 return report_error(c, r, "reload", error);
+        if (arg_json)
+                printf("{}\n");
+        return 0;
+}
+
+static int cmd_reexec(int argc, char **argv) {
+        _cleanup_(pressure_client_freep) pressure_client *c = NULL;
+        _cleanup_(pressure_error_freep) pressure_error *error = NULL;
+        int r;
+
+        r = command_begin(argc, argv, "reexec ",
+                          "pressurectl [OPTIONS] reexec\n\n"
+                          "Make the daemon execute its binary anew in the same process, handing the new\n"
+                          "one every connection, subscription and kernel registration: the upgrade path\n"
+                          "where no service manager restarts it. Returns once the new process serves.\n"
+                          "Needs root.\n",
+                          NULL, &c);
+        if (r >= 0)
+                return r;
+        r = pressure_client_reexecute(c, &error);
+        if (r < 0)
+                return report_error(c, r, "reexec", error);
         if (arg_json)
                 printf("{}\n");
         return 0;
@@ -1595,6 +1626,7 @@ static void help(void) {
                "  reclaim [CGROUP]            the proactive reclaim controller\n"
                "  inject [CGROUP] --level L   send a synthetic event\n"
                "  reload                      reload the daemon's configuration\n"
+               "  reexec                      execute the daemon anew, keeping every connection\n"
                "  top [CGROUP]                live view of pressure, limits and protection\n"
                "  notify                      desktop notifications of pressure on the session\n"
                "  memory-pressure-env [--psi T]  drop-in lines for sd-event programs\n\n"
@@ -1622,6 +1654,7 @@ int main(int argc, char **argv) {
                 { "reclaim",    cmd_reclaim },
                 { "inject",     cmd_inject },
                 { "reload",     cmd_reload },
+                { "reexec",     cmd_reexec },
                 { "top",        cmd_top },
                 { "notify",     cmd_notify },
                 { "memory-pressure-env", cmd_memory_pressure_env },

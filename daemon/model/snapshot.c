@@ -91,6 +91,7 @@ enum {
         P_REGISTRATION,
         P_SENT,
         P_DROPPED,
+        P_DECIDE_BY,
 };
 
 /* Small records: a name and a value; a trigger; an episode record; the histogram. */
@@ -338,6 +339,7 @@ static void w_proxy(Writer *w, const SnapshotProxyClient *p) {
         w_num(w, P_REGISTRATION, p->registration);
         w_num(w, P_SENT, p->sent);
         w_num(w, P_DROPPED, p->dropped);
+        w_num(w, P_DECIDE_BY, p->decide_by_usec);
         w_end(w, mark);
 }
 
@@ -863,6 +865,8 @@ static int r_proxy_field(uint16_t tag, const Span *f, SnapshotProxyClient *p) {
                 return r_u64(f, &p->sent);
         case P_DROPPED:
                 return r_u64(f, &p->dropped);
+        case P_DECIDE_BY:
+                return r_u64(f, &p->decide_by_usec);
         }
         return 0;
 }

@@ -94,6 +94,7 @@ typedef struct SnapshotProxyClient {
         char *unit;
         SnapshotBytes line;          /* what it wrote of its trigger line */
         bool line_done;
+        uint64_t decide_by_usec;     /* CLOCK_MONOTONIC; while !line_done, when the request is judged as it is */
         uint64_t registration;       /* 0: not attached (silent) */
         uint64_t sent, dropped;
 } SnapshotProxyClient;

@@ -353,6 +353,7 @@ static void proxy_accept_one(ProxyServer *s, int fd) {
                 .pidfd = pidfd,
                 .pid = cred.pid,
                 .uid = cred.uid,
+                .decide_by = now_usec(CLOCK_MONOTONIC) + PROXY_READ_TIMEOUT_USEC,
         };
         LIST_PREPEND(all, s->clients, p);
         s->n_clients++;
@@ -372,7 +373,11 @@ static void proxy_accept_one(ProxyServer *s, int fd) {
 }
 
 int proxy_adopt_client(ProxyServer *s, int fd, const SnapshotProxyClient *snap, Registration *r) {
-        struct timeval tv = usec_to_timeval(PROXY_READ_TIMEOUT_USEC);
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        /* The deadline it had: a takeover neither shortens nor extends it. */
+        uint64_t due = snap->decide_by_usec > now && snap->decide_by_usec - now <= PROXY_READ_TIMEOUT_USEC ?
+                       snap->decide_by_usec : now;
+        struct timeval tv = usec_to_timeval(due - now);
         ProxyClient *p = calloc(1, sizeof(*p));
 
         if (!p) {
@@ -392,6 +397,7 @@ int proxy_adopt_client(ProxyServer *s, int fd, const SnapshotProxyClient *snap, 
                 .line_done = snap->line_done,
                 .sent = snap->sent,
                 .dropped = snap->dropped,
+                .decide_by = due,
         };
         LIST_PREPEND(all, s->clients, p);
         s->n_clients++;
@@ -421,6 +427,7 @@ int proxy_client_export(const ProxyClient *p, SnapshotProxyClient *ret) {
                 .pid = p->pid,
                 .uid = p->uid,
                 .line_done = p->line_done,
+                .decide_by_usec = p->line_done ? 0 : p->decide_by,
                 .registration = p->listener.reg ? p->listener.reg->id : 0,
                 .sent = p->sent,
                 .dropped = p->dropped,

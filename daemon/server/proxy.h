@@ -47,6 +47,7 @@ struct ProxyClient {
         bool line_done;             /* the request is decided; later bytes are discarded */
         struct event *ev_read;
         struct event *ev_timer;     /* exists until the request is decided */
+        uint64_t decide_by;         /* CLOCK_MONOTONIC: when ev_timer fires */
         uint64_t sent;
         uint64_t dropped;
         LIST_FIELDS(ProxyClient, all);      /* in server->clients */
@@ -103,7 +104,7 @@ ProxyServer *proxy_stop(ProxyServer *s);
  * proxy_adopt_client - the proxied client a previous process described in
  * @snap, on @fd (taken over, closed on failure), attached to @r (NULL:
  * silent, as it was or because its cgroup is gone). One whose request
- * was not decided yet reads on with a new deadline. Returns 0 or -ENOMEM.
+ * was not decided yet reads on until the deadline it had. Returns 0 or -ENOMEM.
  */
 int proxy_adopt_client(ProxyServer *s, int fd, const SnapshotProxyClient *snap, Registration *r);
 

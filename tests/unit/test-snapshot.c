@@ -163,6 +163,7 @@ static void sample(Snapshot *s) {
                 .unit = xstrdup("foo.service"),
                 .line = xbytes("some 150000 2000000"),
                 .line_done = true,
+                .decide_by_usec = 4444,
                 .registration = 4,
                 .sent = 1234,
                 .dropped = 5,
@@ -302,6 +303,7 @@ static void assert_snapshot_eq(const Snapshot *a, const Snapshot *b) {
                 assert_str_eq(x->unit, y->unit);
                 assert_bytes_eq(&x->line, &y->line);
                 ASSERT_EQ(x->line_done, y->line_done);
+                ASSERT_U64_EQ(x->decide_by_usec, y->decide_by_usec);
                 ASSERT_U64_EQ(x->registration, y->registration);
                 ASSERT_U64_EQ(x->sent, y->sent);
                 ASSERT_U64_EQ(x->dropped, y->dropped);
