@@ -619,6 +619,20 @@ static void restore_clients(Takeover *t, NamedFds *fds) {
         }
 }
 
+/* New ids start above @name's, so that a name in the store is never used twice. */
+static void ids_above(Takeover *t, const char *name) {
+        uint64_t id;
+
+        if (!strchr("cpr", name[0]) || safe_atou64(name + 1, &id) < 0)
+                return;
+        if (name[0] == 'c' && t->clients && id > t->clients->next_client_id)
+                t->clients->next_client_id = id;
+        else if (name[0] == 'p' && t->proxy && id > t->proxy->next_id)
+                t->proxy->next_id = id;
+        else if (name[0] == 'r' && id > t->env.registry->next_id)
+                t->env.registry->next_id = id;
+}
+
 /* What is left of the takeover's fds belonged to nobody the state knows: closed, and out of the store. */
 static void drop_leftovers(Takeover *t, NamedFds *fds) {
         for (size_t i = 0; i < fds->n;) {
@@ -632,6 +646,7 @@ static void drop_leftovers(Takeover *t, NamedFds *fds) {
                 safe_close(f.fd);
                 if (t->fdstore)
                         (void) fdstore_remove(f.name);
+                ids_above(t, f.name);
                 if (f.name[0] == 'c' || f.name[0] == 'p')
                         t->stats.closed++;
         }

@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Restarts and crashes with systemd's file descriptor store, against a
+stand-in for the service manager (fdstore_test.py): the daemon keeps in
+the store its own listening sockets, the live page, one state, and one fd
+per connection and per PSI registration, and never one of a connection
+or registration that ended.
+
+- A restart (SIGTERM, start): varlink streams and a memory-pressure
+  connection go on with no end of file and no gap in seq; an episode
+  begun before it ends with "cleared" from the new process, counting the
+  events of both; counters and generation go on.
+- A crash (SIGKILL, start): streams go on; the event a coalescing
+  subscriber held back is lost, and its next event says so with a gap in
+  seq and the same number in "missed"; GetStatus says the takeover was
+  not clean.
+- A stop (the store released) ends every connection.
+- A state that cannot be read (garbage, a newer version) is logged, and
+  the connections that came with it are closed, not misread."""
+
+import os
+import select
+import struct
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
+import fdstore_test  # noqa: E402
+import pressured_test as pt  # noqa: E402
+
+WAIT = 60.0 if pt.WRAPPER else 15.0
+
+
+class Stream:
+    """A Subscribe stream read by hand."""
+
+    def __init__(self, path, **params):
+        self.v = pt.Varlink(path, timeout=WAIT)
+        first = self.v.subscribe(**params)
+        pt.check_eq(first['parameters']['event']['kind'], 'subscribed', 'first event')
+
+    def next(self, timeout=WAIT):
+        return self.v.recv(timeout=timeout)['parameters']['event']
+
+
+def call(path, method, params=None):
+    v = pt.Varlink(path, timeout=WAIT)
+    try:
+        return v.call_sync(method, params)
+    finally:
+        v.close()
+
+
+def inject(path, cgroup):
+    return call(path, 'io.pressured.Inject', {'cgroup': cgroup, 'level': 'critical'})['parameters']['delivered']
+
+
+def status(path):
+    return call(path, 'io.pressured.GetStatus')['parameters']
+
+
+PEER = r"""
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+s.sendall(b'some 150000 2000000\0')
+print('ready', flush=True)
+while True:
+    b = s.recv(16)
+    print('byte' if b else 'eof', flush=True)
+    if not b:
+        break
+"""
+
+
+class ProxyPeer:
+    """A memory-pressure connection from a process in the quiet cgroup (the
+    proxy watches its peer's own cgroup): one line per byte it receives."""
+
+    def __init__(self, path, quiet):
+        v2 = os.path.join(pt.cgroup2_mount(), quiet.lstrip('/'))
+        self.proc = pt.run_in_cgroups([sys.executable, '-c', PEER, path], None, v2, stdout=subprocess.PIPE,
+                                      text=True)
+        pt.check_eq(self.line(), 'ready', 'memory-pressure peer connected')
+
+    def line(self, timeout=WAIT):
+        r, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not r:
+            raise TimeoutError('no byte from the memory-pressure connection')
+        return self.proc.stdout.readline().strip()
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def expected_names(names):
+    """The store's names without the connections and registrations, which come and go."""
+    return sorted(n for n in names if n[0] not in 'cpr' or not n[1:].isdigit())
+
+
+def check_store(sm, st, what):
+    """One fd per connection and per PSI registration, one state, the live page, the two sockets."""
+    def right(names):
+        conns = sum(1 for n in names if n[0] == 'c' and n[1:].isdigit())
+        regs = sum(1 for n in names if n[0] == 'r' and n[1:].isdigit())
+        proxies = sum(1 for n in names if n[0] == 'p' and n[1:].isdigit())
+        states = [n for n in names if n.startswith('state-')]
+        return (conns == st['clients'] and proxies == st['proxied_clients'] and
+                regs == sum(1 for r in st['registrations'] if r['source'] in ('psi', 'vmpressure')) and
+                len(states) == 1 and 'live' in names and 'varlink' in names and 'memory-pressure' in names)
+    # GetStatus's own connection is in the store while it is answered: wait for it to go.
+    st = dict(st, clients=st['clients'] - 1)
+    sm.wait_names(right, what)
+
+
+def scenario_restart_and_crash(sm, sock, mp, quiet):
+    a = Stream(sock, cgroup=quiet, level='medium')
+    b = Stream(sock, cgroup=quiet, level='low', min_interval_ms=2000)
+    p = ProxyPeer(mp, quiet)
+    pt.wait_for(lambda: sum(len(r['proxied']) for r in status(sock)['registrations']) == 1, timeout=WAIT,
+                what='the memory-pressure connection attached')
+    check_store(sm, status(sock), 'the store holds what lives, and nothing that ended')
+
+    pt.check_eq(inject(sock, quiet), 3, 'first injection reaches two streams and the proxied client')
+    ea, eb = a.next(), b.next()
+    pt.check_eq((ea['seq'], eb['seq']), (1, 1), 'first events')
+    pt.check_eq(p.line(), 'byte', 'the proxied client\'s byte')
+
+    # A restart: nothing ends, nothing is lost, the episode goes on.
+    sm.restart()
+    st = status(sock)
+    pt.check_eq((st['generation'], st['takeover']['clean']), (1, True), 'generation and clean takeover')
+    pt.check_eq(st['takeover']['connections'], 2, 'connections taken over')
+    pt.check_eq(st['takeover']['proxied_clients'], 1, 'memory-pressure connections taken over')
+    pt.check_eq(st['counters']['events_injected'], 1, 'counters go on')
+    pt.check_eq(inject(sock, quiet), 3, 'an injection after the restart reaches all three')
+    ea = a.next()
+    pt.check_eq((ea['kind'], ea['seq'], ea['missed']), ('pressure', 2, 0), 'stream A after the restart')
+    pt.check_eq(p.line(), 'byte', 'the proxied client after the restart')
+    # B holds the second event for its interval, then sends it.
+    eb = b.next()
+    pt.check_eq((eb['seq'], eb['missed'], eb['count']), (2, 0, 1), 'stream B after the restart')
+    cleared = a.next(timeout=WAIT + 10)
+    pt.check_eq(cleared['kind'], 'cleared', 'the episode ends')
+    pt.check_eq((cleared['seq'], cleared['events']), (3, 2), 'cleared by the new process, counting both events')
+    pt.check_eq(status(sock)['generation'], 1, 'no further takeover meanwhile')
+    b.next()  # B's own "cleared"
+    check_store(sm, status(sock), 'the store after the restart')
+
+    # A crash while B holds an event: that one is lost, and B says so.
+    inject(sock, quiet)
+    pt.check_eq(a.next()['seq'], 4, 'A before the crash')
+    pt.check_eq(b.next()['seq'], 4, 'B before the crash (its interval had passed)')
+    pt.check_eq(p.line(), 'byte', 'the proxied client before the crash')
+    inject(sock, quiet)  # B holds this one
+    pt.check_eq(a.next()['seq'], 5, 'A before the crash')
+    pt.check_eq(p.line(), 'byte', 'the proxied client before the crash')
+    sm.crash()
+    st = status(sock)
+    pt.check_eq((st['generation'], st['takeover']['clean']), (2, False), 'generation after a crash')
+    pt.check_eq(st['takeover']['closed'], 0, 'no connection was half-written')
+    time.sleep(2.2)  # B's interval
+    inject(sock, quiet)
+    ea, eb = a.next(), b.next()
+    pt.check_eq((ea['seq'], ea['missed']), (6, 0), 'A after the crash: nothing lost')
+    pt.check_eq((eb['seq'], eb['missed']), (6, 1), 'B after the crash: the held event is the gap, and missed says so')
+    pt.check_eq(p.line(), 'byte', 'the proxied client after the crash')
+    check_store(sm, status(sock), 'the store after the crash')
+
+    # A stop releases the store: every connection ends.
+    sm.stop()
+    pt.check(a.v.is_closed(timeout=WAIT), 'stream A ends at a stop')
+    pt.check(b.v.is_closed(timeout=WAIT), 'stream B ends at a stop')
+    pt.check_eq(p.line(), 'eof', 'the memory-pressure connection ends at a stop')
+    p.close()
+
+
+def memfd(data):
+    fd = os.memfd_create('garbage', os.MFD_CLOEXEC)
+    os.write(fd, data)
+    return fd
+
+
+def scenario_unreadable(sm, sock, quiet, make_state, what):
+    """The state in the store is replaced by @make_state(good bytes): the stream is closed, not misread."""
+    sm.start()
+    s = Stream(sock, cgroup=quiet, level='medium')
+    sm.terminate()
+    with sm.lock:
+        states = [e for e in sm.store if e[0].startswith('state-')]
+        pt.check_eq(len(states), 1, 'one state in the store')
+        name, fd, poll = states[0]
+        good = os.pread(fd, 1 << 20, 0)
+        os.close(fd)
+        sm.store = [e for e in sm.store if not e[0].startswith('state-')] + [(name, memfd(make_state(good)), poll)]
+    sm.start()
+    pt.check(s.v.is_closed(timeout=WAIT), f'{what}: the stream is closed')
+    st = status(sock)
+    pt.check_eq(st['generation'], 0, f'{what}: a fresh start')
+    pt.check(f'cannot be read' in sm.log(), f'{what}: the journal says why')
+    sm.wait_names(lambda names: not [n for n in names if n[0] in 'cr' and n[1:].isdigit()],
+                  f'{what}: no connection or registration of before left in the store')
+    sm.stop()
+
+
+def main():
+    pt.require_root('Inject is reserved to root')
+    with pt.quiet_cgroup() as quiet:
+        tmp = fdstore_test.tempfile.mkdtemp(prefix='pressured-test-')
+        os.chmod(tmp, 0o755)
+        sock, mp = os.path.join(tmp, 'io.pressured'), os.path.join(tmp, 'memory-pressure')
+        conf = os.path.join(tmp, 'test.conf')
+        with open(conf, 'w') as f:
+            f.write(f'[MemoryPressure]\nSocket={mp}\n[Limits]\nIdleTimeoutSec=600\n[Levels]\nClearAfterSec=4\n')
+        args = ['--socket', sock, '--config', conf, '--log-level', 'info']
+        try:
+            with fdstore_test.ServiceManager(args) as sm:
+                sm.start()
+                scenario_restart_and_crash(sm, sock, mp, quiet)
+            with fdstore_test.ServiceManager(args) as sm:
+                scenario_unreadable(sm, sock, quiet, lambda good: b'garbage' * 10, 'garbage')
+                scenario_unreadable(sm, sock, quiet, lambda good: good[:8] + struct.pack('<I', 99) + good[12:],
+                                    'a newer version')
+                scenario_unreadable(sm, sock, quiet, lambda good: good[:len(good) // 2], 'truncated')
+        finally:
+            fdstore_test.shutil.rmtree(tmp, ignore_errors=True)
+    pt.finish()
+
+
+if __name__ == '__main__':
+    main()
