@@ -160,6 +160,7 @@ static int psi_adopt(Source *s, int fd, VarlinkError *e) {
         s->ev = event_new(s->env->base, epfd, EV_READ | EV_PERSIST, psi_on_ready, s);
         if (!s->ev || event_add(s->ev, NULL) < 0)
                 return -ENOMEM;
+        log_debug("Took over the PSI trigger on %s%s.", s->cgroup, pending ? ", which fired meanwhile" : "");
         if (pending)
                 event_active(s->ev, EV_READ, 0);
         s->fd = TAKE_FD(tfd);
