@@ -435,6 +435,21 @@ static int manager_listen(Manager *m, NamedFds *fds) {
 
 static int signals_setup(Manager *m);
 
+/*
+ * systemd 254 and later say how many fds the store holds ($FDSTORE): too
+ * few for the limits means a restart closes what did not fit.
+ */
+static void manager_check_fdstore(const Manager *m) {
+        const char *e = getenv("FDSTORE");
+        uint64_t max, need = (uint64_t) m->config->max_clients + m->config->max_registrations + 8;
+
+        if (!e || safe_atou64(e, &max) < 0 || max == 0 || max >= need)
+                return;
+        log_warning("FileDescriptorStoreMax=%" PRIu64 " of the service is below the %" PRIu64
+                    " fds [Limits] MaxClients= and MaxRegistrations= may need: a restart closes what does not fit.",
+                    max, need);
+}
+
 /* What the process was started with: the sockets, and what a previous process handed over. */
 static int manager_inherit(Manager *m, NamedFds *fds) {
         int k = named_fds_inherit(fds);
@@ -473,6 +488,7 @@ int manager_start(Manager *m) {
         /* A bus that is not there is retried: only out of memory fails. */
         k = low_memory_monitor_set_enabled(m->lmm, m->config->dbus_low_memory_monitor);
         takeover_finish(m->takeover);
+        manager_check_fdstore(m);
         return k;
 }
 
@@ -608,6 +624,7 @@ int manager_reload(Manager *m, char **ret_error) {
         if (m->reclaim)
                 (void) reclaim_controller_configure(m->reclaim, c, manager_recursive_protection(m));
         watchdog_setup(m);
+        manager_check_fdstore(m);
 
         log_struct(LOG_INFO, MESSAGE_ID_RELOADED, "Configuration reloaded.");
         (void) sd_notify(0, "READY=1\nSTATUS=Serving.");

@@ -29,7 +29,8 @@ SCM_MAX_FDS = 253
 
 
 class ServiceManager:
-    def __init__(self, daemon_args, env=None, log_path=None):
+    def __init__(self, daemon_args, env=None, log_path=None, fdstore_max=None):
+        """@fdstore_max: what $FDSTORE says, as systemd 254 and later set it (None: unset, as 252)."""
         self.tmpdir = tempfile.mkdtemp(prefix='pressured-fdstore-')
         self.notify_path = os.path.join(self.tmpdir, 'notify')
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
@@ -40,11 +41,14 @@ class ServiceManager:
         for k in ('LISTEN_FDS', 'LISTEN_PID', 'LISTEN_FDNAMES', 'FDSTORE', 'PRESSURED_TAKEOVER_FDS'):
             self.env.pop(k, None)
         self.env['NOTIFY_SOCKET'] = self.notify_path
+        if fdstore_max is not None:
+            self.env['FDSTORE'] = str(fdstore_max)
         self.log_path = log_path or os.path.join(self.tmpdir, 'daemon.log')
         self.lock = threading.Condition()
         self.store = []          # [(name, fd, poll)], in the order stored
         self.messages = []       # every datagram's text
         self.ready = 0           # READY=1 messages
+        self.handling = False
         self.proc = None
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -58,6 +62,7 @@ class ServiceManager:
                 data, anc, _, _ = self.sock.recvmsg(65536, fds_size)
             except OSError:
                 return
+            self.handling = True
             fds = array.array('i')
             for level, kind, cdata in anc:
                 if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
@@ -80,9 +85,20 @@ class ServiceManager:
                 self.store = [e for e in self.store if e[0] != name]
             if fields.get('READY') == '1':
                 self.ready += 1
+            self.handling = False
             self.lock.notify_all()
         for fd in fds:
             os.close(fd)
+
+    def drain(self):
+        """Wait until every datagram sent so far is handled, as systemd
+        reads the notify socket before it acts on the service's exit."""
+        while True:
+            readable = select.select([self.sock], [], [], 0)[0]
+            with self.lock:
+                if not readable and not self.handling:
+                    return
+            time.sleep(0.005)
 
     def names(self):
         with self.lock:
@@ -153,6 +169,7 @@ class ServiceManager:
     def terminate(self, timeout=60):
         self.proc.send_signal(signal.SIGTERM)
         rc = self.proc.wait(timeout=pt.scaled(timeout))
+        self.drain()
         if pt.STRICT_EXIT and rc != 0:
             raise AssertionError(f'daemon exited {rc} on SIGTERM:\n{self.log()}')
         return rc
@@ -161,6 +178,7 @@ class ServiceManager:
         """SIGKILL, then Restart=on-failure: the store stays."""
         self.proc.kill()
         self.proc.wait()
+        self.drain()
         return self.start()
 
     def stop(self):

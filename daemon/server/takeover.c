@@ -289,7 +289,8 @@ static int takeover_write(Takeover *t, bool complete) {
 /* Drop the state names of before from the store, once ours is there. */
 static void takeover_drop_stale(Takeover *t) {
         for (size_t i = 0; i < t->n_stale; i++) {
-                (void) fdstore_remove(t->stale[i]);
+                if (!streq(t->stale[i], t->stored))
+                        (void) fdstore_remove(t->stale[i]);
                 free(t->stale[i]);
         }
         free(t->stale);
@@ -378,6 +379,7 @@ static int stale_add(Takeover *t, const char *name) {
 /* Every state fd of @fds: read, and remembered for removal from the store. */
 static int takeover_read_states(Takeover *t, NamedFds *fds) {
         bool failed = false;
+        uint64_t serial;
 
         for (size_t i = 0; i < fds->n;) {
                 NamedFd f = fds->fds[i];
@@ -387,6 +389,8 @@ static int takeover_read_states(Takeover *t, NamedFds *fds) {
                         continue;
                 }
                 fds->fds[i] = fds->fds[--fds->n];
+                if (strncmp(f.name, "state-", 6) == 0 && safe_atou64(f.name + 6, &serial) >= 0 && serial > t->serial)
+                        t->serial = serial; /* ours count on from there: a name is never used twice */
                 if (takeover_read_state(t, f.fd, f.name) < 0)
                         failed = true;
                 if (strncmp(f.name, "state-", 6) == 0 && stale_add(t, f.name) < 0)
@@ -448,7 +452,8 @@ int takeover_inherit(Takeover *t, NamedFds *fds) {
         if (t->live.fd >= 0)
                 memset(t->live.slots, 0, t->live.n_slots * sizeof(LiveSlot));
         live_page_set_clean(&t->live, 0);
-        t->serial = t->snap.serial;
+        if (t->snap.serial > t->serial)
+                t->serial = t->snap.serial;
         t->generation = t->snap.generation + 1;
         if (t->snap.socket_path && !(t->socket_path = strdup(t->snap.socket_path)))
                 return -ENOMEM;

@@ -16,7 +16,9 @@ or registration that ended.
   not clean.
 - A stop (the store released) ends every connection.
 - A state that cannot be read (garbage, a newer version) is logged, and
-  the connections that came with it are closed, not misread."""
+  the connections that came with it are closed, not misread.
+- $FDSTORE (systemd 254 and later): 0 keeps the daemon out of the store;
+  a store too small for the limits is logged."""
 
 import os
 import select
@@ -190,7 +192,7 @@ def scenario_unreadable(sm, sock, quiet, make_state, what):
     sm.terminate()
     with sm.lock:
         states = [e for e in sm.store if e[0].startswith('state-')]
-        pt.check_eq(len(states), 1, 'one state in the store')
+        pt.check_eq(len(states), 1, f'one state in the store ({sm.names()})')
         name, fd, poll = states[0]
         good = os.pread(fd, 1 << 20, 0)
         os.close(fd)
@@ -203,6 +205,18 @@ def scenario_unreadable(sm, sock, quiet, make_state, what):
     sm.wait_names(lambda names: not [n for n in names if n[0] in 'cr' and n[1:].isdigit()],
                   f'{what}: no connection or registration of before left in the store')
     sm.stop()
+
+
+def scenario_store_size(args):
+    with fdstore_test.ServiceManager(args, fdstore_max=0) as sm:
+        sm.start()
+        pt.check_eq(sm.names(), [], 'FDSTORE=0: nothing in the store')
+        sm.stop()
+    with fdstore_test.ServiceManager(args, fdstore_max=100) as sm:
+        sm.start()
+        pt.check('FileDescriptorStoreMax=100 of the service is below the 5128 fds' in sm.log(),
+                 'a store too small for the limits is logged', sm.log())
+        sm.stop()
 
 
 def main():
@@ -224,6 +238,7 @@ def main():
                 scenario_unreadable(sm, sock, quiet, lambda good: good[:8] + struct.pack('<I', 99) + good[12:],
                                     'a newer version')
                 scenario_unreadable(sm, sock, quiet, lambda good: good[:len(good) // 2], 'truncated')
+            scenario_store_size(args)
         finally:
             fdstore_test.shutil.rmtree(tmp, ignore_errors=True)
     pt.finish()
