@@ -118,7 +118,7 @@ static void client_live_sync(Client *c) {
 static void client_kick(Client *c) {
         int k;
 
-        if (c->dead || c->write_armed)
+        if (c->dead || c->write_armed || c->hold_output)
                 return;
         k = outqueue_flush(&c->out, c->fd);
         client_live_sync(c);
@@ -151,7 +151,7 @@ int client_send_event(Client *c, const char *prefix, size_t n, Body *body, uint6
 
         if (c->dead)
                 return -ECONNRESET;
-        if (outqueue_is_empty(&c->out) && !c->write_armed) {
+        if (outqueue_is_empty(&c->out) && !c->write_armed && !c->hold_output) {
                 /* Nothing queued: hand prefix and body to the socket directly and
                  * queue only what it did not take. */
                 ssize_t w = outqueue_write_direct(c->fd, prefix, n, body);
@@ -546,6 +546,17 @@ int client_export(const Client *c, bool complete, size_t budget, SnapshotClient 
         *ret = s;
         *ret_dropped = dropped;
         return 0;
+}
+
+void client_hold_output(Client *c) {
+        c->hold_output = true;
+}
+
+void client_release_output(Client *c) {
+        if (!c->hold_output)
+                return;
+        c->hold_output = false;
+        client_kick(c);
 }
 
 void client_resume(Client *c) {

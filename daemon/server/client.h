@@ -59,6 +59,7 @@ struct Client {
         ClientStreamFreeFn stream_free;
         int live_slot;              /* in the server's live page, -1 none */
         bool owes_reexecute;        /* a Reexecute call waits for the next process's answer */
+        bool hold_output;           /* nothing is written until client_release_output() */
         uint64_t partial_since;     /* monotonic time the unfinished message began, 0 none */
         uint64_t last_activity;
         bool dead;
@@ -162,6 +163,14 @@ int client_adopt(ClientServer *s, int fd, const SnapshotClient *snap, Client **r
  * events; the number left out in @ret_dropped). Returns 0 or -ENOMEM.
  */
 int client_export(const Client *c, bool complete, size_t budget, SnapshotClient *ret, uint64_t *ret_dropped);
+
+/*
+ * client_hold_output / client_release_output - queue what @c is sent
+ * without writing it, and write it again: a stream that just began is told
+ * so only once the state a successor would take over knows of it.
+ */
+void client_hold_output(Client *c);
+void client_release_output(Client *c);
 
 /* client_resume - handle what an adopted client had sent, and write what it was owed. */
 void client_resume(Client *c);

@@ -390,12 +390,9 @@ static int method_subscribe(Methods *ms, Client *c, VarlinkCall *call, VarlinkEr
         }
         log_debug("Client %" PRIu64 " subscribed to %s on %s (as %s).", c->id, source_type_to_string(r->src.type),
                   r->src.cgroup, req.cgroup);
-        k = client_send_owned(c, msg, n);
-        if (k < 0) {
-                subscription_free(s);
-                return k;
-        }
+        /* The stream first: whoever keeps the state for a successor hears of it before the client does. */
         subscription_start(s);
+        (void) client_send_owned(c, msg, n); /* on failure the client is closed, its stream with it */
         return 0;
 }
 

@@ -97,8 +97,23 @@ static void on_client_disconnected(Client *c, void *userdata) {
         store_remove(userdata, 'c', c->id);
 }
 
+/* A stream that begins is in the state before its client hears of it: a crash cannot forget it. */
 static void on_client_stream(Client *c, void *userdata) {
-        takeover_dirty(userdata);
+        Takeover *t = userdata;
+
+        if (c->stream && t->fdstore && !t->detached)
+                client_hold_output(c);
+        takeover_dirty(t);
+}
+
+static void release_held(Takeover *t) {
+        Client *c;
+
+        if (!t->clients)
+                return;
+        LIST_FOREACH(clients, c, t->clients->clients)
+                if (c->hold_output)
+                        client_release_output(c);
 }
 
 static const ClientServerHooks takeover_client_hooks = {
@@ -326,6 +341,8 @@ static void on_checkpoint(evutil_socket_t fd, short what, void *userdata) {
         if (k < 0)
                 log_ratelimited(LOG_WARNING, -k, NULL, 60, 1,
                                 "Failed to write the state to the fd store; after a crash the next process would take over an older one: %m");
+        /* Written or not, the streams go on. */
+        release_held(t);
 }
 
 /* ---- reading what was inherited ---- */
@@ -638,6 +655,28 @@ static void ids_above(Takeover *t, const char *name) {
                 t->env.registry->next_id = id;
 }
 
+/*
+ * A memory-pressure connection the state does not know (it came after the
+ * last checkpoint, or the state could not be read): closing it would make
+ * its sd-event client spin, so it is taken as a new one whose request the
+ * old process read, and gets the default trigger at once.
+ */
+static bool adopt_unknown_proxy(Takeover *t, const NamedFd *f) {
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        SnapshotProxyClient sp = { .decide_by_usec = now_usec(CLOCK_MONOTONIC) };
+
+        if (!t->proxy || f->name[0] != 'p' || safe_atou64(f->name + 1, &sp.id) < 0 || sp.id == 0 ||
+            getsockopt(f->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+                return false;
+        sp.pid = cred.pid;
+        sp.uid = cred.uid;
+        if (proxy_adopt_client(t->proxy, f->fd, &sp, NULL) < 0)
+                return true; /* closed by the attempt */
+        t->stats.proxied_clients++;
+        return true;
+}
+
 /* What is left of the takeover's fds belonged to nobody the state knows: closed, and out of the store. */
 static void drop_leftovers(Takeover *t, NamedFds *fds) {
         for (size_t i = 0; i < fds->n;) {
@@ -648,10 +687,12 @@ static void drop_leftovers(Takeover *t, NamedFds *fds) {
                         continue;
                 }
                 fds->fds[i] = fds->fds[--fds->n];
+                ids_above(t, f.name);
+                if (adopt_unknown_proxy(t, &f))
+                        continue;
                 safe_close(f.fd);
                 if (t->fdstore)
                         (void) fdstore_remove(f.name);
-                ids_above(t, f.name);
                 if (f.name[0] == 'c' || f.name[0] == 'p')
                         t->stats.closed++;
         }

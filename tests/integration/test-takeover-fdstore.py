@@ -185,10 +185,14 @@ def memfd(data):
     return fd
 
 
-def scenario_unreadable(sm, sock, quiet, make_state, what):
-    """The state in the store is replaced by @make_state(good bytes): the stream is closed, not misread."""
+def scenario_unreadable(sm, sock, mp, quiet, make_state, what):
+    """The state in the store is replaced by @make_state(good bytes): the stream is closed, not misread;
+    the memory-pressure connection stays (closing it would make sd-event spin) with the default trigger."""
     sm.start()
     s = Stream(sock, cgroup=quiet, level='medium')
+    p = ProxyPeer(mp, quiet)
+    pt.wait_for(lambda: sum(len(r['proxied']) for r in status(sock)['registrations']) == 1, timeout=WAIT,
+                what='the memory-pressure connection attached')
     sm.terminate()
     with sm.lock:
         states = [e for e in sm.store if e[0].startswith('state-')]
@@ -197,14 +201,23 @@ def scenario_unreadable(sm, sock, quiet, make_state, what):
         good = os.pread(fd, 1 << 20, 0)
         os.close(fd)
         sm.store = [e for e in sm.store if not e[0].startswith('state-')] + [(name, memfd(make_state(good)), poll)]
+        old = {n for n, _, _ in sm.store if n[0] in 'cr' and n[1:].isdigit()}
     sm.start()
     pt.check(s.v.is_closed(timeout=WAIT), f'{what}: the stream is closed')
     st = status(sock)
     pt.check_eq(st['generation'], 0, f'{what}: a fresh start')
     pt.check(f'cannot be read' in sm.log(), f'{what}: the journal says why')
-    sm.wait_names(lambda names: not [n for n in names if n[0] in 'cr' and n[1:].isdigit()],
-                  f'{what}: no connection or registration of before left in the store')
+    pt.wait_for(lambda: sum(len(r['proxied']) for r in status(sock)['registrations']) == 1, timeout=WAIT,
+                what=f'{what}: the memory-pressure connection attached again')
+    pt.check_eq(inject(sock, quiet), 1, f'{what}: an injection reaches the memory-pressure connection')
+    pt.check_eq(p.line(), 'byte', f'{what}: the memory-pressure connection goes on')
+    regs = [r for r in status(sock)['registrations'] if r['proxied']]
+    pt.check_eq(regs[0]['trigger'], {'psi': {'stall': 'some', 'threshold_us': 200000, 'window_us': 2000000}},
+                f'{what}: the default trigger')
+    sm.wait_names(lambda names: not old & set(names), f'{what}: no connection or registration of before left in the store')
     sm.stop()
+    pt.check_eq(p.line(), 'eof', f'{what}: the memory-pressure connection ends at the stop')
+    p.close()
 
 
 def scenario_store_size(args):
@@ -234,10 +247,10 @@ def main():
                 sm.start()
                 scenario_restart_and_crash(sm, sock, mp, quiet)
             with fdstore_test.ServiceManager(args) as sm:
-                scenario_unreadable(sm, sock, quiet, lambda good: b'garbage' * 10, 'garbage')
-                scenario_unreadable(sm, sock, quiet, lambda good: good[:8] + struct.pack('<I', 99) + good[12:],
+                scenario_unreadable(sm, sock, mp, quiet, lambda good: b'garbage' * 10, 'garbage')
+                scenario_unreadable(sm, sock, mp, quiet, lambda good: good[:8] + struct.pack('<I', 99) + good[12:],
                                     'a newer version')
-                scenario_unreadable(sm, sock, quiet, lambda good: good[:len(good) // 2], 'truncated')
+                scenario_unreadable(sm, sock, mp, quiet, lambda good: good[:len(good) // 2], 'truncated')
             scenario_store_size(args)
         finally:
             fdstore_test.shutil.rmtree(tmp, ignore_errors=True)

@@ -1516,6 +1516,235 @@ def t_low_memory_monitor():
         lmm_off()
 
 
+# --- restarts, crashes and upgrades: the fd store ------------------------------
+
+TAKEOVER_UNIT = 'pvm-takeover-sd'
+TAKEOVER_CLIENTS = 10
+TAKEOVER_SUBSCRIBERS = 50
+
+
+class TakeoverStream:
+    """A raw Subscribe stream read by a thread: every event's seq and missed
+    are checked; after a crash a gap must equal its missed."""
+
+    def __init__(self, cgroup, level):
+        import threading
+        self.v = varlink()
+        msg = self.v.subscribe(cgroup=cgroup, level=level)
+        pt.check(msg['parameters']['event']['kind'] == 'subscribed', 'not subscribed', msg)
+        self.lock = threading.Lock()
+        self.events = self.last = self.gaps = 0
+        self.problems = []
+        self.eof = False
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        while True:
+            try:
+                msg = self.v.recv(timeout=3600)
+            except (EOFError, OSError):
+                with self.lock:
+                    self.eof = True
+                return
+            ev = msg.get('parameters', {}).get('event', {})
+            with self.lock:
+                if ev.get('kind') == 'cleared':
+                    self.last = ev['seq']
+                    continue
+                if ev.get('kind') != 'pressure':
+                    self.problems.append(f'unexpected {ev}')
+                    continue
+                gap = ev['seq'] - self.last - 1
+                if gap != ev['missed']:
+                    self.problems.append(f'seq {ev["seq"]} after {self.last} with missed {ev["missed"]}')
+                self.gaps += gap
+                self.last = ev['seq']
+                self.events += 1
+
+    def state(self):
+        with self.lock:
+            return self.events, self.gaps, list(self.problems), self.eof
+
+
+class TakeoverInjector:
+    """Inject(critical) on @cgroup back to back, every 10 ms; a connection
+    closed by a crash is made again (the call it carried may or may not
+    have been delivered)."""
+
+    def __init__(self, cgroup):
+        import threading
+        self.cgroup = cgroup
+        self.sent = self.acked = 0
+        self.reconnects = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        v = None
+        while not self.stop.is_set():
+            try:
+                v = v or varlink()
+                self.sent += 1
+                msg = v.call_sync('io.pressured.Inject', {'cgroup': self.cgroup, 'level': 'critical'})
+                if 'parameters' in msg:
+                    self.acked += 1
+            except (EOFError, OSError, TimeoutError):
+                v = None
+                self.reconnects += 1
+                time.sleep(0.05)
+            time.sleep(0.01)
+
+    def finish(self):
+        self.stop.set()
+        self.thread.join(REPLY)
+
+
+def sd_counts(out):
+    return [len(event_lines(f'{out}.{i}')) for i in range(TAKEOVER_CLIENTS)]
+
+
+def takeover_journal():
+    return [e for e in journal() if e.get('MESSAGE_ID') == '6402ef33ebb84b7c9425efe27e3af555']
+
+
+@check('restart and crash under load, with systemd\'s fd store: 50 varlink streams and 10 sd-event clients '
+       'go on through 3 restarts and a SIGKILL with an injection every 10 ms; no end of file, every gap in seq '
+       'is the missed it carries, nothing spins')
+def t_takeover_restart():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'proxy'))
+    import proxylib
+    client = proxylib.build_client()
+    out = os.path.join('/run', TAKEOVER_UNIT)
+    for i in range(TAKEOVER_CLIENTS):
+        write(f'{out}.{i}', '')
+    sh('systemctl', 'start', SERVICE)
+    script = '; '.join(f'{client} > {out}.{i} &' for i in range(TAKEOVER_CLIENTS)) + ' wait'
+    sh('systemd-run', f'--unit={TAKEOVER_UNIT}', '--collect', '--quiet',
+       '-p', f'Environment=MEMORY_PRESSURE_WATCH={PROXY_SOCKET}', '/bin/sh', '-c', script)
+    streams, injector = [], None
+    try:
+        wait_for(lambda: show('ActiveState', TAKEOVER_UNIT + '.service') == 'active', REPLY, TAKEOVER_UNIT)
+        cg = show('ControlGroup', TAKEOVER_UNIT + '.service')
+        wait_for(lambda: sum(len(r['proxied']) for r in proxy_regs(cg)) == TAKEOVER_CLIENTS, EVENT,
+                 f'{TAKEOVER_CLIENTS} sd-event clients attached on {cg}')
+        for i in range(TAKEOVER_SUBSCRIBERS):
+            streams.append(TakeoverStream(cg, ('low', 'medium', 'critical')[i % 3]))
+        takeovers_before = len(takeover_journal())
+        injector = TakeoverInjector(cg)
+        times = []
+        for what in ('restart', 'restart', 'restart', 'kill'):
+            wait_for(lambda: injector.acked > 5, EVENT, 'injections before the restart')
+            acked = injector.acked
+            t0 = time.monotonic()
+            if what == 'restart':
+                sh('systemctl', 'restart', SERVICE)
+            else:
+                pid = show('MainPID')
+                sh('systemctl', 'kill', '-s', 'SIGKILL', SERVICE)
+                wait_for(lambda: show('MainPID') not in (pid, '0') and show('ActiveState') == 'active', EVENT,
+                         'the service restarted after SIGKILL')
+            wait_for(lambda: injector.acked > acked, EVENT, f'an injection answered after the {what}')
+            times.append(time.monotonic() - t0)
+        injector.finish()
+        wait_for(lambda: min(sd_counts(out)) >= injector.acked, EVENT, 'every acknowledged injection at every '
+                 'sd-event client')
+        time.sleep(2)  # what a spinning client would add shows now
+        counts = sd_counts(out)
+        pt.check(max(counts) <= injector.sent, 'an sd-event client got more callbacks than injections (spinning)',
+                 counts, injector.sent)
+        total_gaps = 0
+        for i, s in enumerate(streams):
+            events, gaps, problems, eof = s.state()
+            pt.check(not eof, f'stream {i} saw an end of file')
+            pt.check(not problems, f'stream {i}', problems[:3])
+            pt.check(events + gaps >= injector.acked, f'stream {i}: events and gaps against injections',
+                     events, gaps, injector.acked)
+            total_gaps += gaps
+        st = call('io.pressured.GetStatus')
+        lines = takeover_journal()[takeovers_before:]
+        pt.check(len(lines) == 4, 'one journal line per takeover', [e.get('MESSAGE') for e in lines])
+        pt.check(st['generation'] >= 4 and st['takeover']['clean'] is False, 'generation after the crash', st)
+        pt.check(show('NRestarts') != '', 'NRestarts')
+        return (f'{injector.sent} injections ({injector.acked} answered, {injector.reconnects} reconnects), '
+                f'first answered injection {", ".join(f"{t:.1f}" for t in times)} s after each restart/kill; '
+                f'sd-event callbacks {min(counts)}-{max(counts)}; stream gaps after the kill {total_gaps}; '
+                f'generation {st["generation"]}; journal: {lines[-1].get("MESSAGE")}')
+    finally:
+        if injector:
+            injector.finish()
+        for s in streams:
+            s.v.close()
+        sh('systemctl', 'stop', TAKEOVER_UNIT + '.service', check=False)
+        sh('systemctl', 'reset-failed', TAKEOVER_UNIT + '.service', check=False)
+
+
+@check('an episode begun before a restart ends with "cleared" from the new process')
+def t_takeover_episode():
+    cg = '/pvm-takeover-episode'
+    mkcg(cg)
+    try:
+        sh('systemctl', 'start', SERVICE)
+        v, _ = subscribe(cgroup=cg, level='critical')
+        call('io.pressured.Inject', {'cgroup': cg, 'level': 'critical'})
+        ev, _ = next_event(v, REPLY, kinds=('pressure',))
+        gen = call('io.pressured.GetStatus')['generation']
+        reg = [r for r in call('io.pressured.GetStatus')['registrations'] if r['cgroup'] == cg][0]
+        pt.check('episode' in reg, 'an active episode before the restart', reg)
+        t0 = time.monotonic()
+        sh('systemctl', 'restart', SERVICE)
+        after = call('io.pressured.GetStatus')
+        pt.check_eq(after['generation'], gen + 1, 'generation after the restart')
+        reg = [r for r in after['registrations'] if r['cgroup'] == cg][0]
+        pt.check('episode' in reg, 'the episode is still active after the restart', reg)
+        cleared, _ = next_event(v, EVENT, kinds=('cleared',))
+        pt.check_eq((cleared['seq'], cleared['events']), (ev['seq'] + 1, 1), 'cleared after the restart')
+        v.close()
+        return (f'cleared {time.monotonic() - t0:.1f} s after the restart, by generation {after["generation"]}, '
+                f'duration {cleared["duration_us"] / 1e6:.1f} s')
+    finally:
+        rmcg(cg)
+
+
+@check('LowMemoryMonitor across a restart: the name is taken again and GLib\'s GMemoryMonitor goes on by itself')
+def t_takeover_glib():
+    client = None
+    try:
+        sh('systemctl', 'start', SERVICE)
+        os.makedirs(os.path.dirname(LMM_DROPIN), exist_ok=True)
+        write(LMM_DROPIN, '[DBus]\nLowMemoryMonitor=yes\n')
+        sh('systemctl', 'reload', SERVICE)
+        wait_for(lambda: name_has_owner(LMM), REPLY, f'{LMM} owned')
+        client = glib_client('pvmglib')
+        call('io.pressured.Inject', {'level': 'critical'})
+        pt.check_eq(glib_line(client, REPLY).split()[0], '255', 'GLib before the restart')
+        t0 = time.monotonic()
+        sh('systemctl', 'restart', SERVICE)
+        wait_for(lambda: name_has_owner(LMM), REPLY, f'{LMM} owned again after the restart')
+        owned = time.monotonic() - t0
+        # GLib follows the name on its own; the first warning after the restart may race its new proxy.
+        deadline = time.monotonic() + EVENT
+        while True:
+            call('io.pressured.Inject', {'level': 'critical'})
+            try:
+                line = glib_line(client, 5)
+                break
+            except TimeoutError:
+                pt.check(time.monotonic() < deadline, 'GLib heard nothing after the restart')
+        pt.check_eq(line.split()[0], '255', 'GLib after the restart')
+        return f'name owned {owned:.2f} s after systemctl restart returned; GLib heard 255 after it'
+    finally:
+        if client:
+            client.stdin.close()
+            try:
+                client.wait(timeout=REPLY)
+            except subprocess.TimeoutExpired:
+                client.kill()
+                client.wait()
+        lmm_off()
+
+
 # --- the end ------------------------------------------------------------------
 
 # Proactive reclaim ([Reclaim]) on a real memcg: page cache written on the
