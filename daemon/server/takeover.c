@@ -851,12 +851,16 @@ static int exec_fds_add(NamedFds *fds, char kind, uint64_t id, int fd) {
         return named_fds_add(fds, name, fd);
 }
 
-/* Every fd the new process takes over, named; @state is the complete snapshot's memfd. */
+/*
+ * Every fd the new process takes over, named; @state is the complete
+ * snapshot's memfd, under the name the store holds it by (the new process
+ * drops that from the store once its own state is there).
+ */
 static int exec_fds_collect(Takeover *t, int state, NamedFds *fds) {
         Registration *r;
         Client *c;
         ProxyClient *p;
-        int k = named_fds_add(fds, "state", state);
+        int k = named_fds_add(fds, t->fdstore && t->stored[0] ? t->stored : "state", state);
 
         if (k >= 0 && t->live.fd >= 0)
                 k = named_fds_add(fds, "live", t->live.fd);

@@ -171,6 +171,15 @@ def scenario_restart_and_crash(sm, sock, mp, quiet):
     pt.check_eq(p.line(), 'byte', 'the proxied client after the crash')
     check_store(sm, status(sock), 'the store after the crash')
 
+    # Reexecute under the service manager: the same pid, and the store holds one state still.
+    pid = sm.pid
+    pt.check_eq(call(sock, 'io.pressured.Reexecute'), {'parameters': {}}, 'Reexecute under the fd store')
+    pt.check_eq(sm.pid, pid, 'the same pid')
+    pt.check_eq(status(sock)['generation'], 3, 'generation after Reexecute')
+    inject(sock, quiet)
+    pt.check_eq((a.next()['seq'], b.next()['seq'], p.line()), (7, 7, 'byte'), 'every stream after Reexecute')
+    check_store(sm, status(sock), 'the store after Reexecute')
+
     # A stop releases the store: every connection ends.
     sm.stop()
     pt.check(a.v.is_closed(timeout=WAIT), 'stream A ends at a stop')

@@ -1625,7 +1625,11 @@ def t_takeover_restart():
        '-p', f'Environment=MEMORY_PRESSURE_WATCH={PROXY_SOCKET}', '/bin/sh', '-c', script)
     streams, injector = [], None
     try:
-        wait_for(lambda: show('ActiveState', TAKEOVER_UNIT + '.service') == 'active', REPLY, TAKEOVER_UNIT)
+        try:
+            wait_for(lambda: show('ActiveState', TAKEOVER_UNIT + '.service') == 'active', REPLY, TAKEOVER_UNIT)
+        except TimeoutError:
+            st = sh('systemctl', 'status', '--no-pager', '-l', TAKEOVER_UNIT + '.service', check=False).stdout
+            raise AssertionError(f'{TAKEOVER_UNIT} did not start: {st}; output {read(out + ".0")!r}')
         cg = show('ControlGroup', TAKEOVER_UNIT + '.service')
         wait_for(lambda: sum(len(r['proxied']) for r in proxy_regs(cg)) == TAKEOVER_CLIENTS, EVENT,
                  f'{TAKEOVER_CLIENTS} sd-event clients attached on {cg}')
@@ -1743,6 +1747,35 @@ def t_takeover_glib():
                 client.kill()
                 client.wait()
         lmm_off()
+
+
+@check('pressurectl reexec under systemd: same pid, the stream goes on, and a restart after it takes over as well')
+def t_takeover_reexec():
+    cg = '/pvm-takeover-reexec'
+    mkcg(cg)
+    try:
+        sh('systemctl', 'start', SERVICE)
+        v, _ = subscribe(cgroup=cg, level='low')
+        pid, gen = show('MainPID'), call('io.pressured.GetStatus')['generation']
+        t0 = time.monotonic()
+        r = pt.run_ctl('reexec', timeout=REPLY)
+        took = time.monotonic() - t0
+        pt.check_eq(r.returncode, 0, f'pressurectl reexec: {r.stderr}')
+        pt.check_eq(show('MainPID'), pid, 'the same main pid')
+        pt.check_eq(call('io.pressured.GetStatus')['generation'], gen + 1, 'generation after reexec')
+        call('io.pressured.Inject', {'cgroup': cg, 'level': 'critical'})
+        ev, _ = next_event(v, REPLY, kinds=('pressure',))
+        pt.check_eq((ev['seq'], ev['missed']), (1, 0), 'the stream after reexec')
+        sh('systemctl', 'restart', SERVICE)
+        st = call('io.pressured.GetStatus')
+        pt.check_eq((st['generation'], st['takeover']['clean']), (gen + 2, True), 'a restart after reexec')
+        call('io.pressured.Inject', {'cgroup': cg, 'level': 'critical'})
+        ev, _ = next_event(v, REPLY, kinds=('pressure',))
+        pt.check_eq((ev['seq'], ev['missed']), (2, 0), 'the stream after the restart')
+        v.close()
+        return f'reexec answered in {took:.2f} s, pid {pid} kept; generation {st["generation"]} after a restart'
+    finally:
+        rmcg(cg)
 
 
 # --- the end ------------------------------------------------------------------
