@@ -168,15 +168,20 @@ void registration_episode_reconfigure(Registration *r) {
  * @to: the registration subscriptions move to
  * @from: the one they leave
  */
+/* @r goes on with the active episode @from: its record and quiet time; the stall sample is taken afresh. */
+static void episode_continue(Registration *r, const Episode *from) {
+        r->episode.active = true;
+        r->episode.cur = from->cur;
+        r->episode.last_event_us = from->last_event_us;
+        r->episode.unquiet_us = from->unquiet_us;
+        r->episode.have_sample = false;
+        r->episode.sample_us = now_usec(CLOCK_MONOTONIC);
+}
+
 void registration_episode_adopt(Registration *to, const Registration *from) {
         if (!registration_has_episodes(to) || !from->episode.active || to->episode.active)
                 return;
-        to->episode.active = true;
-        to->episode.cur = from->episode.cur;
-        to->episode.last_event_us = from->episode.last_event_us;
-        to->episode.unquiet_us = from->episode.unquiet_us;
-        to->episode.have_sample = false;
-        to->episode.sample_us = now_usec(CLOCK_MONOTONIC);
+        episode_continue(to, &from->episode);
         if (to->src.type != SOURCE_PSI && from->src.type == SOURCE_PSI)
                 to->episode.cur.peak = 0; /* a stall ratio is not a level */
         else if (to->src.type == SOURCE_PSI && from->src.type != SOURCE_PSI)
@@ -259,11 +264,6 @@ void registration_episode_restore(Registration *r, const SnapshotRegistration *s
                         break;
         if (!saved->episode.active)
                 return;
-        r->episode.active = true;
-        r->episode.cur = saved->episode.cur;
-        r->episode.last_event_us = saved->episode.last_event_us;
-        r->episode.unquiet_us = saved->episode.unquiet_us;
-        r->episode.have_sample = false;
-        r->episode.sample_us = now_usec(CLOCK_MONOTONIC);
+        episode_continue(r, &saved->episode);
         episode_arm(r);
 }

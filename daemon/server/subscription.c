@@ -195,26 +195,35 @@ static const ListenerOps subscription_listener_ops = {
         .removed = subscription_removed,
 };
 
-int subscription_new(Client *c, Counters *counters, Registration *r, const SubscribeRequest *req,
-                     Subscription **ret) {
+/* A subscription of @c with @listener's fields, attached to @r. */
+static Subscription *subscription_alloc(Client *c, Counters *counters, Registration *r, const Listener *listener) {
         Subscription *s = calloc(1, sizeof(*s));
 
         if (!s || event_view_init(&s->view, cgroup_view_root(&c->view, r->src.type == SOURCE_VMPRESSURE)) < 0) {
                 free(s);
-                return -ENOMEM;
+                return NULL;
         }
-        s->listener = (Listener) {
-                .ops = &subscription_listener_ops,
-                .uid = c->uid,
+        s->listener = *listener;
+        s->listener.ops = &subscription_listener_ops;
+        s->listener.uid = c->uid;
+        s->client = c;
+        s->counters = counters;
+        listener_attach(&s->listener, r);
+        return s;
+}
+
+int subscription_new(Client *c, Counters *counters, Registration *r, const SubscribeRequest *req,
+                     Subscription **ret) {
+        Subscription *s = subscription_alloc(c, counters, r, &(const Listener) {
                 .explicit_psi = req->selector == SELECTOR_PSI,
                 .by_level = req->selector == SELECTOR_LEVEL,
                 .level = req->selector == SELECTOR_LEVEL ? req->level :
                          req->selector == SELECTOR_VMPRESSURE ? req->vm_level : _LEVEL_INVALID,
-        };
-        s->client = c;
-        s->counters = counters;
+        });
+
+        if (!s)
+                return -ENOMEM;
         s->min_interval_usec = req->min_interval_usec;
-        listener_attach(&s->listener, r);
         *ret = s;
         return 0;
 }
@@ -320,28 +329,20 @@ static int subscription_adopt_pending(Subscription *s, const SnapshotSubscriptio
 
 int subscription_adopt(Client *c, Counters *counters, Registration *r, const SnapshotSubscription *snap,
                        Subscription **ret) {
-        Subscription *s = calloc(1, sizeof(*s));
-        LiveSlot *live;
-
-        if (!s || event_view_init(&s->view, cgroup_view_root(&c->view, r->src.type == SOURCE_VMPRESSURE)) < 0) {
-                free(s);
-                return -ENOMEM;
-        }
-        s->listener = (Listener) {
-                .ops = &subscription_listener_ops,
-                .uid = c->uid,
+        Subscription *s = subscription_alloc(c, counters, r, &(const Listener) {
                 .explicit_psi = snap->explicit_psi,
                 .by_level = snap->by_level,
                 .level = snap->level,
-        };
-        s->client = c;
-        s->counters = counters;
+        });
+        LiveSlot *live;
+
+        if (!s)
+                return -ENOMEM;
         s->seq = snap->seq;
         s->missed = snap->missed;
         s->min_interval_usec = snap->min_interval_usec;
         s->last_sent_usec = snap->last_sent_usec;
         s->waiting = snap->waiting;
-        listener_attach(&s->listener, r);
         live = client_live(c);
         if (live) {
                 live->seq = s->seq;

@@ -1620,7 +1620,7 @@ def t_takeover_restart():
     for i in range(TAKEOVER_CLIENTS):
         write(f'{out}.{i}', '')
     sh('systemctl', 'start', SERVICE)
-    script = '; '.join(f'{client} > {out}.{i} &' for i in range(TAKEOVER_CLIENTS)) + ' wait'
+    script = ' '.join(f'{client} > {out}.{i} &' for i in range(TAKEOVER_CLIENTS)) + ' wait'
     sh('systemd-run', f'--unit={TAKEOVER_UNIT}', '--collect', '--quiet',
        '-p', f'Environment=MEMORY_PRESSURE_WATCH={PROXY_SOCKET}', '/bin/sh', '-c', script)
     streams, injector = [], None
