@@ -12,6 +12,12 @@ the daemon is handed to a new process, 50 times per way (10 with --quick):
            binary with the stored fds, as a restart job does);
   crash    SIGKILL, then the same start (Restart=on-failure).
 
+With --vm the same runs in the VM test bed (tests/vm/run.sh) against the
+installed pressured.service under systemd 252 with its fd store: restart
+is `systemctl restart`, crash `systemctl kill -s SIGKILL` and the restart
+systemd makes (Restart=on-failure); 20 rounds each (5 with --quick), under
+TCG, where everything is about ten times slower. Writes takeover-vm.csv.
+
 Right after the signal (or the call) an Inject is sent on a connection that
 was open before, so it waits in its socket until a process reads it. The
 figure is the time from the signal to the first subscriber receiving that
@@ -172,8 +178,52 @@ def run_store(way, rounds, n, regs, cgroup):
     return row
 
 
-def main():
-    args = bl.parse_args(__doc__.splitlines()[0])
+HEADER = ['way', 'rounds', 'subscribers', 'first_p50_ms', 'first_p99_ms', 'first_max_ms', 'all_p50_ms',
+          'all_p99_ms', 'all_max_ms']
+SOCKET = '/run/pressured/io.pressured'
+
+
+def run_systemd(way, rounds, n, regs, cgroup):
+    """The installed service under systemd: systemctl restart, or SIGKILL and systemd's restart."""
+    import subprocess
+    subs = Subscribers(SOCKET, cgroup, n, regs)
+    pending = []
+
+    def handover():
+        cmd = ['systemctl', 'restart', 'pressured.service'] if way == 'restart' else \
+              ['systemctl', 'kill', '-s', 'SIGKILL', 'pressured.service']
+        pending.append(subprocess.Popen(cmd))
+    try:
+        row = measure('systemd-' + way, rounds, subs, SOCKET, cgroup, handover)
+    finally:
+        for p in pending:
+            p.wait()
+        subs.close()
+    return row
+
+
+def guest(args):
+    import subprocess
+    pt.require_root('the VM test bed runs as root')
+    if not bl.in_vm():
+        pt.skip('runs inside tests/vm/run.sh (PRESSURED_VM=1)')
+    rounds, n, regs = (5, 200, 20) if args.quick else (20, 1000, 100)
+    os.makedirs('/etc/pressured/pressured.conf.d', exist_ok=True)
+    with open('/etc/pressured/pressured.conf.d/90-bench-takeover.conf', 'w') as f:
+        f.write(CONFIG)
+    subprocess.run(['systemctl', 'restart', 'pressured.service'], check=True)
+    rows = []
+    with pt.quiet_cgroup() as cgroup:
+        rows.append(run_systemd('restart', rounds, n, regs, cgroup))
+        rows.append(run_systemd('crash', rounds, n, regs, cgroup))
+    bl.print_table(HEADER, rows)
+    bl.emit_csv('takeover-vm.csv', HEADER, rows)
+
+
+def host(args):
+    if args.vm:
+        fwd = ['--guest'] + (['--quick'] if args.quick else [])
+        sys.exit(bl.run_in_vm(__file__, fwd, args.out, 1800))
     pt.require_root('Inject is reserved to root; the quiet cgroup is made in cgroup2')
     rounds, n, regs = (10, 200, 20) if args.quick else (50, 1000, 100)
     rows = []
@@ -181,10 +231,13 @@ def main():
         rows.append(run_reexec(rounds, n, regs, cgroup))
         rows.append(run_store('restart', rounds, n, regs, cgroup))
         rows.append(run_store('crash', rounds, n, regs, cgroup))
-    header = ['way', 'rounds', 'subscribers', 'first_p50_ms', 'first_p99_ms', 'first_max_ms', 'all_p50_ms',
-              'all_p99_ms', 'all_max_ms']
-    bl.print_table(header, rows)
-    bl.write_csv(args.out, 'takeover.csv', header, rows)
+    bl.print_table(HEADER, rows)
+    bl.write_csv(args.out, 'takeover.csv', HEADER, rows)
+
+
+def main():
+    bl.vm_main(__doc__.splitlines()[0], guest, host,
+               lambda p: p.add_argument('--vm', action='store_true', help='measure under systemd in the VM test bed'))
 
 
 if __name__ == '__main__':

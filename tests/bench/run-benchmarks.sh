@@ -96,6 +96,7 @@ run proxy rc_of python3 "$here/bench-proxy.py" --out "$out"
 run protection rc_of "$build/tests/bench/bench-protection" --csv "$out/bench-protection.csv" \
         --generator "$source_root/tests/make-fake-cgroup-tree.py" $protection_args
 run top rc_of python3 "$here/bench-top.py" --out "$out"
+run takeover rc_of python3 "$here/bench-takeover.py" --out "$out"
 run metrics rc_of python3 "$here/bench-metrics.py" --out "$out"
 # This project's build in a memory-limited cgroup, here; then the thrash
 # steps and the daemon and pressurectl built the same way in the VM test bed
