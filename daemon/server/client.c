@@ -281,7 +281,8 @@ static void client_process(Client *c) {
         ClientServer *m = c->server;
 
         client_live_input(c, true);
-        while (!c->dead && !c->stream) {
+        /* Calls wait behind a stream, and behind a Reexecute the next process answers. */
+        while (!c->dead && !c->stream && !c->owes_reexecute) {
                 const char *msg;
                 size_t size;
                 int k;

@@ -952,6 +952,8 @@ static void reexec_failed(Takeover *t, int error) {
                 varlink_error_done(&e);
                 if (!msg || client_send_owned(c, msg, n) < 0)
                         client_kill(c);
+                else
+                        client_resume(c); /* the calls it sent after Reexecute */
         }
 }
 

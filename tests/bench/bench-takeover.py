@@ -27,6 +27,7 @@ Reexecute. Needs root (Inject; a cgroup). Writes takeover.csv.
 """
 import json
 import os
+import resource
 import selectors
 import signal
 import socket
@@ -100,16 +101,19 @@ def percentile(values, p):
     return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
 
 
-def measure(way, rounds, subs, path, cgroup, handover):
-    """@handover(): the signal or call; returns after it was made. Then the inject, then the wait."""
-    injector = pt.Varlink(path, timeout=120)
+def measure(way, rounds, subs, injector, cgroup, handover, answered=None):
+    """@handover(): the signal or call; returns after it was made. Then the inject on @injector (connected
+    before the subscribers, so that the state a crash leaves knows it), then the wait."""
     firsts, lasts = [], []
     try:
-        for _ in range(rounds):
+        for i in range(rounds):
+            print(f'{way}: round {i + 1} of {rounds}', flush=True)
             t0 = time.monotonic()
             handover()
             injector.call('io.pressured.Inject', {'cgroup': cgroup, 'level': 'critical'})
             first, last = subs.wait_events(len(subs.socks), timeout=120)
+            if answered:
+                answered()
             reply = injector.recv(timeout=120)
             pt.check(reply.get('parameters', {}).get('delivered') == len(subs.socks), 'delivered', reply)
             firsts.append((first - t0) * 1e3)
@@ -134,17 +138,18 @@ def config(tmp):
 
 def run_reexec(rounds, n, regs, cgroup):
     with pt.Daemon(log_level='notice', config_text=CONFIG) as d:
+        injector = pt.Varlink(d.socket, timeout=120)
         subs = Subscribers(d.socket, cgroup, n, regs)
-        caller = pt.Varlink(d.socket, timeout=120)
 
+        # On the injector's own connection: the Inject behind it is answered by the new process.
         def handover():
-            caller.call('io.pressured.Reexecute')
+            injector.call('io.pressured.Reexecute')
+
+        def answered():
+            pt.check_eq(injector.recv(timeout=120), {'parameters': {}}, 'Reexecute answered first')
         try:
-            row = measure('reexec', rounds, subs, d.socket, cgroup, handover)
-            for _ in range(rounds):
-                caller.recv(timeout=120)
+            row = measure('reexec', rounds, subs, injector, cgroup, handover, answered)
         finally:
-            caller.close()
             subs.close()
     return row
 
@@ -157,6 +162,7 @@ def run_store(way, rounds, n, regs, cgroup):
     try:
         with fdstore_test.ServiceManager(args) as sm:
             sm.start()
+            injector = pt.Varlink(sock, timeout=120)
             subs = Subscribers(sock, cgroup, n, regs)
 
             def handover():
@@ -170,7 +176,7 @@ def run_store(way, rounds, n, regs, cgroup):
                     sm.drain()
                 sm.start(wait=False)
             try:
-                row = measure(way, rounds, subs, sock, cgroup, handover)
+                row = measure(way, rounds, subs, injector, cgroup, handover)
             finally:
                 subs.close()
     finally:
@@ -186,6 +192,7 @@ SOCKET = '/run/pressured/io.pressured'
 def run_systemd(way, rounds, n, regs, cgroup):
     """The installed service under systemd: systemctl restart, or SIGKILL and systemd's restart."""
     import subprocess
+    injector = pt.Varlink(SOCKET, timeout=120)
     subs = Subscribers(SOCKET, cgroup, n, regs)
     pending = []
 
@@ -194,7 +201,7 @@ def run_systemd(way, rounds, n, regs, cgroup):
               ['systemctl', 'kill', '-s', 'SIGKILL', 'pressured.service']
         pending.append(subprocess.Popen(cmd))
     try:
-        row = measure('systemd-' + way, rounds, subs, SOCKET, cgroup, handover)
+        row = measure('systemd-' + way, rounds, subs, injector, cgroup, handover)
     finally:
         for p in pending:
             p.wait()
@@ -236,6 +243,9 @@ def host(args):
 
 
 def main():
+    # 1,000 subscribers, and as many fds again in the stand-in's store.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     bl.vm_main(__doc__.splitlines()[0], guest, host,
                lambda p: p.add_argument('--vm', action='store_true', help='measure under systemd in the VM test bed'))
 

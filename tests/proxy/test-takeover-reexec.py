@@ -9,7 +9,7 @@ sd-event client's callback count rises by exactly the injections that
 reached it, never more (sd-event spins on a closed socket: it would count
 hundreds of thousands); the daemon's pid stays, its generation is 20, and
 GetStatus says what each takeover took over. Each Reexecute call is
-answered by the new process.
+answered by the new process, and a call pipelined behind it too, in order.
 
 Everything runs in an empty cgroup of the test's own (pt.quiet_cgroup()),
 so that only the injected events reach the subscribers."""
@@ -187,6 +187,14 @@ def main():
                 pt.check_eq(c.proc.poll(), None, f'sd-event client {i} still runs')
             st = d.status()
             pt.check_eq(st['subscriptions'], SUBSCRIBERS, 'subscriptions after the last takeover')
+            # A call sent behind Reexecute on the same connection is answered after it, by the new process.
+            v = pt.Varlink(d.socket, timeout=WAIT)
+            v.call('io.pressured.Reexecute')
+            v.call('io.pressured.GetStatus')
+            pt.check_eq(v.recv(timeout=WAIT), {'parameters': {}}, 'Reexecute answered first')
+            pt.check_eq(v.recv(timeout=WAIT)['parameters']['generation'], REEXECS + 1,
+                        'the call behind it answered by the new process')
+            v.close()
             print(f'{injector.calls} injections, {REEXECS} re-executions, {total} events, all in order', flush=True)
         finally:
             for c in clients:
