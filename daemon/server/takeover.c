@@ -444,6 +444,8 @@ static int takeover_setup_live(Takeover *t, int fd) {
                 k = live_page_new(256, &t->live);
                 if (k < 0)
                         return log_error_errno(k, "Failed to make the live page: %m");
+                if (fd >= 0)
+                        (void) fdstore_remove("live"); /* the one that could not be read */
                 if (fdstore_add(t->live.fd, "live", false) < 0)
                         log_warning("Failed to hand the live page to the fd store; after a crash every stream would be closed.");
         }
@@ -461,8 +463,12 @@ int takeover_inherit(Takeover *t, NamedFds *fds) {
         k = takeover_setup_live(t, live_fd);
         if (k < 0)
                 return k;
-        if (!t->have_snap)
+        if (!t->have_snap) {
+                /* A fresh start: what the page says belongs to nobody. */
+                if (t->live.fd >= 0)
+                        memset(t->live.slots, 0, t->live.n_slots * sizeof(LiveSlot));
                 return 0;
+        }
         t->clean = t->snap.complete && (t->live.fd < 0 || live_page_clean(&t->live) == t->snap.serial);
         if (!t->clean && t->live.fd >= 0 && takeover_save_crash_slots(t) < 0)
                 return -ENOMEM;
@@ -504,6 +510,7 @@ static void restore_registrations(Takeover *t, NamedFds *fds) {
                 k = registration_adopt(t->env.registry, sr, take_fd(fds, 'r', sr->id), &t->adopted[i], &e);
                 if (k < 0) {
                         t->adopted[i] = NULL;
+                        store_remove(t, 'r', sr->id);
                         log_warning_errno(k, "The %s registration on %s could not be taken over (%s); its streams end: %m",
                                           source_type_to_string(sr->type), sr->cgroup, strna(e.name));
                         continue;
@@ -520,7 +527,9 @@ static void restore_proxies(Takeover *t, NamedFds *fds) {
                 if (fd < 0)
                         continue; /* gone while nobody watched */
                 if (proxy_adopt_client(t->proxy, fd, sp, adopted_find(t, sp->registration)) < 0) {
-                        log_warning("Out of memory taking over memory-pressure client %" PRIu64 ".", sp->id);
+                        log_warning("Out of memory taking over memory-pressure client %" PRIu64 ", closing it.", sp->id);
+                        store_remove(t, 'p', sp->id);
+                        t->stats.closed++;
                         continue;
                 }
                 t->stats.proxied_clients++;

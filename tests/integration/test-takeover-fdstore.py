@@ -15,6 +15,9 @@ or registration that ended.
   seq and the same number in "missed"; GetStatus says the takeover was
   not clean.
 - A stop (the store released) ends every connection.
+- A cgroup removed between the two processes: its streams end with
+  "removed" (a PSI trigger, taken over, reports it; a kills source, opened
+  anew, finds the cgroup gone), and their connections stay.
 - A state that cannot be read (garbage, a newer version) is logged, and
   the connections that came with it are closed, not misread.
 - $FDSTORE (systemd 254 and later): 0 keeps the daemon out of the store;
@@ -229,6 +232,27 @@ def scenario_unreadable(sm, sock, mp, quiet, make_state, what):
     p.close()
 
 
+def scenario_gone(sm, sock):
+    """A cgroup removed while no process watched: its streams end with "removed", their connections stay."""
+    sm.start()
+    with pt.v2_cgroup_part('gone') as name:
+        if not name:
+            sm.stop()
+            return
+        a = Stream(sock, cgroup=name, psi={'stall': 'some', 'threshold_us': 150000, 'window_us': 2000000})
+        b = Stream(sock, cgroup=name, kills=True)
+        sm.terminate()
+        os.rmdir(pt.V2_ROOT + name)
+        sm.start()
+        for s, what in ((a, 'psi (the trigger fd polls POLLERR)'), (b, 'kills (opened anew, the cgroup is gone)')):
+            ev = s.next()
+            pt.check_eq((ev['kind'], ev['cgroup'], ev['seq']), ('removed', name, 1), f'{what}: the stream ends')
+            pt.check_eq(s.v.call_sync('io.pressured.GetStatus')['parameters']['generation'], 1,
+                        f'{what}: the connection stays and answers')
+    check_store(sm, status(sock), 'the store after the cgroup went')
+    sm.stop()
+
+
 def scenario_store_size(args):
     with fdstore_test.ServiceManager(args, fdstore_max=0) as sm:
         sm.start()
@@ -255,6 +279,8 @@ def main():
             with fdstore_test.ServiceManager(args) as sm:
                 sm.start()
                 scenario_restart_and_crash(sm, sock, mp, quiet)
+            with fdstore_test.ServiceManager(args) as sm:
+                scenario_gone(sm, sock)
             with fdstore_test.ServiceManager(args) as sm:
                 scenario_unreadable(sm, sock, mp, quiet, lambda good: b'garbage' * 10, 'garbage')
                 scenario_unreadable(sm, sock, mp, quiet, lambda good: good[:8] + struct.pack('<I', 99) + good[12:],
