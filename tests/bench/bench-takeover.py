@@ -220,9 +220,14 @@ def guest(args):
         f.write(CONFIG)
     subprocess.run(['systemctl', 'restart', 'pressured.service'], check=True)
     rows = []
-    with pt.quiet_cgroup() as cgroup:
-        rows.append(run_systemd('restart', rounds, n, regs, cgroup))
-        rows.append(run_systemd('crash', rounds, n, regs, cgroup))
+    try:
+        with pt.quiet_cgroup() as cgroup:
+            rows.append(run_systemd('restart', rounds, n, regs, cgroup))
+            rows.append(run_systemd('crash', rounds, n, regs, cgroup))
+    except BaseException:
+        print(subprocess.run(['journalctl', '-u', 'pressured.service', '-n', '40', '--no-pager', '-o', 'short-monotonic'],
+                             capture_output=True, text=True).stdout, flush=True)
+        raise
     bl.print_table(HEADER, rows)
     bl.emit_csv('takeover-vm.csv', HEADER, rows)
 

@@ -4,7 +4,8 @@
 and without the metrics drop-in), the service's offline security exposure
 stays at or below 2.0, the contract's socket settings are there, and the
 install rules put the units, the drop-in example and the man page where
-the documentation says. The desktop notifier's user unit verifies in a
+the documentation says. The fd store is as large as the limits need and
+fits under the fd limit the daemon starts with. The desktop notifier's user unit verifies in a
 user manager, belongs to the graphical session and goes to the user unit
 directory."""
 
@@ -119,6 +120,16 @@ def main():
                       ('ProtectSystem', 'strict')]:
         if get(service, 'Service', key) != want:
             fail('pressured.service %s=%s, want %s' % (key, get(service, 'Service', key), want))
+    # The fd store holds a connection per client and a registration fd per trigger, and what it hands
+    # back must fit under the soft fd limit the process starts with (systemd installs the fds first).
+    store = int(get(service, 'Service', 'FileDescriptorStoreMax') or 0)
+    if store < 4096 + 1024 + 8:
+        fail('FileDescriptorStoreMax=%d is below MaxClients= + MaxRegistrations= + 8 at their defaults' % store)
+    nofile = int((get(service, 'Service', 'LimitNOFILE') or '1024').split(':')[0])
+    if nofile < store + 64:
+        fail('LimitNOFILE=%d leaves no room for the %d fds of the store at a restart' % (nofile, store))
+    if get(service, 'Service', 'Restart') != 'on-failure':
+        fail('pressured.service does not restart after a crash')
     # These would make cgroup files read-only or hide /proc/pressure.
     for key, bad in [('ProtectControlGroups', 'yes'), ('ProcSubset', 'pid')]:
         if [v for k, v in service['Service'] if k == key and v == bad]:
