@@ -27,6 +27,7 @@ enum {
         T_CLIENT,
         T_PROXY,
         T_RECLAIM,
+        T_LIVE_NAME,
 };
 
 /* Tags inside T_REGISTRATION. */
@@ -358,6 +359,7 @@ static void w_payload(Writer *w, const Snapshot *s) {
         w_num(w, T_COMPLETE, s->complete);
         w_num(w, T_GENERATION, s->generation);
         w_num(w, T_START_MONOTONIC, s->start_monotonic_us);
+        w_str(w, T_LIVE_NAME, s->live_name);
         w_str(w, T_SOCKET_PATH, s->socket_path);
         w_str(w, T_PROXY_PATH, s->proxy_path);
         w_num(w, T_NEXT_CLIENT_ID, s->next_client_id);
@@ -955,6 +957,8 @@ static int r_top_field(uint16_t tag, const Span *f, Snapshot *s) {
                 return r_u64(f, &s->generation);
         case T_START_MONOTONIC:
                 return r_u64(f, &s->start_monotonic_us);
+        case T_LIVE_NAME:
+                return r_str(f, &s->live_name);
         case T_SOCKET_PATH:
                 return r_str(f, &s->socket_path);
         case T_PROXY_PATH:
@@ -1109,6 +1113,7 @@ void snapshot_registration_done(SnapshotRegistration *r) {
 }
 
 void snapshot_done(Snapshot *s) {
+        free(s->live_name);
         free(s->socket_path);
         free(s->proxy_path);
         for (size_t i = 0; i < s->n_counters; i++)

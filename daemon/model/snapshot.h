@@ -146,6 +146,7 @@ typedef struct Snapshot {
         bool complete;               /* written at the end (queues included), not a checkpoint */
         uint64_t generation;         /* of the process that wrote it */
         uint64_t start_monotonic_us; /* when the first generation started */
+        char *live_name;             /* the fd name of the live page that goes with this state, or NULL */
         char *socket_path;           /* sockets the daemon bound itself and unlinks at its final stop */
         char *proxy_path;
         uint64_t next_client_id, next_proxy_id, next_registration_id;

@@ -29,6 +29,7 @@ struct Takeover {
         uint64_t serial;                /* of the last snapshot written */
         uint64_t generation;
         char stored[FDSTORE_NAME_MAX];  /* the name of our state in the store */
+        char live_name[FDSTORE_NAME_MAX]; /* and of our live page */
         char **stale;                   /* state names in the store from before, dropped after our first */
         size_t n_stale;
         bool detached;
@@ -55,7 +56,8 @@ static void name_of(char buf[static FDSTORE_NAME_MAX], char kind, uint64_t id) {
 bool takeover_is_fd_name(const char *name) {
         size_t n = strspn(name + 1, "0123456789");
 
-        if (streq(name, "live") || streq(name, "state") || (strncmp(name, "state-", 6) == 0 && name[6]))
+        if (streq(name, "live") || streq(name, "state") || (strncmp(name, "state-", 6) == 0 && name[6]) ||
+            (strncmp(name, "live-", 5) == 0 && name[5]))
                 return true;
         return strchr("cpr", name[0]) && name[0] && n > 0 && name[1 + n] == 0;
 }
@@ -276,7 +278,8 @@ static int takeover_build(Takeover *t, bool complete, Snapshot *s) {
                 .next_registration_id = t->env.registry->next_id,
                 .psi_unprivileged = t->env.registry->env->psi_unprivileged,
         };
-        if ((k = strdup_opt(t->socket_path, &s->socket_path)) < 0 || (k = strdup_opt(t->proxy_path, &s->proxy_path)) < 0 ||
+        if ((k = strdup_opt(t->live.fd >= 0 ? t->live_name : NULL, &s->live_name)) < 0 ||
+            (k = strdup_opt(t->socket_path, &s->socket_path)) < 0 || (k = strdup_opt(t->proxy_path, &s->proxy_path)) < 0 ||
             (k = build_counters(t, s)) < 0 || (k = build_registrations(t, s)) < 0 ||
             (k = build_clients(t, complete, s)) < 0 || (k = build_proxies(t, s)) < 0 ||
             (t->reclaim && (k = reclaim_controller_export(t->reclaim, &s->reclaim, &s->n_reclaim)) < 0)) {
@@ -421,62 +424,94 @@ static int takeover_read_states(Takeover *t, NamedFds *fds) {
         return 0;
 }
 
-/* The live page of the old process, copied aside, for a restore after a crash. */
-static int takeover_save_crash_slots(Takeover *t) {
-        t->n_crash_slots = t->live.n_slots;
-        t->crash_slots = malloc(t->live.n_slots * sizeof(LiveSlot));
-        if (!t->crash_slots)
-                return -ENOMEM;
-        memcpy(t->crash_slots, t->live.slots, t->live.n_slots * sizeof(LiveSlot));
-        memset(t->live.slots, 0, t->live.n_slots * sizeof(LiveSlot));
+/* What the old process's live page says, copied aside: whether it stopped cleanly, and after a crash its slots. */
+static int takeover_read_live(Takeover *t, int fd) {
+        LivePage old = { .fd = -1 };
+        int k;
+
+        if (fd < 0)
+                return 0;
+        k = live_page_adopt(fd, &old);
+        if (k < 0) {
+                log_warning_errno(k, "The live page of the previous process cannot be read, ignoring it: %m");
+                return 0;
+        }
+        t->clean = t->snap.complete && live_page_clean(&old) == t->snap.serial;
+        if (!t->clean) {
+                t->crash_slots = malloc(old.n_slots * sizeof(LiveSlot));
+                if (!t->crash_slots) {
+                        live_page_done(&old);
+                        return -ENOMEM;
+                }
+                memcpy(t->crash_slots, old.slots, old.n_slots * sizeof(LiveSlot));
+                t->n_crash_slots = old.n_slots;
+        }
+        /* The page stays as it is in the store until our own state is there: a crash meanwhile finds it intact. */
+        live_page_done(&old);
         return 0;
 }
 
-static int takeover_setup_live(Takeover *t, int fd) {
+/* Every live page among @fds: closed, its name dropped from the store once our state is there. */
+static int takeover_stale_lives(Takeover *t, NamedFds *fds) {
+        uint64_t serial;
+
+        for (size_t i = 0; i < fds->n;) {
+                NamedFd f = fds->fds[i];
+
+                if (!streq(f.name, "live") && strncmp(f.name, "live-", 5) != 0) {
+                        i++;
+                        continue;
+                }
+                fds->fds[i] = fds->fds[--fds->n];
+                safe_close(f.fd);
+                /* A page stored by a process that crashed before its first state: our name is above it. */
+                if (strncmp(f.name, "live-", 5) == 0 && safe_atou64(f.name + 5, &serial) >= 0 && serial > t->serial)
+                        t->serial = serial;
+                if (stale_add(t, f.name) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* Our own live page, named after the serial of the first state that will go with it. */
+static int takeover_new_live(Takeover *t) {
         int k;
 
-        if (fd >= 0) {
-                k = live_page_adopt(fd, &t->live);
-                if (k < 0)
-                        log_warning_errno(k, "The live page of the previous process cannot be read, ignoring it: %m");
-        }
-        if (t->live.fd < 0 && t->fdstore) {
-                k = live_page_new(256, &t->live);
-                if (k < 0)
-                        return log_error_errno(k, "Failed to make the live page: %m");
-                if (fd >= 0)
-                        (void) fdstore_remove("live"); /* the one that could not be read */
-                if (fdstore_add(t->live.fd, "live", false) < 0)
-                        log_warning("Failed to hand the live page to the fd store; after a crash every stream would be closed.");
-        }
+        if (!t->fdstore)
+                return 0;
+        k = live_page_new(256, &t->live);
+        if (k < 0)
+                return log_error_errno(k, "Failed to make the live page: %m");
+        snprintf(t->live_name, sizeof(t->live_name), "live-%" PRIu64, t->serial + 1);
+        if (fdstore_add(t->live.fd, t->live_name, false) < 0)
+                log_warning("Failed to hand the live page to the fd store; after a crash every stream would be closed.");
         return 0;
 }
 
 int takeover_inherit(Takeover *t, NamedFds *fds) {
-        int live_fd = named_fds_take(fds, "live"), k;
+        int k;
 
         k = takeover_read_states(t, fds);
-        if (k < 0) {
-                safe_close(live_fd);
-                return k;
+        if (k >= 0 && t->have_snap) {
+                int old = named_fds_take(fds, t->snap.live_name ?: "live");
+
+                k = takeover_read_live(t, old);
+                if (k >= 0 && old >= 0)
+                        k = stale_add(t, t->snap.live_name ?: "live");
+                /* Without the fd store (Reexecute alone) no page is kept: the complete state is all. */
+                if (k >= 0 && old < 0 && !t->fdstore)
+                        t->clean = t->snap.complete;
         }
-        k = takeover_setup_live(t, live_fd);
+        if (k >= 0)
+                k = takeover_stale_lives(t, fds);
+        if (t->have_snap && t->snap.serial > t->serial)
+                t->serial = t->snap.serial;
+        if (k >= 0)
+                k = takeover_new_live(t);
         if (k < 0)
                 return k;
-        if (!t->have_snap) {
-                /* A fresh start: what the page says belongs to nobody. */
-                if (t->live.fd >= 0)
-                        memset(t->live.slots, 0, t->live.n_slots * sizeof(LiveSlot));
+        if (!t->have_snap)
                 return 0;
-        }
-        t->clean = t->snap.complete && (t->live.fd < 0 || live_page_clean(&t->live) == t->snap.serial);
-        if (!t->clean && t->live.fd >= 0 && takeover_save_crash_slots(t) < 0)
-                return -ENOMEM;
-        if (t->live.fd >= 0)
-                memset(t->live.slots, 0, t->live.n_slots * sizeof(LiveSlot));
-        live_page_set_clean(&t->live, 0);
-        if (t->snap.serial > t->serial)
-                t->serial = t->snap.serial;
         t->generation = t->snap.generation + 1;
         if (t->snap.socket_path && !(t->socket_path = strdup(t->snap.socket_path)))
                 return -ENOMEM;
@@ -872,7 +907,7 @@ static int exec_fds_collect(Takeover *t, int state, NamedFds *fds) {
         int k = named_fds_add(fds, t->fdstore && t->stored[0] ? t->stored : "state", state);
 
         if (k >= 0 && t->live.fd >= 0)
-                k = named_fds_add(fds, "live", t->live.fd);
+                k = named_fds_add(fds, t->live_name, t->live.fd);
         if (k >= 0 && t->clients)
                 k = named_fds_add(fds, "varlink", t->clients->listen_fd);
         if (k >= 0 && t->proxy)

@@ -15,8 +15,9 @@ the daemon is handed to a new process, 50 times per way (10 with --quick):
 With --vm the same runs in the VM test bed (tests/vm/run.sh) against the
 installed pressured.service under systemd 252 with its fd store: restart
 is `systemctl restart`, crash `systemctl kill -s SIGKILL` and the restart
-systemd makes (Restart=on-failure); 20 rounds each (5 with --quick), under
-TCG, where everything is about ten times slower. Writes takeover-vm.csv.
+systemd makes (Restart=on-failure), and the Inject is sent once the old
+process is gone; 20 rounds each (5 with --quick), under TCG, where
+everything is about ten times slower. Writes takeover-vm.csv.
 
 Right after the signal (or the call) an Inject is sent on a connection that
 was open before, so it waits in its socket until a process reads it. The
@@ -197,9 +198,14 @@ def run_systemd(way, rounds, n, regs, cgroup):
     pending = []
 
     def handover():
+        """The signal; returns once the old process is gone, so that the new one answers the Inject."""
+        pid = subprocess.run(['systemctl', 'show', '-P', 'MainPID', 'pressured.service'], capture_output=True,
+                             text=True).stdout.strip()
         cmd = ['systemctl', 'restart', 'pressured.service'] if way == 'restart' else \
               ['systemctl', 'kill', '-s', 'SIGKILL', 'pressured.service']
         pending.append(subprocess.Popen(cmd))
+        pt.wait_for(lambda: not os.path.exists(f'/proc/{pid}'), timeout=120, interval=0.001,
+                    what='the old process to be gone')
     try:
         row = measure('systemd-' + way, rounds, subs, injector, cgroup, handover)
     finally:
@@ -219,14 +225,17 @@ def guest(args):
     with open('/etc/pressured/pressured.conf.d/90-bench-takeover.conf', 'w') as f:
         f.write(CONFIG)
     subprocess.run(['systemctl', 'restart', 'pressured.service'], check=True)
+    if os.environ.get('PRESSURED_BENCH_SYSTEMD_DEBUG'):
+        subprocess.run(['systemd-analyze', 'log-level', 'debug'], check=False)
     rows = []
     try:
         with pt.quiet_cgroup() as cgroup:
             rows.append(run_systemd('restart', rounds, n, regs, cgroup))
             rows.append(run_systemd('crash', rounds, n, regs, cgroup))
     except BaseException:
-        print(subprocess.run(['journalctl', '-u', 'pressured.service', '-n', '40', '--no-pager', '-o', 'short-monotonic'],
-                             capture_output=True, text=True).stdout, flush=True)
+        log = subprocess.run(['journalctl', '-u', 'pressured.service', '--no-pager', '-o', 'short-monotonic'],
+                             capture_output=True, text=True).stdout.splitlines()
+        print('\n'.join(line for line in log if 'registration on' not in line), flush=True)
         raise
     bl.print_table(HEADER, rows)
     bl.emit_csv('takeover-vm.csv', HEADER, rows)

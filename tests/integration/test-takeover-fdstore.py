@@ -34,7 +34,7 @@ sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
 import fdstore_test  # noqa: E402
 import pressured_test as pt  # noqa: E402
 
-WAIT = 60.0 if pt.WRAPPER else 15.0
+WAIT = 180.0 if pt.WRAPPER else 60.0
 
 
 class Stream:
@@ -106,15 +106,16 @@ def expected_names(names):
 
 
 def check_store(sm, st, what):
-    """One fd per connection and per PSI registration, one state, the live page, the two sockets."""
+    """One fd per connection and per PSI registration, one state, one live page, the two sockets."""
     def right(names):
         conns = sum(1 for n in names if n[0] == 'c' and n[1:].isdigit())
         regs = sum(1 for n in names if n[0] == 'r' and n[1:].isdigit())
         proxies = sum(1 for n in names if n[0] == 'p' and n[1:].isdigit())
         states = [n for n in names if n.startswith('state-')]
+        lives = [n for n in names if n.startswith('live-')]
         return (conns == st['clients'] and proxies == st['proxied_clients'] and
                 regs == sum(1 for r in st['registrations'] if r['source'] in ('psi', 'vmpressure')) and
-                len(states) == 1 and 'live' in names and 'varlink' in names and 'memory-pressure' in names)
+                len(states) == 1 and len(lives) == 1 and 'varlink' in names and 'memory-pressure' in names)
     # GetStatus's own connection is in the store while it is answered: wait for it to go.
     st = dict(st, clients=st['clients'] - 1)
     sm.wait_names(right, what)

@@ -28,7 +28,7 @@ pt = proxylib.pt
 REEXECS = 20
 SUBSCRIBERS = 50
 SD_CLIENTS = 10
-WAIT = 120.0 if pt.WRAPPER else 30.0
+WAIT = 240.0 if pt.WRAPPER else 90.0
 SELECTORS = [{'level': 'low'}, {'level': 'medium'}, {'level': 'critical'},
              {'psi': {'stall': 'some', 'threshold_us': 150000, 'window_us': 2000000}}]
 

@@ -43,6 +43,7 @@ static void sample(Snapshot *s) {
                 .complete = true,
                 .generation = 3,
                 .start_monotonic_us = 123456789,
+                .live_name = xstrdup("live-6"),
                 .socket_path = xstrdup("/run/pressured/io.pressured"),
                 .proxy_path = xstrdup("/run/pressured/memory-pressure"),
                 .next_client_id = 41,
@@ -275,6 +276,7 @@ static void assert_snapshot_eq(const Snapshot *a, const Snapshot *b) {
         ASSERT_EQ(a->complete, b->complete);
         ASSERT_U64_EQ(a->generation, b->generation);
         ASSERT_U64_EQ(a->start_monotonic_us, b->start_monotonic_us);
+        assert_str_eq(a->live_name, b->live_name);
         assert_str_eq(a->socket_path, b->socket_path);
         assert_str_eq(a->proxy_path, b->proxy_path);
         ASSERT_U64_EQ(a->next_client_id, b->next_client_id);
