@@ -15,6 +15,8 @@ or registration that ended.
   seq and the same number in "missed"; GetStatus says the takeover was
   not clean.
 - A stop (the store released) ends every connection.
+- The new process killed again and again at any point of its start: the
+  one that finally runs takes every stream over.
 - A cgroup removed between the two processes: its streams end with
   "removed" (a PSI trigger, taken over, reports it; a kills source, opened
   anew, finds the cgroup gone), and their connections stay.
@@ -254,6 +256,32 @@ def scenario_gone(sm, sock):
     sm.stop()
 
 
+def scenario_crash_in_takeover(sm, sock, quiet):
+    """Crashes of the new process at any point of its start (before, while and after it takes over):
+    the one that finally runs still takes every stream over, with its seq."""
+    sm.start()
+    a = Stream(sock, cgroup=quiet, level='medium')
+    inject(sock, quiet)
+    pt.check_eq(a.next()['seq'], 1, 'first event')
+    for i in range(12):
+        sm.proc.kill()
+        sm.proc.wait()
+        sm.drain()
+        sm.start(wait=False)
+        time.sleep(0.004 * i)  # from right at exec to after the takeover
+    sm.proc.kill()
+    sm.proc.wait()
+    sm.drain()
+    sm.start()
+    st = status(sock)
+    pt.check_eq(st['takeover']['closed'], 0, 'no connection closed')
+    inject(sock, quiet)
+    ev = a.next()
+    pt.check_eq((ev['seq'], ev['missed']), (2, 0), 'the stream after the crashes')
+    check_store(sm, status(sock), 'the store after crashes in the takeover')
+    sm.stop()
+
+
 def scenario_store_size(args):
     with fdstore_test.ServiceManager(args, fdstore_max=0) as sm:
         sm.start()
@@ -282,6 +310,8 @@ def main():
                 scenario_restart_and_crash(sm, sock, mp, quiet)
             with fdstore_test.ServiceManager(args) as sm:
                 scenario_gone(sm, sock)
+            with fdstore_test.ServiceManager(args) as sm:
+                scenario_crash_in_takeover(sm, sock, quiet)
             with fdstore_test.ServiceManager(args) as sm:
                 scenario_unreadable(sm, sock, mp, quiet, lambda good: b'garbage' * 10, 'garbage')
                 scenario_unreadable(sm, sock, mp, quiet, lambda good: good[:8] + struct.pack('<I', 99) + good[12:],
