@@ -17,7 +17,7 @@ import select
 import socket as socket_
 
 from . import _wire, errors
-from .client import _cgroup, _int, _level_filter
+from .client import _cgroup, _close_quietly, _int, _level_filter
 from .types import Headroom, Info, LevelEvent, Protection, Status
 
 __all__ = ['AsyncClient', 'AsyncSubscription', 'AsyncLevelWatch', 'watch_levels_async']
@@ -188,9 +188,7 @@ class AsyncClient:
         await self.close()
 
     def __del__(self):
-        conn = getattr(self, '_conn', None)
-        if conn is not None:
-            conn.close()
+        _close_quietly(getattr(self, '_conn', None))
 
     async def _connect(self):
         return await _Connection.open(self.socket, self.max_message_bytes, self.max_reply_bytes)
@@ -370,18 +368,17 @@ class AsyncSubscription:
         return event
 
     def __del__(self):
-        conn = getattr(self, '_conn', None)
-        if conn is not None:
-            conn.close()
+        _close_quietly(getattr(self, '_conn', None))
 
     async def _start(self):
-        if self._started:
+        if self._started or self._stream.state == 'ended':
             return self
         self._started = True
         try:
             async with asyncio.timeout(self.client.timeout) as limit:
                 await self._open()
-                self._queue += self._stream.handle(await self._conn.recv())
+                if self._conn is not None:  # else closed meanwhile
+                    self._queue += self._stream.handle(await self._conn.recv())
         except TimeoutError:
             self._abort()
             if limit.expired():
@@ -408,6 +405,9 @@ class AsyncSubscription:
         except BaseException:
             conn.close()
             raise
+        if self._stream.state == 'ended':  # closed by another task meanwhile
+            conn.close()
+            return
         self._conn = conn
         self._stream.connected()
 
@@ -430,6 +430,8 @@ class AsyncSubscription:
                 wait = self._retry_at - loop.time()
                 if wait > 0:
                     await asyncio.sleep(wait)
+                    if self._stream.state == 'ended':  # closed by another task meanwhile
+                        return None
                 try:
                     await self._open()
                 except errors.ConnectionFailed as e:

@@ -140,9 +140,7 @@ class Client:
 
     def __del__(self):
         # A client made for one call (pressured.Client().get_status()) closes when it goes.
-        conn = getattr(self, '_conn', None)
-        if conn is not None:
-            conn.close()
+        _close_quietly(getattr(self, '_conn', None))
 
     def _connect(self):
         return _Connection(self.socket, self.max_message_bytes, self.max_reply_bytes, self.timeout)
@@ -292,6 +290,15 @@ class Client:
         return LevelWatch(self, _wire.subscribe_parameters(cgroup, levels=True), reconnect)
 
 
+def _close_quietly(conn):
+    """Close @conn from __del__, where the interpreter may be shutting down."""
+    if conn is not None:
+        try:
+            conn.close()
+        except Exception:  # nothing can be reported from a finalizer
+            pass
+
+
 def _cgroup(cgroup):
     return {} if cgroup is None else {'cgroup': cgroup}
 
@@ -362,9 +369,7 @@ class Subscription:
         self.close()
 
     def __del__(self):
-        conn = getattr(self, '_conn', None)
-        if conn is not None:
-            conn.close()
+        _close_quietly(getattr(self, '_conn', None))
 
     def __iter__(self):
         return self
@@ -383,6 +388,9 @@ class Subscription:
         except BaseException:
             conn.close()
             raise
+        if self._stream.state == 'ended':  # closed from another thread meanwhile
+            conn.close()
+            return
         self._conn = conn
         self._stream.connected()
 
@@ -406,6 +414,8 @@ class Subscription:
                     return None
                 if wait > 0:
                     time.sleep(wait)
+                    if self._stream.state == 'ended':  # closed meanwhile
+                        return None
                 try:
                     self._open()
                 except errors.ConnectionFailed as e:
