@@ -248,8 +248,12 @@ class Varlink:
 
     def __init__(self, path, timeout=5.0):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
-        self.sock.connect(path)
+        try:
+            self.sock.settimeout(timeout)
+            self.sock.connect(path)
+        except BaseException:
+            self.sock.close()
+            raise
         self.buf = b''
         self.checker = ReplyChecker()
 
@@ -796,14 +800,18 @@ class FakeVarlinkServer:
     """A varlink server in the daemon's place, for testing clients against
     answers the real daemon does not give on demand. Every call read from a
     connection is passed to @respond(call), which returns the messages to
-    send back (a list of dicts, each framed with its NUL); the connection
-    stays open until the client hangs up. Each connection is served by a
-    thread of its own, so a client may hold a stream open and make calls
-    meanwhile, as with the daemon."""
+    send back (a list of dicts, each framed with its NUL, or bytes sent as
+    they are, for garbage), or None to hang up without an answer; the
+    connection stays open until the client hangs up or
+    drop_connections(). Each connection is served by a thread of its own,
+    so a client may hold a stream open and make calls meanwhile, as with
+    the daemon."""
 
     def __init__(self, path, respond):
         self.path = path
         self.respond = respond
+        self.conns = set()
+        self.lock = threading.Lock()
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(path)
         self.sock.listen(16)
@@ -816,6 +824,8 @@ class FakeVarlinkServer:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
+            with self.lock:
+                self.conns.add(conn)
             threading.Thread(target=self._serve_connection, args=(conn,), daemon=True).start()
 
     def _serve_connection(self, conn):
@@ -830,7 +840,23 @@ class FakeVarlinkServer:
                     while b'\0' in buf:
                         msg, _, buf = buf.partition(b'\0')
                         out = self.respond(json.loads(msg))
-                        conn.sendall(b''.join(json.dumps(m).encode() + b'\0' for m in out))
+                        if out is None:
+                            return
+                        conn.sendall(b''.join(m if isinstance(m, bytes) else json.dumps(m).encode() + b'\0'
+                                              for m in out))
+            except OSError:
+                pass
+            finally:
+                with self.lock:
+                    self.conns.discard(conn)
+
+    def drop_connections(self):
+        """Hang up every connection, as a daemon that crashed would."""
+        with self.lock:
+            conns = list(self.conns)
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
 

@@ -4,7 +4,12 @@
 one: `meson install --destdir`, then `cc prog.c $(pkg-config --cflags --libs
 libpressure)` against that tree. The program subscribes and receives an
 injected event from the built daemon. Also checks that the installed header
-is plain C89 and that the library needs nothing beyond libc and jansson."""
+is plain C89 and that the library needs nothing beyond libc and jansson.
+The Python module lands in the directory meson chose for the interpreter
+of the build option "python" ($PRESSURED_PYTHON_DIR), one that interpreter
+searches when it belongs to the install prefix, and the installed copy
+talks to the daemon."""
+import json
 import os
 import shutil
 import subprocess
@@ -67,6 +72,33 @@ def find(root, name):
     return None
 
 
+def check_python_install(dest):
+    """Check where the module was installed; return (interpreter, installed
+    directory in @dest), or None when the build did not say where."""
+    exe, pydir = os.environ.get('PRESSURED_PYTHON'), os.environ.get('PRESSURED_PYTHON_DIR')
+    if not exe or not pydir:
+        pt.skip_part('$PRESSURED_PYTHON(_DIR) not set: not run by meson test')
+        return None
+    pydir = os.path.normpath(pydir)
+    installed = dest + pydir
+    sources = os.path.join(pt.SOURCE_ROOT, 'client', 'python', 'pressured')
+    want = sorted(f for f in os.listdir(sources) if f.endswith('.py'))
+    got = sorted(os.listdir(os.path.join(installed, 'pressured'))) if os.path.isdir(installed) else []
+    check(got == want, f'the module is installed in {pydir}', got, want)
+    with open(os.path.join(pt.BUILD_ROOT, 'meson-info', 'intro-buildoptions.json')) as f:
+        prefix = next(o['value'] for o in json.load(f) if o['name'] == 'prefix').rstrip('/')
+    env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
+    path = json.loads(run([exe, '-c', 'import json, sys; print(json.dumps(sys.path))'], env=env))
+    path = [os.path.normpath(p) for p in path if p]
+    # An interpreter of this prefix (Debian's /usr/bin/python3 for /usr and
+    # /usr/local) must find it without help.
+    if any(p.startswith(prefix + '/') for p in path):
+        check(pydir in path, f'{exe} searches {pydir}', path)
+    else:
+        print(f'{exe} belongs to no directory under {prefix}: it needs PYTHONPATH for {pydir}', flush=True)
+    return exe, installed
+
+
 def main():
     meson = shutil.which('meson')
     cc = shutil.which('cc')
@@ -119,6 +151,8 @@ def main():
         san = ['-fsanitize=address,undefined'] if any(n.startswith('libasan') for n in needed) else []
         run([cc, '-o', prog, src] + san + cflags + libs)
 
+        python = check_python_install(dest)
+
         libdir = os.path.dirname(so)
         # On an empty cgroup: a real event on / could end the program before the injected one.
         with pt.quiet_cgroup() as cg, pt.Daemon() as d:
@@ -134,6 +168,14 @@ def main():
             # It really ran against the installed copy.
             maps_lib = run(['ldd', prog], env=penv)
             check(libdir in maps_lib, 'the installed library was used', maps_lib)
+            if python:
+                exe, pydir = python
+                out = run([exe, '-c', 'import pressured, sys; print(pressured.__file__); '
+                           'print(pressured.Client(sys.argv[1]).get_status().version)', d.socket],
+                          env=dict(os.environ, PYTHONPATH=pydir)).split('\n')
+                check(out[0].startswith(pydir + '/pressured/'), 'the installed module was used', out)
+                check(out[1] == pt.first_line([pt.PRESSURED, '--version']).split()[-1], 'it reached the daemon',
+                      out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print('ok')

@@ -9,7 +9,8 @@
   libpressure and run against a daemon started here: an injected medium
   event, a critical one, and the end of the episode each print their line.
 - The Python example ("# README example: subscribe.py") runs with the
-  standard library only and prints the subscription, the injected event
+  module pressured of the source tree (client/python) and otherwise the
+  standard library only, and prints the subscription, the injected event
   and the end of the episode.
 - Every key of the effective configuration (pressured --dump-config) is in
   pressured.conf(5), and every command of `pressurectl --help` in
@@ -182,8 +183,10 @@ def check_python_example(text, daemon, tmp):
     with open(src, 'w') as f:
         f.write(body)
     imports = set(re.findall(r'^import (\w+)', body, re.M)) | set(re.findall(r'^from (\w+)', body, re.M))
-    check(imports <= {'json', 'os', 'socket'}, 'the Python example uses only socket, json, os', imports)
-    env = dict(os.environ, PRESSURED_SOCKET=daemon.socket)
+    check('pressured' in imports and imports - {'pressured'} <= set(sys.stdlib_module_names),
+          'the Python example uses the module pressured and the standard library only', imports)
+    env = dict(os.environ, PRESSURED_SOCKET=daemon.socket,
+               PYTHONPATH=os.path.join(SOURCE_ROOT, 'client', 'python'))
     proc = subprocess.Popen([sys.executable, src], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out = Output(proc)
     try:
