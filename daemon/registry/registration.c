@@ -346,6 +346,37 @@ static void registration_removed(Registration *r) {
         registration_release(r);
 }
 
+/*
+ * Whether @l hears an injected event of @level as it would a kernel one: a
+ * listener with a level ("level", vmpressure) hears its level and those
+ * above, as the kernel tells a vmpressure listener; one without (an
+ * explicit PSI trigger, a proxied client) hears every level.
+ */
+static bool listener_hears(const Listener *l, Level level) {
+        return l->level < 0 || l->level <= level;
+}
+
+/* Deliver the injected @body of @level to the listeners of @r that hear it; returns how many got it. */
+static uint64_t registration_inject(Registration *r, Body *body, Level level, uint64_t monotonic_us) {
+        Listener *l, *n;
+        uint64_t delivered = 0;
+        bool heard = false;
+
+        LIST_FOREACH(listeners, l, r->listeners)
+                heard = heard || listener_hears(l, level);
+        if (!heard)
+                return 0;
+        /* A synthetic event is part of the episode like a kernel one. */
+        registration_episode_event(r, monotonic_us, level);
+        LIST_FOREACH_SAFE(listeners, l, n, r->listeners)
+                if (!l->kick && listener_hears(l, level) && l->ops->deliver(l, body, 1))
+                        delivered++;
+        LIST_FOREACH_SAFE(listeners, l, n, r->listeners)
+                if (l->kick && listener_hears(l, level) && l->ops->deliver(l, body, 1))
+                        delivered++;
+        return delivered;
+}
+
 uint64_t registry_inject_split(Registry *reg, const char *psi_cgroup, Body *psi_body, const char *vm_cgroup,
                                Body *vm_body, Resource resource, Level level, uint64_t monotonic_us) {
         Registration *r, *n;
@@ -357,19 +388,10 @@ uint64_t registry_inject_split(Registry *reg, const char *psi_cgroup, Body *psi_
 
                 if (r->removed || !cgroup || r->src.resource != resource || !streq(r->src.cgroup, cgroup))
                         continue;
-                /* A synthetic event is part of the episode like a kernel one. */
-                registration_episode_event(r, monotonic_us, level);
-                Body *body = r->src.type == SOURCE_PSI ? psi_body : vm_body;
-
-                delivered += registration_deliver(r, body, 1);
-                delivered += registration_kick(r, body);
+                delivered += registration_inject(r, r->src.type == SOURCE_PSI ? psi_body : vm_body, level,
+                                                 monotonic_us);
         }
         return delivered;
-}
-
-uint64_t registry_inject(Registry *reg, const char *cgroup, Resource resource, Level level, Body *body,
-                         uint64_t monotonic_us) {
-        return registry_inject_split(reg, cgroup, body, cgroup, body, resource, level, monotonic_us);
 }
 
 /* Move one listener that follows [Levels] whose configured trigger changed. */
