@@ -39,7 +39,6 @@
 #include "top.h"
 #include "top-cgroup.h"
 #include "top-kills.h"
-#include "top-scan.h"
 #include "util.h"
 
 #define MAX(a, b) ((a) > (b) ? (a) : (b))

@@ -34,10 +34,6 @@ void log_set_max_level(int level) {
         max_level = level;
 }
 
-int log_get_max_level(void) {
-        return max_level;
-}
-
 static const char *const level_names[] = {
         [LOG_EMERG] = "emerg", [LOG_ALERT] = "alert", [LOG_CRIT] = "crit",
         [LOG_ERR] = "err", [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",

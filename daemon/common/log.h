@@ -35,7 +35,6 @@ typedef struct RateLimit {
 /* log_setup - decide between journal, prefixed stderr and plain stderr. */
 void log_setup(void);
 void log_set_max_level(int level);
-int log_get_max_level(void);
 
 /* Parse "debug", "info", "notice", "warning", "err" (and numeric 0..7). */
 int log_level_from_string(const char *s);
