@@ -267,7 +267,7 @@ char *error_sentence(const char *command, const char *name, json_t *params) {
         if (!known && strncmp(name, "pressurectl.", strlen("pressurectl.")) == 0)
                 say_local(f, name, params);
         else if (!known) {
-                char *text = params ? json_dumps(params, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+                char *text = params ? json_dumps(params, JSON_DUMP_FLAGS | JSON_ENCODE_ANY) : NULL;
 
                 fputs("The daemon answered ", f);
                 put_escaped(f, name);
@@ -371,7 +371,7 @@ int error_report(FILE *f, bool json, const char *command, const char *socket, in
                 return exit_code;
         }
         if (json) {
-                text = json_dumps(o, JSON_COMPACT);
+                text = json_dumps(o, JSON_DUMP_FLAGS);
                 fprintf(f, "%s\n", text ?: "{}");
                 free(text);
         } else

@@ -327,7 +327,7 @@ static int selector_to_request(const pressure_selector *s, char **ret) {
         msg = json_pack("{s:s, s:O, s:b}", "method", "io.pressured.Subscribe", "parameters", params, "more", 1);
         if (!msg)
                 return -ENOMEM;
-        text = json_dumps(msg, JSON_COMPACT);
+        text = json_dumps(msg, JSON_DUMP_FLAGS);
         if (!text)
                 return -ENOMEM;
         *ret = text;
@@ -904,7 +904,7 @@ static int subscription_handle(pressure_subscription *s, json_t *msg) {
                 }
         }
 
-        text = json_dumps(event, JSON_COMPACT);
+        text = json_dumps(event, JSON_DUMP_FLAGS);
         if (!text)
                 return -ENOMEM;
         e.json = text;
@@ -1087,7 +1087,7 @@ static int call_message(const char *method, json_t *params, char **ret) {
 
         if (!msg || (params && json_object_set(msg, "parameters", params) < 0))
                 return -ENOMEM;
-        text = json_dumps(msg, JSON_COMPACT);
+        text = json_dumps(msg, JSON_DUMP_FLAGS);
         if (!text)
                 return -ENOMEM;
         *ret = text;
@@ -1197,7 +1197,7 @@ _public_ int pressure_client_call(pressure_client *c, const char *method, const 
                 r = return_error(r, NULL, ret_error);
         if (r < 0 || !ret_json)
                 return r;
-        text = json_dumps(reply, JSON_COMPACT);
+        text = json_dumps(reply, JSON_DUMP_FLAGS);
         if (!text)
                 return return_error(-ENOMEM, NULL, ret_error);
         *ret_json = text;
@@ -1346,7 +1346,7 @@ static int complete_reply(pressure_call *call, json_t *params, const pressure_er
 
         if (error)
                 return s->callback.reply(call, NULL, error, s->userdata);
-        text = json_dumps(params, JSON_COMPACT);
+        text = json_dumps(params, JSON_DUMP_FLAGS);
         if (!text)
                 return subscription_fail(s, -ENOMEM);
         return s->callback.reply(call, text, NULL, s->userdata);

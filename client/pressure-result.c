@@ -58,7 +58,7 @@ pressure_error *error_new(int error, const char *name, json_t *params) {
         if (name) {
                 e->params = json_is_object(params) ? json_incref(params) : json_object();
                 e->name = strdup(name);
-                e->parameters = e->params ? json_dumps(e->params, JSON_COMPACT) : NULL;
+                e->parameters = e->params ? json_dumps(e->params, JSON_DUMP_FLAGS) : NULL;
                 if (!e->name || !e->parameters)
                         return pressure_error_free(e);
         }
@@ -351,7 +351,7 @@ int status_new(json_t *params, pressure_status **ret) {
         }
         s->n_ref = 1;
         s->params = params;
-        s->json = json_dumps(params, JSON_COMPACT);
+        s->json = json_dumps(params, JSON_DUMP_FLAGS);
         s->regs = calloc(json_array_size(regs) + 1, sizeof(*s->regs));
         if (!s->json || !s->regs) {
                 pressure_status_unref(s);

@@ -495,7 +495,7 @@ static int print_episode_json(json_t *reg, json_t *episode, bool active) {
                 json_object_set(o, "resource", json_object_get(reg, "resource"));
         json_object_set(o, "trigger", json_object_get(reg, "trigger"));
         json_object_set_new(o, "active", json_boolean(active));
-        line = json_dumps(o, JSON_COMPACT);
+        line = json_dumps(o, JSON_DUMP_FLAGS);
         if (!line)
                 return -ENOMEM;
         printf("%s\n", line);
@@ -612,7 +612,7 @@ static void print_node_json(const pressure_protection_node *n) {
         }
         json_object_set_new(o, "state",
                             json_string(strna(pressure_protection_state_to_string(pressure_protection_node_get_state(n)))));
-        line = json_dumps(o, JSON_COMPACT);
+        line = json_dumps(o, JSON_DUMP_FLAGS);
         if (line)
                 printf("%s\n", line);
 }
@@ -758,7 +758,7 @@ static int print_reclaim_json(pressure_client *c, const pressure_status *status,
         json_array_foreach(list, i, v)
                 if (in_subtree(jget_str(v, "cgroup"), subtree) && json_array_append(entries, v) < 0)
                         return EXIT_DAEMON_ERROR;
-        line = json_dumps(out, JSON_COMPACT);
+        line = json_dumps(out, JSON_DUMP_FLAGS);
         if (!line)
                 return EXIT_DAEMON_ERROR;
         printf("%s\n", line);

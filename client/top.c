@@ -991,7 +991,7 @@ static int print_json(Top *t) {
         }
         json_object_set_new(o, "cgroups", cgroups);
 
-        text = json_dumps(o, JSON_COMPACT);
+        text = json_dumps(o, JSON_DUMP_FLAGS);
         json_decref(o);
         if (!text)
                 return -ENOMEM;
