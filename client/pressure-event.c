@@ -39,6 +39,7 @@ static const char *const kind_names[] = {
         [PRESSURE_EVENT_ERROR] = "error",
         [PRESSURE_EVENT_CLEARED] = "cleared",
         [PRESSURE_EVENT_KILLED] = "killed",
+        [PRESSURE_EVENT_TRIGGER_CHANGED] = "trigger_changed",
 };
 
 static const char *const state_names[] = {

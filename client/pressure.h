@@ -136,7 +136,13 @@ typedef enum pressure_event_kind {
          * libpressure 1.2: something in the cgroup was killed for lack of
          * memory: pressure_event_get_killed_by(), pressure_event_get_reason().
          */
-        PRESSURE_EVENT_KILLED
+        PRESSURE_EVENT_KILLED,
+        /*
+         * libpressure 1.3: a reload of the daemon's configuration gave the
+         * level of a level subscription another trigger; the stream goes on
+         * from it: pressure_event_get_trigger(), pressure_event_is_adjusted().
+         */
+        PRESSURE_EVENT_TRIGGER_CHANGED
 } pressure_event_kind;
 
 /* The counters of memory.events. */
@@ -398,7 +404,7 @@ pressure_event_kind pressure_event_get_kind(const pressure_event *event);
 /* "/" for the whole system. */
 const char *pressure_event_get_cgroup(const pressure_event *event);
 pressure_source pressure_event_get_source(const pressure_event *event);
-/* PRESSURE: the level; CLEARED: the level of the subscription; else NONE. */
+/* PRESSURE: the level; CLEARED, TRIGGER_CHANGED: the level of the subscription; else NONE. */
 pressure_level pressure_event_get_level(const pressure_event *event);
 /*
  * libpressure 1.1: the resource of SUBSCRIBED, PRESSURE and CLEARED (MEMORY
@@ -417,9 +423,9 @@ uint64_t pressure_event_get_time_us(const pressure_event *event);
 uint64_t pressure_event_get_monotonic_us(const pressure_event *event);
 /* 1 for an event made by Inject(). */
 int pressure_event_is_synthetic(const pressure_event *event);
-/* SUBSCRIBED: the kernel registration in use, or NULL. */
+/* SUBSCRIBED, TRIGGER_CHANGED: the kernel registration in use, or NULL. */
 const pressure_trigger *pressure_event_get_trigger(const pressure_event *event);
-/* SUBSCRIBED: 1 when the daemon changed the trigger; the reason it gave, or NULL. */
+/* SUBSCRIBED, TRIGGER_CHANGED: 1 when the daemon changed the trigger; the reason it gave, or NULL. */
 int pressure_event_is_adjusted(const pressure_event *event);
 const char *pressure_event_get_adjusted_reason(const pressure_event *event);
 /*

@@ -1039,6 +1039,10 @@ static void print_kill_sources(FILE *f, const pressure_event *e) {
                 fprintf(f, "%s%s", i > 0 ? ", " : " by ", pressure_event_get_kill_source(e, i));
 }
 
+/*
+ * The header line of a watch, from its subscribed event, and again from a
+ * trigger_changed one: "Watching CGROUP: SOURCE for level L (TRIGGER)...".
+ */
 static void print_subscribed(FILE *f, const pressure_event *e) {
         const pressure_trigger *t = pressure_event_get_trigger(e);
         char a[PSI_TRIGGER_FORMAT_MAX];
@@ -1047,8 +1051,10 @@ static void print_subscribed(FILE *f, const pressure_event *e) {
         uint64_t threshold, window;
         pressure_stall stall;
 
-        fprintf(f, "Watching %s: %s", pressure_event_get_cgroup(e),
-                strna(pressure_source_to_string(pressure_event_get_source(e))));
+        fprintf(f, "%s %s: %s",
+                pressure_event_get_kind(e) == PRESSURE_EVENT_TRIGGER_CHANGED ? "After a reload of the daemon, watching"
+                                                                             : "Watching",
+                pressure_event_get_cgroup(e), strna(pressure_source_to_string(pressure_event_get_source(e))));
         /* Memory is the default and goes without saying. */
         if (pressure_event_get_resource(e) != PRESSURE_RESOURCE_MEMORY)
                 fprintf(f, " on %s", strna(pressure_resource_to_string(pressure_event_get_resource(e))));
@@ -1190,6 +1196,14 @@ static int on_watch_event(pressure_subscription *sub, const pressure_event *e, v
         case PRESSURE_EVENT_SUBSCRIBED:
                 /* The confirmation is not an event to count: a header line (on stderr with --json). */
                 print_subscribed(arg_json ? stderr : stdout, e);
+                return 0;
+        case PRESSURE_EVENT_TRIGGER_CHANGED:
+                /* Not an event to count either: the header again, with the new trigger. */
+                if (arg_json)
+                        printf("%s\n", pressure_event_get_json(e));
+                else
+                        print_subscribed(stdout, e);
+                fflush(stdout);
                 return 0;
         case PRESSURE_EVENT_RECONNECTED:
                 if (arg_json)

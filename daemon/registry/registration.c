@@ -394,6 +394,27 @@ uint64_t registry_inject_split(Registry *reg, const char *psi_cgroup, Body *psi_
         return delivered;
 }
 
+/* Tell @l, which a reload moved to @r, its new trigger; @adjusted: not the one [Levels] names. */
+static void listener_tell_trigger(Listener *l, Registration *r, bool adjusted) {
+        uint64_t mono = now_usec(CLOCK_MONOTONIC), rt = now_usec(CLOCK_REALTIME);
+        Body *body;
+
+        if (!l->ops->trigger_changed)
+                return;
+        /* No read time: the latency figures are those of kernel notifications. */
+        body = event_body_new(event_trigger_changed_new(r->src.cgroup, r->src.type, r->src.resource,
+                                                        registration_trigger_json(r, l), adjusted,
+                                                        adjusted ? POLICY_REASON_UNPRIVILEGED : NULL, rt, mono),
+                              0);
+        if (!body) {
+                log_ratelimited(LOG_WARNING, ENOMEM, NULL, 10, 1,
+                                "Failed to tell a subscriber on %s of its new trigger, ignoring: %m", r->src.cgroup);
+                return;
+        }
+        (void) l->ops->trigger_changed(l, body);
+        body_unref(body);
+}
+
 /* Move one listener that follows [Levels] whose configured trigger changed. */
 static void reload_listener(Registry *reg, Listener *l, const Config *old) {
         Registration *r = l->reg, *to;
@@ -427,6 +448,8 @@ static void reload_listener(Registry *reg, Listener *l, const Config *old) {
                 return;
         }
         listener_move(l, to);
+        listener_tell_trigger(l, to, to->src.type == SOURCE_PSI ? !psi_trigger_equal(&key.psi, &to->src.used)
+                                                                : to->src.adjusted);
 }
 
 void registry_reconfigure(Registry *reg, const Config *old, const Config *config) {

@@ -50,6 +50,11 @@ typedef struct ListenerOps {
         /* The "cleared" event that ends an episode; optional. Returns true if delivered. */
         bool (*cleared)(Listener *l, Body *body);
         /*
+         * The "trigger_changed" event of a listener a reload moved to @l->reg
+         * (by_level listeners only); optional. Returns true if delivered.
+         */
+        bool (*trigger_changed)(Listener *l, Body *body);
+        /*
          * The cgroup of @r is gone: @l was detached from @r (l->reg is NULL)
          * and may free itself; @r lives until every listener was told.
          */

@@ -195,6 +195,21 @@ static bool serve_subscribe(int fd, json_t *params, unsigned *n_flaky, unsigned 
                                          "time_us", (json_int_t) 1700000000000004, "monotonic_us", (json_int_t) 46,
                                          "duration_us", (json_int_t) 2000000, "events", 40, "peak_level", "critical"),
                            true);
+                send_event(fd, json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:{s:{s:s, s:i, s:i}, s:s}, "
+                                         "s:b}",
+                                         "kind", "trigger_changed", "cgroup", cgroup, "source", "psi",
+                                         "resource", "memory", "level", "medium", "seq", 6, "missed", 0,
+                                         "time_us", (json_int_t) 1700000000000005, "monotonic_us", (json_int_t) 47,
+                                         "trigger", "psi", "stall", "some", "threshold_us", 300000,
+                                         "window_us", 4000000, "level", "medium", "adjusted", 0),
+                           true);
+                /* An episode made only of injected events: its peak is unknown. */
+                send_event(fd, json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:I, s:i, s:n}",
+                                         "kind", "cleared", "cgroup", cgroup, "source", "psi", "level", "medium",
+                                         "seq", 7, "missed", 0,
+                                         "time_us", (json_int_t) 1700000000000006, "monotonic_us", (json_int_t) 48,
+                                         "duration_us", (json_int_t) 4000000, "events", 1, "peak"),
+                           true);
                 send_event(fd, json_pack("{s:s, s:s}", "kind", "removed", "cgroup", cgroup), false);
                 return false;
         }
@@ -541,6 +556,28 @@ static int on_kinds(pressure_subscription *sub, const pressure_event *e, void *u
                 ASSERT_EQ(pressure_episode_get_peak_level(ep), PRESSURE_LEVEL_CRITICAL);
                 break;
         case 6:
+                ASSERT_EQ(pressure_event_get_kind(e), PRESSURE_EVENT_TRIGGER_CHANGED);
+                ASSERT_STREQ(pressure_event_kind_to_string(pressure_event_get_kind(e)), "trigger_changed");
+                ASSERT_EQ(pressure_event_get_level(e), PRESSURE_LEVEL_MEDIUM);
+                ASSERT_U64_EQ(pressure_event_get_seq(e), 6);
+                ASSERT_OK(pressure_trigger_get_psi(pressure_event_get_trigger(e), &stall, &threshold, &window));
+                ASSERT_EQ(stall, PRESSURE_STALL_SOME);
+                ASSERT_U64_EQ(threshold, 300000);
+                ASSERT_U64_EQ(window, 4000000);
+                ASSERT_EQ(pressure_trigger_get_level(pressure_event_get_trigger(e)), PRESSURE_LEVEL_MEDIUM);
+                ASSERT_EQ(pressure_event_is_adjusted(e), 0);
+                ASSERT_TRUE(pressure_event_get_episode(e) == NULL);
+                break;
+        case 7:
+                ep = pressure_event_get_episode(e);
+                ASSERT_EQ(pressure_event_get_kind(e), PRESSURE_EVENT_CLEARED);
+                ASSERT_TRUE(ep);
+                ASSERT_U64_EQ(pressure_episode_get_events(ep), 1);
+                /* "peak": null, unknown: no figure. */
+                ASSERT_ERR(pressure_episode_get_peak(ep, &avg), ENODATA);
+                ASSERT_EQ(pressure_episode_get_peak_level(ep), PRESSURE_LEVEL_NONE);
+                break;
+        case 8:
                 ASSERT_EQ(pressure_event_get_kind(e), PRESSURE_EVENT_REMOVED);
                 ASSERT_TRUE(pressure_event_get_episode(e) == NULL);
                 break;
@@ -552,7 +589,7 @@ static int on_kinds(pressure_subscription *sub, const pressure_event *e, void *u
 }
 
 static bool kinds_done(void *data) {
-        return *(unsigned *) data >= 7;
+        return *(unsigned *) data >= 9;
 }
 
 static void test_event_kinds(void) {
@@ -580,7 +617,7 @@ static void test_event_kinds(void) {
         ASSERT_TRUE(n >= 1);
 
         run_until(c, kinds_done, &n);
-        ASSERT_EQ(n, 7);
+        ASSERT_EQ(n, 9);
         /* "removed" ends the stream: no reconnect, nothing due. */
         ASSERT_EQ(pressure_subscription_is_active(kinds_sub), 0);
         ASSERT_EQ(pressure_client_get_n_active(c), 0);
