@@ -742,7 +742,7 @@ _public_ int pressure_client_subscribe(pressure_client *c, const pressure_select
 
 fail:
         subscription_destroy(s);
-        return return_error(r, error, ret_error);
+        return return_error(r, error ?: error_local(r, c->socket_path), ret_error);
 }
 
 static void client_unlink(pressure_client *c, pressure_subscription *s) {
@@ -827,7 +827,7 @@ static int subscription_fail_with(pressure_subscription *s, int error, pressure_
         int r;
 
         if (!e)
-                e = error_new(error, NULL, NULL);
+                e = error_local(error, s->client->socket_path);
         if (!e)
                 return -ENOMEM;
         subscription_close(s);
@@ -1112,8 +1112,9 @@ static int client_call_json(pressure_client *c, const char *method, json_t *para
         if (r < 0)
                 return return_error(r, NULL, ret_error);
         r = conn_connect(c->socket_path, &fd);
-        if (r >= 0)
-                r = conn_send_receive(fd, text, call_deadline(c), &buffer, &reply);
+        if (r < 0)
+                return return_error(r, error_local(r, c->socket_path), ret_error);
+        r = conn_send_receive(fd, text, call_deadline(c), &buffer, &reply);
         conn_buffer_done(&buffer);
         if (r < 0)
                 return return_error(r, NULL, ret_error);

@@ -133,6 +133,14 @@ pressure_resource resource_of(json_t *v);
  */
 pressure_error *error_new(int error, const char *name, json_t *params);
 
+/*
+ * error_local - an error object for a failure on the client's side,
+ * @error (negative errno) while talking to the daemon at @socket: one that
+ * does not run (-ECONNREFUSED) is PRESSURE_ERROR_DAEMON_NOT_RUNNING with
+ * the parameter "socket"; anything else has no name. NULL without memory.
+ */
+pressure_error *error_local(int error, const char *socket);
+
 /* status_new, protection_new - a result from a reply's parameters (taken over); -EBADMSG, -ENOMEM. */
 int status_new(json_t *params, pressure_status **ret);
 int protection_new(json_t *params, pressure_protection **ret);

@@ -379,16 +379,28 @@ int pressure_call_set_destroy_callback(pressure_call *call, pressure_destroy_cal
 
 /* ---- Errors ---------------------------------------------------------------------- */
 
+/*
+ * libpressure 1.3: the name of the error of a call or subscription that
+ * found no daemon (errno -ECONNREFUSED): nothing listens on the socket,
+ * or there is no socket; its parameter "socket" is the path.
+ */
+#define PRESSURE_ERROR_DAEMON_NOT_RUNNING "libpressure.DaemonNotRunning"
+
 pressure_error *pressure_error_free(pressure_error *error);
 void pressure_error_freep(pressure_error **p);
 /* The negative errno of the failure. */
 int pressure_error_get_errno(const pressure_error *error);
-/* The varlink error name the daemon answered, or NULL for a local or connection failure. */
+/*
+ * The varlink error name the daemon answered, or for a failure on the
+ * client's side PRESSURE_ERROR_DAEMON_NOT_RUNNING (no daemon at the socket);
+ * NULL for other local or connection failures.
+ */
 const char *pressure_error_get_name(const pressure_error *error);
 /* The error's parameters as JSON object text ("{}" if none), or NULL when it has no name. */
 const char *pressure_error_get_parameters(const pressure_error *error);
 /*
- * A one-line message for people, e.g. "No such cgroup: /a". Never NULL: for
+ * A one-line message for people, e.g. "No such cgroup: /a", or "pressured
+ * is not running: there is no socket /run/pressured/io.pressured". Never NULL: for
  * a NULL error (a failed call could not allocate its error object) it is
  * "Out of memory".
  */

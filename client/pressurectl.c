@@ -93,6 +93,17 @@ static const char *format_duration(char buf[static 64], uint64_t usec) {
  * sentence, or with --json one JSON object); return the exit code.
  */
 static int report_error(pressure_client *c, int r, const char *what, const pressure_error *error) {
+        _cleanup_(pressure_status_unrefp) pressure_status *status = NULL;
+
+        /* The cgroup is in none of the daemon's hierarchies: the sentence names them. */
+        if (streq_ptr(pressure_error_get_name(error), "io.pressured.NoSuchCgroup") &&
+            pressure_client_get_status(c, &status, NULL) >= 0) {
+                _cleanup_json_ json_t *reply = json_loads(pressure_status_get_json(status), 0, NULL);
+                json_t *cg = json_object_get(reply, "cgroup");
+
+                error_text_set_roots(json_string_value(json_object_get(cg, "v2_root")),
+                                     json_string_value(json_object_get(cg, "v1_memory_root")));
+        }
         return error_report(stderr, arg_json, what, pressure_client_get_socket(c), r, pressure_error_get_name(error),
                             pressure_error_get_parameters(error));
 }
@@ -270,7 +281,10 @@ static void format_reg_trigger(char *buf, size_t size, json_t *reg) {
         format_trigger(buf + n, size - (size_t) n, json_object_get(reg, "trigger"));
 }
 
-/* An episode object of GetStatus: "12.300s, 4 events, peak 22.10%" (or "peak medium"). */
+/*
+ * An episode object of GetStatus: "12.300s, 4 events, peak 22.10%" (or
+ * "peak medium"; "peak unknown" for a PSI episode of injected events only).
+ */
 static void format_episode(char *buf, size_t size, json_t *ep) {
         json_t *peak = json_object_get(ep, "peak");
         const char *level = jget_str(ep, "peak_level");
@@ -286,6 +300,8 @@ static void format_episode(char *buf, size_t size, json_t *ep) {
                 snprintf(buf + n, size - (size_t) n, ", peak %.2f%%", json_number_value(peak));
         else if (level)
                 snprintf(buf + n, size - (size_t) n, ", peak %s", level);
+        else if (json_is_null(peak))
+                snprintf(buf + n, size - (size_t) n, ", peak unknown");
 }
 
 /*
@@ -1120,6 +1136,8 @@ static void print_cleared(const pressure_event *e) {
                 printf(" peak=%.2f%%", peak);
         else if (pressure_episode_get_peak_level(ep) != PRESSURE_LEVEL_NONE)
                 printf(" peak=%s", pressure_level_to_string(pressure_episode_get_peak_level(ep)));
+        else if (pressure_event_get_source(e) == PRESSURE_SOURCE_PSI)
+                printf(" peak=unknown"); /* an episode of injected events only */
 }
 
 /*

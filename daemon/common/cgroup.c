@@ -91,7 +91,7 @@ int hierarchy_open_cgroup(const Hierarchy *h, const char *path) {
         if (fd >= 0)
                 return (int) fd;
         if (errno != ENOSYS && errno != EPERM)
-                return errno == ENOTDIR ? -ENOENT : -errno;
+                return -errno; /* ENOTDIR: the path names a file */
 
         /* No openat2(): walk component by component, refusing symlinks. */
         {

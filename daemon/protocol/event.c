@@ -155,7 +155,8 @@ json_t *event_episode_json(const EpisodeRecord *rec, bool psi, bool history, uin
         bool ok = o;
 
         if (ok && psi)
-                ok = set(o, "peak", json_real(event_peak_percent(rec->peak)));
+                /* Unknown for an episode of injected events only. */
+                ok = set(o, "peak", rec->peak_known ? json_real(event_peak_percent(rec->peak)) : json_null());
         else if (ok && rec->peak > 0 && rec->peak <= _LEVEL_MAX)
                 ok = set(o, "peak_level", json_string(level_to_string((Level) (rec->peak - 1))));
         if (!history)
@@ -177,7 +178,7 @@ json_t *event_cleared_new(const char *cgroup, SourceType source, Resource resour
                                                                      rec->end_us - rec->start_us : 0))) &&
              set(o, "events", json_integer((json_int_t) rec->events));
         if (ok && source == SOURCE_PSI)
-                ok = set(o, "peak", json_real(event_peak_percent(rec->peak)));
+                ok = set(o, "peak", rec->peak_known ? json_real(event_peak_percent(rec->peak)) : json_null());
         else if (ok && rec->peak > 0 && rec->peak <= _LEVEL_MAX)
                 ok = set(o, "peak_level", json_string(level_to_string((Level) (rec->peak - 1))));
         return finish(o, ok);

@@ -713,13 +713,42 @@ static void test_errors(void) {
         ASSERT_TRUE(strstr(json, "\"version\":\"9.9\""));
         free(json);
 
-        /* No daemon at all: a connection error of its own, no error name. */
+        /* No daemon at all: an error of the library's own that says so and names the socket. */
         ASSERT_OK(pressure_client_set_socket(c, "/nonexistent/pressured.sock"));
         ASSERT_ERR(pressure_client_inject(c, NULL, PRESSURE_LEVEL_LOW, NULL, &error), ECONNREFUSED);
-        ASSERT_TRUE(pressure_error_get_name(error) == NULL);
-        ASSERT_TRUE(pressure_error_get_parameters(error) == NULL);
+        ASSERT_STREQ(pressure_error_get_name(error), PRESSURE_ERROR_DAEMON_NOT_RUNNING);
+        ASSERT_STREQ(pressure_error_get_name(error), "libpressure.DaemonNotRunning");
+        ASSERT_STREQ(pressure_error_get_parameter_string(error, "socket"), "/nonexistent/pressured.sock");
+        ASSERT_STREQ(pressure_error_get_message(error),
+                     "pressured is not running: there is no socket /nonexistent/pressured.sock");
         error = pressure_error_free(error);
-        ASSERT_ERR(subscribe_cgroup(c, "/a", &rec, NULL), ECONNREFUSED);
+        {
+                pressure_selector *s;
+
+                ASSERT_OK(pressure_selector_new(&s));
+                ASSERT_ERR(pressure_client_subscribe(c, s, on_event, &rec, NULL, &error), ECONNREFUSED);
+                pressure_selector_free(s);
+                ASSERT_STREQ(pressure_error_get_name(error), PRESSURE_ERROR_DAEMON_NOT_RUNNING);
+                error = pressure_error_free(error);
+        }
+        /* A socket file nobody listens on: the same, in its own words. */
+        {
+                _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                struct sockaddr_un sa = { .sun_family = AF_UNIX };
+                char path[sizeof(sa.sun_path) + 8];
+
+                ASSERT_TRUE(snprintf(path, sizeof(sa.sun_path), "%s.st", socket_path) < (int) sizeof(sa.sun_path));
+                ASSERT_TRUE(strlen(path) < sizeof(sa.sun_path));
+                memcpy(sa.sun_path, path, strlen(path) + 1);
+                (void) unlink(path);
+                ASSERT_TRUE(fd >= 0 && bind(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0);
+                ASSERT_OK(pressure_client_set_socket(c, path));
+                ASSERT_ERR(pressure_client_get_status(c, &status, &error), ECONNREFUSED);
+                ASSERT_STREQ(pressure_error_get_name(error), PRESSURE_ERROR_DAEMON_NOT_RUNNING);
+                ASSERT_TRUE(strstr(pressure_error_get_message(error), "pressured is not running: nothing listens on "));
+                error = pressure_error_free(error);
+                (void) unlink(path);
+        }
         pressure_client_free(c);
 }
 
@@ -1348,7 +1377,7 @@ static void test_async(void) {
         ASSERT_EQ(pressure_subscription_is_active(sub_gone), 0);
         ASSERT_EQ(pressure_client_get_n_active(c), 1);
 
-        /* No daemon: still answered through the handler, without an error name. */
+        /* No daemon: still answered through the handler, with the library's name for it. */
         {
                 _cleanup_(pressure_client_freep) pressure_client *lonely = client_new();
                 _cleanup_(pressure_subscription_freep) pressure_subscription *sub = NULL;
@@ -1361,7 +1390,7 @@ static void test_async(void) {
                 run_until(lonely, have_n, &none);
                 ASSERT_EQ(none.events[0].kind, PRESSURE_EVENT_ERROR);
                 ASSERT_EQ(none.events[0].error, -ECONNREFUSED);
-                ASSERT_STREQ(none.events[0].error_name, "");
+                ASSERT_STREQ(none.events[0].error_name, PRESSURE_ERROR_DAEMON_NOT_RUNNING);
                 ASSERT_EQ(pressure_client_get_n_active(lonely), 0);
                 /* freed by the cleanup helpers, subscription first */
         }
@@ -1573,6 +1602,7 @@ static void test_async_calls(void) {
                 calls_want = 7;
                 run_until(lonely, calls_done, NULL);
                 ASSERT_EQ(none.error, -ECONNREFUSED);
+                ASSERT_STREQ(none.error_name, PRESSURE_ERROR_DAEMON_NOT_RUNNING);
         }
 }
 

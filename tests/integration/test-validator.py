@@ -94,6 +94,8 @@ GOOD = [
      {'psi': {'stall': 'some', 'threshold_us': 1, 'window_us': 2}}),
     ('GetStatus', {'parameters': STATUS}, 'io.pressured.GetStatus', False),
     ('cleared event of PSI', ev(CLEARED), SUB, True, {'level': 'medium'}),
+    ('cleared event of PSI, injected events only: peak unknown', ev(changed(CLEARED, ('peak',), None)), SUB, True,
+     {'level': 'medium'}),
     ('cleared event of vmpressure',
      ev(changed(changed(changed(CLEARED, ('peak',), DELETE), ('source',), 'vmpressure'), ('peak_level',), 'low')),
      SUB, True, {'vmpressure': {'level': 'low'}}),
@@ -209,7 +211,7 @@ BAD = [
     ('bad enum value: level', ev(changed(PRESSURE, ('level',), 'extreme')), SUB, True,
      "event.level: expected one of (low, medium, critical), received 'extreme'"),
     ('bad enum value: kind', ev(changed(PRESSURE, ('kind',), 'panic')), SUB, True,
-     "event.kind: expected one of (subscribed, pressure, memory_events, protection, killed, cleared, removed), "
+     "event.kind: expected one of (subscribed, pressure, memory_events, protection, killed, cleared, trigger_changed, removed), "
      "received 'panic'"),
     ('killed by someone else', ev(changed(KILLED, ('by',), 'earlyoom')), SUB, True,
      "event.by: expected one of (kernel, systemd-oomd), received 'earlyoom'"),
