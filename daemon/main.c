@@ -208,6 +208,9 @@ static int run(const Args *a, Config *config) {
         if (k >= 0)
                 k = manager_run(m);
         manager_free(m);
+        /* The last line: after the clients and registrations said goodbye. */
+        if (k >= 0)
+                log_struct(LOG_INFO, MESSAGE_ID_STOPPED, "pressured stopped.");
         return k < 0 ? 1 : 0;
 }
 

@@ -136,7 +136,7 @@ static Registration *registration_free(Registration *r) {
 
 int registration_acquire(Registry *reg, const RegistrationKey *key, Registration **ret, VarlinkError *e) {
         Registration *r;
-        char desc[96];
+        char desc[128];
         int k;
 
         r = registration_find(reg, key);
@@ -167,8 +167,8 @@ int registration_acquire(Registry *reg, const RegistrationKey *key, Registration
         reg->n_registrations++;
         counter_inc(reg->counters, COUNTER_REGISTRATIONS_CREATED);
         log_struct(LOG_INFO, MESSAGE_ID_REGISTRATION_ADDED,
-                   "Registered %s on %s (%s)%s.", source_type_to_string(r->src.type), r->src.cgroup,
-                   source_describe(&r->src, desc, sizeof(desc)), r->src.adjusted ? ", adjusted" : "");
+                   "Registered %s on %s%s.", source_describe(&r->src, desc, sizeof(desc)), r->src.cgroup,
+                   r->src.adjusted ? ", adjusted to what the kernel accepts" : "");
         *ret = r;
         return 0;
 }
@@ -274,7 +274,7 @@ static void registration_recharge(Registration *r) {
 
 void registration_release(Registration *r) {
         Registry *reg;
-        char desc[96];
+        char desc[128];
 
         if (!r || r->listeners)
                 return;
@@ -283,8 +283,7 @@ void registration_release(Registration *r) {
         reg->n_registrations--;
         counter_inc(reg->counters, COUNTER_REGISTRATIONS_REMOVED);
         log_struct(LOG_INFO, MESSAGE_ID_REGISTRATION_REMOVED,
-                   "Removed %s registration on %s (%s).", source_type_to_string(r->src.type), r->src.cgroup,
-                   source_describe(&r->src, desc, sizeof(desc)));
+                   "Removed %s on %s.", source_describe(&r->src, desc, sizeof(desc)), r->src.cgroup);
         registration_free(r);
 }
 

@@ -660,6 +660,19 @@ static int method_unknown(const char *method, VarlinkError *e) {
         return varlink_error_interface_not_found(e, iface);
 }
 
+/* What an error says beyond its name, for the log: its reason, or the cgroup, parameter... it names. */
+static const char *error_why(const VarlinkError *e) {
+        static const char *const keys[] = { "reason", "cgroup", "parameter", "method", "interface", "limit" };
+
+        for (size_t i = 0; e->parameters && i < ELEMENTSOF(keys); i++) {
+                const char *v = json_string_value(json_object_get(e->parameters, keys[i]));
+
+                if (v)
+                        return v;
+        }
+        return NULL;
+}
+
 void methods_dispatch(Client *c, VarlinkCall *call, void *userdata) {
         Methods *ms = userdata;
         VarlinkError e = {};
@@ -680,7 +693,8 @@ void methods_dispatch(Client *c, VarlinkCall *call, void *userdata) {
                 log_error_errno(k, "Failed to handle %s: %m", call->method);
                 varlink_error_internal(&e, k);
         } else
-                log_debug("%s from client %" PRIu64 " failed: %s", call->method, c->id, e.name);
+                log_debug("%s from client %" PRIu64 " failed: %s%s%s", call->method, c->id, e.name,
+                          error_why(&e) ? ": " : "", error_why(&e) ?: "");
         if (reply_error(c, call, &e) < 0)
                 client_kill(c); /* not even the error could be queued */
 }

@@ -147,5 +147,9 @@ int source_state(Source *s, json_t **ret);
 /* source_read_psi - the PSI averages and totals of a PSI source's pressure file. */
 int source_read_psi(const Source *s, PsiStats *ret);
 
-/* source_describe - the registration in words for the log ("some 150ms 2s", "cpu some 1s 2s", "medium,default"). */
+/*
+ * source_describe - the registration in words for the log: 'the PSI trigger
+ * "some 150ms 2s"', 'the cpu PSI trigger "some 1s 2s"', 'the vmpressure
+ * registration "medium,default"', "the memory.events watch", "the kills watch".
+ */
 char *source_describe(const Source *s, char *buf, size_t size);

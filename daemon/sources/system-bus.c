@@ -344,9 +344,9 @@ BusUser *bus_user_free(BusUser *u) {
         if (b) {
                 LIST_REMOVE(users, b->users, u);
                 if (!b->users) {
+                        /* failed_logged stays: a bus still missing for the next user is said once. */
                         (void) event_del(b->retry);
                         b->retry_usec = RETRY_FIRST_USEC;
-                        b->failed_logged = false;
                         /* Inside sd_bus_process() the connection must outlive the call. */
                         if (b->processing)
                                 system_bus_defer(b);
