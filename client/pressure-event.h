@@ -91,6 +91,7 @@ struct pressure_event {
         pressure_episode episode;
         const char *killed_by, *reason; /* KILLED */
         json_t *kill_sources;        /* SUBSCRIBED to kills: an array of strings, or NULL */
+        json_t *unavailable_kill_sources; /* ... the others: an array of {source, reason}, or NULL */
         const pressure_error *error; /* ERROR */
         const char *json;            /* the event object as received */
 };

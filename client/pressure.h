@@ -475,6 +475,14 @@ const char *pressure_event_get_reason(const pressure_event *event);
  */
 size_t pressure_event_get_n_kill_sources(const pressure_event *event);
 const char *pressure_event_get_kill_source(const pressure_event *event, size_t i);
+/*
+ * libpressure 1.3. SUBSCRIBED to kills: the killers that could not report
+ * when the daemon answered, and why (*ret_reason, optional, e.g. "the
+ * system bus at ... cannot be reached: ..."); 0 and NULL otherwise.
+ */
+size_t pressure_event_get_n_unavailable_kill_sources(const pressure_event *event);
+const char *pressure_event_get_unavailable_kill_source(const pressure_event *event, size_t i,
+                                                       const char **ret_reason);
 /* The event as received, JSON text; NULL for RECONNECTED and ERROR. */
 const char *pressure_event_get_json(const pressure_event *event);
 

@@ -1043,16 +1043,33 @@ static void print_node(const pressure_protection_node *n) {
                node_value(b[3], n, PRESSURE_PROTECTION_EMIN), node_value(b[4], n, PRESSURE_PROTECTION_ELOW));
 }
 
-/* The killers a kills subscription hears, " (kernel, systemd-oomd)"; nothing if the daemon does not say. */
+/*
+ * The killers a kills subscription hears, " by kernel, systemd-oomd", then
+ * those that cannot report here and why: "; systemd-oomd cannot report
+ * here: REASON", or with none heard "; no killer can report here: kernel:
+ * REASON; systemd-oomd: REASON". A daemon that gives no reasons (before
+ * 0.4) and hears nobody: " (no killer reports yet)".
+ */
 static void print_kill_sources(FILE *f, const pressure_event *e) {
-        size_t n = pressure_event_get_n_kill_sources(e);
+        size_t n = pressure_event_get_n_kill_sources(e), m = pressure_event_get_n_unavailable_kill_sources(e);
+        const char *reason = NULL;
 
         if (pressure_event_get_source(e) != PRESSURE_SOURCE_KILLS)
                 return;
-        if (n == 0)
+        if (n == 0 && m == 0)
                 fprintf(f, " (no killer reports yet)");
         for (size_t i = 0; i < n; i++)
                 fprintf(f, "%s%s", i > 0 ? ", " : " by ", pressure_event_get_kill_source(e, i));
+        if (n == 0 && m > 0)
+                fprintf(f, "; no killer can report here: ");
+        for (size_t i = 0; i < m; i++) {
+                const char *who = pressure_event_get_unavailable_kill_source(e, i, &reason);
+
+                if (n > 0)
+                        fprintf(f, "; %s cannot report here: %s", strna(who), strna(reason));
+                else
+                        fprintf(f, "%s%s: %s", i > 0 ? "; " : "", strna(who), strna(reason));
+        }
 }
 
 /*
