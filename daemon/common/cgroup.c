@@ -119,6 +119,22 @@ int hierarchy_open_cgroup(const Hierarchy *h, const char *path) {
         }
 }
 
+int hierarchy_stat_cgroup(const Hierarchy *h, const char *path) {
+        const char *rel;
+        struct stat st;
+
+        if (!h->path || h->fd < 0)
+                return -ENOENT;
+        rel = path + strspn(path, "/");
+        if (!*rel)
+                return 0;
+        if (fstatat(h->fd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        if (S_ISLNK(st.st_mode))
+                return -ELOOP;
+        return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
 bool cgroup_exists_as(const Hierarchy *h, const char *path, ino_t ino) {
         _cleanup_close_ int fd = -1;
         struct stat st;

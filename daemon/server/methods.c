@@ -455,20 +455,22 @@ static Body *inject_body(Methods *ms, const char *cgroup, bool enrich, Resource 
         return event_body_new(ev, mono);
 }
 
-/* The cgroup of an injection exists, in the cgroup2 hierarchy or the v1 memory one; @peer names it in errors. */
+/*
+ * The cgroup of an injection exists, in the cgroup2 hierarchy or the v1
+ * memory one; @peer names it in errors. No fd is taken: Inject works when
+ * the daemon has none left.
+ */
 static int inject_check_cgroup(const Methods *m, const RealCgroups *real, const char *peer, VarlinkError *e) {
-        int fd2, fd1;
+        int in2, in1;
 
         if (streq(real->v2, "/") && streq(real->v1, "/"))
                 return 0;
-        fd2 = hierarchy_open_cgroup(m->v2, real->v2);
-        fd1 = fd2 >= 0 ? -ENOENT : hierarchy_open_cgroup(m->v1, real->v1);
-        if (fd2 >= 0 || fd1 >= 0) {
-                safe_close(fd2 >= 0 ? fd2 : fd1);
+        in2 = hierarchy_stat_cgroup(m->v2, real->v2);
+        in1 = in2 == 0 ? 0 : hierarchy_stat_cgroup(m->v1, real->v1);
+        if (in2 == 0 || in1 == 0)
                 return 0;
-        }
         /* A path that names a file or leaves the hierarchy says more than a missing directory. */
-        return varlink_error_from_errno(e, fd2 != -ENOENT ? fd2 : fd1, "inject", peer, NULL);
+        return varlink_error_from_errno(e, in2 != -ENOENT ? in2 : in1, "inject", peer, NULL);
 }
 
 static int method_inject(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
