@@ -234,7 +234,7 @@ BAD = [
     ('bad enum value deep inside', ev(changed(SUBSCRIBED, ('trigger', 'psi', 'stall'), 'most')), SUB, True,
      "trigger.psi.stall: expected one of (some, full), received 'most'"),
     ('subscribed state a string', ev(changed(SUBSCRIBED, ('state',), 'min')), SUB, True,
-     "event.state: expected object (psi, counters, node, kill_sources, episode), received 'min'"),
+     "event.state: expected object (psi, counters, node, kill_sources, unavailable_kill_sources, episode), received 'min'"),
     ('protection state an object', ev(changed(PROTECTION, ('state',), {})), SUB, True,
      'event.state: expected one of (min, low, none), received {}'),
     ('array expected', {'parameters': {'nodes': NODE}}, 'io.pressured.GetProtection', False,
