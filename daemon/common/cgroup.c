@@ -110,8 +110,15 @@ int hierarchy_open_cgroup(const Hierarchy *h, const char *path) {
                         if (streq(c, "."))
                                 continue;
                         next = openat(cur, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (next < 0 && errno == ENOTDIR) {
+                                struct stat st;
+
+                                /* A symlink (refused like openat2() does) or a file (no cgroup). */
+                                return fstatat(cur, c, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISLNK(st.st_mode) ?
+                                               -ENOTDIR : -ELOOP;
+                        }
                         if (next < 0)
-                                return errno == ENOTDIR ? -ELOOP : -errno;
+                                return -errno;
                         safe_close(cur);
                         cur = next;
                 }
