@@ -39,12 +39,37 @@ static const char *get_str(json_t *p, const char *key) {
         return json_string_value(json_object_get(p, key));
 }
 
+/* The daemon's hierarchies (error_text_set_roots()), for the sentence of NoSuchCgroup. */
+static char *root_v2, *root_v1;
+static bool roots_known;
+
+void error_text_set_roots(const char *v2_root, const char *v1_root) {
+        free(root_v2);
+        free(root_v1);
+        root_v2 = v2_root ? strdup(v2_root) : NULL;
+        root_v1 = v1_root ? strdup(v1_root) : NULL;
+        roots_known = true;
+}
+
 static void say_no_such_cgroup(FILE *f, const char *command, json_t *p) {
         (void) command;
         fputs("No cgroup ", f);
         put(f, p, "cgroup");
-        fputs(": it does not exist in the cgroup hierarchy the daemon uses (/sys/fs/cgroup on most systems); "
-              "check the path, e.g. with systemd-cgls.", f);
+        /* The daemon answers NoSuchCgroup for a cgroup in none of the hierarchies it uses. */
+        if (roots_known && (root_v2 || root_v1)) {
+                fputs(": the daemon's cgroup hierarchies have no such cgroup (", f);
+                if (root_v2) {
+                        fputs("cgroup2 at ", f);
+                        put_escaped(f, root_v2);
+                }
+                if (root_v1) {
+                        fputs(root_v2 ? ", cgroup v1 memory at " : "cgroup v1 memory at ", f);
+                        put_escaped(f, root_v1);
+                }
+                fputs("); check the path, e.g. with systemd-cgls.", f);
+        } else
+                fputs(": it does not exist in the cgroup hierarchies the daemon uses; "
+                      "check the path, e.g. with systemd-cgls.", f);
 }
 
 static void say_invalid_cgroup_path(FILE *f, const char *command, json_t *p) {
@@ -267,7 +292,7 @@ char *error_sentence(const char *command, const char *name, json_t *params) {
         if (!known && strncmp(name, "pressurectl.", strlen("pressurectl.")) == 0)
                 say_local(f, name, params);
         else if (!known) {
-                char *text = params ? json_dumps(params, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+                char *text = params ? json_dumps(params, JSON_DUMP_FLAGS | JSON_ENCODE_ANY) : NULL;
 
                 fputs("The daemon answered ", f);
                 put_escaped(f, name);
@@ -331,6 +356,9 @@ json_t *error_describe(const char *command, const char *socket, int r, const cha
         json_t *p, *o;
         char *message;
 
+        /* libpressure's own names are failures on this side, which pressurectl names itself. */
+        if (name && strncmp(name, "libpressure.", strlen("libpressure.")) == 0)
+                name = NULL;
         if (name) {
                 p = params ? json_loads(params, JSON_DECODE_ANY, NULL) : NULL;
                 if (!json_is_object(p)) {
@@ -371,7 +399,7 @@ int error_report(FILE *f, bool json, const char *command, const char *socket, in
                 return exit_code;
         }
         if (json) {
-                text = json_dumps(o, JSON_COMPACT);
+                text = json_dumps(o, JSON_DUMP_FLAGS);
                 fprintf(f, "%s\n", text ?: "{}");
                 free(text);
         } else

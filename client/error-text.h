@@ -45,6 +45,13 @@
 char *error_sentence(const char *command, const char *name, json_t *params);
 
 /*
+ * error_text_set_roots - the daemon's cgroup2 and v1 memory hierarchies
+ * (GetStatus "cgroup"; NULL: it uses none), which the sentence of
+ * NoSuchCgroup names. Without a call it speaks of them in general.
+ */
+void error_text_set_roots(const char *v2_root, const char *v1_root);
+
+/*
  * error_describe - the whole report of a failure of @command: the daemon's
  * error @name with @params (JSON text; NULL if none) if it sent one, else
  * pressurectl's own for the negative errno @r while talking to the daemon

@@ -327,7 +327,7 @@ static int selector_to_request(const pressure_selector *s, char **ret) {
         msg = json_pack("{s:s, s:O, s:b}", "method", "io.pressured.Subscribe", "parameters", params, "more", 1);
         if (!msg)
                 return -ENOMEM;
-        text = json_dumps(msg, JSON_COMPACT);
+        text = json_dumps(msg, JSON_DUMP_FLAGS);
         if (!text)
                 return -ENOMEM;
         *ret = text;
@@ -742,7 +742,7 @@ _public_ int pressure_client_subscribe(pressure_client *c, const pressure_select
 
 fail:
         subscription_destroy(s);
-        return return_error(r, error, ret_error);
+        return return_error(r, error ?: error_local(r, c->socket_path), ret_error);
 }
 
 static void client_unlink(pressure_client *c, pressure_subscription *s) {
@@ -827,7 +827,7 @@ static int subscription_fail_with(pressure_subscription *s, int error, pressure_
         int r;
 
         if (!e)
-                e = error_new(error, NULL, NULL);
+                e = error_local(error, s->client->socket_path);
         if (!e)
                 return -ENOMEM;
         subscription_close(s);
@@ -904,7 +904,7 @@ static int subscription_handle(pressure_subscription *s, json_t *msg) {
                 }
         }
 
-        text = json_dumps(event, JSON_COMPACT);
+        text = json_dumps(event, JSON_DUMP_FLAGS);
         if (!text)
                 return -ENOMEM;
         e.json = text;
@@ -1087,7 +1087,7 @@ static int call_message(const char *method, json_t *params, char **ret) {
 
         if (!msg || (params && json_object_set(msg, "parameters", params) < 0))
                 return -ENOMEM;
-        text = json_dumps(msg, JSON_COMPACT);
+        text = json_dumps(msg, JSON_DUMP_FLAGS);
         if (!text)
                 return -ENOMEM;
         *ret = text;
@@ -1112,8 +1112,9 @@ static int client_call_json(pressure_client *c, const char *method, json_t *para
         if (r < 0)
                 return return_error(r, NULL, ret_error);
         r = conn_connect(c->socket_path, &fd);
-        if (r >= 0)
-                r = conn_send_receive(fd, text, call_deadline(c), &buffer, &reply);
+        if (r < 0)
+                return return_error(r, error_local(r, c->socket_path), ret_error);
+        r = conn_send_receive(fd, text, call_deadline(c), &buffer, &reply);
         conn_buffer_done(&buffer);
         if (r < 0)
                 return return_error(r, NULL, ret_error);
@@ -1197,7 +1198,7 @@ _public_ int pressure_client_call(pressure_client *c, const char *method, const 
                 r = return_error(r, NULL, ret_error);
         if (r < 0 || !ret_json)
                 return r;
-        text = json_dumps(reply, JSON_COMPACT);
+        text = json_dumps(reply, JSON_DUMP_FLAGS);
         if (!text)
                 return return_error(-ENOMEM, NULL, ret_error);
         *ret_json = text;
@@ -1358,7 +1359,7 @@ static int complete_reply(pressure_call *call, json_t *params, const pressure_er
 
         if (error)
                 return s->callback.reply(call, NULL, error, s->userdata);
-        text = json_dumps(params, JSON_COMPACT);
+        text = json_dumps(params, JSON_DUMP_FLAGS);
         if (!text)
                 return subscription_fail(s, -ENOMEM);
         return s->callback.reply(call, text, NULL, s->userdata);

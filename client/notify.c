@@ -92,7 +92,7 @@ static void dry_print(Notifier *n, const char *action, uint32_t id, const char *
                         json_object_set_new(o, "summary", json_string(summary));
                         json_object_set_new(o, "body", json_string(body));
                 }
-                text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+                text = json_dumps(o, JSON_DUMP_FLAGS | JSON_PRESERVE_ORDER);
                 json_decref(o);
                 if (text)
                         printf("%s\n", text);
@@ -352,7 +352,7 @@ static void watch_report_error(Watch *w, const pressure_error *error) {
 
         if (o && w->n->json) {
                 json_object_set_new(o, "cgroup", json_string(w->cgroup));
-                text = json_dumps(o, JSON_COMPACT);
+                text = json_dumps(o, JSON_DUMP_FLAGS);
         }
         if (text)
                 fprintf(stderr, "%s\n", text);

@@ -39,6 +39,7 @@ static const char *const kind_names[] = {
         [PRESSURE_EVENT_ERROR] = "error",
         [PRESSURE_EVENT_CLEARED] = "cleared",
         [PRESSURE_EVENT_KILLED] = "killed",
+        [PRESSURE_EVENT_TRIGGER_CHANGED] = "trigger_changed",
 };
 
 static const char *const state_names[] = {
@@ -506,6 +507,25 @@ static int kill_sources_parse(json_t *state, json_t **ret) {
         return 0;
 }
 
+/*
+ * The "unavailable_kill_sources" of a State (borrowed into *@ret): absent,
+ * null, or an array of objects with the strings "source" and "reason"; 0 or -EBADMSG.
+ */
+static int unavailable_kill_sources_parse(json_t *state, json_t **ret) {
+        json_t *a = get_present(state, "unavailable_kill_sources"), *x;
+        size_t i;
+
+        if (!a)
+                return 0;
+        if (!json_is_array(a))
+                return -EBADMSG;
+        json_array_foreach(a, i, x)
+                if (!json_is_string(json_object_get(x, "source")) || !json_is_string(json_object_get(x, "reason")))
+                        return -EBADMSG;
+        *ret = a;
+        return 0;
+}
+
 enum { EVENT_KIND = 0 }; /* its index in event_fields */
 
 static const Field event_fields[] = {
@@ -556,7 +576,8 @@ int event_parse(json_t *v, pressure_event *ret) {
                     PARSE_OPTIONAL(x, "counters", counters_parse, &e.counters) < 0 ||
                     PARSE_OPTIONAL(x, "node", node_parse, &e.node) < 0 ||
                     (e.has_episode = PARSE_OPTIONAL(x, "episode", episode_parse, &e.episode)) < 0 ||
-                    kill_sources_parse(x, &e.kill_sources) < 0)
+                    kill_sources_parse(x, &e.kill_sources) < 0 ||
+                    unavailable_kill_sources_parse(x, &e.unavailable_kill_sources) < 0)
                         return -EBADMSG;
                 e.episode.active = e.has_episode;
         } else if (x)
@@ -801,6 +822,27 @@ _public_ size_t pressure_event_get_n_kill_sources(const pressure_event *e) {
  */
 _public_ const char *pressure_event_get_kill_source(const pressure_event *e, size_t i) {
         return e && e->kill_sources ? json_string_value(json_array_get(e->kill_sources, i)) : NULL;
+}
+
+/**
+ * pressure_event_get_n_unavailable_kill_sources - how many killers cannot report on a kills subscription.
+ */
+_public_ size_t pressure_event_get_n_unavailable_kill_sources(const pressure_event *e) {
+        return e && e->unavailable_kill_sources ? json_array_size(e->unavailable_kill_sources) : 0;
+}
+
+/**
+ * pressure_event_get_unavailable_kill_source - killer @i that cannot report, and why; NULL past the end.
+ */
+_public_ const char *pressure_event_get_unavailable_kill_source(const pressure_event *e, size_t i,
+                                                               const char **ret_reason) {
+        json_t *x = e && e->unavailable_kill_sources ? json_array_get(e->unavailable_kill_sources, i) : NULL;
+
+        if (!x)
+                return NULL;
+        if (ret_reason)
+                *ret_reason = json_string_value(json_object_get(x, "reason"));
+        return json_string_value(json_object_get(x, "source"));
 }
 
 /**

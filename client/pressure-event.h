@@ -91,6 +91,7 @@ struct pressure_event {
         pressure_episode episode;
         const char *killed_by, *reason; /* KILLED */
         json_t *kill_sources;        /* SUBSCRIBED to kills: an array of strings, or NULL */
+        json_t *unavailable_kill_sources; /* ... the others: an array of {source, reason}, or NULL */
         const pressure_error *error; /* ERROR */
         const char *json;            /* the event object as received */
 };
@@ -132,6 +133,14 @@ pressure_resource resource_of(json_t *v);
  * Returns NULL only without memory.
  */
 pressure_error *error_new(int error, const char *name, json_t *params);
+
+/*
+ * error_local - an error object for a failure on the client's side,
+ * @error (negative errno) while talking to the daemon at @socket: one that
+ * does not run (-ECONNREFUSED) is PRESSURE_ERROR_DAEMON_NOT_RUNNING with
+ * the parameter "socket"; anything else has no name. NULL without memory.
+ */
+pressure_error *error_local(int error, const char *socket);
 
 /* status_new, protection_new - a result from a reply's parameters (taken over); -EBADMSG, -ENOMEM. */
 int status_new(json_t *params, pressure_status **ret);

@@ -30,10 +30,18 @@ static char *error_message(int error, const char *name, json_t *params) {
                 { "org.varlink.service.InterfaceNotFound", "Interface not found",       "interface" },
                 { "org.varlink.service.ExpectedMore",   "Expected more",                NULL },
         };
+        const char *socket;
         char *m = NULL;
 
         if (!name)
                 return strdup(strerror(-error));
+        if (streq(name, PRESSURE_ERROR_DAEMON_NOT_RUNNING)) {
+                socket = json_string_value(json_object_get(params, "socket"));
+                if (asprintf(&m, "pressured is not running: %s %s", socket && access(socket, F_OK) < 0 ?
+                             "there is no socket" : "nothing listens on", strna(socket)) < 0)
+                        return NULL;
+                return m;
+        }
         for (size_t i = 0; i < ELEMENTSOF(table); i++) {
                 const char *p;
 
@@ -58,7 +66,7 @@ pressure_error *error_new(int error, const char *name, json_t *params) {
         if (name) {
                 e->params = json_is_object(params) ? json_incref(params) : json_object();
                 e->name = strdup(name);
-                e->parameters = e->params ? json_dumps(e->params, JSON_COMPACT) : NULL;
+                e->parameters = e->params ? json_dumps(e->params, JSON_DUMP_FLAGS) : NULL;
                 if (!e->name || !e->parameters)
                         return pressure_error_free(e);
         }
@@ -66,6 +74,15 @@ pressure_error *error_new(int error, const char *name, json_t *params) {
         if (!e->message)
                 return pressure_error_free(e);
         return e;
+}
+
+pressure_error *error_local(int error, const char *socket) {
+        _cleanup_(json_decrefp) json_t *params = NULL;
+
+        if (error != -ECONNREFUSED || !socket)
+                return error_new(error, NULL, NULL);
+        params = json_pack("{s:s}", "socket", socket);
+        return params ? error_new(error, PRESSURE_ERROR_DAEMON_NOT_RUNNING, params) : NULL;
 }
 
 /**
@@ -351,7 +368,7 @@ int status_new(json_t *params, pressure_status **ret) {
         }
         s->n_ref = 1;
         s->params = params;
-        s->json = json_dumps(params, JSON_COMPACT);
+        s->json = json_dumps(params, JSON_DUMP_FLAGS);
         s->regs = calloc(json_array_size(regs) + 1, sizeof(*s->regs));
         if (!s->json || !s->regs) {
                 pressure_status_unref(s);

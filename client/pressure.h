@@ -136,7 +136,13 @@ typedef enum pressure_event_kind {
          * libpressure 1.2: something in the cgroup was killed for lack of
          * memory: pressure_event_get_killed_by(), pressure_event_get_reason().
          */
-        PRESSURE_EVENT_KILLED
+        PRESSURE_EVENT_KILLED,
+        /*
+         * libpressure 1.3: a reload of the daemon's configuration gave the
+         * level of a level subscription another trigger; the stream goes on
+         * from it: pressure_event_get_trigger(), pressure_event_is_adjusted().
+         */
+        PRESSURE_EVENT_TRIGGER_CHANGED
 } pressure_event_kind;
 
 /* The counters of memory.events. */
@@ -378,16 +384,28 @@ int pressure_call_set_destroy_callback(pressure_call *call, pressure_destroy_cal
 
 /* ---- Errors ---------------------------------------------------------------------- */
 
+/*
+ * libpressure 1.3: the name of the error of a call or subscription that
+ * found no daemon (errno -ECONNREFUSED): nothing listens on the socket,
+ * or there is no socket; its parameter "socket" is the path.
+ */
+#define PRESSURE_ERROR_DAEMON_NOT_RUNNING "libpressure.DaemonNotRunning"
+
 pressure_error *pressure_error_free(pressure_error *error);
 void pressure_error_freep(pressure_error **p);
 /* The negative errno of the failure. */
 int pressure_error_get_errno(const pressure_error *error);
-/* The varlink error name the daemon answered, or NULL for a local or connection failure. */
+/*
+ * The varlink error name the daemon answered, or for a failure on the
+ * client's side PRESSURE_ERROR_DAEMON_NOT_RUNNING (no daemon at the socket);
+ * NULL for other local or connection failures.
+ */
 const char *pressure_error_get_name(const pressure_error *error);
 /* The error's parameters as JSON object text ("{}" if none), or NULL when it has no name. */
 const char *pressure_error_get_parameters(const pressure_error *error);
 /*
- * A one-line message for people, e.g. "No such cgroup: /a". Never NULL: for
+ * A one-line message for people, e.g. "No such cgroup: /a", or "pressured
+ * is not running: there is no socket /run/pressured/io.pressured". Never NULL: for
  * a NULL error (a failed call could not allocate its error object) it is
  * "Out of memory".
  */
@@ -403,7 +421,7 @@ pressure_event_kind pressure_event_get_kind(const pressure_event *event);
 /* "/" for the whole system. */
 const char *pressure_event_get_cgroup(const pressure_event *event);
 pressure_source pressure_event_get_source(const pressure_event *event);
-/* PRESSURE: the level; CLEARED: the level of the subscription; else NONE. */
+/* PRESSURE: the level; CLEARED, TRIGGER_CHANGED: the level of the subscription; else NONE. */
 pressure_level pressure_event_get_level(const pressure_event *event);
 /*
  * libpressure 1.1: the resource of SUBSCRIBED, PRESSURE and CLEARED (MEMORY
@@ -422,9 +440,9 @@ uint64_t pressure_event_get_time_us(const pressure_event *event);
 uint64_t pressure_event_get_monotonic_us(const pressure_event *event);
 /* 1 for an event made by Inject(). */
 int pressure_event_is_synthetic(const pressure_event *event);
-/* SUBSCRIBED: the kernel registration in use, or NULL. */
+/* SUBSCRIBED, TRIGGER_CHANGED: the kernel registration in use, or NULL. */
 const pressure_trigger *pressure_event_get_trigger(const pressure_event *event);
-/* SUBSCRIBED: 1 when the daemon changed the trigger; the reason it gave, or NULL. */
+/* SUBSCRIBED, TRIGGER_CHANGED: 1 when the daemon changed the trigger; the reason it gave, or NULL. */
 int pressure_event_is_adjusted(const pressure_event *event);
 const char *pressure_event_get_adjusted_reason(const pressure_event *event);
 /*
@@ -462,6 +480,14 @@ const char *pressure_event_get_reason(const pressure_event *event);
  */
 size_t pressure_event_get_n_kill_sources(const pressure_event *event);
 const char *pressure_event_get_kill_source(const pressure_event *event, size_t i);
+/*
+ * libpressure 1.3. SUBSCRIBED to kills: the killers that could not report
+ * when the daemon answered, and why (*ret_reason, optional, e.g. "the
+ * system bus at ... cannot be reached: ..."); 0 and NULL otherwise.
+ */
+size_t pressure_event_get_n_unavailable_kill_sources(const pressure_event *event);
+const char *pressure_event_get_unavailable_kill_source(const pressure_event *event, size_t i,
+                                                       const char **ret_reason);
 /* The event as received, JSON text; NULL for RECONNECTED and ERROR. */
 const char *pressure_event_get_json(const pressure_event *event);
 

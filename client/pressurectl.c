@@ -93,6 +93,17 @@ static const char *format_duration(char buf[static 64], uint64_t usec) {
  * sentence, or with --json one JSON object); return the exit code.
  */
 static int report_error(pressure_client *c, int r, const char *what, const pressure_error *error) {
+        _cleanup_(pressure_status_unrefp) pressure_status *status = NULL;
+
+        /* The cgroup is in none of the daemon's hierarchies: the sentence names them. */
+        if (streq_ptr(pressure_error_get_name(error), "io.pressured.NoSuchCgroup") &&
+            pressure_client_get_status(c, &status, NULL) >= 0) {
+                _cleanup_json_ json_t *reply = json_loads(pressure_status_get_json(status), 0, NULL);
+                json_t *cg = json_object_get(reply, "cgroup");
+
+                error_text_set_roots(json_string_value(json_object_get(cg, "v2_root")),
+                                     json_string_value(json_object_get(cg, "v1_memory_root")));
+        }
         return error_report(stderr, arg_json, what, pressure_client_get_socket(c), r, pressure_error_get_name(error),
                             pressure_error_get_parameters(error));
 }
@@ -270,7 +281,10 @@ static void format_reg_trigger(char *buf, size_t size, json_t *reg) {
         format_trigger(buf + n, size - (size_t) n, json_object_get(reg, "trigger"));
 }
 
-/* An episode object of GetStatus: "12.300s, 4 events, peak 22.10%" (or "peak medium"). */
+/*
+ * An episode object of GetStatus: "12.300s, 4 events, peak 22.10%" (or
+ * "peak medium"; "peak unknown" for a PSI episode of injected events only).
+ */
 static void format_episode(char *buf, size_t size, json_t *ep) {
         json_t *peak = json_object_get(ep, "peak");
         const char *level = jget_str(ep, "peak_level");
@@ -286,6 +300,8 @@ static void format_episode(char *buf, size_t size, json_t *ep) {
                 snprintf(buf + n, size - (size_t) n, ", peak %.2f%%", json_number_value(peak));
         else if (level)
                 snprintf(buf + n, size - (size_t) n, ", peak %s", level);
+        else if (json_is_null(peak))
+                snprintf(buf + n, size - (size_t) n, ", peak unknown");
 }
 
 /*
@@ -504,7 +520,7 @@ static int print_episode_json(json_t *reg, json_t *episode, bool active) {
                 json_object_set(o, "resource", json_object_get(reg, "resource"));
         json_object_set(o, "trigger", json_object_get(reg, "trigger"));
         json_object_set_new(o, "active", json_boolean(active));
-        line = json_dumps(o, JSON_COMPACT);
+        line = json_dumps(o, JSON_DUMP_FLAGS);
         if (!line)
                 return -ENOMEM;
         printf("%s\n", line);
@@ -621,7 +637,7 @@ static void print_node_json(const pressure_protection_node *n) {
         }
         json_object_set_new(o, "state",
                             json_string(strna(pressure_protection_state_to_string(pressure_protection_node_get_state(n)))));
-        line = json_dumps(o, JSON_COMPACT);
+        line = json_dumps(o, JSON_DUMP_FLAGS);
         if (line)
                 printf("%s\n", line);
 }
@@ -767,7 +783,7 @@ static int print_reclaim_json(pressure_client *c, const pressure_status *status,
         json_array_foreach(list, i, v)
                 if (in_subtree(jget_str(v, "cgroup"), subtree) && json_array_append(entries, v) < 0)
                         return EXIT_DAEMON_ERROR;
-        line = json_dumps(out, JSON_COMPACT);
+        line = json_dumps(out, JSON_DUMP_FLAGS);
         if (!line)
                 return EXIT_DAEMON_ERROR;
         printf("%s\n", line);
@@ -1058,18 +1074,39 @@ static void print_node(const pressure_protection_node *n) {
                node_value(b[3], n, PRESSURE_PROTECTION_EMIN), node_value(b[4], n, PRESSURE_PROTECTION_ELOW));
 }
 
-/* The killers a kills subscription hears, " (kernel, systemd-oomd)"; nothing if the daemon does not say. */
+/*
+ * The killers a kills subscription hears, " by kernel, systemd-oomd", then
+ * those that cannot report here and why: "; systemd-oomd cannot report
+ * here: REASON", or with none heard "; no killer can report here: kernel:
+ * REASON; systemd-oomd: REASON". A daemon that gives no reasons (before
+ * 0.4) and hears nobody: " (no killer reports yet)".
+ */
 static void print_kill_sources(FILE *f, const pressure_event *e) {
-        size_t n = pressure_event_get_n_kill_sources(e);
+        size_t n = pressure_event_get_n_kill_sources(e), m = pressure_event_get_n_unavailable_kill_sources(e);
+        const char *reason = NULL;
 
         if (pressure_event_get_source(e) != PRESSURE_SOURCE_KILLS)
                 return;
-        if (n == 0)
+        if (n == 0 && m == 0)
                 fprintf(f, " (no killer reports yet)");
         for (size_t i = 0; i < n; i++)
                 fprintf(f, "%s%s", i > 0 ? ", " : " by ", pressure_event_get_kill_source(e, i));
+        if (n == 0 && m > 0)
+                fprintf(f, "; no killer can report here: ");
+        for (size_t i = 0; i < m; i++) {
+                const char *who = pressure_event_get_unavailable_kill_source(e, i, &reason);
+
+                if (n > 0)
+                        fprintf(f, "; %s cannot report here: %s", strna(who), strna(reason));
+                else
+                        fprintf(f, "%s%s: %s", i > 0 ? "; " : "", strna(who), strna(reason));
+        }
 }
 
+/*
+ * The header line of a watch, from its subscribed event, and again from a
+ * trigger_changed one: "Watching CGROUP: SOURCE for level L (TRIGGER)...".
+ */
 static void print_subscribed(FILE *f, const pressure_event *e) {
         const pressure_trigger *t = pressure_event_get_trigger(e);
         char a[PSI_TRIGGER_FORMAT_MAX];
@@ -1078,8 +1115,10 @@ static void print_subscribed(FILE *f, const pressure_event *e) {
         uint64_t threshold, window;
         pressure_stall stall;
 
-        fprintf(f, "Watching %s: %s", pressure_event_get_cgroup(e),
-                strna(pressure_source_to_string(pressure_event_get_source(e))));
+        fprintf(f, "%s %s: %s",
+                pressure_event_get_kind(e) == PRESSURE_EVENT_TRIGGER_CHANGED ? "After a reload of the daemon, watching"
+                                                                             : "Watching",
+                pressure_event_get_cgroup(e), strna(pressure_source_to_string(pressure_event_get_source(e))));
         /* Memory is the default and goes without saying. */
         if (pressure_event_get_resource(e) != PRESSURE_RESOURCE_MEMORY)
                 fprintf(f, " on %s", strna(pressure_resource_to_string(pressure_event_get_resource(e))));
@@ -1145,6 +1184,8 @@ static void print_cleared(const pressure_event *e) {
                 printf(" peak=%.2f%%", peak);
         else if (pressure_episode_get_peak_level(ep) != PRESSURE_LEVEL_NONE)
                 printf(" peak=%s", pressure_level_to_string(pressure_episode_get_peak_level(ep)));
+        else if (pressure_event_get_source(e) == PRESSURE_SOURCE_PSI)
+                printf(" peak=unknown"); /* an episode of injected events only */
 }
 
 /*
@@ -1221,6 +1262,14 @@ static int on_watch_event(pressure_subscription *sub, const pressure_event *e, v
         case PRESSURE_EVENT_SUBSCRIBED:
                 /* The confirmation is not an event to count: a header line (on stderr with --json). */
                 print_subscribed(arg_json ? stderr : stdout, e);
+                return 0;
+        case PRESSURE_EVENT_TRIGGER_CHANGED:
+                /* Not an event to count either: the header again, with the new trigger. */
+                if (arg_json)
+                        printf("%s\n", pressure_event_get_json(e));
+                else
+                        print_subscribed(stdout, e);
+                fflush(stdout);
                 return 0;
         case PRESSURE_EVENT_RECONNECTED:
                 if (arg_json)

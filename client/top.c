@@ -39,7 +39,6 @@
 #include "top.h"
 #include "top-cgroup.h"
 #include "top-kills.h"
-#include "top-scan.h"
 #include "util.h"
 
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -992,7 +991,7 @@ static int print_json(Top *t) {
         }
         json_object_set_new(o, "cgroups", cgroups);
 
-        text = json_dumps(o, JSON_COMPACT);
+        text = json_dumps(o, JSON_DUMP_FLAGS);
         json_decref(o);
         if (!text)
                 return -ENOMEM;

@@ -2,7 +2,7 @@
 /*
  * pressurectl top: the command. top.c owns the daemon queries, sorting,
  * filtering and drawing; it shows a snapshot of top-cgroup.h, marked with
- * the kills of top-kills.h and the protection read by top-scan.h.
+ * the kills of top-kills.h and the protection nodes of GetProtection().
  */
 #pragma once
 

@@ -138,9 +138,37 @@ static int socket_path(const Args *a, const Config *config, char **ret) {
         return *ret ? 0 : log_error_errno(ENOMEM, "Out of memory.");
 }
 
-static int dump_config(Config *config) {
-        _cleanup_free_ char *text = config_format(config);
+/* Replace the string *@field with a copy of @value, if given. */
+static int override(char **field, const char *value) {
+        char *copy;
 
+        if (!value)
+                return 0;
+        copy = strdup(value);
+        if (!copy)
+                return -ENOMEM;
+        free(*field);
+        *field = copy;
+        return 0;
+}
+
+/* The configuration as the daemon would run with it: the command line applied. */
+static int dump_config(const Args *a, Config *config) {
+        _cleanup_free_ char *text = NULL, *path = NULL;
+
+        if ((a->socket || a->user) && socket_path(a, config, &path) < 0) {
+                config_free(config);
+                return 1;
+        }
+        if (a->log_level >= 0)
+                config->log_level = a->log_level;
+        if (override(&config->socket_path, path) < 0 || override(&config->cgroup_root, a->cgroup_root) < 0 ||
+            override(&config->cgroup_v1_root, a->cgroup_v1_root) < 0) {
+                config_free(config);
+                (void) log_error_errno(ENOMEM, "Out of memory.");
+                return 1;
+        }
+        text = config_format(config);
         config_free(config);
         if (!text)
                 return 1;
@@ -201,6 +229,9 @@ static int run(const Args *a, Config *config, char **argv) {
         if (k >= 0)
                 k = manager_run(m);
         manager_free(m);
+        /* The last line: after the clients and registrations said goodbye. */
+        if (k >= 0)
+                log_struct(LOG_INFO, MESSAGE_ID_STOPPED, "pressured stopped.");
         return k < 0 ? 1 : 0;
 }
 
@@ -222,7 +253,7 @@ int main(int argc, char **argv) {
                 return 1;
         }
         if (a.dump_config)
-                return dump_config(config);
+                return dump_config(&a, config);
         log_set_max_level(a.log_level >= 0 ? a.log_level : config->log_level);
         return run(&a, config, argv);
 }

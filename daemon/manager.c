@@ -21,6 +21,7 @@
 #include "reclaim-controller.h"
 #include "registration.h"
 #include "socket-util.h"
+#include "socket-watch.h"
 #include "source-protection.h"
 #include "status.h"
 #include "system-bus.h"
@@ -45,6 +46,7 @@ struct Manager {
         Registry registry;
         ClientServer *clients;
         ProxyServer *proxy;         /* the memory-pressure socket, NULL when off */
+        SocketWatch *socket_watch;  /* the varlink socket we bound, watched; NULL if inherited */
         LowMemoryMonitor *lmm;      /* [DBus] LowMemoryMonitor= */
         Methods methods;
         StatusContext status;
@@ -161,6 +163,7 @@ Manager *manager_free(Manager *m) {
 
         if (!m)
                 return NULL;
+        m->socket_watch = socket_watch_free(m->socket_watch);
         /* The next process serves the socket files. */
         handed_over = m->takeover && takeover_detached(m->takeover);
         if (handed_over && m->proxy) {
@@ -379,6 +382,10 @@ static int manager_serve_inherited(Manager *m, int varlink_fd, int mp_fd, const 
         k = manager_serve(m, varlink_fd);
         if (k >= 0 && own && !(m->socket_path = strdup(own)))
                 k = log_error_errno(ENOMEM, "Out of memory.");
+        /* A socket this daemon bound itself before a Reexecute is watched as it was. */
+        if (k >= 0 && own)
+                (void) socket_watch_new(m->base, m->clients, own, m->user_mode ? 0600 : 0666,
+                                        m->user_mode ? 0700 : 0755, &m->socket_watch);
         /* Without a memory-pressure fd, bind only a configured path:
          * the default one belongs to the socket unit. */
         if (k >= 0 && mp_fd >= 0)
@@ -397,6 +404,7 @@ static int manager_serve_inherited(Manager *m, int varlink_fd, int mp_fd, const 
 static int manager_listen(Manager *m, NamedFds *fds) {
         _cleanup_free_ char *proxy_path = manager_proxy_path(m);
         const char *path = m->socket_path_arg;
+        mode_t mode = m->user_mode ? 0600 : 0666, dir_mode = m->user_mode ? 0700 : 0755;
         int varlink_fd = -1, mp_fd = -1, fd, k;
         bool replaced;
 
@@ -416,7 +424,7 @@ static int manager_listen(Manager *m, NamedFds *fds) {
         if (k < 0)
                 return k;
         /* System mode: anyone may connect; access control is per call. */
-        k = socket_listen_unix(path, m->user_mode ? 0600 : 0666, m->user_mode ? 0700 : 0755, &replaced, &fd);
+        k = socket_listen_unix(path, mode, dir_mode, &replaced, &fd);
         if (k == -EADDRINUSE)
                 return log_error_errno(k, "Another pressured is already serving %s; not taking it over.", path);
         if (k < 0)
@@ -430,7 +438,10 @@ static int manager_listen(Manager *m, NamedFds *fds) {
                 safe_close(fd);
                 return log_error_errno(ENOMEM, "Out of memory.");
         }
-        return manager_serve(m, fd);
+        k = manager_serve(m, fd);
+        if (k >= 0)
+                (void) socket_watch_new(m->base, m->clients, path, mode, dir_mode, &m->socket_watch);
+        return k;
 }
 
 static int signals_setup(Manager *m);
@@ -576,7 +587,6 @@ int manager_run(Manager *m) {
                 return log_error_errno(EIO, "The event loop failed.");
 
         (void) sd_notify(0, "STOPPING=1");
-        log_struct(LOG_INFO, MESSAGE_ID_STOPPED, "pressured stopped.");
         return 0;
 }
 
@@ -597,6 +607,8 @@ int manager_reload(Manager *m, char **ret_error) {
         int k;
 
         (void) sd_notifyf(0, "RELOADING=1\nSTATUS=Reloading.\nMONOTONIC_USEC=%" PRIu64, now_usec(CLOCK_MONOTONIC));
+        /* A socket removed behind the daemon's back is bound again, whatever the configuration says. */
+        (void) socket_watch_rebind(m->socket_watch);
 
         k = config_load(m->config_main, m->config_dropins, m->config_path, &c, &error);
         if (k < 0)

@@ -18,7 +18,7 @@ import pressured_test as pt
 
 NAME = 'org.freedesktop.LowMemoryMonitor'
 PATH = '/org/freedesktop/LowMemoryMonitor'
-POLICY = os.path.join(pt.SOURCE_ROOT, 'dbus', 'io.pressured.LowMemoryMonitor.conf')
+POLICY = os.path.join(pt.SOURCE_ROOT, 'conf', 'dbus', 'io.pressured.LowMemoryMonitor.conf')
 SYSTEM_PYTHON = '/usr/bin/python3'
 
 Gio = GLib = None

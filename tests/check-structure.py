@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Check three rules about the shape of the C sources.
+"""Check four rules about the shape of the C sources.
 
 1. No call cycle between files of daemon/ (every .c file under daemon/, in
    any subfolder, is a node). A function defined in one file that calls a
@@ -19,6 +19,12 @@
    LAYERS, then daemon/ itself (the manager). The build enforces the same
    through include folders; this names the offending line.
 
+4. No dead code: every function of daemon/ and client/ that is not static
+   is named somewhere in daemon/ or client/ other than its definition and
+   its prototypes (a call, or a pointer to it in an ops table). A function
+   only the tests call is dead; tests use what the program uses. Exempt:
+   main, libpressure's API (defined with _public_), and ALLOW_UNUSED.
+
 Definitions and their line ranges come from Universal Ctags, call sites from
 cscope. A call site is credited to the function whose lines hold it, and the
 callee is resolved the way the linker would: to the calling file's own
@@ -36,6 +42,7 @@ Exit status: 0 when the rules hold, 1 when one does not (the report says
 what to change), 77 when ctags or cscope is missing.
 """
 import argparse
+import itertools
 import os
 import re
 import shutil
@@ -54,6 +61,26 @@ LIST_LONG_OVER = 60     # --list-long prints those over this
 # configuration file, say), not for a function nobody has split yet.
 ALLOW_LONG = ()
 MAX_ALLOW_LONG = 2
+
+# Non-static functions allowed without a user in daemon/ or client/, as
+# "path:function"; each needs its reason.
+ALLOW_UNUSED = (
+    # The framer's entry for bytes that come from elsewhere than its own
+    # socket read; the tests and the varlink fuzzer feed it.
+    'daemon/common/varlink-framer.c:varlink_reader_feed',
+    # Switches of tests/bench/bench-protection.c: the same results the slow
+    # way (what the kernel did before the skip), and the work counted.
+    'daemon/model/protection-tree.c:protection_reader_set_list_always',
+    'daemon/model/protection-tree.c:protection_reader_get_stats',
+    'daemon/model/protection.c:protection_tree_set_always_propagate',
+    'daemon/model/protection.c:protection_tree_size',
+    # Seams of test-reclaim-controller: a fake memory.reclaim write and
+    # clock, and what the controller has under way.
+    'daemon/server/reclaim-controller.c:reclaim_controller_set_write_fn',
+    'daemon/server/reclaim-controller.c:reclaim_controller_set_clock',
+    'daemon/server/reclaim-controller.c:reclaim_controller_in_flight',
+    'daemon/server/reclaim-controller.c:reclaim_controller_active',
+)
 
 SKIP = 77
 
@@ -206,8 +233,9 @@ def check_macros_read(root, defs):
                       '\n'.join(f'  {d.path}:{d.start}: {d.name}' for d in bad))
 
 
-def run_cscope(root, files, names, tmp):
-    """{name: [(path, line), ...]}: the sites where each name is called."""
+def run_cscope(root, files, names, tmp, query='3'):
+    """{name: [(path, line), ...]}: the sites where each name is called
+    (@query 3), or named at all (@query 0)."""
     namefile = os.path.join(tmp, 'files')
     with open(namefile, 'w') as f:
         f.writelines(f'"{p}"\n' for p in files)
@@ -219,7 +247,7 @@ def run_cscope(root, files, names, tmp):
     if r.returncode != 0:
         raise Trouble(f'cscope -b failed ({r.returncode}): {r.stderr.strip()}')
     # One cscope in line mode answers every query ("3NAME": who calls NAME).
-    queries = ''.join(f'3{n}\n' for n in names)
+    queries = ''.join(f'{query}{n}\n' for n in names)
     r = subprocess.run(['cscope', '-d', '-l', '-k', '-f', db], cwd=root,
                        input=queries, capture_output=True, text=True, env=env)
     if r.returncode != 0:
@@ -416,6 +444,65 @@ def check_cycles(graph, files, out):
     return False
 
 
+def is_declaration(text, name):
+    """Whether the line is a prototype of name (ends in ';', no body)."""
+    code = code_only(text)
+    return re.match(r'^\s*(?!(?:return|else|case|do)\b)(?:extern\s+)?[A-Za-z_][\w\s*]*\b' + re.escape(name) +
+                    r'\s*\([^;{]*\)[\w\s()]*;\s*$', code) is not None
+
+
+def check_unused(root, files, defs, tmp, out, allow=None):
+    """Rule 4: every non-static function is named outside its definition."""
+    allow = ALLOW_UNUSED if allow is None else allow
+    candidates = []
+    for d in defs:
+        if d.static or d.name == 'main' or f'{d.path}:{d.name}' in allow:
+            continue
+        with open(os.path.join(root, d.path), errors='replace') as f:
+            lines = f.read().splitlines()
+        head = ' '.join(lines[max(0, d.start - 3):d.start])
+        if '_public_' in head:
+            continue
+        candidates.append(d)
+    # Headers too: a macro there may be what calls a function (log.h's log_internal).
+    headers = sorted(os.path.relpath(p, root) for p in source_files(root, ['daemon', 'client'])
+                     if p.endswith('.h'))
+    sites = run_cscope(root, files + headers, sorted({d.name for d in candidates}), tmp, query='0')
+    texts = {}
+    unused = []
+    for d in candidates:
+        used = False
+        for path, line in sites.get(d.name, ()):
+            if path == d.path and d.start <= line <= d.start + 2:
+                continue        # the definition itself
+            if path not in texts:
+                with open(os.path.join(root, path), errors='replace') as f:
+                    texts[path] = f.read().splitlines()
+            lines = texts[path]
+            text = lines[line - 1] if line <= len(lines) else ''
+            if path.endswith('.h'):
+                # A header uses a function only in a macro (its prototypes
+                # may span lines).
+                in_macro = text.lstrip().startswith('#') or text.rstrip().endswith('\\') or \
+                    (line >= 2 and lines[line - 2].rstrip().endswith('\\'))
+                if in_macro:
+                    used = True
+                    break
+            elif not is_declaration(text, d.name):
+                used = True
+                break
+        if not used:
+            unused.append(d)
+    if not unused:
+        return True
+    print('Functions nothing in daemon/ or client/ uses (remove them, give them '
+          'a user, or name them with a reason in ALLOW_UNUSED of '
+          'tests/check-structure.py):', file=out)
+    for d in unused:
+        print(f'  {d.path}:{d.start}: {d.name}', file=out)
+    return False
+
+
 def check_lengths(defs, out, allow=None):
     allow = ALLOW_LONG if allow is None else allow
     ok = True
@@ -523,6 +610,8 @@ def check(root, graph_out=False, list_long=False, out=sys.stdout, allow=None):
     daemon_defs = [d for d in defs if d.path in daemon_set]
     with tempfile.TemporaryDirectory(prefix='check-structure.') as tmp:
         graph = build_call_graph(root, daemon_files, daemon_defs, tmp)
+    with tempfile.TemporaryDirectory(prefix='check-structure.') as tmp:
+        used = check_unused(root, all_files, defs, tmp, out)
     for w in graph.warnings:
         print(f'warning: {w}', file=out)
     if graph_out:
@@ -532,11 +621,12 @@ def check(root, graph_out=False, list_long=False, out=sys.stdout, allow=None):
     ok = check_cycles(graph, daemon_files, out)
     ok = check_lengths(defs, out, allow) and ok
     ok = check_includes(root, out) and ok
+    ok = used and ok
     if ok:
         print(f'structure: no call cycle between the {len(daemon_files)} files '
               f'of daemon/; no function over {MAX_LINES} lines in '
               f'{len(all_files)} files of daemon/ and client/; no include '
-              f'reaching up a layer', file=out)
+              f'reaching up a layer; no function without a user', file=out)
     return 0 if ok else 1
 
 
@@ -612,6 +702,26 @@ FIXTURE_CLEAN = {
         }
     ''',
     'client/short.c': 'int short_fn(void) {\n' + body(80) + '\n}\n',
+    # Every function above has a user: a call, or a pointer in a table.
+    'daemon/ops.c': '''
+        int ops_fn(void) {
+                return 0;
+        }
+    ''',
+    'daemon/main.c': '''
+        struct ops;
+        int r_entry(void);
+        int t_entry(void);
+        int ops_fn(void);
+        int short_fn(void);
+        int p_callback(struct ops *o, struct ops s);
+        const char *flag_to_string(int i);
+        static int (*const table[])(void) = { ops_fn };
+        int main(void) {
+                return r_entry() + t_entry() + short_fn() + table[0]() + (flag_to_string(0) != 0) +
+                       (p_callback != 0);
+        }
+    ''',
 }
 
 
@@ -663,6 +773,9 @@ def self_test():
 
         bad = os.path.join(tmp, 'bad')
         files = dict(FIXTURE_CYCLE, **FIXTURE_CLEAN)
+        # Named only by a prototype elsewhere: dead.
+        files['daemon/dead.c'] = 'int dead_fn(void) {\n        return 0;\n}\n'
+        files['daemon/sub/r.c'] = FIXTURE_CLEAN['daemon/sub/r.c'] + '        int dead_fn(void);\n'
         files['client/long.c'] = (
             'int long_fn(void) {\n' + body(130) + '\n}\n\n'
             'int longish_fn(void) {\n' + body(95) + '\n}\n\n'
@@ -688,6 +801,12 @@ def self_test():
                'the 80-line function is not')
         expect('  61  client/long.c:228: short_one' in out,
                '--list-long lists the 61-line function')
+        unused = out.split('Functions nothing in daemon/ or client/ uses')[-1].split('\n')[1:]
+        unused = '\n'.join(itertools.takewhile(lambda line: line.startswith('  '), unused))
+        expect('daemon/dead.c:1: dead_fn' in unused,
+               'a function named only by a prototype is reported as unused')
+        expect('ops_fn' not in unused and 'short_fn' not in unused and 'main' not in unused,
+               'a pointer in a table and a call are uses; main needs none')
 
         # ALLOW_LONG lets a listed function of 81 to 120 lines through, not
         # one over 120, and not more than two names.

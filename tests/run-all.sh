@@ -8,7 +8,9 @@
 #      with systemd as PID 1 on cgroup v2, each counted);
 #   3. rebuild with ASan+UBSan and run every suite but vm again;
 #   4. run the unit and integration suites under valgrind memcheck;
-#   5. build the libFuzzer targets with clang and fuzz each for a bounded time.
+#   5. build the libFuzzer targets with clang and fuzz each for a bounded time;
+#   6. make the release tarball with meson dist and check that it builds and
+#      passes the unit suite (tests/check-dist.sh), counted as one test.
 # It ends with one line: "N passed, N failed, N skipped".
 #
 # Needs root (apt-get, real cgroups); re-runs itself with sudo otherwise.
@@ -120,6 +122,14 @@ if command -v clang >/dev/null; then
                         total_fail=$((total_fail + 1))
                 fi
         fi
+fi
+
+# 5. The release tarball builds and passes the unit suite.
+echo "== tests/check-dist.sh build-ci"
+if tests/check-dist.sh build-ci; then
+        total_pass=$((total_pass + 1))
+else
+        total_fail=$((total_fail + 1))
 fi
 
 if [ $status -ne 0 ] && [ $total_fail -eq 0 ]; then

@@ -311,8 +311,14 @@ class Validator:
                 raise Invalid(f'{path}.adjusted_reason: only with "adjusted": true, received {event!r}')
         if kind == 'cleared':
             # The peak is typed by the source; a level or vmpressure
-            # subscription's events name their level, cleared included.
-            required.add('peak' if event['source'] == 'psi' else 'peak_level')
+            # subscription's events name their level, cleared included. A
+            # PSI peak is null when unknown (an episode of injected events
+            # only), never left out.
+            if event['source'] == 'psi' and 'peak' not in event:
+                raise Invalid(f'{path}.peak: required in a "cleared" event of psi (null if unknown), '
+                              f'missing in {event!r}')
+            if event['source'] != 'psi':
+                required.add('peak_level')
             if event.get('peak') is not None and event.get('peak_level') is not None:
                 raise Invalid(f'{path}: "peak" and "peak_level" are exclusive, received {event!r}')
             if event.get('peak') is not None and not 0 <= event['peak'] <= 100:

@@ -91,7 +91,7 @@ int hierarchy_open_cgroup(const Hierarchy *h, const char *path) {
         if (fd >= 0)
                 return (int) fd;
         if (errno != ENOSYS && errno != EPERM)
-                return errno == ENOTDIR ? -ENOENT : -errno;
+                return -errno; /* ENOTDIR: the path names a file */
 
         /* No openat2(): walk component by component, refusing symlinks. */
         {
@@ -110,13 +110,36 @@ int hierarchy_open_cgroup(const Hierarchy *h, const char *path) {
                         if (streq(c, "."))
                                 continue;
                         next = openat(cur, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (next < 0 && errno == ENOTDIR) {
+                                struct stat st;
+
+                                /* A symlink (refused like openat2() does) or a file (no cgroup). */
+                                return fstatat(cur, c, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISLNK(st.st_mode) ?
+                                               -ENOTDIR : -ELOOP;
+                        }
                         if (next < 0)
-                                return errno == ENOTDIR ? -ELOOP : -errno;
+                                return -errno;
                         safe_close(cur);
                         cur = next;
                 }
                 return TAKE_FD(cur);
         }
+}
+
+int hierarchy_stat_cgroup(const Hierarchy *h, const char *path) {
+        const char *rel;
+        struct stat st;
+
+        if (!h->path || h->fd < 0)
+                return -ENOENT;
+        rel = path + strspn(path, "/");
+        if (!*rel)
+                return 0;
+        if (fstatat(h->fd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        if (S_ISLNK(st.st_mode))
+                return -ELOOP;
+        return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
 bool cgroup_exists_as(const Hierarchy *h, const char *path, ino_t ino) {

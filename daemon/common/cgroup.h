@@ -41,6 +41,14 @@ void hierarchy_close(Hierarchy *h);
 int hierarchy_open_cgroup(const Hierarchy *h, const char *path);
 
 /*
+ * hierarchy_stat_cgroup - whether canonical cgroup @path exists beneath @h,
+ * without taking a file descriptor (a check that must work when they are
+ * used up): 0, -ENOENT, -ENOTDIR if it names a file, -ELOOP for a symlink
+ * in its last component, or another negative errno.
+ */
+int hierarchy_stat_cgroup(const Hierarchy *h, const char *path);
+
+/*
  * cgroup_exists_as - true if @path beneath @h is still the directory with
  * inode @ino (a recreated cgroup of the same name has a new inode).
  */

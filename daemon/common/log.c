@@ -34,15 +34,22 @@ void log_set_max_level(int level) {
         max_level = level;
 }
 
-int log_get_max_level(void) {
-        return max_level;
-}
-
 static const char *const level_names[] = {
         [LOG_EMERG] = "emerg", [LOG_ALERT] = "alert", [LOG_CRIT] = "crit",
         [LOG_ERR] = "err", [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
         [LOG_INFO] = "info", [LOG_DEBUG] = "debug",
 };
+
+/* The level as a person reads it at the head of a plain line. */
+static const char *plain_level(int level) {
+        static const char *const words[] = {
+                [LOG_EMERG] = "emergency", [LOG_ALERT] = "alert", [LOG_CRIT] = "critical",
+                [LOG_ERR] = "error", [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
+                [LOG_INFO] = "info", [LOG_DEBUG] = "debug",
+        };
+
+        return level >= 0 && (size_t) level < ELEMENTSOF(words) ? words[level] : "info";
+}
 
 int log_level_from_string(const char *s) {
         if (!s)
@@ -127,7 +134,8 @@ int log_internal(int level, int error, const char *message_id, RateLimit *rl,
                 fprintf(stderr, "<%d>%s%s\n", level, buf, suffix);
                 break;
         case SINK_PLAIN:
-                fprintf(stderr, "pressured: %s%s\n", buf, suffix);
+                /* A console has no priority field: the level leads the line. */
+                fprintf(stderr, "pressured: %s: %s%s\n", plain_level(level), buf, suffix);
                 break;
         }
 

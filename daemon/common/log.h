@@ -3,7 +3,8 @@
  * Logging for the daemon. Messages go to the journal with structured fields
  * (MESSAGE_ID, PRIORITY, CODE_*) when stderr is connected to it, to stderr
  * with a "<N>" priority prefix when running under systemd otherwise, and to
- * stderr as plain text when run by hand. Repeated messages can be rate
+ * stderr as "pressured: LEVEL: message" when run by hand (LEVEL one of
+ * debug, info, notice, warning, error, critical, alert, emergency). Repeated messages can be rate
  * limited per call site so that pressure storms cannot flood the log.
  */
 #pragma once
@@ -36,7 +37,6 @@ typedef struct RateLimit {
 /* log_setup - decide between journal, prefixed stderr and plain stderr. */
 void log_setup(void);
 void log_set_max_level(int level);
-int log_get_max_level(void);
 
 /* Parse "debug", "info", "notice", "warning", "err" (and numeric 0..7). */
 int log_level_from_string(const char *s);

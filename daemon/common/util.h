@@ -30,6 +30,17 @@
 #define _likely_(x) (__builtin_expect(!!(x), 1))
 #define _unlikely_(x) (__builtin_expect(!!(x), 0))
 
+/*
+ * Significant digits of the JSON reals pressurectl and libpressure write,
+ * for jansson's JSON_REAL_PRECISION(): every figure comes out as the daemon
+ * wrote it (a PSI average with the kernel's two decimals: 18.12), never
+ * with the binary noise of a double's default 17 digits
+ * (18.120000000000001). The daemon itself writes 6 (VARLINK_JSON_FLAGS).
+ * JSON_DUMP_FLAGS: jansson's flags for one compact line with them.
+ */
+#define JSON_REAL_DIGITS 15
+#define JSON_DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(JSON_REAL_DIGITS))
+
 #define USEC_PER_SEC UINT64_C(1000000)
 #define USEC_PER_MSEC UINT64_C(1000)
 #define NSEC_PER_USEC UINT64_C(1000)

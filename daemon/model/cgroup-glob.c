@@ -131,30 +131,6 @@ static GlobSet globs_all(const CgroupGlobs *g) {
         return g->n >= 64 ? UINT64_MAX : (UINT64_C(1) << g->n) - 1;
 }
 
-bool cgroup_globs_match(const CgroupGlobs *g, const char *path) {
-        GlobSet alive = globs_all(g);
-        unsigned depth = 0;
-        char name[CGROUP_GLOB_COMPONENT_MAX + 1];
-
-        for (const char *p = path;;) {
-                size_t n;
-
-                p += strspn(p, "/");
-                if (*p == 0)
-                        return globs_any_depth(g, alive, depth, false);
-                n = strcspn(p, "/");
-                if (n >= sizeof(name) || depth >= CGROUP_GLOB_DEPTH_MAX)
-                        return false;
-                memcpy(name, p, n);
-                name[n] = 0;
-                alive = globs_step(g, alive, depth, name);
-                if (!alive)
-                        return false;
-                depth++;
-                p += n;
-        }
-}
-
 /* ---- the walk ---- */
 
 typedef struct Walk {

@@ -59,8 +59,6 @@ CgroupGlobs *cgroup_globs_free(CgroupGlobs *g);
 /* cgroup_globs_count - the number of patterns. */
 size_t cgroup_globs_count(const CgroupGlobs *g);
 
-/* cgroup_globs_match - whether the canonical cgroup @path ("/" or "/a/b") matches a pattern. */
-bool cgroup_globs_match(const CgroupGlobs *g, const char *path);
 
 /* The resources whose PSI files are read, in the order of CgroupSample.psi. */
 typedef enum CgroupResource {

@@ -2,8 +2,8 @@
 /*
  * The configuration: the embedded defaults, the table of every section and
  * key with its type and range, the INI reader (libinih driven line by line
- * so that line numbers, indentation and over-long lines are under our
- * control), the file and drop-in directory order, and the INI dump used by
+ * so that line numbers, indentation and lines longer than its buffer are
+ * under our control), the file and drop-in directory order, and the INI dump used by
  * --dump-config. A load either yields a complete Config or an error message
  * "FILE:LINE: [Section] Key=: reason" and nothing else.
  */
@@ -27,8 +27,12 @@
 #include "policy.h"
 #include "util.h"
 
-/* Configuration files are small; anything bigger is a mistake. */
-#define CONFIG_FILE_MAX (1024 * 1024)
+/*
+ * Configuration files are small; anything bigger is a mistake. Room for
+ * every key at its longest: the two Cgroups= of 64 patterns of 32
+ * components of 255 bytes take 1 MiB.
+ */
+#define CONFIG_FILE_MAX (4 * 1024 * 1024)
 
 #define KIB UINT64_C(1024)
 #define MIB (KIB * 1024)
@@ -698,7 +702,15 @@ typedef struct ConfigParser {
         unsigned error_line;    /* 0: no error yet */
         int error_r;
         char *error;
+        char *long_value;       /* the value of the current line, if too long for libinih's buffer */
 } ConfigParser;
+
+/*
+ * What libinih is handed in place of a value too long for its buffer; the
+ * handler takes the value kept aside instead. No valid value holds a
+ * control character.
+ */
+#define CONFIG_LONG_VALUE "\001"
 
 static void config_parser_fail(ConfigParser *p, int r, const char *format, ...) _printf_(3, 4);
 
@@ -716,37 +728,85 @@ static void config_parser_fail(ConfigParser *p, int r, const char *format, ...) 
 }
 
 /*
+ * A line [@begin, @end) too long for libinih's buffer of @num bytes: a
+ * comment becomes an empty line; an assignment becomes "KEY=" with
+ * CONFIG_LONG_VALUE, its value kept in p->long_value for the handler.
+ * Returns the length put in @str, -EINVAL if the line cannot be handed
+ * over (a section header, no "="), or -ENOMEM.
+ */
+static ssize_t config_reader_long(ConfigParser *p, const char *begin, const char *end, char *str, int num) {
+        const char *sep = begin + strcspn(begin, "=:");
+        size_t key_len = (size_t) (sep - begin);
+
+        if (*begin == '#' || *begin == ';')
+                return 0;
+        if (*begin == '[' || sep >= end || key_len + sizeof(CONFIG_LONG_VALUE) + 2 > (size_t) num)
+                return -EINVAL;
+        p->long_value = strndup(sep + 1, (size_t) (end - sep - 1));
+        if (!p->long_value)
+                return -ENOMEM;
+        memcpy(str, begin, key_len + 1);
+        memcpy(str + key_len + 1, CONFIG_LONG_VALUE, sizeof(CONFIG_LONG_VALUE) - 1);
+        return (ssize_t) (key_len + sizeof(CONFIG_LONG_VALUE));
+}
+
+/*
  * libinih's line reader. One call hands over exactly one line, so libinih's
  * line numbers and ours agree. Leading whitespace is removed: an indented
  * line is an ordinary line (as in systemd's files), never a continuation of
- * the previous value. A line too long for libinih's buffer is an error
- * rather than being split in two.
+ * the previous value. A line longer than libinih's buffer is never split:
+ * its value goes around libinih (config_reader_long()), so that a line may
+ * be as long as the longest value (a Cgroups= of 64 long patterns).
  */
 static char *config_reader(char *str, int num, void *userdata) {
         ConfigParser *p = userdata;
         const char *begin = p->next, *end;
-        size_t len;
+        ssize_t len;
 
         if (*begin == 0 || num < 2)
                 return NULL;
         p->line++;
+        free(p->long_value);
+        p->long_value = NULL;
 
         end = begin + strcspn(begin, "\n");
         p->next = *end ? end + 1 : end;
 
         while (begin < end && (*begin == ' ' || *begin == '\t'))
                 begin++;
-        len = (size_t) (end - begin);
+        len = end - begin;
 
-        if (len + 2 > (size_t) num) {
-                config_parser_fail(p, -EINVAL, "%s:%u: line too long (at most %d characters)",
-                                   p->name, p->line, num - 2);
-                len = 0;
-        }
-        memcpy(str, begin, len);
+        if ((size_t) len + 2 > (size_t) num) {
+                len = config_reader_long(p, begin, end, str, num);
+                if (len == -ENOMEM)
+                        config_parser_fail(p, -ENOMEM, "%s:%u: out of memory", p->name, p->line);
+                else if (len < 0)
+                        config_parser_fail(p, -EINVAL, "%s:%u: line too long for anything but an assignment "
+                                           "(at most %d characters)", p->name, p->line, num - 2);
+                if (len < 0)
+                        len = 0;
+        } else
+                memcpy(str, begin, (size_t) len);
         str[len] = '\n';
         str[len + 1] = 0;
         return str;
+}
+
+/* The value of a line too long for libinih, trimmed as libinih trims the others. */
+static const char *config_long_value(ConfigParser *p) {
+        char *v = p->long_value, *e;
+
+        v += strspn(v, " \t");
+        /* An inline comment: ";" after white space. */
+        for (e = v; *e; e++)
+                if (*e == ';' && e > v && (e[-1] == ' ' || e[-1] == '\t')) {
+                        *e = 0;
+                        break;
+                }
+        e = v + strlen(v);
+        while (e > v && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+                *--e = 0;
+        return v;
 }
 
 static int config_handler(void *userdata, const char *section, const char *name, const char *value) {
@@ -758,6 +818,8 @@ static int config_handler(void *userdata, const char *section, const char *name,
 
         if (p->error_line != 0)
                 return 1; /* only the first error is reported */
+        if (p->long_value && streq(value, CONFIG_LONG_VALUE))
+                value = config_long_value(p);
 
         if (section[0] == 0) {
                 config_parser_fail(p, -EINVAL, "%s:%u: %s=: assignment before any [Section] header",
@@ -812,6 +874,7 @@ int config_parse_string(Config *c, const char *name, const char *text, char **re
         int r;
 
         r = ini_parse_stream(config_reader, &p, config_handler, &p);
+        free(p.long_value);
         if (r == -2 && p.error_line == 0) {
                 p.error_r = -ENOMEM;
                 p.error_line = p.line ?: 1;

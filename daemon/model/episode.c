@@ -101,12 +101,13 @@ static void episode_seed(Episode *e, uint64_t now_us, bool has_total, uint64_t t
  * @e: the tracker
  * @now_us: monotonic time of the event
  * @level: the event's level (sources without a stall total)
+ * @injected: made by Inject(): no stall figure (PSI)
  * @has_total: whether @total_us was read with the event
  * @total_us: the stall total at the event (PSI)
  *
  * Returns true if the event began a new episode.
  */
-bool episode_event(Episode *e, uint64_t now_us, uint32_t level, bool has_total, uint64_t total_us) {
+bool episode_event(Episode *e, uint64_t now_us, uint32_t level, bool injected, bool has_total, uint64_t total_us) {
         bool started = !e->active;
 
         if (started) {
@@ -120,10 +121,11 @@ bool episode_event(Episode *e, uint64_t now_us, uint32_t level, bool has_total, 
         e->cur.events++;
         e->last_event_us = max_u64(e->last_event_us, now_us);
 
-        if (e->params.window_us > 0)
+        if (e->params.window_us > 0 && !injected) {
                 /* The kernel fired: the stall reached the threshold within a window. */
                 e->cur.peak = (uint32_t) max_u64(e->cur.peak, ratio_ppm(e->params.threshold_us, e->params.window_us));
-        else
+                e->cur.peak_known = true;
+        } else if (e->params.window_us == 0)
                 e->cur.peak = (uint32_t) max_u64(e->cur.peak, level);
         return started;
 }

@@ -43,6 +43,7 @@ typedef struct EpisodeRecord {
         uint64_t end_us;         /* when it cleared; 0 while active */
         uint64_t events;         /* pressure events in the episode */
         uint32_t peak;           /* PSI: largest stall per window, ppm; otherwise the highest level */
+        bool peak_known;         /* PSI: a kernel event came; an episode of injected events alone has no peak */
 } EpisodeRecord;
 
 typedef struct Episode {
@@ -67,11 +68,13 @@ void episode_set_params(Episode *e, const EpisodeParams *p);
 /*
  * episode_event - a pressure event at @now_us. @level is the event's level
  * for sources without a stall total (it feeds the peak), ignored for PSI.
+ * @injected: the event was made by Inject(), not by the kernel: for PSI it
+ * says nothing of the stall (the peak stays unknown until a kernel event).
  * @has_total/@total_us: the stall total read with the event, if any; it seeds
  * the first window of a new episode.
  * Returns true if the event began a new episode.
  */
-bool episode_event(Episode *e, uint64_t now_us, uint32_t level, bool has_total, uint64_t total_us);
+bool episode_event(Episode *e, uint64_t now_us, uint32_t level, bool injected, bool has_total, uint64_t total_us);
 
 /*
  * episode_tick - the timer armed for episode_next_tick() fired at @now_us,

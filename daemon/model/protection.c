@@ -17,8 +17,6 @@ struct ProtectionNode {
         ProtectionNode *parent;
         ProtectionNode *first_child, *last_child;
         ProtectionNode *prev_sibling, *next_sibling;
-        size_t n_children;
-        unsigned depth;
         uint64_t hash;
         void *userdata;
 
@@ -210,10 +208,6 @@ void protection_tree_set_recursive(ProtectionTree *t, bool recursive_protection)
         t->dirty_all = true;
 }
 
-bool protection_tree_get_recursive(const ProtectionTree *t) {
-        return t->recursive;
-}
-
 void protection_tree_set_always_propagate(ProtectionTree *t, bool always) {
         t->always_propagate = always;
 }
@@ -272,7 +266,6 @@ int protection_node_add(ProtectionTree *t, ProtectionNode *parent, const char *n
         if (!n)
                 return -ENOMEM;
         n->parent = parent;
-        n->depth = parent->depth + 1;
         n->hash = node_hash(parent, name, len);
         n->prev_sibling = parent->last_child;
         if (parent->last_child)
@@ -280,7 +273,6 @@ int protection_node_add(ProtectionTree *t, ProtectionNode *parent, const char *n
         else
                 parent->first_child = n;
         parent->last_child = n;
-        parent->n_children++;
         table_insert(t, n);
         t->n_nodes++;
 
@@ -320,7 +312,6 @@ int protection_node_remove(ProtectionTree *t, ProtectionNode *node) {
                 node->next_sibling->prev_sibling = node->prev_sibling;
         else
                 parent->last_child = node->prev_sibling;
-        parent->n_children--;
 
         table_remove_subtree(t, node);
         node_free_subtree(node);
@@ -519,14 +510,6 @@ ProtectionNode *protection_node_first_child(const ProtectionNode *node) {
 
 ProtectionNode *protection_node_next_sibling(const ProtectionNode *node) {
         return node->next_sibling;
-}
-
-size_t protection_node_n_children(const ProtectionNode *node) {
-        return node->n_children;
-}
-
-unsigned protection_node_depth(const ProtectionNode *node) {
-        return node->depth;
 }
 
 const char *protection_node_name(const ProtectionNode *node) {

@@ -107,7 +107,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ProtectionTree *, protection_tree_free);
  * effective value is recomputed by the next protection_tree_compute().
  */
 void protection_tree_set_recursive(ProtectionTree *t, bool recursive_protection);
-bool protection_tree_get_recursive(const ProtectionTree *t);
 
 /*
  * protection_tree_set_always_propagate - for benchmarks only: apply every
@@ -190,8 +189,6 @@ ProtectionNode *protection_node_next(const ProtectionNode *node, const Protectio
 ProtectionNode *protection_node_parent(const ProtectionNode *node);
 ProtectionNode *protection_node_first_child(const ProtectionNode *node);
 ProtectionNode *protection_node_next_sibling(const ProtectionNode *node);
-size_t protection_node_n_children(const ProtectionNode *node);
-unsigned protection_node_depth(const ProtectionNode *node);
 /* The last path component, "" for the root. */
 const char *protection_node_name(const ProtectionNode *node);
 

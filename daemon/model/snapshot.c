@@ -98,7 +98,7 @@ enum {
 /* Small records: a name and a value; a trigger; an episode record; the histogram. */
 enum { N_NAME = 1, N_VALUE };
 enum { TR_STALL = 1, TR_THRESHOLD, TR_WINDOW };
-enum { E_START = 1, E_END, E_EVENTS, E_PEAK };
+enum { E_START = 1, E_END, E_EVENTS, E_PEAK, E_PEAK_UNKNOWN };
 enum { EP_ACTIVE = 1, EP_CUR, EP_LAST_EVENT, EP_UNQUIET, EP_HAVE_SAMPLE, EP_SAMPLE, EP_SAMPLE_TOTAL };
 enum { H_BUCKET = 1, H_COUNT, H_SUM };
 enum { O_SEQ = 1, O_BYTES };
@@ -241,6 +241,7 @@ static void w_record(Writer *w, uint16_t tag, const EpisodeRecord *r) {
         w_num(w, E_END, r->end_us);
         w_num(w, E_EVENTS, r->events);
         w_num(w, E_PEAK, r->peak);
+        w_num(w, E_PEAK_UNKNOWN, !r->peak_known);
         w_end(w, mark);
 }
 
@@ -581,6 +582,7 @@ static int r_trigger(const Span *v, PsiTrigger *t) {
 
 static int r_record(const Span *v, EpisodeRecord *r) {
         Span s = *v, f;
+        bool unknown = false;
         uint16_t tag;
         int k;
 
@@ -599,10 +601,14 @@ static int r_record(const Span *v, EpisodeRecord *r) {
                 case E_PEAK:
                         k = r_u32(&f, &r->peak);
                         break;
+                case E_PEAK_UNKNOWN:
+                        k = r_bool(&f, &unknown);
+                        break;
                 }
                 if (k < 0)
                         return k;
         }
+        r->peak_known = !unknown;
         return k;
 }
 

@@ -155,7 +155,8 @@ json_t *event_episode_json(const EpisodeRecord *rec, bool psi, bool history, uin
         bool ok = o;
 
         if (ok && psi)
-                ok = set(o, "peak", json_real(event_peak_percent(rec->peak)));
+                /* Unknown for an episode of injected events only. */
+                ok = set(o, "peak", rec->peak_known ? json_real(event_peak_percent(rec->peak)) : json_null());
         else if (ok && rec->peak > 0 && rec->peak <= _LEVEL_MAX)
                 ok = set(o, "peak_level", json_string(level_to_string((Level) (rec->peak - 1))));
         if (!history)
@@ -177,9 +178,26 @@ json_t *event_cleared_new(const char *cgroup, SourceType source, Resource resour
                                                                      rec->end_us - rec->start_us : 0))) &&
              set(o, "events", json_integer((json_int_t) rec->events));
         if (ok && source == SOURCE_PSI)
-                ok = set(o, "peak", json_real(event_peak_percent(rec->peak)));
+                ok = set(o, "peak", rec->peak_known ? json_real(event_peak_percent(rec->peak)) : json_null());
         else if (ok && rec->peak > 0 && rec->peak <= _LEVEL_MAX)
                 ok = set(o, "peak_level", json_string(level_to_string((Level) (rec->peak - 1))));
+        return finish(o, ok);
+}
+
+json_t *event_trigger_changed_new(const char *cgroup, SourceType source, Resource resource, json_t *trigger,
+                                  bool adjusted, const char *adjusted_reason, uint64_t realtime_us,
+                                  uint64_t monotonic_us) {
+        json_t *o = event_new("trigger_changed", cgroup, source_type_to_string(source), realtime_us, monotonic_us);
+        bool ok = o;
+
+        ok = ok && set(o, "resource", json_string(resource_to_string(resource)));
+        if (ok)
+                ok = set(o, "trigger", trigger ?: json_object());
+        else
+                json_decref(trigger);
+        ok = ok && set(o, "adjusted", json_boolean(adjusted));
+        if (ok && adjusted_reason)
+                ok = set(o, "adjusted_reason", json_string(adjusted_reason));
         return finish(o, ok);
 }
 
@@ -220,8 +238,9 @@ Body *event_body_new(json_t *event, uint64_t monotonic_us) {
         b->size = n + 2;
         b->n_ref = 1;
         b->flags = json_object_get(event, "level") ? BODY_HAS_LEVEL : 0;
-        if (streq_ptr(json_string_value(json_object_get(event, "kind")), "cleared"))
-                b->flags |= BODY_NO_COUNT; /* "cleared" merges no notifications */
+        if (streq_ptr(json_string_value(json_object_get(event, "kind")), "cleared") ||
+            streq_ptr(json_string_value(json_object_get(event, "kind")), "trigger_changed"))
+                b->flags |= BODY_NO_COUNT; /* these merge no notifications */
         b->monotonic_us = monotonic_us;
         json_decref(event);
         return b;

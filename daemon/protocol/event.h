@@ -104,6 +104,17 @@ json_t *event_cleared_new(const char *cgroup, SourceType source, Resource resour
                           uint64_t realtime_us, uint64_t monotonic_us) _warn_unused_result_;
 
 /*
+ * event_trigger_changed_new - a "trigger_changed" event: a reload moved a
+ * "level" subscription to another registration (without "seq", "missed"
+ * and "level", which each subscriber's prefix adds).
+ * @trigger: steals; the registration now used
+ * @adjusted_reason: why the daemon changed the trigger, or NULL
+ */
+json_t *event_trigger_changed_new(const char *cgroup, SourceType source, Resource resource, json_t *trigger,
+                                  bool adjusted, const char *adjusted_reason, uint64_t realtime_us,
+                                  uint64_t monotonic_us) _warn_unused_result_;
+
+/*
  * event_removed_message - the complete last message of a stream,
  * {"parameters": {"event": {"kind": "removed", ...}}} with its NUL.
  * @seq: the number of this event in the stream

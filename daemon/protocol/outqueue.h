@@ -27,7 +27,7 @@ typedef struct Body {
 
 /* Body flags describing what the shared part already contains. */
 #define BODY_HAS_LEVEL (1u << 0)
-/* The event has no "count" (a "cleared" event): the prefix leaves it out. */
+/* The event has no "count" ("cleared", "trigger_changed"): the prefix leaves it out. */
 #define BODY_NO_COUNT  (1u << 1)
 
 /*

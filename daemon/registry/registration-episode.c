@@ -126,21 +126,22 @@ static void on_episode_timer(evutil_socket_t fd, short what, void *userdata) {
  * registration_episode_event - account a pressure event
  * @r: the registration
  * @monotonic_us: when it was read (or injected)
- * @level: the event's level, or _LEVEL_INVALID
+ * @level: the level of an injected event, or _LEVEL_INVALID for a kernel one
  */
 void registration_episode_event(Registration *r, uint64_t monotonic_us, Level level) {
         uint64_t total = 0;
-        bool has_total;
+        bool has_total, injected;
         uint32_t lv;
 
         if (!registration_has_episodes(r) || r->removed)
                 return;
-        if (level < 0 || level >= _LEVEL_MAX)
+        injected = level >= 0 && level < _LEVEL_MAX;
+        if (!injected)
                 level = r->src.type == SOURCE_VMPRESSURE ? r->src.vm_level : _LEVEL_INVALID;
         /* The peak of a level-based episode is the level + 1, 0 meaning none. */
         lv = level >= 0 ? (uint32_t) level + 1 : 0;
         has_total = read_stall_total(r, &total);
-        if (episode_event(&r->episode, monotonic_us, lv, has_total, total)) {
+        if (episode_event(&r->episode, monotonic_us, lv, injected, has_total, total)) {
                 log_debug("Pressure episode on %s (%s) began.", r->src.cgroup, source_type_to_string(r->src.type));
                 if (r->registry->hooks && r->registry->hooks->changed)
                         r->registry->hooks->changed(r->registry->hooks_userdata);
@@ -182,10 +183,12 @@ void registration_episode_adopt(Registration *to, const Registration *from) {
         if (!registration_has_episodes(to) || !from->episode.active || to->episode.active)
                 return;
         episode_continue(to, &from->episode);
-        if (to->src.type != SOURCE_PSI && from->src.type == SOURCE_PSI)
-                to->episode.cur.peak = 0; /* a stall ratio is not a level */
-        else if (to->src.type == SOURCE_PSI && from->src.type != SOURCE_PSI)
+        if ((to->src.type != SOURCE_PSI && from->src.type == SOURCE_PSI) ||
+            (to->src.type == SOURCE_PSI && from->src.type != SOURCE_PSI)) {
+                /* A stall ratio is not a level, nor the other way round. */
                 to->episode.cur.peak = 0;
+                to->episode.cur.peak_known = false;
+        }
         episode_arm(to);
 }
 

@@ -138,7 +138,7 @@ static Registration *registration_free(Registration *r) {
 
 int registration_acquire(Registry *reg, const RegistrationKey *key, Registration **ret, VarlinkError *e) {
         Registration *r;
-        char desc[96];
+        char desc[128];
         int k;
 
         r = registration_find(reg, key);
@@ -172,8 +172,8 @@ int registration_acquire(Registry *reg, const RegistrationKey *key, Registration
         if (reg->hooks && reg->hooks->added)
                 reg->hooks->added(r, reg->hooks_userdata);
         log_struct(LOG_INFO, MESSAGE_ID_REGISTRATION_ADDED,
-                   "Registered %s on %s (%s)%s.", source_type_to_string(r->src.type), r->src.cgroup,
-                   source_describe(&r->src, desc, sizeof(desc)), r->src.adjusted ? ", adjusted" : "");
+                   "Registered %s on %s%s.", source_describe(&r->src, desc, sizeof(desc)), r->src.cgroup,
+                   r->src.adjusted ? ", adjusted to what the kernel accepts" : "");
         *ret = r;
         return 0;
 }
@@ -279,7 +279,7 @@ static void registration_recharge(Registration *r) {
 
 void registration_release(Registration *r) {
         Registry *reg;
-        char desc[96];
+        char desc[128];
 
         if (!r || r->listeners)
                 return;
@@ -288,8 +288,7 @@ void registration_release(Registration *r) {
         reg->n_registrations--;
         counter_inc(reg->counters, COUNTER_REGISTRATIONS_REMOVED);
         log_struct(LOG_INFO, MESSAGE_ID_REGISTRATION_REMOVED,
-                   "Removed %s registration on %s (%s).", source_type_to_string(r->src.type), r->src.cgroup,
-                   source_describe(&r->src, desc, sizeof(desc)));
+                   "Removed %s on %s.", source_describe(&r->src, desc, sizeof(desc)), r->src.cgroup);
         registration_free(r);
 }
 
@@ -351,6 +350,37 @@ static void registration_removed(Registration *r) {
         registration_release(r);
 }
 
+/*
+ * Whether @l hears an injected event of @level as it would a kernel one: a
+ * listener with a level ("level", vmpressure) hears its level and those
+ * above, as the kernel tells a vmpressure listener; one without (an
+ * explicit PSI trigger, a proxied client) hears every level.
+ */
+static bool listener_hears(const Listener *l, Level level) {
+        return l->level < 0 || l->level <= level;
+}
+
+/* Deliver the injected @body of @level to the listeners of @r that hear it; returns how many got it. */
+static uint64_t registration_inject(Registration *r, Body *body, Level level, uint64_t monotonic_us) {
+        Listener *l, *n;
+        uint64_t delivered = 0;
+        bool heard = false;
+
+        LIST_FOREACH(listeners, l, r->listeners)
+                heard = heard || listener_hears(l, level);
+        if (!heard)
+                return 0;
+        /* A synthetic event is part of the episode like a kernel one. */
+        registration_episode_event(r, monotonic_us, level);
+        LIST_FOREACH_SAFE(listeners, l, n, r->listeners)
+                if (!l->kick && listener_hears(l, level) && l->ops->deliver(l, body, 1))
+                        delivered++;
+        LIST_FOREACH_SAFE(listeners, l, n, r->listeners)
+                if (l->kick && listener_hears(l, level) && l->ops->deliver(l, body, 1))
+                        delivered++;
+        return delivered;
+}
+
 uint64_t registry_inject_split(Registry *reg, const char *psi_cgroup, Body *psi_body, const char *vm_cgroup,
                                Body *vm_body, Resource resource, Level level, uint64_t monotonic_us) {
         Registration *r, *n;
@@ -362,19 +392,31 @@ uint64_t registry_inject_split(Registry *reg, const char *psi_cgroup, Body *psi_
 
                 if (r->removed || !cgroup || r->src.resource != resource || !streq(r->src.cgroup, cgroup))
                         continue;
-                /* A synthetic event is part of the episode like a kernel one. */
-                registration_episode_event(r, monotonic_us, level);
-                Body *body = r->src.type == SOURCE_PSI ? psi_body : vm_body;
-
-                delivered += registration_deliver(r, body, 1);
-                delivered += registration_kick(r, body);
+                delivered += registration_inject(r, r->src.type == SOURCE_PSI ? psi_body : vm_body, level,
+                                                 monotonic_us);
         }
         return delivered;
 }
 
-uint64_t registry_inject(Registry *reg, const char *cgroup, Resource resource, Level level, Body *body,
-                         uint64_t monotonic_us) {
-        return registry_inject_split(reg, cgroup, body, cgroup, body, resource, level, monotonic_us);
+/* Tell @l, which a reload moved to @r, its new trigger; @adjusted: not the one [Levels] names. */
+static void listener_tell_trigger(Listener *l, Registration *r, bool adjusted) {
+        uint64_t mono = now_usec(CLOCK_MONOTONIC), rt = now_usec(CLOCK_REALTIME);
+        Body *body;
+
+        if (!l->ops->trigger_changed)
+                return;
+        /* No read time: the latency figures are those of kernel notifications. */
+        body = event_body_new(event_trigger_changed_new(r->src.cgroup, r->src.type, r->src.resource,
+                                                        registration_trigger_json(r, l), adjusted,
+                                                        adjusted ? POLICY_REASON_UNPRIVILEGED : NULL, rt, mono),
+                              0);
+        if (!body) {
+                log_ratelimited(LOG_WARNING, ENOMEM, NULL, 10, 1,
+                                "Failed to tell a subscriber on %s of its new trigger, ignoring: %m", r->src.cgroup);
+                return;
+        }
+        (void) l->ops->trigger_changed(l, body);
+        body_unref(body);
 }
 
 /* Move one listener that follows [Levels] whose configured trigger changed. */
@@ -410,6 +452,8 @@ static void reload_listener(Registry *reg, Listener *l, const Config *old) {
                 return;
         }
         listener_move(l, to);
+        listener_tell_trigger(l, to, to->src.type == SOURCE_PSI ? !psi_trigger_equal(&key.psi, &to->src.used)
+                                                                : to->src.adjusted);
 }
 
 void registry_reconfigure(Registry *reg, const Config *old, const Config *config) {

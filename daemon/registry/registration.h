@@ -50,6 +50,11 @@ typedef struct ListenerOps {
         /* The "cleared" event that ends an episode; optional. Returns true if delivered. */
         bool (*cleared)(Listener *l, Body *body);
         /*
+         * The "trigger_changed" event of a listener a reload moved to @l->reg
+         * (by_level listeners only); optional. Returns true if delivered.
+         */
+        bool (*trigger_changed)(Listener *l, Body *body);
+        /*
          * The cgroup of @r is gone: @l was detached from @r (l->reg is NULL)
          * and may free itself; @r lives until every listener was told.
          */
@@ -119,19 +124,15 @@ void registry_done(Registry *reg);
 void registry_reconfigure(Registry *reg, const Config *old, const Config *config);
 
 /*
- * registry_inject - a synthetic @level event on @cgroup for @resource:
- * every PSI registration of that resource there (and for memory every
- * vmpressure one) counts it in its episode and delivers @body to its
- * listeners. Returns how many listeners got it.
- */
-uint64_t registry_inject(Registry *reg, const char *cgroup, Resource resource, Level level, Body *body,
-                         uint64_t monotonic_us);
-
-/*
- * registry_inject_split - registry_inject() where the cgroup has a
- * different path in each hierarchy (a peer in a cgroup namespace): PSI
- * registrations on @psi_cgroup (cgroup2) get @psi_body, vmpressure ones on
- * @vm_cgroup (v1 memory) get @vm_body. Returns how many listeners got it.
+ * registry_inject_split - a synthetic @level event for @resource on a
+ * cgroup, which may have a different path in each hierarchy (a peer in a
+ * cgroup namespace): PSI registrations of that resource on @psi_cgroup
+ * (cgroup2) get @psi_body, and for memory vmpressure ones on @vm_cgroup (v1
+ * memory) @vm_body. Each goes to the listeners that a kernel event of
+ * @level would reach: those with a level ("level" and vmpressure
+ * subscriptions) of @level and below, and every listener without one (an
+ * explicit PSI trigger, a proxied client). A registration with such a
+ * listener counts the event in its episode. Returns how many listeners got it.
  */
 uint64_t registry_inject_split(Registry *reg, const char *psi_cgroup, Body *psi_body, const char *vm_cgroup,
                                Body *vm_body, Resource resource, Level level, uint64_t monotonic_us);

@@ -653,6 +653,24 @@ static void on_reap(evutil_socket_t fd, short what, void *userdata) {
         client_server_reap(userdata);
 }
 
+int client_server_set_listener(ClientServer *s, int fd) {
+        struct event *ev = event_new(s->base, fd, EV_READ | EV_PERSIST, on_accept, s);
+
+        if (!ev || event_add(ev, NULL) < 0) {
+                if (ev)
+                        event_free(ev);
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        event_free(s->ev_accept);
+        safe_close(s->listen_fd);
+        s->ev_accept = ev;
+        s->listen_fd = fd;
+        if (s->hooks && s->hooks->listener)
+                s->hooks->listener(s, s->hooks_userdata);
+        return 0;
+}
+
 int client_server_new(struct event_base *base, const Config *config, int listen_fd, ClientDispatchFn dispatch,
                       void *userdata, ClientServer **ret) {
         ClientServer *m = calloc(1, sizeof(*m));

@@ -9,7 +9,8 @@
  * namespace, read once when it connects) and reclaim-controller.h with
  * reclaim-worker.h (proactive reclaim: its timer and its writer thread),
  * low-memory-monitor.h (org.freedesktop.LowMemoryMonitor on the system
- * bus, whose three registrations' Listeners it holds).
+ * bus, whose three registrations' Listeners it holds), socket-watch.h
+ * (the removal of the daemon's own socket, and binding it again).
  *
  * Clients of the varlink socket: accepting them under the configured
  * limits, reading and framing their calls, answering in order, writing
@@ -80,6 +81,7 @@ typedef struct ClientServerHooks {
         void (*connected)(Client *c, void *userdata);
         void (*disconnected)(Client *c, void *userdata);
         void (*stream)(Client *c, void *userdata);         /* its stream began or ended */
+        void (*listener)(ClientServer *s, void *userdata); /* the listening socket was replaced */
 } ClientServerHooks;
 
 /* The varlink socket and its clients. */
@@ -115,6 +117,13 @@ int client_server_new(struct event_base *base, const Config *config, int listen_
 
 /* client_server_free - close every client and the socket; NULL-safe, returns NULL. */
 ClientServer *client_server_free(ClientServer *s);
+
+/*
+ * client_server_set_listener - accept on the listening socket @fd (taken
+ * over) instead of the one before, which is closed; connected clients stay.
+ * Returns 0, or -ENOMEM (then @fd is closed and the old socket kept).
+ */
+int client_server_set_listener(ClientServer *s, int fd);
 
 /*
  * client_new - a client for the accepted connection @fd, with the peer

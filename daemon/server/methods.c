@@ -135,6 +135,29 @@ static bool psi_system_available(Resource resource) {
         return access(resource_proc_pressure_file(resource), R_OK) == 0;
 }
 
+/*
+ * Whether the cgroup2 directory @dirfd has the memory controller: its
+ * memory.current, or for the root (which has none) "memory" among its
+ * cgroup.controllers.
+ */
+static bool has_memory_controller(int dirfd, bool root) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *text = NULL;
+        size_t size;
+
+        if (faccessat(dirfd, "memory.current", F_OK, 0) == 0)
+                return true;
+        if (!root)
+                return false;
+        fd = openat(dirfd, "cgroup.controllers", O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || read_full_fd(fd, 4096, &text, &size) < 0)
+                return false;
+        for (char *save = NULL, *w = strtok_r(text, " \n", &save); w; w = strtok_r(NULL, " \n", &save))
+                if (streq(w, "memory"))
+                        return true;
+        return false;
+}
+
 /* A requested cgroup's real paths in the two hierarchies. */
 typedef struct RealCgroups {
         char *v2;
@@ -154,6 +177,8 @@ static void real_cgroups_done(RealCgroups *r) {
 static void gather_facts(const Methods *m, const SubscribeRequest *req, const RealCgroups *real, CgroupFacts *ret,
                          int *ret_v2fd, int *ret_v1fd) {
         CgroupFacts f = {
+                .v2_root = m->v2->fd >= 0 ? m->v2->path : NULL,
+                .v1_root = m->v1->fd >= 0 ? m->v1->path : NULL,
                 .resource = req->resource,
                 .system = streq(real->v2, "/") && streq(real->v1, "/"),
                 .has_v2 = m->v2->fd >= 0,
@@ -167,17 +192,18 @@ static void gather_facts(const Methods *m, const SubscribeRequest *req, const Re
                 /* The whole system: /proc/pressure, or the v1 root, which needs no check. */
                 f.psi_system = req->selector == SELECTOR_LEVEL && psi_system_available(req->resource);
         } else {
-                if (f.has_v2 && req->selector != SELECTOR_VMPRESSURE) {
+                if (f.has_v2) {
                         v2fd = hierarchy_open_cgroup(m->v2, real->v2);
                         f.in_v2 = v2fd < 0 ? v2fd : 0;
                 }
-                if (f.has_v1 && req->selector != SELECTOR_PSI) {
+                /* Both for every selector: a cgroup in the other hierarchy only is told so. */
+                if (f.has_v1) {
                         v1fd = hierarchy_open_cgroup(m->v1, real->v1);
                         f.in_v1 = v1fd < 0 ? v1fd : 0;
                 }
                 if (v2fd >= 0) {
                         f.v2_pressure = faccessat(v2fd, resource_pressure_file(req->resource), F_OK, 0) == 0;
-                        f.v2_current = faccessat(v2fd, "memory.current", F_OK, 0) == 0;
+                        f.v2_current = has_memory_controller(v2fd, streq(real->v2, "/"));
                         f.v2_events = faccessat(v2fd, "memory.events", F_OK, 0) == 0;
                 }
         }
@@ -445,9 +471,28 @@ static Body *inject_body(Methods *ms, const char *cgroup, bool enrich, Resource 
         return event_body_new(ev, mono);
 }
 
+/*
+ * The cgroup of an injection exists, in the cgroup2 hierarchy or the v1
+ * memory one; @peer names it in errors. No fd is taken: Inject works when
+ * the daemon has none left.
+ */
+static int inject_check_cgroup(const Methods *m, const RealCgroups *real, const char *peer, VarlinkError *e) {
+        int in2, in1;
+
+        if (streq(real->v2, "/") && streq(real->v1, "/"))
+                return 0;
+        in2 = hierarchy_stat_cgroup(m->v2, real->v2);
+        in1 = in2 == 0 ? 0 : hierarchy_stat_cgroup(m->v1, real->v1);
+        if (in2 == 0 || in1 == 0)
+                return 0;
+        /* A path that names a file or leaves the hierarchy says more than a missing directory. */
+        return varlink_error_from_errno(e, in2 != -ENOENT ? in2 : in1, "inject", peer, NULL);
+}
+
 static int method_inject(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
         static const char *const allowed[] = { "cgroup", "level", "resource", NULL };
         _cleanup_(real_cgroups_done) RealCgroups real = {};
+        _cleanup_free_ char *peer = NULL;
         Resource resource = RESOURCE_MEMORY;
         json_t *v;
         Level level;
@@ -465,13 +510,18 @@ static int method_inject(Methods *ms, Client *c, VarlinkCall *call, VarlinkError
         if (v && !json_is_null(v) &&
             (!json_is_string(v) || (resource = resource_from_string(json_string_value(v))) < 0))
                 return varlink_error_invalid_parameter(e, "resource");
-        k = get_real_cgroup(c, call->parameters, false, &real.v2, e);
+        k = get_cgroup_param(call->parameters, &peer, e);
+        if (k >= 0)
+                k = get_real_cgroup(c, call->parameters, false, &real.v2, e);
         if (k >= 0)
                 k = get_real_cgroup(c, call->parameters, true, &real.v1, e);
         if (k < 0)
                 return k;
         if (!may_inject(ms, c))
                 return varlink_error_permission_denied(e, "Inject is reserved to root and the InjectGroup= group");
+        k = inject_check_cgroup(ms, &real, peer, e);
+        if (k < 0)
+                return k;
 
         rt = now_usec(CLOCK_REALTIME);
         mono = now_usec(CLOCK_MONOTONIC);
@@ -546,8 +596,9 @@ static int method_reexecute(Methods *ms, Client *c, VarlinkCall *call, VarlinkEr
 static int method_get_protection(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
         static const char *const allowed[] = { "cgroup", NULL };
         const Methods *m = ms;
-        _cleanup_free_ char *peer = NULL, *cgroup = NULL;
-        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *peer = NULL, *cgroup = NULL, *v1 = NULL;
+        _cleanup_(varlink_error_done) VarlinkError ignored = {};
+        _cleanup_close_ int fd = -1, v1fd = -1;
         struct stat st;
         json_t *nodes = NULL;
         int k;
@@ -563,10 +614,16 @@ static int method_get_protection(Methods *ms, Client *c, VarlinkCall *call, Varl
         if (m->v2->fd < 0 || !m->protection)
                 return varlink_error_source_unavailable(e, -EOPNOTSUPP, "protection", "there is no cgroup2 hierarchy");
         fd = hierarchy_open_cgroup(m->v2, cgroup);
+        if (fd == -ENOENT && peer_to_real(c, true, peer, NULL, &v1, &ignored) >= 0 &&
+            (v1fd = hierarchy_open_cgroup(m->v1, v1)) >= 0)
+                return source_error_v1_only(e, "protection", m->v2->path, m->v1->path);
         if (fd < 0)
                 return varlink_error_from_errno(e, fd, "protection", peer, NULL);
         if (c->uid != 0 && (fstat(fd, &st) < 0 || st.st_uid != c->uid))
                 return varlink_error_permission_denied(e, "the cgroup is not delegated to the caller's user");
+        /* Without the memory controller there is nothing to read: no table of zeroes. */
+        if (!has_memory_controller(fd, streq(cgroup, "/")))
+                return varlink_error_source_unavailable(e, -EOPNOTSUPP, "protection", SOURCE_REASON_NO_MEMORY_CONTROLLER);
 
         k = protection_source_read(m->protection, cgroup, &nodes);
         if (k == -ENOMEM)
@@ -641,6 +698,19 @@ static int method_unknown(const char *method, VarlinkError *e) {
         return varlink_error_interface_not_found(e, iface);
 }
 
+/* What an error says beyond its name, for the log: its reason, or the cgroup, parameter... it names. */
+static const char *error_why(const VarlinkError *e) {
+        static const char *const keys[] = { "reason", "cgroup", "parameter", "method", "interface", "limit" };
+
+        for (size_t i = 0; e->parameters && i < ELEMENTSOF(keys); i++) {
+                const char *v = json_string_value(json_object_get(e->parameters, keys[i]));
+
+                if (v)
+                        return v;
+        }
+        return NULL;
+}
+
 void methods_dispatch(Client *c, VarlinkCall *call, void *userdata) {
         Methods *ms = userdata;
         VarlinkError e = {};
@@ -661,7 +731,8 @@ void methods_dispatch(Client *c, VarlinkCall *call, void *userdata) {
                 log_error_errno(k, "Failed to handle %s: %m", call->method);
                 varlink_error_internal(&e, k);
         } else
-                log_debug("%s from client %" PRIu64 " failed: %s", call->method, c->id, e.name);
+                log_debug("%s from client %" PRIu64 " failed: %s%s%s", call->method, c->id, e.name,
+                          error_why(&e) ? ": " : "", error_why(&e) ?: "");
         if (reply_error(c, call, &e) < 0)
                 client_kill(c); /* not even the error could be queued */
 }

@@ -187,18 +187,3 @@ MetricsServer *metrics_server_free(MetricsServer *s) {
         free(s);
         return NULL;
 }
-
-int metrics_server_get_port(const MetricsServer *s, uint16_t *ret) {
-        struct sockaddr_storage ss = {};
-        socklen_t len = sizeof(ss);
-
-        if (getsockname(s->fd, (struct sockaddr *) &ss, &len) < 0)
-                return -errno;
-        if (ss.ss_family == AF_INET)
-                *ret = ntohs(((struct sockaddr_in *) &ss)->sin_port);
-        else if (ss.ss_family == AF_INET6)
-                *ret = ntohs(((struct sockaddr_in6 *) &ss)->sin6_port);
-        else
-                return -EAFNOSUPPORT;
-        return 0;
-}

@@ -52,12 +52,3 @@ int metrics_server_new(struct event_base *base, const char *address,
 /* metrics_server_free - close the socket and all HTTP connections; NULL-safe, returns NULL. */
 MetricsServer *metrics_server_free(MetricsServer *s);
 
-/*
- * metrics_server_get_port - the TCP port actually bound (useful with port 0).
- * @s: the server
- * @ret: the port in host byte order
- *
- * Returns 0 or a negative errno from getsockname().
- */
-int metrics_server_get_port(const MetricsServer *s, uint16_t *ret);
-

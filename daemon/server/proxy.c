@@ -30,18 +30,18 @@ int proxy_parse_request(const char *buf, size_t len, PsiTrigger *ret, const char
         if (ret_reason)
                 *ret_reason = NULL;
         if (len > PROXY_LINE_MAX) {
-                reason = "longer than a trigger line";
+                reason = "its line is longer than a trigger line";
                 goto fail;
         }
         for (size_t i = 0; i < len; i++)
                 if ((unsigned char) buf[i] < 0x20 || (unsigned char) buf[i] >= 0x7f) {
-                        reason = "binary data";
+                        reason = "its line holds binary data";
                         goto fail;
                 }
         memcpy(text, buf, len);
         text[len] = 0;
         if (psi_trigger_parse(text, &t) < 0) {
-                reason = "not a PSI trigger";
+                reason = "its line is not a trigger like \"some 150ms 2s\"";
                 goto fail;
         }
         if (psi_trigger_check(&t, &reason) < 0)
@@ -245,7 +245,7 @@ static void proxy_attach(ProxyClient *p, const PsiTrigger *t) {
 
 static void proxy_reject_line(ProxyClient *p, const char *reason) {
         log_ratelimited(LOG_WARNING, 0, NULL, 10, 20,
-                        "Proxied client pid %d (unit %s) wrote something other than a PSI trigger (%s); using the default trigger.",
+                        "Proxied client pid %d (unit %s) did not ask for a valid PSI trigger: %s. It gets the default trigger.",
                         (int) p->pid, strna(p->unit), reason);
         counter_inc(p->server->env.counters, COUNTER_PROXY_INVALID_REQUESTS);
 }
@@ -292,7 +292,7 @@ static void on_proxy_read(evutil_socket_t fd, short what, void *userdata) {
                         return;
                 }
                 if (p->len >= PROXY_LINE_MAX) {
-                        proxy_reject_line(p, "longer than a trigger line");
+                        proxy_reject_line(p, "its line is longer than a trigger line");
                         PsiTrigger t = PROXY_DEFAULT_TRIGGER;
                         proxy_attach(p, &t);
                         return;

@@ -192,6 +192,8 @@ static void subscription_stream_free(void *stream) {
 static const ListenerOps subscription_listener_ops = {
         .deliver = subscription_deliver,
         .cleared = subscription_cleared,
+        /* Like "cleared": at once, after a pending event, with the reserve. */
+        .trigger_changed = subscription_cleared,
         .removed = subscription_removed,
 };
 

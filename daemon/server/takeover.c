@@ -118,10 +118,22 @@ static void release_held(Takeover *t) {
                         client_release_output(c);
 }
 
+/* The daemon bound its socket again (its directory was removed): the store holds the new one. */
+static void on_client_listener(ClientServer *s, void *userdata) {
+        Takeover *t = userdata;
+
+        if (!t->fdstore || t->detached || !t->socket_path)
+                return;
+        (void) fdstore_remove("varlink");
+        if (fdstore_add(s->listen_fd, "varlink", true) < 0)
+                log_warning("Failed to hand the varlink socket to the fd store.");
+}
+
 static const ClientServerHooks takeover_client_hooks = {
         .connected = on_client_connected,
         .disconnected = on_client_disconnected,
         .stream = on_client_stream,
+        .listener = on_client_listener,
 };
 
 static void on_proxy_connected(ProxyClient *p, void *userdata) {

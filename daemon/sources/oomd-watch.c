@@ -60,6 +60,20 @@ OomdWatch *oomd_watch_free(OomdWatch *w) {
         return NULL;
 }
 
+const char *oomd_watch_describe_inactive(const OomdWatch *w, char *buf, size_t size) {
+        if (oomd_watch_active(w))
+                return NULL;
+        if (!w || !w->bus)
+                snprintf(buf, size, "the daemon does not use the system bus");
+        else if (system_bus_describe_down(w->bus, buf, size))
+                ;
+        else if (!w->installed)
+                snprintf(buf, size, "the match on its Killed signal is not installed on the system bus");
+        else
+                snprintf(buf, size, "nobody owns %s on the system bus: systemd-oomd is not running", OOMD_NAME);
+        return buf;
+}
+
 bool oomd_watch_active(const OomdWatch *w) {
         return w && w->installed && w->owned;
 }

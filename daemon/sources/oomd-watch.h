@@ -39,6 +39,12 @@ void oomd_watch_remove(OomdWatch *w, Source *s);
 bool oomd_watch_active(const OomdWatch *w);
 
 /*
+ * oomd_watch_describe_inactive - why systemd-oomd's kills cannot be heard
+ * now, in words for a reason, written to @buf; NULL while they can.
+ */
+const char *oomd_watch_describe_inactive(const OomdWatch *w, char *buf, size_t size);
+
+/*
  * oomd_watch_settling - the watch is on its way to the bus (connecting,
  * installing the match, asking who owns the name) and cannot yet say
  * whether systemd-oomd can report: the first kills subscription's

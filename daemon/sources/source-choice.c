@@ -17,6 +17,34 @@ static int need_hierarchy(bool has, int in, const char *source, const char *miss
         return 0;
 }
 
+int source_error_v1_only(VarlinkError *e, const char *source, const char *v2_root, const char *v1_root) {
+        char reason[512];
+
+        snprintf(reason, sizeof(reason),
+                 "the cgroup exists only in the cgroup v1 memory hierarchy (%s), and %s needs it in the "
+                 "cgroup2 hierarchy (%s)", strna(v1_root), source, strna(v2_root));
+        return varlink_error_source_unavailable(e, -EOPNOTSUPP, source, reason);
+}
+
+int source_error_v2_only(VarlinkError *e, const char *v2_root, const char *v1_root) {
+        char reason[512];
+
+        snprintf(reason, sizeof(reason),
+                 "the cgroup exists only in the cgroup2 hierarchy (%s), and vmpressure needs it in the "
+                 "cgroup v1 memory hierarchy (%s)", strna(v2_root), strna(v1_root));
+        return varlink_error_source_unavailable(e, -EOPNOTSUPP, "vmpressure", reason);
+}
+
+/* Opening the cgroup failed for its path: a symlink, an escape, or a file, not a directory. */
+static bool path_invalid(int in) {
+        return in == -ELOOP || in == -EXDEV || in == -ENOTDIR;
+}
+
+/* In the v1 memory hierarchy, not in the cgroup2 one (which is there). */
+static bool only_in_v1(const CgroupFacts *f) {
+        return f->has_v2 && f->in_v2 == -ENOENT && f->has_v1 && f->in_v1 == 0;
+}
+
 /* "level" for cpu and io: PSI or nothing, as vmpressure knows only memory. */
 static int choose_level_psi_only(const char *cgroup, const CgroupFacts *f, SourceType *ret, VarlinkError *e) {
         char reason[128];
@@ -26,12 +54,14 @@ static int choose_level_psi_only(const char *cgroup, const CgroupFacts *f, Sourc
                          resource_proc_pressure_file(f->resource));
                 return varlink_error_source_unavailable(e, -EOPNOTSUPP, "psi", reason);
         }
-        if (!f->system && f->has_v2 && (f->in_v2 == -ELOOP || f->in_v2 == -EXDEV))
+        if (!f->system && f->has_v2 && path_invalid(f->in_v2))
                 return varlink_error_invalid_cgroup_path(e, f->in_v2, cgroup);
         if (!f->system && !(f->has_v2 && f->in_v2 == 0)) {
                 if (f->has_v2 && f->in_v2 != -ENOENT)
                         return varlink_error_from_errno(e, f->in_v2, "psi", cgroup, NULL);
-                if (f->has_v2 && !(f->has_v1 && f->in_v1 == 0))
+                if (only_in_v1(f))
+                        return source_error_v1_only(e, "psi", f->v2_root, f->v1_root);
+                if (f->has_v2)
                         return varlink_error_no_such_cgroup(e, -ENOENT, cgroup);
                 snprintf(reason, sizeof(reason), "%s pressure needs the cgroup in a cgroup2 hierarchy",
                          resource_to_string(f->resource));
@@ -62,7 +92,7 @@ static int choose_level(const char *cgroup, const CgroupFacts *f, SourceType *re
                                                                 "/proc/pressure/memory is not available and there is no cgroup v1 memory hierarchy");
                 return 0;
         }
-        if (f->has_v2 && (f->in_v2 == -ELOOP || f->in_v2 == -EXDEV))
+        if (f->has_v2 && path_invalid(f->in_v2))
                 return varlink_error_invalid_cgroup_path(e, f->in_v2, cgroup);
         if (in_v2 && f->v2_pressure) {
                 *ret = SOURCE_PSI;
@@ -88,27 +118,47 @@ static int choose_v2_only(SourceType type, const char *cgroup, const CgroupFacts
         const char *name = source_type_to_string(type);
         int k;
 
-        if (f->has_v2 && f->in_v2 == -ENOENT && f->has_v1 && f->in_v1 == 0)
-                return varlink_error_source_unavailable(e, -EOPNOTSUPP, name,
-                                                        "the cgroup exists only in the cgroup v1 hierarchy; this source needs cgroup v2");
+        if (only_in_v1(f))
+                return source_error_v1_only(e, name, f->v2_root, f->v1_root);
         k = need_hierarchy(f->has_v2, f->in_v2, name, "there is no cgroup2 hierarchy", cgroup, e);
         if (k < 0)
                 return k;
         /* kills needs no file: without memory.events it hears systemd-oomd only. */
         if (type != SOURCE_KILLS && !(type == SOURCE_PROTECTION ? f->v2_current : f->v2_events))
-                return varlink_error_source_unavailable(e, -EOPNOTSUPP, name,
-                                                        "the cgroup has no memory controller files (memory.current/memory.events)");
+                return varlink_error_source_unavailable(e, -EOPNOTSUPP, name, SOURCE_REASON_NO_MEMORY_CONTROLLER);
         *ret = type;
         return 0;
+}
+
+/*
+ * The path names a file (or leads out of the hierarchy) in one hierarchy
+ * and no cgroup in the other: invalid whatever the selector. Sets *@ret_error.
+ */
+static bool path_invalid_everywhere(const CgroupFacts *f, int *ret_error) {
+        bool in_v2 = f->has_v2 && f->in_v2 == 0, in_v1 = f->has_v1 && f->in_v1 == 0;
+
+        if (f->system)
+                return false;
+        if (f->has_v2 && path_invalid(f->in_v2) && !in_v1)
+                *ret_error = f->in_v2;
+        else if (f->has_v1 && path_invalid(f->in_v1) && !in_v2)
+                *ret_error = f->in_v1;
+        else
+                return false;
+        return true;
 }
 
 int source_choose(Selector selector, const char *cgroup, const CgroupFacts *f, SourceType *ret, VarlinkError *e) {
         int k;
 
+        if (path_invalid_everywhere(f, &k))
+                return varlink_error_invalid_cgroup_path(e, k, cgroup);
         switch (selector) {
         case SELECTOR_LEVEL:
                 return choose_level(cgroup, f, ret, e);
         case SELECTOR_PSI:
+                if (!f->system && only_in_v1(f))
+                        return source_error_v1_only(e, "psi", f->v2_root, f->v1_root);
                 k = f->system ? 0 : need_hierarchy(f->has_v2, f->in_v2, "psi", "there is no cgroup2 hierarchy",
                                                    cgroup, e);
                 if (k < 0)
@@ -116,6 +166,8 @@ int source_choose(Selector selector, const char *cgroup, const CgroupFacts *f, S
                 *ret = SOURCE_PSI;
                 return 0;
         case SELECTOR_VMPRESSURE:
+                if (f->has_v1 && f->in_v1 == -ENOENT && f->has_v2 && f->in_v2 == 0)
+                        return source_error_v2_only(e, f->v2_root, f->v1_root);
                 k = need_hierarchy(f->has_v1, f->in_v1, "vmpressure", "there is no cgroup v1 memory hierarchy",
                                    cgroup, e);
                 if (k < 0)

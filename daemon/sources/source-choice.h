@@ -14,6 +14,8 @@
 #include "varlink-error.h"
 
 typedef struct CgroupFacts {
+        const char *v2_root;     /* where the hierarchies in use are, named in errors; NULL: none */
+        const char *v1_root;
         Resource resource;       /* the resource asked for; vmpressure serves memory only */
         bool system;             /* the request is for "/", the whole system */
         bool psi_system;         /* /proc/pressure/RESOURCE is readable */
@@ -45,6 +47,25 @@ typedef struct CgroupFacts {
  * (with memory.events or without: then systemd-oomd alone reports on it).
  * Returns 0, or a negative errno with @e filled
  * (SourceUnavailable, NoSuchCgroup, InvalidCgroupPath, LimitExceeded, as
- * varlink_error_from_errno() maps a failed open).
+ * varlink_error_from_errno() maps a failed open). A cgroup that exists only
+ * in the v1 memory hierarchy gets the same SourceUnavailable from every
+ * source that needs cgroup2 (source_error_v1_only()), one only in cgroup2
+ * the like from vmpressure: NoSuchCgroup means that the cgroup is in none of
+ * the hierarchies in use.
  */
 int source_choose(Selector selector, const char *cgroup, const CgroupFacts *f, SourceType *ret, VarlinkError *e);
+
+/* What SourceUnavailable says of a cgroup2 directory without the memory controller's files. */
+#define SOURCE_REASON_NO_MEMORY_CONTROLLER \
+        "the cgroup has no memory controller files (memory.current/memory.events): " \
+        "the memory controller is not enabled for it in the cgroup2 hierarchy"
+
+/*
+ * source_error_v1_only - SourceUnavailable for @source on a cgroup that
+ * exists in the cgroup v1 memory hierarchy at @v1_root but not in the
+ * cgroup2 one at @v2_root, which @source needs. Returns -EOPNOTSUPP.
+ */
+int source_error_v1_only(VarlinkError *e, const char *source, const char *v2_root, const char *v1_root);
+
+/* source_error_v2_only - the same for vmpressure on a cgroup only in the cgroup2 hierarchy. */
+int source_error_v2_only(VarlinkError *e, const char *v2_root, const char *v1_root);

@@ -17,8 +17,11 @@
  * only kernel threads and the odd unconfined process live) is not seen.
  *
  * A "killed" event by the kernel names the cgroup whose counter rose (for
- * "/": the top-level one), reason "oom_kill", and counts the rise.
- * systemd-oomd's kills come from oomd-watch.c.
+ * "/": the top-level one), reason "oom_kill", and counts the rise. On a
+ * cgroup that is in the cgroup v1 memory hierarchy too, its kills there
+ * come from source-kills-v1.c; systemd-oomd's from oomd-watch.c. The
+ * "subscribed" state names the killers that can report (kill_sources) and
+ * why the others cannot (unavailable_kill_sources).
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -31,6 +34,7 @@
 #include "log.h"
 #include "oomd-watch.h"
 #include "source-common.h"
+#include "source-kills-v1.h"
 
 /* Top-level cgroups watched for "/"; a system has a handful (init.scope, system.slice, user.slice, ...). */
 #define KILLS_TOPLEVEL_MAX 256
@@ -259,7 +263,8 @@ static int kills_open_cgroup(Source *s, VarlinkError *e) {
         s->fd = TAKE_FD(ifd);
         if (s->kernel_kills)
                 s->aux_fd = TAKE_FD(evfd);
-        return 0;
+        /* Without memory.events, the same cgroup in the v1 memory hierarchy may tell. */
+        return s->kernel_kills ? 0 : kills_v1_open(s);
 }
 
 static void kills_root_free(Source *s) {
@@ -277,36 +282,88 @@ static int kills_open(Source *s, VarlinkError *e) {
         /* Last: a source in the oomd watch is one that opened, which close() takes out. */
         if (k >= 0)
                 k = oomd_watch_add(s->env->oomd, s);
-        if (k < 0)
+        if (k < 0) {
                 kills_root_free(s); /* the fds and the event go with source_close() */
+                kills_v1_close(s);
+        }
         return k;
 }
 
 static void kills_close(Source *s) {
         oomd_watch_remove(s->env->oomd, s);
         kills_root_free(s);
+        kills_v1_close(s);
 }
 
 static bool kills_kernel_active(const Source *s) {
         if (!s->kills_root)
-                return s->kernel_kills;
+                return s->kernel_kills || kills_v1_active(s);
         for (size_t i = 0; i < s->kills_root->n; i++)
                 if (s->kills_root->tops[i]->known)
                         return true;
         return false;
 }
 
+/* What the v1 memory hierarchy adds to why the kernel cannot report on @s. */
+static void kills_v1_reason(const Source *s, char *buf, size_t size) {
+        const char *v1 = s->env->v1->path;
+        int why = kills_v1_why(s);
+
+        if (streq(s->cgroup, "/"))
+                snprintf(buf, size, "; in the cgroup v1 memory hierarchy (%s) the kernel tells of an OOM only the "
+                         "cgroup whose memory limit was reached and those below it: subscribe to that cgroup", v1);
+        else if (why == -ENOENT)
+                snprintf(buf, size, ", and it is not in the cgroup v1 memory hierarchy (%s)", v1);
+        else if (why == -ENODATA)
+                snprintf(buf, size, ", and its memory.oom_control in the cgroup v1 memory hierarchy (%s) has no "
+                         "oom_kill counter (Linux before 4.13)", v1);
+        else
+                snprintf(buf, size, ", and its memory.oom_control in the cgroup v1 memory hierarchy (%s) cannot "
+                         "be watched: %s", v1, strerror(-why));
+}
+
+/* Why the kernel's kills cannot be reported on @s, in words. */
+static const char *kills_kernel_reason(const Source *s, char *buf, size_t size) {
+        const Hierarchy *v2 = s->env->v2, *v1 = s->env->v1;
+        int n;
+
+        if (!v2 || v2->fd < 0)
+                n = snprintf(buf, size, "there is no cgroup2 hierarchy");
+        else if (streq(s->cgroup, "/"))
+                n = snprintf(buf, size, "no top-level cgroup of the cgroup2 hierarchy (%s) has memory.events: the "
+                             "memory controller is not enabled there", v2->path);
+        else
+                n = snprintf(buf, size, "the cgroup has no memory.events in the cgroup2 hierarchy (%s): the memory "
+                             "controller is not enabled for it", v2->path);
+        if (n > 0 && (size_t) n < size && v1 && v1->fd >= 0)
+                kills_v1_reason(s, buf + n, size - (size_t) n);
+        return buf;
+}
+
+/* Add {"source": @source, "reason": @reason} to @list. */
+static bool append_unavailable(json_t *list, const char *source, const char *reason) {
+        return json_array_append_new(list, json_pack("{s:s, s:s}", "source", source, "reason", reason)) == 0;
+}
+
 static int kills_state(Source *s, json_t **ret) {
-        json_t *list = json_array();
-        bool ok = list;
+        json_t *list = json_array(), *missing = json_array();
+        bool ok = list && missing;
+        char reason[512];
 
         if (ok && kills_kernel_active(s))
                 ok = json_array_append_new(list, json_string("kernel")) == 0;
+        else if (ok)
+                ok = append_unavailable(missing, "kernel", kills_kernel_reason(s, reason, sizeof(reason)));
         if (ok && oomd_watch_active(s->env->oomd))
                 ok = json_array_append_new(list, json_string("systemd-oomd")) == 0;
-        *ret = ok ? json_pack("{s:o}", "kill_sources", list) : NULL;
-        if (!ok)
+        else if (ok)
+                ok = append_unavailable(missing, "systemd-oomd",
+                                        oomd_watch_describe_inactive(s->env->oomd, reason, sizeof(reason)));
+        *ret = ok ? json_pack("{s:o, s:o}", "kill_sources", list, "unavailable_kill_sources", missing) : NULL;
+        if (!*ret) {
                 json_decref(list);
+                json_decref(missing);
+        }
         return *ret ? 0 : -ENOMEM;
 }
 

@@ -124,22 +124,29 @@ int source_read_psi(const Source *s, PsiStats *ret) {
 }
 
 char *source_describe(const Source *s, char *buf, size_t size) {
-        switch (s->type) {
-        case SOURCE_PSI: {
-                size_t n = 0;
+        char trigger[PSI_TRIGGER_FORMAT_MAX];
 
+        switch (s->type) {
+        case SOURCE_PSI:
+                if (psi_trigger_format(&s->used, PSI_TRIGGER_FORMAT_CONFIG, trigger, sizeof(trigger)) < 0)
+                        snprintf(trigger, sizeof(trigger), "?");
                 /* Memory is the default and goes without saying. */
-                if (s->resource != RESOURCE_MEMORY && size > 0)
-                        n = (size_t) snprintf(buf, size, "%s ", resource_to_string(s->resource));
-                if (n >= size || psi_trigger_format(&s->used, PSI_TRIGGER_FORMAT_CONFIG, buf + n, size - n) < 0)
-                        snprintf(buf, size, "?");
+                snprintf(buf, size, "the %s%sPSI trigger \"%s\"",
+                         s->resource != RESOURCE_MEMORY ? resource_to_string(s->resource) : "",
+                         s->resource != RESOURCE_MEMORY ? " " : "", trigger);
                 break;
-        }
         case SOURCE_VMPRESSURE:
-                snprintf(buf, size, "%s,%s", level_to_string(s->vm_level), vmpressure_mode_to_string(s->vm_mode));
+                snprintf(buf, size, "the vmpressure registration \"%s,%s\"", level_to_string(s->vm_level),
+                         vmpressure_mode_to_string(s->vm_mode));
+                break;
+        case SOURCE_MEMORY_EVENTS:
+                snprintf(buf, size, "the memory.events watch");
+                break;
+        case SOURCE_PROTECTION:
+                snprintf(buf, size, "the protection tracking");
                 break;
         default:
-                snprintf(buf, size, "-");
+                snprintf(buf, size, "the %s watch", strna(source_type_to_string(s->type)));
         }
         return buf;
 }

@@ -17,6 +17,8 @@
  *   source-kills.c          kills: the oom_kill counter of memory.events (of
  *                           the cgroup, or of every top-level cgroup for "/")
  *                           and systemd-oomd's Killed signal (oomd-watch.c)
+ *   source-kills-v1.c       the kills of a cgroup in the cgroup v1 memory
+ *                           hierarchy (memory.oom_control)
  *   oomd-watch.c            the one match on systemd-oomd's Killed signal,
  *                           shared by every kills source (a system-bus.h user)
  *   source-choice.c         which source serves a Subscribe request (pure)
@@ -44,6 +46,7 @@ typedef struct Source Source;
 typedef struct ProtectionSource ProtectionSource;
 typedef struct OomdWatch OomdWatch;
 typedef struct KillsRoot KillsRoot;
+typedef struct KillsV1 KillsV1;
 
 /* What every source shares; owned by the manager. */
 typedef struct SourceEnv {
@@ -106,6 +109,7 @@ struct Source {
         int last_state;             /* SOURCE_PROTECTION: ProtectionState, -1 unknown */
         bool kernel_kills;          /* SOURCE_KILLS on a cgroup: its memory.events is watched */
         KillsRoot *kills_root;      /* SOURCE_KILLS on "/": the top-level cgroups watched */
+        KillsV1 *kills_v1;          /* SOURCE_KILLS on a cgroup: its memory.oom_control in v1 */
         /* SOURCE_PROTECTION: in the protection source's list; SOURCE_KILLS: in the oomd watch's */
         LIST_FIELDS(Source, tracked);
 };
@@ -181,5 +185,9 @@ int source_state(Source *s, json_t **ret);
 /* source_read_psi - the PSI averages and totals of a PSI source's pressure file. */
 int source_read_psi(const Source *s, PsiStats *ret);
 
-/* source_describe - the registration in words for the log ("some 150ms 2s", "cpu some 1s 2s", "medium,default"). */
+/*
+ * source_describe - the registration in words for the log: 'the PSI trigger
+ * "some 150ms 2s"', 'the cpu PSI trigger "some 1s 2s"', 'the vmpressure
+ * registration "medium,default"', "the memory.events watch", "the kills watch".
+ */
 char *source_describe(const Source *s, char *buf, size_t size);

@@ -54,12 +54,14 @@ struct SystemBus {
         bool ready;                 /* the Hello reply came: users may be told */
         bool processing;            /* inside sd_bus_process(): closing waits */
         bool failed_logged;         /* one warning per outage, then debug */
+        int last_error;             /* why the last connection failed or was lost; 0 once ready */
         uint64_t retry_usec;        /* the next retry delay */
         uint64_t ready_since;       /* CLOCK_MONOTONIC of the last ready */
 };
 
 static void system_bus_close(SystemBus *b);
 static void system_bus_dispatch(SystemBus *b);
+static const char *system_bus_address(const SystemBus *b);
 static void on_io(evutil_socket_t fd, short what, void *userdata);
 
 int system_bus_new(SystemBus **ret, struct event_base *base, const char *address) {
@@ -95,6 +97,19 @@ SystemBus *system_bus_free(SystemBus *b) {
         free(b->address);
         free(b);
         return NULL;
+}
+
+const char *system_bus_describe_down(const SystemBus *b, char *buf, size_t size) {
+        if (system_bus_is_connected(b))
+                return NULL;
+        if (!b)
+                snprintf(buf, size, "the daemon does not use the system bus");
+        else if (b->last_error)
+                snprintf(buf, size, "the system bus at %s cannot be reached: %s", system_bus_address(b),
+                         strerror(-b->last_error));
+        else
+                snprintf(buf, size, "the connection to the system bus at %s is not up yet", system_bus_address(b));
+        return buf;
 }
 
 sd_bus *system_bus_get(SystemBus *b) {
@@ -199,6 +214,7 @@ static void system_bus_lost(SystemBus *b, int error) {
         if (was_ready && now_usec(CLOCK_MONOTONIC) - b->ready_since >= STABLE_USEC)
                 b->retry_usec = RETRY_FIRST_USEC;
         system_bus_close(b);
+        b->last_error = error;
         if (was_ready)
                 log_warning_errno(error, "Lost the connection to the system bus%s: %m",
                                   b->users ? ", reconnecting" : "");
@@ -251,6 +267,7 @@ static void system_bus_connect(SystemBus *b) {
         }
         if (k < 0) {
                 system_bus_close(b);
+                b->last_error = k;
                 if (!b->failed_logged)
                         log_warning_errno(k, "Failed to connect to the system bus at %s, retrying: %m",
                                           system_bus_address(b));
@@ -288,6 +305,7 @@ static void system_bus_dispatch(SystemBus *b) {
                 b->ready = true;
                 b->ready_since = now_usec(CLOCK_MONOTONIC);
                 b->failed_logged = false;
+                b->last_error = 0;
                 log_info("Connected to the system bus.");
                 system_bus_tell_users(b);
                 if (!b->bus)
@@ -344,9 +362,9 @@ BusUser *bus_user_free(BusUser *u) {
         if (b) {
                 LIST_REMOVE(users, b->users, u);
                 if (!b->users) {
+                        /* failed_logged stays: a bus still missing for the next user is said once. */
                         (void) event_del(b->retry);
                         b->retry_usec = RETRY_FIRST_USEC;
-                        b->failed_logged = false;
                         /* Inside sd_bus_process() the connection must outlive the call. */
                         if (b->processing)
                                 system_bus_defer(b);

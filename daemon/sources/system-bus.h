@@ -49,3 +49,10 @@ void system_bus_kick(SystemBus *b);
 /* The connection, or NULL while there is none (or it is not ready yet). */
 sd_bus *system_bus_get(SystemBus *b);
 bool system_bus_is_connected(const SystemBus *b);
+
+/*
+ * system_bus_describe_down - why there is no connection, in words for a
+ * reason ("the system bus at ADDRESS cannot be reached: ERROR"), written
+ * to @buf; NULL while connected.
+ */
+const char *system_bus_describe_down(const SystemBus *b, char *buf, size_t size);

@@ -195,6 +195,21 @@ static bool serve_subscribe(int fd, json_t *params, unsigned *n_flaky, unsigned 
                                          "time_us", (json_int_t) 1700000000000004, "monotonic_us", (json_int_t) 46,
                                          "duration_us", (json_int_t) 2000000, "events", 40, "peak_level", "critical"),
                            true);
+                send_event(fd, json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:{s:{s:s, s:i, s:i}, s:s}, "
+                                         "s:b}",
+                                         "kind", "trigger_changed", "cgroup", cgroup, "source", "psi",
+                                         "resource", "memory", "level", "medium", "seq", 6, "missed", 0,
+                                         "time_us", (json_int_t) 1700000000000005, "monotonic_us", (json_int_t) 47,
+                                         "trigger", "psi", "stall", "some", "threshold_us", 300000,
+                                         "window_us", 4000000, "level", "medium", "adjusted", 0),
+                           true);
+                /* An episode made only of injected events: its peak is unknown. */
+                send_event(fd, json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:I, s:i, s:n}",
+                                         "kind", "cleared", "cgroup", cgroup, "source", "psi", "level", "medium",
+                                         "seq", 7, "missed", 0,
+                                         "time_us", (json_int_t) 1700000000000006, "monotonic_us", (json_int_t) 48,
+                                         "duration_us", (json_int_t) 4000000, "events", 1, "peak"),
+                           true);
                 send_event(fd, json_pack("{s:s, s:s}", "kind", "removed", "cgroup", cgroup), false);
                 return false;
         }
@@ -541,6 +556,28 @@ static int on_kinds(pressure_subscription *sub, const pressure_event *e, void *u
                 ASSERT_EQ(pressure_episode_get_peak_level(ep), PRESSURE_LEVEL_CRITICAL);
                 break;
         case 6:
+                ASSERT_EQ(pressure_event_get_kind(e), PRESSURE_EVENT_TRIGGER_CHANGED);
+                ASSERT_STREQ(pressure_event_kind_to_string(pressure_event_get_kind(e)), "trigger_changed");
+                ASSERT_EQ(pressure_event_get_level(e), PRESSURE_LEVEL_MEDIUM);
+                ASSERT_U64_EQ(pressure_event_get_seq(e), 6);
+                ASSERT_OK(pressure_trigger_get_psi(pressure_event_get_trigger(e), &stall, &threshold, &window));
+                ASSERT_EQ(stall, PRESSURE_STALL_SOME);
+                ASSERT_U64_EQ(threshold, 300000);
+                ASSERT_U64_EQ(window, 4000000);
+                ASSERT_EQ(pressure_trigger_get_level(pressure_event_get_trigger(e)), PRESSURE_LEVEL_MEDIUM);
+                ASSERT_EQ(pressure_event_is_adjusted(e), 0);
+                ASSERT_TRUE(pressure_event_get_episode(e) == NULL);
+                break;
+        case 7:
+                ep = pressure_event_get_episode(e);
+                ASSERT_EQ(pressure_event_get_kind(e), PRESSURE_EVENT_CLEARED);
+                ASSERT_TRUE(ep);
+                ASSERT_U64_EQ(pressure_episode_get_events(ep), 1);
+                /* "peak": null, unknown: no figure. */
+                ASSERT_ERR(pressure_episode_get_peak(ep, &avg), ENODATA);
+                ASSERT_EQ(pressure_episode_get_peak_level(ep), PRESSURE_LEVEL_NONE);
+                break;
+        case 8:
                 ASSERT_EQ(pressure_event_get_kind(e), PRESSURE_EVENT_REMOVED);
                 ASSERT_TRUE(pressure_event_get_episode(e) == NULL);
                 break;
@@ -552,7 +589,7 @@ static int on_kinds(pressure_subscription *sub, const pressure_event *e, void *u
 }
 
 static bool kinds_done(void *data) {
-        return *(unsigned *) data >= 7;
+        return *(unsigned *) data >= 9;
 }
 
 static void test_event_kinds(void) {
@@ -580,7 +617,7 @@ static void test_event_kinds(void) {
         ASSERT_TRUE(n >= 1);
 
         run_until(c, kinds_done, &n);
-        ASSERT_EQ(n, 7);
+        ASSERT_EQ(n, 9);
         /* "removed" ends the stream: no reconnect, nothing due. */
         ASSERT_EQ(pressure_subscription_is_active(kinds_sub), 0);
         ASSERT_EQ(pressure_client_get_n_active(c), 0);
@@ -676,13 +713,42 @@ static void test_errors(void) {
         ASSERT_TRUE(strstr(json, "\"version\":\"9.9\""));
         free(json);
 
-        /* No daemon at all: a connection error of its own, no error name. */
+        /* No daemon at all: an error of the library's own that says so and names the socket. */
         ASSERT_OK(pressure_client_set_socket(c, "/nonexistent/pressured.sock"));
         ASSERT_ERR(pressure_client_inject(c, NULL, PRESSURE_LEVEL_LOW, NULL, &error), ECONNREFUSED);
-        ASSERT_TRUE(pressure_error_get_name(error) == NULL);
-        ASSERT_TRUE(pressure_error_get_parameters(error) == NULL);
+        ASSERT_STREQ(pressure_error_get_name(error), PRESSURE_ERROR_DAEMON_NOT_RUNNING);
+        ASSERT_STREQ(pressure_error_get_name(error), "libpressure.DaemonNotRunning");
+        ASSERT_STREQ(pressure_error_get_parameter_string(error, "socket"), "/nonexistent/pressured.sock");
+        ASSERT_STREQ(pressure_error_get_message(error),
+                     "pressured is not running: there is no socket /nonexistent/pressured.sock");
         error = pressure_error_free(error);
-        ASSERT_ERR(subscribe_cgroup(c, "/a", &rec, NULL), ECONNREFUSED);
+        {
+                pressure_selector *s;
+
+                ASSERT_OK(pressure_selector_new(&s));
+                ASSERT_ERR(pressure_client_subscribe(c, s, on_event, &rec, NULL, &error), ECONNREFUSED);
+                pressure_selector_free(s);
+                ASSERT_STREQ(pressure_error_get_name(error), PRESSURE_ERROR_DAEMON_NOT_RUNNING);
+                error = pressure_error_free(error);
+        }
+        /* A socket file nobody listens on: the same, in its own words. */
+        {
+                _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                struct sockaddr_un sa = { .sun_family = AF_UNIX };
+                char path[sizeof(sa.sun_path) + 8];
+
+                ASSERT_TRUE(snprintf(path, sizeof(sa.sun_path), "%s.st", socket_path) < (int) sizeof(sa.sun_path));
+                ASSERT_TRUE(strlen(path) < sizeof(sa.sun_path));
+                memcpy(sa.sun_path, path, strlen(path) + 1);
+                (void) unlink(path);
+                ASSERT_TRUE(fd >= 0 && bind(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0);
+                ASSERT_OK(pressure_client_set_socket(c, path));
+                ASSERT_ERR(pressure_client_get_status(c, &status, &error), ECONNREFUSED);
+                ASSERT_STREQ(pressure_error_get_name(error), PRESSURE_ERROR_DAEMON_NOT_RUNNING);
+                ASSERT_TRUE(strstr(pressure_error_get_message(error), "pressured is not running: nothing listens on "));
+                error = pressure_error_free(error);
+                (void) unlink(path);
+        }
         pressure_client_free(c);
 }
 
@@ -1311,7 +1377,7 @@ static void test_async(void) {
         ASSERT_EQ(pressure_subscription_is_active(sub_gone), 0);
         ASSERT_EQ(pressure_client_get_n_active(c), 1);
 
-        /* No daemon: still answered through the handler, without an error name. */
+        /* No daemon: still answered through the handler, with the library's name for it. */
         {
                 _cleanup_(pressure_client_freep) pressure_client *lonely = client_new();
                 _cleanup_(pressure_subscription_freep) pressure_subscription *sub = NULL;
@@ -1324,7 +1390,7 @@ static void test_async(void) {
                 run_until(lonely, have_n, &none);
                 ASSERT_EQ(none.events[0].kind, PRESSURE_EVENT_ERROR);
                 ASSERT_EQ(none.events[0].error, -ECONNREFUSED);
-                ASSERT_STREQ(none.events[0].error_name, "");
+                ASSERT_STREQ(none.events[0].error_name, PRESSURE_ERROR_DAEMON_NOT_RUNNING);
                 ASSERT_EQ(pressure_client_get_n_active(lonely), 0);
                 /* freed by the cleanup helpers, subscription first */
         }
@@ -1536,6 +1602,7 @@ static void test_async_calls(void) {
                 calls_want = 7;
                 run_until(lonely, calls_done, NULL);
                 ASSERT_EQ(none.error, -ECONNREFUSED);
+                ASSERT_STREQ(none.error_name, PRESSURE_ERROR_DAEMON_NOT_RUNNING);
         }
 }
 

@@ -178,6 +178,19 @@ def test_command_line():
              p.stdout)
     pt.check(re.search(r'^MaxClientsPerUser\s*=\s*128\s*$', p.stdout, re.M),
              '--dump-config shows defaults too', p.stdout)
+    # The command line is applied as the daemon would run with it.
+    q = run_daemon('--config', d.config, '--dump-config', '--socket', '/run/elsewhere.sock', '--log-level', 'debug',
+                   '--cgroup-root', '/tmp/no-such-root', '--cgroup-v1-root', '/tmp/no-such-v1')
+    pt.check(q.returncode == 0, '--dump-config with options exits 0', q.returncode, q.stderr)
+    for key, value in (('Socket', '/run/elsewhere.sock'), ('LogLevel', 'debug'), ('CgroupRoot', '/tmp/no-such-root'),
+                       ('CgroupV1Root', '/tmp/no-such-v1'), ('MaxClients', '77')):
+        pt.check(re.search(r'^%s=%s$' % (key, re.escape(value)), q.stdout, re.M),
+                 f'--dump-config applies the command line: {key}={value}', q.stdout)
+    q = subprocess.run(pt.WRAPPER + [pt.PRESSURED, '--dump-config', '--user'], capture_output=True, text=True,
+                       timeout=WAIT, env=dict(os.environ, XDG_RUNTIME_DIR='/run/user/4242'))
+    pt.check(q.returncode == 0 and re.search(r'^Socket=/run/user/4242/pressured/io\.pressured$', q.stdout, re.M),
+             '--dump-config --user shows the per-user socket', q.returncode, q.stdout, q.stderr)
+
     # What --dump-config prints is itself a valid configuration.
     d.write_config(p.stdout)
     q = run_daemon('--config', d.config, '--dump-config')

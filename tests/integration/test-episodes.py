@@ -43,8 +43,9 @@ def registration(d, cg):
 
 
 def expected_peak(trigger):
-    psi = trigger['psi']
-    return psi['threshold_us'] * 100.0 / psi['window_us']
+    """The peak of an episode of injected events only: unknown, whatever the
+    trigger (no kernel event measured the stall)."""
+    return None
 
 
 def inject(d, cg, n=1):
@@ -75,7 +76,8 @@ def main():
         # The state is there for whoever asks while the episode lasts.
         reg = registration(d, cg)
         ep = reg.get('episode')
-        pt.check(ep and ep['events'] == 2 and ep['peak'] == peak, 'GetStatus shows the active episode', reg)
+        pt.check(ep and ep['events'] == 2 and 'peak' in ep and ep['peak'] == peak, 'GetStatus shows the active episode',
+                 reg)
         late = pt.Varlink(d.socket, timeout=WAIT)
         sub = late.subscribe(cgroup=cg, level='medium')['parameters']['event']
         pt.check(sub['state'].get('episode', {}).get('events') == 2, 'subscribed carries the episode', sub)
@@ -140,7 +142,8 @@ def main():
 
 def test_trigger_change():
     """A reload that moves a level subscription to a new trigger takes the
-    active episode along: the subscriber still gets its one cleared."""
+    active episode along: the subscriber is told of the new trigger and
+    still gets its one cleared."""
     with pt.quiet_cgroup() as cg, pt.Daemon(config_text=CONFIG) as d:
         sub = pt.Varlink(d.socket, timeout=WAIT)
         old = sub.subscribe(cgroup=cg, level='medium')['parameters']['event']['trigger']
@@ -154,7 +157,10 @@ def test_trigger_change():
         pt.check(reg['trigger'] != old and reg.get('episode', {}).get('events') == 2,
                  'the new registration carries the episode on', old, reg)
         ev = next_event(sub)
-        pt.check(ev['kind'] == 'cleared' and ev['seq'] == 3 and ev['events'] == 2,
+        pt.check(ev['kind'] == 'trigger_changed' and ev['seq'] == 3 and ev['trigger'] == reg['trigger'] | {
+                 'level': 'medium'}, 'the subscriber is told of the new trigger', ev, reg)
+        ev = next_event(sub)
+        pt.check(ev['kind'] == 'cleared' and ev['seq'] == 4 and ev['events'] == 2,
                  'one cleared for the episode begun before the reload', ev)
         pt.check(quiet(sub, 2.5), 'and only one', sub.buf)
         sub.close()

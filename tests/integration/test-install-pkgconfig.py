@@ -120,6 +120,9 @@ def main():
         check(find(dest, 'pressurectl.1') is not None and find(dest, 'libpressure.3') is not None,
               'the man pages are installed')
         check(find(dest, 'pressurectl') is not None, 'pressurectl and its completion are installed')
+        policy = find(dest, 'io.pressured.LowMemoryMonitor.conf')
+        check(policy is not None and os.path.dirname(policy).endswith(os.path.join('dbus-1', 'system.d')),
+              'the D-Bus policy of [DBus] LowMemoryMonitor= is installed where dbus-daemon reads policies', policy)
 
         env = dict(os.environ, PKG_CONFIG_PATH=os.path.dirname(pc), PKG_CONFIG_SYSROOT_DIR=dest)
         cflags = run([pkg_config, '--cflags', 'libpressure'], env=env).split()

@@ -69,8 +69,8 @@ def part_taken(bus):
         pt.check_eq((st['connected'], st['low_memory_monitor']), (True, 'name-taken'), 'GetStatus dbus')
         pt.check_eq(bus.owner_pid(), os.getpid(), 'the name stays with its owner')
         sub = subscribe_and_inject(d)
-        r = d.inject('low', '/')
-        # Inject reaches every pressure subscription on /: the varlink one, not the service.
+        r = d.inject('critical', '/')
+        # Inject reaches the pressure subscriptions on / of its level and below: the varlink one, not the service.
         pt.check_eq(r['parameters']['delivered'], 1, 'no signal without the name')
         pt.check_eq(d.status()['dbus']['low_memory_warnings'], 0, 'nothing sent without the name')
 
@@ -78,7 +78,7 @@ def part_taken(bus):
         bt.wait_owner(bus, d.pid, 'the daemon takes the released name')
         pt.check_eq(d.status()['dbus']['low_memory_monitor'], 'owner', 'state once the name is ours')
         pt.check(f'The name {bt.NAME} was released; asking for it.' in d.log(), 'the log says so')
-        r = d.inject('low', '/')
+        r = d.inject('critical', '/')
         pt.check_eq(r['parameters']['delivered'], 2, 'now the service signals too')
         pt.check_eq(d.status()['dbus']['low_memory_warnings'], 1, 'and counts it')
         sub.close()

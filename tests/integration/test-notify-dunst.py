@@ -74,7 +74,8 @@ def main():
         pt.wait_for(up, timeout=WAIT, what='dunst on the session bus')
 
         d.start()
-        notifier = Notifier(tmp, 'notify', d.socket, '--cgroup', '/', '--cgroup-root', root, bus=bus)
+        # At low, which hears the levels above it.
+        notifier = Notifier(tmp, 'notify', d.socket, '--level', 'low', '--cgroup', '/', '--cgroup-root', root, bus=bus)
         wait_subscribed(d)
         for level in ('low', 'medium', 'critical'):
             inject(d, level)

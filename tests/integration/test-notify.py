@@ -323,8 +323,9 @@ def test_dry_run(tmp, d, root):
     wait_cleared(d)
     pt.wait_for(lambda: subscribers_on_root(d) == 0, timeout=WAIT, what='the dry run to unsubscribe')
 
-    # JSON, --on-cleared=replace, a level rising within the episode.
-    n = Notifier(tmp, 'dry-json', d.socket, '--dry-run', '--cgroup', '/', '--cgroup-root', root,
+    # JSON, --on-cleared=replace, a level rising within the episode (subscribed
+    # at low, which hears the levels above it).
+    n = Notifier(tmp, 'dry-json', d.socket, '--dry-run', '--level', 'low', '--cgroup', '/', '--cgroup-root', root,
                  '--on-cleared=replace', '--min-interval', '60', json_output=True)
     try:
         wait_subscribed(d)
@@ -377,8 +378,8 @@ def main():
         # The notifier starts first and waits for the daemon.
         server = Server(bus, os.path.join(tmp, 'calls-1.jsonl'))
         d.stop()
-        notifier = Notifier(tmp, 'notify', d.socket, '--cgroup', '/', '--cgroup-root', root, '--min-interval', '1',
-                            bus=bus)
+        notifier = Notifier(tmp, 'notify', d.socket, '--level', 'low', '--cgroup', '/', '--cgroup-root', root,
+                            '--min-interval', '1', bus=bus)
         d.start()
         wait_subscribed(d)
 

@@ -49,6 +49,7 @@ class Fake(pt.FakeVarlinkServer):
     def __init__(self, path):
         self.requests = []
         self.sources = ['kernel', 'systemd-oomd']
+        self.unavailable = None  # unavailable_kill_sources, left out when None (a daemon before 0.4)
         self.old = False
         super().__init__(path, self.answer)
 
@@ -60,6 +61,8 @@ class Fake(pt.FakeVarlinkServer):
         cgroup = params.get('cgroup', '/')
         sub = {'kind': 'subscribed', 'cgroup': cgroup, 'source': 'kills', 'resource': 'memory', 'trigger': {},
                'adjusted': False, 'state': {'kill_sources': self.sources}}
+        if self.unavailable is not None:
+            sub['state']['unavailable_kill_sources'] = self.unavailable
         events = [sub] + EVENTS + [{'kind': 'removed', 'cgroup': cgroup, 'seq': 4}]
         return [{'parameters': {'event': e}, 'continues': e['kind'] != 'removed'} for e in events]
 
@@ -101,6 +104,19 @@ def test_fake(tmp):
         res = expect(pt.run_ctl('watch', '--kills', '--count', '1', socket=sock, env=UTC), 0, 'no killers')
         check(res.stdout.splitlines()[0] == 'Watching /: kills (no killer reports yet)', 'the header says so',
               res.stdout)
+
+        # The daemon says why the killers cannot report: the header says it too.
+        fake.unavailable = [{'source': 'kernel', 'reason': 'no memory controller'},
+                            {'source': 'systemd-oomd', 'reason': 'no system bus'}]
+        res = expect(pt.run_ctl('watch', '--kills', '--count', '1', socket=sock, env=UTC), 0, 'no killers, why')
+        check(res.stdout.splitlines()[0] == 'Watching /: kills; no killer can report here: kernel: no memory '
+              'controller; systemd-oomd: no system bus', 'the header says which cannot report and why', res.stdout)
+        fake.sources = ['kernel']
+        fake.unavailable = fake.unavailable[1:]
+        res = expect(pt.run_ctl('watch', '--kills', '--count', '1', socket=sock, env=UTC), 0, 'one killer, why')
+        check(res.stdout.splitlines()[0] == 'Watching /: kills by kernel; systemd-oomd cannot report here: '
+              'no system bus', 'the header names the one that cannot report', res.stdout)
+        fake.unavailable = None
 
         # A daemon before kills: its InvalidParameter, exit 1.
         fake.old = True

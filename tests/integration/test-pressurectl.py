@@ -191,7 +191,7 @@ def test_watch_timeout(d, cg):
 def test_daemon_errors(d):
     res = expect(pt.run_ctl('watch', '/no/such/cgroup-xyz', '--level', 'low', socket=d.socket), 1,
                  'watch a missing cgroup')
-    check(res.stderr.startswith('pressurectl: watch: No cgroup /no/such/cgroup-xyz: it does not exist'),
+    check(res.stderr.startswith('pressurectl: watch: No cgroup /no/such/cgroup-xyz: the daemon\'s cgroup hierarchies have no such cgroup ('),
           'the missing cgroup is named in a sentence', res.stderr)
     res = expect(pt.run_ctl('--json', 'watch', '/no/such/cgroup-xyz', '--level', 'low', socket=d.socket), 1,
                  'watch --json a missing cgroup')

@@ -2,12 +2,15 @@
 # SPDX-License-Identifier: MIT
 """Reloading the configuration: Reload() with a changed [Levels] Medium=
 moves a live level subscription to the new PSI trigger without ending its
-stream; a configuration with an unknown key is ConfigurationRejected,
-naming file, line and key, and the old one stays in force; SIGHUP reloads
-too."""
+stream, and tells it with a trigger_changed event naming the new trigger
+(pressurectl watch prints a new header line, or with --json the event); a
+configuration with an unknown key is ConfigurationRejected, naming file,
+line and key, and the old one stays in force; SIGHUP reloads too."""
 
+import json
 import os
 import signal
+import subprocess
 import sys
 
 sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
@@ -40,6 +43,45 @@ def expect_event(sub, seq, d, cg):
     ev = msg['parameters']['event']
     pt.check(msg.get('continues') is True and ev['kind'] == 'pressure' and ev['seq'] == seq and ev['missed'] == 0,
              'the stream goes on with the next seq', msg, seq)
+
+
+def expect_trigger_changed(sub, seq, trigger):
+    msg = sub.recv(timeout=WAIT)
+    ev = msg['parameters']['event']
+    pt.check(msg.get('continues') is True and ev['kind'] == 'trigger_changed' and ev['seq'] == seq and
+             ev['level'] == 'medium' and ev['trigger'].get('psi') == trigger and
+             ev['trigger'].get('level') == 'medium' and ev['adjusted'] is False and ev['source'] == 'psi',
+             'the subscriber is told its new trigger', msg, seq, trigger)
+
+
+def check_watch(d, cg, json_mode):
+    """pressurectl watch shows the new trigger after a reload."""
+    d.write_config(config('some 100ms 2s'))
+    pt.check(pt.run_ctl('reload', socket=d.socket, timeout=WAIT).returncode == 0, 'reload back to 100ms')
+    before = d.status()['subscriptions']
+    args = [pt.PRESSURECTL, '--socket', d.socket] + (['--json'] if json_mode else []) + \
+        ['watch', cg, '--level', 'medium', '--count', '1', '--timeout', str(int(WAIT * 3))]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        pt.wait_for(lambda: d.status()['subscriptions'] > before, timeout=WAIT, what='the watch to subscribe')
+        d.write_config(config('some 300ms 4s'))
+        pt.check(pt.run_ctl('reload', socket=d.socket, timeout=WAIT).returncode == 0, 'reload to 300ms 4s')
+        pt.check(d.inject('medium', cg)['parameters']['delivered'] >= 1, 'the watch gets an event')
+        out, err = p.communicate(timeout=WAIT * 3)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    pt.check_eq(p.returncode, 0, 'the watch ends after its one event: trigger_changed is not counted')
+    if json_mode:
+        events = [json.loads(line) for line in out.splitlines() if line.strip()]
+        changed = [e for e in events if e.get('kind') == 'trigger_changed']
+        pt.check(len(changed) == 1 and changed[0]['trigger']['psi'] == psi(300000, 4000000),
+                 '--json: the trigger_changed event on stdout', out, err)
+    else:
+        headers = [line for line in out.splitlines() if 'watching' in line.lower()]
+        pt.check(len(headers) == 2 and 'some 100ms 2s' in headers[0] and 'some 300ms 4s' in headers[1] and
+                 'reload' in headers[1], 'a second header line with the new trigger', out, err)
 
 
 def stable(regs):
@@ -77,7 +119,8 @@ def main():
         st = d.status()
         pt.check(st['counters']['registrations_created'] == created + 1, 'one new registration', st['counters'])
         pt.check(st['subscriptions'] == 1, 'still one subscription', st['subscriptions'])
-        expect_event(sub, 1, d, cg)
+        expect_trigger_changed(sub, 1, psi(150000, 2000000))
+        expect_event(sub, 2, d, cg)
 
         # A new subscriber to the same level shares the moved registration.
         other = pt.Varlink(d.socket, timeout=WAIT)
@@ -106,14 +149,15 @@ def main():
         ev = other.subscribe(cgroup=cg, level='medium')['parameters']['event']
         pt.check(ev['trigger'].get('psi') == psi(150000, 2000000), 'the previous configuration is still used', ev)
         other.close()
-        expect_event(sub, 2, d, cg)
+        expect_event(sub, 3, d, cg)
 
         # SIGHUP reloads as well.
         d.write_config(config('some 200ms 4s'))
         os.kill(d.pid, signal.SIGHUP)
         pt.wait_for(lambda: psi_registrations(d) == [(cg, psi(200000, 4000000), 1)], timeout=WAIT,
                     what='SIGHUP to move the subscription to the new trigger')
-        expect_event(sub, 3, d, cg)
+        expect_trigger_changed(sub, 4, psi(200000, 4000000))
+        expect_event(sub, 5, d, cg)
 
         # Reload as root through pressurectl, if it was built.
         if os.path.exists(pt.PRESSURECTL):
@@ -122,9 +166,13 @@ def main():
             pt.check(p.returncode == 0, 'pressurectl reload', p.returncode, p.stdout, p.stderr)
             pt.check(psi_registrations(d) == [(cg, psi(250000, 6000000), 1)], 'reloaded via pressurectl',
                      psi_registrations(d))
-            expect_event(sub, 4, d, cg)
+            expect_trigger_changed(sub, 6, psi(250000, 6000000))
+            expect_event(sub, 7, d, cg)
         ctl.close()
         sub.close()
+        if os.path.exists(pt.PRESSURECTL):
+            check_watch(d, cg, json_mode=False)
+            check_watch(d, cg, json_mode=True)
     print('ok')
 
 

@@ -97,6 +97,8 @@ GOOD = [
      {'psi': {'stall': 'some', 'threshold_us': 1, 'window_us': 2}}),
     ('GetStatus', {'parameters': STATUS}, 'io.pressured.GetStatus', False),
     ('cleared event of PSI', ev(CLEARED), SUB, True, {'level': 'medium'}),
+    ('cleared event of PSI, injected events only: peak unknown', ev(changed(CLEARED, ('peak',), None)), SUB, True,
+     {'level': 'medium'}),
     ('cleared event of vmpressure',
      ev(changed(changed(changed(CLEARED, ('peak',), DELETE), ('source',), 'vmpressure'), ('peak_level',), 'low')),
      SUB, True, {'vmpressure': {'level': 'low'}}),
@@ -212,7 +214,7 @@ BAD = [
     ('bad enum value: level', ev(changed(PRESSURE, ('level',), 'extreme')), SUB, True,
      "event.level: expected one of (low, medium, critical), received 'extreme'"),
     ('bad enum value: kind', ev(changed(PRESSURE, ('kind',), 'panic')), SUB, True,
-     "event.kind: expected one of (subscribed, pressure, memory_events, protection, killed, cleared, removed), "
+     "event.kind: expected one of (subscribed, pressure, memory_events, protection, killed, cleared, trigger_changed, removed), "
      "received 'panic'"),
     ('killed by someone else', ev(changed(KILLED, ('by',), 'earlyoom')), SUB, True,
      "event.by: expected one of (kernel, systemd-oomd), received 'earlyoom'"),
@@ -235,7 +237,7 @@ BAD = [
     ('bad enum value deep inside', ev(changed(SUBSCRIBED, ('trigger', 'psi', 'stall'), 'most')), SUB, True,
      "trigger.psi.stall: expected one of (some, full), received 'most'"),
     ('subscribed state a string', ev(changed(SUBSCRIBED, ('state',), 'min')), SUB, True,
-     "event.state: expected object (psi, counters, node, kill_sources, episode), received 'min'"),
+     "event.state: expected object (psi, counters, node, kill_sources, unavailable_kill_sources, episode), received 'min'"),
     ('protection state an object', ev(changed(PROTECTION, ('state',), {})), SUB, True,
      'event.state: expected one of (min, low, none), received {}'),
     ('array expected', {'parameters': {'nodes': NODE}}, 'io.pressured.GetProtection', False,

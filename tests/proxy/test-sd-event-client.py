@@ -110,7 +110,7 @@ def main():
         g = proxylib.Client(mp, proxylib.write_value(b'\x01\x02 not a trigger'), cgroups=cgroups)
         clients.append(g)
         pt.wait_for(lambda: g.pid in proxied(d), timeout=WAIT, what='garbage client attached')
-        pt.wait_for(lambda: f'pid {g.pid}' in d.log() and 'other than a PSI trigger' in d.log(),
+        pt.wait_for(lambda: f'pid {g.pid}' in d.log() and 'did not ask for a valid PSI trigger' in d.log(),
                     timeout=WAIT, what='warning about the garbage')
         reg, _ = proxied(d)[g.pid]
         if reg['source'] == 'psi':

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests for [Metrics] Cgroups=: pattern parsing and matching, the pruned
- * and sorted walk over a fake tree in a temporary directory (MaxCgroups=
+ * Tests for [Metrics] Cgroups=: pattern parsing, and the pruned and sorted
+ * walk that matches them over a fake tree in a temporary directory (MaxCgroups=
  * cut, missing and broken files, a cgroup without files), and the
  * per-cgroup exposition byte for byte (escaping, seconds, left-out
  * families, the omitted gauge).
@@ -84,36 +84,6 @@ static void test_parse(void) {
         long_component[256] = 'c';
         ASSERT_EQ(cgroup_globs_parse(long_component, &g, &why), -EINVAL);
         free(long_component);
-}
-
-static void test_match(void) {
-        CgroupGlobs *g = globs("/system.slice/*.service /user.slice/user-*.slice/ //init.scope");
-
-        ASSERT_TRUE(cgroup_globs_match(g, "/system.slice/foo.service"));
-        ASSERT_TRUE(cgroup_globs_match(g, "/system.slice/.service"));
-        ASSERT_TRUE(cgroup_globs_match(g, "/user.slice/user-1000.slice"));
-        ASSERT_TRUE(cgroup_globs_match(g, "/init.scope"));
-        /* "*" does not cross "/", and a pattern matches exactly its depth. */
-        ASSERT_TRUE(!cgroup_globs_match(g, "/system.slice/a/b.service"));
-        ASSERT_TRUE(!cgroup_globs_match(g, "/system.slice"));
-        ASSERT_TRUE(!cgroup_globs_match(g, "/system.slice/foo.service/sub"));
-        ASSERT_TRUE(!cgroup_globs_match(g, "/system.slice/foo.socket"));
-        ASSERT_TRUE(!cgroup_globs_match(g, "/"));
-        g = cgroup_globs_free(g);
-
-        g = globs("/");
-        ASSERT_TRUE(cgroup_globs_match(g, "/"));
-        ASSERT_TRUE(!cgroup_globs_match(g, "/a"));
-        g = cgroup_globs_free(g);
-
-        g = globs("/* /a/?/[xy]z");
-        ASSERT_TRUE(cgroup_globs_match(g, "/anything"));
-        ASSERT_TRUE(cgroup_globs_match(g, "/a/1/xz"));
-        ASSERT_TRUE(cgroup_globs_match(g, "/a/2/yz"));
-        ASSERT_TRUE(!cgroup_globs_match(g, "/a/12/yz"));
-        ASSERT_TRUE(!cgroup_globs_match(g, "/a/1/zz"));
-        ASSERT_TRUE(!cgroup_globs_match(g, "/"));
-        g = cgroup_globs_free(g);
 }
 
 /* ---- a fake tree ---- */
@@ -360,7 +330,6 @@ static void test_exposition(void) {
 
 int main(void) {
         test_parse();
-        test_match();
         make_tree();
         test_walk();
         test_out_of_memory();

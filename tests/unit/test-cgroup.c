@@ -91,6 +91,18 @@ static void test_open_beneath(void) {
         ASSERT_TRUE(fd == -ELOOP || fd == -EXDEV);
         ASSERT_TRUE(!cgroup_exists_as(&h, "/escape", 0));
 
+        /* A file is no cgroup: ENOTDIR, for opening and for the check without an fd. */
+        snprintf(path, sizeof(path), "%s/a/memory.pressure", tmpl);
+        fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        ASSERT_TRUE(fd >= 0);
+        close(fd);
+        ASSERT_ERR(hierarchy_open_cgroup(&h, "/a/memory.pressure"), ENOTDIR);
+        ASSERT_ERR(hierarchy_stat_cgroup(&h, "/a/memory.pressure"), ENOTDIR);
+        ASSERT_OK(hierarchy_stat_cgroup(&h, "/a/b"));
+        ASSERT_OK(hierarchy_stat_cgroup(&h, "/"));
+        ASSERT_ERR(hierarchy_stat_cgroup(&h, "/missing"), ENOENT);
+        ASSERT_ERR(hierarchy_stat_cgroup(&h, "/escape"), ELOOP);
+
         /* The directory vanishing is seen. */
         fd = hierarchy_open_cgroup(&h, "/a/b");
         ASSERT_OK(fstat(fd, &st));

@@ -146,6 +146,105 @@ static void test_all_keys(void) {
         ASSERT_STREQ(c->metrics_listen, "[::1]:9100");
 }
 
+/* @n copies of @c. */
+static char *repeat(char c, size_t n) {
+        char *s = malloc(n + 1);
+
+        ASSERT_TRUE(s);
+        memset(s, c, n);
+        s[n] = 0;
+        return s;
+}
+
+/* Cgroups= at its longest: 64 patterns of 32 components of 255 bytes. */
+static char *longest_globs(void) {
+        _cleanup_free_ char *component = repeat('c', 255);
+        size_t size = 64 * (32 * 256 + 1) + 1;
+        char *s = malloc(size), *p = s;
+
+        ASSERT_TRUE(s);
+        for (int i = 0; i < 64; i++) {
+                for (int j = 0; j < 32; j++)
+                        p += sprintf(p, "/%s", component);
+                *p++ = i < 63 ? ' ' : 0;
+        }
+        return s;
+}
+
+/*
+ * The longest valid value of every key, each on one line, is taken, and
+ * --dump-config's text shows the strings as they were given.
+ */
+static void test_longest_values(void) {
+        _cleanup_free_ char *socket = repeat('s', 107), *path = repeat('p', 4095), *globs = longest_globs(),
+                            *text = NULL, *formatted = NULL, *error = NULL;
+        _cleanup_(config_freep) Config *c = config_new_default();
+        const struct {
+                const char *section, *key, *value;
+                bool shown;             /* the dump shows the value as written */
+        } keys[] = {
+                { "Daemon", "Socket", socket, true },
+                { "Daemon", "LogLevel", "warning", true },
+                { "Daemon", "CgroupRoot", path, true },
+                { "Daemon", "CgroupV1Root", path, true },
+                { "Levels", "Low", "some 9999999us 10000000us", false },
+                { "Levels", "Medium", "some 9999999us 10000000us", false },
+                { "Levels", "Critical", "full 9999999us 10000000us", false },
+                { "Levels", "VmpressureMode", "hierarchy", true },
+                { "Levels", "ClearAfterSec", "3600s", false },
+                { "Levels", "ClearRatio", "0.999999", false },
+                { "Limits", "MaxClients", "1000000", true },
+                { "Limits", "MaxClientsPerUser", "1000000", true },
+                { "Limits", "MaxMessageBytes", "16777216", false },
+                { "Limits", "OutputBufferBytes", "1073741824", false },
+                { "Limits", "MaxRegistrations", "1000000", true },
+                { "Limits", "RequestTimeoutSec", "3600s", false },
+                { "Limits", "IdleTimeoutSec", "86400s", false },
+                { "Limits", "HistoryEpisodes", "1024", false },
+                { "Protection", "RefreshSec", "3600s", false },
+                { "Protection", "RecursiveProtection", "auto", true },
+                { "Policy", "InjectGroup", "g2345678901234567890123456789012", true },
+                { "Policy", "MaxFastTriggersPerUser", "1024", false },
+                { "MemoryPressure", "Socket", socket, true },
+                { "Metrics", "Listen", "[1234:5678:9abc:def0:1234:5678:255.255.255.255]:65535", true },
+                { "Metrics", "Cgroups", globs, true },
+                { "Metrics", "MaxCgroups", "100000", false },
+                { "Reclaim", "Cgroups", globs, true },
+                { "Reclaim", "TargetStall", "100%", false },
+                { "Reclaim", "Interval", "3600s", false },
+                { "Reclaim", "MaxStep", "100%", false },
+                { "Reclaim", "MinSize", "1125899906842624", false },
+                { "DBus", "LowMemoryMonitor", "yes", true },
+        };
+
+        socket[0] = path[0] = '/';
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+                free(text);
+                ASSERT_TRUE(asprintf(&text, "[%s]\n%s=%s\n", keys[i].section, keys[i].key, keys[i].value) > 0);
+                if (config_parse_string(c, "longest.conf", text, &error) < 0)
+                        TEST_FAIL("[%s] %s= at its longest (%zu bytes): %s", keys[i].section, keys[i].key,
+                                  strlen(keys[i].value), strna(error));
+                free(formatted);
+                formatted = config_format(c);
+                ASSERT_TRUE(formatted);
+                free(text);
+                ASSERT_TRUE(asprintf(&text, "\n%s=%s\n", keys[i].key, keys[i].value) > 0);
+                if (keys[i].shown && !strstr(formatted, text))
+                        TEST_FAIL("the dump does not show [%s] %s= as given", keys[i].section, keys[i].key);
+        }
+        /* One byte more is refused for the value, not for the line. */
+        free(text);
+        ASSERT_TRUE(asprintf(&text, "[Daemon]\nCgroupRoot=%sp\n", path) > 0);
+        ASSERT_ERR(config_parse_string(c, "longest.conf", text, &error), EINVAL);
+        ASSERT_STREQ(error, "longest.conf:2: [Daemon] CgroupRoot=: path too long");
+        free(error);
+        error = NULL;
+        free(text);
+        ASSERT_TRUE(asprintf(&text, "[Metrics]\nCgroups=%s /x\n", globs) > 0);
+        ASSERT_ERR(config_parse_string(c, "longest.conf", text, &error), EINVAL);
+        ASSERT_TRUE(strstr(error, "longest.conf:2: [Metrics] Cgroups=: at most 64 patterns are allowed"));
+}
+
 static void test_value_forms(void) {
         _cleanup_(config_freep) Config *c = config_new_default();
 
@@ -478,14 +577,28 @@ static void test_ini_edge_cases(void) {
         ASSERT_TRUE(c->socket_path == NULL);
         ASSERT_U64_EQ(c->levels[LEVEL_LOW].threshold_us, 70000);
 
-        /* A line longer than libinih can take is an error naming its line, not a silent split. */
+        /* A line longer than libinih's buffer is read whole, never split: a value too
+         * long for its key is refused for what it is, on its line. */
         long_line = malloc(400);
         ASSERT_TRUE(long_line);
         n = (size_t) snprintf(long_line, 400, "[Daemon]\nSocket=/");
         memset(long_line + n, 'a', 300);
         strcpy(long_line + n + 300, "\nLogLevel=bogus\n");
         ASSERT_ERR(config_parse_string(c, "long.conf", long_line, &error), EINVAL);
-        ASSERT_STREQ(error, "long.conf:2: line too long (at most 198 characters)");
+        ASSERT_STREQ(error, "long.conf:2: [Daemon] Socket=: socket path must be shorter than 108 bytes");
+        free(error);
+        error = NULL;
+        /* A long comment is a comment; a long line that assigns nothing is an error. */
+        memcpy(long_line + 9, "# a comment", 11);
+        ASSERT_ERR(config_parse_string(c, "long.conf", long_line, &error), EINVAL);
+        ASSERT_STREQ(error, "long.conf:3: [Daemon] LogLevel=: must be one of debug, info, notice, warning, err (or 0..7)");
+        free(error);
+        error = NULL;
+        memset(long_line, 'a', 300);
+        strcpy(long_line + 300, "\nLogLevel=bogus\n");
+        memcpy(long_line, "[Daemon]\n", 9);
+        ASSERT_ERR(config_parse_string(c, "long.conf", long_line, &error), EINVAL);
+        ASSERT_STREQ(error, "long.conf:2: line too long for anything but an assignment (at most 198 characters)");
         free(error);
         error = NULL;
 
@@ -893,6 +1006,7 @@ int main(void) {
         test_defaults();
         test_all_keys();
         test_value_forms();
+        test_longest_values();
         test_listen_address();
         test_errors();
         test_ini_edge_cases();

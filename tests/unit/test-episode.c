@@ -53,9 +53,9 @@ static void test_plain_hold(void) {
         ASSERT_U64_EQ(episode_next_tick(&e), 0);
         ASSERT_TRUE(!episode_tick(&e, 5 * SEC, false, 0, &r));
 
-        ASSERT_TRUE(episode_event(&e, 10 * SEC, 1, false, 0));
+        ASSERT_TRUE(episode_event(&e, 10 * SEC, 1, false, false, 0));
         ASSERT_U64_EQ(episode_next_tick(&e), 12 * SEC);
-        ASSERT_TRUE(!episode_event(&e, 11 * SEC, 2, false, 0));
+        ASSERT_TRUE(!episode_event(&e, 11 * SEC, 2, false, false, 0));
         ASSERT_U64_EQ(episode_next_tick(&e), 13 * SEC);
 
         /* A tick that comes early (a stale timer) does not clear. */
@@ -73,7 +73,7 @@ static void test_plain_hold(void) {
         ASSERT_TRUE(!episode_tick(&e, 20 * SEC, false, 0, &r));
 
         /* The next event is a new episode with its own count and peak. */
-        ASSERT_TRUE(episode_event(&e, 30 * SEC, 0, false, 0));
+        ASSERT_TRUE(episode_event(&e, 30 * SEC, 0, false, false, 0));
         ASSERT_U64_EQ(e.cur.events, 1);
         ASSERT_EQ(e.cur.peak, 0);
 }
@@ -91,10 +91,10 @@ static void test_psi_clears_after_load(void) {
 
         /* Load: 30% stall for 10 s, the kernel firing once per window. */
         f.rate_ppm = 300000;
-        ASSERT_TRUE(episode_event(&e, f.now, 0, true, f.total));
+        ASSERT_TRUE(episode_event(&e, f.now, 0, false, true, f.total));
         for (uint64_t t = 102 * SEC; t <= 110 * SEC; t += 2 * SEC) {
                 ASSERT_EQ(run_ticks(&e, &f, t, NULL), 0);
-                ASSERT_TRUE(!episode_event(&e, f.now, 0, true, f.total));
+                ASSERT_TRUE(!episode_event(&e, f.now, 0, false, true, f.total));
         }
         ASSERT_EQ(e.cur.events, 5 + 1);
         /* Load stops at 110 s: stall stays below 50 ms per window afterwards. */
@@ -119,7 +119,7 @@ static void test_psi_stall_without_events_keeps_it_active(void) {
         Episode e;
 
         episode_init(&e, &p);
-        ASSERT_TRUE(episode_event(&e, 0, 0, true, 0));
+        ASSERT_TRUE(episode_event(&e, 0, 0, false, true, 0));
         f.rate_ppm = 40000; /* 80 ms per window: between 50 and 100 */
         ASSERT_EQ(run_ticks(&e, &f, 60 * SEC, NULL), 0);
         ASSERT_TRUE(e.active);
@@ -132,6 +132,44 @@ static void test_psi_stall_without_events_keeps_it_active(void) {
         ASSERT_EQ(r.peak, 50000); /* the threshold's 5%, above the measured 4% */
 }
 
+/*
+ * Injected events say nothing of the stall: an episode of them alone has
+ * no peak (unknown), whatever the windows measured; a kernel event makes it
+ * known, with the largest stall measured before it counted. On vmpressure
+ * the injected level is the peak.
+ */
+static void test_injected_peak(void) {
+        EpisodeParams p = episode_params_psi(100 * MS, 2 * SEC, 0.5, 4 * SEC);
+        EpisodeParams plain = episode_params_plain(2 * SEC);
+        FakeStall f = { .now = 0, .total = 0 };
+        EpisodeRecord r = { 0 };
+        Episode e;
+
+        episode_init(&e, &p);
+        ASSERT_TRUE(episode_event(&e, 0, 0, true, true, 0));
+        ASSERT_TRUE(!e.cur.peak_known);
+        ASSERT_EQ(run_ticks(&e, &f, 60 * SEC, &r), 1);
+        ASSERT_U64_EQ(r.events, 1);
+        ASSERT_TRUE(!r.peak_known);
+
+        /* Injected, a window at 3% measured, then the kernel fires. */
+        ASSERT_TRUE(episode_event(&e, f.now, 0, true, true, f.total));
+        f.rate_ppm = 30000;
+        ASSERT_EQ(run_ticks(&e, &f, f.now + 2 * SEC, NULL), 0);
+        ASSERT_TRUE(!e.cur.peak_known);
+        ASSERT_TRUE(!episode_event(&e, f.now, 0, false, true, f.total));
+        ASSERT_TRUE(e.cur.peak_known);
+        ASSERT_EQ(e.cur.peak, 50000); /* the threshold's 5% */
+        f.rate_ppm = 0;
+        ASSERT_EQ(run_ticks(&e, &f, f.now + 60 * SEC, &r), 1);
+        ASSERT_TRUE(r.peak_known);
+        ASSERT_U64_EQ(r.events, 2);
+
+        episode_init(&e, &plain);
+        ASSERT_TRUE(episode_event(&e, 0, 3, true, false, 0)); /* critical + 1 */
+        ASSERT_EQ(e.cur.peak, 3);
+}
+
 static void test_psi_load_again_within_hold(void) {
         EpisodeParams p = episode_params_psi(100 * MS, 2 * SEC, 0.5, 4 * SEC);
         FakeStall f = { 0 };
@@ -140,13 +178,13 @@ static void test_psi_load_again_within_hold(void) {
 
         episode_init(&e, &p);
         f.rate_ppm = 200000;
-        ASSERT_TRUE(episode_event(&e, f.now, 0, true, f.total));
+        ASSERT_TRUE(episode_event(&e, f.now, 0, false, true, f.total));
         ASSERT_EQ(run_ticks(&e, &f, 2 * SEC, NULL), 0);
         f.rate_ppm = 0;
         ASSERT_EQ(run_ticks(&e, &f, 5 * SEC, NULL), 0);
         /* Load again 3 s after the last busy window: the same episode. */
         f.rate_ppm = 200000;
-        ASSERT_TRUE(!episode_event(&e, f.now, 0, true, f.total));
+        ASSERT_TRUE(!episode_event(&e, f.now, 0, false, true, f.total));
         ASSERT_EQ(run_ticks(&e, &f, 7 * SEC, NULL), 0);
         f.rate_ppm = 0;
         ASSERT_EQ(run_ticks(&e, &f, 30 * SEC, &r), 1);
@@ -156,7 +194,7 @@ static void test_psi_load_again_within_hold(void) {
         /* Load after it cleared: a new episode. */
         f.rate_ppm = 200000;
         advance(&f, 40 * SEC);
-        ASSERT_TRUE(episode_event(&e, f.now, 0, true, f.total));
+        ASSERT_TRUE(episode_event(&e, f.now, 0, false, true, f.total));
         ASSERT_U64_EQ(e.cur.start_us, 40 * SEC);
         ASSERT_U64_EQ(e.cur.events, 1);
 }
@@ -166,7 +204,7 @@ static void test_psi_unreadable_never_clears(void) {
         Episode e;
 
         episode_init(&e, &p);
-        ASSERT_TRUE(episode_event(&e, 0, 0, false, 0));
+        ASSERT_TRUE(episode_event(&e, 0, 0, false, false, 0));
         for (uint64_t t = 0; t < 60 * SEC; t = episode_next_tick(&e))
                 ASSERT_TRUE(!episode_tick(&e, episode_next_tick(&e), false, 0, NULL));
         ASSERT_TRUE(e.active);
@@ -187,7 +225,7 @@ static void test_psi_total_backwards(void) {
         Episode e;
 
         episode_init(&e, &p);
-        ASSERT_TRUE(episode_event(&e, 0, 0, true, 5 * SEC));
+        ASSERT_TRUE(episode_event(&e, 0, 0, false, true, 5 * SEC));
         ASSERT_TRUE(!episode_tick(&e, 2 * SEC, true, 10, NULL));
         ASSERT_U64_EQ(e.unquiet_us, 2 * SEC);
         ASSERT_EQ(e.cur.peak, 50000);
@@ -201,7 +239,7 @@ static void test_params_change(void) {
         Episode e;
 
         episode_init(&e, &p);
-        ASSERT_TRUE(episode_event(&e, 0, 0, true, 0));
+        ASSERT_TRUE(episode_event(&e, 0, 0, false, true, 0));
         episode_set_params(&e, &q);
         ASSERT_TRUE(e.active);
         /* New window: measuring restarts. */
@@ -215,7 +253,7 @@ static void test_params_change(void) {
         EpisodeParams z = episode_params_psi(100 * MS, 2 * SEC, 0, 4 * SEC);
         ASSERT_U64_EQ(z.clear_stall_us, 0);
         episode_init(&e, &z);
-        ASSERT_TRUE(episode_event(&e, 0, 0, true, 0));
+        ASSERT_TRUE(episode_event(&e, 0, 0, false, true, 0));
         for (uint64_t t = 2 * SEC; t <= 20 * SEC; t += 2 * SEC)
                 ASSERT_TRUE(!episode_tick(&e, t, true, t, NULL));
 }
@@ -269,6 +307,7 @@ int main(void) {
         test_psi_clears_after_load();
         test_psi_stall_without_events_keeps_it_active();
         test_psi_load_again_within_hold();
+        test_injected_peak();
         test_psi_unreadable_never_clears();
         test_psi_total_backwards();
         test_params_change();

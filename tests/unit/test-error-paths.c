@@ -619,7 +619,7 @@ static uint64_t inject_low(Fixture *f, const char *cgroup) {
         uint64_t n;
 
         ASSERT_TRUE(body);
-        n = registry_inject(&f->reg, cgroup, RESOURCE_MEMORY, LEVEL_LOW, body, now_usec(CLOCK_MONOTONIC));
+        n = registry_inject_split(&f->reg, cgroup, body, cgroup, body, RESOURCE_MEMORY, LEVEL_LOW, now_usec(CLOCK_MONOTONIC));
         body_unref(body);
         return n;
 }

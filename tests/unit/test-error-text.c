@@ -245,6 +245,34 @@ static void test_describe(void) {
         json_decref(o);
 }
 
+/* NoSuchCgroup names the daemon's hierarchies once pressurectl knows them; libpressure's own name is local. */
+static void test_roots_and_local_names(void) {
+        json_t *p = json_pack("{s:s}", "cgroup", "/nope"), *o;
+        char *s;
+
+        s = error_sentence("inject", "io.pressured.NoSuchCgroup", p);
+        ASSERT_STREQ(s, "No cgroup /nope: it does not exist in the cgroup hierarchies the daemon uses; "
+                        "check the path, e.g. with systemd-cgls.");
+        free(s);
+        error_text_set_roots("/sys/fs/cgroup/unified", "/sys/fs/cgroup/memory");
+        s = error_sentence("inject", "io.pressured.NoSuchCgroup", p);
+        ASSERT_STREQ(s, "No cgroup /nope: the daemon's cgroup hierarchies have no such cgroup (cgroup2 at "
+                        "/sys/fs/cgroup/unified, cgroup v1 memory at /sys/fs/cgroup/memory); check the path, "
+                        "e.g. with systemd-cgls.");
+        free(s);
+        error_text_set_roots("/sys/fs/cgroup", NULL);
+        s = error_sentence("watch", "io.pressured.NoSuchCgroup", p);
+        assert_contains(s, "(cgroup2 at /sys/fs/cgroup)");
+        free(s);
+        json_decref(p);
+
+        ASSERT_EQ(describe(-ECONNREFUSED, "libpressure.DaemonNotRunning", "{\"socket\":\"/tmp/none.sock\"}",
+                           "/tmp/none.sock", &o), EXIT_UNREACHABLE);
+        ASSERT_STREQ(member(o, "error"), CLI_ERROR_UNREACHABLE);
+        assert_contains(member(o, "message"), "Cannot reach pressured at /tmp/none.sock");
+        json_decref(o);
+}
+
 int main(int argc, char **argv) {
         ASSERT_EQ(argc, 3);
         ASSERT_TRUE(check_declared(argv[1]) >= 8);
@@ -253,5 +281,6 @@ int main(int argc, char **argv) {
         test_permission_denied();
         test_hints();
         test_describe();
+        test_roots_and_local_names();
         return 0;
 }

@@ -132,7 +132,8 @@ static void test_removed_and_body(void) {
 }
 
 static void test_episodes(void) {
-        EpisodeRecord psi = { .start_us = 1000000, .end_us = 5000000, .events = 3, .peak = 125000 };
+        EpisodeRecord psi = { .start_us = 1000000, .end_us = 5000000, .events = 3, .peak = 125000,
+                              .peak_known = true };
         EpisodeRecord vm = { .start_us = 10, .end_us = 0, .events = 9, .peak = LEVEL_CRITICAL + 1 };
         json_t *o;
         Body *b;
@@ -169,6 +170,19 @@ static void test_episodes(void) {
         CHECK_KEYS(o, "start_us", "end_us", "start_time_us", "end_time_us", "duration_us", "events", "peak");
         ASSERT_EQ(json_integer_value(json_object_get(o, "start_time_us")), 1700000000000000 - 5000000);
         ASSERT_EQ(json_integer_value(json_object_get(o, "end_time_us")), 1700000000000000 - 1000000);
+        json_decref(o);
+
+        /* Injected events alone: the peak is unknown, null, in all three. */
+        psi.peak_known = false;
+        o = event_cleared_new("/a", SOURCE_PSI, RESOURCE_MEMORY, &psi, 7, 5000000);
+        ASSERT_TRUE(json_is_null(json_object_get(o, "peak")));
+        json_decref(o);
+        o = event_episode_json(&psi, true, true, 6000000, 1700000000000000);
+        ASSERT_TRUE(json_is_null(json_object_get(o, "peak")));
+        json_decref(o);
+        psi.end_us = 0;
+        o = event_episode_json(&psi, true, false, 6000000, 1700000000000000);
+        ASSERT_TRUE(json_is_null(json_object_get(o, "peak")));
         json_decref(o);
 
         /* A pressure event keeps its count. */

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Log levels and the per-call-site rate limit used against log floods. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "log.h"
+#include "test-capture.h"
 #include "tests.h"
 
 static void test_levels(void) {
@@ -35,9 +39,34 @@ static void test_errno_forwarding(void) {
         ASSERT_EQ(log_ratelimited(LOG_ERR, -EIO, NULL, 1, 1, "y"), -EIO);
 }
 
+/* Outside the journal and systemd, each line says its level after the name. */
+static void test_plain_lines(void) {
+        char path[64];
+        int saved;
+        char *text;
+
+        unsetenv("JOURNAL_STREAM");
+        unsetenv("INVOCATION_ID");
+        log_setup();
+        log_set_max_level(LOG_DEBUG);
+        saved = stderr_capture(path);
+        log_debug("a debug line");
+        log_info("an info line");
+        log_notice("a notice line");
+        log_warning("a warning line");
+        log_error_errno(ENOENT, "an error line: %m");
+        text = stderr_restore(saved, path);
+        ASSERT_STREQ(text, "pressured: debug: a debug line\n"
+                           "pressured: info: an info line\n"
+                           "pressured: notice: a notice line\n"
+                           "pressured: warning: a warning line\n"
+                           "pressured: error: an error line: No such file or directory\n");
+}
+
 int main(void) {
         test_levels();
         test_ratelimit();
+        test_plain_lines();
         test_errno_forwarding();
         return 0;
 }

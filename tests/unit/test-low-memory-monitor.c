@@ -103,7 +103,7 @@ static void test_enable_disable(void) {
         /* One injected body reaches the three listeners; nothing is sent without the name. */
         b = inject_body(LEVEL_MEDIUM);
         ASSERT_TRUE(b && (b->flags & BODY_HAS_LEVEL));
-        ASSERT_EQ(registry_inject(&f.reg, "/", RESOURCE_MEMORY, LEVEL_MEDIUM, b, 1), 0);
+        ASSERT_EQ(registry_inject_split(&f.reg, "/", b, "/", b, RESOURCE_MEMORY, LEVEL_MEDIUM, 1), 0);
         body_unref(b);
         ASSERT_EQ(low_memory_monitor_signals(f.m), 0);
 

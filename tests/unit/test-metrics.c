@@ -240,6 +240,22 @@ static char *read_response(struct event_base *base, int fd) {
         TEST_FAIL("no complete response, got so far: %s", buf);
 }
 
+/* A TCP port of @family's loopback that nobody listens on right now; 0 if there is none. */
+static uint16_t free_port(int family) {
+        struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+        struct sockaddr_in sa4 = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        struct sockaddr_storage ss = {};
+        socklen_t len = sizeof(ss);
+        _cleanup_close_ int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (fd < 0 || bind(fd, family == AF_INET6 ? (struct sockaddr *) &sa6 : (struct sockaddr *) &sa4,
+                           family == AF_INET6 ? sizeof(sa6) : sizeof(sa4)) < 0 ||
+            getsockname(fd, (struct sockaddr *) &ss, &len) < 0)
+                return 0;
+        return ntohs(family == AF_INET6 ? ((struct sockaddr_in6 *) &ss)->sin6_port
+                                        : ((struct sockaddr_in *) &ss)->sin_port);
+}
+
 static char *fetch(struct event_base *base, uint16_t port, const char *request) {
         _cleanup_close_ int fd = connect_port(port);
 
@@ -267,10 +283,11 @@ static void test_server(void) {
         size_t n;
 
         ASSERT_TRUE(base);
-        ASSERT_OK(metrics_server_new(base, "127.0.0.1:0", collect, (void *) "unit", &s));
-        ASSERT_TRUE(s);
-        ASSERT_OK(metrics_server_get_port(s, &port));
+        port = free_port(AF_INET);
         ASSERT_TRUE(port > 0);
+        ASSERT_TRUE(asprintf(&addr, "127.0.0.1:%u", (unsigned) port) > 0);
+        ASSERT_OK(metrics_server_new(base, addr, collect, (void *) "unit", &s));
+        ASSERT_TRUE(s);
 
         /* 200 with the exposition content type and the collected body. */
         ok = fetch(base, port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
@@ -342,7 +359,6 @@ static void test_server(void) {
         ASSERT_EQ(scrapes, before + 1);
 
         /* The port is taken: reported as -EADDRINUSE, out-parameter untouched. */
-        ASSERT_TRUE(asprintf(&addr, "127.0.0.1:%u", port) > 0);
         ASSERT_ERR(metrics_server_new(base, addr, collect, NULL, &s2), EADDRINUSE);
         ASSERT_TRUE(s2 == (MetricsServer *) 0x1);
         ASSERT_ERR(metrics_server_new(base, "nonsense", collect, NULL, &s2), EINVAL);
@@ -365,6 +381,7 @@ static void test_server_ipv6(void) {
         _cleanup_close_ int probe = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
         struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
         MetricsServer *s = NULL;
+        char addr[64];
         uint16_t port = 0;
 
         ASSERT_TRUE(base);
@@ -373,9 +390,10 @@ static void test_server_ipv6(void) {
                 event_base_free(base);
                 return;
         }
-        ASSERT_OK(metrics_server_new(base, "[::1]:0", collect, NULL, &s));
-        ASSERT_OK(metrics_server_get_port(s, &port));
+        port = free_port(AF_INET6);
         ASSERT_TRUE(port > 0);
+        snprintf(addr, sizeof(addr), "[::1]:%u", (unsigned) port);
+        ASSERT_OK(metrics_server_new(base, addr, collect, NULL, &s));
         metrics_server_free(s);
         event_base_free(base);
 }

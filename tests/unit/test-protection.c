@@ -151,7 +151,6 @@ static void test_recursive(void) {
         ASSERT_EQ(get(t, "/P").state, PROTECTION_STATE_LOW);
 
         protection_tree_set_recursive(t, true);
-        ASSERT_TRUE(protection_tree_get_recursive(t));
         ASSERT_EQ(protection_tree_compute(t, NULL, NULL), 2);
         x = get(t, "/P/X");
         y = get(t, "/P/Y");
@@ -341,7 +340,6 @@ static void test_propagation_counts(void) {
         a0 = applied(t);
         refresh_chain(t, 110, 10 * G);              /* leaf crosses its low of 100 */
         ASSERT_TRUE(applied(t) - a0 >= 1);
-        ASSERT_TRUE(applied(t) - a0 <= protection_node_depth(protection_tree_lookup(t, "/a/b/c/leaf")));
         ASSERT_U64_EQ(applied(t) - a0, 4);
         ASSERT_U64_EQ(get(t, "/a/b/c/leaf").low_usage, 100);
         ASSERT_U64_EQ(get(t, "/a/b/c").children_low_usage, 100);
@@ -454,7 +452,6 @@ static void test_lookup_iterate(void) {
         root = protection_tree_root(t);
         ASSERT_TRUE(protection_tree_lookup(t, "/") == root);
         ASSERT_STREQ(protection_node_name(protection_tree_lookup(t, "/a/x/deep")), "deep");
-        ASSERT_EQ(protection_node_depth(protection_tree_lookup(t, "/a/x/deep")), 3);
         ASSERT_TRUE(protection_tree_lookup(t, "a") == NULL);
         ASSERT_TRUE(protection_tree_lookup(t, "/a/") == NULL);
         ASSERT_TRUE(protection_tree_lookup(t, "//a") == NULL);
@@ -477,7 +474,6 @@ static void test_lookup_iterate(void) {
         for (ProtectionNode *n = a; n; n = protection_node_next(n, a))
                 i++;
         ASSERT_EQ(i, 4);
-        ASSERT_EQ(protection_node_n_children(a), 2);
         ASSERT_STREQ(protection_state_to_string(PROTECTION_STATE_MIN), "min");
         ASSERT_STREQ(protection_state_to_string(PROTECTION_STATE_LOW), "low");
         ASSERT_STREQ(protection_state_to_string(PROTECTION_STATE_NONE), "none");

@@ -7,7 +7,7 @@
  * removal telling every listener, release with the last listener, moving a
  * listener, the fast-trigger charge. Events come in through the callbacks
  * the registry installs in its sources (taken from a real memory.events
- * registration on a fake cgroup tree) and through registry_inject().
+ * registration on a fake cgroup tree) and through registry_inject_split().
  *
  * Server level: real clients of a ClientServer over socketpairs with
  * subscriptions on those registrations; per-client envelopes (seq, missed,
@@ -231,9 +231,9 @@ static void test_registry_fanout_and_release(void) {
         /* One body, the same for every listener that takes events, and for
          * the kick listener (an injection has its event before any listener
          * is told); other cgroups and sources that are not PSI or vmpressure
-         * get nothing. */
+         * get nothing. Critical reaches every level. */
         body = make_pressure_body("/test");
-        ASSERT_U64_EQ(registry_inject(&fx.reg, "/test", RESOURCE_MEMORY, LEVEL_MEDIUM, body, mono), 3);
+        ASSERT_U64_EQ(registry_inject_split(&fx.reg, "/test", body, "/test", body, RESOURCE_MEMORY, LEVEL_CRITICAL, mono), 3);
         ASSERT_EQ(body->n_ref, 1); /* nobody kept it */
         ASSERT_EQ(a.n_delivered, 1);
         ASSERT_TRUE(a.last_body == body);
@@ -248,7 +248,7 @@ static void test_registry_fanout_and_release(void) {
         ASSERT_EQ(mev.n_delivered, 0);
         body_unref(body);
         body = make_pressure_body("/nowhere");
-        ASSERT_U64_EQ(registry_inject(&fx.reg, "/nowhere", RESOURCE_MEMORY, LEVEL_LOW, body, mono), 0);
+        ASSERT_U64_EQ(registry_inject_split(&fx.reg, "/nowhere", body, "/nowhere", body, RESOURCE_MEMORY, LEVEL_LOW, mono), 0);
         body_unref(body);
 
         /* The source's pressure callback builds one body for all, with its count. */
@@ -378,6 +378,65 @@ static void test_registry_source(void) {
         fixture_done(&fx);
 }
 
+/*
+ * An injected level reaches what a kernel event of that level would: level
+ * subscriptions of that level and below, a vmpressure listener of that
+ * level and below (it hears its level and above), every listener without a
+ * level (an explicit PSI trigger); a registration nobody of which hears
+ * it gets nothing, not even an episode.
+ */
+static void test_registry_inject_levels(void) {
+        static const Level levels[] = { LEVEL_LOW, LEVEL_MEDIUM, LEVEL_CRITICAL };
+        /* low + psi; and medium + vm; and critical + lone on the other registration. */
+        static const uint64_t reached[] = { 2, 4, 6 };
+        Fixture fx;
+        Fake low, medium, critical, psi, vm, lone;
+        Registration *r, *r2;
+        Body *body;
+        uint64_t mono = now_usec(CLOCK_MONOTONIC);
+
+        fixture_init(&fx);
+        r = registration_make(&fx, SOURCE_PSI, "/test");
+        fake_attach(&low, r, false, LEVEL_LOW);
+        fake_attach(&medium, r, false, LEVEL_MEDIUM);
+        fake_attach(&critical, r, false, LEVEL_CRITICAL);
+        fake_attach(&psi, r, false, _LEVEL_INVALID);
+        fake_attach(&vm, r, false, LEVEL_MEDIUM);
+        vm.l.by_level = false; /* an explicit vmpressure subscription: its level, no [Levels] */
+        r2 = registration_make(&fx, SOURCE_PSI, "/test");
+        r2->src.requested = r2->src.used = (PsiTrigger) { PSI_STALL_FULL, 100000, 2000000 };
+        fake_attach(&lone, r2, false, LEVEL_CRITICAL);
+
+        for (size_t i = 0; i < ELEMENTSOF(levels); i++) {
+                body = make_pressure_body("/test");
+                ASSERT_U64_EQ(registry_inject_split(&fx.reg, "/test", body, "/test", body, RESOURCE_MEMORY, levels[i],
+                                                    mono),
+                              reached[i]);
+                body_unref(body);
+                if (i == 0)
+                        /* Low: nobody on r2 hears it, so no episode began there. */
+                        ASSERT_TRUE(r->episode.active && !r2->episode.active);
+        }
+        ASSERT_EQ(low.n_delivered, 3);      /* low, medium, critical */
+        ASSERT_EQ(medium.n_delivered, 2);   /* medium, critical */
+        ASSERT_EQ(critical.n_delivered, 1); /* critical */
+        ASSERT_EQ(psi.n_delivered, 3);      /* every level */
+        ASSERT_EQ(vm.n_delivered, 2);       /* its level and above */
+        ASSERT_EQ(lone.n_delivered, 1);
+        ASSERT_TRUE(r2->episode.active);
+        ASSERT_U64_EQ(r->episode.cur.events, 3);
+        ASSERT_U64_EQ(r2->episode.cur.events, 1);
+
+        listener_detach(&low.l);
+        listener_detach(&medium.l);
+        listener_detach(&critical.l);
+        listener_detach(&psi.l);
+        listener_detach(&vm.l);
+        listener_detach(&lone.l);
+        ASSERT_EQ(fx.reg.n_registrations, 0);
+        fixture_done(&fx);
+}
+
 static void test_registry_move(void) {
         Fixture fx;
         Fake a, b;
@@ -402,7 +461,7 @@ static void test_registry_move(void) {
 
         /* Both registrations are on /test: an injected event reaches each listener once. */
         body = make_pressure_body("/test");
-        ASSERT_U64_EQ(registry_inject(&fx.reg, "/test", RESOURCE_MEMORY, LEVEL_LOW, body, mono), 2);
+        ASSERT_U64_EQ(registry_inject_split(&fx.reg, "/test", body, "/test", body, RESOURCE_MEMORY, LEVEL_LOW, mono), 2);
         ASSERT_EQ(a.n_delivered, 1);
         ASSERT_EQ(b.n_delivered, 1);
         body_unref(body);
@@ -528,13 +587,14 @@ static void test_fanout_and_release(void) {
         ASSERT_EQ(r->n_subscribers, 2);
         ASSERT_EQ(fx.server->n_streams, 2);
 
-        /* A kernel notification standing for 3, then one injected event. */
+        /* A kernel notification standing for 3, then one injected medium
+         * event, which the critical subscriber does not hear. */
         registry_cb->pressure(&r->src, NULL, now_usec(CLOCK_REALTIME), mono, 3);
         body = make_pressure_body("/test");
-        ASSERT_U64_EQ(registry_inject(&fx.reg, "/test", RESOURCE_MEMORY, LEVEL_MEDIUM, body, mono), 2);
+        ASSERT_U64_EQ(registry_inject_split(&fx.reg, "/test", body, "/test", body, RESOURCE_MEMORY, LEVEL_MEDIUM, mono), 1);
         ASSERT_EQ(body->n_ref, 1); /* written out at once: nobody holds it */
         body_unref(body);
-        ASSERT_U64_EQ(fx.counters.value[COUNTER_EVENTS_DELIVERED], 4);
+        ASSERT_U64_EQ(fx.counters.value[COUNTER_EVENTS_DELIVERED], 3);
         ASSERT_U64_EQ(fx.counters.value[COUNTER_EVENTS_DROPPED], 0);
 
         ev = peer_events(&a);
@@ -550,9 +610,9 @@ static void test_fanout_and_release(void) {
         ASSERT_STREQ(ev_str(ev, 0, "cgroup"), "/test");
         json_decref(ev);
         ev = peer_events(&b);
-        ASSERT_EQ(json_array_size(ev), 2);
-        ASSERT_EQ(ev_int(ev, 1, "seq"), 2);
-        ASSERT_STREQ(ev_str(ev, 1, "level"), "critical");
+        ASSERT_EQ(json_array_size(ev), 1);
+        ASSERT_EQ(ev_int(ev, 0, "seq"), 1);
+        ASSERT_STREQ(ev_str(ev, 0, "level"), "critical");
         json_decref(ev);
 
         /* The last subscriber leaving removes the registration at once. */
@@ -630,7 +690,7 @@ static void test_slow_consumer(void) {
         for (uint64_t i = 0; i < n; i++) {
                 Body *body = make_pressure_body("/test");
 
-                registry_inject(&fx.reg, "/test", RESOURCE_MEMORY, LEVEL_LOW, body, now_usec(CLOCK_MONOTONIC));
+                registry_inject_split(&fx.reg, "/test", body, "/test", body, RESOURCE_MEMORY, LEVEL_LOW, now_usec(CLOCK_MONOTONIC));
                 body_unref(body);
                 /* The fast client reads as it goes. */
                 ev = peer_events(&fast);
@@ -661,7 +721,7 @@ static void test_slow_consumer(void) {
                 Body *body = make_pressure_body("/test");
                 uint64_t dropped = s->missed;
 
-                registry_inject(&fx.reg, "/test", RESOURCE_MEMORY, LEVEL_LOW, body, now_usec(CLOCK_MONOTONIC));
+                registry_inject_split(&fx.reg, "/test", body, "/test", body, RESOURCE_MEMORY, LEVEL_LOW, now_usec(CLOCK_MONOTONIC));
                 body_unref(body);
                 ev = peer_events(&slow);
                 ASSERT_EQ(json_array_size(ev), 1);
@@ -750,7 +810,7 @@ static void test_cleared_reserve(void) {
                 size_t before = slow.client->out.bytes;
 
                 ASSERT_TRUE(body);
-                registry_inject(&fx.reg, "/test", RESOURCE_MEMORY, LEVEL_LOW, body, now_usec(CLOCK_MONOTONIC));
+                registry_inject_split(&fx.reg, "/test", body, "/test", body, RESOURCE_MEMORY, LEVEL_LOW, now_usec(CLOCK_MONOTONIC));
                 body_unref(body);
                 if (before > 0 && slow.client->out.bytes > before)
                         small = slow.client->out.bytes - before;
@@ -892,6 +952,7 @@ static void test_fast_charge(void) {
 
 int main(void) {
         test_registry_fanout_and_release();
+        test_registry_inject_levels();
         test_registry_removed();
         test_registry_source();
         test_registry_move();

@@ -85,7 +85,7 @@ static void sample(Snapshot *s) {
                 .fast_uid = 1000,
                 .episode = {
                         .active = true,
-                        .cur = { .start_us = 10, .end_us = 0, .events = 33, .peak = 120000 },
+                        .cur = { .start_us = 10, .end_us = 0, .events = 33, .peak = 120000, .peak_known = true },
                         .last_event_us = 20,
                         .unquiet_us = 30,
                         .have_sample = true,
@@ -96,8 +96,8 @@ static void sample(Snapshot *s) {
         };
         r->history = calloc(2, sizeof(*r->history));
         ASSERT_TRUE(r->history);
-        r->history[0] = (EpisodeRecord) { 1, 2, 3, 4 };
-        r->history[1] = (EpisodeRecord) { 5, 6, 7, 8 };
+        r->history[0] = (EpisodeRecord) { 1, 2, 3, 4, true };
+        r->history[1] = (EpisodeRecord) { 5, 6, 7, 8, false };
 
         r = &s->registrations[1];
         *r = (SnapshotRegistration) {
@@ -199,6 +199,7 @@ static void assert_record_eq(const EpisodeRecord *a, const EpisodeRecord *b) {
         ASSERT_U64_EQ(a->end_us, b->end_us);
         ASSERT_U64_EQ(a->events, b->events);
         ASSERT_U64_EQ(a->peak, b->peak);
+        ASSERT_EQ(a->peak_known, b->peak_known);
 }
 
 static void assert_registration_eq(const SnapshotRegistration *a, const SnapshotRegistration *b) {

@@ -81,7 +81,10 @@ static void test_explicit(void) {
 
         expect_source(SELECTOR_PSI, &f, SOURCE_PSI);
         expect_source(SELECTOR_VMPRESSURE, &f, SOURCE_VMPRESSURE);
+        /* Only in v1: told so. */
         f.in_v2 = -ENOENT;
+        expect_error(SELECTOR_PSI, &f, "io.pressured.SourceUnavailable", "psi");
+        f.in_v1 = -ENOENT;
         expect_error(SELECTOR_PSI, &f, "io.pressured.NoSuchCgroup", NULL);
         f.has_v2 = false;
         expect_error(SELECTOR_PSI, &f, "io.pressured.SourceUnavailable", "psi");
@@ -91,6 +94,9 @@ static void test_explicit(void) {
 
         f = hybrid;
         f.in_v1 = -ENOENT;
+        /* Only in cgroup2: told so. */
+        expect_error(SELECTOR_VMPRESSURE, &f, "io.pressured.SourceUnavailable", "vmpressure");
+        f.in_v2 = -ENOENT;
         expect_error(SELECTOR_VMPRESSURE, &f, "io.pressured.NoSuchCgroup", NULL);
         f.has_v1 = false;
         expect_error(SELECTOR_VMPRESSURE, &f, "io.pressured.SourceUnavailable", "vmpressure");
@@ -175,11 +181,66 @@ static void test_level_cpu_io(void) {
         expect_error(SELECTOR_LEVEL, &f, "io.pressured.SourceUnavailable", "psi");
 }
 
+/*
+ * A cgroup only in the v1 memory hierarchy gets the same sentence from every
+ * selector that needs cgroup2, naming both hierarchies; a path naming a
+ * file is InvalidCgroupPath for every selector.
+ */
+static void test_v1_only_and_files(void) {
+        static const struct {
+                Selector selector;
+                Resource resource;
+                const char *source;
+        } cases[] = {
+                { SELECTOR_PSI, RESOURCE_MEMORY, "psi" },
+                { SELECTOR_LEVEL, RESOURCE_CPU, "psi" },
+                { SELECTOR_MEMORY_EVENTS, RESOURCE_MEMORY, "memory_events" },
+                { SELECTOR_PROTECTION, RESOURCE_MEMORY, "protection" },
+                { SELECTOR_KILLS, RESOURCE_MEMORY, "kills" },
+        };
+        static const Selector all[] = { SELECTOR_LEVEL, SELECTOR_PSI, SELECTOR_VMPRESSURE, SELECTOR_MEMORY_EVENTS,
+                                        SELECTOR_PROTECTION, SELECTOR_KILLS };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                CgroupFacts f = hybrid;
+                VarlinkError e = {};
+                SourceType t;
+                char want[256];
+
+                f.v2_root = "/sys/fs/cgroup/unified";
+                f.v1_root = "/sys/fs/cgroup/memory";
+                f.resource = cases[i].resource;
+                f.in_v2 = -ENOENT;
+                ASSERT_TRUE(source_choose(cases[i].selector, "/a", &f, &t, &e) < 0);
+                ASSERT_STREQ(e.name, "io.pressured.SourceUnavailable");
+                ASSERT_STREQ(json_string_value(json_object_get(e.parameters, "source")), cases[i].source);
+                snprintf(want, sizeof(want),
+                         "the cgroup exists only in the cgroup v1 memory hierarchy (/sys/fs/cgroup/memory), and %s "
+                         "needs it in the cgroup2 hierarchy (/sys/fs/cgroup/unified)", cases[i].source);
+                ASSERT_STREQ(json_string_value(json_object_get(e.parameters, "reason")), want);
+                varlink_error_done(&e);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(all); i++) {
+                CgroupFacts f = hybrid;
+
+                /* /x/memory.pressure: a file in both hierarchies' terms, or in one of them
+                 * and nothing in the other. */
+                f.in_v2 = f.in_v1 = -ENOTDIR;
+                expect_error(all[i], &f, "io.pressured.InvalidCgroupPath", NULL);
+                f.in_v1 = -ENOENT;
+                expect_error(all[i], &f, "io.pressured.InvalidCgroupPath", NULL);
+                f.in_v2 = -ENOENT;
+                f.in_v1 = -ENOTDIR;
+                expect_error(all[i], &f, "io.pressured.InvalidCgroupPath", NULL);
+        }
+}
+
 int main(void) {
         test_level_cpu_io();
         test_level();
         test_explicit();
         test_v2_only();
         test_kills();
+        test_v1_only_and_files();
         return 0;
 }

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The reading side of pressurectl top (client/top-cgroup.c, top-scan.c): the
+ * The reading side of pressurectl top (client/top-cgroup.c): the
  * hierarchy roots found in mountinfo text (the kernel files themselves are
- * parsed by kernfile.c, see test-kernfile.c), the reader of
- * GetProtection replies, and snapshots of
+ * parsed by kernfile.c, see test-kernfile.c), and snapshots of
  * fake cgroup2 and v1 trees: order, values, the union of both hierarchies,
  * event baselines, change marks, cgroups that appear and go, and the files
  * kept open between refreshes; and the kills of the last minute
@@ -22,7 +21,6 @@
 #include "tests.h"
 #include "top-cgroup.h"
 #include "top-kills.h"
-#include "top-scan.h"
 
 #define M (UINT64_C(1) << 20)
 
@@ -54,63 +52,6 @@ static void test_roots(void) {
         ASSERT_OK(top_roots_discover("garbage\n1 2 3\n- - - - - - - -\n\n", &r));
         ASSERT_TRUE(!r.v2 && !r.v1_memory);
         top_roots_done(NULL);
-}
-
-/* ---- GetProtection replies (top-scan.c) ------------------------------------------- */
-
-typedef struct Seen {
-        char path[8][64];
-        uint64_t emin[8], elow[8];
-        unsigned n, stop_after;
-} Seen;
-
-static int on_node(const char *cgroup, uint64_t emin, uint64_t elow, void *userdata) {
-        Seen *s = userdata;
-
-        if (s->n >= 8)
-                TEST_FAIL("too many nodes: %u", s->n);
-        snprintf(s->path[s->n], sizeof(s->path[s->n]), "%s", cgroup);
-        s->emin[s->n] = emin;
-        s->elow[s->n] = elow;
-        s->n++;
-        return s->stop_after && s->n >= s->stop_after ? -ECANCELED : 0;
-}
-
-static void test_scan(void) {
-        Seen s = {};
-
-        ASSERT_OK(top_scan_protection(
-                "{\"nodes\": [{\"cgroup\": \"/\", \"usage\": 5, \"emin\": 0, \"elow\": 0, \"state\": \"none\"},"
-                " {\"cgroup\": \"/a\\\"b\\\\c\\u00e9\", \"min\": null, \"emin\": 1048576, \"elow\": null,"
-                " \"x\": {\"y\": [1, 2.5, true]}}, {\"emin\": 7}, {}]}\n", on_node, &s));
-        ASSERT_EQ(s.n, 2); /* nodes without a cgroup are left out */
-        ASSERT_STREQ(s.path[0], "/");
-        ASSERT_U64_EQ(s.emin[0], 0);
-        ASSERT_STREQ(s.path[1], "/a\"b\\c\xc3\xa9");
-        ASSERT_U64_EQ(s.emin[1], M);
-        ASSERT_U64_EQ(s.elow[1], TOP_UNLIMITED);
-
-        /* Missing or odd values are unknown; a truncated reply is an error after what it held. */
-        s = (Seen) {};
-        ASSERT_ERR(top_scan_protection("{\"nodes\":[{\"cgroup\":\"/a\",\"emin\":-1,\"elow\":1.5},{\"cgroup\":\"/b\",\"emin\":2",
-                                       on_node, &s), EBADMSG);
-        ASSERT_EQ(s.n, 1);
-        ASSERT_U64_EQ(s.emin[0], TOP_NONE);
-        ASSERT_U64_EQ(s.elow[0], TOP_NONE);
-
-        s = (Seen) { .stop_after = 1 };
-        ASSERT_ERR(top_scan_protection("{\"nodes\":[{\"cgroup\":\"/a\"},{\"cgroup\":\"/b\"}]}", on_node, &s), ECANCELED);
-        ASSERT_EQ(s.n, 1);
-
-        s = (Seen) {};
-        ASSERT_OK(top_scan_protection("{\"nodes\":[]}", on_node, &s));
-        ASSERT_ERR(top_scan_protection("{}", on_node, &s), EBADMSG);
-        ASSERT_ERR(top_scan_protection("{\"other\":1}", on_node, &s), EBADMSG);
-        ASSERT_ERR(top_scan_protection("{\"nodes\":[]} trailing", on_node, &s), EBADMSG);
-        ASSERT_ERR(top_scan_protection("[[[[[[", on_node, &s), EBADMSG);
-        ASSERT_ERR(top_scan_protection("{\"nodes\":[{\"cgroup\":\"/a\\", on_node, &s), EBADMSG);
-        ASSERT_ERR(top_scan_protection("{\"nodes\":[{\"cgroup\":\"/a\\u12", on_node, &s), EBADMSG);
-        ASSERT_EQ(s.n, 0);
 }
 
 /* ---- fake trees ----------------------------------------------------------------- */
@@ -392,7 +333,6 @@ static void test_kills(void) {
 
 int main(void) {
         test_roots();
-        test_scan();
         test_snapshots();
         test_kills();
         printf("ok\n");
