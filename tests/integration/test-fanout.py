@@ -153,7 +153,7 @@ def main():
     with pt.quiet_cgroup() as cg, pt.Daemon(config_text=config) as d:
         test_many_clients(d, cg)
         test_slow_client(d, cg)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

@@ -9,7 +9,6 @@ crashing and missing hooks logged while the watch goes on, --count and
 errors."""
 import json
 import os
-import shutil
 import signal
 import stat
 import subprocess
@@ -239,20 +238,14 @@ def test_environment(d, cg):
 
 def test_completion():
     # The bash completion offers the options, and completes the hook's command line as a command's.
-    bc = '/usr/share/bash-completion/bash_completion'
-    if not (os.path.exists(bc) and shutil.which('bash')):
-        print('bash-completion is not installed; completion not checked')
+    if not pt.have_bash_completion('the completion of watch --exec'):
         return
-    comp = os.path.join(pt.SOURCE_ROOT, 'client', 'pressurectl.bash-completion')
     for words, want in ((['pressurectl', 'watch', '--exec-t'], ['--exec-timeout']),
                         (['pressurectl', 'watch', '--exe'], ['--exec-timeout', '--exec']),
                         (['pressurectl', 'watch', '--exec', 'mkfif'], ['mkfifo']),
                         (['pressurectl', 'watch', '--level', 'low', '--exec', 'mkfif'], ['mkfifo'])):
-        line = ' '.join(words)
-        script = (f'source {bc}; source {comp}; COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; '
-                  f'COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; _pressurectl 2>/dev/null; echo "${{COMPREPLY[@]}}"')
-        res = subprocess.run(['bash', '-c', script], capture_output=True, text=True, timeout=30)
-        check(set(res.stdout.split()) == set(want), f'completion of {line!r}', want, res.stdout, res.stderr)
+        got = pt.complete(words)
+        check(set(got) == set(want), f'completion of {" ".join(words)!r}', want, got)
 
 
 def test_other_kinds():
@@ -440,7 +433,7 @@ def main():
         test_failures(d, cg)
         test_timeout_with_run(d, cg)
         test_signal_forwarding(d, cg)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

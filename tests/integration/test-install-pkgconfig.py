@@ -136,7 +136,7 @@ def main():
             check(libdir in maps_lib, 'the installed library was used', maps_lib)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

@@ -87,16 +87,11 @@ def test_usage():
     check(res.returncode == 2 and '--user needs $XDG_RUNTIME_DIR' in res.stderr, 'notify --user without a runtime dir',
           res.returncode, res.stderr)
     # The bash completion knows the command, its options and their values.
-    bc = '/usr/share/bash-completion/bash_completion'
-    if os.path.exists(bc) and shutil.which('bash'):
-        comp = os.path.join(pt.SOURCE_ROOT, 'client', 'pressurectl.bash-completion')
+    if pt.have_bash_completion('the completion of notify'):
         for words, want in ((['pressurectl', 'no'], 'notify'), (['pressurectl', 'notify', '--dr'], '--dry-run'),
                             (['pressurectl', 'notify', '--on-cleared', 'r'], 'replace')):
-            line = ' '.join(words)
-            script = (f'source {bc}; source {comp}; COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; '
-                      f'COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; _pressurectl; echo "${{COMPREPLY[@]}}"')
-            res = subprocess.run(['bash', '-c', script], capture_output=True, text=True, timeout=30)
-            check(res.stdout.split() == [want], f'completion of {line!r}', res.stdout, res.stderr)
+            got = pt.complete(words)
+            check(got == [want], f'completion of {" ".join(words)!r}', got)
 
 
 def refusing_daemon(path):
@@ -507,7 +502,7 @@ def main():
         d.__exit__(*sys.exc_info())
         bus.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

@@ -205,3 +205,4 @@ def main():
 
 if __name__ == '__main__':
     main()
+    pt.finish()

@@ -119,7 +119,7 @@ def main():
     with off:
         pt.check(not os.path.exists(os.path.join(off.tmpdir, 'memory-pressure')), 'Socket= empty: no socket')
         pt.check('memory-pressure' not in off.log() or 'is off' in off.log(), 'no memory-pressure socket served')
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

@@ -112,7 +112,7 @@ def main():
         pt.skip(f'{pt.PRESSURECTL} is not built')
     test_restart()
     test_wait_for_daemon()
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

@@ -125,7 +125,7 @@ def main():
             expect_event(sub, 4, d, cg)
         ctl.close()
         sub.close()
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

@@ -13,11 +13,8 @@ system-wide cpu level "full" keeps its trigger; pressurectl watch and
 inject --resource, and the bash completion."""
 import json
 import os
-import shlex
-import shutil
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.environ.get('PRESSURED_SOURCE_ROOT',
                                                os.path.join(os.path.dirname(__file__), '..', '..')), 'tests'))
@@ -274,17 +271,11 @@ def test_pressurectl(d, cg):
     check(res.returncode == 1 and 'Invalid trigger: cpu "full" pressure is not defined for the whole system' in
           res.stderr and 'STALL THRESHOLD WINDOW' not in res.stderr, 'watch cpu critical on "/"', res.stderr)
     # The bash completion offers the resources.
-    bc = '/usr/share/bash-completion/bash_completion'
-    if os.path.exists(bc) and shutil.which('bash'):
-        comp = os.path.join(pt.SOURCE_ROOT, 'client', 'pressurectl.bash-completion')
+    if pt.have_bash_completion('the completion of --resource'):
         for words, want in ((['pressurectl', 'watch', '--resource', ''], ['cpu', 'io', 'memory']),
                             (['pressurectl', 'inject', '--res'], ['--resource'])):
-            line = ' '.join(words)
-            script = (f'source {bc}; source {comp}; COMP_WORDS=({" ".join(shlex.quote(w) for w in words)}); '
-                      f'COMP_CWORD={len(words) - 1}; COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; '
-                      '_pressurectl; echo "${COMPREPLY[@]}"')
-            res = subprocess.run(['bash', '-c', script], capture_output=True, text=True, timeout=30)
-            check(sorted(res.stdout.split()) == want, f'completion of {line!r}', res.stdout, res.stderr)
+            got = pt.complete(words)
+            check(sorted(got) == want, f'completion of {" ".join(words)!r}', got)
 
 
 def main():

@@ -69,16 +69,11 @@ def test_usage(tmp):
     res = pt.run_ctl('--help')
     check(' top ' in res.stdout, 'pressurectl --help lists top', res.stdout)
     # The bash completion knows the command and its options.
-    bc = '/usr/share/bash-completion/bash_completion'
-    if os.path.exists(bc) and shutil.which('bash'):
-        comp = os.path.join(pt.SOURCE_ROOT, 'client', 'pressurectl.bash-completion')
+    if pt.have_bash_completion('the completion of top'):
         for words, want in ((['pressurectl', 't'], 'top'), (['pressurectl', 'top', '--it'], '--iterations'),
                             (['pressurectl', 'top', '--no'], '--no-protection')):
-            line = ' '.join(words)
-            script = (f'source {bc}; source {comp}; COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; '
-                      f'COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; _pressurectl; echo "${{COMPREPLY[@]}}"')
-            res = subprocess.run(['bash', '-c', script], capture_output=True, text=True, timeout=30)
-            check(res.stdout.split() == [want], f'completion of {line!r}', res.stdout, res.stderr)
+            got = pt.complete(words)
+            check(got == [want], f'completion of {" ".join(words)!r}', got)
     # A subtree that exists nowhere is an error, not an empty screen.
     res = tt.run_top('--batch', '--iterations', '1', '--cgroup-root', root, '/nowhere', socket=no_daemon(tmp))
     check(res.returncode == 0 and 'cannot read /nowhere' in res.stdout, 'top /nowhere says so', res.stdout,
@@ -990,7 +985,7 @@ def main():
             shutil.rmtree(tmp, ignore_errors=True)
     if not tt.have_tmux():
         pt.skip('tmux is not installed (the batch tests passed)')
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

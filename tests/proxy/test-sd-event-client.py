@@ -130,7 +130,7 @@ def main():
         pt.check('connected' in d.log() and 'disconnected' in d.log(), 'connect/disconnect logged')
         for x in clients:
             x.stop()
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

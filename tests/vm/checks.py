@@ -1726,6 +1726,7 @@ def t_hardening():
 
 
 def main():
+    pt.own_verdict()  # TAP: each check's line and the exit status say how it went
     os.chdir('/')
     only = sys.argv[1:]
     todo = [(n, fn) for n, fn in results if not only or fn.__name__ in only]
