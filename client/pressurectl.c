@@ -1600,7 +1600,7 @@ static void help(void) {
                "  memory-pressure-env [--psi T]  drop-in lines for sd-event programs\n\n"
                "Options:\n"
                "  -h --help          show this help ('pressurectl COMMAND --help' for a command)\n"
-               "     --version       show the version\n"
+               "  -V --version       show the version\n"
                "     --socket PATH   the daemon's socket (default: $PRESSURED_SOCKET, else\n"
                "                     /run/pressured/io.pressured)\n"
                "     --user          the per-user daemon's socket in $XDG_RUNTIME_DIR\n"
@@ -1633,7 +1633,7 @@ int main(int argc, char **argv) {
         setvbuf(stdout, NULL, _IOLBF, 0);
 
         /* Options before the command; "+" stops at the first non-option. */
-        while ((opt = getopt_long(argc, argv, "+h", options, NULL)) >= 0) {
+        while ((opt = getopt_long(argc, argv, "+hV", options, NULL)) >= 0) {
                 if (common_option(opt))
                         continue;
                 switch (opt) {

@@ -64,6 +64,8 @@ def test_usage():
     check('--level low' in pt.run_ctl('watch', '--help').stdout, 'watch --help names the default selector')
     res = expect(pt.run_ctl('--version'), 0, '--version')
     check(res.stdout.startswith('pressurectl '), '--version output', res.stdout)
+    pt.check_eq(expect(pt.run_ctl('-V'), 0, '-V').stdout, res.stdout, '-V is --version')
+    pt.check_eq(expect(pt.run_ctl('-h'), 0, '-h').stdout, pt.run_ctl('--help').stdout, '-h is --help')
 
 
 def error_object(res):
