@@ -1356,27 +1356,6 @@ static void help(void) {
                "                            mountinfo); either option turns off discovery of both\n");
 }
 
-/* "/a/b/" -> "/a/b"; NULL for a path that is not absolute or holds "." or ".." components. */
-static char *normalize_subtree(const char *s) {
-        char *p;
-        size_t n;
-
-        if (!s || s[0] != '/')
-                return NULL;
-        p = strdup(s);
-        if (!p)
-                return NULL;
-        n = strlen(p);
-        while (n > 1 && p[n - 1] == '/')
-                p[--n] = 0;
-        for (const char *c = p; *c; c++)
-                if (c[0] == '/' && c[1] == '.' && (c[2] == '/' || !c[2] || (c[2] == '.' && (c[3] == '/' || !c[3])))) {
-                        free(p);
-                        return NULL;
-                }
-        return p;
-}
-
 /* Apply one option of top's command line to @t; returns 0, or the exit status to end with. */
 static int top_parse_option(Top *t, int opt, const char *arg, bool *roots_given) {
         switch (opt) {
@@ -1385,6 +1364,7 @@ static int top_parse_option(Top *t, int opt, const char *arg, bool *roots_given)
                 return 0;
         case 'j':
                 t->json = true;
+                cli_set_json(true);
                 break;
         case 's':
                 t->socket = arg;
@@ -1394,14 +1374,16 @@ static int top_parse_option(Top *t, int opt, const char *arg, bool *roots_given)
                 break;
         case 'd':
                 if (parse_seconds(arg, 86400, &t->delay_usec) < 0)
-                        return usage_error("top ", "invalid delay '%s'", arg);
+                        return usage_error("top ", "invalid delay '%s', expected seconds from 0 to 86400 (fractions allowed)",
+                                           arg);
                 break;
         case 'b':
                 t->batch = true;
                 break;
         case 'n':
                 if (parse_uint(arg, UINT64_MAX, &t->iterations) < 0 || t->iterations == 0)
-                        return usage_error("top ", "invalid iterations '%s'", arg);
+                        return usage_error("top ", "invalid iterations '%s', expected a whole number from 1 to %" PRIu64,
+                                           arg, UINT64_MAX);
                 break;
         case 'P':
                 t->show_protection = false;
@@ -1449,11 +1431,9 @@ static int top_parse(Top *t, int argc, char **argv, bool *roots_given) {
                         return r;
         }
         if (optind < argc) {
-                t->subtree = normalize_subtree(argv[optind]);
-                if (!t->subtree)
-                        return usage_error("top ", "invalid cgroup '%s': give an absolute path such as /system.slice",
-                                     argv[optind]);
-                optind++;
+                r = cgroup_arg("top ", argv[optind++], &t->subtree);
+                if (r != 0)
+                        return r;
         }
         if (optind < argc)
                 return usage_error("top ", "unexpected argument '%s'", argv[optind]);
@@ -1475,15 +1455,11 @@ static int top_setup(Top *t, bool roots_given) {
 
         if (!roots_given) {
                 r = top_roots_from_mountinfo(&t->roots);
-                if (r < 0) {
-                        fprintf(stderr, "pressurectl: top: cannot read /proc/self/mountinfo: %s\n", strerror(-r));
-                        return EXIT_DAEMON_ERROR;
-                }
+                if (r < 0)
+                        return cli_fail("top", r, "cannot read /proc/self/mountinfo: %s", strerror(-r));
         }
-        if (!t->roots.v2 && !t->roots.v1_memory) {
-                fprintf(stderr, "pressurectl: top: no cgroup hierarchy found (no cgroup2 or v1 memory mount)\n");
-                return EXIT_DAEMON_ERROR;
-        }
+        if (!t->roots.v2 && !t->roots.v1_memory)
+                return cli_fail("top", 0, "no cgroup hierarchy found (no cgroup2 or v1 memory mount)");
 
         r = pressure_client_new(&t->client);
         if (r >= 0 && t->socket)
@@ -1494,10 +1470,10 @@ static int top_setup(Top *t, bool roots_given) {
                 r = pressure_client_set_call_timeout(t->client, USEC_PER_SEC / 2);
         if (r >= 0)
                 r = kills_subscribe(t);
-        if (r < 0) {
-                fprintf(stderr, "pressurectl: top: cannot set up the client: %s\n", strerror(-r));
-                return r == -ENOMEM ? EXIT_DAEMON_ERROR : EXIT_USAGE;
-        }
+        if (r == -ENOMEM)
+                return cli_fail("top", r, "cannot set up the client: %s", strerror(-r));
+        if (r < 0)
+                return usage_error("top ", "cannot set up the client: %s", strerror(-r));
         return -1;
 }
 
@@ -1552,9 +1528,7 @@ int top_main(int argc, char **argv, const char *socket, bool user, bool json) {
         r = t.batch ? run_batch(&t) : run_screen(&t);
         if (r == -ENOTTY)
                 return EXIT_USAGE;
-        if (r < 0) {
-                fprintf(stderr, "pressurectl: top: %s\n", strerror(-r));
-                return EXIT_DAEMON_ERROR;
-        }
+        if (r < 0)
+                return cli_fail("top", r, "%s", strerror(-r));
         return 0;
 }

@@ -165,7 +165,8 @@ def inject(d, cg, n=1):
 
 
 def event_lines(h):
-    return [line for line in h.stdout().splitlines() if line.startswith('{')]
+    """The events a watch --json printed, the subscribed one aside."""
+    return [line for line in h.stdout().splitlines() if line.startswith('{') and '"kind":"subscribed"' not in line]
 
 
 def test_usage():
@@ -231,7 +232,37 @@ def test_environment(d, cg):
         check_eq(run['uid'], os.getuid(), 'the hook runs as the user running pressurectl')
         check_eq(run['pgid'], run['pid'], 'the hook leads a process group of its own')
         check_eq(sorted(run['fds']), ['0', '1', '2'], "no fd of pressurectl's leaks into the hook")
-        check_eq(h.stderr().count('pressurectl: hook'), 0, 'a run that ends well is not reported')
+        # With --json the hook writes to pressurectl's stderr: stdout carries JSON only.
+        check(run['fds']['1'] == run['fds']['2'] == h.err, "the hook's stdout is pressurectl's stderr", run['fds'])
+        check_eq(h.stderr().count('hook'), 0, 'a run that ends well is not reported')
+    finally:
+        h.close()
+
+
+def test_json(d, cg):
+    """With --json, stdout is JSON only: the subscribed event and the events, not what the hook
+    prints; a hook that failed is a {"notice": ...} line on stderr."""
+    h = Hooks()
+    try:
+        h.start(d, cg, *SELECTOR, '--count', '1', '--json', '--exec', 'sh', '-c', 'echo the hook speaks; exit 3')
+        inject(d, cg)
+        h.finish(0, 'watch --json with a failing hook')
+        kinds = [json.loads(line)['kind'] for line in h.stdout().splitlines()]
+        check_eq(kinds, ['subscribed', 'pressure'], 'stdout: the subscribed event and the event, nothing else')
+        err = h.stderr().splitlines()
+        check('the hook speaks' in err, "the hook's output went to stderr", err)
+        notices = [json.loads(line) for line in err if line != 'the hook speaks']
+        check_eq(notices, [{'notice': "hook 'sh' (event seq 1) exited with status 3"}], 'the failure as a notice')
+    finally:
+        h.close()
+    # Without --json the hook shares stdout, and the failure is a sentence.
+    h = Hooks()
+    try:
+        h.start(d, cg, *SELECTOR, '--count', '1', '--exec', 'sh', '-c', 'echo the hook speaks; exit 3')
+        inject(d, cg)
+        h.finish(0, 'watch with a failing hook')
+        check('the hook speaks' in h.stdout().splitlines(), "the hook's output on stdout", h.stdout())
+        check_eq(h.stderr(), "pressurectl: hook 'sh' (event seq 1) exited with status 3\n", 'the failure')
     finally:
         h.close()
 
@@ -428,6 +459,7 @@ def main():
     test_until_cleared()
     with pt.quiet_cgroup() as cg, pt.Daemon(config_text=CONFIG) as d:
         test_environment(d, cg)
+        test_json(d, cg)
         test_coalescing(d, cg)
         test_timeout_kill(d, cg)
         test_failures(d, cg)

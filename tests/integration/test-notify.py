@@ -133,13 +133,22 @@ def test_nothing_left(tmp):
                                            '--cgroup', '/gone'], capture_output=True, text=True, timeout=WAIT)
     finally:
         fake.close()
-    errors = [json.loads(line) for line in res.stderr.splitlines() if line.startswith('{')]
+    # --json: nothing but JSON on stderr either: notices, then the refusal naming the watch's cgroup,
+    # then the failure that ends notify, last.
+    lines = [json.loads(line) for line in res.stderr.splitlines()]
+    errors = [o for o in lines if 'error' in o]
+    notices = [o['notice'] for o in lines if 'notice' in o]
     check(res.returncode == 1 and errors == [{'error': 'io.pressured.PermissionDenied',
                                              'parameters': {'reason': 'refused by the test'},
                                              'message': 'Permission denied: refused by the test; use a cgroup '
                                                         'delegated to your user, or try sudo.',
-                                             'cgroup': '/'}],
-          'notify --json reports the refusal as one JSON object', res.returncode, res.stderr)
+                                             'cgroup': '/'},
+                                            {'error': 'pressurectl.Failed', 'parameters': {},
+                                             'message': 'nothing left to watch'}] and lines[-1] == errors[-1],
+          'notify --json reports the refusal and its end as JSON objects', res.returncode, res.stderr)
+    check('notify: /gone is gone, no longer watching it' in notices and len(notices) + len(errors) == len(lines),
+          'the notices as {"notice": ...}', lines)
+    check(res.stdout == '', 'nothing was shown', res.stdout)
 
 
 def session_or_fallback():

@@ -1224,7 +1224,8 @@ def t_cgroup_namespace():
         bad = run_in(cg, container + [pt.PRESSURECTL, 'watch', '/..', '--level', 'low', '--count', '1'],
                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         _, berr = bad.communicate(timeout=REPLY)
-        pt.check(bad.returncode == 1 and 'Invalid cgroup path' in berr, '"/.." from the container', bad.returncode, berr)
+        pt.check(bad.returncode == 2 and "invalid cgroup '/..'" in berr, '"/.." from the container: a usage error',
+                 bad.returncode, berr)
 
         # A root process without capabilities in a plain cgroup namespace: the daemon may compare its
         # namespace (no ptrace rights needed over it), and its root is its own cgroup.
@@ -1234,8 +1235,9 @@ def t_cgroup_namespace():
         pt.check(call('io.pressured.Inject', {'cgroup': cg2, 'level': 'low'})['delivered'] == 1, 'Inject on cg2')
         pout, perr = plain.communicate(timeout=REPLY)
         pevs = [json.loads(line) for line in pout.splitlines() if line.startswith('{')]
-        pt.check(plain.returncode == 0 and [e['cgroup'] for e in pevs] == ['/'], 'the plain namespace got "/"',
-                 plain.returncode, pout, perr)
+        pt.check(plain.returncode == 0 and [(e['kind'], e['cgroup']) for e in pevs] == [('subscribed', '/'),
+                                                                                       ('pressure', '/')],
+                 'the plain namespace subscribed to "/" and got "/"', plain.returncode, pout, perr)
         return (f'container in {cg}/app: subscribed "/" = {cg} (2 subscribers), inject and a PSI event '
                 f'{took:.1f} s into the load both on "/"; its GetStatus {names}; "/.." refused; '
                 f'capability-less root in unshare -C: "/" = {cg2}')
