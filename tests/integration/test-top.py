@@ -811,6 +811,41 @@ def test_screen(tmp, width, height):
         tt.check_terminal_sane(term, tmp)
 
 
+def column_header(screen):
+    return next(ln for ln in screen.splitlines() if ln.startswith('CGROUP'))
+
+
+def test_screen_narrow(tmp, width, height):
+    """A narrow screen: the names shrink first, down to 8 columns, then the columns give way,
+    least useful first; the column of the sort key stays whatever it is (the three counters for
+    "events", CPU, IO and RECLAIM too, which a wider screen shows only where they fit)."""
+    root = make_tree(tmp)
+    # A column's title as the header shows it: each right-aligned after a space.
+    want = {'some': [' SOME'], 'full': [' FULL'], 'current': ['USAGE'], 'events': ['+HIGH', ' +MAX', '+OOMK'],
+            'path': [], 'episode': ['EPISODE'], 'cpu': ['  CPU'], 'io': ['   IO'], 'reclaim': ['RECLAIM']}
+    with tt.Terminal(width, height) as term:
+        start_top(term, root, tmp)
+        screen = term.wait_for(lambda s: 'idle' in s, 'the cgroup rows')
+        for key in ('some', 'full', 'current', 'events', 'path', 'episode', 'cpu', 'io', 'reclaim'):
+            if key != 'some':
+                term.send('s')
+                # The key line names the sort key (the title line is cut on a narrow screen).
+                screen = term.wait_for(lambda s: f's sort ({key})' in s, f'sort: {key}')
+            header = column_header(screen)
+            check(all(len(ln) <= width for ln in screen.splitlines()), f'sort {key}: fits {width} columns', screen)
+            check(all(w in header for w in want[key]), f'sort {key}: its column is shown at {width} columns',
+                  header)
+            # Each column after the name is a space and its title right-aligned in its width.
+            widths = {'V': 1, 'EPISODE': 7, 'RECLAIM': 7, 'KILLED': 7}
+            names = len(header.rstrip()) - sum(1 + widths.get(w, 5) for w in header.split()[1:])
+            check(names >= 8, f'sort {key}: the names keep at least 8 columns', header)
+            check(LONG not in screen and LONG[:names - 1] in screen, 'long names cut to fit', screen)
+            if width <= 50:
+                check('+HIGH' not in header or key == 'events', f'sort {key}: +HIGH gave way first', header)
+        term.send('q')
+        term.wait_text('EXIT=0')
+
+
 def episode_cells(screen):
     """{first word of a table row: its EPISODE cell}, by the column header's position."""
     lines = screen.splitlines()
@@ -867,7 +902,10 @@ def test_screen_reclaim(tmp, width, height):
     try:
         with tt.Terminal(width, height) as term:
             start_top(term, root, tmp, socket=fake.path)
-            screen = term.wait_for(lambda s: 'idle' in s and 'daemon fake' in s, 'the rows with the daemon up')
+            # A capture may catch a redraw halfway (the daemon line written, the column header not
+            # yet): wait for the whole of it.
+            screen = term.wait_for(lambda s: 'idle' in s and 'daemon fake' in s and ('RECLAIM' in s or width < 100),
+                                   'the rows with the daemon up')
             lines = screen.splitlines()
             header = next(ln for ln in lines if ln.startswith('CGROUP'))
             check(all(len(ln) <= width for ln in lines), 'fits the terminal', screen)
@@ -883,7 +921,8 @@ def test_screen_reclaim(tmp, width, height):
                       'the cells under RECLAIM', cells)
             # s up to "reclaim": siblings by the bytes reclaimed, those the controller holds first.
             term.send(*['s'] * 8)
-            screen = term.wait_for(lambda s: 'sort: reclaim' in s, 'sort: reclaim')
+            # The key line comes last in a redraw: the rows above it are drawn by then.
+            screen = term.wait_for(lambda s: 's sort (reclaim)' in s, 'sort: reclaim')
             names = table_names(screen)
             check(names[:2] == ['/', 'app'] and names.index('db') < names.index('web') < names.index('idle'),
                   'sorted by the bytes reclaimed', names)
@@ -980,7 +1019,9 @@ def main():
                     lambda tmp: test_screen_reclaim(tmp, 80, 24), lambda tmp: test_screen_reclaim(tmp, 100, 30),
                     lambda tmp: test_screen_reclaim(tmp, 200, 50),
                     lambda tmp: test_screen_kills(tmp, 80, 24), lambda tmp: test_screen_kills(tmp, 100, 30),
-                    lambda tmp: test_screen_kills(tmp, 200, 50)]
+                    lambda tmp: test_screen_kills(tmp, 200, 50),
+                    lambda tmp: test_screen_narrow(tmp, 50, 24), lambda tmp: test_screen_narrow(tmp, 80, 24),
+                    lambda tmp: test_screen_narrow(tmp, 36, 24)]
     if tt.have_tmux():
         tests += screen_tests
     else:
