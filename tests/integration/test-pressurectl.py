@@ -56,6 +56,21 @@ def test_usage():
     expect(pt.run_ctl('watch', '--memory-events', '--until-cleared'), 2, '--until-cleared without episodes')
     expect(pt.run_ctl('history', '/a', '/b'), 2, 'history with two cgroups')
 
+    # A number out of its range names the range.
+    for args, says in ((['watch', '--count', '0'], "invalid count '0', expected a whole number from 1 to "
+                                                   "18446744073709551615"),
+                       (['watch', '--timeout', '2e9'], "invalid timeout '2e9', expected seconds from 0 to 1000000000"),
+                       (['watch', '--min-interval', '2147483648'], "invalid interval '2147483648', expected "
+                                                                   "milliseconds from 0 to 2147483647"),
+                       (['watch', '--exec-timeout', '0', '--exec', 'true'], "invalid exec timeout '0', expected "
+                                                                            "seconds over 0, at most 1000000000"),
+                       (['top', '--batch', '-d', '90000'], "invalid delay '90000', expected seconds from 0 to 86400"),
+                       (['top', '--batch', '--iterations', '0'], "invalid iterations '0', expected a whole number "
+                                                                 "from 1 to"),
+                       (['inject', '--level', 'high'], "invalid level 'high', expected low, medium or critical")):
+        res = expect(pt.run_ctl(*args), 2, ' '.join(args))
+        check(res.stderr.startswith('pressurectl: ' + says), f'{" ".join(args)}: the range is named', res.stderr)
+
     res = expect(pt.run_ctl('--help'), 0, '--help')
     for cmd in ('status', 'watch', 'protection', 'inject', 'reload', 'history'):
         check(cmd in res.stdout, f'--help lists {cmd}', res.stdout)
