@@ -657,9 +657,14 @@ typedef struct NotifyArgs {
         pressure_level level; /* --level */
         bool roots_given;     /* --cgroup-root or --cgroup-v1-root */
         bool no_kills;        /* --no-kills */
+        const char *socket;   /* --socket, the global one unless given after the command */
+        bool user;            /* --user, likewise */
 } NotifyArgs;
 
-enum { ARG_CGROUP = 0x100, ARG_LEVEL, ARG_ON_CLEARED, ARG_MIN_INTERVAL, ARG_DRY_RUN, ARG_ROOT, ARG_V1_ROOT, ARG_NO_KILLS };
+enum {
+        ARG_CGROUP = 0x100, ARG_LEVEL, ARG_ON_CLEARED, ARG_MIN_INTERVAL, ARG_DRY_RUN, ARG_ROOT, ARG_V1_ROOT, ARG_NO_KILLS,
+        ARG_JSON, ARG_SOCKET, ARG_USER,
+};
 
 /* Apply one option to @n and @a; returns -1 to go on, or the exit status to end with. */
 static int parse_option(Notifier *n, NotifyArgs *a, int opt, const char *arg) {
@@ -700,6 +705,17 @@ static int parse_option(Notifier *n, NotifyArgs *a, int opt, const char *arg) {
         case ARG_NO_KILLS:
                 a->no_kills = true;
                 return -1;
+        /* The global options may come after the command too. */
+        case ARG_JSON:
+                n->json = true;
+                cli_set_json(true);
+                return -1;
+        case ARG_SOCKET:
+                a->socket = arg;
+                return -1;
+        case ARG_USER:
+                a->user = true;
+                return -1;
         case ARG_ROOT:
         case ARG_V1_ROOT: {
                 char **dst = opt == ARG_ROOT ? &n->roots.v2 : &n->roots.v1_memory;
@@ -728,6 +744,9 @@ static int parse_argv(Notifier *n, NotifyArgs *a, int argc, char **argv) {
                 { "no-kills",       no_argument,       NULL, ARG_NO_KILLS },
                 { "cgroup-root",    required_argument, NULL, ARG_ROOT },
                 { "cgroup-v1-root", required_argument, NULL, ARG_V1_ROOT },
+                { "json",           no_argument,       NULL, ARG_JSON },
+                { "socket",         required_argument, NULL, ARG_SOCKET },
+                { "user",           no_argument,       NULL, ARG_USER },
                 {}
         };
         int opt, r;
@@ -827,7 +846,7 @@ static int signals_open(void) {
 int notify_main(int argc, char **argv, const char *socket, bool user, bool json) {
         _cleanup_(notifier_done) Notifier n = { .min_interval_us = NOTIFY_DEFAULT_INTERVAL_USEC, .json = json,
                                                 .markup = -1 };
-        NotifyArgs a = { .level = PRESSURE_LEVEL_MEDIUM };
+        NotifyArgs a = { .level = PRESSURE_LEVEL_MEDIUM, .socket = socket, .user = user };
         _cleanup_close_ int sigfd = -EBADF;
         int r;
 
@@ -840,7 +859,7 @@ int notify_main(int argc, char **argv, const char *socket, bool user, bool json)
                         "notifications will not name child cgroups");
         n.have_roots = n.roots.v2 || n.roots.v1_memory;
 
-        r = client_setup(&n, socket, user);
+        r = client_setup(&n, a.socket, a.user);
         if (r >= 0)
                 return r;
         r = watches_add(&n, &a);

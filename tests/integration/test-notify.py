@@ -129,7 +129,8 @@ def test_nothing_left(tmp):
     path = os.path.join(tmp, 'refusing-json.sock')
     fake = refusing_daemon(path)
     try:
-        res = subprocess.run(pt.WRAPPER + [pt.PRESSURECTL, '--socket', path, '--json', 'notify', '--dry-run',
+        # (The global options after the command, as for every other command.)
+        res = subprocess.run(pt.WRAPPER + [pt.PRESSURECTL, 'notify', '--dry-run', '--json', '--socket', path,
                                            '--cgroup', '/gone'], capture_output=True, text=True, timeout=WAIT)
     finally:
         fake.close()
