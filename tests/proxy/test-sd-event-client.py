@@ -95,7 +95,11 @@ def main():
                     'Inject reaches the subscribers GetStatus counts')
         pt.wait_for(lambda: all(x.count() >= (2 if x is c else 1) for x in clients), timeout=WAIT,
                     what='every client called back')
-        pt.check_eq(v.recv(timeout=WAIT)['parameters']['event']['kind'], 'pressure', 'varlink subscriber got it')
+        ev = v.recv(timeout=WAIT)['parameters']['event']
+        if ev['kind'] == 'cleared':
+            # The episode of the first Inject ended while the clients started (slow on a loaded machine).
+            ev = v.recv(timeout=WAIT)['parameters']['event']
+        pt.check_eq(ev['kind'], 'pressure', 'varlink subscriber got it')
         v.close()
 
         # SIGKILL releases the share; the last one out closes the registration.
