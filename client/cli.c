@@ -101,7 +101,7 @@ int usage_error(const char *command, const char *fmt, ...) {
                 r = asprintf(&reason, "unknown option or missing argument: '%s'",
                              args && optind > 0 ? args[optind - 1] : "?");
         if (r < 0)
-                reason = NULL;
+                reason = NULL; /* undefined after a failure */
         return error_report_usage(stderr, json_mode, command ?: "", reason);
 }
 
@@ -143,7 +143,9 @@ void cli_notice(const char *fmt, ...) {
         va_start(ap, fmt);
         r = vasprintf(&text, fmt, ap);
         va_end(ap);
-        notice_report(stderr, json_mode, r < 0 ? fmt : text);
+        if (r < 0)
+                text = NULL; /* undefined after a failure */
+        notice_report(stderr, json_mode, text ?: fmt);
 }
 
 /**
@@ -160,7 +162,9 @@ int cli_fail(const char *command, int r, const char *fmt, ...) {
         va_start(ap, fmt);
         k = vasprintf(&text, fmt, ap);
         va_end(ap);
-        return error_report_failure(stderr, json_mode, command, r, k < 0 ? fmt : text);
+        if (k < 0)
+                text = NULL; /* undefined after a failure */
+        return error_report_failure(stderr, json_mode, command, r, text ?: fmt);
 }
 
 /**

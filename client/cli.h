@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What pressurectl's commands (status, watch, protection, top, ...) share:
- * the exit codes of the command line, usage errors, number arguments and
- * size formatting.
+ * the exit codes of the command line, whether output is JSON (--json),
+ * usage errors, notices and pressurectl's own failures (written as
+ * error-text.h says), CGROUP and number arguments, and size formatting.
  * No daemon access.
  */
 #pragma once
