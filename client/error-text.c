@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* pressurectl's failure reports, as sentences or JSON objects; see error-text.h. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -308,6 +310,11 @@ char *error_sentence(const char *command, const char *name, json_t *params) {
         return buf;
 }
 
+/* Whether the daemon's error @name says that a value the user typed is wrong: a usage error (exit 2). */
+static bool error_is_usage(const char *name) {
+        return streq(name, "io.pressured.InvalidTrigger") || streq(name, "io.pressured.InvalidCgroupPath");
+}
+
 /* The name and parameters of pressurectl's own failure @r at @socket; sets *@ret_exit. */
 static json_t *local_error(const char *socket, int r, const char **ret_name, int *ret_exit) {
         /* libpressure says ECONNREFUSED both for a socket nobody serves and for
@@ -365,7 +372,7 @@ json_t *error_describe(const char *command, const char *socket, int r, const cha
                         json_decref(p);
                         p = json_object();
                 }
-                *ret_exit = r == -EACCES ? EXIT_DENIED : EXIT_DAEMON_ERROR;
+                *ret_exit = r == -EACCES ? EXIT_DENIED : error_is_usage(name) ? EXIT_USAGE : EXIT_DAEMON_ERROR;
         } else
                 p = local_error(socket, r, &name, ret_exit);
         if (!p)
@@ -406,4 +413,96 @@ int error_report(FILE *f, bool json, const char *command, const char *socket, in
                 fprintf(f, "pressurectl: %s: %s\n", command, json_string_value(json_object_get(o, "message")));
         json_decref(o);
         return exit_code;
+}
+
+/* @o (stolen) on one line of @f; false if out of memory. */
+static bool put_object(FILE *f, json_t *o) {
+        char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+        json_decref(o);
+        if (!text)
+                return false;
+        fprintf(f, "%s\n", text);
+        free(text);
+        return true;
+}
+
+/**
+ * error_report_usage - report a mistake on the command line
+ * @f: where to
+ * @json: as a JSON object
+ * @command: the command with its trailing space, or ""
+ * @reason: what is wrong, or NULL if getopt said it
+ */
+int error_report_usage(FILE *f, bool json, const char *command, const char *reason) {
+        _cleanup_free_ char *message = NULL, *name = strdup(command);
+        size_t n;
+
+        if (!json) {
+                if (reason)
+                        fprintf(f, "pressurectl: %s\n", reason);
+                fprintf(f, "Try 'pressurectl %s--help'.\n", command);
+                return EXIT_USAGE;
+        }
+        /* "watch " names the command "watch"; "" names none. */
+        n = name ? strlen(name) : 0;
+        if (n > 0 && name[n - 1] == ' ')
+                name[n - 1] = 0;
+        if (asprintf(&message, "%s%sTry 'pressurectl %s--help'.", reason ?: "", reason ? ". " : "", command) < 0)
+                message = NULL;
+        if (!put_object(f, json_pack("{s:s, s:{s:s, s:s?}, s:s}", "error", CLI_ERROR_USAGE, "parameters",
+                                     "command", name ?: "", "reason", reason, "message", message ?: "")))
+                fprintf(f, "pressurectl: %s\n", reason ?: strerror(ENOMEM));
+        return EXIT_USAGE;
+}
+
+/**
+ * error_report_failure - report a failure of pressurectl's own
+ * @f: where to
+ * @json: as a JSON object
+ * @command: the command that failed
+ * @r: its negative errno, or 0
+ * @message: the sentence
+ */
+int error_report_failure(FILE *f, bool json, const char *command, int r, const char *message) {
+        json_t *p;
+
+        if (!json) {
+                fprintf(f, "pressurectl: %s: %s\n", command, message);
+                return EXIT_DAEMON_ERROR;
+        }
+        p = r < 0 ? json_pack("{s:s, s:s}", "errno", strerrorname_np(-r) ?: "?", "reason", strerror(-r)) : json_object();
+        if (!put_object(f, json_pack("{s:s, s:o?, s:s}", "error", CLI_ERROR_FAILED, "parameters", p, "message",
+                                     message)))
+                fprintf(f, "pressurectl: %s: %s\n", command, message);
+        return EXIT_DAEMON_ERROR;
+}
+
+/**
+ * error_report_timeout - report a command that ran out of time
+ * @f: where to
+ * @json: as a JSON object
+ * @command: the command
+ * @events: the events it got before
+ */
+int error_report_timeout(FILE *f, bool json, const char *command, uint64_t events) {
+        char message[96];
+
+        snprintf(message, sizeof(message), "timed out after %" PRIu64 " event%s", events, events == 1 ? "" : "s");
+        if (!json || !put_object(f, json_pack("{s:s, s:{s:s, s:I}, s:s}", "error", CLI_ERROR_TIMEOUT, "parameters",
+                                              "command", command, "events", (json_int_t) events, "message",
+                                              message)))
+                fprintf(f, "pressurectl: %s: %s\n", command, message);
+        return EXIT_TIMEOUT;
+}
+
+/**
+ * notice_report - say something while the command goes on
+ * @f: where to
+ * @json: as a JSON object
+ * @text: what to say
+ */
+void notice_report(FILE *f, bool json, const char *text) {
+        if (!json || !put_object(f, json_pack("{s:s}", "notice", text)))
+                fprintf(f, "pressurectl: %s\n", text);
 }

@@ -18,21 +18,34 @@
  *
  *   pressurectl.DaemonUnreachable       {"socket", "errno", "reason"}   exit 3
  *   pressurectl.SocketPermissionDenied  {"socket", "errno", "reason"}   exit 4
- *   pressurectl.Failed                  {"socket", "errno", "reason"}   exit 1
+ *   pressurectl.Failed                  {"socket"?, "errno"?, "reason"?} exit 1
+ *   pressurectl.UsageError              {"command", "reason"?}          exit 2
+ *   pressurectl.Timeout                 {"command", "events"}           exit 124
  *
  * "errno" is the symbolic name ("ENOENT"), "reason" its strerror() text;
- * pressurectl.Failed with EBADMSG is a reply that pressurectl cannot read.
- * "error" is always a string, never null.
+ * pressurectl.Failed with EBADMSG is a reply that pressurectl cannot read,
+ * and without "socket" a failure that is not about the daemon (reading
+ * /proc, setting up a hook). "error" is always a string, never null.
+ *
+ * The exit code of the daemon's errors: 2 for those that say the command
+ * line is wrong (InvalidTrigger, InvalidCgroupPath: a value the user typed
+ * is a usage error whoever finds it), 4 for PermissionDenied, else 1.
+ *
+ * Something said while the command goes on (a notice) is, with --json,
+ * the line {"notice": "the sentence"}.
  */
 #pragma once
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define CLI_ERROR_UNREACHABLE "pressurectl.DaemonUnreachable"
 #define CLI_ERROR_SOCKET_DENIED "pressurectl.SocketPermissionDenied"
 #define CLI_ERROR_FAILED "pressurectl.Failed"
+#define CLI_ERROR_USAGE "pressurectl.UsageError"
+#define CLI_ERROR_TIMEOUT "pressurectl.Timeout"
 
 /*
  * error_sentence - the sentence for the error @name with the parameters
@@ -69,3 +82,28 @@ json_t *error_describe(const char *command, const char *socket, int r, const cha
  */
 int error_report(FILE *f, bool json, const char *command, const char *socket, int r, const char *name,
                  const char *params);
+
+/*
+ * error_report_usage - a mistake on the command line of @command ("watch "
+ * with its space, or ""), @reason NULL when getopt said it already: the
+ * text "pressurectl: REASON" and "Try 'pressurectl @command--help'.", or
+ * with @json one pressurectl.UsageError object. Returns EXIT_USAGE.
+ */
+int error_report_usage(FILE *f, bool json, const char *command, const char *reason);
+
+/*
+ * error_report_failure - pressurectl's own failure @message of @command
+ * with the negative errno @r (0: none): "pressurectl: @command: @message",
+ * or with @json one pressurectl.Failed object. Returns EXIT_DAEMON_ERROR.
+ */
+int error_report_failure(FILE *f, bool json, const char *command, int r, const char *message);
+
+/*
+ * error_report_timeout - @command ran out of time after @events events:
+ * "pressurectl: @command: timed out after N events", or with @json one
+ * pressurectl.Timeout object. Returns EXIT_TIMEOUT.
+ */
+int error_report_timeout(FILE *f, bool json, const char *command, uint64_t events);
+
+/* notice_report - @text, said while the command goes on: "pressurectl: @text", or with @json {"notice": @text}. */
+void notice_report(FILE *f, bool json, const char *text);

@@ -3,7 +3,8 @@
  * The hook of `pressurectl watch --exec`: see hook.h. A run is spawned with
  * posix_spawnp() in a process group of its own (so a timeout kill reaches the
  * whole script, children included), stdin on /dev/null, stdout and stderr
- * shared with pressurectl, and the PRESSURE_* variables added to
+ * shared with pressurectl (stdout on stderr with --json, which keeps stdout
+ * for JSON), and the PRESSURE_* variables added to
  * pressurectl's environment. Its end is seen through a signalfd for SIGCHLD
  * (blocked while the hook exists), which works on every kernel and under
  * valgrind, where pidfd_open() does not.
@@ -22,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "hook.h"
 #include "util.h"
 
@@ -221,7 +223,7 @@ static void hook_spawn(Hook *h, const HookEvent *ev, uint64_t coalesced) {
 
         r = hook_env(ev, coalesced, &env);
         if (r < 0) {
-                fprintf(stderr, "pressurectl: hook: cannot build the environment of event seq %" PRIu64 ": %s\n",
+                cli_notice("hook: cannot build the environment of event seq %" PRIu64 ": %s",
                         ev->seq, strerror(-r));
                 return;
         }
@@ -239,7 +241,7 @@ static void hook_spawn(Hook *h, const HookEvent *ev, uint64_t coalesced) {
                         (void) posix_spawnattr_destroy(&attr);
         }
         if (r != 0) {
-                fprintf(stderr, "pressurectl: hook: cannot run '%s': %s\n", h->argv[0], strerror(r));
+                cli_notice("hook: cannot run '%s': %s", h->argv[0], strerror(r));
                 return;
         }
         /* A process group of its own, the default signal mask and dispositions, stdin on /dev/null. */
@@ -252,6 +254,9 @@ static void hook_spawn(Hook *h, const HookEvent *ev, uint64_t coalesced) {
                 r = posix_spawnattr_setsigdefault(&attr, &defaults);
         if (r == 0)
                 r = posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+        /* With --json, pressurectl's stdout carries JSON only: the hook writes to stderr. */
+        if (r == 0 && cli_get_json())
+                r = posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
         /* A signal to pressurectl between the spawn and forward_pgid would miss the new run: hold them. */
         sigemptyset(&forwarded);
         sigaddset(&forwarded, SIGINT);
@@ -268,7 +273,7 @@ static void hook_spawn(Hook *h, const HookEvent *ev, uint64_t coalesced) {
         (void) posix_spawn_file_actions_destroy(&actions);
         (void) posix_spawnattr_destroy(&attr);
         if (r != 0) {
-                fprintf(stderr, "pressurectl: hook: cannot run '%s' (event seq %" PRIu64 "): %s\n", h->argv[0],
+                cli_notice("hook: cannot run '%s' (event seq %" PRIu64 "): %s", h->argv[0],
                         ev->seq, strerror(r));
                 return;
         }
@@ -286,7 +291,7 @@ int hook_submit(Hook *h, const pressure_event *e) {
 
         r = hook_event_copy(e, &ev);
         if (r < 0) {
-                fprintf(stderr, "pressurectl: hook: cannot keep event seq %" PRIu64 ": %s\n",
+                cli_notice("hook: cannot keep event seq %" PRIu64 ": %s",
                         pressure_event_get_seq(e), strerror(-r));
                 return r;
         }
@@ -324,16 +329,16 @@ static bool hook_reap(Hook *h) {
         siginfo_t si = {};
 
         if (waitid(P_PID, (id_t) h->pid, &si, WEXITED | WNOHANG) < 0) {
-                fprintf(stderr, "pressurectl: hook: cannot wait for '%s': %m\n", h->argv[0]);
+                cli_notice("hook: cannot wait for '%s': %m", h->argv[0]);
                 return false;
         }
         if (si.si_pid == 0)
                 return false;
         if (si.si_code == CLD_EXITED && si.si_status != 0)
-                fprintf(stderr, "pressurectl: hook '%s' (event seq %" PRIu64 ") exited with status %d\n", h->argv[0],
+                cli_notice("hook '%s' (event seq %" PRIu64 ") exited with status %d", h->argv[0],
                         h->run_seq, si.si_status);
         else if (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED)
-                fprintf(stderr, "pressurectl: hook '%s' (event seq %" PRIu64 ") was killed by signal SIG%s%s\n",
+                cli_notice("hook '%s' (event seq %" PRIu64 ") was killed by signal SIG%s%s",
                         h->argv[0], h->run_seq, strna(sigabbrev_np(si.si_status)),
                         si.si_code == CLD_DUMPED ? " (core dumped)" : "");
         hook_run_done(h);
@@ -349,18 +354,15 @@ static void hook_check_time(Hook *h) {
                 return;
         format_seconds(a, h->timeout_usec);
         if (h->kill_signal == SIGTERM) {
-                fprintf(stderr,
-                        "pressurectl: hook '%s' (event seq %" PRIu64 ") ran over its %s timeout, sending SIGTERM\n",
-                        h->argv[0], h->run_seq, a);
+                cli_notice("hook '%s' (event seq %" PRIu64 ") ran over its %s timeout, sending SIGTERM", h->argv[0],
+                           h->run_seq, a);
                 h->kill_signal = SIGKILL;
                 h->kill_at_usec = now_usec(CLOCK_MONOTONIC) + grace;
                 (void) kill(-h->pid, SIGTERM);
         } else {
                 format_seconds(b, grace);
-                fprintf(stderr,
-                        "pressurectl: hook '%s' (event seq %" PRIu64 ") still running %s after SIGTERM, "
-                        "sending SIGKILL\n",
-                        h->argv[0], h->run_seq, b);
+                cli_notice("hook '%s' (event seq %" PRIu64 ") still running %s after SIGTERM, sending SIGKILL",
+                           h->argv[0], h->run_seq, b);
                 h->kill_signal = 0;
                 h->kill_at_usec = UINT64_MAX;
                 (void) kill(-h->pid, SIGKILL);
@@ -402,7 +404,7 @@ void hook_drain(Hook *h) {
                 int ms = left == UINT64_MAX ? -1 : (int) MIN((left + 999) / 1000, (uint64_t) INT32_MAX);
 
                 if (p.fd >= 0 && poll(&p, 1, ms) < 0 && errno != EINTR) {
-                        fprintf(stderr, "pressurectl: hook: cannot wait for '%s': %m\n", h->argv[0]);
+                        cli_notice("hook: cannot wait for '%s': %m", h->argv[0]);
                         return;
                 }
                 hook_process(h);

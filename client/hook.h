@@ -9,8 +9,8 @@
  * The caller's loop polls hook_get_fd() for POLLIN, wakes up after
  * hook_get_timeout() at the latest, and calls hook_process(). Everything
  * that happens to a run that did not end well (spawn failure, exit status,
- * signal, timeout kill) is reported on stderr; a hook's failure never ends
- * the watch.
+ * signal, timeout kill) is reported with cli_notice(); a hook's failure
+ * never ends the watch.
  */
 #pragma once
 

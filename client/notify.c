@@ -130,8 +130,8 @@ static sd_bus *bus_get(Notifier *n) {
         if (r < 0) {
                 sd_bus_unref(bus);
                 if (!n->bus_failing)
-                        fprintf(stderr, "pressurectl: notify: cannot connect to the session bus: %s; "
-                                "will try again at the next notification\n", strerror(-r));
+                        cli_notice("notify: cannot connect to the session bus: %s; "
+                                "will try again at the next notification", strerror(-r));
                 n->bus_failing = true;
                 return NULL;
         }
@@ -143,10 +143,10 @@ static sd_bus *bus_get(Notifier *n) {
 static void bus_failed(Notifier *n, const char *what, int r, const sd_bus_error *error) {
         if (!n->bus_failing) {
                 if (sd_bus_error_is_set(error))
-                        fprintf(stderr, "pressurectl: notify: %s: %s: %s; will try again at the next notification\n",
+                        cli_notice("notify: %s: %s: %s; will try again at the next notification",
                                 what, error->name, strna(error->message));
                 else
-                        fprintf(stderr, "pressurectl: notify: %s: %s; will try again at the next notification\n",
+                        cli_notice("notify: %s: %s; will try again at the next notification",
                                 what, strerror(-r));
         }
         n->bus_failing = true;
@@ -179,7 +179,7 @@ static bool bus_markup(Notifier *n, sd_bus *bus) {
 
 static void bus_worked(Notifier *n) {
         if (n->bus_failing)
-                fprintf(stderr, "pressurectl: notify: notifications work again\n");
+                cli_notice("notify: notifications work again");
         n->bus_failing = false;
 }
 
@@ -258,7 +258,7 @@ static void watch_show(Watch *w, NotifyAction action, uint64_t now) {
         r = notify_format(&text, &summary, &body);
         top_snapshot_done(&snap);
         if (r < 0) {
-                fprintf(stderr, "pressurectl: notify: %s\n", strerror(-r));
+                cli_notice("notify: %s", strerror(-r));
                 notify_episode_tried(&w->ep, now, false);
                 return;
         }
@@ -293,7 +293,7 @@ static void watch_show_kills(Watch *w, uint64_t now) {
 
         r = notify_format_kills(&w->pending, &summary, &body);
         if (r < 0) {
-                fprintf(stderr, "pressurectl: notify: %s\n", strerror(-r));
+                cli_notice("notify: %s", strerror(-r));
                 notify_kills_tried(&w->pending, now, false);
                 return;
         }
@@ -319,7 +319,7 @@ static void watch_end(Watch *w, uint64_t duration_us) {
                 return;
         w->id = 0;
         if (n->on_cleared_replace && notify_format_cleared(w->cgroup, duration_us, &summary, &body) < 0) {
-                fprintf(stderr, "pressurectl: notify: %s\n", strerror(ENOMEM));
+                cli_notice("notify: %s", strerror(ENOMEM));
                 return;
         }
         if (n->dry_run) {
@@ -357,7 +357,7 @@ static void watch_report_error(Watch *w, const pressure_error *error) {
         if (text)
                 fprintf(stderr, "%s\n", text);
         else
-                fprintf(stderr, "pressurectl: notify: cannot watch %s%s: %s\n", w->kills ? "kills in " : "", watch_name(w),
+                cli_notice("notify: cannot watch %s%s: %s", w->kills ? "kills in " : "", watch_name(w),
                         o ? json_string_value(json_object_get(o, "message")) : strerror(-pressure_error_get_errno(error)));
         free(text);
         json_decref(o);
@@ -365,17 +365,18 @@ static void watch_report_error(Watch *w, const pressure_error *error) {
 
 /* "watching kills in CGROUP (by kernel, systemd-oomd)", once. */
 static void kills_subscribed(Watch *w, const pressure_event *ev) {
-        size_t n = pressure_event_get_n_kill_sources(ev);
+        size_t n = pressure_event_get_n_kill_sources(ev), len = 0;
+        char by[128] = "no killer reports yet";
 
         if (w->subscribed)
                 return;
         w->subscribed = true;
-        fprintf(stderr, "pressurectl: notify: watching kills in %s (", watch_name(w));
-        if (n == 0)
-                fprintf(stderr, "no killer reports yet");
-        for (size_t i = 0; i < n; i++)
-                fprintf(stderr, "%s%s", i > 0 ? ", " : "by ", pressure_event_get_kill_source(ev, i));
-        fprintf(stderr, ")\n");
+        for (size_t i = 0; i < n && len < sizeof(by); i++) {
+                int k = snprintf(by + len, sizeof(by) - len, "%s%s", i > 0 ? ", " : "by ",
+                                 pressure_event_get_kill_source(ev, i));
+                len = k < 0 ? sizeof(by) : len + (size_t) k;
+        }
+        cli_notice("notify: watching kills in %s (%s)", watch_name(w), by);
 }
 
 /*
@@ -388,10 +389,10 @@ static void kills_failed(Watch *w, const pressure_error *error) {
 
         if (streq_ptr(name, "org.varlink.service.InvalidParameter") &&
             streq_ptr(pressure_error_get_parameter_string(error, "parameter"), "kills"))
-                fprintf(stderr, "pressurectl: notify: the daemon does not report kills (it is older than 0.3); "
-                        "not watching them\n");
+                cli_notice("notify: the daemon does not report kills (it is older than 0.3); "
+                        "not watching them");
         else if (w->kills_fallback && streq_ptr(name, "io.pressured.NoSuchCgroup"))
-                fprintf(stderr, "pressurectl: notify: there is no %s; not watching kills\n", w->cgroup);
+                cli_notice("notify: there is no %s; not watching kills", w->cgroup);
         else
                 watch_report_error(w, error);
 }
@@ -411,12 +412,12 @@ static int on_kills_event(pressure_subscription *s, const pressure_event *ev, vo
                                      pressure_event_get_reason(ev), pressure_event_get_count(ev), now,
                                      w->n->min_interval_us);
                 if (r < 0)
-                        fprintf(stderr, "pressurectl: notify: %s\n", strerror(-r));
+                        cli_notice("notify: %s", strerror(-r));
                 else if (r == NOTIFY_SHOW)
                         watch_show_kills(w, now);
                 break;
         case PRESSURE_EVENT_REMOVED:
-                fprintf(stderr, "pressurectl: notify: %s is gone, no longer watching kills in it\n", watch_name(w));
+                cli_notice("notify: %s is gone, no longer watching kills in it", watch_name(w));
                 w->ended = true;
                 break;
         case PRESSURE_EVENT_ERROR:
@@ -444,7 +445,7 @@ static int on_event(pressure_subscription *s, const pressure_event *ev, void *us
                         watch_end(w, now > w->ep.start_us ? now - w->ep.start_us : 0);
                 w->since_hint_us = ep ? pressure_episode_get_start_us(ep) : 0;
                 if (!w->subscribed)
-                        fprintf(stderr, "pressurectl: notify: watching %s\n", watch_name(w));
+                        cli_notice("notify: watching %s", watch_name(w));
                 w->subscribed = true;
                 break;
         case PRESSURE_EVENT_PRESSURE: {
@@ -461,11 +462,11 @@ static int on_event(pressure_subscription *s, const pressure_event *ev, void *us
                 watch_end(w, ep ? pressure_episode_get_duration_us(ep) : now > w->ep.start_us ? now - w->ep.start_us : 0);
                 break;
         case PRESSURE_EVENT_RECONNECTED:
-                fprintf(stderr, "pressurectl: notify: reconnected to the daemon, subscribing again to %s\n",
+                cli_notice("notify: reconnected to the daemon, subscribing again to %s",
                         watch_name(w));
                 break;
         case PRESSURE_EVENT_REMOVED:
-                fprintf(stderr, "pressurectl: notify: %s is gone, no longer watching it\n", watch_name(w));
+                cli_notice("notify: %s is gone, no longer watching it", watch_name(w));
                 watch_end(w, 0);
                 w->ended = true;
                 break;
@@ -491,30 +492,20 @@ static char *session_cgroup(void) {
         int r;
 
         if (!f) {
-                fprintf(stderr, "pressurectl: notify: cannot read /proc/self/cgroup: %m; "
-                        "watching the whole system only\n");
+                cli_notice("notify: cannot read /proc/self/cgroup: %m; "
+                        "watching the whole system only");
                 return NULL;
         }
         len = fread(buf, 1, sizeof(buf) - 1, f);
         buf[len] = 0;
         r = notify_session_cgroup(buf, getuid(), &path);
         if (r < 0) {
-                fprintf(stderr, "pressurectl: notify: not running in a user@%u.service cgroup (%s); "
-                        "watching the whole system only (use --cgroup to name one)\n",
+                cli_notice("notify: not running in a user@%u.service cgroup (%s); "
+                        "watching the whole system only (use --cgroup to name one)",
                         (unsigned) getuid(), r == -ENOENT ? "see /proc/self/cgroup" : strerror(-r));
                 return NULL;
         }
         return path;
-}
-
-/* An absolute cgroup path without "." or ".." components (the daemon checks the rest). */
-static bool cgroup_path_ok(const char *p) {
-        if (p[0] != '/')
-                return false;
-        for (const char *c = p; *c; c++)
-                if (c[0] == '/' && c[1] == '.' && (c[2] == '/' || !c[2] || (c[2] == '.' && (c[3] == '/' || !c[3]))))
-                        return false;
-        return true;
 }
 
 /* Subscribe to pressure at @level on @cgroup, or with @kills to its kills. */
@@ -597,10 +588,8 @@ static int run(Notifier *n, int sigfd) {
                         p[2].events = (short) (r > 0 ? r : POLLIN);
                 }
                 r = poll(p, 3, poll_timeout_ms(n, now));
-                if (r < 0 && errno != EINTR) {
-                        fprintf(stderr, "pressurectl: notify: poll: %m\n");
-                        return EXIT_DAEMON_ERROR;
-                }
+                if (r < 0 && errno != EINTR)
+                        return cli_fail("notify", -errno, "poll: %m");
                 if (p[1].revents & POLLIN) {
                         struct signalfd_siginfo si;
 
@@ -630,10 +619,8 @@ static int run(Notifier *n, int sigfd) {
                                 watch_show_kills(w, now);
                         n_active += !w->ended;
                 }
-                if (n_active == 0) {
-                        fprintf(stderr, "pressurectl: notify: nothing left to watch\n");
-                        return EXIT_DAEMON_ERROR;
-                }
+                if (n_active == 0)
+                        return cli_fail("notify", 0, "nothing left to watch");
         }
 }
 
@@ -670,9 +657,14 @@ typedef struct NotifyArgs {
         pressure_level level; /* --level */
         bool roots_given;     /* --cgroup-root or --cgroup-v1-root */
         bool no_kills;        /* --no-kills */
+        const char *socket;   /* --socket, the global one unless given after the command */
+        bool user;            /* --user, likewise */
 } NotifyArgs;
 
-enum { ARG_CGROUP = 0x100, ARG_LEVEL, ARG_ON_CLEARED, ARG_MIN_INTERVAL, ARG_DRY_RUN, ARG_ROOT, ARG_V1_ROOT, ARG_NO_KILLS };
+enum {
+        ARG_CGROUP = 0x100, ARG_LEVEL, ARG_ON_CLEARED, ARG_MIN_INTERVAL, ARG_DRY_RUN, ARG_ROOT, ARG_V1_ROOT, ARG_NO_KILLS,
+        ARG_JSON, ARG_SOCKET, ARG_USER,
+};
 
 /* Apply one option to @n and @a; returns -1 to go on, or the exit status to end with. */
 static int parse_option(Notifier *n, NotifyArgs *a, int opt, const char *arg) {
@@ -683,8 +675,9 @@ static int parse_option(Notifier *n, NotifyArgs *a, int opt, const char *arg) {
                 help();
                 return 0;
         case ARG_CGROUP:
-                if (!cgroup_path_ok(arg))
-                        return usage_error("notify ", "invalid cgroup '%s', expected an absolute path such as /user.slice", arg);
+                r = cgroup_arg("notify ", arg, NULL);
+                if (r != 0)
+                        return r;
                 a->cgroup = arg;
                 return -1;
         case ARG_LEVEL:
@@ -712,16 +705,25 @@ static int parse_option(Notifier *n, NotifyArgs *a, int opt, const char *arg) {
         case ARG_NO_KILLS:
                 a->no_kills = true;
                 return -1;
+        /* The global options may come after the command too. */
+        case ARG_JSON:
+                n->json = true;
+                cli_set_json(true);
+                return -1;
+        case ARG_SOCKET:
+                a->socket = arg;
+                return -1;
+        case ARG_USER:
+                a->user = true;
+                return -1;
         case ARG_ROOT:
         case ARG_V1_ROOT: {
                 char **dst = opt == ARG_ROOT ? &n->roots.v2 : &n->roots.v1_memory;
 
                 free(*dst);
                 *dst = strdup(arg);
-                if (!*dst) {
-                        fprintf(stderr, "pressurectl: notify: %s\n", strerror(ENOMEM));
-                        return EXIT_DAEMON_ERROR;
-                }
+                if (!*dst)
+                        return cli_fail("notify", -ENOMEM, "%s", strerror(ENOMEM));
                 a->roots_given = true;
                 return -1;
         }
@@ -742,6 +744,9 @@ static int parse_argv(Notifier *n, NotifyArgs *a, int argc, char **argv) {
                 { "no-kills",       no_argument,       NULL, ARG_NO_KILLS },
                 { "cgroup-root",    required_argument, NULL, ARG_ROOT },
                 { "cgroup-v1-root", required_argument, NULL, ARG_V1_ROOT },
+                { "json",           no_argument,       NULL, ARG_JSON },
+                { "socket",         required_argument, NULL, ARG_SOCKET },
+                { "user",           no_argument,       NULL, ARG_USER },
                 {}
         };
         int opt, r;
@@ -770,11 +775,10 @@ static int client_setup(Notifier *n, const char *socket, bool user) {
                 r = pressure_client_set_user(n->client);
         if (r >= 0)
                 r = pressure_client_set_wait_for_daemon(n->client, 1);
-        if (r < 0) {
-                fprintf(stderr, "pressurectl: notify: %s\n",
-                        r == -ENXIO ? "--user needs $XDG_RUNTIME_DIR" : strerror(-r));
-                return r == -ENXIO ? EXIT_USAGE : EXIT_DAEMON_ERROR;
-        }
+        if (r == -ENXIO)
+                return usage_error("notify ", "--user needs $XDG_RUNTIME_DIR");
+        if (r < 0)
+                return cli_fail("notify", r, "%s", strerror(-r));
         return -1;
 }
 
@@ -842,7 +846,7 @@ static int signals_open(void) {
 int notify_main(int argc, char **argv, const char *socket, bool user, bool json) {
         _cleanup_(notifier_done) Notifier n = { .min_interval_us = NOTIFY_DEFAULT_INTERVAL_USEC, .json = json,
                                                 .markup = -1 };
-        NotifyArgs a = { .level = PRESSURE_LEVEL_MEDIUM };
+        NotifyArgs a = { .level = PRESSURE_LEVEL_MEDIUM, .socket = socket, .user = user };
         _cleanup_close_ int sigfd = -EBADF;
         int r;
 
@@ -851,11 +855,11 @@ int notify_main(int argc, char **argv, const char *socket, bool user, bool json)
                 return r;
 
         if (!a.roots_given && top_roots_from_mountinfo(&n.roots) < 0)
-                fprintf(stderr, "pressurectl: notify: cannot find the cgroup hierarchies, "
-                        "notifications will not name child cgroups\n");
+                cli_notice("notify: cannot find the cgroup hierarchies, "
+                        "notifications will not name child cgroups");
         n.have_roots = n.roots.v2 || n.roots.v1_memory;
 
-        r = client_setup(&n, socket, user);
+        r = client_setup(&n, a.socket, a.user);
         if (r >= 0)
                 return r;
         r = watches_add(&n, &a);
@@ -865,10 +869,8 @@ int notify_main(int argc, char **argv, const char *socket, bool user, bool json)
         }
 
         sigfd = signals_open();
-        if (sigfd < 0) {
-                fprintf(stderr, "pressurectl: notify: signalfd: %s\n", strerror(-sigfd));
-                return EXIT_DAEMON_ERROR;
-        }
+        if (sigfd < 0)
+                return cli_fail("notify", sigfd, "signalfd: %s", strerror(-sigfd));
 
         r = run(&n, sigfd);
         notifier_close_all(&n);

@@ -109,24 +109,21 @@ static int report_error(pressure_client *c, int r, const char *what, const press
 }
 
 
-static int client_open(pressure_client **ret) {
+/* A client on the socket the command line names, for @command ("watch"); returns 0 or the exit status. */
+static int client_open(const char *command, pressure_client **ret) {
         pressure_client *c = NULL;
         int r;
 
         r = pressure_client_new(&c);
-        if (r < 0) {
-                fprintf(stderr, "pressurectl: cannot make a client: %s\n", strerror(-r));
-                return EXIT_DAEMON_ERROR;
-        }
+        if (r < 0)
+                return cli_fail(command, r, "cannot make a client: %s", strerror(-r));
         if (arg_socket)
                 r = pressure_client_set_socket(c, arg_socket);
         else if (arg_user)
                 r = pressure_client_set_user(c);
         if (r < 0) {
-                fprintf(stderr, "pressurectl: cannot use the %s socket: %s\n",
-                        arg_socket ? "given" : "user", strerror(-r));
                 pressure_client_free(c);
-                return EXIT_USAGE;
+                return usage_error("", "cannot use the %s socket: %s", arg_socket ? "given" : "user", strerror(-r));
         }
         *ret = c;
         return 0;
@@ -144,6 +141,7 @@ static bool common_option(int opt) {
         switch (opt) {
         case 'j':
                 arg_json = true;
+                cli_set_json(true);
                 return true;
         case 's':
                 arg_socket = optarg;
@@ -306,13 +304,15 @@ static void format_episode(char *buf, size_t size, json_t *ep) {
 
 /*
  * command_begin - the start of a command that takes only the common options
- * and, if @ret_cgroup is given, one optional CGROUP: parse the command line
- * (--help prints @help), then open the client into @ret_client. Returns -1
- * to go on, or the exit status to end with.
+ * and, if @ret_cgroup is given, one optional CGROUP (in its normal form, see
+ * cgroup_arg(); the caller frees it): parse the command line (--help prints
+ * @help), then open the client into @ret_client. Returns -1 to go on, or
+ * the exit status to end with.
  */
 static int command_begin(int argc, char **argv, const char *command, const char *help,
-                         const char **ret_cgroup, pressure_client **ret_client) {
+                         char **ret_cgroup, pressure_client **ret_client) {
         static const struct option options[] = { COMMON_OPTIONS, {} };
+        char name[32];
         int opt, r;
 
         while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
@@ -324,11 +324,16 @@ static int command_begin(int argc, char **argv, const char *command, const char 
                 }
                 return usage_error(command, NULL);
         }
-        if (ret_cgroup && optind < argc)
-                *ret_cgroup = argv[optind++];
+        if (ret_cgroup && optind < argc) {
+                r = cgroup_arg(command, argv[optind++], ret_cgroup);
+                if (r != 0)
+                        return r;
+        }
         if (optind < argc)
                 return usage_error(command, "unexpected argument '%s'", argv[optind]);
-        r = client_open(ret_client);
+        /* "status " names the command "status". */
+        snprintf(name, sizeof(name), "%.*s", (int) strcspn(command, " "), command);
+        r = client_open(name, ret_client);
         return r != 0 ? r : -1;
 }
 
@@ -533,7 +538,7 @@ static int cmd_history(int argc, char **argv) {
         _cleanup_(pressure_error_freep) pressure_error *error = NULL;
         _cleanup_json_ json_t *st = NULL;
         const char *text;
-        const char *cgroup = NULL;
+        _cleanup_free_ char *cgroup = NULL;
         json_t *regs, *v;
         unsigned shown = 0;
         size_t i;
@@ -683,7 +688,7 @@ static int cmd_protection(int argc, char **argv) {
         _cleanup_(pressure_client_freep) pressure_client *c = NULL;
         _cleanup_(pressure_protection_unrefp) pressure_protection *p = NULL;
         _cleanup_(pressure_error_freep) pressure_error *error = NULL;
-        const char *cgroup = NULL;
+        _cleanup_free_ char *cgroup = NULL;
         int r;
 
         r = command_begin(argc, argv, "protection ",
@@ -805,7 +810,6 @@ static int cmd_reclaim(int argc, char **argv) {
         _cleanup_(pressure_status_unrefp) pressure_status *status = NULL;
         _cleanup_(pressure_error_freep) pressure_error *error = NULL;
         _cleanup_free_ char *subtree = NULL;
-        const char *cgroup = NULL;
         size_t n;
         int r;
 
@@ -817,21 +821,9 @@ static int cmd_reclaim(int argc, char **argv) {
                           "last step, the memory and io some stall over the last interval, and the\n"
                           "floor it never reclaims below.\n\n"
                           "  --json   print {\"reclaim\": [...]}, the entries as the daemon sent them\n",
-                          &cgroup, &c);
+                          &subtree, &c);
         if (r >= 0)
                 return r;
-        if (cgroup) {
-                size_t len = strlen(cgroup);
-
-                if (cgroup[0] != '/')
-                        return usage_error("reclaim ", "invalid cgroup '%s': give an absolute path such as "
-                                           "/system.slice", cgroup);
-                while (len > 1 && cgroup[len - 1] == '/')
-                        len--;
-                subtree = strndup(cgroup, len);
-                if (!subtree)
-                        return EXIT_DAEMON_ERROR;
-        }
         r = pressure_client_get_status(c, &status, &error);
         if (r < 0)
                 return report_error(c, r, "reclaim", error);
@@ -885,20 +877,24 @@ static int cmd_inject(int argc, char **argv) {
                 case 'l':
                         level = pressure_level_from_string(optarg);
                         if (level < 0)
-                                return usage_error("inject ", "invalid level '%s'", optarg);
+                                return usage_error("inject ", "invalid level '%s', expected low, medium or critical", optarg);
                         break;
                 default:
                         return usage_error("inject ", NULL);
                 }
         }
-        if (optind < argc)
+        if (optind < argc) {
                 cgroup = argv[optind++];
+                r = cgroup_arg("inject ", cgroup, NULL);
+                if (r != 0)
+                        return r;
+        }
         if (optind < argc)
                 return usage_error("inject ", "unexpected argument '%s'", argv[optind]);
         if (level < 0)
                 return usage_error("inject ", "--level is required");
 
-        r = client_open(&c);
+        r = client_open("inject", &c);
         if (r != 0)
                 return r;
         r = pressure_client_inject_resource(c, cgroup, (pressure_resource) resource, (pressure_level) level,
@@ -956,8 +952,10 @@ static int cmd_reexec(int argc, char **argv) {
 
 /* ---- memory-pressure-env -------------------------------------------------------- */
 
-static void base64_print(const uint8_t *data, size_t n) {
+/* @data in base64, into @out of at least 4 * ((@n + 2) / 3) + 1 bytes. */
+static char *base64_encode(const uint8_t *data, size_t n, char *out) {
         static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        char *o = out;
 
         for (size_t i = 0; i < n; i += 3) {
                 uint32_t v = (uint32_t) data[i] << 16;
@@ -967,11 +965,39 @@ static void base64_print(const uint8_t *data, size_t n) {
                         v |= (uint32_t) data[i + 1] << 8;
                 if (k > 2)
                         v |= data[i + 2];
-                putchar(alphabet[(v >> 18) & 63]);
-                putchar(alphabet[(v >> 12) & 63]);
-                putchar(k > 1 ? alphabet[(v >> 6) & 63] : '=');
-                putchar(k > 2 ? alphabet[v & 63] : '=');
+                *o++ = alphabet[(v >> 18) & 63];
+                *o++ = alphabet[(v >> 12) & 63];
+                *o++ = k > 1 ? alphabet[(v >> 6) & 63] : '=';
+                *o++ = k > 2 ? alphabet[v & 63] : '=';
         }
+        *o = 0;
+        return out;
+}
+
+/*
+ * Print memory-pressure-env's lines for the socket @path and the trigger
+ * @kernel (its kernel form, with its NUL in the encoding, as systemd's);
+ * with --json one object of the two variables. Returns the exit status.
+ */
+static int print_memory_pressure_env(const char *path, const char *kernel) {
+        char encoded[4 * ((PSI_TRIGGER_FORMAT_MAX + 3) / 3) + 1];
+        _cleanup_json_ json_t *o = NULL;
+        _cleanup_free_ char *line = NULL;
+
+        base64_encode((const uint8_t *) kernel, strlen(kernel) + 1, encoded);
+        if (!arg_json) {
+                printf("[Service]\n"
+                       "MemoryPressureWatch=skip\n"
+                       "Environment=MEMORY_PRESSURE_WATCH=%s\n"
+                       "Environment=MEMORY_PRESSURE_WRITE=%s\n", path, encoded);
+                return 0;
+        }
+        o = json_pack("{s:s, s:s}", "MEMORY_PRESSURE_WATCH", path, "MEMORY_PRESSURE_WRITE", encoded);
+        line = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        if (!line)
+                return cli_fail("memory-pressure-env", -ENOMEM, "%s", strerror(ENOMEM));
+        printf("%s\n", line);
+        return 0;
 }
 
 static int cmd_memory_pressure_env(int argc, char **argv) {
@@ -994,7 +1020,8 @@ static int cmd_memory_pressure_env(int argc, char **argv) {
                                "  --psi 'STALL THR WIN'  the trigger to ask for (default 'some 200ms 2s')\n"
                                "  --user                 the per-user daemon's socket in $XDG_RUNTIME_DIR\n"
                                "  --socket PATH          the daemon's varlink socket; the memory-pressure\n"
-                               "                         socket is next to it\n");
+                               "                         socket is next to it\n"
+                               "  --json                 print {\"MEMORY_PRESSURE_WATCH\": ..., \"MEMORY_PRESSURE_WRITE\": ...}\n");
                         return 0;
                 case 'p': {
                         pressure_stall stall;
@@ -1031,15 +1058,7 @@ static int cmd_memory_pressure_env(int argc, char **argv) {
         n = psi_trigger_format(&t, PSI_TRIGGER_FORMAT_KERNEL, kernel, sizeof(kernel));
         if (n < 0)
                 return EXIT_DAEMON_ERROR;
-
-        printf("[Service]\n"
-               "MemoryPressureWatch=skip\n"
-               "Environment=MEMORY_PRESSURE_WATCH=%s\n"
-               "Environment=MEMORY_PRESSURE_WRITE=", path);
-        /* systemd's encoding: the trigger line with its trailing NUL. */
-        base64_print((const uint8_t *) kernel, strlen(kernel) + 1);
-        printf("\n");
-        return 0;
+        return print_memory_pressure_env(path, kernel);
 }
 
 /* ---- watch ---------------------------------------------------------------------- */
@@ -1260,8 +1279,13 @@ static int on_watch_event(pressure_subscription *sub, const pressure_event *e, v
 
         switch (kind) {
         case PRESSURE_EVENT_SUBSCRIBED:
-                /* The confirmation is not an event to count: a header line (on stderr with --json). */
-                print_subscribed(arg_json ? stderr : stdout, e);
+                /* The confirmation is not an event to count: a header line, or with --json the event as sent
+                 * (it carries the trigger the daemon registered). */
+                if (arg_json)
+                        printf("%s\n", pressure_event_get_json(e));
+                else
+                        print_subscribed(stdout, e);
+                fflush(stdout);
                 return 0;
         case PRESSURE_EVENT_TRIGGER_CHANGED:
                 /* Not an event to count either: the header again, with the new trigger. */
@@ -1386,11 +1410,8 @@ static int watch_run(pressure_client *c, const pressure_selector *sel, Watch *w,
                 uint64_t now = now_usec(CLOCK_MONOTONIC), left = PRESSURE_TIMEOUT_INFINITE;
 
                 if (deadline != PRESSURE_TIMEOUT_INFINITE) {
-                        if (now >= deadline) {
-                                fprintf(stderr, "pressurectl: watch: timed out after %" PRIu64 " event%s\n",
-                                        w->received, w->received == 1 ? "" : "s");
-                                return EXIT_TIMEOUT;
-                        }
+                        if (now >= deadline)
+                                return error_report_timeout(stderr, arg_json, "watch", w->received);
                         left = deadline - now;
                 }
                 r = watch_wait(c, w->hook, left);
@@ -1437,7 +1458,8 @@ static void watch_help(void) {
                "  -t --timeout SEC          exit 124 if they have not arrived within SEC seconds\n"
                "     --min-interval MS      at most one event per MS milliseconds\n"
                "     --wait                 wait for the daemon if it is not running yet\n"
-               "     --json                 print the events as received, one JSON object per line\n\n"
+               "     --json                 print the events as received, one JSON object per line,\n"
+               "                            the \"subscribed\" one first; no header\n\n"
                "Hooks:\n"
                "     --exec CMD [ARG...]    run CMD for each event, one run at a time; events that\n"
                "                            come during a run are merged into the next one. Must be\n"
@@ -1456,7 +1478,7 @@ static int watch_parse_selector(WatchOptions *o, int opt, const char *arg) {
         case 'l': {
                 int level = pressure_level_from_string(arg);
                 if (level < 0)
-                        return usage_error("watch ", "invalid level '%s'", arg);
+                        return usage_error("watch ", "invalid level '%s', expected low, medium or critical", arg);
                 (void) pressure_selector_set_level(o->sel, (pressure_level) level);
                 break;
         }
@@ -1495,6 +1517,9 @@ static int watch_parse_selector(WatchOptions *o, int opt, const char *arg) {
         return 0;
 }
 
+/* The longest --timeout and --exec-timeout, in seconds. */
+#define WATCH_SECONDS_MAX 1e9
+
 /* Apply one option other than a selector and --help; returns 0, or the exit status of a usage error. */
 static int watch_parse_option(WatchOptions *o, int opt, const char *arg) {
         uint64_t u;
@@ -1502,16 +1527,19 @@ static int watch_parse_option(WatchOptions *o, int opt, const char *arg) {
         switch (opt) {
         case 'n':
                 if (parse_uint(arg, UINT64_MAX, &o->count) < 0 || o->count == 0)
-                        return usage_error("watch ", "invalid count '%s'", arg);
+                        return usage_error("watch ", "invalid count '%s', expected a whole number from 1 to %" PRIu64, arg,
+                                           UINT64_MAX);
                 return 0;
         case 't':
-                if (parse_seconds(arg, 1e9, &u) < 0)
-                        return usage_error("watch ", "invalid timeout '%s'", arg);
+                if (parse_seconds(arg, WATCH_SECONDS_MAX, &u) < 0)
+                        return usage_error("watch ", "invalid timeout '%s', expected seconds from 0 to %.0f (fractions allowed)",
+                                           arg, WATCH_SECONDS_MAX);
                 o->deadline = now_usec(CLOCK_MONOTONIC) + u;
                 return 0;
         case 'i':
                 if (parse_uint(arg, INT32_MAX, &u) < 0 || pressure_selector_set_min_interval_ms(o->sel, u) < 0)
-                        return usage_error("watch ", "invalid interval '%s'", arg);
+                        return usage_error("watch ", "invalid interval '%s', expected milliseconds from 0 to %d", arg,
+                                           INT32_MAX);
                 return 0;
         case 'w':
                 o->wait_for_daemon = true;
@@ -1529,9 +1557,9 @@ static int watch_parse_option(WatchOptions *o, int opt, const char *arg) {
                 return 0;
         }
         case 'X':
-                if (parse_seconds(arg, 1e9, &o->exec_timeout) < 0 || o->exec_timeout == 0)
-                        return usage_error("watch ", "invalid exec timeout '%s', expected a positive number of seconds",
-                                           arg);
+                if (parse_seconds(arg, WATCH_SECONDS_MAX, &o->exec_timeout) < 0 || o->exec_timeout == 0)
+                        return usage_error("watch ", "invalid exec timeout '%s', expected seconds over 0, at most %.0f "
+                                           "(fractions allowed)", arg, WATCH_SECONDS_MAX);
                 o->has_exec_timeout = true;
                 return 0;
         default:
@@ -1599,8 +1627,12 @@ static int watch_parse(int argc, char **argv, WatchOptions *o) {
                                    pressure_resource_to_string(o->resource));
         if (o->until_cleared && o->no_episodes)
                 return usage_error("watch ", "--until-cleared needs a pressure selector (--level, --psi, --vmpressure)");
-        if (optind < argc)
+        if (optind < argc) {
+                r = cgroup_arg("watch ", argv[optind], NULL);
+                if (r != 0)
+                        return r;
                 (void) pressure_selector_set_cgroup(o->sel, argv[optind++]);
+        }
         if (optind < argc)
                 return usage_error("watch ", "unexpected argument '%s'", argv[optind]);
         if (o->has_exec_timeout && !o->exec_argv)
@@ -1615,16 +1647,14 @@ static int watch_start(const WatchOptions *o) {
         Watch w = { .count = o->count, .until_cleared = o->until_cleared, .exit_code = -1 };
         int r;
 
-        r = client_open(&c);
+        r = client_open("watch", &c);
         if (r != 0)
                 return r;
         (void) pressure_client_set_wait_for_daemon(c, o->wait_for_daemon);
         if (o->exec_argv) {
                 r = hook_new(o->exec_argv, o->exec_timeout, &hook);
-                if (r < 0) {
-                        fprintf(stderr, "pressurectl: watch: cannot set up the hook: %s\n", strerror(-r));
-                        return EXIT_DAEMON_ERROR;
-                }
+                if (r < 0)
+                        return cli_fail("watch", r, "cannot set up the hook: %s", strerror(-r));
                 hook_forward_signals();
                 w.hook = hook;
         }
@@ -1681,13 +1711,15 @@ static void help(void) {
                "  memory-pressure-env [--psi T]  drop-in lines for sd-event programs\n\n"
                "Options:\n"
                "  -h --help          show this help ('pressurectl COMMAND --help' for a command)\n"
-               "     --version       show the version\n"
+               "  -V --version       show the version\n"
                "     --socket PATH   the daemon's socket (default: $PRESSURED_SOCKET, else\n"
                "                     /run/pressured/io.pressured)\n"
                "     --user          the per-user daemon's socket in $XDG_RUNTIME_DIR\n"
-               "     --json          machine-readable output, one JSON object per line\n\n"
-               "Exit status: 0 ok, 1 error reported by the daemon, 2 usage, 3 daemon not\n"
-               "reachable, 4 permission denied, 124 timeout.\n");
+               "     --json          machine-readable output: JSON objects only, one per line;\n"
+               "                     failures and notices as JSON on stderr\n\n"
+               "Exit status: 0 ok, 1 error reported by the daemon, 2 usage (a value typed\n"
+               "wrong, whoever finds it), 3 daemon not reachable, 4 permission denied,\n"
+               "124 timeout.\n");
 }
 
 int main(int argc, char **argv) {
@@ -1713,9 +1745,13 @@ int main(int argc, char **argv) {
         /* A closed pipe on stdout ends the program quietly; the library itself never raises SIGPIPE. */
         (void) signal(SIGPIPE, SIG_DFL);
         setvbuf(stdout, NULL, _IOLBF, 0);
+        /* Known before parsing, so that even a usage error before "--json" is reported as JSON. */
+        arg_json = cli_wants_json(argc, argv);
+        cli_set_json(arg_json);
+        cli_set_args(argv);
 
         /* Options before the command; "+" stops at the first non-option. */
-        while ((opt = getopt_long(argc, argv, "+h", options, NULL)) >= 0) {
+        while ((opt = getopt_long(argc, argv, "+hV", options, NULL)) >= 0) {
                 if (common_option(opt))
                         continue;
                 switch (opt) {
@@ -1723,7 +1759,10 @@ int main(int argc, char **argv) {
                         help();
                         return 0;
                 case 'V':
-                        printf("pressurectl %s\n", PACKAGE_VERSION);
+                        if (arg_json)
+                                printf("{\"version\":\"%s\"}\n", PACKAGE_VERSION);
+                        else
+                                printf("pressurectl %s\n", PACKAGE_VERSION);
                         return 0;
                 default:
                         return usage_error(NULL, NULL);
@@ -1738,6 +1777,7 @@ int main(int argc, char **argv) {
                         char **cargv = argv + optind;
 
                         optind = 0; /* restart getopt on the command's arguments */
+                        cli_set_args(cargv);
                         return commands[i].run(cargc, cargv);
                 }
         return usage_error(NULL, "unknown command '%s'", argv[optind]);

@@ -72,6 +72,53 @@ static const char *const sort_names[_SORT_MAX] = {
         [SORT_RECLAIM] = "reclaim",
 };
 
+/* The columns after the name, in the order shown. */
+typedef enum TopColumn {
+        COL_V,
+        COL_USAGE,
+        COL_HIGH,
+        COL_MAX,
+        COL_EMIN,
+        COL_ELOW,
+        COL_SOME,
+        COL_FULL,
+        COL_CPU,
+        COL_IO,
+        COL_EPISODE,
+        COL_EV_HIGH,
+        COL_EV_MAX,
+        COL_EV_OOMK,
+        COL_RECLAIM,
+        COL_KILLED,
+        _COL_MAX,
+} TopColumn;
+
+/* Each column is a space and its cells, right-aligned in its width. */
+static const struct {
+        const char *title;
+        int width;
+} columns[_COL_MAX] = {
+        [COL_V] = { "V", 1 },           [COL_USAGE] = { "USAGE", 5 },   [COL_HIGH] = { "HIGH", 5 },
+        [COL_MAX] = { "MAX", 5 },       [COL_EMIN] = { "EMIN", 5 },     [COL_ELOW] = { "ELOW", 5 },
+        [COL_SOME] = { "SOME", 5 },     [COL_FULL] = { "FULL", 5 },     [COL_CPU] = { "CPU", 5 },
+        [COL_IO] = { "IO", 5 },         [COL_EPISODE] = { "EPISODE", 7 }, [COL_EV_HIGH] = { "+HIGH", 5 },
+        [COL_EV_MAX] = { "+MAX", 5 },   [COL_EV_OOMK] = { "+OOMK", 5 }, [COL_RECLAIM] = { "RECLAIM", 7 },
+        [COL_KILLED] = { "KILLED", 7 },
+};
+
+/*
+ * On a narrow screen, once the names are down to NAME_MIN columns, these give way, least useful
+ * first; the column of the sort key never does.
+ */
+static const TopColumn give_way[] = {
+        COL_EV_HIGH, COL_EV_MAX, COL_HIGH, COL_MAX, COL_EPISODE, COL_EV_OOMK, COL_ELOW, COL_EMIN,
+        COL_V, COL_FULL, COL_USAGE, COL_SOME,
+};
+
+/* The names keep this many columns before a column gives way; an optional one needs NAME_ROOM_OPTIONAL. */
+#define NAME_MIN 8
+#define NAME_ROOM_OPTIONAL 16
+
 typedef struct TopDaemon {
         bool reachable;
         char error[512];      /* why not reachable, or the daemon's error */
@@ -98,11 +145,7 @@ typedef struct Top {
         SortKey sort;
         bool flat;
         bool show_protection;
-        bool show_cpu_io;    /* the CPU and IO columns: always in batch mode, on a screen where they fit */
-        bool show_reclaim;   /* the RECLAIM column: while the daemon reclaims from any cgroup, on a
-                              * screen where it fits (before CPU and IO) */
-        bool show_kills;     /* the KILLED column: while a cgroup shown was killed in the last minute,
-                              * on a screen where it fits (before RECLAIM) */
+        bool shown[_COL_MAX]; /* the columns of the table drawn or printed (columns_batch(), columns_screen()) */
         int indent;          /* columns of indentation per tree level: 2, or 1 on a narrow screen */
         char filter[128];
 
@@ -214,11 +257,14 @@ static uint64_t events_sum(const TopCgroup *cg) {
         return sum;
 }
 
-/* Width of the columns after the name: " V", 5-character values and the 7-character EPISODE and
- * RECLAIM, each after a space. */
+/* Width of the columns shown after the name, each with the space before it. */
 static int fixed_width(const Top *t) {
-        return 2 + (3 + (t->show_protection ? 2 : 0) + 2 + (t->show_cpu_io ? 2 : 0) + 3) * 6 + 8 +
-               (t->show_reclaim ? 8 : 0) + (t->show_kills ? 8 : 0);
+        int w = 0;
+
+        for (TopColumn c = 0; c < _COL_MAX; c++)
+                if (t->shown[c])
+                        w += 1 + columns[c].width;
+        return w;
 }
 
 /* The KILLED cell: how long ago the latest kill of the last minute was, "12s"; "-" for none. */
@@ -269,38 +315,135 @@ static int name_width(const Top *t, int avail) {
 }
 
 static void format_column_header(const Top *t, char *buf, size_t size, int nw) {
-        snprintf(buf, size, "%-*s %1s %5s %5s %5s%s %5s %5s%s %7s %5s %5s %5s%s%s", nw, "CGROUP", "V", "USAGE", "HIGH",
-                 "MAX", t->show_protection ? "  EMIN  ELOW" : "", "SOME", "FULL",
-                 t->show_cpu_io ? "   CPU    IO" : "", "EPISODE", "+HIGH", "+MAX", "+OOMK",
-                 t->show_reclaim ? " RECLAIM" : "", t->show_kills ? "  KILLED" : "");
+        int n = snprintf(buf, size, "%-*s", nw, "CGROUP");
+
+        for (TopColumn c = 0; c < _COL_MAX; c++)
+                if (t->shown[c] && n >= 0 && (size_t) n < size)
+                        n += snprintf(buf + n, size - (size_t) n, " %*s", columns[c].width, columns[c].title);
+}
+
+/* The cell of column @c in the row of @cg, in @buf or a constant. */
+static const char *format_cell(const Top *t, const TopCgroup *cg, TopColumn c, char buf[static 16]) {
+        switch (c) {
+        case COL_V:
+                return cg->current == TOP_NONE ? "" : cg->mem_v1 ? "1" : "2";
+        case COL_USAGE:
+                return fmt_size(buf, cg->current);
+        case COL_HIGH:
+                return fmt_size(buf, cg->high);
+        case COL_MAX:
+                return fmt_size(buf, cg->max);
+        case COL_EMIN:
+                return fmt_size(buf, cg->emin);
+        case COL_ELOW:
+                return fmt_size(buf, cg->elow);
+        case COL_SOME:
+                return fmt_psi(buf, cg->has_psi, psi_percent(cg->some_avg10));
+        case COL_FULL:
+                return fmt_psi(buf, cg->has_psi, psi_percent(cg->full_avg10));
+        /* "some" avg10 of cpu.pressure and io.pressure. */
+        case COL_CPU:
+                return fmt_psi(buf, cg->has_cpu_psi, psi_percent(cg->cpu_some_avg10));
+        case COL_IO:
+                return fmt_psi(buf, cg->has_io_psi, psi_percent(cg->io_some_avg10));
+        case COL_EPISODE:
+                return fmt_duration(buf, cg);
+        case COL_EV_HIGH:
+                return fmt_count(buf, top_event_delta(cg, TOP_EV_HIGH));
+        case COL_EV_MAX:
+                return fmt_count(buf, top_event_delta(cg, TOP_EV_MAX));
+        case COL_EV_OOMK:
+                return fmt_count(buf, top_event_delta(cg, TOP_EV_OOM_KILL));
+        case COL_RECLAIM:
+                return fmt_reclaim(buf, cg);
+        case COL_KILLED:
+                return fmt_killed(buf, t, cg);
+        default:
+                return "";
+        }
 }
 
 static void format_row(const Top *t, const TopCgroup *cg, char *buf, size_t size, int nw) {
-        char b[15][16], prot[32] = "", cpu_io[48] = "", reclaim[16] = "", killed[24] = "";
         const char *name;
-        int indent, len;
+        int indent, len, n;
 
         row_name(t, cg, &indent, &name);
-        if (t->show_protection)
-                snprintf(prot, sizeof(prot), " %5s %5s", fmt_size(b[3], cg->emin), fmt_size(b[4], cg->elow));
-        /* "some" avg10 of cpu.pressure and io.pressure. */
-        if (t->show_cpu_io)
-                snprintf(cpu_io, sizeof(cpu_io), " %5s %5s",
-                         fmt_psi(b[11], cg->has_cpu_psi, psi_percent(cg->cpu_some_avg10)),
-                         fmt_psi(b[12], cg->has_io_psi, psi_percent(cg->io_some_avg10)));
-        if (t->show_reclaim)
-                snprintf(reclaim, sizeof(reclaim), " %7s", fmt_reclaim(b[13], cg));
-        if (t->show_kills)
-                snprintf(killed, sizeof(killed), " %7s", fmt_killed(b[14], t, cg));
         len = MAX(nw - indent, 0);
-        snprintf(buf, size, "%*s%-*.*s %1s %5s %5s %5s%s %5s %5s%s %7s %5s %5s %5s%s%s", indent, "", len, len, name,
-                 cg->current == TOP_NONE ? "" : cg->mem_v1 ? "1" : "2", fmt_size(b[0], cg->current),
-                 fmt_size(b[1], cg->high), fmt_size(b[2], cg->max), prot,
-                 fmt_psi(b[5], cg->has_psi, psi_percent(cg->some_avg10)),
-                 fmt_psi(b[6], cg->has_psi, psi_percent(cg->full_avg10)), cpu_io,
-                 fmt_duration(b[10], cg), fmt_count(b[7], top_event_delta(cg, TOP_EV_HIGH)),
-                 fmt_count(b[8], top_event_delta(cg, TOP_EV_MAX)),
-                 fmt_count(b[9], top_event_delta(cg, TOP_EV_OOM_KILL)), reclaim, killed);
+        n = snprintf(buf, size, "%*s%-*.*s", indent, "", len, len, name);
+        for (TopColumn c = 0; c < _COL_MAX; c++) {
+                char cell[16];
+
+                if (t->shown[c] && n >= 0 && (size_t) n < size)
+                        n += snprintf(buf + n, size - (size_t) n, " %*s", columns[c].width, format_cell(t, cg, c, cell));
+        }
+}
+
+/* Whether column @c shows the sort key (the three counters for "events"). */
+static bool column_sorts(const Top *t, TopColumn c) {
+        static const TopColumn of[_SORT_MAX] = {
+                [SORT_SOME] = COL_SOME, [SORT_FULL] = COL_FULL, [SORT_CURRENT] = COL_USAGE,
+                [SORT_PATH] = _COL_MAX, [SORT_EPISODE] = COL_EPISODE, [SORT_CPU] = COL_CPU,
+                [SORT_IO] = COL_IO, [SORT_RECLAIM] = COL_RECLAIM,
+        };
+
+        if (t->sort == SORT_EVENTS)
+                return c == COL_EV_HIGH || c == COL_EV_MAX || c == COL_EV_OOMK;
+        return of[t->sort] == c;
+}
+
+/*
+ * Whether column @c has something to show: EMIN and ELOW while the protection columns are on,
+ * RECLAIM while the daemon reclaims from any cgroup, KILLED while a cgroup shown was killed in
+ * the last minute; the others always. The column of the sort key always shows.
+ */
+static bool column_applies(const Top *t, TopColumn c) {
+        if (column_sorts(t, c))
+                return true;
+        switch (c) {
+        case COL_EMIN:
+        case COL_ELOW:
+                return t->show_protection;
+        case COL_RECLAIM:
+                return t->daemon.reclaim_cgroups > 0;
+        case COL_KILLED:
+                return t->kills_marked > 0;
+        default:
+                return true;
+        }
+}
+
+/* Batch output: every column that applies. */
+static void columns_batch(Top *t) {
+        for (TopColumn c = 0; c < _COL_MAX; c++)
+                t->shown[c] = column_applies(t, c);
+}
+
+/*
+ * A screen of @cols columns: KILLED, RECLAIM, then CPU and IO only where they leave the names
+ * NAME_ROOM_OPTIONAL columns; then, while the names would have fewer than NAME_MIN, the others
+ * give way in the order of give_way[]. The sort key's column stays whatever the width.
+ */
+static void columns_screen(Top *t, int cols) {
+        static const TopColumn optional[][2] = {
+                { COL_KILLED, COL_KILLED }, { COL_RECLAIM, COL_RECLAIM }, { COL_CPU, COL_IO },
+        };
+
+        columns_batch(t);
+        for (size_t i = 0; i < ELEMENTSOF(optional); i++)
+                for (size_t k = 0; k < 2; k++)
+                        t->shown[optional[i][k]] = column_sorts(t, optional[i][k]);
+        for (size_t i = 0; i < ELEMENTSOF(optional); i++) {
+                bool saved[2] = { t->shown[optional[i][0]], t->shown[optional[i][1]] };
+
+                for (size_t k = 0; k < 2; k++)
+                        t->shown[optional[i][k]] |= column_applies(t, optional[i][k]);
+                if (cols - fixed_width(t) - 1 < NAME_ROOM_OPTIONAL)
+                        for (size_t k = 0; k < 2; k++)
+                                t->shown[optional[i][k]] = saved[k];
+        }
+        for (size_t i = 0; i < ELEMENTSOF(give_way) && cols - fixed_width(t) - 1 < NAME_MIN; i++)
+                if (!column_sorts(t, give_way[i]))
+                        t->shown[give_way[i]] = false;
 }
 
 /* The system's cpu and io "some" avg10 (/proc/pressure/cpu, io). */
@@ -778,10 +921,6 @@ static int top_refresh(Top *t) {
                 t->kills_marked = 0;
                 query_status(t);
         }
-        /* The RECLAIM column while the daemon reclaims from any cgroup, the KILLED column while a
-         * cgroup shown was killed in the last minute (draw() may lack the room). */
-        t->show_reclaim = t->daemon.reclaim_cgroups > 0;
-        t->show_kills = t->kills_marked > 0;
         t->refreshes++;
         return build_rows(t);
 }
@@ -792,6 +931,7 @@ static void print_text(Top *t) {
         char header[HEADER_LINES][MAX_WIDTH], line[MAX_WIDTH];
         int nw = name_width(t, -1);
 
+        columns_batch(t);
         format_header(t, header);
         if (t->refreshes > 1)
                 printf("\n");
@@ -1080,18 +1220,7 @@ static void draw(Top *t, Screen *s) {
         format_header(t, header);
         for (int i = 0; i < HEADER_LINES && i < rows; i++)
                 mvaddnstr(i, 0, header[i], cols);
-        /* KILLED, RECLAIM, then the CPU and IO columns, only where they leave the names 16 columns. */
-        t->show_cpu_io = false;
-        t->show_reclaim = false;
-        t->show_kills = t->kills_marked > 0;
-        if (cols - fixed_width(t) - 1 < 16)
-                t->show_kills = false;
-        t->show_reclaim = t->daemon.reclaim_cgroups > 0;
-        if (cols - fixed_width(t) - 1 < 16)
-                t->show_reclaim = false;
-        t->show_cpu_io = true;
-        if (cols - fixed_width(t) - 1 < 16)
-                t->show_cpu_io = false;
+        columns_screen(t, cols);
         /* Where the names do not fit, indent by one column per level: more of each name shows. */
         t->indent = 2;
         if (name_width(t, -1) > cols - fixed_width(t) - 1)
@@ -1355,27 +1484,6 @@ static void help(void) {
                "                            mountinfo); either option turns off discovery of both\n");
 }
 
-/* "/a/b/" -> "/a/b"; NULL for a path that is not absolute or holds "." or ".." components. */
-static char *normalize_subtree(const char *s) {
-        char *p;
-        size_t n;
-
-        if (!s || s[0] != '/')
-                return NULL;
-        p = strdup(s);
-        if (!p)
-                return NULL;
-        n = strlen(p);
-        while (n > 1 && p[n - 1] == '/')
-                p[--n] = 0;
-        for (const char *c = p; *c; c++)
-                if (c[0] == '/' && c[1] == '.' && (c[2] == '/' || !c[2] || (c[2] == '.' && (c[3] == '/' || !c[3])))) {
-                        free(p);
-                        return NULL;
-                }
-        return p;
-}
-
 /* Apply one option of top's command line to @t; returns 0, or the exit status to end with. */
 static int top_parse_option(Top *t, int opt, const char *arg, bool *roots_given) {
         switch (opt) {
@@ -1384,6 +1492,7 @@ static int top_parse_option(Top *t, int opt, const char *arg, bool *roots_given)
                 return 0;
         case 'j':
                 t->json = true;
+                cli_set_json(true);
                 break;
         case 's':
                 t->socket = arg;
@@ -1393,14 +1502,16 @@ static int top_parse_option(Top *t, int opt, const char *arg, bool *roots_given)
                 break;
         case 'd':
                 if (parse_seconds(arg, 86400, &t->delay_usec) < 0)
-                        return usage_error("top ", "invalid delay '%s'", arg);
+                        return usage_error("top ", "invalid delay '%s', expected seconds from 0 to 86400 (fractions allowed)",
+                                           arg);
                 break;
         case 'b':
                 t->batch = true;
                 break;
         case 'n':
                 if (parse_uint(arg, UINT64_MAX, &t->iterations) < 0 || t->iterations == 0)
-                        return usage_error("top ", "invalid iterations '%s'", arg);
+                        return usage_error("top ", "invalid iterations '%s', expected a whole number from 1 to %" PRIu64,
+                                           arg, UINT64_MAX);
                 break;
         case 'P':
                 t->show_protection = false;
@@ -1448,11 +1559,9 @@ static int top_parse(Top *t, int argc, char **argv, bool *roots_given) {
                         return r;
         }
         if (optind < argc) {
-                t->subtree = normalize_subtree(argv[optind]);
-                if (!t->subtree)
-                        return usage_error("top ", "invalid cgroup '%s': give an absolute path such as /system.slice",
-                                     argv[optind]);
-                optind++;
+                r = cgroup_arg("top ", argv[optind++], &t->subtree);
+                if (r != 0)
+                        return r;
         }
         if (optind < argc)
                 return usage_error("top ", "unexpected argument '%s'", argv[optind]);
@@ -1474,15 +1583,11 @@ static int top_setup(Top *t, bool roots_given) {
 
         if (!roots_given) {
                 r = top_roots_from_mountinfo(&t->roots);
-                if (r < 0) {
-                        fprintf(stderr, "pressurectl: top: cannot read /proc/self/mountinfo: %s\n", strerror(-r));
-                        return EXIT_DAEMON_ERROR;
-                }
+                if (r < 0)
+                        return cli_fail("top", r, "cannot read /proc/self/mountinfo: %s", strerror(-r));
         }
-        if (!t->roots.v2 && !t->roots.v1_memory) {
-                fprintf(stderr, "pressurectl: top: no cgroup hierarchy found (no cgroup2 or v1 memory mount)\n");
-                return EXIT_DAEMON_ERROR;
-        }
+        if (!t->roots.v2 && !t->roots.v1_memory)
+                return cli_fail("top", 0, "no cgroup hierarchy found (no cgroup2 or v1 memory mount)");
 
         r = pressure_client_new(&t->client);
         if (r >= 0 && t->socket)
@@ -1493,10 +1598,10 @@ static int top_setup(Top *t, bool roots_given) {
                 r = pressure_client_set_call_timeout(t->client, USEC_PER_SEC / 2);
         if (r >= 0)
                 r = kills_subscribe(t);
-        if (r < 0) {
-                fprintf(stderr, "pressurectl: top: cannot set up the client: %s\n", strerror(-r));
-                return r == -ENOMEM ? EXIT_DAEMON_ERROR : EXIT_USAGE;
-        }
+        if (r == -ENOMEM)
+                return cli_fail("top", r, "cannot set up the client: %s", strerror(-r));
+        if (r < 0)
+                return usage_error("top ", "cannot set up the client: %s", strerror(-r));
         return -1;
 }
 
@@ -1532,7 +1637,7 @@ static void raise_fd_budget(void) {
 int top_main(int argc, char **argv, const char *socket, bool user, bool json) {
         _cleanup_(top_done) Top t = {
                 .socket = socket, .user = user, .json = json,
-                .delay_usec = USEC_PER_SEC, .show_protection = true, .show_cpu_io = true, .indent = 2,
+                .delay_usec = USEC_PER_SEC, .show_protection = true, .indent = 2,
         };
         bool roots_given = false;
         int r;
@@ -1551,9 +1656,7 @@ int top_main(int argc, char **argv, const char *socket, bool user, bool json) {
         r = t.batch ? run_batch(&t) : run_screen(&t);
         if (r == -ENOTTY)
                 return EXIT_USAGE;
-        if (r < 0) {
-                fprintf(stderr, "pressurectl: top: %s\n", strerror(-r));
-                return EXIT_DAEMON_ERROR;
-        }
+        if (r < 0)
+                return cli_fail("top", r, "%s", strerror(-r));
         return 0;
 }

@@ -5,12 +5,14 @@ Start the built daemon on a temporary socket, talk varlink to it, run
 pressurectl, make real cgroups that are always removed, and skip (exit 77)
 with a reason where a feature is missing.
 """
+import atexit
 import collections
 import contextlib
 import json
 import os
 import pwd
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -89,23 +91,78 @@ V1_MEMORY_ROOT = cgroup_v1_memory_mount() or '/sys/fs/cgroup/memory'
 
 _MAIN_PID = os.getpid()
 
+# How the test ended, once it said so: 'passed' (finish()), 'skipped'
+# (skip()), 'failed' (fail() or an exception nobody caught), 'stopped'
+# (SIGTERM), 'own' (own_verdict()). None until then; a test that exits
+# with None fails (see _no_verdict()).
+_verdict = None
+
 
 def _on_sigterm(signum, frame):
     """A test stopped with SIGTERM (meson's timeout, or a stopped run) unwinds
     like one that fails, so that its cgroups and temporary directories are
     removed. A forked child (run_as) must not run its parent's clean-up: it
     just exits."""
+    global _verdict
     if os.getpid() != _MAIN_PID:
         os._exit(128 + signum)
+    _verdict = 'stopped'
     sys.exit(128 + signum)
 
 
 signal.signal(signal.SIGTERM, _on_sigterm)
 
+_excepthook = sys.excepthook
+
+
+def _on_uncaught(*exc):
+    """An exception nobody caught fails the test (Python exits 1 after its traceback)."""
+    global _verdict
+    _verdict = 'failed'
+    _excepthook(*exc)
+
+
+sys.excepthook = _on_uncaught
+
+
+def _no_verdict():
+    """At exit: a test that ends without a verdict fails. Without this, a
+    test whose main() returns early, or which forgets to call finish() after
+    a part was left out by skip_part(), would pass without having checked
+    anything. Forked children are not tests."""
+    if os.getpid() != _MAIN_PID or _verdict is not None:
+        return
+    sys.stdout.flush()
+    sys.stderr.write('FAIL: the test ended without a verdict: it called neither finish() nor skip()\n')
+    sys.stderr.flush()
+    os._exit(1)
+
+
+atexit.register(_no_verdict)
+
 
 def skip(reason):
+    """Skip the test (exit 77), saying why."""
+    global _verdict
     print(f'SKIP: {reason}', flush=True)
+    _verdict = 'skipped'
     sys.exit(77)
+
+
+def fail(reason):
+    """Fail the test (exit 1), saying why, without a traceback."""
+    global _verdict
+    print(f'FAIL: {reason}', file=sys.stderr, flush=True)
+    _verdict = 'failed'
+    sys.exit(1)
+
+
+def own_verdict():
+    """For a program that states its result itself, by its exit status and
+    output (tests/vm/checks.py, a TAP producer), or is no test at all but a
+    helper process of one: _no_verdict() leaves it alone."""
+    global _verdict
+    _verdict = 'own'
 
 
 _left_out = []
@@ -122,9 +179,12 @@ def skip_part(reason):
 
 def finish():
     """End a test whose checks passed: print 'ok', or, if skip_part() left
-    a part out, exit 77 naming what was left out."""
+    a part out, exit 77 naming what was left out. Every test ends with
+    finish() or skip(): one that exits without either fails."""
+    global _verdict
     if _left_out:
         skip('the rest passed; left out: ' + '; '.join(_left_out))
+    _verdict = 'passed'
     print('ok', flush=True)
 
 
@@ -420,6 +480,44 @@ class Daemon:
                 return int(line.split()[1])
         return 0
 
+    def own_memory(self):
+        """(KiB, how) of the daemon's own memory, measured so that a bound on
+        its growth means something in this run; (None, why) where it cannot
+        be. A plain build: its RSS. Under valgrind the process is the tool's,
+        so: the heap memcheck counts in use (every loss record of a leak
+        search through vgdb, reachable or not). With AddressSanitizer, which
+        keeps freed memory in quarantine and maps shadow memory: the heap it
+        counts in use (__sanitizer_get_current_allocated_bytes(), called
+        through gdb)."""
+        if WRAPPER and 'valgrind' in os.path.basename(WRAPPER[0]):
+            return self._valgrind_heap()
+        if WRAPPER:
+            return None, f'the daemon runs under {os.path.basename(WRAPPER[0])}, whose heap is not read here'
+        if daemon_sanitized():
+            return self._asan_heap()
+        return self.rss_kib(), 'RSS'
+
+    def _valgrind_heap(self):
+        if not shutil.which('vgdb'):
+            return None, 'the daemon runs under valgrind, and vgdb is not installed to ask it for the heap in use'
+        res = subprocess.run(['vgdb', f'--pid={self.proc.pid}', 'leak_check', 'full', 'reachable', 'any'],
+                             capture_output=True, text=True, timeout=scaled(30))
+        records = re.findall(r'== ([\d,]+) (?:\(([\d,]+) direct, [\d,]+ indirect\) )?bytes in [\d,]+ blocks are',
+                             res.stdout)
+        check(res.returncode == 0 and records, 'vgdb leak_check answers', res.returncode, res.stdout, res.stderr)
+        total = sum(int((direct or whole).replace(',', '')) for whole, direct in records)
+        return total // 1024, 'heap in use (valgrind)'
+
+    def _asan_heap(self):
+        if not shutil.which('gdb'):
+            return None, 'the daemon is built with AddressSanitizer, and gdb is not installed to ask it for the heap'
+        res = subprocess.run(['gdb', '-p', str(self.pid), '-batch', '-nx', '-ex',
+                              'print (unsigned long) __sanitizer_get_current_allocated_bytes()'],
+                             capture_output=True, text=True, timeout=scaled(60))
+        m = re.search(r'^\$1 = (\d+)$', res.stdout, re.M)
+        check(m is not None, 'gdb reads the heap in use', res.returncode, res.stdout, res.stderr)
+        return int(m.group(1)) // 1024, 'heap in use (AddressSanitizer)'
+
     def status(self):
         v = Varlink(self.socket)
         try:
@@ -447,6 +545,30 @@ class Daemon:
             if exc[0] is not None:
                 sys.stderr.write(f'--- daemon log ---\n{self.log()}\n')
             shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
+BASH_COMPLETION = '/usr/share/bash-completion/bash_completion'
+
+
+def have_bash_completion(what):
+    """True if bash and bash-completion are installed, to check pressurectl's
+    completion; else @what is left out with skip_part()."""
+    if os.path.exists(BASH_COMPLETION) and shutil.which('bash'):
+        return True
+    skip_part(f'{what}: bash-completion is not installed')
+    return False
+
+
+def complete(words):
+    """What pressurectl's bash completion offers for the command line @words,
+    whose last word is the one being completed (have_bash_completion() first)."""
+    comp = os.path.join(SOURCE_ROOT, 'client', 'pressurectl.bash-completion')
+    line = ' '.join(words)
+    script = (f'source {BASH_COMPLETION}; source {comp}; COMP_WORDS=({" ".join(shlex.quote(w) for w in words)}); '
+              f'COMP_CWORD={len(words) - 1}; COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; '
+              '_pressurectl 2>/dev/null; echo "${COMPREPLY[@]}"')
+    res = subprocess.run(['bash', '-c', script], capture_output=True, text=True, timeout=30)
+    return res.stdout.split()
 
 
 def run_ctl(*args, socket=None, timeout=10, user=None, input=None, env=None):
@@ -781,19 +903,10 @@ def run_as(user, fn, *args):
     return out['result']
 
 
-def rss_unreliable():
-    """Why the daemon's RSS says little about its own memory, or None.
-
-    Under valgrind the process is the tool's; AddressSanitizer keeps freed
-    memory in quarantine and maps shadow memory. Tests print RSS figures
-    either way but assert on them only when this returns None.
-    """
-    if WRAPPER:
-        return f'the daemon runs under {os.path.basename(WRAPPER[0])}'
+def daemon_sanitized():
+    """True if the daemon is built with AddressSanitizer."""
     with open(PRESSURED, 'rb') as f:
-        if b'__asan_init' in f.read():
-            return 'the daemon is built with AddressSanitizer'
-    return None
+        return b'__asan_init' in f.read()
 
 
 class FakeVarlinkServer:

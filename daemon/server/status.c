@@ -72,7 +72,7 @@ static json_t *status_registration_json(const Registration *r, const char *cgrou
                       "source", source_type_to_string(r->src.type),
                       "resource", resource_to_string(r->src.resource),
                       "trigger", registration_trigger_json(r, NULL),
-                      "subscribers", (json_int_t) r->n_subscribers,
+                      "subscribers", (json_int_t) (r->n_subscribers + r->n_kicked),
                       "proxied", proxied);
         ok = o;
         if (ok && r->fast_charged)

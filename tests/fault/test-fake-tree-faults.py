@@ -152,3 +152,4 @@ def main():
 
 if __name__ == '__main__':
     main()
+    pt.finish()

@@ -206,3 +206,4 @@ def run(d, cg):
 
 if __name__ == '__main__':
     main()
+    pt.finish()

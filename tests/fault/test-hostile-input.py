@@ -238,3 +238,4 @@ def main():
 
 if __name__ == '__main__':
     main()
+    pt.finish()

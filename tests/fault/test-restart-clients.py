@@ -67,7 +67,7 @@ def main():
                 if p.poll() is None:
                     p.kill()
                     p.wait()
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

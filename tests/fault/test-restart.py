@@ -113,3 +113,4 @@ def run(sockdir, path, cg):
 
 if __name__ == '__main__':
     main()
+    pt.finish()

@@ -124,7 +124,7 @@ def main():
     pt.require_root('it compares root with other users')
     test_paths()
     test_real_cgroups()
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

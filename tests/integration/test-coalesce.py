@@ -81,7 +81,7 @@ def main():
         pt.check_eq(d.status()['subscriptions'], 2, 'both streams are still open')
         slow.close()
         plain.close()
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

@@ -207,7 +207,7 @@ def main():
     test_live_memory_pressure_socket()
     test_sigterm()
     test_bad_config()
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

@@ -55,7 +55,7 @@ def main():
             pt.check(node['children_min_usage'] == GIB, 'child /a contributes its usage under min', node)
             prot.close()
             watcher.close()
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

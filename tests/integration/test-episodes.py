@@ -204,3 +204,4 @@ if __name__ == '__main__':
     main()
     test_trigger_change()
     test_slow_consumer()
+    pt.finish()

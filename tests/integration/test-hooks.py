@@ -9,7 +9,6 @@ crashing and missing hooks logged while the watch goes on, --count and
 errors."""
 import json
 import os
-import shutil
 import signal
 import stat
 import subprocess
@@ -166,7 +165,8 @@ def inject(d, cg, n=1):
 
 
 def event_lines(h):
-    return [line for line in h.stdout().splitlines() if line.startswith('{')]
+    """The events a watch --json printed, the subscribed one aside."""
+    return [line for line in h.stdout().splitlines() if line.startswith('{') and '"kind":"subscribed"' not in line]
 
 
 def test_usage():
@@ -232,27 +232,51 @@ def test_environment(d, cg):
         check_eq(run['uid'], os.getuid(), 'the hook runs as the user running pressurectl')
         check_eq(run['pgid'], run['pid'], 'the hook leads a process group of its own')
         check_eq(sorted(run['fds']), ['0', '1', '2'], "no fd of pressurectl's leaks into the hook")
-        check_eq(h.stderr().count('pressurectl: hook'), 0, 'a run that ends well is not reported')
+        # With --json the hook writes to pressurectl's stderr: stdout carries JSON only.
+        check(run['fds']['1'] == run['fds']['2'] == h.err, "the hook's stdout is pressurectl's stderr", run['fds'])
+        check_eq(h.stderr().count('hook'), 0, 'a run that ends well is not reported')
+    finally:
+        h.close()
+
+
+def test_json(d, cg):
+    """With --json, stdout is JSON only: the subscribed event and the events, not what the hook
+    prints; a hook that failed is a {"notice": ...} line on stderr."""
+    h = Hooks()
+    try:
+        h.start(d, cg, *SELECTOR, '--count', '1', '--json', '--exec', 'sh', '-c', 'echo the hook speaks; exit 3')
+        inject(d, cg)
+        h.finish(0, 'watch --json with a failing hook')
+        kinds = [json.loads(line)['kind'] for line in h.stdout().splitlines()]
+        check_eq(kinds, ['subscribed', 'pressure'], 'stdout: the subscribed event and the event, nothing else')
+        err = h.stderr().splitlines()
+        check('the hook speaks' in err, "the hook's output went to stderr", err)
+        notices = [json.loads(line) for line in err if line != 'the hook speaks']
+        check_eq(notices, [{'notice': "hook 'sh' (event seq 1) exited with status 3"}], 'the failure as a notice')
+    finally:
+        h.close()
+    # Without --json the hook shares stdout, and the failure is a sentence.
+    h = Hooks()
+    try:
+        h.start(d, cg, *SELECTOR, '--count', '1', '--exec', 'sh', '-c', 'echo the hook speaks; exit 3')
+        inject(d, cg)
+        h.finish(0, 'watch with a failing hook')
+        check('the hook speaks' in h.stdout().splitlines(), "the hook's output on stdout", h.stdout())
+        check_eq(h.stderr(), "pressurectl: hook 'sh' (event seq 1) exited with status 3\n", 'the failure')
     finally:
         h.close()
 
 
 def test_completion():
     # The bash completion offers the options, and completes the hook's command line as a command's.
-    bc = '/usr/share/bash-completion/bash_completion'
-    if not (os.path.exists(bc) and shutil.which('bash')):
-        print('bash-completion is not installed; completion not checked')
+    if not pt.have_bash_completion('the completion of watch --exec'):
         return
-    comp = os.path.join(pt.SOURCE_ROOT, 'client', 'pressurectl.bash-completion')
     for words, want in ((['pressurectl', 'watch', '--exec-t'], ['--exec-timeout']),
                         (['pressurectl', 'watch', '--exe'], ['--exec-timeout', '--exec']),
                         (['pressurectl', 'watch', '--exec', 'mkfif'], ['mkfifo']),
                         (['pressurectl', 'watch', '--level', 'low', '--exec', 'mkfif'], ['mkfifo'])):
-        line = ' '.join(words)
-        script = (f'source {bc}; source {comp}; COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; '
-                  f'COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; _pressurectl 2>/dev/null; echo "${{COMPREPLY[@]}}"')
-        res = subprocess.run(['bash', '-c', script], capture_output=True, text=True, timeout=30)
-        check(set(res.stdout.split()) == set(want), f'completion of {line!r}', want, res.stdout, res.stderr)
+        got = pt.complete(words)
+        check(set(got) == set(want), f'completion of {" ".join(words)!r}', want, got)
 
 
 def test_other_kinds():
@@ -435,12 +459,13 @@ def main():
     test_until_cleared()
     with pt.quiet_cgroup() as cg, pt.Daemon(config_text=CONFIG) as d:
         test_environment(d, cg)
+        test_json(d, cg)
         test_coalescing(d, cg)
         test_timeout_kill(d, cg)
         test_failures(d, cg)
         test_timeout_with_run(d, cg)
         test_signal_forwarding(d, cg)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

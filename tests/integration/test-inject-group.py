@@ -35,7 +35,7 @@ def main():
     with pt.Daemon(config_text='[Policy]\nInjectGroup=0\n') as d:
         r = inject_as_nobody(d)
         pt.check(r.returncode == 4, 'a non-member of InjectGroup= may not inject', r.returncode, r.stderr)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

@@ -181,7 +181,7 @@ def main():
                       out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

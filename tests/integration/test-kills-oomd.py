@@ -304,7 +304,7 @@ def main():
     finally:
         bus.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

@@ -359,7 +359,7 @@ def main():
         test_unprivileged(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

@@ -264,7 +264,7 @@ def main():
     test_max_message_bytes()
     test_request_timeout()
     test_idle_timeout()
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

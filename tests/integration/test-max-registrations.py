@@ -99,3 +99,4 @@ def main():
 
 if __name__ == '__main__':
     main()
+    pt.finish()

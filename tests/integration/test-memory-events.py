@@ -131,7 +131,7 @@ def main():
         test_v1_only(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

@@ -38,9 +38,7 @@ TYPES = dict([(name, 'counter') for _, _, name in PSI_FAMILIES] + [
 ])
 
 
-def fail(msg):
-    print('FAIL: ' + msg, file=sys.stderr)
-    sys.exit(1)
+fail = pt.fail
 
 
 def read(path):

@@ -42,9 +42,7 @@ REQUIRED = {
 }
 
 
-def fail(msg):
-    print('FAIL: ' + msg, file=sys.stderr)
-    sys.exit(1)
+fail = pt.fail
 
 
 def unescape(value):
@@ -285,7 +283,7 @@ def main():
         if 'parameters' not in v.call_sync('io.pressured.GetStatus', {}):
             fail('GetStatus failed after the scrapes')
         v.close()
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

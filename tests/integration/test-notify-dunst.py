@@ -105,7 +105,7 @@ def main():
                 p.wait()
         bus.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

@@ -87,16 +87,11 @@ def test_usage():
     check(res.returncode == 2 and '--user needs $XDG_RUNTIME_DIR' in res.stderr, 'notify --user without a runtime dir',
           res.returncode, res.stderr)
     # The bash completion knows the command, its options and their values.
-    bc = '/usr/share/bash-completion/bash_completion'
-    if os.path.exists(bc) and shutil.which('bash'):
-        comp = os.path.join(pt.SOURCE_ROOT, 'client', 'pressurectl.bash-completion')
+    if pt.have_bash_completion('the completion of notify'):
         for words, want in ((['pressurectl', 'no'], 'notify'), (['pressurectl', 'notify', '--dr'], '--dry-run'),
                             (['pressurectl', 'notify', '--on-cleared', 'r'], 'replace')):
-            line = ' '.join(words)
-            script = (f'source {bc}; source {comp}; COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; '
-                      f'COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; _pressurectl; echo "${{COMPREPLY[@]}}"')
-            res = subprocess.run(['bash', '-c', script], capture_output=True, text=True, timeout=30)
-            check(res.stdout.split() == [want], f'completion of {line!r}', res.stdout, res.stderr)
+            got = pt.complete(words)
+            check(got == [want], f'completion of {" ".join(words)!r}', got)
 
 
 def refusing_daemon(path):
@@ -134,17 +129,27 @@ def test_nothing_left(tmp):
     path = os.path.join(tmp, 'refusing-json.sock')
     fake = refusing_daemon(path)
     try:
-        res = subprocess.run(pt.WRAPPER + [pt.PRESSURECTL, '--socket', path, '--json', 'notify', '--dry-run',
+        # (The global options after the command, as for every other command.)
+        res = subprocess.run(pt.WRAPPER + [pt.PRESSURECTL, 'notify', '--dry-run', '--json', '--socket', path,
                                            '--cgroup', '/gone'], capture_output=True, text=True, timeout=WAIT)
     finally:
         fake.close()
-    errors = [json.loads(line) for line in res.stderr.splitlines() if line.startswith('{')]
+    # --json: nothing but JSON on stderr either: notices, then the refusal naming the watch's cgroup,
+    # then the failure that ends notify, last.
+    lines = [json.loads(line) for line in res.stderr.splitlines()]
+    errors = [o for o in lines if 'error' in o]
+    notices = [o['notice'] for o in lines if 'notice' in o]
     check(res.returncode == 1 and errors == [{'error': 'io.pressured.PermissionDenied',
                                              'parameters': {'reason': 'refused by the test'},
                                              'message': 'Permission denied: refused by the test; use a cgroup '
                                                         'delegated to your user, or try sudo.',
-                                             'cgroup': '/'}],
-          'notify --json reports the refusal as one JSON object', res.returncode, res.stderr)
+                                             'cgroup': '/'},
+                                            {'error': 'pressurectl.Failed', 'parameters': {},
+                                             'message': 'nothing left to watch'}] and lines[-1] == errors[-1],
+          'notify --json reports the refusal and its end as JSON objects', res.returncode, res.stderr)
+    check('notify: /gone is gone, no longer watching it' in notices and len(notices) + len(errors) == len(lines),
+          'the notices as {"notice": ...}', lines)
+    check(res.stdout == '', 'nothing was shown', res.stdout)
 
 
 def session_or_fallback():
@@ -508,7 +513,7 @@ def main():
         d.__exit__(*sys.exc_info())
         bus.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

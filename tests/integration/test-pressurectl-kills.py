@@ -88,11 +88,13 @@ def test_fake(tmp):
         check(fake.requests[-1] == {'kills': True, 'min_interval_ms': 1500}, 'no cgroup, the interval',
               fake.requests)
 
-        # --json: the events as sent, one per line; the header goes to stderr.
+        # --json: the events as sent, one per line, the subscribed one first; nothing on stderr.
         res = expect(pt.run_ctl('--json', 'watch', '--kills', '/user.slice', socket=sock), 0, 'watch --kills --json')
         got = [json.loads(line) for line in res.stdout.splitlines()]
-        check(got[:2] == EVENTS and got[2]['kind'] == 'removed', 'the events as the daemon sent them', got)
-        check('kills by kernel, systemd-oomd' in res.stderr, 'the header on stderr', res.stderr)
+        check(got[0]['kind'] == 'subscribed' and got[0]['state']['kill_sources'] == ['kernel', 'systemd-oomd'],
+              'the subscribed event names the killers', got)
+        check(got[1:3] == EVENTS and got[3]['kind'] == 'removed', 'the events as the daemon sent them', got)
+        pt.check_eq(res.stderr, '', 'nothing on stderr')
 
         # --count counts kills.
         res = expect(pt.run_ctl('watch', '--kills', '--count', '1', socket=sock, env=UTC), 0,
@@ -242,9 +244,11 @@ def test_daemon(tmp):
             standin.do('kill /system.slice/web.service memory-used')
             standin.do(f'kill {app}/app-firefox.scope memory-used')
             set_events(fake, app, oom_kill=1)
-            lines = w.wait_lines(2, 'two kills in the subtree')
+            lines = w.wait_lines(3, 'two kills in the subtree')
             check(w.wait() == 0, 'watch --json --count 2 exits 0', lines)
             got = [json.loads(line) for line in lines]
+            check(got[0]['kind'] == 'subscribed' and got[0]['cgroup'] == app, 'subscribed first', got)
+            got = got[1:]
             # (The two killers reach the daemon by different ways: either may come first.)
             check(sorted((e['kind'], e['cgroup'], e['by'], e['reason'], e['count']) for e in got) ==
                   [('killed', app, 'kernel', 'oom_kill', 1),

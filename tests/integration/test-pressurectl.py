@@ -7,6 +7,7 @@ reachable, 4 permission denied, 124 timeout).
 Two parts need what a machine may lack: watch --psi needs PSI, the
 permission checks a user "nobody". Without it that part is left out,
 saying so, the rest runs and the test then exits 77."""
+import base64
 import json
 import os
 import pwd
@@ -55,6 +56,21 @@ def test_usage():
     expect(pt.run_ctl('watch', '--memory-events', '--until-cleared'), 2, '--until-cleared without episodes')
     expect(pt.run_ctl('history', '/a', '/b'), 2, 'history with two cgroups')
 
+    # A number out of its range names the range.
+    for args, says in ((['watch', '--count', '0'], "invalid count '0', expected a whole number from 1 to "
+                                                   "18446744073709551615"),
+                       (['watch', '--timeout', '2e9'], "invalid timeout '2e9', expected seconds from 0 to 1000000000"),
+                       (['watch', '--min-interval', '2147483648'], "invalid interval '2147483648', expected "
+                                                                   "milliseconds from 0 to 2147483647"),
+                       (['watch', '--exec-timeout', '0', '--exec', 'true'], "invalid exec timeout '0', expected "
+                                                                            "seconds over 0, at most 1000000000"),
+                       (['top', '--batch', '-d', '90000'], "invalid delay '90000', expected seconds from 0 to 86400"),
+                       (['top', '--batch', '--iterations', '0'], "invalid iterations '0', expected a whole number "
+                                                                 "from 1 to"),
+                       (['inject', '--level', 'high'], "invalid level 'high', expected low, medium or critical")):
+        res = expect(pt.run_ctl(*args), 2, ' '.join(args))
+        check(res.stderr.startswith('pressurectl: ' + says), f'{" ".join(args)}: the range is named', res.stderr)
+
     res = expect(pt.run_ctl('--help'), 0, '--help')
     for cmd in ('status', 'watch', 'protection', 'inject', 'reload', 'history'):
         check(cmd in res.stdout, f'--help lists {cmd}', res.stdout)
@@ -64,6 +80,8 @@ def test_usage():
     check('--level low' in pt.run_ctl('watch', '--help').stdout, 'watch --help names the default selector')
     res = expect(pt.run_ctl('--version'), 0, '--version')
     check(res.stdout.startswith('pressurectl '), '--version output', res.stdout)
+    pt.check_eq(expect(pt.run_ctl('-V'), 0, '-V').stdout, res.stdout, '-V is --version')
+    pt.check_eq(expect(pt.run_ctl('-h'), 0, '-h').stdout, pt.run_ctl('--help').stdout, '-h is --help')
 
 
 def error_object(res):
@@ -120,7 +138,7 @@ def wait_subscribed(d, proc):
 def test_watch_and_inject(d, cg):
     """Watches on @cg, an empty cgroup (see pt.quiet_cgroup()), so that
     only the injected events arrive, not real pressure on the machine."""
-    # --json: exactly one line after one Inject, the event object as sent.
+    # --json: the subscribed event, then one line after one Inject, each object as sent, and nothing else.
     proc = start_watch(d, cg, '--level', 'medium', '--count', '1', '--json')
     check(wait_subscribed(d, proc), 'watch subscribed', proc.returncode)
     res = expect(pt.run_ctl('inject', cg, '--level', 'medium', socket=d.socket), 0, 'inject')
@@ -128,11 +146,14 @@ def test_watch_and_inject(d, cg):
     out, err = proc.communicate(timeout=10)
     check(proc.returncode == 0, 'watch --count 1 exits 0', proc.returncode, out, err)
     lines = out.splitlines()
-    check(len(lines) == 1, 'one JSON line', out)
-    ev = json.loads(lines[0])
+    check(len(lines) == 2, 'two JSON lines: subscribed and the event', out)
+    sub, ev = json.loads(lines[0]), json.loads(lines[1])
+    check(sub['kind'] == 'subscribed' and sub['cgroup'] == cg and sub['trigger'].get('level') == 'medium'
+          and 'psi' in sub['trigger'] and isinstance(sub['adjusted'], bool), 'the subscribed event, with its trigger',
+          sub)
     check(ev['kind'] == 'pressure' and ev['level'] == 'medium' and ev['synthetic'] is True
           and ev['source'] == 'inject' and ev['seq'] == 1 and ev['cgroup'] == cg, 'the injected event', ev)
-    check(f'Watching {cg}' in err, 'the subscription header goes to stderr with --json', err)
+    pt.check_eq(err, '', 'nothing on stderr with --json')
 
     # Human output: a header line, then one line per event; --count counts events only.
     proc = start_watch(d, cg, '--level', 'critical', '--count', '2')
@@ -161,8 +182,13 @@ def test_watch_and_inject(d, cg):
         expect(pt.run_ctl('inject', cg, '--level', 'low', socket=d.socket), 0, 'inject low')
         out, err = proc.communicate(timeout=10)
         check(proc.returncode == 0, 'watch --psi exits 0', proc.returncode, err)
-        check(json.loads(out)['level'] == 'low', '--psi subscription got the event', out)
-        check('some 150ms 2s' in err or 'adjusted' in err, 'the header shows the trigger', err)
+        sub, ev = [json.loads(line) for line in out.splitlines()]
+        check(ev['level'] == 'low', '--psi subscription got the event', out)
+        # The trigger the daemon registered (a 2 s window needs no adjusting).
+        check(sub['kind'] == 'subscribed' and sub['adjusted'] is False and
+              sub['trigger']['psi'] == {'stall': 'some', 'threshold_us': 150000, 'window_us': 2000000},
+              'the subscribed event carries the trigger', sub)
+        pt.check_eq(err, '', 'nothing on stderr with --json')
 
 
 def test_watch_timeout(d, cg):
@@ -172,7 +198,11 @@ def test_watch_timeout(d, cg):
     check(res.stdout.startswith('Watching /'), 'the header was printed', res.stdout)
     res = expect(pt.run_ctl('watch', cg, '--count', '3', '--timeout', '0.5', '--json', socket=d.socket), 124,
                  'watch --json without events')
-    check(res.stdout == '', 'no event lines', res.stdout)
+    lines = [json.loads(line) for line in res.stdout.splitlines()]
+    check(len(lines) == 1 and lines[0]['kind'] == 'subscribed', 'the subscribed event, no other', res.stdout)
+    err = error_object(res)
+    check(err['error'] == 'pressurectl.Timeout' and err['parameters'] == {'command': 'watch', 'events': 0}
+          and err['message'] == 'timed out after 0 events', 'the timeout as a JSON error', err)
     # A daemon that takes the connection and never answers: --timeout covers
     # the wait for the answer to Subscribe as well (not the 25 s call timeout).
     with tempfile.TemporaryDirectory() as tmp:
@@ -199,21 +229,24 @@ def test_daemon_errors(d):
     check(err['error'] == 'io.pressured.NoSuchCgroup' and err['parameters'] == {'cgroup': '/no/such/cgroup-xyz'},
           'the JSON error is the daemon\'s, parameters as sent', err)
     check(err['message'].startswith('No cgroup /no/such/cgroup-xyz: '), 'with the sentence', err)
-    res = expect(pt.run_ctl('watch', '/a/../b', socket=d.socket), 1, 'watch a bad path')
-    check(res.stderr.startswith("pressurectl: watch: Invalid cgroup path '/a/../b': give an absolute path"),
-          'the bad path is named in a sentence', res.stderr)
     res = expect(pt.run_ctl('protection', '/no/such/cgroup-xyz', socket=d.socket), 1, 'protection of a missing cgroup')
     check(res.stderr.startswith('pressurectl: protection: No cgroup /no/such/cgroup-xyz: '),
           'the missing cgroup is named in a sentence', res.stderr)
-    # A trigger the daemon's rules reject (parsed fine by pressurectl): the daemon's reason woven in.
-    res = expect(pt.run_ctl('watch', '--psi', 'some 3s 2s', socket=d.socket), 1, 'watch a threshold over the window')
+    # A trigger the daemon's rules reject (parsed fine by pressurectl): the daemon's reason woven in, and
+    # exit 2 as for a trigger pressurectl cannot parse: a value the user typed wrong is a usage error.
+    res = expect(pt.run_ctl('watch', '--psi', 'some 3s 2s', socket=d.socket), 2, 'watch a threshold over the window')
     check(res.stderr == 'pressurectl: watch: Invalid trigger: threshold must not exceed the window; a PSI trigger '
           "is STALL THRESHOLD WINDOW, e.g. 'some 150ms 2s', with a window from 500ms to 10s.\n",
           'InvalidTrigger with the reason', res.stderr)
-    res = expect(pt.run_ctl('--json', 'watch', '--psi', 'some 3s 2s', socket=d.socket), 1, 'the same with --json')
+    res = expect(pt.run_ctl('--json', 'watch', '--psi', 'some 3s 2s', socket=d.socket), 2, 'the same with --json')
     err = error_object(res)
     check(err['error'] == 'io.pressured.InvalidTrigger'
           and err['parameters'] == {'reason': 'threshold must not exceed the window'}, 'InvalidTrigger as JSON', err)
+    res = expect(pt.run_ctl('watch', '--psi', 'some 3s', socket=d.socket), 2, 'a trigger pressurectl cannot parse')
+    check(res.stderr.startswith("pressurectl: invalid PSI trigger 'some 3s'"), 'said by pressurectl', res.stderr)
+    res = expect(pt.run_ctl('--json', 'watch', '--psi', 'some 3s', socket=d.socket), 2, 'the same with --json')
+    err = error_object(res)
+    check(err['error'] == 'pressurectl.UsageError' and err['parameters']['command'] == 'watch', 'as JSON', err)
 
 
 def test_status(d, cg):
@@ -243,6 +276,46 @@ def test_status(d, cg):
 def test_reload(d):
     res = expect(pt.run_ctl('reload', socket=d.socket), 0, 'reload as root')
     check(res.stdout == '', 'reload prints nothing', res.stdout)
+
+
+def json_lines(res, what):
+    """The objects a pressurectl --json run printed on stdout; stdout holds nothing else, and stderr nothing."""
+    objs = []
+    for line in res.stdout.splitlines():
+        try:
+            objs.append(json.loads(line))
+        except ValueError:
+            raise AssertionError(f'{what}: a line of stdout is no JSON: {line!r}') from None
+    check(all(isinstance(o, dict) for o in objs), f'{what}: one object per line', res.stdout)
+    pt.check_eq(res.stderr, '', f'{what}: nothing on stderr')
+    return objs
+
+
+def test_json_mode(d, cg):
+    """With --json every command prints JSON objects only, one per line, on stdout, and nothing else."""
+    for args in (['status'], ['history'], ['history', cg], ['protection'], ['reclaim'], ['reclaim', cg],
+                 ['inject', cg, '--level', 'low'], ['reload'], ['memory-pressure-env'],
+                 ['memory-pressure-env', '--psi', 'full 150ms 1s'], ['-V'], ['--version']):
+        res = expect(pt.run_ctl('--json', *args, socket=d.socket), 0, f'--json {" ".join(args)}')
+        objs = json_lines(res, f'--json {" ".join(args)}')
+        check(len(objs) >= (0 if args[0] in ('history', 'protection') else 1), f'{args}: an object', res.stdout)
+    env = json_lines(pt.run_ctl('--json', 'memory-pressure-env', socket=d.socket), 'memory-pressure-env')[0]
+    check(env['MEMORY_PRESSURE_WATCH'] == os.path.join(os.path.dirname(d.socket), 'memory-pressure') and
+          base64.b64decode(env['MEMORY_PRESSURE_WRITE']) == b'some 200000 2000000\0',
+          'memory-pressure-env --json: the two variables', env)
+    version = json_lines(pt.run_ctl('--json', '--version'), '--version')[0]
+    check(set(version) == {'version'} and pt.run_ctl('--version').stdout == f'pressurectl {version["version"]}\n',
+          '--json --version', version)
+    # watch: the subscribed event, then the events; --count counts the events only.
+    proc = start_watch(d, cg, '--json', '--level', 'low', '--count', '2')
+    check(wait_subscribed(d, proc), 'watch subscribed', proc.returncode)
+    for _ in range(2):
+        expect(pt.run_ctl('inject', cg, '--level', 'low', socket=d.socket), 0, 'inject')
+    out, err = proc.communicate(timeout=pt.scaled(10))
+    res = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    evs = json_lines(res, 'watch --json')
+    check(proc.returncode == 0 and [e['kind'] for e in evs] == ['subscribed', 'pressure', 'pressure'],
+          'watch --json: subscribed, then two events', proc.returncode, evs)
 
 
 def test_denied(d):
@@ -302,8 +375,48 @@ def test_protection():
         pt.write_file(os.path.join(root, 'work', 'memory.events'), 'low 0\nhigh 4\nmax 0\noom 0\noom_kill 0\n')
         out, err = proc.communicate(timeout=10)
         check(proc.returncode == 0, 'memory-events watch', proc.returncode, err)
-        ev = json.loads(out)
+        sub, ev = [json.loads(line) for line in out.splitlines()]
+        check(sub['kind'] == 'subscribed' and sub['source'] == 'memory_events', 'subscribed first', sub)
         check(ev['kind'] == 'memory_events' and ev['counters']['high'] == 4, 'memory.events change', ev)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_cgroup_arguments():
+    """A CGROUP that is no absolute path is a usage error of every command that takes one, found by
+    pressurectl (exit 2); the daemon's InvalidCgroupPath (a symlink leading out of the hierarchy,
+    which only the daemon can see) is one too, while NoSuchCgroup stays an error of the daemon (1)."""
+    root = tempfile.mkdtemp(prefix='pressurectl-cg-')
+    pt.make_fake_tree(root, {'/': dict(current=1 << 30), '/a': dict(current=4096)})
+    os.symlink('/tmp', os.path.join(root, 'esc'))
+    commands = {
+        'watch': lambda cg: ['watch', cg, '--memory-events', '--count', '1', '--timeout', '5'],
+        'inject': lambda cg: ['inject', cg, '--level', 'low'],
+        'protection': lambda cg: ['protection', cg],
+        'history': lambda cg: ['history', cg],
+        'reclaim': lambda cg: ['reclaim', cg],
+        'top': lambda cg: ['top', cg, '--batch', '--iterations', '1', '--cgroup-root', root],
+        'notify': lambda cg: ['notify', '--cgroup', cg, '--dry-run'],
+    }
+    with pt.Daemon(cgroup_root=root) as d:
+        for name, args in commands.items():
+            for bad, says in (('', 'empty cgroup'), ('a', "invalid cgroup 'a'"), ('/a/../b', "invalid cgroup '/a/../b'"),
+                              ('/a/./b', "invalid cgroup '/a/./b'")):
+                res = expect(pt.run_ctl(*args(bad), socket=d.socket), 2, f'{name} {bad!r}')
+                check(res.stderr.startswith(f'pressurectl: {says}') and
+                      res.stderr.endswith(f"Try 'pressurectl {name} --help'.\n") and res.stdout == '',
+                      f'{name} {bad!r}: what is wrong, and where to look', res.stderr)
+                res = expect(pt.run_ctl('--json', *args(bad), socket=d.socket), 2, f'--json {name} {bad!r}')
+                err = error_object(res)
+                check(err['error'] == 'pressurectl.UsageError' and err['parameters']['command'] == name and
+                      err['parameters']['reason'].startswith(says) and res.stdout == '',
+                      f'--json {name} {bad!r}: a JSON usage error', err)
+        for name in ('watch', 'protection'):
+            res = expect(pt.run_ctl(*commands[name]('/esc'), socket=d.socket), 2, f'{name} through a symlink')
+            check(res.stderr.startswith(f"pressurectl: {name}: Invalid cgroup path '/esc'"), 'the daemon\'s word',
+                  res.stderr)
+            res = expect(pt.run_ctl('--json', *commands[name]('/esc'), socket=d.socket), 2, f'--json {name} /esc')
+            check(error_object(res)['error'] == 'io.pressured.InvalidCgroupPath', 'as JSON', res.stderr)
+            expect(pt.run_ctl(*commands[name]('/nope'), socket=d.socket), 1, f'{name} of a missing cgroup')
     shutil.rmtree(root, ignore_errors=True)
 
 
@@ -345,9 +458,10 @@ def test_episodes():
         out, err = proc.communicate(timeout=pt.scaled(30))
         check(proc.returncode == 0, 'watch --until-cleared --json exits 0', proc.returncode, err)
         evs = [json.loads(line) for line in out.splitlines()]
-        check([e['kind'] for e in evs] == ['pressure', 'cleared'], 'the raw events', evs)
-        pt.validate({'parameters': {'event': evs[1]}, 'continues': True}, 'io.pressured.Subscribe', True,
-                    {'level': 'medium', 'cgroup': cg})
+        check([e['kind'] for e in evs] == ['subscribed', 'pressure', 'cleared'], 'the raw events', evs)
+        for ev in evs:
+            pt.validate({'parameters': {'event': ev}, 'continues': True}, 'io.pressured.Subscribe', True,
+                        {'level': 'medium', 'cgroup': cg})
         res = expect(pt.run_ctl('--json', 'history', socket=d.socket), 0, 'history --json')
         hist = [json.loads(line) for line in res.stdout.splitlines()]
         check(len(hist) == 1 and hist[0]['cgroup'] == cg and hist[0]['source'] == 'psi' and
@@ -372,8 +486,10 @@ def main():
         test_daemon_errors(d)
         test_status(d, cg)
         test_reload(d)
+        test_json_mode(d, cg)
         test_denied(d)
     test_protection()
+    test_cgroup_arguments()
     test_episodes()
     pt.finish()
 

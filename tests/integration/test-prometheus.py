@@ -25,9 +25,7 @@ MAKE_TREE = os.path.join(os.environ['PRESSURED_SOURCE_ROOT'], 'tests', 'make-fak
 BUDGET = 60.0
 
 
-def fail(msg):
-    print('FAIL: ' + msg, file=sys.stderr)
-    sys.exit(1)
+fail = pt.fail
 
 
 def api(web_port, path, params=None):
@@ -52,7 +50,7 @@ def main():
         with pt.Daemon(config_text='[Metrics]\nListen=127.0.0.1:%d\nCgroups=/cg*\n' % metrics_port,
                        cgroup_root=tree):
             run(tmp, tree, metrics_port, web_port, start, deadline)
-    print('ok')
+    pt.finish()
 
 
 def psi_total_seconds(path, stall):
@@ -175,3 +173,4 @@ def run(tmp, tree, metrics_port, web_port, start, deadline):
 
 if __name__ == '__main__':
     main()
+    pt.finish()

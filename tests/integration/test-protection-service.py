@@ -178,7 +178,7 @@ def main():
             test_subscription(d, fake)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

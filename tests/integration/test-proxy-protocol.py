@@ -88,9 +88,22 @@ def main():
         c.close()
         held.close()
 
+        # GetStatus counts the proxied clients among a registration's subscribers, and
+        # pressurectl status shows that, as Inject counts them among those it reached.
+        st = d.status()
+        for r in st['registrations']:
+            pt.check_eq(r['subscribers'], len(r['proxied']), f'subscribers of {r["cgroup"]} {r["trigger"]}')
+        text = pt.run_ctl('status', socket=d.socket).stdout
+        col = next(ln for ln in text.splitlines() if 'SUBSCRIBERS' in ln).index('SUBSCRIBERS')
+        rows = [ln for ln in text.splitlines() if ln.startswith('  /')]
+        pt.check(len(rows) == 2 and all(ln[col:].split()[0] == '1' for ln in rows),
+                 'pressurectl status: SUBSCRIBERS 1 on each registration', text)
         # Inject reaches each proxied client with one byte.
-        for r in {r['cgroup'] for r, _ in proxied(d)}:
-            d.inject('low', r)
+        for cg in {r['cgroup'] for r in st['registrations']}:
+            n = sum(r['subscribers'] for r in st['registrations'] if r['cgroup'] == cg)
+            res = pt.run_ctl('inject', cg, '--level', 'low', socket=d.socket)
+            pt.check_eq(res.stdout, f'Delivered to {n} subscriber{"" if n == 1 else "s"}.\n',
+                        'inject reached as many as status counts')
         for s in (a, b):
             s.settimeout(WAIT)
             pt.check_eq(s.recv(1), b'\n', 'one byte per event')
@@ -119,7 +132,7 @@ def main():
     with off:
         pt.check(not os.path.exists(os.path.join(off.tmpdir, 'memory-pressure')), 'Socket= empty: no socket')
         pt.check('memory-pressure' not in off.log() or 'is off' in off.log(), 'no memory-pressure socket served')
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

@@ -151,7 +151,7 @@ def main():
     test_sigterm()
     with pt.Daemon() as d:
         test_quiet(d)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

@@ -222,6 +222,19 @@ def check_man_pages():
         # A command entry starts a .TP paragraph: ".B status", "\fBwatch\fR ...", ".BR notify ...".
         check(re.search(r'^\.TP\n(\.BR? |\\fB)' + re.escape(cmd) + r'(\\fR|\s|$)', ctl1, re.M),
               'command documented in pressurectl(1)', cmd)
+    # Every short option the programs' --help lists is in their man page, beside its long form.
+    with open(os.path.join(SOURCE_ROOT, 'daemon', 'pressured.8')) as f:
+        daemon8 = f.read()
+    pages = [(daemon8, 'pressured(8)', [PRESSURED, '--help']), (ctl1, 'pressurectl(1)', [PRESSURECTL, '--help'])]
+    pages += [(ctl1, 'pressurectl(1)', [PRESSURECTL, cmd, '--help']) for cmd in commands]
+    for page, name, cmd in pages:
+        plain = re.sub(r'\\f[BIRP]|"', '', page.replace('\\-', '-'))
+        help_text = subprocess.run(cmd, capture_output=True, text=True).stdout
+        pairs = re.findall(r'^\s+(-[a-zA-Z]),? (--[a-z][a-z-]*)', help_text, re.M)
+        check(pairs or cmd[1] not in ('--help', 'watch', 'top'), f'short options in {" ".join(cmd)}', help_text)
+        for short, long in pairs:
+            check(re.search(re.escape(short) + r'[ ,|]{1,4}' + re.escape(long) + r'\b', plain),
+                  f'{name} lists {short} with {long} ({" ".join(cmd)})', short, long)
 
 
 def main():

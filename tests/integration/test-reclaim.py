@@ -37,9 +37,7 @@ PAGE = 4096
 FULL_STEP = (10 * GIB // 100) // PAGE * PAGE   # MaxStep=1% of 10G, in pages
 
 
-def fail(msg):
-    print('FAIL: ' + msg, file=sys.stderr)
-    sys.exit(1)
+fail = pt.fail
 
 
 class Tree:

@@ -72,9 +72,11 @@ def test_restart():
         out, err = js.communicate(timeout=pt.scaled(10))
         check(js.returncode == 0, 'json watch exits 0 after its event', js.returncode, out, err)
         events = [json.loads(line) for line in out.splitlines()]
-        check(len(events) == 2 and events[0] == {'kind': 'reconnected'}, 'reconnected line first', events)
-        check(events[1]['kind'] == 'pressure' and events[1]['synthetic'] and events[1]['seq'] == 1,
-              'then the injected event of the new subscription', events)
+        check([e['kind'] for e in events] == ['subscribed', 'reconnected', 'subscribed', 'pressure'] and
+              events[1] == {'kind': 'reconnected'} and events[2]['cgroup'] == cg,
+              'subscribed, reconnected, subscribed again (the new registration), the event', events)
+        check(events[3]['synthetic'] and events[3]['seq'] == 1, 'the injected event of the new subscription', events)
+        check(err == '', 'nothing on stderr with --json', err)
 
 
 def test_wait_for_daemon():
@@ -96,7 +98,8 @@ def wait_for_daemon(cg):
         out, err = proc.communicate(timeout=pt.scaled(10))
         check(proc.returncode == 0, 'watch --wait exits 0 after its event', proc.returncode, err)
         events = [json.loads(line) for line in out.splitlines()]
-        check(len(events) == 1 and events[0]['level'] == 'critical', 'no reconnected line, just the event', events)
+        check([e['kind'] for e in events] == ['subscribed', 'pressure'] and events[1]['level'] == 'critical',
+              'no reconnected line, just subscribed and the event', events)
 
         # Without --wait an absent daemon is an error (exit 3).
         d.kill()
@@ -112,7 +115,7 @@ def main():
         pt.skip(f'{pt.PRESSURECTL} is not built')
     test_restart()
     test_wait_for_daemon()
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

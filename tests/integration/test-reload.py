@@ -173,7 +173,7 @@ def main():
         if os.path.exists(pt.PRESSURECTL):
             check_watch(d, cg, json_mode=False)
             check_watch(d, cg, json_mode=True)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

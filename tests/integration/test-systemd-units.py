@@ -24,9 +24,7 @@ SOURCE_ROOT = os.environ['PRESSURED_SOURCE_ROOT']
 MAX_EXPOSURE = 2.0
 
 
-def fail(msg):
-    print('FAIL: ' + msg, file=sys.stderr)
-    sys.exit(1)
+fail = pt.fail
 
 
 def run(args, **kw):
@@ -231,7 +229,7 @@ def main():
         if not man.endswith('/man8/pressured.8'):
             fail('pressured.8 installed to %s' % man)
 
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

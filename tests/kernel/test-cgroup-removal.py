@@ -61,7 +61,7 @@ def main():
             check_removal(d, name, v1, 'vmpressure', {'vmpressure': {'level': 'low'}})
         with pt.real_cgroups(v1=False, v2=True) as (name, _, v2):
             check_removal(d, name, v2, 'psi', {'psi': kl.PSI_2S})
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

@@ -81,7 +81,7 @@ def main():
                  reg['history'][0]['events'] == ev['events'], 'the history keeps the cpu episode', reg)
         cpu.close()
         mem.close()
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

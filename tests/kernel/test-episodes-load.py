@@ -182,7 +182,7 @@ def main():
         pt.check_eq(woke, 0, 'wakeups after the episodes cleared')
         for s in streams:
             s.v.close()
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

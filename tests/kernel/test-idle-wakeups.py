@@ -61,7 +61,7 @@ def main():
             pt.check_eq(after, 0, f'the daemon woke up {after} times in {PERIOD:.0f} s after cleared')
         finally:
             kl.close_all(clients)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

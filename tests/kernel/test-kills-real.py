@@ -67,7 +67,7 @@ def main():
             if name:
                 check_cgroup(d, name)
         check_system(d)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

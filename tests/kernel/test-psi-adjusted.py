@@ -38,7 +38,7 @@ def main():
             pt.check(regs[0]['trigger'].get('psi') == expected, 'GetStatus trigger', regs)
         finally:
             kl.close_all((a, b))
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

@@ -55,7 +55,7 @@ def main():
         # bed). What holds every time is that the event's total has grown.
         pt.check(psi['some_total_us'] > total_before,
                  'the event\'s stall total grew from the subscribed state', total_before, psi)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

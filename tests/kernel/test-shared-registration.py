@@ -72,7 +72,7 @@ def main():
         c = d.status()['counters']
         pt.check(c['registrations_created'] == sources and c['registrations_removed'] == sources,
                  'one registration made and removed per source', c)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

@@ -93,7 +93,7 @@ def main():
                 proc.stderr.close()
         finally:
             pt.remove_cgroup(child_v1)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

@@ -87,7 +87,7 @@ def main():
         else:
             kl.no_v1('NoSuchCgroup for vmpressure')
             kl.expect_no_vmpressure(d, missing)
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

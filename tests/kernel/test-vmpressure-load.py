@@ -39,7 +39,7 @@ def main():
         pt.check(second['monotonic_us'] >= first['monotonic_us'], 'monotonic_us goes backwards', first, second)
         st = d.status()
         pt.check(st['counters']['events_read'] >= 2, 'events_read counter', st['counters'])
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

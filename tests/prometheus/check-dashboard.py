@@ -146,11 +146,11 @@ def main():
     for p in problems:
         print('FAIL: ' + p, file=sys.stderr)
     if problems:
-        return 1
+        prom.pt.fail(f'{len(problems)} problem(s) in the dashboard')
     n = len([q for q in prom.dashboard_queries(d) if q[2] == 'expr'])
-    print(f'{len(prom.dashboard_panels(d))} panels, {n} queries: ok')
-    return 0
+    print(f'{len(prom.dashboard_panels(d))} panels, {n} queries', flush=True)
+    prom.pt.finish()
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    main()

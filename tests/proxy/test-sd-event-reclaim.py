@@ -41,7 +41,7 @@ def main():
                 pt.check(d.status()['counters']['proxy_events_sent'] >= 1, 'counted')
             finally:
                 c.stop()
-    print('ok')
+    pt.finish()
 
 
 if __name__ == '__main__':

@@ -238,6 +238,14 @@ static void test_describe(void) {
         ASSERT_STREQ(member(o, "error"), "io.pressured.NoSuchCgroup");
         assert_contains(member(o, "message"), "No cgroup /nope: ");
         json_decref(o);
+        /* A value the user typed wrong is a usage error whoever finds it: the daemon's word too. */
+        ASSERT_EQ(describe(-EINVAL, "io.pressured.InvalidTrigger", "{\"reason\":\"r\"}", "/s", &o), EXIT_USAGE);
+        json_decref(o);
+        ASSERT_EQ(describe(-EINVAL, "io.pressured.InvalidCgroupPath", "{\"cgroup\":\"/x\"}", "/s", &o), EXIT_USAGE);
+        json_decref(o);
+        ASSERT_EQ(describe(-ENODEV, "io.pressured.SourceUnavailable", "{\"source\":\"psi\",\"reason\":\"r\"}", "/s",
+                           &o), EXIT_DAEMON_ERROR);
+        json_decref(o);
         /* Parameters that are not an object are reported as {}. */
         ASSERT_EQ(describe(-EPROTO, "x.Y", "[1]", "/s", &o), EXIT_DAEMON_ERROR);
         ASSERT_EQ(json_object_size(json_object_get(o, "parameters")), 0);
@@ -273,6 +281,66 @@ static void test_roots_and_local_names(void) {
         json_decref(o);
 }
 
+/* The text error_report_*() wrote to a memory stream, via @write. */
+static char *captured(void (*write)(FILE *f)) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        ASSERT_TRUE(f);
+        write(f);
+        ASSERT_EQ(fclose(f), 0);
+        return buf;
+}
+
+static void write_usage_text(FILE *f) {
+        ASSERT_EQ(error_report_usage(f, false, "watch ", "invalid level 'x'"), EXIT_USAGE);
+}
+static void write_usage_json(FILE *f) {
+        ASSERT_EQ(error_report_usage(f, true, "watch ", "invalid level 'x'"), EXIT_USAGE);
+}
+static void write_usage_global(FILE *f) {
+        ASSERT_EQ(error_report_usage(f, true, "", NULL), EXIT_USAGE);
+}
+static void write_timeout(FILE *f) {
+        ASSERT_EQ(error_report_timeout(f, true, "watch", 1), EXIT_TIMEOUT);
+}
+static void write_failure(FILE *f) {
+        ASSERT_EQ(error_report_failure(f, true, "top", -ENOENT, "no cgroup hierarchy found"), EXIT_DAEMON_ERROR);
+}
+static void write_notice(FILE *f) {
+        notice_report(f, true, "hook 'x' (event seq 1) exited with status 3");
+        notice_report(f, false, "notify: watching /");
+}
+
+/* pressurectl's own reports: usage errors, timeouts, failures and notices, as text and as JSON. */
+static void test_own_reports(void) {
+        char *t;
+
+        t = captured(write_usage_text);
+        ASSERT_STREQ(t, "pressurectl: invalid level 'x'\nTry 'pressurectl watch --help'.\n");
+        free(t);
+        t = captured(write_usage_json);
+        ASSERT_STREQ(t, "{\"error\":\"pressurectl.UsageError\",\"parameters\":{\"command\":\"watch\",\"reason\":"
+                        "\"invalid level 'x'\"},\"message\":\"invalid level 'x'. Try 'pressurectl watch --help'.\"}\n");
+        free(t);
+        t = captured(write_usage_global);
+        ASSERT_STREQ(t, "{\"error\":\"pressurectl.UsageError\",\"parameters\":{\"command\":\"\",\"reason\":null},"
+                        "\"message\":\"Try 'pressurectl --help'.\"}\n");
+        free(t);
+        t = captured(write_timeout);
+        ASSERT_STREQ(t, "{\"error\":\"pressurectl.Timeout\",\"parameters\":{\"command\":\"watch\",\"events\":1},"
+                        "\"message\":\"timed out after 1 event\"}\n");
+        free(t);
+        t = captured(write_failure);
+        ASSERT_STREQ(t, "{\"error\":\"pressurectl.Failed\",\"parameters\":{\"errno\":\"ENOENT\",\"reason\":"
+                        "\"No such file or directory\"},\"message\":\"no cgroup hierarchy found\"}\n");
+        free(t);
+        t = captured(write_notice);
+        ASSERT_STREQ(t, "{\"notice\":\"hook 'x' (event seq 1) exited with status 3\"}\npressurectl: notify: watching /\n");
+        free(t);
+}
+
 int main(int argc, char **argv) {
         ASSERT_EQ(argc, 3);
         ASSERT_TRUE(check_declared(argv[1]) >= 8);
@@ -282,5 +350,6 @@ int main(int argc, char **argv) {
         test_hints();
         test_describe();
         test_roots_and_local_names();
+        test_own_reports();
         return 0;
 }
