@@ -825,10 +825,7 @@ static void finish_log(Takeover *t) {
 void takeover_finish(Takeover *t) {
         if (t->have_snap) {
                 finish_registrations(t);
-                for (size_t i = 0; i < t->n_resumed; i++)
-                        reply_reexecuted(t->resumed[i]);
-                for (size_t i = 0; i < t->n_resumed; i++)
-                        client_resume(t->resumed[i]);
+                /* What GetStatus says is in place before the first call is answered. */
                 t->stats.clean = t->clean;
                 t->stats.time_us = now_usec(CLOCK_REALTIME);
                 t->env.status->generation = t->generation;
@@ -836,6 +833,10 @@ void takeover_finish(Takeover *t) {
                 if (t->snap.start_monotonic_us && t->snap.start_monotonic_us <= now_usec(CLOCK_MONOTONIC))
                         t->env.status->start_monotonic = t->snap.start_monotonic_us;
                 finish_log(t);
+                for (size_t i = 0; i < t->n_resumed; i++)
+                        reply_reexecuted(t->resumed[i]);
+                for (size_t i = 0; i < t->n_resumed; i++)
+                        client_resume(t->resumed[i]);
         }
         free(t->resumed);
         t->resumed = NULL;

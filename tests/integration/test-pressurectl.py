@@ -293,7 +293,14 @@ def json_lines(res, what):
 
 def test_json_mode(d, cg):
     """With --json every command prints JSON objects only, one per line, on stdout, and nothing else."""
-    for args in (['status'], ['history'], ['history', cg], ['protection'], ['reclaim'], ['reclaim', cg],
+    # Without the memory controller (a hybrid host) protection is the daemon's SourceUnavailable: JSON too.
+    res = pt.run_ctl('--json', 'protection', socket=d.socket)
+    if res.returncode != 0:
+        pt.check_eq((res.returncode, res.stdout), (1, ''), '--json protection without the memory controller')
+        pt.check_eq(json.loads(res.stderr)['error'], 'io.pressured.SourceUnavailable', '--json protection error')
+    else:
+        json_lines(res, '--json protection')
+    for args in (['status'], ['history'], ['history', cg], ['reclaim'], ['reclaim', cg],
                  ['inject', cg, '--level', 'low'], ['reload'], ['memory-pressure-env'],
                  ['memory-pressure-env', '--psi', 'full 150ms 1s'], ['-V'], ['--version']):
         res = expect(pt.run_ctl('--json', *args, socket=d.socket), 0, f'--json {" ".join(args)}')
