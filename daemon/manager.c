@@ -572,7 +572,10 @@ int manager_run(Manager *m) {
         int k;
 
         k = metrics_setup(m, m->config->metrics_listen);
-        if (k < 0)
+        /* A process that took connections over serves them even without its metrics. */
+        if (k < 0 && takeover_generation(m->takeover) > 0)
+                log_error("Serving on without the metrics endpoint; a reload binds it again once the address is free.");
+        else if (k < 0)
                 return k;
         watchdog_setup(m);
 
@@ -613,7 +616,8 @@ int manager_reload(Manager *m, char **ret_error) {
         k = config_load(m->config_main, m->config_dropins, m->config_path, &c, &error);
         if (k < 0)
                 return reload_reject(m, NULL, k, error, ret_error);
-        if (!streq_ptr(c->metrics_listen, m->config->metrics_listen)) {
+        /* Bound anew when it changed, or when it could not be bound before. */
+        if (!streq_ptr(c->metrics_listen, m->config->metrics_listen) || (c->metrics_listen && !m->metrics)) {
                 k = metrics_setup(m, c->metrics_listen);
                 if (k < 0) {
                         char buf[256];

@@ -22,15 +22,19 @@ or registration that ended.
   anew, finds the cgroup gone), and their connections stay.
 - A state that cannot be read (garbage, a newer version) is logged, and
   the connections that came with it are closed, not misread.
+- A metrics address taken meanwhile: the new process serves on without
+  /metrics, and a reload binds it.
 - $FDSTORE (systemd 254 and later): 0 keeps the daemon out of the store;
   a store too small for the limits is logged."""
 
 import os
 import select
+import socket
 import struct
 import subprocess
 import sys
 import time
+import urllib.request
 
 sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
 import fdstore_test  # noqa: E402
@@ -282,6 +286,32 @@ def scenario_crash_in_takeover(sm, sock, quiet):
     sm.stop()
 
 
+def scenario_metrics_busy(tmp, sock, quiet):
+    """The metrics address taken while no process ran: the new one serves its streams without /metrics,
+    says so, and a reload binds it once the address is free."""
+    port = pt.free_port()
+    conf = os.path.join(tmp, 'metrics.conf')
+    with open(conf, 'w') as f:
+        f.write(f'[Metrics]\nListen=127.0.0.1:{port}\n[Limits]\nIdleTimeoutSec=600\n')
+    with fdstore_test.ServiceManager(['--socket', sock, '--config', conf, '--log-level', 'info']) as sm:
+        sm.start()
+        a = Stream(sock, cgroup=quiet, level='medium')
+        sm.terminate()
+        squatter = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(('127.0.0.1', port))
+        squatter.listen()
+        sm.start()
+        pt.check('Serving on without the metrics endpoint' in sm.log(), 'the journal says /metrics is off', sm.log())
+        inject(sock, quiet)
+        pt.check_eq(a.next()['seq'], 1, 'the stream goes on without /metrics')
+        squatter.close()
+        call(sock, 'io.pressured.Reload')
+        body = urllib.request.urlopen(f'http://127.0.0.1:{port}/metrics', timeout=WAIT).read().decode()
+        pt.check('\npressured_takeovers_total 1\n' in body, 'a reload binds /metrics again')
+        sm.stop()
+
+
 def scenario_store_size(args):
     with fdstore_test.ServiceManager(args, fdstore_max=0) as sm:
         sm.start()
@@ -317,6 +347,7 @@ def main():
                 scenario_unreadable(sm, sock, mp, quiet, lambda good: good[:8] + struct.pack('<I', 99) + good[12:],
                                     'a newer version')
                 scenario_unreadable(sm, sock, mp, quiet, lambda good: good[:len(good) // 2], 'truncated')
+            scenario_metrics_busy(tmp, sock, quiet)
             scenario_store_size(args)
         finally:
             fdstore_test.shutil.rmtree(tmp, ignore_errors=True)

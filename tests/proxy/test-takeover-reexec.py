@@ -7,8 +7,9 @@ through the memory-pressure proxy (libsystemd >= 254), an injection every
 end of file, a second "subscribed", a gap in seq or a "missed"; every
 sd-event client's callback count rises by exactly the injections that
 reached it, never more (sd-event spins on a closed socket: it would count
-hundreds of thousands); the daemon's pid stays, its generation is 20, and
-GetStatus says what each takeover took over. Each Reexecute call is
+hundreds of thousands); the daemon's pid stays, its generation is 20,
+GetStatus says what each takeover took over, and /metrics (bound again by
+each process) counts 20 takeovers. Each Reexecute call is
 answered by the new process, and a call pipelined behind it too, in order.
 
 Everything runs in an empty cgroup of the test's own (pt.quiet_cgroup()),
@@ -20,6 +21,7 @@ import socket
 import sys
 import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proxylib  # noqa: E402
@@ -148,7 +150,9 @@ def main():
     proxylib.build_client()
     d = pt.Daemon(log_level='info')
     mp = os.path.join(d.tmpdir, 'memory-pressure')
-    d.write_config(f'[MemoryPressure]\nSocket={mp}\n[Limits]\nIdleTimeoutSec=600\nMaxClientsPerUser=1000\n')
+    port = pt.free_port()
+    d.write_config(f'[MemoryPressure]\nSocket={mp}\n[Limits]\nIdleTimeoutSec=600\nMaxClientsPerUser=1000\n'
+                   f'[Metrics]\nListen=127.0.0.1:{port}\n')
     subs, clients = [], []
     with pt.quiet_cgroup() as quiet, d:
         pid = d.pid
@@ -187,6 +191,9 @@ def main():
                 pt.check_eq(c.proc.poll(), None, f'sd-event client {i} still runs')
             st = d.status()
             pt.check_eq(st['subscriptions'], SUBSCRIBERS, 'subscriptions after the last takeover')
+            metrics = urllib.request.urlopen(f'http://127.0.0.1:{port}/metrics', timeout=WAIT).read().decode()
+            pt.check(f'\npressured_takeovers_total {REEXECS}\n' in metrics, '/metrics counts the takeovers',
+                     [line for line in metrics.splitlines() if 'takeover' in line])
             # A call sent behind Reexecute on the same connection is answered after it, by the new process.
             v = pt.Varlink(d.socket, timeout=WAIT)
             v.call('io.pressured.Reexecute')
