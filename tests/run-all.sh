@@ -44,6 +44,8 @@ fi
 
 total_pass=0
 total_fail=0
+failed_list=$(mktemp)
+trap 'rm -f "$failed_list"' EXIT
 total_skip=0
 status=0
 
@@ -52,9 +54,10 @@ status=0
 count() {
         local log=$1/meson-logs/testlog$2.json
         [ -f "$log" ] || return 0
-        read -r p f s < <(python3 - "$log" <<'PY'
+        read -r p f s < <(python3 - "$log" "$failed_list" "$1$2" <<'PY'
 import json, sys
 p = f = s = 0
+names = []
 for line in open(sys.argv[1]):
     t = json.loads(line)
     r = t.get('result')
@@ -62,9 +65,12 @@ for line in open(sys.argv[1]):
         lines = t.get('stdout', '').splitlines()
         tp = sum(1 for x in lines if x.startswith('ok ') and '# SKIP' not in x)
         ts = sum(1 for x in lines if x.startswith(('ok ', '1..0')) and '# SKIP' in x)
-        tf = sum(1 for x in lines if x.startswith('not ok '))
+        bad = [x for x in lines if x.startswith('not ok ')]
+        tf = len(bad)
+        names += ['vm: ' + x for x in bad]
         if r not in ('OK', 'SKIP') and tf == 0:
             tf = 1
+            names.append('vm (%s)' % r)
         p, f, s = p + tp, f + tf, s + ts
         continue
     if r in ('OK', 'EXPECTEDFAIL'):
@@ -73,6 +79,10 @@ for line in open(sys.argv[1]):
         s += 1
     else:
         f += 1
+        names.append('%s (%s)' % (t.get('name'), r))
+with open(sys.argv[2], 'a') as out:
+    for n in names:
+        out.write('%s: %s\n' % (sys.argv[3], n))
 print(p, f, s)
 PY
 )
@@ -120,6 +130,7 @@ if command -v clang >/dev/null; then
                         total_pass=$((total_pass + 1))
                 else
                         total_fail=$((total_fail + 1))
+                        echo "fuzz: tests/fuzz/run-fuzzers.sh" >>"$failed_list"
                 fi
         fi
 fi
@@ -130,11 +141,17 @@ if tests/check-dist.sh build-ci; then
         total_pass=$((total_pass + 1))
 else
         total_fail=$((total_fail + 1))
+        echo "dist: tests/check-dist.sh" >>"$failed_list"
 fi
 
 if [ $status -ne 0 ] && [ $total_fail -eq 0 ]; then
         # A setup or build step failed before any test could.
         total_fail=$((total_fail + 1))
+        echo "setup: a build or setup step failed (see above)" >>"$failed_list"
+fi
+if [ -s "$failed_list" ]; then
+        echo "== Failed"
+        sed 's/^/   /' "$failed_list"
 fi
 echo "${total_pass} passed, ${total_fail} failed, ${total_skip} skipped"
 [ $total_fail -eq 0 ]
