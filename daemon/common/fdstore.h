@@ -82,7 +82,7 @@ int memfd_read_all(int fd, uint64_t max, char **ret, size_t *ret_size);
 /* ---- the live page ---- */
 
 /* What one connection's slot says. */
-#define LIVE_SLOT_PARTIAL (1u << 0)   /* a message is partly written to the socket */
+#define LIVE_SLOT_PARTIAL (1u << 0)   /* a message is partly written to the socket, or a reply is owed */
 #define LIVE_SLOT_INPUT   (1u << 1)   /* input was read and is not handled yet */
 #define LIVE_SLOT_HELD    (1u << 2)   /* a coalesced event waits for its interval */
 

@@ -150,6 +150,8 @@ int outqueue_push_restored(OutQueue *q, char *data, size_t size, uint64_t seq) {
         e->offset = 0;
         e->seq = seq;
         e->prefix_size = 0;
+        if (seq == 0)
+                q->n_replies++;
         q->n++;
         q->bytes += size;
         return 0;
@@ -201,6 +203,8 @@ int outqueue_flush(OutQueue *q, int fd) {
                         n -= (ssize_t) left;
                         if (e->seq > q->done_seq)
                                 q->done_seq = e->seq;
+                        if (e->seq == 0)
+                                q->n_replies--;
                         entry_clear(e);
                         q->head = (q->head + 1) % q->n_alloc;
                         q->n--;

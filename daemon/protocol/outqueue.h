@@ -57,6 +57,7 @@ typedef struct OutQueue {
         size_t n;
         size_t bytes;        /* bytes still to be written */
         uint64_t done_seq;   /* the largest seq of an event wholly written */
+        size_t n_replies;    /* entries with no seq (replies) not wholly written */
 } OutQueue;
 
 void outqueue_init(OutQueue *q);
@@ -104,6 +105,11 @@ int outqueue_push_owned(OutQueue *q, char *data, size_t size) _warn_unused_resul
  * freed on failure). Returns 0 or -ENOMEM.
  */
 int outqueue_push_restored(OutQueue *q, char *data, size_t size, uint64_t seq) _warn_unused_result_;
+
+/* outqueue_owes_reply - whether a message with no seq (a reply) is queued, not wholly written. */
+static inline bool outqueue_owes_reply(const OutQueue *q) {
+        return q->n_replies > 0;
+}
 
 /* outqueue_partial - whether the oldest message is partly written (the socket holds its start). */
 static inline bool outqueue_partial(const OutQueue *q) {

@@ -101,7 +101,13 @@ LiveSlot *client_live(Client *c) {
         return live_page_slot(c->server->live, c->live_slot);
 }
 
-/* What the live page says of @c's output: the last event wholly written, and whether one is half-way. */
+/*
+ * What the live page says of @c's output: the last event wholly written,
+ * and whether a message is half-way or a reply is still owed. An event
+ * lost with the process shows as a gap in seq; a reply has no seq, so a
+ * successor must not carry on a connection that was owed one (the first
+ * reply of a stream, "subscribed", among them).
+ */
 static void client_live_sync(Client *c) {
         LiveSlot *l = client_live(c);
 
@@ -109,7 +115,7 @@ static void client_live_sync(Client *c) {
                 return;
         if (c->out.done_seq > l->written_seq)
                 l->written_seq = c->out.done_seq;
-        if (outqueue_partial(&c->out))
+        if (outqueue_partial(&c->out) || outqueue_owes_reply(&c->out))
                 l->flags |= LIVE_SLOT_PARTIAL;
         else
                 l->flags &= ~LIVE_SLOT_PARTIAL;
@@ -118,8 +124,12 @@ static void client_live_sync(Client *c) {
 static void client_kick(Client *c) {
         int k;
 
-        if (c->dead || c->write_armed || c->hold_output)
+        if (c->dead)
                 return;
+        if (c->write_armed || c->hold_output) {
+                client_live_sync(c);
+                return;
+        }
         k = outqueue_flush(&c->out, c->fd);
         client_live_sync(c);
         if (k < 0) {

@@ -20,6 +20,9 @@ or registration that ended.
 - A cgroup removed between the two processes: its streams end with
   "removed" (a PSI trigger, taken over, reports it; a kills source, opened
   anew, finds the cgroup gone), and their connections stay.
+- A crash while replies are owed (queued, not yet written to a client
+  that does not read): the new process closes that connection, so its
+  client sees end of file instead of waiting forever for them.
 - A state that cannot be read (garbage, a newer version) is logged, and
   the connections that came with it are closed, not misread.
 - A metrics address taken meanwhile: the new process serves on without
@@ -324,6 +327,53 @@ def scenario_store_size(args):
         sm.stop()
 
 
+def scenario_owed_replies(sm, sock, quiet):
+    """Replies are queued for a client that does not read when the daemon
+    is killed: they are lost with the process, and so the connection is
+    closed (end of file), never carried on as if nothing were owed."""
+    sm.start()
+    owed = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    owed.connect(sock)
+    owed.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    calls = b'{"method":"io.pressured.GetStatus"}\0' * 4000
+    owed.setblocking(False)
+    sent = 0
+    end = time.monotonic() + WAIT
+    while sent < len(calls) and time.monotonic() < end:
+        try:
+            sent += owed.send(calls[sent:sent + 65536])
+        except BlockingIOError:
+            time.sleep(0.01)
+    # The daemon answered some, the socket took what it could, the rest waits in its queue.
+    # A stream that begins makes a checkpoint, which includes the reading client.
+    before = {n for n in sm.names() if n.startswith('state-')}
+    s = Stream(sock, cgroup=quiet, level='low')
+    pt.wait_for(lambda: {n for n in sm.names() if n.startswith('state-')} - before, timeout=WAIT,
+                what='a new state in the store')
+    sm.crash()
+    st = status(sock)
+    pt.check_eq(st['takeover']['clean'], False, 'a crash')
+    pt.check(st['takeover']['closed'] >= 1, 'the connection owed replies is closed', st['takeover'])
+    owed.setblocking(True)
+    owed.settimeout(WAIT)
+    got = b''
+    while True:
+        try:
+            chunk = owed.recv(1 << 20)
+        except ConnectionResetError:
+            break  # closed with calls it never read: the kernel says so with a reset
+        if not chunk:
+            break
+        got += chunk
+    replies = got.count(b'\0')
+    pt.check(0 < replies < 4000, 'some replies, then end of file', replies)
+    pt.check(got.endswith(b'\0'), 'the last reply read is whole')
+    owed.close()
+    pt.check_eq(inject(sock, quiet), 1, 'the stream goes on')
+    pt.check_eq(s.next()['seq'], 1, 'the stream after the crash')
+    sm.stop()
+
+
 def main():
     pt.require_root('Inject is reserved to root')
     with pt.quiet_cgroup() as quiet:
@@ -342,6 +392,8 @@ def main():
                 scenario_gone(sm, sock)
             with fdstore_test.ServiceManager(args) as sm:
                 scenario_crash_in_takeover(sm, sock, quiet)
+            with fdstore_test.ServiceManager(args) as sm:
+                scenario_owed_replies(sm, sock, quiet)
             with fdstore_test.ServiceManager(args) as sm:
                 scenario_unreadable(sm, sock, mp, quiet, lambda good: b'garbage' * 10, 'garbage')
                 scenario_unreadable(sm, sock, mp, quiet, lambda good: good[:8] + struct.pack('<I', 99) + good[12:],
