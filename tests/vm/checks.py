@@ -279,7 +279,7 @@ def t_bad_config():
     return f'old Low= kept; logged: "{text}"'
 
 
-@check('watchdog: with WatchdogSec=3s a SIGSTOPped daemon is restarted; clients resubscribe')
+@check('watchdog: with WatchdogSec=3s a SIGSTOPped daemon is restarted and takes its streams over')
 def t_watchdog():
     os.makedirs(DROPIN_DIR, exist_ok=True)
     write(os.path.join(DROPIN_DIR, 'watchdog.conf'), '[Service]\nWatchdogSec=3s\n')
