@@ -1721,6 +1721,18 @@ def t_takeover_episode():
         rmcg(cg)
 
 
+
+def glib_hears_critical(client, when):
+    """Inject critical until the GLib client prints a level; return it."""
+    deadline = time.monotonic() + EVENT
+    while True:
+        call('io.pressured.Inject', {'level': 'critical'})
+        try:
+            return glib_line(client, 5).split()[0]
+        except TimeoutError:
+            pt.check(time.monotonic() < deadline, f'GLib heard nothing {when}')
+
+
 @check('LowMemoryMonitor across a restart: the name is taken again and GLib\'s GMemoryMonitor goes on by itself')
 def t_takeover_glib():
     client = None
@@ -1731,30 +1743,14 @@ def t_takeover_glib():
         sh('systemctl', 'reload', SERVICE)
         wait_for(lambda: name_has_owner(LMM), REPLY, f'{LMM} owned')
         client = glib_client('pvmglib')
-        # GLib's proxy for the name comes up on its own time: inject until it hears one.
-        deadline = time.monotonic() + EVENT
-        while True:
-            call('io.pressured.Inject', {'level': 'critical'})
-            try:
-                line = glib_line(client, 5)
-                break
-            except TimeoutError:
-                pt.check(time.monotonic() < deadline, 'GLib heard nothing before the restart')
-        pt.check_eq(line.split()[0], '255', 'GLib before the restart')
+        # GLib's proxy for the name comes up on its own time.
+        pt.check_eq(glib_hears_critical(client, 'before the restart'), '255', 'GLib before the restart')
         t0 = time.monotonic()
         sh('systemctl', 'restart', SERVICE)
         wait_for(lambda: name_has_owner(LMM), REPLY, f'{LMM} owned again after the restart')
         owned = time.monotonic() - t0
         # GLib follows the name on its own; the first warning after the restart may race its new proxy.
-        deadline = time.monotonic() + EVENT
-        while True:
-            call('io.pressured.Inject', {'level': 'critical'})
-            try:
-                line = glib_line(client, 5)
-                break
-            except TimeoutError:
-                pt.check(time.monotonic() < deadline, 'GLib heard nothing after the restart')
-        pt.check_eq(line.split()[0], '255', 'GLib after the restart')
+        pt.check_eq(glib_hears_critical(client, 'after the restart'), '255', 'GLib after the restart')
         return f'name owned {owned:.2f} s after systemctl restart returned; GLib heard 255 after it'
     finally:
         if client:
