@@ -1721,7 +1721,6 @@ def t_takeover_episode():
         rmcg(cg)
 
 
-
 def glib_hears_critical(client, when):
     """Inject critical until the GLib client prints a level; return it."""
     deadline = time.monotonic() + EVENT
