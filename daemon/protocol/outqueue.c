@@ -203,7 +203,7 @@ int outqueue_flush(OutQueue *q, int fd) {
                         n -= (ssize_t) left;
                         if (e->seq > q->done_seq)
                                 q->done_seq = e->seq;
-                        if (e->seq == 0)
+                        if (e->seq == 0 && !e->body)
                                 q->n_replies--;
                         entry_clear(e);
                         q->head = (q->head + 1) % q->n_alloc;

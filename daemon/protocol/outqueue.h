@@ -57,7 +57,7 @@ typedef struct OutQueue {
         size_t n;
         size_t bytes;        /* bytes still to be written */
         uint64_t done_seq;   /* the largest seq of an event wholly written */
-        size_t n_replies;    /* entries with no seq (replies) not wholly written */
+        size_t n_replies;    /* owned entries with no seq (replies) not wholly written */
 } OutQueue;
 
 void outqueue_init(OutQueue *q);

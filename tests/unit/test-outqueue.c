@@ -80,9 +80,14 @@ static void test_order_and_ownership(void) {
         ASSERT_EQ(q.n, 3);
         ASSERT_EQ(q.bytes, 3 + 4 + 3 + 3 + 4);
         ASSERT_TRUE(!outqueue_is_empty(&q));
+        /* The reply is owed until it is wholly written; events are not replies. */
+        ASSERT_TRUE(outqueue_owes_reply(&q));
+        ASSERT_EQ(q.n_replies, 1);
 
         ASSERT_EQ(outqueue_flush(&q, p.w), 1);
         ASSERT_TRUE(outqueue_is_empty(&q));
+        ASSERT_TRUE(!outqueue_owes_reply(&q));
+        ASSERT_EQ(q.n_replies, 0);
         ASSERT_EQ(q.bytes, 0);
         ASSERT_EQ(b->n_ref, 1);
         n = drain(p.r, buf, sizeof(buf));
