@@ -121,6 +121,23 @@ static void client_live_sync(Client *c) {
                 l->flags &= ~LIVE_SLOT_PARTIAL;
 }
 
+/*
+ * Before a write that may stop part-way, the live page says a message is
+ * half-written: killed before the write returns, the process leaves a
+ * successor that closes the connection rather than write after half a
+ * message. A write of one small message (below MESSAGE_ATOMIC_BYTES) is
+ * never split by the kernel (an AF_UNIX stream queues it as one buffer or
+ * not at all), and needs no such note.
+ */
+#define MESSAGE_ATOMIC_BYTES 16384
+
+static void client_live_writing(Client *c) {
+        LiveSlot *l = client_live(c);
+
+        if (l)
+                l->flags |= LIVE_SLOT_PARTIAL;
+}
+
 static void client_kick(Client *c) {
         int k;
 
@@ -130,6 +147,7 @@ static void client_kick(Client *c) {
                 client_live_sync(c);
                 return;
         }
+        client_live_writing(c);
         k = outqueue_flush(&c->out, c->fd);
         client_live_sync(c);
         if (k < 0) {
@@ -164,8 +182,11 @@ int client_send_event(Client *c, const char *prefix, size_t n, Body *body, uint6
         if (outqueue_is_empty(&c->out) && !c->write_armed && !c->hold_output) {
                 /* Nothing queued: hand prefix and body to the socket directly and
                  * queue only what it did not take. */
-                ssize_t w = outqueue_write_direct(c->fd, prefix, n, body);
+                ssize_t w;
 
+                if (n + body->size >= MESSAGE_ATOMIC_BYTES)
+                        client_live_writing(c);
+                w = outqueue_write_direct(c->fd, prefix, n, body);
                 if (w < 0 && w != -EAGAIN) {
                         client_kill(c);
                         return (int) w;
@@ -175,6 +196,8 @@ int client_send_event(Client *c, const char *prefix, size_t n, Body *body, uint6
 
                         if (l && seq > l->written_seq)
                                 l->written_seq = seq;
+                        if (l && n + body->size >= MESSAGE_ATOMIC_BYTES)
+                                l->flags &= ~LIVE_SLOT_PARTIAL;
                         return 0;
                 }
                 k = outqueue_push_event_partial(&c->out, prefix, n, body, seq, w < 0 ? 0 : (size_t) w);
@@ -227,6 +250,7 @@ static void on_client_write(evutil_socket_t fd, short what, void *userdata) {
         Client *c = userdata;
         int k;
 
+        client_live_writing(c);
         k = outqueue_flush(&c->out, c->fd);
         client_live_sync(c);
         if (k < 0) {

@@ -348,6 +348,9 @@ def scenario_owed_replies(sm, sock, quiet):
     # A stream that begins makes a checkpoint, which includes the reading client.
     before = {n for n in sm.names() if n.startswith('state-')}
     s = Stream(sock, cgroup=quiet, level='low')
+    # The daemon notes in its live page that "subscribed" is written just after writing it;
+    # a call answered later proves it did (a crash in between closes the stream too).
+    status(sock)
     pt.wait_for(lambda: {n for n in sm.names() if n.startswith('state-')} - before, timeout=WAIT,
                 what='a new state in the store')
     sm.crash()

@@ -1543,7 +1543,7 @@ class TakeoverStream:
         msg = self.v.subscribe(cgroup=cgroup, level=level)
         pt.check(msg['parameters']['event']['kind'] == 'subscribed', 'not subscribed', msg)
         self.lock = threading.Lock()
-        self.events = self.last = self.gaps = 0
+        self.events = self.last = self.gaps = self.uncertain = 0
         self.problems = []
         self.eof = False
         self.thread = threading.Thread(target=self._read, daemon=True)
@@ -1566,7 +1566,11 @@ class TakeoverStream:
                     self.problems.append(f'unexpected {ev}')
                     continue
                 gap = ev['seq'] - self.last - 1
-                if gap != ev['missed']:
+                if ev['missed'] == gap + 1:
+                    # The process died between writing an event to this stream and noting it did:
+                    # its successor counts that event as missed (pressured(8), "After a crash").
+                    self.uncertain += 1
+                elif gap != ev['missed']:
                     self.problems.append(f'seq {ev["seq"]} after {self.last} with missed {ev["missed"]}')
                 self.gaps += gap
                 self.last = ev['seq']
@@ -1574,7 +1578,7 @@ class TakeoverStream:
 
     def state(self):
         with self.lock:
-            return self.events, self.gaps, list(self.problems), self.eof
+            return self.events, self.gaps, list(self.problems), self.eof, self.uncertain
 
 
 class TakeoverInjector:
@@ -1621,7 +1625,7 @@ def takeover_journal():
 
 @check('restart and crash under load, with systemd\'s fd store: 50 varlink streams and 10 sd-event clients '
        'go on through 3 restarts and a SIGKILL with an injection every 10 ms; no end of file, every gap in seq '
-       'is the missed it carries, nothing spins')
+       'is the missed it carries (or one less, once, for an event written as the SIGKILL struck), nothing spins')
 def t_takeover_restart():
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'proxy'))
     import proxylib
@@ -1670,9 +1674,11 @@ def t_takeover_restart():
                  counts, injector.sent)
         total_gaps = 0
         for i, s in enumerate(streams):
-            events, gaps, problems, eof = s.state()
+            events, gaps, problems, eof, uncertain = s.state()
             pt.check(not eof, f'stream {i} saw an end of file')
             pt.check(not problems, f'stream {i}', problems[:3])
+            pt.check(uncertain <= 1, f'stream {i}: missed one above its gap more often than the one crash',
+                     uncertain)
             pt.check(events + gaps >= injector.acked, f'stream {i}: events and gaps against injections',
                      events, gaps, injector.acked)
             total_gaps += gaps
