@@ -170,7 +170,8 @@ Manager *manager_free(Manager *m) {
                 free(m->proxy->path);
                 m->proxy->path = NULL;
         }
-        /* Every registration goes with its last listener. */
+        /* Every registration goes with its last listener; handed over, the kernel keeps them. */
+        m->registry.handed_over = handed_over;
         m->clients = client_server_free(m->clients);
         m->proxy = proxy_stop(m->proxy);
         m->lmm = low_memory_monitor_free(m->lmm);

@@ -286,9 +286,15 @@ void registration_release(Registration *r) {
         reg = r->registry;
         LIST_REMOVE(registrations, reg->registrations, r);
         reg->n_registrations--;
-        counter_inc(reg->counters, COUNTER_REGISTRATIONS_REMOVED);
-        log_struct(LOG_INFO, MESSAGE_ID_REGISTRATION_REMOVED,
-                   "Removed %s on %s.", source_describe(&r->src, desc, sizeof(desc)), r->src.cgroup);
+        if (reg->handed_over)
+                /* The kernel keeps it: the fd store or the new process holds the fd. */
+                log_debug("Handed %s on %s to the next process.", source_describe(&r->src, desc, sizeof(desc)),
+                          r->src.cgroup);
+        else {
+                counter_inc(reg->counters, COUNTER_REGISTRATIONS_REMOVED);
+                log_struct(LOG_INFO, MESSAGE_ID_REGISTRATION_REMOVED,
+                           "Removed %s on %s.", source_describe(&r->src, desc, sizeof(desc)), r->src.cgroup);
+        }
         registration_free(r);
 }
 

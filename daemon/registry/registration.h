@@ -108,6 +108,7 @@ struct Registry {
         uint64_t next_id;
         const RegistryHooks *hooks;
         void *hooks_userdata;
+        bool handed_over;           /* the next process has every registration: closing one removes nothing */
 };
 
 /* registry_init - an empty registry over @env, under @config, counting in @counters. */

@@ -147,6 +147,8 @@ def scenario_restart_and_crash(sm, sock, mp, quiet):
     sm.restart()
     st = status(sock)
     pt.check_eq((st['generation'], st['takeover']['clean']), (1, True), 'generation and clean takeover')
+    pt.check('Removed ' not in sm.log(), 'the journal says nothing was removed: the kernel kept every registration',
+             sm.log())
     pt.check_eq(st['takeover']['connections'], 2, 'connections taken over')
     pt.check_eq(st['takeover']['proxied_clients'], 1, 'memory-pressure connections taken over')
     pt.check_eq(st['counters']['events_injected'], 1, 'counters go on')
