@@ -65,9 +65,6 @@ MAX_ALLOW_LONG = 2
 # Non-static functions allowed without a user in daemon/ or client/, as
 # "path:function"; each needs its reason.
 ALLOW_UNUSED = (
-    # The framer's entry for bytes that come from elsewhere than its own
-    # socket read; the tests and the varlink fuzzer feed it.
-    'daemon/common/varlink-framer.c:varlink_reader_feed',
     # Switches of tests/bench/bench-protection.c: the same results the slow
     # way (what the kernel did before the skip), and the work counted.
     'daemon/model/protection-tree.c:protection_reader_set_list_always',

@@ -39,8 +39,9 @@ static inline size_t varlink_reader_pending(const VarlinkReader *r) {
 bool varlink_reader_has_message(VarlinkReader *r);
 
 /*
- * varlink_reader_feed - append bytes (used by tests and fuzzers; the
- * daemon uses varlink_reader_fill()).
+ * varlink_reader_feed - append bytes that come from elsewhere than a read of
+ * the connection: the unread input a takeover carries over (the daemon's
+ * reads go through varlink_reader_fill()); the tests and fuzzers use it too.
  */
 int varlink_reader_feed(VarlinkReader *r, const void *data, size_t size);
 
