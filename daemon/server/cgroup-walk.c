@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The /metrics cgroup walk on its own thread: see cgroup-walk.h. */
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -7,6 +8,7 @@
 #include <sys/eventfd.h>
 
 #include "cgroup-walk.h"
+#include "metrics-cgroup.h"
 #include "util.h"
 
 struct CgroupWalk {
@@ -14,6 +16,7 @@ struct CgroupWalk {
         CgroupGlobs *globs;
         size_t max;
         CgroupScrape scrape;    /* written by the thread, read after the join */
+        struct evbuffer *text;  /* likewise: the families written from @scrape */
         int result;
         CgroupWalkDoneFn done;
         void *userdata;
@@ -29,6 +32,10 @@ static void *walk_main(void *userdata) {
         uint64_t one = 1;
 
         w->result = cgroup_scrape(w->root_fd, w->globs, w->max, &w->scrape);
+        /* Used by this thread alone until the loop has joined it. */
+        w->text = evbuffer_new();
+        if (w->text)
+                metrics_write_cgroups(w->text, &w->scrape);
         (void) !write(w->efd, &one, sizeof(one));
         return NULL;
 }
@@ -39,7 +46,7 @@ static void on_walk_done(evutil_socket_t fd, short what, void *userdata) {
 
         pthread_join(w->thread, NULL);
         w->thread_started = false;
-        w->done(&w->scrape, w->result, w->userdata);
+        w->done(&w->scrape, w->text, w->result, w->userdata);
         cgroup_walk_free(w);
 }
 
@@ -103,6 +110,8 @@ CgroupWalk *cgroup_walk_free(CgroupWalk *w) {
                 event_free(w->ev);
         safe_close(w->efd);
         safe_close(w->root_fd);
+        if (w->text)
+                evbuffer_free(w->text);
         cgroup_scrape_done(&w->scrape);
         cgroup_globs_free(w->globs);
         free(w);

@@ -5,6 +5,9 @@
  * serves events while it reads (up to [Metrics] MaxCgroups= cgroups, a
  * tenth of a second and more at 10,000).
  *
+ * The thread also writes the per-cgroup families' text (metrics-cgroup.h),
+ * about a megabyte at 10,000 cgroups, so that the loop only appends it.
+ *
  * The thread exists only while a walk runs: it is started for the walk,
  * reads with its own duplicate of the root fd and its own patterns (a
  * reload that frees the configuration or the hierarchy does not reach
@@ -24,10 +27,12 @@ typedef struct CgroupWalk CgroupWalk;
 
 /*
  * Called on the loop when the walk ended, with its result (see
- * cgroup_scrape()); the walk is freed after it returns: the callback must
- * forget its pointer and not free it.
+ * cgroup_scrape()) and the text of the families (NULL if the thread ran
+ * out of memory for it: then the caller writes it from @s); the walk is
+ * freed after it returns: the callback must forget its pointer and not
+ * free it.
  */
-typedef void (*CgroupWalkDoneFn)(const CgroupScrape *s, int result, void *userdata);
+typedef void (*CgroupWalkDoneFn)(const CgroupScrape *s, struct evbuffer *text, int result, void *userdata);
 
 /*
  * cgroup_walk_start - read the cgroups matching @g below @root_fd on a thread.

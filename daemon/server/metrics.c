@@ -37,6 +37,7 @@
 
 #include "cgroup-walk.h"
 #include "log.h"
+#include "metrics-cgroup.h"
 #include "metrics.h"
 
 struct MetricsServer {
@@ -66,8 +67,8 @@ static void reply_text(struct evhttp_request *req, int code, const char *reason,
                 evbuffer_free(buf);
 }
 
-/* Answer @req with the exposition text, @cgroups read for it or NULL. */
-static void reply_metrics(MetricsServer *s, struct evhttp_request *req, const CgroupScrape *cgroups) {
+/* Answer @req with the exposition text, @cgroups (moved out of it) in its place, or none. */
+static void reply_metrics(MetricsServer *s, struct evhttp_request *req, struct evbuffer *cgroups) {
         struct evbuffer *body = evbuffer_new();
 
         if (!body) {
@@ -83,10 +84,28 @@ static void reply_metrics(MetricsServer *s, struct evhttp_request *req, const Cg
         evbuffer_free(body);
 }
 
+/* Answer @req with its own copy of @text (the last one takes @text itself). */
+static void reply_batch_one(MetricsServer *s, struct evhttp_request *req, struct evbuffer *text, bool last) {
+        struct evbuffer *copy;
+
+        if (last)
+                return reply_metrics(s, req, text);
+        copy = evbuffer_new();
+        if (!copy || evbuffer_add(copy, evbuffer_pullup(text, -1), evbuffer_get_length(text)) < 0) {
+                if (copy)
+                        evbuffer_free(copy);
+                log_ratelimited(LOG_WARNING, ENOMEM, NULL, 60, 1, "Failed to answer a metrics scrape: %m");
+                return reply_text(req, HTTP_INTERNAL, "Internal Server Error", "Out of memory");
+        }
+        reply_metrics(s, req, copy);
+        evbuffer_free(copy);
+}
+
 static void walk_next(MetricsServer *s);
 
-static void on_walk_done(const CgroupScrape *cgroups, int result, void *userdata) {
+static void on_walk_done(const CgroupScrape *cgroups, struct evbuffer *text, int result, void *userdata) {
         MetricsServer *s = userdata;
+        struct evbuffer *own = NULL;
 
         s->walking = NULL; /* freed by the walk after we return */
         if (result < 0)
@@ -95,9 +114,19 @@ static void on_walk_done(const CgroupScrape *cgroups, int result, void *userdata
                 log_warning_errno(cgroups->errors.first_error,
                                   "Failed to read %u cgroup file(s) for metrics, the first %s, ignoring: %m",
                                   cgroups->errors.count, cgroups->errors.first_path);
+        if (!text) { /* the thread had no memory for it: write it here */
+                text = own = evbuffer_new();
+                if (own)
+                        metrics_write_cgroups(own, cgroups);
+        }
         for (size_t i = 0; i < s->n_batch; i++)
-                reply_metrics(s, s->batch[i], cgroups);
+                if (text)
+                        reply_batch_one(s, s->batch[i], text, i + 1 == s->n_batch);
+                else
+                        reply_text(s->batch[i], HTTP_INTERNAL, "Internal Server Error", "Out of memory");
         s->n_batch = 0;
+        if (own)
+                evbuffer_free(own);
         walk_next(s);
 }
 

@@ -25,10 +25,11 @@ typedef struct MetricsServer MetricsServer;
 
 /*
  * Called once per scrape to append the exposition text to @out, with the
- * cgroups read for it (NULL when the walk callback asked for none). It
- * runs on the event loop and must not block.
+ * per-cgroup families read and written for it (NULL when the walk
+ * callback asked for none), to be moved into @out in their place. It runs
+ * on the event loop and must not block.
  */
-typedef void (*MetricsCollectFn)(struct evbuffer *out, const CgroupScrape *cgroups, void *userdata);
+typedef void (*MetricsCollectFn)(struct evbuffer *out, struct evbuffer *cgroups, void *userdata);
 
 /*
  * Called on the loop when a scrape arrives: whether the cgroup tree is to

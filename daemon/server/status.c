@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* GetStatus and the Prometheus exposition, both from the manager's state and the counter table. */
+#include <event2/buffer.h>
 #include <inttypes.h>
 
 #include "config-build.h"
@@ -288,7 +289,7 @@ bool status_metrics_walk(void *userdata, int *ret_root_fd, CgroupGlobs **ret_glo
         return true;
 }
 
-void status_write_metrics(struct evbuffer *out, const CgroupScrape *cgroups, void *userdata) {
+void status_write_metrics(struct evbuffer *out, struct evbuffer *cgroups, void *userdata) {
         const StatusContext *m = userdata;
         uint64_t values[_COUNTER_MAX];
 
@@ -301,7 +302,7 @@ void status_write_metrics(struct evbuffer *out, const CgroupScrape *cgroups, voi
         status_write_episode_metrics(out, m);
         status_write_psi_metrics(out, m);
         if (cgroups)
-                metrics_write_cgroups(out, cgroups);
+                (void) evbuffer_add_buffer(out, cgroups);
         reclaim_controller_write_metrics(out, m->reclaim);
         low_memory_monitor_write_metrics(out, m->lmm, m->bus);
         metrics_write_process(out);

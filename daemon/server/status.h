@@ -60,7 +60,7 @@ void status_counters(const StatusContext *m, uint64_t ret[static _COUNTER_MAX]);
 json_t *status_json(const StatusContext *m, const CgroupView *view);
 
 /* status_write_metrics - the Prometheus exposition text (a MetricsCollectFn; @userdata is the StatusContext). */
-void status_write_metrics(struct evbuffer *out, const CgroupScrape *cgroups, void *userdata);
+void status_write_metrics(struct evbuffer *out, struct evbuffer *cgroups, void *userdata);
 
 /* status_metrics_walk - whether a scrape reads the cgroup tree, and how (a MetricsWalkFn). */
 bool status_metrics_walk(void *userdata, int *ret_root_fd, CgroupGlobs **ret_globs, size_t *ret_max);

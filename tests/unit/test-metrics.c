@@ -174,7 +174,7 @@ static void test_process(void) {
 
 static unsigned scrapes;
 
-static void collect(struct evbuffer *out, const CgroupScrape *cgroups, void *userdata) {
+static void collect(struct evbuffer *out, struct evbuffer *cgroups, void *userdata) {
         scrapes++;
         metrics_write_header(out, "test_up", "gauge", "Test gauge.");
         metrics_write_sample_u64(out, "test_up", (MetricsLabel[]) { { "who", userdata } }, 1, 1);
