@@ -548,13 +548,15 @@ static int metrics_setup(Manager *m, const char *listen) {
         MetricsServer *s = NULL;
         int k;
 
+        takeover_set_metrics(m->takeover, NULL);
         m->metrics = metrics_server_free(m->metrics);
         if (!listen)
                 return 0;
-        k = metrics_server_new(m->base, listen, status_write_metrics, &m->status, &s);
+        k = metrics_server_new(m->base, listen, status_metrics_walk, status_write_metrics, &m->status, &s);
         if (k < 0)
                 return k;
         m->metrics = s;
+        takeover_set_metrics(m->takeover, s);
         log_info("Serving metrics on http://%s/metrics.", listen);
         return 0;
 }

@@ -11,6 +11,15 @@
  * accept() fails (EMFILE, ENFILE, ENOBUFS...) the listener is paused for a
  * second instead of spinning on the level-triggered listening socket. The
  * endpoint is meant to be bound to a loopback or management address.
+ *
+ * A scrape that reads the cgroup tree ([Metrics] Cgroups=) is answered
+ * later: the walk runs on a thread (cgroup-walk.h) while the loop serves
+ * events, and the reply is written on the loop when it ended. Scrapes that
+ * arrive during a walk wait for the next one, which they share (their
+ * values are read after they asked); at most METRICS_MAX_PENDING_SCRAPES
+ * are held. A client that goes away meanwhile is answered into the void:
+ * libevent detaches the request from the closed connection and frees it
+ * when we reply.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -26,7 +35,9 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include "cgroup-walk.h"
 #include "log.h"
+#include "metrics-cgroup.h"
 #include "metrics.h"
 
 struct MetricsServer {
@@ -35,8 +46,14 @@ struct MetricsServer {
         struct evconnlistener *listener; /* owned by @http once bound */
         struct event *resume;            /* re-enables the listener after an accept error */
         int fd;                          /* the listening socket, owned by @listener */
+        MetricsWalkFn walk;
         MetricsCollectFn collect;
         void *userdata;
+        CgroupWalk *walking;             /* the walk under way */
+        struct evhttp_request *batch[METRICS_MAX_PENDING_SCRAPES];   /* answered by it */
+        size_t n_batch;
+        struct evhttp_request *waiting[METRICS_MAX_PENDING_SCRAPES]; /* by the next */
+        size_t n_waiting;
 };
 
 static void reply_text(struct evhttp_request *req, int code, const char *reason, const char *body) {
@@ -50,34 +67,110 @@ static void reply_text(struct evhttp_request *req, int code, const char *reason,
                 evbuffer_free(buf);
 }
 
+/* Answer @req with the exposition text, @cgroups (moved out of it) in its place, or none. */
+static void reply_metrics(MetricsServer *s, struct evhttp_request *req, struct evbuffer *cgroups) {
+        struct evbuffer *body = evbuffer_new();
+
+        if (!body) {
+                log_ratelimited(LOG_WARNING, ENOMEM, NULL, 60, 1, "Failed to answer a metrics scrape: %m");
+                return reply_text(req, HTTP_INTERNAL, "Internal Server Error", "Out of memory");
+        }
+        if (s->collect)
+                s->collect(body, cgroups, s->userdata);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                          "text/plain; version=0.0.4; charset=utf-8");
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
+        evhttp_send_reply(req, HTTP_OK, "OK", body);
+        evbuffer_free(body);
+}
+
+/* Answer @req with its own copy of @text (the last one takes @text itself). */
+static void reply_batch_one(MetricsServer *s, struct evhttp_request *req, struct evbuffer *text, bool last) {
+        struct evbuffer *copy;
+
+        if (last)
+                return reply_metrics(s, req, text);
+        copy = evbuffer_new();
+        if (!copy || evbuffer_add(copy, evbuffer_pullup(text, -1), evbuffer_get_length(text)) < 0) {
+                if (copy)
+                        evbuffer_free(copy);
+                log_ratelimited(LOG_WARNING, ENOMEM, NULL, 60, 1, "Failed to answer a metrics scrape: %m");
+                return reply_text(req, HTTP_INTERNAL, "Internal Server Error", "Out of memory");
+        }
+        reply_metrics(s, req, copy);
+        evbuffer_free(copy);
+}
+
+static void walk_next(MetricsServer *s);
+
+static void on_walk_done(const CgroupScrape *cgroups, struct evbuffer *text, int result, void *userdata) {
+        MetricsServer *s = userdata;
+        struct evbuffer *own = NULL;
+
+        s->walking = NULL; /* freed by the walk after we return */
+        if (result < 0)
+                log_warning_errno(result, "Failed to walk the cgroup tree for metrics, ignoring: %m");
+        if (cgroups->errors.count > 0)
+                log_warning_errno(cgroups->errors.first_error,
+                                  "Failed to read %u cgroup file(s) for metrics, the first %s, ignoring: %m",
+                                  cgroups->errors.count, cgroups->errors.first_path);
+        if (!text) { /* the thread had no memory for it: write it here */
+                text = own = evbuffer_new();
+                if (own)
+                        metrics_write_cgroups(own, cgroups);
+        }
+        for (size_t i = 0; i < s->n_batch; i++)
+                if (text)
+                        reply_batch_one(s, s->batch[i], text, i + 1 == s->n_batch);
+                else
+                        reply_text(s->batch[i], HTTP_INTERNAL, "Internal Server Error", "Out of memory");
+        s->n_batch = 0;
+        if (own)
+                evbuffer_free(own);
+        walk_next(s);
+}
+
+/* The scrapes waiting become the batch of a new walk, or are answered without one. */
+static void walk_next(MetricsServer *s) {
+        CgroupGlobs *g = NULL;
+        size_t max = 0;
+        int root_fd = -1, r;
+
+        if (s->walking || s->n_waiting == 0)
+                return;
+        memcpy(s->batch, s->waiting, s->n_waiting * sizeof(s->waiting[0]));
+        s->n_batch = s->n_waiting;
+        s->n_waiting = 0;
+        if (s->walk && s->walk(s->userdata, &root_fd, &g, &max)) {
+                r = cgroup_walk_start(s->base, root_fd, g, max, on_walk_done, s, &s->walking);
+                if (r >= 0)
+                        return;
+                log_ratelimited(LOG_WARNING, -r, NULL, 60, 1,
+                                "Failed to start the cgroup walk for metrics, scraping without it: %m");
+        }
+        for (size_t i = 0; i < s->n_batch; i++)
+                reply_metrics(s, s->batch[i], NULL);
+        s->n_batch = 0;
+}
+
 static void metrics_handle_request(struct evhttp_request *req, void *userdata) {
         MetricsServer *s = userdata;
         const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
         const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
-        struct evkeyvalq *headers = evhttp_request_get_output_headers(req);
-        struct evbuffer *body;
 
         if (!path || !streq(path, "/metrics"))
                 return reply_text(req, HTTP_NOTFOUND, "Not Found", "Not Found: try /metrics");
 
         if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
-                evhttp_add_header(headers, "Allow", "GET");
+                evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET");
                 return reply_text(req, 405, "Method Not Allowed", "Method Not Allowed");
         }
 
-        body = evbuffer_new();
-        if (!body) {
-                log_ratelimited(LOG_WARNING, ENOMEM, NULL, 60, 1, "Failed to answer a metrics scrape: %m");
-                return reply_text(req, HTTP_INTERNAL, "Internal Server Error", "Out of memory");
-        }
-
-        if (s->collect)
-                s->collect(body, s->userdata);
-
-        evhttp_add_header(headers, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-        evhttp_add_header(headers, "Cache-Control", "no-store");
-        evhttp_send_reply(req, HTTP_OK, "OK", body);
-        evbuffer_free(body);
+        if (s->n_batch + s->n_waiting >= METRICS_MAX_PENDING_SCRAPES)
+                return reply_text(req, HTTP_SERVUNAVAIL, "Service Unavailable",
+                                  "Service Unavailable: too many scrapes at once, try again");
+        s->waiting[s->n_waiting++] = req;
+        walk_next(s);
 }
 
 static void metrics_resume_cb(evutil_socket_t fd, short what, void *userdata) {
@@ -98,7 +191,7 @@ static void metrics_accept_error_cb(struct evconnlistener *listener, void *userd
                 (void) evconnlistener_enable(listener); /* never pause without a way back */
 }
 
-int metrics_server_new(struct event_base *base, const char *address,
+int metrics_server_new(struct event_base *base, const char *address, MetricsWalkFn walk,
                        MetricsCollectFn collect, void *userdata, MetricsServer **ret) {
         _cleanup_close_ int fd = -1;
         struct sockaddr_storage ss;
@@ -132,6 +225,7 @@ int metrics_server_new(struct event_base *base, const char *address,
         if (!s)
                 return log_error_errno(ENOMEM, "Failed to allocate metrics server: %m");
         s->base = base;
+        s->walk = walk;
         s->collect = collect;
         s->userdata = userdata;
         s->fd = -1;
@@ -176,9 +270,23 @@ int metrics_server_new(struct event_base *base, const char *address,
         return 0;
 }
 
+void metrics_server_stop_walk(MetricsServer *s) {
+        if (!s)
+                return;
+        s->walking = cgroup_walk_free(s->walking);
+        for (size_t i = 0; i < s->n_batch; i++)
+                reply_text(s->batch[i], HTTP_SERVUNAVAIL, "Service Unavailable",
+                           "Service Unavailable: the metrics endpoint is restarting, try again");
+        for (size_t i = 0; i < s->n_waiting; i++)
+                reply_text(s->waiting[i], HTTP_SERVUNAVAIL, "Service Unavailable",
+                           "Service Unavailable: the metrics endpoint is restarting, try again");
+        s->n_batch = s->n_waiting = 0;
+}
+
 MetricsServer *metrics_server_free(MetricsServer *s) {
         if (!s)
                 return NULL;
+        metrics_server_stop_walk(s);
         if (s->resume)
                 event_free(s->resume);
         /* Frees the bound listener (closing the socket) and every connection. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* GetStatus and the Prometheus exposition, both from the manager's state and the counter table. */
+#include <event2/buffer.h>
 #include <inttypes.h>
 
 #include "config-build.h"
@@ -268,36 +269,27 @@ static void status_write_psi_metrics(struct evbuffer *out, const StatusContext *
 }
 
 /*
- * The per-cgroup families ([Metrics] Cgroups=), read now: nothing is kept
- * or watched between scrapes. Nothing at all without patterns or a cgroup2
- * hierarchy. Read errors other than a cgroup vanishing are logged once per
- * scrape.
+ * The per-cgroup families ([Metrics] Cgroups=) are read for each scrape,
+ * off the loop (metrics.c): nothing is kept or watched between scrapes.
+ * Nothing at all without patterns or a cgroup2 hierarchy.
  */
-static void status_write_cgroup_metrics(struct evbuffer *out, const StatusContext *m) {
-        CgroupGlobs *g = NULL;
-        CgroupScrape s;
+bool status_metrics_walk(void *userdata, int *ret_root_fd, CgroupGlobs **ret_globs, size_t *ret_max) {
+        const StatusContext *m = userdata;
         int r;
 
         if (!m->config->metrics_cgroups || !m->v2 || m->v2->fd < 0)
-                return;
-        r = cgroup_globs_parse(m->config->metrics_cgroups, &g, NULL);
+                return false;
+        r = cgroup_globs_parse(m->config->metrics_cgroups, ret_globs, NULL);
         if (r < 0) {
                 log_ratelimited(LOG_WARNING, -r, NULL, 60, 1, "Failed to parse [Metrics] Cgroups=, ignoring: %m");
-                return;
+                return false;
         }
-        r = cgroup_scrape(m->v2->fd, g, m->config->metrics_max_cgroups, &s);
-        g = cgroup_globs_free(g);
-        if (r < 0)
-                log_warning_errno(r, "Failed to walk the cgroup tree for metrics, ignoring: %m");
-        if (s.errors.count > 0)
-                log_warning_errno(s.errors.first_error,
-                                  "Failed to read %u cgroup file(s) for metrics, the first %s, ignoring: %m",
-                                  s.errors.count, s.errors.first_path);
-        metrics_write_cgroups(out, &s);
-        cgroup_scrape_done(&s);
+        *ret_root_fd = m->v2->fd;
+        *ret_max = m->config->metrics_max_cgroups;
+        return true;
 }
 
-void status_write_metrics(struct evbuffer *out, void *userdata) {
+void status_write_metrics(struct evbuffer *out, struct evbuffer *cgroups, void *userdata) {
         const StatusContext *m = userdata;
         uint64_t values[_COUNTER_MAX];
 
@@ -309,7 +301,8 @@ void status_write_metrics(struct evbuffer *out, void *userdata) {
         status_write_fast_trigger_metrics(out, m);
         status_write_episode_metrics(out, m);
         status_write_psi_metrics(out, m);
-        status_write_cgroup_metrics(out, m);
+        if (cgroups)
+                (void) evbuffer_add_buffer(out, cgroups);
         reclaim_controller_write_metrics(out, m->reclaim);
         low_memory_monitor_write_metrics(out, m->lmm, m->bus);
         metrics_write_process(out);

@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "cgroup-glob.h"
 #include "cgroup-ns.h"
 #include "cgroup.h"
 #include "client.h"
@@ -59,4 +60,7 @@ void status_counters(const StatusContext *m, uint64_t ret[static _COUNTER_MAX]);
 json_t *status_json(const StatusContext *m, const CgroupView *view);
 
 /* status_write_metrics - the Prometheus exposition text (a MetricsCollectFn; @userdata is the StatusContext). */
-void status_write_metrics(struct evbuffer *out, void *userdata);
+void status_write_metrics(struct evbuffer *out, struct evbuffer *cgroups, void *userdata);
+
+/* status_metrics_walk - whether a scrape reads the cgroup tree, and how (a MetricsWalkFn). */
+bool status_metrics_walk(void *userdata, int *ret_root_fd, CgroupGlobs **ret_globs, size_t *ret_max);

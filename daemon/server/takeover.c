@@ -39,6 +39,7 @@ struct Takeover {
         ClientServer *clients;
         ProxyServer *proxy;
         ReclaimController *reclaim;
+        MetricsServer *metrics;
         char *socket_path, *proxy_path; /* bound by this daemon (this process or an earlier one) */
         bool store_listeners;           /* bound by this process: they go to the store */
         char *exe;
@@ -899,6 +900,10 @@ const char *takeover_proxy_path(const Takeover *t) {
 
 /* ---- Reexecute ---- */
 
+void takeover_set_metrics(Takeover *t, MetricsServer *metrics) {
+        t->metrics = metrics;
+}
+
 static int exec_fds_add(NamedFds *fds, char kind, uint64_t id, int fd) {
         char name[FDSTORE_NAME_MAX];
 
@@ -1033,8 +1038,10 @@ static void on_reexec(evutil_socket_t fd, short what, void *userdata) {
                 log_warning("Failed to hand the state to the fd store before executing anew.");
         live_page_set_clean(&t->live, t->serial);
         k = exec_fds_collect(t, state, &fds);
-        if (k >= 0)
+        if (k >= 0) {
+                metrics_server_stop_walk(t->metrics);
                 k = takeover_exec(t, &fds);
+        }
         reexec_failed(t, k);
 }
 

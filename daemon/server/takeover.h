@@ -32,6 +32,7 @@
 #include "counters.h"
 #include "fdstore.h"
 #include "methods.h"
+#include "metrics.h"
 #include "proxy.h"
 #include "reclaim-controller.h"
 #include "registration.h"
@@ -107,6 +108,13 @@ bool takeover_handover(Takeover *t);
 
 /* takeover_detached - whether the state was handed over. */
 bool takeover_detached(const Takeover *t);
+
+/*
+ * takeover_set_metrics - the metrics endpoint (NULL: none), whose cgroup
+ * walk is stopped before the process executes anew: no thread is left
+ * running into execve(). Set again each time the endpoint is made anew.
+ */
+void takeover_set_metrics(Takeover *t, MetricsServer *metrics);
 
 /*
  * takeover_set_exec - what Reexecute executes: @exe with @argv (both

@@ -174,7 +174,7 @@ static void test_process(void) {
 
 static unsigned scrapes;
 
-static void collect(struct evbuffer *out, void *userdata) {
+static void collect(struct evbuffer *out, struct evbuffer *cgroups, void *userdata) {
         scrapes++;
         metrics_write_header(out, "test_up", "gauge", "Test gauge.");
         metrics_write_sample_u64(out, "test_up", (MetricsLabel[]) { { "who", userdata } }, 1, 1);
@@ -286,7 +286,7 @@ static void test_server(void) {
         port = free_port(AF_INET);
         ASSERT_TRUE(port > 0);
         ASSERT_TRUE(asprintf(&addr, "127.0.0.1:%u", (unsigned) port) > 0);
-        ASSERT_OK(metrics_server_new(base, addr, collect, (void *) "unit", &s));
+        ASSERT_OK(metrics_server_new(base, addr, NULL, collect, (void *) "unit", &s));
         ASSERT_TRUE(s);
 
         /* 200 with the exposition content type and the collected body. */
@@ -359,9 +359,9 @@ static void test_server(void) {
         ASSERT_EQ(scrapes, before + 1);
 
         /* The port is taken: reported as -EADDRINUSE, out-parameter untouched. */
-        ASSERT_ERR(metrics_server_new(base, addr, collect, NULL, &s2), EADDRINUSE);
+        ASSERT_ERR(metrics_server_new(base, addr, NULL, collect, NULL, &s2), EADDRINUSE);
         ASSERT_TRUE(s2 == (MetricsServer *) 0x1);
-        ASSERT_ERR(metrics_server_new(base, "nonsense", collect, NULL, &s2), EINVAL);
+        ASSERT_ERR(metrics_server_new(base, "nonsense", NULL, collect, NULL, &s2), EINVAL);
         ASSERT_TRUE(s2 == (MetricsServer *) 0x1);
 
         /* Freeing with a connection still open is clean (valgrind checks the rest). */
@@ -370,7 +370,7 @@ static void test_server(void) {
 
         /* The port is free again. */
         s = NULL;
-        ASSERT_OK(metrics_server_new(base, addr, collect, NULL, &s));
+        ASSERT_OK(metrics_server_new(base, addr, NULL, collect, NULL, &s));
         metrics_server_free(s);
 
         event_base_free(base);
@@ -393,7 +393,7 @@ static void test_server_ipv6(void) {
         port = free_port(AF_INET6);
         ASSERT_TRUE(port > 0);
         snprintf(addr, sizeof(addr), "[::1]:%u", (unsigned) port);
-        ASSERT_OK(metrics_server_new(base, addr, collect, NULL, &s));
+        ASSERT_OK(metrics_server_new(base, addr, NULL, collect, NULL, &s));
         metrics_server_free(s);
         event_base_free(base);
 }
