@@ -5,6 +5,7 @@
  * their listeners.
  */
 #include <inttypes.h>
+#include <sys/stat.h>
 
 #include "event.h"
 #include "log.h"
@@ -12,20 +13,53 @@
 #include "registration-episode.h"
 #include "source-protection.h"
 
-static bool key_matches(const Registration *r, const RegistrationKey *k) {
+/* @r registers @k, its PSI trigger taken as @psi; on the directory of inode @ino unless that is 0. */
+static bool key_matches(const Registration *r, const RegistrationKey *k, const PsiTrigger *psi, ino_t ino) {
         const Source *s = &r->src;
 
         if (s->type != k->type || r->removed || !streq(s->cgroup, k->cgroup))
                 return false;
+        /* A directory renamed and replaced since @r opened it is another cgroup. */
+        if (ino != 0 && s->dir_ino != 0 && s->dir_ino != ino)
+                return false;
         switch (k->type) {
         case SOURCE_PSI:
                 return s->resource == k->resource &&
-                       (psi_trigger_equal(&s->requested, &k->psi) || psi_trigger_equal(&s->used, &k->psi));
+                       (psi_trigger_equal(&s->requested, psi) || psi_trigger_equal(&s->used, psi));
         case SOURCE_VMPRESSURE:
                 return s->vm_level == k->vm_level && s->vm_mode == k->vm_mode;
         default:
                 return true;
         }
+}
+
+/*
+ * One walk over the registrations: the one for @key in @ret, and if @alt
+ * is not NULL the one for @key with the PSI trigger @alt in @ret_alt
+ * (NULL where there is none). @ino as key_matches() takes it.
+ */
+static void registry_lookup(const Registry *reg, const RegistrationKey *key, const PsiTrigger *alt, ino_t ino,
+                            Registration **ret, Registration **ret_alt) {
+        Registration *r, *found = NULL, *found_alt = NULL;
+
+        LIST_FOREACH(registrations, r, reg->registrations) {
+                if (!found && key_matches(r, key, &key->psi, ino))
+                        found = r;
+                if (alt && !found_alt && key_matches(r, key, alt, ino))
+                        found_alt = r;
+                if (found && (!alt || found_alt))
+                        break;
+        }
+        *ret = found;
+        if (ret_alt)
+                *ret_alt = found_alt;
+}
+
+/* The inode of the directory @dirfd; 0 for -1 or if it cannot be told (then any matches). */
+static ino_t dir_inode(int dirfd) {
+        struct stat st;
+
+        return dirfd >= 0 && fstat(dirfd, &st) == 0 ? st.st_ino : 0;
 }
 
 void registry_init(Registry *reg, SourceEnv *env, const Config *config, Counters *counters) {
@@ -35,15 +69,6 @@ void registry_init(Registry *reg, SourceEnv *env, const Config *config, Counters
 void registry_done(Registry *reg) {
         reg->registrations = NULL;
         reg->n_registrations = 0;
-}
-
-Registration *registration_find(const Registry *reg, const RegistrationKey *key) {
-        Registration *r;
-
-        LIST_FOREACH(registrations, r, reg->registrations)
-                if (key_matches(r, key))
-                        return r;
-        return NULL;
 }
 
 static Registration *registration_from_source(Source *s) {
@@ -136,16 +161,12 @@ static Registration *registration_free(Registration *r) {
         return NULL;
 }
 
-int registration_acquire(Registry *reg, const RegistrationKey *key, Registration **ret, VarlinkError *e) {
+/* A new registration for @key, opened in the directory @dirfd (-1: by path). */
+static int registration_new(Registry *reg, const RegistrationKey *key, int dirfd, Registration **ret,
+                            VarlinkError *e) {
         Registration *r;
         char desc[128];
         int k;
-
-        r = registration_find(reg, key);
-        if (r) {
-                *ret = r;
-                return 0;
-        }
 
         if (reg->n_registrations >= reg->config->max_registrations) {
                 log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 5,
@@ -158,7 +179,7 @@ int registration_acquire(Registry *reg, const RegistrationKey *key, Registration
         if (!r)
                 return -ENOMEM;
         r->registry = reg;
-        k = source_open(&r->src, reg->env, &registration_source_callbacks, key, e);
+        k = source_open(&r->src, reg->env, &registration_source_callbacks, key, dirfd, e);
         if (k < 0) {
                 free(r);
                 return k;
@@ -188,42 +209,49 @@ unsigned registry_fast_count(const Registry *reg, uid_t uid) {
         return n;
 }
 
-/* The policy's verdict on @key for @uid; may round @key's trigger. */
-static PolicyVerdict registration_policy(Registry *reg, RegistrationKey *key, uid_t uid, bool explicit_psi,
-                                         PolicyRequest *pr) {
-        if (key->type != SOURCE_PSI)
-                return POLICY_KEEP;
-        if (reg->env->psi_unprivileged) {
-                PsiTrigger rounded;
-
-                /* Known to be unprivileged: share with what the kernel will accept. */
-                if (psi_trigger_round_unprivileged(&key->psi, &rounded) && !registration_find(reg, key))
-                        key->psi = rounded;
-        }
-        *pr = (PolicyRequest) {
-                .uid = uid,
-                .explicit_psi = explicit_psi,
-                .privileged = !reg->env->psi_unprivileged,
-                .shared = registration_find(reg, key) != NULL,
-                .trigger = key->psi,
-                .used = uid != 0 ? registry_fast_count(reg, uid) : 0,
-                .quota = reg->config->max_fast_triggers_per_user,
-        };
-        return policy_decide(pr, &key->psi);
+int registration_acquire(Registry *reg, const RegistrationKey *key, int dirfd, Registration **ret,
+                         VarlinkError *e) {
+        registry_lookup(reg, key, NULL, dir_inode(dirfd), ret, NULL);
+        return *ret ? 0 : registration_new(reg, key, dirfd, ret, e);
 }
 
-int registration_acquire_for(Registry *reg, RegistrationKey *key, uid_t uid, bool explicit_psi, Registration **ret,
-                             bool *ret_adjusted, char reason[static POLICY_REASON_MAX], VarlinkError *e) {
+int registration_acquire_for(Registry *reg, RegistrationKey *key, int dirfd, uid_t uid, bool explicit_psi,
+                             Registration **ret, bool *ret_adjusted, char reason[static POLICY_REASON_MAX],
+                             VarlinkError *e) {
         PolicyRequest pr = {};
-        PsiTrigger asked = key->psi;
-        PolicyVerdict verdict;
-        Registration *r;
+        PsiTrigger asked = key->psi, rounded;
+        PolicyVerdict verdict = POLICY_KEEP;
+        Registration *r = NULL, *r_rounded = NULL;
+        bool roundable;
         bool adjusted;
         int k;
 
         reason[0] = 0;
-        verdict = registration_policy(reg, key, uid, explicit_psi, &pr);
-        k = registration_acquire(reg, key, &r, e);
+        /* The registration as asked and the one rounded as the kernel
+         * requires of unprivileged callers, found in one walk. */
+        roundable = key->type == SOURCE_PSI && psi_trigger_round_unprivileged(&key->psi, &rounded);
+        registry_lookup(reg, key, roundable ? &rounded : NULL, dir_inode(dirfd), &r, &r_rounded);
+        if (key->type == SOURCE_PSI && reg->env->psi_unprivileged) {
+                /* Known to be unprivileged: share with what the kernel will accept. */
+                if (roundable && !r) {
+                        key->psi = rounded;
+                        r = r_rounded;
+                }
+        } else if (key->type == SOURCE_PSI) {
+                pr = (PolicyRequest) {
+                        .uid = uid,
+                        .explicit_psi = explicit_psi,
+                        .privileged = true,
+                        .shared = r != NULL,
+                        .trigger = key->psi,
+                        .used = uid != 0 ? registry_fast_count(reg, uid) : 0,
+                        .quota = reg->config->max_fast_triggers_per_user,
+                };
+                verdict = policy_decide(&pr, &key->psi);
+                if (verdict == POLICY_ROUND)
+                        r = r_rounded;
+        }
+        k = r ? 0 : registration_new(reg, key, dirfd, &r, e);
         if (k < 0)
                 return k;
 
@@ -450,7 +478,7 @@ static void reload_listener(Registry *reg, Listener *l, const Config *old) {
         } else
                 return;
 
-        k = registration_acquire(reg, &key, &to, &e);
+        k = registration_acquire(reg, &key, -1, &to, &e);
         if (k < 0) {
                 log_warning("Could not move a %s subscription on %s to the new trigger (%s), keeping the old one.",
                             level_to_string(l->level), r->src.cgroup, strna(e.name));

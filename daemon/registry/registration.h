@@ -143,14 +143,20 @@ unsigned registry_fast_count(const Registry *reg, uid_t uid);
 
 /*
  * registration_acquire - the registration for @key: an existing one, or a
- * new one opened through its source.
+ * new one opened through its source; one walk over the registrations.
+ * @dirfd: the directory of @key's cgroup as the caller checked it, or -1.
+ *         A new registration is opened in it (source_open()), and an
+ *         existing one is shared only if it registers that same directory,
+ *         so a cgroup renamed and replaced after the check is never what
+ *         the caller gets. Not taken.
  * @ret: the registration (shared; released with its last listener)
  * @e: filled on failure (LimitExceeded for MaxRegistrations, or the
  *     source's error)
  *
  * Returns 0 or a negative errno.
  */
-int registration_acquire(Registry *reg, const RegistrationKey *key, Registration **ret, VarlinkError *e);
+int registration_acquire(Registry *reg, const RegistrationKey *key, int dirfd, Registration **ret,
+                         VarlinkError *e);
 
 /*
  * registration_acquire_for - registration_acquire() for a peer of @uid,
@@ -162,11 +168,14 @@ int registration_acquire(Registry *reg, const RegistrationKey *key, Registration
  * @ret_adjusted: true if the registration's trigger is not the one asked for
  * @reason: receives the reason of an adjustment (POLICY_REASON_MAX bytes)
  *
- * A new fast registration within the quota is charged to @uid.
+ * The registration as asked and the rounded one are looked for in the
+ * same walk. A new fast registration within the quota is charged to @uid.
+ * @dirfd as for registration_acquire().
  * Returns 0 or a negative errno with @e filled as registration_acquire().
  */
-int registration_acquire_for(Registry *reg, RegistrationKey *key, uid_t uid, bool explicit_psi, Registration **ret,
-                             bool *ret_adjusted, char reason[static POLICY_REASON_MAX], VarlinkError *e);
+int registration_acquire_for(Registry *reg, RegistrationKey *key, int dirfd, uid_t uid, bool explicit_psi,
+                             Registration **ret, bool *ret_adjusted, char reason[static POLICY_REASON_MAX],
+                             VarlinkError *e);
 
 /*
  * registration_adopt - the registration a previous process described in
@@ -186,9 +195,6 @@ int registration_export(const Registration *r, SnapshotRegistration *ret);
 
 /* registration_release - close and free @r if no listener uses it any more. */
 void registration_release(Registration *r);
-
-/* registration_find - the live registration for @key, or NULL. */
-Registration *registration_find(const Registry *reg, const RegistrationKey *key);
 
 /* registration_trigger_json - the "trigger" object of @r; @l adds the listener's level. */
 json_t *registration_trigger_json(const Registration *r, const Listener *l);

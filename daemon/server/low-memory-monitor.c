@@ -154,7 +154,7 @@ static void lmm_attach_level(LowMemoryMonitor *m, Level level) {
                 key.vm_level = level;
                 key.vm_mode = reg->config->vmpressure_mode;
         }
-        k = registration_acquire_for(reg, &key, 0, false, &r, &adjusted, reason, &e);
+        k = registration_acquire_for(reg, &key, -1, 0, false, &r, &adjusted, reason, &e);
         if (k < 0) {
                 log_warning_errno(k, "Failed to register the %s level on the whole system for LowMemoryWarning (%s), "
                                   "leaving it out: %m", level_to_string(level), strna(e.name));

@@ -214,17 +214,22 @@ static void gather_facts(const Methods *m, const SubscribeRequest *req, const Re
 
 /*
  * Decide which kernel registration a request needs (source_choose()),
- * and check that the caller may use it. Fills @key.
+ * and check that the caller may use it. Fills @key, and @ret_dirfd with
+ * the directory of its cgroup that was checked (-1 for the whole
+ * system): the registration is made in that directory, not in whatever
+ * the path names by then.
  */
 static int resolve_request(const Methods *m, Client *c, const SubscribeRequest *req, const RealCgroups *real,
-                           RegistrationKey *key, VarlinkError *e) {
+                           RegistrationKey *key, int *ret_dirfd, VarlinkError *e) {
         _cleanup_close_ int v2fd = -1, v1fd = -1;
         CgroupFacts facts;
         SourceType type;
         const char *reason;
         struct stat st;
-        int fd, k;
+        bool allowed;
+        int *fd, k;
 
+        *ret_dirfd = -1;
         gather_facts(m, req, real, &facts, &v2fd, &v1fd);
         k = source_choose(req->selector, req->cgroup, &facts, &type, e);
         if (k < 0)
@@ -248,21 +253,22 @@ static int resolve_request(const Methods *m, Client *c, const SubscribeRequest *
 
         /* Authorization: root may do anything; others the system-wide
          * level/psi sources, kills where they can read, and cgroups whose
-         * directory they own. */
-        if (c->uid == 0)
-                return 0;
-        if (facts.system && (req->selector == SELECTOR_LEVEL || req->selector == SELECTOR_PSI))
-                return 0;
-        /* Kills are public facts (the signal on the bus, memory.events in
-         * cgroupfs): whoever may read the cgroup's directory may hear them. */
-        if (req->selector == SELECTOR_KILLS &&
-            (facts.system || (v2fd >= 0 && fstat(v2fd, &st) == 0 &&
-                              (st.st_uid == c->uid || (st.st_mode & (S_IROTH | S_IXOTH)) == (S_IROTH | S_IXOTH)))))
-                return 0;
-        fd = key->type == SOURCE_VMPRESSURE ? v1fd : v2fd;
-        if (fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == c->uid)
-                return 0;
-        return varlink_error_permission_denied(e, "the cgroup is not delegated to the caller's user");
+         * directory they own. Kills are public facts (the signal on the
+         * bus, memory.events in cgroupfs): whoever may read the cgroup's
+         * directory may hear them. */
+        fd = key->type == SOURCE_VMPRESSURE ? &v1fd : &v2fd;
+        allowed = c->uid == 0 || (facts.system && (req->selector == SELECTOR_LEVEL || req->selector == SELECTOR_PSI));
+        if (!allowed && req->selector == SELECTOR_KILLS)
+                allowed = facts.system || (v2fd >= 0 && fstat(v2fd, &st) == 0 &&
+                                           (st.st_uid == c->uid ||
+                                            (st.st_mode & (S_IROTH | S_IXOTH)) == (S_IROTH | S_IXOTH)));
+        if (!allowed)
+                allowed = *fd >= 0 && fstat(*fd, &st) == 0 && st.st_uid == c->uid;
+        if (!allowed)
+                return varlink_error_permission_denied(e, "the cgroup is not delegated to the caller's user");
+        /* The directory in the registration's hierarchy: checked here, registered in. */
+        *ret_dirfd = TAKE_FD(*fd);
+        return 0;
 }
 
 /* An error a source gave on the real path @real names the cgroup as the peer did, @path. */
@@ -368,6 +374,7 @@ void methods_done(Methods *ms) {
 static int method_subscribe(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
         _cleanup_(subscribe_request_done) SubscribeRequest req = {};
         _cleanup_(real_cgroups_done) RealCgroups real = {};
+        _cleanup_close_ int dirfd = -1;
         const char *given;
         RegistrationKey key;
         Registration *r;
@@ -389,10 +396,10 @@ static int method_subscribe(Methods *ms, Client *c, VarlinkCall *call, VarlinkEr
         if (k >= 0)
                 k = peer_to_real(c, true, req.cgroup, given, &real.v1, e);
         if (k >= 0)
-                k = resolve_request(ms, c, &req, &real, &key, e);
+                k = resolve_request(ms, c, &req, &real, &key, &dirfd, e);
         if (k < 0)
                 return k;
-        k = registration_acquire_for(ms->registry, &key, c->uid, req.selector == SELECTOR_PSI, &r, &adjusted,
+        k = registration_acquire_for(ms->registry, &key, dirfd, c->uid, req.selector == SELECTOR_PSI, &r, &adjusted,
                                      reason, e);
         if (k < 0) {
                 error_to_view(e, key.cgroup, req.cgroup);

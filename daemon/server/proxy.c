@@ -154,22 +154,25 @@ static int read_peer_cgroups(pid_t pid, char **ret_v2, char **ret_v1) {
         return 0;
 }
 
-static bool cgroup_has_file(const Hierarchy *h, const char *cgroup, const char *file) {
+/* The directory of @cgroup in @h if it has @file, else -1. */
+static int cgroup_dir_with(const Hierarchy *h, const char *cgroup, const char *file) {
         _cleanup_close_ int fd = -1;
 
         if (h->fd < 0)
-                return false;
+                return -1;
         fd = hierarchy_open_cgroup(h, cgroup);
-        return fd >= 0 && (!file || faccessat(fd, file, F_OK, 0) == 0);
+        return fd >= 0 && faccessat(fd, file, F_OK, 0) == 0 ? TAKE_FD(fd) : -1;
 }
 
 /*
  * The registration key for the peer: PSI on its cgroup2 cgroup if that has
  * memory.pressure; else vmpressure on its v1 memory cgroup at the
  * matching level; else the system-wide PSI trigger. @ret_cgroup owns the
- * string @key points to.
+ * string @key points to; @ret_dirfd is the directory found to have the
+ * file, to register in (-1 for the whole system).
  */
-static void proxy_choose(ProxyClient *p, const PsiTrigger *t, RegistrationKey *key, char **ret_cgroup) {
+static void proxy_choose(ProxyClient *p, const PsiTrigger *t, RegistrationKey *key, char **ret_cgroup,
+                         int *ret_dirfd) {
         ProxyEnv *env = &p->server->env;
         _cleanup_free_ char *v2 = NULL, *v1 = NULL;
         int k;
@@ -188,9 +191,10 @@ static void proxy_choose(ProxyClient *p, const PsiTrigger *t, RegistrationKey *k
         p->unit = unit_from_cgroup(v2 ?: v1 ?: "");
 
         *key = (RegistrationKey) { .type = SOURCE_PSI, .psi = *t };
-        if (v2 && !streq(v2, "/") && cgroup_has_file(env->v2, v2, "memory.pressure"))
+        *ret_dirfd = -1;
+        if (v2 && !streq(v2, "/") && (*ret_dirfd = cgroup_dir_with(env->v2, v2, "memory.pressure")) >= 0)
                 *ret_cgroup = TAKE_PTR(v2);
-        else if (v1 && !streq(v1, "/") && cgroup_has_file(env->v1, v1, "memory.pressure_level")) {
+        else if (v1 && !streq(v1, "/") && (*ret_dirfd = cgroup_dir_with(env->v1, v1, "memory.pressure_level")) >= 0) {
                 key->type = SOURCE_VMPRESSURE;
                 key->vm_level = proxy_vmpressure_level(t, env->config->levels);
                 key->vm_mode = env->config->vmpressure_mode;
@@ -203,6 +207,7 @@ static void proxy_choose(ProxyClient *p, const PsiTrigger *t, RegistrationKey *k
 static void proxy_attach(ProxyClient *p, const PsiTrigger *t) {
         ProxyEnv *env = &p->server->env;
         _cleanup_free_ char *cgroup = NULL;
+        _cleanup_close_ int dirfd = -1;
         _cleanup_(varlink_error_done) VarlinkError e = {};
         RegistrationKey key;
         Registration *r;
@@ -215,12 +220,12 @@ static void proxy_attach(ProxyClient *p, const PsiTrigger *t) {
                 event_free(p->ev_timer);
                 p->ev_timer = NULL;
         }
-        proxy_choose(p, t, &key, &cgroup);
+        proxy_choose(p, t, &key, &cgroup, &dirfd);
         if (!cgroup) {
                 log_warning("Out of memory attaching proxied client %" PRIu64 "; it stays silent.", p->id);
                 return;
         }
-        k = registration_acquire_for(env->registry, &key, p->uid, true, &r, &adjusted, reason, &e);
+        k = registration_acquire_for(env->registry, &key, dirfd, p->uid, true, &r, &adjusted, reason, &e);
         if (k < 0) {
                 /* Stay connected and silent: closing would make sd-event spin. */
                 log_warning_errno(k, "Proxied client %" PRIu64 " (pid %d, unit %s) cannot watch %s: %s",

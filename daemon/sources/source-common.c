@@ -11,10 +11,17 @@
 #include "source-common.h"
 #include "util.h"
 
-static int source_open_dir(Source *s, const Hierarchy *h, VarlinkError *e) {
-        _cleanup_close_ int fd = hierarchy_open_cgroup(h, s->cgroup);
+static int source_open_dir(Source *s, const Hierarchy *h, int given, VarlinkError *e) {
+        _cleanup_close_ int fd = -1;
         struct stat st;
 
+        /* A descriptor of its own (its own offset), for the same directory. */
+        if (given >= 0) {
+                fd = openat(given, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (fd < 0)
+                        fd = -errno;
+        } else
+                fd = hierarchy_open_cgroup(h, s->cgroup);
         if (fd < 0)
                 return varlink_error_from_errno(e, fd, source_type_to_string(s->type), s->cgroup, NULL);
         if (fstat(fd, &st) < 0)
@@ -31,14 +38,14 @@ static int source_open_file(Source *s, int dirfd, const char *file, int flags, V
         return fd;
 }
 
-int source_open_files(Source *s, const Hierarchy *h, const SourceFile *files, size_t n, int *ret_fds,
+int source_open_files(Source *s, const Hierarchy *h, int given, const SourceFile *files, size_t n, int *ret_fds,
                       int *ret_dirfd, VarlinkError *e) {
         _cleanup_close_ int dirfd = -1;
         int fds[SOURCE_FILES_MAX];
         size_t i;
 
         assert(n <= SOURCE_FILES_MAX);
-        dirfd = source_open_dir(s, h, e);
+        dirfd = source_open_dir(s, h, given, e);
         if (dirfd < 0)
                 return dirfd;
         for (i = 0; i < n; i++) {

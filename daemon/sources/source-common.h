@@ -23,9 +23,11 @@ typedef struct SourceFile {
 #define SOURCE_FILES_MAX 4
 
 /*
- * source_open_files - open @r's cgroup directory in @h, remember its inode
+ * source_open_files - open @s's cgroup directory in @h, remember its inode
  * (to tell a recreated cgroup from ours later), and open the @n files
  * @files in it.
+ * @dirfd: the directory as the caller checked it (reopened through "."),
+ *         or -1 to open it by @s's path
  * @ret_fds: the files' fds, in the order of @files
  * @ret_dirfd: the directory's fd, or NULL to close it
  *
@@ -33,7 +35,7 @@ typedef struct SourceFile {
  * varlink_error_from_errno() maps it; then nothing is left open and
  * nothing is written to @ret_fds or @ret_dirfd.
  */
-int source_open_files(Source *s, const Hierarchy *h, const SourceFile *files, size_t n, int *ret_fds,
+int source_open_files(Source *s, const Hierarchy *h, int dirfd, const SourceFile *files, size_t n, int *ret_fds,
                       int *ret_dirfd, VarlinkError *e);
 
 /*

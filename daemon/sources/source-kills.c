@@ -242,11 +242,11 @@ static void kills_on_ready(evutil_socket_t fd, short what, void *userdata) {
                 kills_report(s, s->cgroup, rise);
 }
 
-static int kills_open_cgroup(Source *s, VarlinkError *e) {
+static int kills_open_cgroup(Source *s, int given, VarlinkError *e) {
         _cleanup_close_ int dirfd = -1, evfd = -1, ifd = -1;
         int none[1], k;
 
-        k = source_open_files(s, s->env->v2, NULL, 0, none, &dirfd, e);
+        k = source_open_files(s, s->env->v2, given, NULL, 0, none, &dirfd, e);
         if (k < 0)
                 return k;
         /* No memory.events (no memory controller): systemd-oomd only. */
@@ -276,8 +276,8 @@ static void kills_root_free(Source *s) {
         s->kills_root = NULL;
 }
 
-static int kills_open(Source *s, VarlinkError *e) {
-        int k = streq(s->cgroup, "/") ? kills_open_root(s) : kills_open_cgroup(s, e);
+static int kills_open(Source *s, int dirfd, VarlinkError *e) {
+        int k = streq(s->cgroup, "/") ? kills_open_root(s) : kills_open_cgroup(s, dirfd, e);
 
         /* Last: a source in the oomd watch is one that opened, which close() takes out. */
         if (k >= 0)

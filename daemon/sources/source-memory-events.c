@@ -49,12 +49,13 @@ static void memory_events_on_ready(evutil_socket_t fd, short what, void *userdat
         s->cb->event(s, event, mono);
 }
 
-static int memory_events_open(Source *s, VarlinkError *e) {
+static int memory_events_open(Source *s, int given, VarlinkError *e) {
         SourceEnv *env = s->env;
         _cleanup_close_ int dirfd = -1, evfd = -1, ifd = -1;
         int k;
 
-        k = source_open_files(s, env->v2, &(const SourceFile) { "memory.events", O_RDONLY }, 1, &evfd, &dirfd, e);
+        k = source_open_files(s, env->v2, given, &(const SourceFile) { "memory.events", O_RDONLY }, 1, &evfd, &dirfd,
+                              e);
         if (k < 0)
                 return k;
 

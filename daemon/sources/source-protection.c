@@ -110,7 +110,7 @@ static int refresh_timer_ensure(ProtectionSource *p) {
         return 0;
 }
 
-static int protection_open(Source *s, VarlinkError *e) {
+static int protection_open(Source *s, int dirfd, VarlinkError *e) {
         ProtectionSource *p = s->env->protection;
         ProtectionNode *node;
         int k;

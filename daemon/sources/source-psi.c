@@ -65,7 +65,7 @@ static int psi_write_trigger(int fd, const PsiTrigger *t) {
         return 0;
 }
 
-static int psi_open(Source *s, VarlinkError *e) {
+static int psi_open(Source *s, int dirfd, VarlinkError *e) {
         SourceEnv *env = s->env;
         _cleanup_close_ int fd = -1, epfd = -1;
         struct epoll_event ev = { .events = EPOLLPRI };
@@ -82,7 +82,8 @@ static int psi_open(Source *s, VarlinkError *e) {
                 if (fd < 0)
                         return varlink_error_from_errno(e, -errno, "psi", s->cgroup, file);
         } else {
-                k = source_open_files(s, env->v2, &(const SourceFile) { file, O_RDWR | O_NONBLOCK }, 1, &fd, NULL, e);
+                k = source_open_files(s, env->v2, dirfd, &(const SourceFile) { file, O_RDWR | O_NONBLOCK }, 1, &fd, NULL,
+                                      e);
                 if (k < 0)
                         return k;
                 if (fstatfs(fd, &sfs) < 0)

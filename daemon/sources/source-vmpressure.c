@@ -68,7 +68,7 @@ static void vmpressure_close(Source *s) {
         s->holdoff = NULL;
 }
 
-static int vmpressure_open(Source *s, VarlinkError *e) {
+static int vmpressure_open(Source *s, int dirfd, VarlinkError *e) {
         SourceEnv *env = s->env;
         static const SourceFile files[] = {
                 { "memory.pressure_level", O_RDONLY },
@@ -79,7 +79,7 @@ static int vmpressure_open(Source *s, VarlinkError *e) {
         char buf[96];
         int n;
 
-        n = source_open_files(s, env->v1, files, ELEMENTSOF(files), fds, NULL, e);
+        n = source_open_files(s, env->v1, dirfd, files, ELEMENTSOF(files), fds, NULL, e);
         if (n < 0)
                 return n;
         levelfd = fds[0];

@@ -35,12 +35,13 @@ static int source_init(Source *s, SourceEnv *env, const SourceCallbacks *cb, con
         return s->cgroup ? 0 : -ENOMEM;
 }
 
-int source_open(Source *s, SourceEnv *env, const SourceCallbacks *cb, const SourceParams *p, VarlinkError *e) {
+int source_open(Source *s, SourceEnv *env, const SourceCallbacks *cb, const SourceParams *p, int dirfd,
+                VarlinkError *e) {
         int k = source_init(s, env, cb, p);
 
         if (k < 0)
                 return k;
-        k = source_ops_get(p->type)->open(s, e);
+        k = source_ops_get(p->type)->open(s, dirfd, e);
         if (k < 0) {
                 /* Nothing of a failed registration may stay behind. */
                 source_close(s);
@@ -69,7 +70,7 @@ int source_adopt(Source *s, SourceEnv *env, const SourceCallbacks *cb, const Sou
                 safe_close(fd);
                 /* Written anew: what the kernel accepted last time. */
                 s->requested = saved->used.window_us ? saved->used : saved->requested;
-                k = ops->open(s, e);
+                k = ops->open(s, -1, e);
                 s->requested = saved->requested;
         }
         if (k < 0) {

@@ -115,8 +115,9 @@ struct Source {
 };
 
 typedef struct SourceOps {
-        /* Make the kernel registration; fill @e on failure. */
-        int (*open)(Source *s, VarlinkError *e);
+        /* Make the kernel registration, in the cgroup directory @dirfd
+         * if it is not -1 (not taken); fill @e on failure. */
+        int (*open)(Source *s, int dirfd, VarlinkError *e);
         /* Release what open() made beyond fd, aux_fd and ev (which the
          * registration closes itself); optional. */
         void (*close)(Source *s);
@@ -146,11 +147,19 @@ const SourceOps *source_ops_get(SourceType t);
 /*
  * source_open - make the kernel registration @p in @s (zeroed by the
  * caller), reporting to @cb.
+ * @dirfd: the directory of @p's cgroup in the source's hierarchy (cgroup
+ *         v1 memory for SOURCE_VMPRESSURE, cgroup2 for the others) as the
+ *         caller checked it, or -1 to open it by @p's path. Not taken. The
+ *         source opens its files relative to it, so a directory renamed
+ *         and replaced after the check does not change what is registered.
+ *         The system-wide PSI file and the protection source, which reads
+ *         the protection tree by path, do not use it.
  * @e: filled on failure
  *
  * Returns 0, or a negative errno with nothing left open.
  */
-int source_open(Source *s, SourceEnv *env, const SourceCallbacks *cb, const SourceParams *p, VarlinkError *e);
+int source_open(Source *s, SourceEnv *env, const SourceCallbacks *cb, const SourceParams *p, int dirfd,
+                VarlinkError *e);
 
 /*
  * source_adopt - take over, in @s (zeroed by the caller), the registration

@@ -93,7 +93,7 @@ static void fixture_tree(Fixture *f) {
         write_file(f->root, "/x/memory.events", MEMORY_EVENTS_ZERO);
         ASSERT_OK(hierarchy_open(&f->v2, f->root));
 
-        ASSERT_OK(registration_acquire(&f->reg, &key, &r, &e));
+        ASSERT_OK(registration_acquire(&f->reg, &key, -1, &r, &e));
         registry_cb = r->src.cb;
         registration_release(r);
         ASSERT_EQ(f->reg.n_registrations, 0);

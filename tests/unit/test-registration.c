@@ -75,7 +75,7 @@ static void fixture_init(Fixture *f) {
         ASSERT_OK(hierarchy_open(&f->v2, f->root));
 
         /* A memory.events source opens on a plain directory tree. */
-        ASSERT_OK(registration_acquire(&f->reg, &key, &r, &e));
+        ASSERT_OK(registration_acquire(&f->reg, &key, -1, &r, &e));
         ASSERT_EQ(f->reg.n_registrations, 1);
         ASSERT_TRUE(r->src.cb && r->src.cb->kick && r->src.cb->pressure && r->src.cb->event && r->src.cb->removed);
         ASSERT_TRUE(!registry_cb || registry_cb == r->src.cb);
@@ -108,6 +108,17 @@ static void fixture_done(Fixture *f) {
         snprintf(path, sizeof(path), "%s/varlink", f->root);
         ASSERT_OK(unlink(path));
         ASSERT_OK(rmdir(f->root));
+}
+
+/* A live registration of @type on @cgroup (with the trigger @psi for PSI) is in @reg. */
+static bool registry_has(const Registry *reg, SourceType type, const char *cgroup, const PsiTrigger *psi) {
+        Registration *r;
+
+        LIST_FOREACH(registrations, r, reg->registrations)
+                if (r->src.type == type && streq(r->src.cgroup, cgroup) && !r->removed &&
+                    (type != SOURCE_PSI || psi_trigger_equal(&r->src.requested, psi)))
+                        return true;
+        return false;
 }
 
 /* A PSI (or other) registration built in memory: no kernel file, fd -1. */
@@ -286,9 +297,7 @@ static void test_registry_fanout_and_release(void) {
         ASSERT_U64_EQ(fx.counters.value[COUNTER_REGISTRATIONS_REMOVED], 0);
         listener_detach(&k.l);
         ASSERT_EQ(fx.reg.n_registrations, 2);
-        ASSERT_TRUE(registration_find(&fx.reg, &(RegistrationKey) { .type = SOURCE_PSI, .cgroup = "/test",
-                                                                   .psi = { PSI_STALL_SOME, 100000, 2000000 } }) ==
-                    NULL);
+        ASSERT_TRUE(!registry_has(&fx.reg, SOURCE_PSI, "/test", &(PsiTrigger) { PSI_STALL_SOME, 100000, 2000000 }));
         ASSERT_U64_EQ(fx.counters.value[COUNTER_REGISTRATIONS_REMOVED], 1);
 
         listener_detach(&other.l);
@@ -347,11 +356,11 @@ static void test_registry_source(void) {
         char path[128];
 
         fixture_init(&fx);
-        ASSERT_OK(registration_acquire(&fx.reg, &key, &r, &e));
+        ASSERT_OK(registration_acquire(&fx.reg, &key, -1, &r, &e));
         ASSERT_TRUE(r->src.cb == registry_cb);
         fake_attach(&a, r, false, _LEVEL_INVALID);
         /* An identical request shares it. */
-        ASSERT_OK(registration_acquire(&fx.reg, &key, &again, &e));
+        ASSERT_OK(registration_acquire(&fx.reg, &key, -1, &again, &e));
         ASSERT_TRUE(again == r);
         fake_attach(&b, r, false, _LEVEL_INVALID);
         ASSERT_EQ(fx.reg.n_registrations, 1);
@@ -950,11 +959,72 @@ static void test_fast_charge(void) {
         fixture_done(&fx);
 }
 
+/*
+ * The directory that was checked is the one registered: a cgroup renamed
+ * and replaced by another of the same path between the caller's check
+ * (its directory fd) and the registration is not what gets registered,
+ * and a registration on one of the two is not shared with a request
+ * checked on the other.
+ */
+static void test_registry_checked_directory(void) {
+        RegistrationKey key = { .type = SOURCE_MEMORY_EVENTS, .cgroup = "/mem" };
+        VarlinkError e = {};
+        Fixture fx;
+        Registration *r, *r_new, *again;
+        char path[160], moved[128];
+        struct stat checked, replaced;
+        int dirfd, newfd;
+
+        fixture_init(&fx);
+        write_file(fx.root, "/mem/memory.events", "low 0\nhigh 7\nmax 0\noom 0\noom_kill 0\n");
+        snprintf(path, sizeof(path), "%s/mem", fx.root);
+        dirfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_TRUE(dirfd >= 0);
+        ASSERT_OK(fstat(dirfd, &checked));
+
+        /* Between the check and the registration: /mem is another directory. */
+        snprintf(moved, sizeof(moved), "%s/mem-checked", fx.root);
+        ASSERT_OK(rename(path, moved));
+        ASSERT_OK(mkdir(path, 0755));
+        write_file(fx.root, "/mem/memory.events", "low 0\nhigh 1\nmax 0\noom 0\noom_kill 0\n");
+        newfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_TRUE(newfd >= 0);
+        ASSERT_OK(fstat(newfd, &replaced));
+        ASSERT_TRUE(checked.st_ino != replaced.st_ino);
+
+        ASSERT_OK(registration_acquire(&fx.reg, &key, dirfd, &r, &e));
+        ASSERT_U64_EQ(r->src.dir_ino, checked.st_ino);
+        ASSERT_U64_EQ(r->src.last_events.value[MEMORY_EVENT_HIGH], 7);
+        ASSERT_TRUE(r->src.aux_fd >= 0);
+
+        /* The same path checked on the replacement: a registration of its own. */
+        ASSERT_OK(registration_acquire(&fx.reg, &key, newfd, &r_new, &e));
+        ASSERT_TRUE(r_new != r);
+        ASSERT_U64_EQ(r_new->src.dir_ino, replaced.st_ino);
+        ASSERT_U64_EQ(r_new->src.last_events.value[MEMORY_EVENT_HIGH], 1);
+        ASSERT_EQ(fx.reg.n_registrations, 2);
+        /* Checked on the first again: shares the first. */
+        ASSERT_OK(registration_acquire(&fx.reg, &key, dirfd, &again, &e));
+        ASSERT_TRUE(again == r);
+        ASSERT_EQ(fx.reg.n_registrations, 2);
+
+        registration_release(r);
+        registration_release(r_new);
+        ASSERT_EQ(fx.reg.n_registrations, 0);
+        close(dirfd);
+        close(newfd);
+        snprintf(path, sizeof(path), "%s/memory.events", moved);
+        ASSERT_OK(unlink(path));
+        ASSERT_OK(rmdir(moved));
+        fixture_done(&fx);
+}
+
 int main(void) {
         test_registry_fanout_and_release();
         test_registry_inject_levels();
         test_registry_removed();
         test_registry_source();
+        test_registry_checked_directory();
         test_registry_move();
         test_fanout_and_release();
         test_removed_stream();
