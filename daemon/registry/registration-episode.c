@@ -24,19 +24,22 @@ static EpisodeParams episode_params_of(const Registration *r) {
         return episode_params_plain(c->clear_after_usec ?: EPISODE_VMPRESSURE_HOLD_USEC);
 }
 
+/* The stall total of @r's trigger type in @st. */
+static bool stall_total_of(const Registration *r, const PsiStats *st, uint64_t *ret) {
+        if (r->src.used.stall == PSI_STALL_FULL) {
+                if (!st->has_full)
+                        return false;
+                *ret = st->full.total_us;
+        } else
+                *ret = st->some.total_us;
+        return true;
+}
+
 /* The stall total of @r's trigger type, from its own pressure file. */
 static bool read_stall_total(const Registration *r, uint64_t *ret) {
         PsiStats st;
 
-        if (source_read_psi(&r->src, &st) < 0)
-                return false;
-        if (r->src.used.stall == PSI_STALL_FULL) {
-                if (!st.has_full)
-                        return false;
-                *ret = st.full.total_us;
-        } else
-                *ret = st.some.total_us;
-        return true;
+        return source_read_psi(&r->src, &st) >= 0 && stall_total_of(r, &st, ret);
 }
 
 /**
@@ -127,8 +130,9 @@ static void on_episode_timer(evutil_socket_t fd, short what, void *userdata) {
  * @r: the registration
  * @monotonic_us: when it was read (or injected)
  * @level: the level of an injected event, or _LEVEL_INVALID for a kernel one
+ * @sample: the stats read with a kernel event, or NULL
  */
-void registration_episode_event(Registration *r, uint64_t monotonic_us, Level level) {
+void registration_episode_event(Registration *r, uint64_t monotonic_us, Level level, const PsiStats *sample) {
         uint64_t total = 0;
         bool has_total, injected;
         uint32_t lv;
@@ -140,7 +144,10 @@ void registration_episode_event(Registration *r, uint64_t monotonic_us, Level le
                 level = r->src.type == SOURCE_VMPRESSURE ? r->src.vm_level : _LEVEL_INVALID;
         /* The peak of a level-based episode is the level + 1, 0 meaning none. */
         lv = level >= 0 ? (uint32_t) level + 1 : 0;
-        has_total = read_stall_total(r, &total);
+        if (sample && r->src.type == SOURCE_PSI)
+                has_total = stall_total_of(r, sample, &total);
+        else
+                has_total = read_stall_total(r, &total);
         if (episode_event(&r->episode, monotonic_us, lv, injected, has_total, total)) {
                 log_debug("Pressure episode on %s (%s) began.", r->src.cgroup, source_type_to_string(r->src.type));
                 if (r->registry->hooks && r->registry->hooks->changed)

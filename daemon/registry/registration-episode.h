@@ -32,9 +32,12 @@ void registration_episode_done(Registration *r);
 /*
  * registration_episode_event - account a pressure event of @r (from the
  * kernel or injected) at @monotonic_us; @level is the event's level, or
- * _LEVEL_INVALID. Starts an episode and arms the timer if none is active.
+ * _LEVEL_INVALID. @sample is what the source read with a kernel event
+ * (its stall total is used), NULL to read the total now (an injected
+ * event, or none was read). Starts an episode and arms the timer if none
+ * is active.
  */
-void registration_episode_event(Registration *r, uint64_t monotonic_us, Level level);
+void registration_episode_event(Registration *r, uint64_t monotonic_us, Level level, const PsiStats *sample);
 
 /*
  * registration_episode_reconfigure - apply the current [Levels] ClearAfterSec=,

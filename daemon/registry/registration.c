@@ -118,13 +118,15 @@ static void on_source_kick(Source *s) {
         (void) registration_kick(registration_from_source(s), NULL);
 }
 
-static void on_source_pressure(Source *s, json_t *psi, uint64_t realtime_us, uint64_t monotonic_us, uint64_t count) {
+static void on_source_pressure(Source *s, const PsiStats *psi, uint64_t realtime_us, uint64_t monotonic_us,
+                               uint64_t count) {
         Registration *r = registration_from_source(s);
-        json_t *event = event_pressure_new(s->cgroup, source_type_to_string(s->type), s->resource, psi, realtime_us,
-                                           monotonic_us);
+        json_t *event = event_pressure_new(s->cgroup, source_type_to_string(s->type), s->resource,
+                                           psi ? psi_stats_to_json(psi) : NULL, realtime_us, monotonic_us);
 
         counter_inc(r->registry->counters, COUNTER_EVENTS_READ);
-        registration_episode_event(r, monotonic_us, _LEVEL_INVALID);
+        /* The episode takes its stall total from the sample: the file is not read again. */
+        registration_episode_event(r, monotonic_us, _LEVEL_INVALID, psi);
         /* A tracked cgroup's protection node rides along. */
         protection_source_enrich(s->env->protection, s->cgroup, event);
         registration_publish(r, event, monotonic_us, count);
@@ -405,7 +407,7 @@ static uint64_t registration_inject(Registration *r, Body *body, Level level, ui
         if (!heard)
                 return 0;
         /* A synthetic event is part of the episode like a kernel one. */
-        registration_episode_event(r, monotonic_us, level);
+        registration_episode_event(r, monotonic_us, level, NULL);
         LIST_FOREACH_SAFE(listeners, l, n, r->listeners)
                 if (!l->kick && listener_hears(l, level) && l->ops->deliver(l, body, 1))
                         delivered++;

@@ -49,8 +49,7 @@ static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
         }
         /* Proxied clients need only their byte: they do not wait for the PSI read and the event. */
         s->cb->kick(s);
-        s->cb->pressure(s, psi_stats_read(s->fd, &stats) >= 0 ? psi_stats_to_json(&stats) : NULL,
-                                rt, mono, 1);
+        s->cb->pressure(s, psi_stats_read(s->fd, &stats) >= 0 ? &stats : NULL, rt, mono, 1);
 }
 
 static int psi_write_trigger(int fd, const PsiTrigger *t) {

@@ -64,8 +64,10 @@ typedef struct SourceEnv {
 typedef struct SourceCallbacks {
         /* A kernel notification arrived; called first, before anything is read. */
         void (*kick)(Source *s);
-        /* A pressure notification: @psi (stolen, may be NULL) the averages read with it. */
-        void (*pressure)(Source *s, json_t *psi, uint64_t realtime_us, uint64_t monotonic_us, uint64_t count);
+        /* A pressure notification: @psi the averages and stall totals read with it, NULL if
+         * the source has none (vmpressure) or they could not be read; valid during the call. */
+        void (*pressure)(Source *s, const PsiStats *psi, uint64_t realtime_us, uint64_t monotonic_us,
+                         uint64_t count);
         /* Any other event, built by the source (stolen; NULL when out of memory). */
         void (*event)(Source *s, json_t *event, uint64_t monotonic_us);
         /* The same for an event that stands for @count occurrences (kills). */

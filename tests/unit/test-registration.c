@@ -1019,6 +1019,44 @@ static void test_registry_checked_directory(void) {
         fixture_done(&fx);
 }
 
+/*
+ * A kernel event's stall totals come with it: the episode takes its total
+ * from the sample the source read (this registration has no file to read
+ * again), and the event carries the sample's averages.
+ */
+static void test_pressure_sample(void) {
+        PsiStats st = { .some = { .avg10 = 1812, .total_us = 123456 }, .has_some = true, .has_full = true,
+                        .full = { .total_us = 654321 } };
+        Fixture fx;
+        Peer a;
+        Registration *r;
+        json_t *ev;
+
+        fixture_init(&fx);
+        peer_open(&fx, &a, 0, 1000);
+        r = registration_make(&fx, SOURCE_PSI, "/test");
+        subscribe(&fx, &a, r, LEVEL_LOW, 0);
+        ASSERT_TRUE(r->src.fd < 0);
+
+        registry_cb->pressure(&r->src, &st, now_usec(CLOCK_REALTIME), now_usec(CLOCK_MONOTONIC), 1);
+        ASSERT_TRUE(r->episode.active);
+        ASSERT_TRUE(r->episode.have_sample);
+        ASSERT_U64_EQ(r->episode.sample_total_us, 123456);
+        /* None could be read: the event goes out without averages. */
+        registry_cb->pressure(&r->src, NULL, now_usec(CLOCK_REALTIME), now_usec(CLOCK_MONOTONIC), 1);
+
+        ev = peer_events(&a);
+        ASSERT_EQ(json_array_size(ev), 2);
+        ASSERT_STREQ(ev_str(ev, 0, "kind"), "pressure");
+        ASSERT_TRUE(json_object_get(json_array_get(ev, 0), "psi") != NULL);
+        ASSERT_TRUE(json_object_get(json_array_get(ev, 1), "psi") == NULL);
+        json_decref(ev);
+
+        peer_close(&a);
+        ASSERT_EQ(fx.reg.n_registrations, 0);
+        fixture_done(&fx);
+}
+
 int main(void) {
         test_registry_fanout_and_release();
         test_registry_inject_levels();
@@ -1028,6 +1066,7 @@ int main(void) {
         test_registry_move();
         test_fanout_and_release();
         test_removed_stream();
+        test_pressure_sample();
         test_slow_consumer();
         test_coalesce();
         test_cleared_reserve();
