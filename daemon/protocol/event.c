@@ -237,6 +237,8 @@ Body *event_body_new(json_t *event, uint64_t monotonic_us) {
         b->data[n + 1] = 0;
         b->size = n + 2;
         b->n_ref = 1;
+        b->views = b->next_view = NULL;
+        b->view_root = NULL;
         b->flags = json_object_get(event, "level") ? BODY_HAS_LEVEL : 0;
         if (streq_ptr(json_string_value(json_object_get(event, "kind")), "cleared") ||
             streq_ptr(json_string_value(json_object_get(event, "kind")), "trigger_changed"))
@@ -310,13 +312,23 @@ Body *event_body_view(Body *body, const EventView *v) {
 
         if (!v->root)
                 return body_ref(body);
+        /* Every peer with this root gets the copy the first one made. */
+        for (out = body->views; out; out = out->next_view)
+                if (streq(out->view_root, v->root))
+                        return body_ref(out);
         out = body_new(body->data, body->size);
         if (!out)
                 return NULL;
+        out->view_root = strdup(v->root);
+        if (!out->view_root)
+                return body_unref(out);
         out->size = view_copy(body->data, body->size, out->data, v);
         out->flags = body->flags;
         out->monotonic_us = body->monotonic_us;
-        return out;
+        /* @body keeps it for the next peer with this root, the caller gets a reference. */
+        out->next_view = body->views;
+        body->views = out;
+        return body_ref(out);
 }
 
 char *event_message_view(char *msg, size_t *size, const EventView *v) {

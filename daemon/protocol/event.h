@@ -149,11 +149,12 @@ int event_view_init(EventView *v, const char *root);
 void event_view_done(EventView *v);
 
 /*
- * event_body_view - @body as the peer with view @v sees it: a new body in
+ * event_body_view - @body as the peer with view @v sees it: a body in
  * which every "cgroup" value at or beneath @v's root loses that prefix
  * (the root itself becomes "/"); other bytes, the flags and the time are
- * kept. With no root in @v, another reference to @body. NULL when out of
- * memory.
+ * kept. It is made once per distinct root and kept with @body, so every
+ * peer with that root shares it: a reference to it is returned. With no
+ * root in @v, another reference to @body. NULL when out of memory.
  */
 Body *event_body_view(Body *body, const EventView *v) _warn_unused_result_;
 

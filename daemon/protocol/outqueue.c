@@ -16,6 +16,8 @@ Body *body_new(const char *data, size_t size) {
         b->size = size;
         b->monotonic_us = 0;
         b->flags = 0;
+        b->views = b->next_view = NULL;
+        b->view_root = NULL;
         memcpy(b->data, data, size);
         return b;
 }
@@ -27,8 +29,17 @@ Body *body_ref(Body *b) {
 }
 
 Body *body_unref(Body *b) {
-        if (b && --b->n_ref == 0)
-                free(b);
+        Body *v;
+
+        if (!b || --b->n_ref > 0)
+                return NULL;
+        /* Views have no views of their own: one level. */
+        while ((v = b->views)) {
+                b->views = v->next_view;
+                body_unref(v);
+        }
+        free(b->view_root);
+        free(b);
         return NULL;
 }
 

@@ -17,13 +17,19 @@
 #include "snapshot.h"
 #include "util.h"
 
-typedef struct Body {
+typedef struct Body Body;
+struct Body {
         unsigned n_ref;
         size_t size;
         uint64_t monotonic_us;   /* when the notification was read, for latency stats */
         unsigned flags;
+        /* The copies made of this body for peers in cgroup namespaces (event_body_view()), one
+         * per namespace root, each referenced by this body until it is freed. */
+        Body *views;
+        Body *next_view;         /* a view: the next one in its body's list */
+        char *view_root;         /* a view: the namespace root it was made for */
         char data[];
-} Body;
+};
 
 /* Body flags describing what the shared part already contains. */
 #define BODY_HAS_LEVEL (1u << 0)

@@ -242,6 +242,32 @@ static void test_body_view(void) {
                 ASSERT_TRUE(event_message_view(NULL, &size, &v) == NULL);
         }
 
+        /* One copy per root, shared by every peer with it, and kept past the body. */
+        {
+                _cleanup_(event_view_done) EventView v1 = {}, v1_again = {}, v2 = {};
+                Body *a, *a_again, *other;
+
+                ASSERT_OK(event_view_init(&v1, "/a"));
+                ASSERT_OK(event_view_init(&v1_again, "/a"));
+                ASSERT_OK(event_view_init(&v2, "/a/b"));
+                b = event_body_new(event_pressure_new("/a/b/c", "psi", RESOURCE_MEMORY, NULL, 1, 2), 2);
+                ASSERT_TRUE(b);
+                a = event_body_view(b, &v1);
+                a_again = event_body_view(b, &v1_again);
+                other = event_body_view(b, &v2);
+                ASSERT_TRUE(a && a != b && a_again == a && other && other != a && other != b);
+                ASSERT_EQ(a->n_ref, 3); /* two peers and the body */
+                ASSERT_EQ(other->n_ref, 2);
+                ASSERT_TRUE(memmem(a->data, a->size, "\"cgroup\":\"/b/c\"", 15) != NULL);
+                ASSERT_TRUE(memmem(other->data, other->size, "\"cgroup\":\"/c\"", 13) != NULL);
+                body_unref(b);
+                ASSERT_EQ(a->n_ref, 2);
+                ASSERT_EQ(other->n_ref, 1);
+                body_unref(a);
+                body_unref(a_again);
+                body_unref(other);
+        }
+
         /* No root: the same body, one more reference. */
         ASSERT_OK(event_view_init(&none, "/"));
         ASSERT_TRUE(none.root == NULL);
