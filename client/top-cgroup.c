@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cgroupfs.h"
 #include "kernfile.h"
 #include "top-cgroup.h"
 #include "util.h"
@@ -37,24 +37,7 @@ typedef struct Child {
 
 static void file_cache_close(TopFileCache *c);
 
-/* ---- small readers -------------------------------------------------------------- */
-
-/* Read a small file below @dfd into @buf (NUL-terminated); returns its length or a negative errno. */
-static ssize_t read_small_at(int dfd, const char *name, char *buf, size_t size) {
-        _cleanup_close_ int fd = -EBADF;
-        ssize_t n;
-
-        fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
-        if (fd < 0)
-                return -errno;
-        do
-                n = read(fd, buf, size - 1);
-        while (n < 0 && errno == EINTR);
-        if (n < 0)
-                return -errno;
-        buf[n] = 0;
-        return n;
-}
+/* ---- values -------------------------------------------------------------------- */
 
 /*
  * A size, limit or counter as top keeps it: TOP_UNLIMITED for "max" (and in
@@ -247,11 +230,9 @@ static ssize_t read_cached(TopFileCache *c, unsigned k, int dfd, const char *nam
         ssize_t n;
 
         if (c->fd[k] >= 0) {
-                n = pread(c->fd[k], buf, size - 1, 0);
-                if (n >= 0) {
-                        buf[n] = 0;
+                n = read_small_fd(c->fd[k], buf, size);
+                if (n >= 0)
                         return n;
-                }
                 /* ENODEV: the cgroup was removed; open it again in case it was made anew. */
                 safe_close(c->fd[k]);
                 c->fd[k] = -1;
@@ -260,13 +241,11 @@ static ssize_t read_cached(TopFileCache *c, unsigned k, int dfd, const char *nam
         fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
         if (fd < 0)
                 return -errno;
-        n = pread(fd, buf, size - 1, 0);
+        n = read_small_fd(fd, buf, size);
         if (n < 0) {
-                n = -errno;
                 safe_close(fd);
                 return n;
         }
-        buf[n] = 0;
         if (cached_fds < fd_budget) {
                 c->fd[k] = fd;
                 cached_fds++;
@@ -359,57 +338,40 @@ static int name_compare(const void *a, const void *b) {
         return strcmp(((const Child *) a)->name, ((const Child *) b)->name);
 }
 
-/*
- * Append the subdirectories of @dfd (a fresh fd, at offset 0) to @children,
- * with their inode numbers, using getdents64() directly: no DIR stream, no
- * extra fd. A directory removed meanwhile lists nothing.
- */
-static int list_children(Walk *w, int dfd, unsigned side, Child **children, size_t *n, size_t *allocated) {
-        for (;;) {
-                long len = syscall(SYS_getdents64, dfd, w->dents, w->dents_size);
+/* The children of one cgroup as they are listed: from both hierarchies, unsorted. */
+typedef struct ChildList {
+        Child *v;
+        size_t n, allocated;
+        unsigned side;
+} ChildList;
 
-                if (len < 0)
-                        return errno == ENOENT ? 0 : -errno;
-                if (len == 0)
-                        return 0;
-                for (long off = 0; off < len;) {
-                        struct linux_dirent64 {
-                                uint64_t d_ino;
-                                int64_t d_off;
-                                unsigned short d_reclen;
-                                unsigned char d_type;
-                                char d_name[];
-                        } *de = (void *) (w->dents + off);
-                        unsigned char type = de->d_type;
+static int child_add(int dfd _unused_, const char *name, uint64_t ino, void *userdata) {
+        ChildList *l = userdata;
 
-                        off += de->d_reclen;
-                        if (de->d_name[0] == '.' &&
-                            (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
-                                continue;
-                        if (type == DT_UNKNOWN) {
-                                struct stat st;
+        if (l->n == l->allocated) {
+                size_t a = l->allocated ? l->allocated * 2 : 16;
+                Child *p = reallocarray(l->v, a, sizeof(Child));
 
-                                if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                                        continue;
-                                type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
-                        }
-                        if (type != DT_DIR)
-                                continue;
-                        if (*n == *allocated) {
-                                size_t a = *allocated ? *allocated * 2 : 16;
-                                Child *p = reallocarray(*children, a, sizeof(Child));
-
-                                if (!p)
-                                        return -ENOMEM;
-                                *children = p;
-                                *allocated = a;
-                        }
-                        (*children)[*n] = (Child) { .name = strdup(de->d_name), .side = side, .ino = de->d_ino };
-                        if (!(*children)[*n].name)
-                                return -ENOMEM;
-                        (*n)++;
-                }
+                if (!p)
+                        return -ENOMEM;
+                l->v = p;
+                l->allocated = a;
         }
+        l->v[l->n] = (Child) { .name = strdup(name), .side = l->side, .ino = ino };
+        if (!l->v[l->n].name)
+                return -ENOMEM;
+        l->n++;
+        return 0;
+}
+
+/*
+ * Append the subdirectories of @dfd (a fresh fd, at offset 0) to @l, with
+ * their inode numbers: getdents64(), no DIR stream, no extra fd. A
+ * directory removed meanwhile lists nothing.
+ */
+static int list_children(Walk *w, int dfd, unsigned side, ChildList *l) {
+        l->side = side;
+        return cgroupfs_list(dfd, w->dents, w->dents_size, NULL, child_add, l);
 }
 
 static void free_children(Child *children, size_t n) {
@@ -554,7 +516,8 @@ static int walk_add(Walk *w, const char *path, unsigned depth, size_t parent, co
  * that cannot be listed has no children.
  */
 static int walk_list(Walk *w, const Dir dirs[2], Child **children, size_t *n) {
-        size_t allocated = 0;
+        ChildList l = {};
+        int r = 0;
 
         for (unsigned side = 0; side < 2; side++) {
                 struct stat st;
@@ -565,12 +528,16 @@ static int walk_list(Walk *w, const Dir dirs[2], Child **children, size_t *n) {
                         continue;
                 if (dirs[side].adopted && lseek(dirs[side].fd, 0, SEEK_SET) < 0)
                         continue;
-                if (list_children(w, dirs[side].fd, side, children, n, &allocated) == -ENOMEM)
-                        return -ENOMEM;
+                if (list_children(w, dirs[side].fd, side, &l) == -ENOMEM) {
+                        r = -ENOMEM;
+                        break;
+                }
         }
-        if (*n > 1)
+        *children = l.v;
+        *n = l.n;
+        if (r >= 0 && *n > 1)
                 qsort(*children, *n, sizeof(Child), name_compare);
-        return 0;
+        return r;
 }
 
 static int walk(Walk *w, const char *path, unsigned depth, size_t parent, Dir dirs[2], TopCgroup *old);

@@ -8,6 +8,7 @@
 #include <ctype.h>
 
 #include "cgroup.h"
+#include "cgroupfs.h"
 #include "kernfile.h"
 #include "util.h"
 
@@ -542,12 +543,12 @@ int proc_cgroup_parse(const char *text, char **ret_v2_path, char **ret_v1_memory
 
 /* Read the whole of @fd (a small kernel file) and parse it with @parse. */
 static int read_and_parse(int fd, int (*parse)(const char *text, void *ret), void *ret) {
-        _cleanup_free_ char *text = NULL;
-        int k;
+        char text[KERNFILE_READ_MAX + 1];
+        ssize_t k;
 
-        k = read_full_fd(fd, KERNFILE_READ_MAX, &text, NULL);
+        k = read_small_fd(fd, text, sizeof(text));
         if (k < 0)
-                return k;
+                return (int) k;
         return parse(text, ret);
 }
 

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "cgroup-glob.h"
+#include "cgroupfs.h"
 #include "util.h"
 
 typedef struct CgroupGlob {
@@ -137,35 +138,20 @@ typedef struct Walk {
         const CgroupGlobs *globs;
         CgroupScrape *out;
         size_t max, allocated;
-        char path[CGROUP_GLOB_DEPTH_MAX * (CGROUP_GLOB_COMPONENT_MAX + 1) + 2];
+        const char *path;                               /* the cgroup being read */
+        GlobSet alive[CGROUP_GLOB_DEPTH_MAX + 1];       /* per depth: the patterns still able to match */
+        bool match[CGROUP_GLOB_DEPTH_MAX + 1];          /* per depth: the entered cgroup matches */
+        bool deeper[CGROUP_GLOB_DEPTH_MAX + 1];         /* per depth: a pattern may match below it */
 } Walk;
 
-static void scrape_error(Walk *w, const char *file, int error) {
+/* Count an error of @file in the cgroup @path; only the first is kept in words. */
+static void scrape_error(Walk *w, const char *path, const char *file, int error) {
         CgroupScrapeErrors *e = &w->out->errors;
 
         if (e->count++ > 0)
                 return;
         e->first_error = error;
-        snprintf(e->first_path, sizeof(e->first_path), "%.180s%s%.60s", w->path, streq(w->path, "/") ? "" : "/", file);
-}
-
-/*
- * Read @file beneath @dfd with one read() into @buf (NUL-terminated).
- * Returns the length, or a negative errno.
- */
-static ssize_t read_small(int dfd, const char *file, char *buf, size_t size) {
-        int fd = openat(dfd, file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
-        ssize_t n;
-
-        if (fd < 0)
-                return -errno;
-        n = read(fd, buf, size - 1);
-        if (n < 0)
-                n = -errno;
-        else
-                buf[n] = 0;
-        safe_close(fd);
-        return n;
+        snprintf(e->first_path, sizeof(e->first_path), "%.180s%s%.60s", path, streq(path, "/") ? "" : "/", file);
 }
 
 /*
@@ -175,7 +161,7 @@ static ssize_t read_small(int dfd, const char *file, char *buf, size_t size) {
  */
 static int read_one(Walk *w, int dfd, const char *file, int (*parse)(const char *, void *), void *ret) {
         char buf[KERNFILE_READ_MAX];
-        ssize_t n = read_small(dfd, file, buf, sizeof(buf));
+        ssize_t n = read_small_at(dfd, file, buf, sizeof(buf));
         int r;
 
         if (n == -ENOENT || n == -EOPNOTSUPP)
@@ -183,12 +169,12 @@ static int read_one(Walk *w, int dfd, const char *file, int (*parse)(const char 
         if (n == -ENODEV)
                 return -ENODEV;
         if (n < 0) {
-                scrape_error(w, file, (int) n);
+                scrape_error(w, w->path, file, (int) n);
                 return 0;
         }
         r = parse(buf, ret);
         if (r < 0) {
-                scrape_error(w, file, r);
+                scrape_error(w, w->path, file, r);
                 return 0;
         }
         return 1;
@@ -245,7 +231,7 @@ static int sample_read(Walk *w, int dfd, CgroupSample *s) {
 }
 
 /* A matching cgroup: read it while there is room, else count it. Returns 0 or -ENOMEM. */
-static int walk_visit(Walk *w, int dfd) {
+static int walk_visit(Walk *w, int dfd, const char *path) {
         CgroupScrape *o = w->out;
         CgroupSample s = {};
 
@@ -253,6 +239,7 @@ static int walk_visit(Walk *w, int dfd) {
                 o->omitted++;
                 return 0;
         }
+        w->path = path;
         if (sample_read(w, dfd, &s) < 0)
                 return 0; /* removed while we read it */
         if (!s.has_psi[CGROUP_RESOURCE_MEMORY] && !s.has_psi[CGROUP_RESOURCE_IO] &&
@@ -270,154 +257,50 @@ static int walk_visit(Walk *w, int dfd) {
                 o->samples = p;
                 w->allocated = want;
         }
-        s.path = strdup(w->path);
+        s.path = strdup(path);
         if (!s.path)
                 return -ENOMEM;
         o->samples[o->n_samples++] = s;
         return 0;
 }
 
-/* The names of a directory's subdirectories, in one allocation. */
-typedef struct Names {
-        char *buf;              /* the names, NUL-separated */
-        size_t len, size;
-        const char **v;         /* pointers into buf, sorted */
-        size_t n;
-} Names;
-
-static void names_done(Names *n) {
-        free(n->buf);
-        free(n->v);
-}
-
-static int names_add(Names *n, const char *name) {
-        size_t l = strlen(name) + 1;
-
-        if (n->len + l > n->size) {
-                size_t want = n->size ? n->size * 2 : 4096;
-                char *p;
-
-                while (want < n->len + l)
-                        want *= 2;
-                p = realloc(n->buf, want);
-                if (!p)
-                        return -ENOMEM;
-                n->buf = p;
-                n->size = want;
-        }
-        memcpy(n->buf + n->len, name, l);
-        n->len += l;
-        n->n++;
-        return 0;
-}
-
-static int strcmp_ptr(const void *a, const void *b) {
-        return strcmp(*(const char *const *) a, *(const char *const *) b);
-}
-
-static int names_sort(Names *n) {
-        const char *p;
-
-        if (n->n == 0)
-                return 0;
-        n->v = calloc(n->n, sizeof(char *));
-        if (!n->v)
-                return -ENOMEM;
-        p = n->buf;
-        for (size_t i = 0; i < n->n; i++, p += strlen(p) + 1)
-                n->v[i] = p;
-        qsort(n->v, n->n, sizeof(char *), strcmp_ptr);
-        return 0;
-}
-
-static bool entry_is_dir(int dfd, const struct dirent64 *de) {
-        struct stat st;
-
-        if (de->d_type != DT_UNKNOWN)
-                return de->d_type == DT_DIR;
-        return fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
-}
-
-/* List the subdirectories of @dfd, sorted. Returns 0, -ENOMEM, or the errno of getdents64(). */
-static int names_list(int dfd, Names *ret) {
-        char buf[8192] __attribute__((aligned(8))); /* per level of the walk: keep the stack small */
-
-        for (;;) {
-                ssize_t n = getdents64(dfd, buf, sizeof(buf));
-
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        return names_sort(ret);
-                for (ssize_t off = 0; off < n;) {
-                        const struct dirent64 *de = (const struct dirent64 *) (buf + off);
-
-                        off += de->d_reclen;
-                        if (streq(de->d_name, ".") || streq(de->d_name, "..") || !entry_is_dir(dfd, de))
-                                continue;
-                        if (names_add(ret, de->d_name) < 0)
-                                return -ENOMEM;
-                }
-        }
-}
-
-static int walk_dir(Walk *w, int dfd, size_t path_len, unsigned depth, GlobSet alive);
-
-/* One subdirectory @name of the directory @dfd at @depth. Returns 0 or -ENOMEM. */
-static int walk_child(Walk *w, int dfd, size_t path_len, unsigned depth, GlobSet alive, const char *name) {
-        GlobSet next = globs_step(w->globs, alive, depth, name);
-        size_t len = strlen(name);
-        bool match, deeper;
-        int fd, r = 0;
+/* Before a subdirectory is opened: whether a pattern can match it or below it; past the cut, count it. */
+static int walk_enter(const char *parent _unused_, unsigned depth, const char *name, void *userdata) {
+        Walk *w = userdata;
+        GlobSet next = globs_step(w->globs, w->alive[depth - 1], depth - 1, name);
 
         if (!next)
                 return 0;
-        match = globs_any_depth(w->globs, next, depth + 1, false);
-        deeper = globs_any_depth(w->globs, next, depth + 1, true);
-        if (match && !deeper && w->out->n_samples >= w->max) {
+        w->alive[depth] = next;
+        w->match[depth] = globs_any_depth(w->globs, next, depth, false);
+        w->deeper[depth] = globs_any_depth(w->globs, next, depth, true);
+        if (w->match[depth] && !w->deeper[depth] && w->out->n_samples >= w->max) {
                 w->out->omitted++; /* beyond the cut: counted without opening it */
                 return 0;
         }
-        fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0) {
-                if (errno != ENOENT && errno != ENODEV)
-                        scrape_error(w, name, -errno);
-                return 0;
-        }
-        w->path[path_len] = '/';
-        memcpy(w->path + path_len + 1, name, len + 1);
-        if (match)
-                r = walk_visit(w, fd);
-        if (r >= 0 && deeper)
-                r = walk_dir(w, fd, path_len + 1 + len, depth + 1, next);
-        safe_close(fd);
-        w->path[path_len] = 0;
-        return r;
+        return 1;
 }
 
-/* The subdirectories of @dfd, whose path is w->path of @path_len bytes at @depth components. */
-static int walk_dir(Walk *w, int dfd, size_t path_len, unsigned depth, GlobSet alive) {
-        Names names = {};
-        int r;
+/* A cgroup entered: read it if it matches; list it only if a pattern may match below. */
+static int walk_cgroup(int dfd, const char *path, unsigned depth, void *userdata) {
+        Walk *w = userdata;
+        int r = 0;
 
-        w->out->dirs_listed++;
-        r = names_list(dfd, &names);
-        if (r < 0 && r != -ENOMEM) {
-                if (r != -ENOENT && r != -ENODEV)
-                        scrape_error(w, ".", r);
-                r = 0;
-        }
-        for (size_t i = 0; r >= 0 && i < names.n && names.v; i++)
-                r = walk_child(w, dfd, path_len, depth, alive, names.v[i]);
-        names_done(&names);
-        return r;
+        if (w->match[depth])
+                r = walk_visit(w, dfd, path);
+        if (r < 0)
+                return r;
+        return w->deeper[depth] ? 0 : CGROUPFS_WALK_PRUNE;
+}
+
+static void walk_error(const char *parent, const char *name, int error, void *userdata) {
+        scrape_error(userdata, parent, name, error);
 }
 
 int cgroup_scrape(int root_fd, const CgroupGlobs *g, size_t max, CgroupScrape *ret) {
         _cleanup_free_ Walk *w = NULL;
-        _cleanup_close_ int fd = -1;
-        GlobSet all;
-        int r = 0;
+        CgroupfsWalk walk;
+        int r;
 
         *ret = (CgroupScrape) {};
         if (cgroup_globs_count(g) == 0)
@@ -425,16 +308,19 @@ int cgroup_scrape(int root_fd, const CgroupGlobs *g, size_t max, CgroupScrape *r
         w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
-        *w = (Walk) { .globs = g, .out = ret, .max = max, .path = "/" };
-        fd = openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        all = globs_all(g);
-        if (globs_any_depth(g, all, 0, false))
-                r = walk_visit(w, fd);
-        w->path[0] = 0; /* children append "/name" */
-        if (r >= 0 && globs_any_depth(g, all, 0, true))
-                r = walk_dir(w, fd, 0, 0, all);
+        *w = (Walk) { .globs = g, .out = ret, .max = max };
+        w->alive[0] = globs_all(g);
+        w->match[0] = globs_any_depth(g, w->alive[0], 0, false);
+        w->deeper[0] = globs_any_depth(g, w->alive[0], 0, true);
+        walk = (CgroupfsWalk) {
+                .max_depth = CGROUP_GLOB_DEPTH_MAX,
+                .enter = walk_enter,
+                .visit = walk_cgroup,
+                .error = walk_error,
+                .userdata = w,
+        };
+        r = cgroupfs_walk(root_fd, &walk);
+        ret->dirs_listed = walk.dirs_listed;
         return r;
 }
 

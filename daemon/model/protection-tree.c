@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "cgroupfs.h"
 #include "log.h"
 #include "protection-tree.h"
 #include "util.h"
@@ -486,81 +487,66 @@ static int child_create(ProtectionReader *r, ProtectionNode *parent, const char 
         return k;
 }
 
+/* A listing of one node's directory in progress. */
+typedef struct NodeListing {
+        ProtectionReader *r;
+        ProtectionNode *n;
+        uint64_t gen;
+        int ret;                 /* the first failure to remove a replaced child */
+} NodeListing;
+
+/* One subdirectory found while listing: the child node, new or replaced if need be, is marked seen. */
+static int node_list_entry(int dfd _unused_, const char *name, uint64_t ino, void *userdata) {
+        NodeListing *l = userdata;
+        ProtectionNode *c = protection_node_child(l->r->tree, l->n, name);
+        int k;
+
+        if (c && reader_node(c)->ino != ino) {
+                /* Same name, different cgroup. */
+                k = node_remove(l->r, c, true);
+                if (k < 0 && l->ret == 0)
+                        l->ret = k;
+                c = NULL;
+        }
+        if (!c) {
+                k = child_create(l->r, l->n, name, (ino_t) ino);
+                if (k < 0)
+                        return k;
+                c = protection_node_child(l->r->tree, l->n, name);
+                if (!c)
+                        return 0;
+        }
+        reader_node(c)->seen_scan = l->gen;
+        return 0;
+}
+
 /* List @n's directory: add new children, remove vanished or replaced ones. */
 static int node_list(ProtectionReader *r, ProtectionNode *n) {
         ReaderNode *rn = reader_node(n);
-        uint64_t gen = ++r->generation;
+        NodeListing l = { .r = r, .n = n, .gen = ++r->generation };
+        CgroupfsListStats st = {};
         ProtectionNode *c, *next;
-        int ret = 0;
+        int k;
 
         r->stats.dirs_listed++;
         r->stats.lseeks++;
         if (lseek(rn->dir_fd, 0, SEEK_SET) < 0)
                 return -errno;
-
-        for (;;) {
-                ssize_t n_read;
-
-                r->stats.getdents++;
-                n_read = getdents64(rn->dir_fd, r->dents, r->dents_size);
-                if (n_read < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        if (errno == ENOENT)
-                                break; /* the directory itself was removed */
-                        return -errno;
-                }
-                if (n_read == 0)
-                        break;
-
-                for (size_t off = 0; off < (size_t) n_read;) {
-                        struct dirent64 *de = (struct dirent64 *) (r->dents + off);
-                        unsigned char type = de->d_type;
-                        int k;
-
-                        off += de->d_reclen;
-                        if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                                continue;
-                        if (type == DT_UNKNOWN) {
-                                struct stat st;
-
-                                r->stats.fstats++;
-                                if (fstatat(rn->dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                                        continue;
-                                type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
-                        }
-                        if (type != DT_DIR)
-                                continue;
-
-                        c = protection_node_child(r->tree, n, de->d_name);
-                        if (c && reader_node(c)->ino != de->d_ino) {
-                                /* Same name, different cgroup. */
-                                k = node_remove(r, c, true);
-                                if (k < 0 && ret == 0)
-                                        ret = k;
-                                c = NULL;
-                        }
-                        if (!c) {
-                                k = child_create(r, n, de->d_name, de->d_ino);
-                                if (k < 0)
-                                        return k;
-                                c = protection_node_child(r->tree, n, de->d_name);
-                                if (!c)
-                                        continue;
-                        }
-                        reader_node(c)->seen_scan = gen;
-                }
-        }
+        k = cgroupfs_list(rn->dir_fd, r->dents, r->dents_size, &st, node_list_entry, &l);
+        r->stats.getdents += st.getdents;
+        r->stats.fstats += st.fstats;
+        if (k < 0)
+                return k;
 
         for (c = protection_node_first_child(n); c; c = next) {
                 next = protection_node_next_sibling(c);
-                if (reader_node(c)->seen_scan != gen) {
-                        int k = node_remove(r, c, true);
-                        if (k < 0 && ret == 0)
-                                ret = k;
+                if (reader_node(c)->seen_scan != l.gen) {
+                        k = node_remove(r, c, true);
+                        if (k < 0 && l.ret == 0)
+                                l.ret = k;
                 }
         }
-        return ret;
+        return l.ret;
 }
 
 /* Refreshing. */

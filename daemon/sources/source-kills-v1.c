@@ -13,11 +13,11 @@
  * does not notify the cgroup of an OOM under the limit of a cgroup below
  * it, nor of one of the whole machine: those kills are not seen here.
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 
+#include "cgroupfs.h"
 #include "event.h"
 #include "kills.h"
 #include "log.h"
@@ -51,41 +51,38 @@ static int read_oom_kill(int dirfd, uint64_t *ret) {
         return 1;
 }
 
-/* Add the oom_kill of @dirfd and the cgroups below it to *@sum, at most *@budget of them. */
-static void sum_subtree(int dirfd, unsigned depth, unsigned *budget, uint64_t *sum) {
-        _cleanup_close_ int fd = -1;
-        struct dirent *de;
-        uint64_t v;
-        DIR *d;
+static int sum_enter(const char *parent _unused_, unsigned depth _unused_, const char *name, void *userdata _unused_) {
+        return name[0] != '.';
+}
 
-        if (read_oom_kill(dirfd, &v) > 0)
+static int sum_visit(int dfd, const char *path _unused_, unsigned depth _unused_, void *userdata) {
+        uint64_t *sum = userdata, v;
+
+        if (read_oom_kill(dfd, &v) > 0)
                 *sum += v;
-        if (depth >= KILLS_V1_DEPTH_MAX)
-                return;
-        fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        d = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!d)
-                return;
-        TAKE_FD(fd);
-        while (*budget > 0 && (de = readdir(d)))
-                if (de->d_type == DT_DIR && de->d_name[0] != '.') {
-                        _cleanup_close_ int child = openat(dirfd, de->d_name,
-                                                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        return 0;
+}
 
-                        (*budget)--;
-                        if (child >= 0)
-                                sum_subtree(child, depth + 1, budget, sum);
-                }
-        closedir(d);
+/* The oom_kill of @dirfd and of the cgroups below it, at most KILLS_V1_SUBTREE_MAX of them. */
+static uint64_t sum_subtree(int dirfd) {
+        uint64_t sum = 0;
+        CgroupfsWalk w = {
+                .max_depth = KILLS_V1_DEPTH_MAX,
+                .max_count = KILLS_V1_SUBTREE_MAX,
+                .enter = sum_enter,
+                .visit = sum_visit,
+                .userdata = &sum,
+        };
+
+        (void) cgroupfs_walk(dirfd, &w); /* out of memory: the sum so far */
+        return sum;
 }
 
 /* Read the subtree's kills and report a rise as one "killed" event by the kernel. */
 static void kills_v1_check(Source *s) {
         KillsV1 *v = s->kills_v1;
-        unsigned budget = KILLS_V1_SUBTREE_MAX;
-        uint64_t sum = 0, rise, mono, rt;
+        uint64_t sum = sum_subtree(v->dirfd), rise, mono, rt;
 
-        sum_subtree(v->dirfd, 0, &budget, &sum);
         counter_inc(s->env->counters, COUNTER_EVENTS_READ);
         rise = kills_rise(true, v->oom_kill, sum);
         v->oom_kill = sum;
@@ -167,7 +164,6 @@ static int kills_v1_register(Source *s, KillsV1 *v) {
 
 int kills_v1_open(Source *s) {
         KillsV1 *v;
-        unsigned budget = KILLS_V1_SUBTREE_MAX;
         struct stat st;
         uint64_t own;
         int k;
@@ -188,7 +184,7 @@ int kills_v1_open(Source *s) {
                 return 0;
         }
         v->ino = st.st_ino;
-        sum_subtree(v->dirfd, 0, &budget, &v->oom_kill);
+        v->oom_kill = sum_subtree(v->dirfd);
         k = kills_v1_register(s, v);
         if (k == -ENOMEM)
                 return k;

@@ -23,12 +23,12 @@
  * "subscribed" state names the killers that can report (kill_sources) and
  * why the others cannot (unavailable_kill_sources).
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 
+#include "cgroupfs.h"
 #include "event.h"
 #include "kills.h"
 #include "log.h"
@@ -142,21 +142,18 @@ static int kills_top_add(Source *s, const char *name) {
         return 0;
 }
 
+static int kills_root_entry(int dfd _unused_, const char *name, uint64_t ino _unused_, void *userdata) {
+        return name[0] == '.' ? 0 : kills_top_add(userdata, name);
+}
+
 /* Watch every top-level cgroup there is. */
 static int kills_root_scan(Source *s) {
         _cleanup_close_ int fd = openat(s->env->v2->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        struct dirent *de;
-        int k = 0;
+        char buf[8192] __attribute__((aligned(8)));
 
-        if (!d)
+        if (fd < 0)
                 return -errno;
-        TAKE_FD(fd);
-        while (k >= 0 && (de = readdir(d)))
-                if (de->d_type == DT_DIR && de->d_name[0] != '.')
-                        k = kills_top_add(s, de->d_name);
-        closedir(d);
-        return k;
+        return cgroupfs_list(fd, buf, sizeof(buf), NULL, kills_root_entry, s);
 }
 
 /* One inotify event of the "/" watch. */
