@@ -73,6 +73,17 @@ def feed(fifo, value):
         f.write('%d\n' % value)
 
 
+def reading(pid, fifo):
+    """True while the daemon has the FIFO open (a walk is reading it)."""
+    for fd in os.listdir('/proc/%d/fd' % pid):
+        try:
+            if os.readlink('/proc/%d/fd/%s' % (pid, fd)) == fifo:
+                return True
+        except OSError:
+            pass
+    return False
+
+
 def thread_count(pid):
     return len(os.listdir('/proc/%d/task' % pid))
 
@@ -105,17 +116,25 @@ def held_checks(d, port, fifo):
     d.write_config(config(port, '/slow /other'))
     p = pt.run_ctl('reload', socket=d.socket)
     pt.check_eq(p.returncode, 0, 'pressurectl reload during a walk')
-    feed(fifo, 4096)
-    code, body = read_reply(held)
-    pt.check_eq(code, 200, 'the held scrape')
-    pt.check('%s{cgroup="/slow"} 4096\n' % CURRENT in body, 'the held scrape has the value fed', body[-500:])
-    pt.check('cgroup="/other"' not in body, 'the walk under way kept its patterns')
-    feed(fifo, 8192)   # the next walk, shared by every waiting scrape
-    for s in waiting:
-        code, body = read_reply(s)
-        pt.check_eq(code, 200, 'a waiting scrape')
-        pt.check('%s{cgroup="/slow"} 8192\n' % CURRENT in body, 'a waiting scrape has the second value')
-        pt.check('%s{cgroup="/other"} 1\n' % CURRENT in body, 'a waiting scrape has the reloaded patterns')
+    # One writer for both walks: the next walk starts as soon as the held
+    # one ends and may open the FIFO before a writer of its own would have
+    # closed, which would make it read an end of file.
+    with open(fifo, 'w') as writer:
+        writer.write('4096\n')
+        writer.flush()
+        code, body = read_reply(held)
+        pt.check_eq(code, 200, 'the held scrape')
+        pt.check('%s{cgroup="/slow"} 4096\n' % CURRENT in body, 'the held scrape has the value fed', body[-500:])
+        pt.check('cgroup="/other"' not in body, 'the walk under way kept its patterns')
+        # The next walk, shared by every waiting scrape: written once it reads.
+        pt.wait_for(lambda: reading(d.pid, fifo), what='the next walk to open the FIFO')
+        writer.write('8192\n')
+        writer.flush()
+        for s in waiting:
+            code, body = read_reply(s)
+            pt.check_eq(code, 200, 'a waiting scrape')
+            pt.check('%s{cgroup="/slow"} 8192\n' % CURRENT in body, 'a waiting scrape has the second value')
+            pt.check('%s{cgroup="/other"} 1\n' % CURRENT in body, 'a waiting scrape has the reloaded patterns')
 
 
 def reexec_check(d, port, fifo):
