@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "duration.h"
+
 typedef enum Level {
         LEVEL_LOW,
         LEVEL_MEDIUM,
@@ -70,14 +72,9 @@ const char *resource_pressure_file(Resource r);
 const char *resource_proc_pressure_file(Resource r);
 
 /*
- * parse_duration_us - parse "150ms", "2s", "500us", "1.5s" or a bare number
- * of microseconds. Returns 0, -EINVAL or -ERANGE.
- */
-int parse_duration_us(const char *s, uint64_t *ret);
-
-/*
  * psi_trigger_parse - parse "STALL THRESHOLD WINDOW", e.g. "some 150ms 2s".
- * Whitespace-separated; units as parse_duration_us(). Does not apply the
+ * Whitespace-separated; units as parse_duration(), a bare number
+ * is microseconds. Does not apply the
  * kernel's range rules; see psi_trigger_check().
  */
 int psi_trigger_parse(const char *s, PsiTrigger *ret);
