@@ -96,7 +96,7 @@ static int report_error(pressure_client *c, int r, const char *what, const press
         _cleanup_(pressure_status_unrefp) pressure_status *status = NULL;
 
         /* The cgroup is in none of the daemon's hierarchies: the sentence names them. */
-        if (streq_ptr(pressure_error_get_name(error), "io.pressured.NoSuchCgroup") &&
+        if (streq_ptr(pressure_error_get_name(error), IDL_ERROR_NAME(NO_SUCH_CGROUP)) &&
             pressure_client_get_status(c, &status, NULL) >= 0) {
                 _cleanup_json_ json_t *reply = json_loads(pressure_status_get_json(status), 0, NULL);
                 json_t *cg = json_object_get(reply, "cgroup");

@@ -153,19 +153,28 @@ def function_like_macros(root, tops):
 
 def ctags_defines(root, files, macros):
     """-D options for the macros used at file scope that define functions."""
+    # A macro defines functions if its body has a brace, or uses one that does.
+    defining = {n for n, (_, body) in macros.items() if '{' in body}
+    grew = True
+    while grew:
+        grew = False
+        for n, (_, body) in macros.items():
+            if n not in defining and any(c in defining for c in re.findall(r'\b([A-Za-z_]\w*)\s*\(', body)):
+                defining.add(n)
+                grew = True
     wanted = set()
     for rel in files:
         with open(os.path.join(root, rel), errors='replace') as f:
             for line in f:
                 m = FILE_SCOPE_CALL_RE.match(line)
-                if m and m.group(1) in macros and '{' in macros[m.group(1)][1]:
+                if m and m.group(1) in defining:
                     wanted.add(m.group(1))
     # and the macros of that kind their bodies use
     pending = sorted(wanted)
     while pending:
         body = macros[pending.pop()][1]
         for name in re.findall(r'\b([A-Za-z_]\w*)\s*\(', body):
-            if name in macros and '{' in macros[name][1] and name not in wanted:
+            if name in defining and name not in wanted:
                 wanted.add(name)
                 pending.append(name)
     return [f'-D{n}({macros[n][0]})={macros[n][1]}' for n in sorted(wanted)]

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Pressure trigger logic: names of the portable levels, PSI stall types and
- * vmpressure modes, PSI trigger specs and the rules the
- * kernel applies to them (kernel/sched/psi.c), including the 2 s window
+ * vmpressure modes (the interface's, from vocabulary-idl.h), PSI trigger
+ * specs and the rules the kernel applies to them (kernel/sched/psi.c), including the 2 s window
  * granularity imposed on processes without CAP_SYS_RESOURCE.
  * Pure functions: no I/O, no allocation, no global state.
  */
@@ -11,29 +11,6 @@
 
 #include "trigger.h"
 #include "util.h"
-
-static const char *const level_table[_LEVEL_MAX] = {
-        [LEVEL_LOW] = "low",
-        [LEVEL_MEDIUM] = "medium",
-        [LEVEL_CRITICAL] = "critical",
-};
-
-static const char *const psi_stall_table[_PSI_STALL_MAX] = {
-        [PSI_STALL_SOME] = "some",
-        [PSI_STALL_FULL] = "full",
-};
-
-static const char *const vmpressure_mode_table[_VMPRESSURE_MODE_MAX] = {
-        [VMPRESSURE_MODE_DEFAULT] = "default",
-        [VMPRESSURE_MODE_HIERARCHY] = "hierarchy",
-        [VMPRESSURE_MODE_LOCAL] = "local",
-};
-
-static const char *const resource_table[_RESOURCE_MAX] = {
-        [RESOURCE_MEMORY] = "memory",
-        [RESOURCE_CPU] = "cpu",
-        [RESOURCE_IO] = "io",
-};
 
 static const char *const resource_file_table[_RESOURCE_MAX] = {
         [RESOURCE_MEMORY] = "memory.pressure",
@@ -48,13 +25,13 @@ static const char *const resource_proc_file_table[_RESOURCE_MAX] = {
 };
 
 /* level_to_string(), level_from_string(): "low", "medium", "critical". */
-DEFINE_STRING_TABLE_LOOKUP(level, Level)
+DEFINE_STRING_TABLE_LOOKUP_IN(level, Level, idl_level_table)
 /* psi_stall_to_string(), psi_stall_from_string(): "some", "full", as the kernel spells them. */
-DEFINE_STRING_TABLE_LOOKUP(psi_stall, PsiStall)
+DEFINE_STRING_TABLE_LOOKUP_IN(psi_stall, PsiStall, idl_psi_stall_table)
 /* vmpressure_mode_to_string(), vmpressure_mode_from_string(): as written to cgroup.event_control. */
-DEFINE_STRING_TABLE_LOOKUP(vmpressure_mode, VmpressureMode)
+DEFINE_STRING_TABLE_LOOKUP_IN(vmpressure_mode, VmpressureMode, idl_vmpressure_mode_table)
 /* resource_to_string(), resource_from_string(): "memory", "cpu", "io", as the pressure files are named. */
-DEFINE_STRING_TABLE_LOOKUP(resource, Resource)
+DEFINE_STRING_TABLE_LOOKUP_IN(resource, Resource, idl_resource_table)
 /* resource_pressure_file(): the file of a cgroup2 directory. */
 const char *resource_pressure_file(Resource r) {
         return (size_t) r < ELEMENTSOF(resource_file_table) ? resource_file_table[r] : NULL;
