@@ -10,6 +10,7 @@
 
 #include "cgroup.h"
 #include "cli.h"
+#include "duration.h"
 #include "error-text.h"
 
 /**
@@ -188,19 +189,12 @@ int parse_uint(const char *s, uint64_t max, uint64_t *ret) {
 }
 
 /**
- * parse_seconds - parse a duration option argument given in seconds
+ * parse_seconds - parse a duration option argument: seconds, or a duration
+ * with a unit, as parse_duration() reads it ("1.5", "500ms", "2min")
  * @s: the text
  * @max_sec: the largest value accepted
  * @ret_usec: the duration in microseconds
  */
 int parse_seconds(const char *s, double max_sec, uint64_t *ret_usec) {
-        char *end;
-        double sec;
-
-        errno = 0;
-        sec = strtod(s, &end);
-        if (errno || end == s || *end || !(sec >= 0) || sec > max_sec)
-                return -EINVAL;
-        *ret_usec = (uint64_t) (sec * 1e6);
-        return 0;
+        return parse_duration(s, USEC_PER_SEC, (uint64_t) (max_sec * (double) USEC_PER_SEC), ret_usec) < 0 ? -EINVAL : 0;
 }

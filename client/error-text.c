@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "error-text.h"
 #include "util.h"
+#include "vocabulary.h"
 
 #define SYSTEM_SOCKET_DIR "/run/pressured/"
 
@@ -213,24 +214,22 @@ static void say_expected_more(FILE *f, const char *command, json_t *p) {
               "use the same version of both.", f);
 }
 
-static const struct {
-        const char *name;
-        void (*say)(FILE *f, const char *command, json_t *p);
-} sentences[] = {
-        { "io.pressured.NoSuchCgroup",                say_no_such_cgroup },
-        { "io.pressured.InvalidCgroupPath",           say_invalid_cgroup_path },
-        { "io.pressured.PermissionDenied",            say_permission_denied },
-        { "io.pressured.SourceUnavailable",           say_source_unavailable },
-        { "io.pressured.InvalidTrigger",              say_invalid_trigger },
-        { "io.pressured.LimitExceeded",               say_limit_exceeded },
-        { "io.pressured.ConfigurationRejected",       say_configuration_rejected },
-        { "io.pressured.InternalError",               say_internal_error },
-        { "org.varlink.service.MethodNotFound",       say_method_not_found },
-        { "org.varlink.service.MethodNotImplemented", say_method_not_implemented },
-        { "org.varlink.service.InterfaceNotFound",    say_interface_not_found },
-        { "org.varlink.service.InvalidParameter",     say_invalid_parameter },
-        { "org.varlink.service.PermissionDenied",     say_varlink_permission_denied },
-        { "org.varlink.service.ExpectedMore",         say_expected_more },
+/* The sentence of each error of the interface (vocabulary.h), by the error. */
+static void (*const sentences[_IDL_ERROR_MAX])(FILE *f, const char *command, json_t *p) = {
+        [IDL_ERROR_NO_SUCH_CGROUP] = say_no_such_cgroup,
+        [IDL_ERROR_INVALID_CGROUP_PATH] = say_invalid_cgroup_path,
+        [IDL_ERROR_PERMISSION_DENIED] = say_permission_denied,
+        [IDL_ERROR_SOURCE_UNAVAILABLE] = say_source_unavailable,
+        [IDL_ERROR_INVALID_TRIGGER] = say_invalid_trigger,
+        [IDL_ERROR_LIMIT_EXCEEDED] = say_limit_exceeded,
+        [IDL_ERROR_CONFIGURATION_REJECTED] = say_configuration_rejected,
+        [IDL_ERROR_INTERNAL_ERROR] = say_internal_error,
+        [IDL_ERROR_VARLINK_METHOD_NOT_FOUND] = say_method_not_found,
+        [IDL_ERROR_VARLINK_METHOD_NOT_IMPLEMENTED] = say_method_not_implemented,
+        [IDL_ERROR_VARLINK_INTERFACE_NOT_FOUND] = say_interface_not_found,
+        [IDL_ERROR_VARLINK_INVALID_PARAMETER] = say_invalid_parameter,
+        [IDL_ERROR_VARLINK_PERMISSION_DENIED] = say_varlink_permission_denied,
+        [IDL_ERROR_VARLINK_EXPECTED_MORE] = say_expected_more,
 };
 
 /* Where the daemon is to be started, for @socket. */
@@ -282,15 +281,13 @@ char *error_sentence(const char *command, const char *name, json_t *params) {
         char *buf = NULL;
         size_t size = 0;
         FILE *f = open_memstream(&buf, &size);
-        bool known = false;
+        IdlError error = idl_error_from_string(name);
+        bool known = error >= 0 && sentences[error];
 
         if (!f)
                 return NULL;
-        for (size_t i = 0; i < ELEMENTSOF(sentences) && !known; i++)
-                if (streq(sentences[i].name, name)) {
-                        sentences[i].say(f, command, params);
-                        known = true;
-                }
+        if (known)
+                sentences[error](f, command, params);
         if (!known && strncmp(name, "pressurectl.", strlen("pressurectl.")) == 0)
                 say_local(f, name, params);
         else if (!known) {
@@ -312,7 +309,7 @@ char *error_sentence(const char *command, const char *name, json_t *params) {
 
 /* Whether the daemon's error @name says that a value the user typed is wrong: a usage error (exit 2). */
 static bool error_is_usage(const char *name) {
-        return streq(name, "io.pressured.InvalidTrigger") || streq(name, "io.pressured.InvalidCgroupPath");
+        return streq(name, IDL_ERROR_NAME(INVALID_TRIGGER)) || streq(name, IDL_ERROR_NAME(INVALID_CGROUP_PATH));
 }
 
 /* The name and parameters of pressurectl's own failure @r at @socket; sets *@ret_exit. */

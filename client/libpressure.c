@@ -196,7 +196,7 @@ _public_ int pressure_selector_set_level(pressure_selector *s, pressure_level le
  */
 _public_ int pressure_selector_set_psi(pressure_selector *s, pressure_stall stall,
                                        uint64_t threshold_us, uint64_t window_us) {
-        if (!s || !stall_to_string(stall) || threshold_us > INT64_MAX || window_us > INT64_MAX)
+        if (!s || !stall_name(stall) || threshold_us > INT64_MAX || window_us > INT64_MAX)
                 return -EINVAL;
         s->source = SELECTOR_PSI;
         s->stall = stall;
@@ -211,7 +211,7 @@ _public_ int pressure_selector_set_psi(pressure_selector *s, pressure_stall stal
 _public_ int pressure_selector_set_vmpressure(pressure_selector *s, pressure_level level,
                                               pressure_vmpressure_mode mode) {
         if (!s || !level_valid(level) ||
-            (mode != PRESSURE_VMPRESSURE_MODE_UNSET && !vmpressure_mode_to_string(mode)))
+            (mode != PRESSURE_VMPRESSURE_MODE_UNSET && !vmpressure_mode_name(mode)))
                 return -EINVAL;
         s->source = SELECTOR_VMPRESSURE;
         s->level = level;
@@ -287,7 +287,7 @@ static int selector_to_request(const pressure_selector *s, char **ret) {
                         return -ENOMEM;
                 break;
         case SELECTOR_PSI:
-                x = json_pack("{s:s, s:I, s:I}", "stall", stall_to_string(s->stall),
+                x = json_pack("{s:s, s:I, s:I}", "stall", stall_name(s->stall),
                               "threshold_us", (json_int_t) s->threshold_us,
                               "window_us", (json_int_t) s->window_us);
                 if (json_object_set_new(params, "psi", x) < 0)
@@ -296,7 +296,7 @@ static int selector_to_request(const pressure_selector *s, char **ret) {
         case SELECTOR_VMPRESSURE:
                 x = json_pack("{s:s}", "level", pressure_level_to_string(s->level));
                 if (x && s->mode != PRESSURE_VMPRESSURE_MODE_UNSET &&
-                    json_object_set_new(x, "mode", json_string(vmpressure_mode_to_string(s->mode))) < 0) {
+                    json_object_set_new(x, "mode", json_string(vmpressure_mode_name(s->mode))) < 0) {
                         json_decref(x);
                         return -ENOMEM;
                 }
@@ -350,7 +350,7 @@ static int reply_error(json_t *reply, pressure_error **ret) {
                 *ret = error_new(-EBADMSG, NULL, NULL);
                 return -EBADMSG;
         }
-        r = conn_error_to_errno(json_string_value(name));
+        r = error_name_to_errno(json_string_value(name));
         *ret = error_new(r, json_string_value(name), json_object_get(reply, "parameters"));
         return r;
 }

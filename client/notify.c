@@ -28,6 +28,7 @@
 #include "notify.h"
 #include "notify-text.h"
 #include "util.h"
+#include "vocabulary.h"
 
 #define NOTIFY_APP_NAME "pressured"
 #define NOTIFY_DEST "org.freedesktop.Notifications"
@@ -387,11 +388,11 @@ static void kills_subscribed(Watch *w, const pressure_event *ev) {
 static void kills_failed(Watch *w, const pressure_error *error) {
         const char *name = pressure_error_get_name(error);
 
-        if (streq_ptr(name, "org.varlink.service.InvalidParameter") &&
+        if (streq_ptr(name, IDL_ERROR_NAME(VARLINK_INVALID_PARAMETER)) &&
             streq_ptr(pressure_error_get_parameter_string(error, "parameter"), "kills"))
                 cli_notice("notify: the daemon does not report kills (it is older than 0.3); "
                         "not watching them");
-        else if (w->kills_fallback && streq_ptr(name, "io.pressured.NoSuchCgroup"))
+        else if (w->kills_fallback && streq_ptr(name, IDL_ERROR_NAME(NO_SUCH_CGROUP)))
                 cli_notice("notify: there is no %s; not watching kills", w->cgroup);
         else
                 watch_report_error(w, error);

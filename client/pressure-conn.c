@@ -176,32 +176,6 @@ int conn_send_receive(int fd, const char *msg, uint64_t deadline, ConnBuffer *b,
         return r < 0 && k < 0 ? r : k;
 }
 
-int conn_error_to_errno(const char *name) {
-        static const struct {
-                const char *name;
-                int error;
-        } table[] = {
-                { "io.pressured.PermissionDenied",         EACCES },
-                { "io.pressured.NoSuchCgroup",             ENOENT },
-                { "io.pressured.InvalidCgroupPath",        EBADR },
-                { "io.pressured.InvalidTrigger",           EDOM },
-                { "io.pressured.ConfigurationRejected",    EBADE },
-                { "io.pressured.LimitExceeded",            EUSERS },
-                { "io.pressured.SourceUnavailable",        EOPNOTSUPP },
-                { "io.pressured.InternalError",            EIO },
-                { "org.varlink.service.InvalidParameter",  EINVAL },
-                { "org.varlink.service.MethodNotFound",    ENXIO },
-                { "org.varlink.service.InterfaceNotFound", EADDRNOTAVAIL },
-                { "org.varlink.service.ExpectedMore",      EPROTO },
-        };
-
-        if (name)
-                for (size_t i = 0; i < ELEMENTSOF(table); i++)
-                        if (streq(table[i].name, name))
-                                return -table[i].error;
-        return -EREMOTEIO;
-}
-
 bool conn_is_disconnect(int error) {
         switch (-error) {
         case ECONNREFUSED:

@@ -79,11 +79,5 @@ int conn_send_receive(int fd, const char *msg, uint64_t deadline, ConnBuffer *b,
 /* conn_peer_closed - whether a send() error means the peer closed its end. */
 bool conn_peer_closed(int error);
 
-/*
- * conn_error_to_errno - the errno value for a varlink error name, one per
- * error (the table is in libpressure(3)); an unknown name -EREMOTEIO.
- */
-int conn_error_to_errno(const char *name);
-
 /* conn_is_disconnect - whether @error means "the daemon is not there (now)". */
 bool conn_is_disconnect(int error);

@@ -7,75 +7,75 @@
 
 #include "pressure-event.h"
 #include "util.h"
+#include "vocabulary.h"
 
-static const char *const level_names[] = {
-        [PRESSURE_LEVEL_LOW] = "low",
-        [PRESSURE_LEVEL_MEDIUM] = "medium",
-        [PRESSURE_LEVEL_CRITICAL] = "critical",
+/*
+ * The public enums onto the protocol's names (vocabulary.h: generated from
+ * the interface, or shared with the daemon). The enums keep their values
+ * for the ABI, so they map each value to its name rather than follow the
+ * interface's order; test-vocabulary checks that every name of the
+ * interface has its value and reads back to it.
+ */
+static const NameRef level_names[] = {
+        [PRESSURE_LEVEL_LOW] = NAME_REF(idl_level_table, IDL_LEVEL_LOW),
+        [PRESSURE_LEVEL_MEDIUM] = NAME_REF(idl_level_table, IDL_LEVEL_MEDIUM),
+        [PRESSURE_LEVEL_CRITICAL] = NAME_REF(idl_level_table, IDL_LEVEL_CRITICAL),
 };
 
-static const char *const source_names[] = {
-        [PRESSURE_SOURCE_PSI] = "psi",
-        [PRESSURE_SOURCE_VMPRESSURE] = "vmpressure",
-        [PRESSURE_SOURCE_MEMORY_EVENTS] = "memory_events",
-        [PRESSURE_SOURCE_PROTECTION] = "protection",
-        [PRESSURE_SOURCE_INJECT] = "inject",
-        [PRESSURE_SOURCE_KILLS] = "kills",
+static const NameRef stall_names[] = {
+        [PRESSURE_STALL_SOME] = NAME_REF(idl_psi_stall_table, IDL_PSI_STALL_SOME),
+        [PRESSURE_STALL_FULL] = NAME_REF(idl_psi_stall_table, IDL_PSI_STALL_FULL),
 };
 
-static const char *const resource_names[] = {
-        [PRESSURE_RESOURCE_MEMORY] = "memory",
-        [PRESSURE_RESOURCE_CPU] = "cpu",
-        [PRESSURE_RESOURCE_IO] = "io",
+static const NameRef source_names[] = {
+        [PRESSURE_SOURCE_PSI] = NAME_REF(idl_source_table, IDL_SOURCE_PSI),
+        [PRESSURE_SOURCE_VMPRESSURE] = NAME_REF(idl_source_table, IDL_SOURCE_VMPRESSURE),
+        [PRESSURE_SOURCE_MEMORY_EVENTS] = NAME_REF(idl_source_table, IDL_SOURCE_MEMORY_EVENTS),
+        [PRESSURE_SOURCE_PROTECTION] = NAME_REF(idl_source_table, IDL_SOURCE_PROTECTION),
+        [PRESSURE_SOURCE_INJECT] = NAME_REF(idl_source_table, IDL_SOURCE_INJECT),
+        [PRESSURE_SOURCE_KILLS] = NAME_REF(idl_source_table, IDL_SOURCE_KILLS),
 };
 
-static const char *const kind_names[] = {
-        [PRESSURE_EVENT_SUBSCRIBED] = "subscribed",
-        [PRESSURE_EVENT_PRESSURE] = "pressure",
-        [PRESSURE_EVENT_MEMORY_EVENTS] = "memory_events",
-        [PRESSURE_EVENT_PROTECTION] = "protection",
-        [PRESSURE_EVENT_REMOVED] = "removed",
-        [PRESSURE_EVENT_RECONNECTED] = "reconnected",
-        [PRESSURE_EVENT_ERROR] = "error",
-        [PRESSURE_EVENT_CLEARED] = "cleared",
-        [PRESSURE_EVENT_KILLED] = "killed",
-        [PRESSURE_EVENT_TRIGGER_CHANGED] = "trigger_changed",
+static const NameRef resource_names[] = {
+        [PRESSURE_RESOURCE_MEMORY] = NAME_REF(idl_resource_table, IDL_RESOURCE_MEMORY),
+        [PRESSURE_RESOURCE_CPU] = NAME_REF(idl_resource_table, IDL_RESOURCE_CPU),
+        [PRESSURE_RESOURCE_IO] = NAME_REF(idl_resource_table, IDL_RESOURCE_IO),
 };
 
-static const char *const state_names[] = {
-        [PRESSURE_PROTECTION_NONE] = "none",
-        [PRESSURE_PROTECTION_LOW] = "low",
-        [PRESSURE_PROTECTION_MIN] = "min",
+static const NameRef kind_names[] = {
+        [PRESSURE_EVENT_SUBSCRIBED] = NAME_REF(idl_event_kind_table, IDL_EVENT_KIND_SUBSCRIBED),
+        [PRESSURE_EVENT_PRESSURE] = NAME_REF(idl_event_kind_table, IDL_EVENT_KIND_PRESSURE),
+        [PRESSURE_EVENT_MEMORY_EVENTS] = NAME_REF(idl_event_kind_table, IDL_EVENT_KIND_MEMORY_EVENTS),
+        [PRESSURE_EVENT_PROTECTION] = NAME_REF(idl_event_kind_table, IDL_EVENT_KIND_PROTECTION),
+        [PRESSURE_EVENT_REMOVED] = NAME_REF(idl_event_kind_table, IDL_EVENT_KIND_REMOVED),
+        [PRESSURE_EVENT_RECONNECTED] = NAME_REF(voc_local_event_kind_table, VOC_LOCAL_EVENT_KIND_RECONNECTED),
+        [PRESSURE_EVENT_ERROR] = NAME_REF(voc_local_event_kind_table, VOC_LOCAL_EVENT_KIND_ERROR),
+        [PRESSURE_EVENT_CLEARED] = NAME_REF(idl_event_kind_table, IDL_EVENT_KIND_CLEARED),
+        [PRESSURE_EVENT_KILLED] = NAME_REF(idl_event_kind_table, IDL_EVENT_KIND_KILLED),
+        [PRESSURE_EVENT_TRIGGER_CHANGED] = NAME_REF(idl_event_kind_table, IDL_EVENT_KIND_TRIGGER_CHANGED),
 };
 
-static const char *const reclaim_state_names[] = {
-        [PRESSURE_RECLAIM_PROBING] = "probing",
-        [PRESSURE_RECLAIM_BACKING_OFF] = "backing-off",
-        [PRESSURE_RECLAIM_AT_FLOOR] = "at-floor",
-        [PRESSURE_RECLAIM_UNSUPPORTED] = "unsupported",
+static const NameRef state_names[] = {
+        [PRESSURE_PROTECTION_NONE] = NAME_REF(idl_protection_state_table, IDL_PROTECTION_STATE_NONE),
+        [PRESSURE_PROTECTION_LOW] = NAME_REF(idl_protection_state_table, IDL_PROTECTION_STATE_LOW),
+        [PRESSURE_PROTECTION_MIN] = NAME_REF(idl_protection_state_table, IDL_PROTECTION_STATE_MIN),
 };
 
-static const char *const mode_names[] = {
-        [PRESSURE_VMPRESSURE_MODE_DEFAULT] = "default",
-        [PRESSURE_VMPRESSURE_MODE_HIERARCHY] = "hierarchy",
-        [PRESSURE_VMPRESSURE_MODE_LOCAL] = "local",
+static const NameRef reclaim_state_names[] = {
+        [PRESSURE_RECLAIM_PROBING] = NAME_REF(voc_reclaim_state_table, VOC_RECLAIM_STATE_PROBING),
+        [PRESSURE_RECLAIM_BACKING_OFF] = NAME_REF(voc_reclaim_state_table, VOC_RECLAIM_STATE_BACKING_OFF),
+        [PRESSURE_RECLAIM_AT_FLOOR] = NAME_REF(voc_reclaim_state_table, VOC_RECLAIM_STATE_AT_FLOOR),
+        [PRESSURE_RECLAIM_UNSUPPORTED] = NAME_REF(voc_reclaim_state_table, VOC_RECLAIM_STATE_UNSUPPORTED),
 };
 
-static const char *name_of(const char *const *table, size_t n, unsigned i) {
-        return i < n ? table[i] : NULL;
-}
+static const NameRef mode_names[] = {
+        [PRESSURE_VMPRESSURE_MODE_DEFAULT] = NAME_REF(idl_vmpressure_mode_table, IDL_VMPRESSURE_MODE_DEFAULT),
+        [PRESSURE_VMPRESSURE_MODE_HIERARCHY] = NAME_REF(idl_vmpressure_mode_table, IDL_VMPRESSURE_MODE_HIERARCHY),
+        [PRESSURE_VMPRESSURE_MODE_LOCAL] = NAME_REF(idl_vmpressure_mode_table, IDL_VMPRESSURE_MODE_LOCAL),
+};
 
-static int index_of(const char *const *table, size_t n, const char *s) {
-        if (!s)
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++)
-                if (table[i] && streq(table[i], s))
-                        return (int) i;
-        return -EINVAL;
-}
-
-#define NAME_OF(table, i) name_of((table), ELEMENTSOF(table), (unsigned) (i))
-#define INDEX_OF(table, s) index_of((table), ELEMENTSOF(table), (s))
+#define NAME_OF(table, i) name_ref_to_string((table), ELEMENTSOF(table), (int) (i))
+#define INDEX_OF(table, s) name_ref_from_string((table), ELEMENTSOF(table), (s))
 
 /**
  * pressure_level_to_string - the protocol name of a level, or NULL.
@@ -149,11 +149,11 @@ pressure_reclaim_state reclaim_state_from_string(const char *s) {
         return i < 0 ? PRESSURE_RECLAIM_UNKNOWN : (pressure_reclaim_state) i;
 }
 
-const char *stall_to_string(pressure_stall stall) {
-        return stall == PRESSURE_STALL_FULL ? "full" : stall == PRESSURE_STALL_SOME ? "some" : NULL;
+const char *stall_name(pressure_stall stall) {
+        return NAME_OF(stall_names, stall);
 }
 
-const char *vmpressure_mode_to_string(pressure_vmpressure_mode mode) {
+const char *vmpressure_mode_name(pressure_vmpressure_mode mode) {
         return NAME_OF(mode_names, mode);
 }
 
@@ -247,14 +247,14 @@ static int get_string(json_t *o, const char *key, const char **ret) {
 }
 
 /* An enum given by name; absent leaves *ret alone, an unknown name is an error. */
-static int get_enum(json_t *o, const char *key, const char *const *table, size_t n, int *ret) {
+static int get_enum(json_t *o, const char *key, const NameRef *table, size_t n, int *ret) {
         const char *s = NULL;
         int r, i;
 
         r = get_string(o, key, &s);
         if (r <= 0)
                 return r;
-        i = index_of(table, n, s);
+        i = name_ref_from_string(table, n, s);
         if (i < 0)
                 return -EBADMSG;
         *ret = i;
@@ -283,7 +283,7 @@ typedef struct Field {
         const char *key;
         FieldType type;
         size_t offset;
-        const char *const *names; /* FIELD_ENUM: the names, by value */
+        const NameRef *names; /* FIELD_ENUM: the names, by value */
         size_t n_names;
 } Field;
 
@@ -713,7 +713,7 @@ _public_ int pressure_event_get_psi_avg(const pressure_event *e, pressure_stall 
                                         double *ret) {
         const double *avg;
 
-        if (!e || !ret || !stall_to_string(stall) || (window_sec != 10 && window_sec != 60 && window_sec != 300))
+        if (!e || !ret || !stall_name(stall) || (window_sec != 10 && window_sec != 60 && window_sec != 300))
                 return -EINVAL;
         if (!e->psi.present || (stall == PRESSURE_STALL_FULL && !e->psi.has_full))
                 return -ENODATA;
@@ -726,7 +726,7 @@ _public_ int pressure_event_get_psi_avg(const pressure_event *e, pressure_stall 
  * pressure_event_get_psi_total - the PSI total stall of the event, in microseconds.
  */
 _public_ int pressure_event_get_psi_total(const pressure_event *e, pressure_stall stall, uint64_t *ret) {
-        if (!e || !ret || !stall_to_string(stall))
+        if (!e || !ret || !stall_name(stall))
                 return -EINVAL;
         if (!e->psi.present || (stall == PRESSURE_STALL_FULL && !e->psi.has_full))
                 return -ENODATA;

@@ -142,10 +142,16 @@ pressure_error *error_new(int error, const char *name, json_t *params);
  */
 pressure_error *error_local(int error, const char *socket);
 
+/*
+ * error_name_to_errno - the errno value for a varlink error name, one per
+ * error (the table is in libpressure(3)); an unknown name -EREMOTEIO.
+ */
+int error_name_to_errno(const char *name);
+
 /* status_new, protection_new - a result from a reply's parameters (taken over); -EBADMSG, -ENOMEM. */
 int status_new(json_t *params, pressure_status **ret);
 int protection_new(json_t *params, pressure_protection **ret);
 
 /* The protocol name of an enum value, or NULL. */
-const char *stall_to_string(pressure_stall stall);
-const char *vmpressure_mode_to_string(pressure_vmpressure_mode mode);
+const char *stall_name(pressure_stall stall);
+const char *vmpressure_mode_name(pressure_vmpressure_mode mode);

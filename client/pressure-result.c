@@ -9,29 +9,41 @@
 
 #include "pressure-event.h"
 #include "util.h"
+#include "vocabulary.h"
 
 /* ---- Errors ------------------------------------------------------------------- */
 
+/* What libpressure makes of each error of the interface (vocabulary.h). */
+static const struct {
+        int error;          /* the errno of pressure_error_get_errno(), positive; 0: EREMOTEIO */
+        const char *text;   /* the message for people */
+        const char *param;  /* the parameter the message quotes, or NULL */
+} error_table[_IDL_ERROR_MAX] = {
+        [IDL_ERROR_PERMISSION_DENIED] =           { EACCES,        "Permission denied",            "reason" },
+        [IDL_ERROR_NO_SUCH_CGROUP] =              { ENOENT,        "No such cgroup",               "cgroup" },
+        [IDL_ERROR_INVALID_CGROUP_PATH] =         { EBADR,         "Invalid cgroup path",          "cgroup" },
+        [IDL_ERROR_INVALID_TRIGGER] =             { EDOM,          "Invalid trigger",              "reason" },
+        [IDL_ERROR_CONFIGURATION_REJECTED] =      { EBADE,         "Configuration rejected",       "reason" },
+        [IDL_ERROR_LIMIT_EXCEEDED] =              { EUSERS,        "Limit exceeded",               "limit" },
+        [IDL_ERROR_SOURCE_UNAVAILABLE] =          { EOPNOTSUPP,    "Source unavailable",           "reason" },
+        [IDL_ERROR_INTERNAL_ERROR] =              { EIO,           "Internal error of the daemon", "reason" },
+        [IDL_ERROR_VARLINK_INVALID_PARAMETER] =   { EINVAL,        "Invalid parameter",            "parameter" },
+        [IDL_ERROR_VARLINK_METHOD_NOT_FOUND] =    { ENXIO,         "Method not found",             "method" },
+        [IDL_ERROR_VARLINK_INTERFACE_NOT_FOUND] = { EADDRNOTAVAIL, "Interface not found",          "interface" },
+        [IDL_ERROR_VARLINK_EXPECTED_MORE] =       { EPROTO,        "Expected more",                NULL },
+};
+
+int error_name_to_errno(const char *name) {
+        IdlError i = idl_error_from_string(name);
+
+        return i >= 0 && error_table[i].error ? -error_table[i].error : -EREMOTEIO;
+}
+
 /* A message for people: the daemon's error in words, with its main parameter. */
 static char *error_message(int error, const char *name, json_t *params) {
-        static const struct {
-                const char *name, *text, *param;
-        } table[] = {
-                { "io.pressured.NoSuchCgroup",          "No such cgroup",               "cgroup" },
-                { "io.pressured.InvalidCgroupPath",     "Invalid cgroup path",          "cgroup" },
-                { "io.pressured.PermissionDenied",      "Permission denied",            "reason" },
-                { "io.pressured.SourceUnavailable",     "Source unavailable",           "reason" },
-                { "io.pressured.InvalidTrigger",        "Invalid trigger",              "reason" },
-                { "io.pressured.LimitExceeded",         "Limit exceeded",               "limit" },
-                { "io.pressured.ConfigurationRejected", "Configuration rejected",       "reason" },
-                { "io.pressured.InternalError",         "Internal error of the daemon", "reason" },
-                { "org.varlink.service.InvalidParameter", "Invalid parameter",          "parameter" },
-                { "org.varlink.service.MethodNotFound", "Method not found",             "method" },
-                { "org.varlink.service.InterfaceNotFound", "Interface not found",       "interface" },
-                { "org.varlink.service.ExpectedMore",   "Expected more",                NULL },
-        };
-        const char *socket;
+        const char *socket, *p;
         char *m = NULL;
+        IdlError i;
 
         if (!name)
                 return strdup(strerror(-error));
@@ -42,13 +54,10 @@ static char *error_message(int error, const char *name, json_t *params) {
                         return NULL;
                 return m;
         }
-        for (size_t i = 0; i < ELEMENTSOF(table); i++) {
-                const char *p;
-
-                if (!streq(table[i].name, name))
-                        continue;
-                p = table[i].param ? json_string_value(json_object_get(params, table[i].param)) : NULL;
-                if (asprintf(&m, p ? "%s: %s" : "%s", table[i].text, p) < 0)
+        i = idl_error_from_string(name);
+        if (i >= 0 && error_table[i].text) {
+                p = error_table[i].param ? json_string_value(json_object_get(params, error_table[i].param)) : NULL;
+                if (asprintf(&m, p ? "%s: %s" : "%s", error_table[i].text, p) < 0)
                         return NULL;
                 return m;
         }

@@ -96,7 +96,7 @@ static int report_error(pressure_client *c, int r, const char *what, const press
         _cleanup_(pressure_status_unrefp) pressure_status *status = NULL;
 
         /* The cgroup is in none of the daemon's hierarchies: the sentence names them. */
-        if (streq_ptr(pressure_error_get_name(error), "io.pressured.NoSuchCgroup") &&
+        if (streq_ptr(pressure_error_get_name(error), IDL_ERROR_NAME(NO_SUCH_CGROUP)) &&
             pressure_client_get_status(c, &status, NULL) >= 0) {
                 _cleanup_json_ json_t *reply = json_loads(pressure_status_get_json(status), 0, NULL);
                 json_t *cg = json_object_get(reply, "cgroup");
@@ -154,50 +154,16 @@ static bool common_option(int opt) {
         }
 }
 
-/* "150ms", "2s", "500us", "1.5s"; a bare number is microseconds. */
-static int parse_duration(const char *s, uint64_t *ret) {
-        char *end;
-        double v, mul;
-
-        if (!s || !*s || *s == '-')
-                return -EINVAL;
-        errno = 0;
-        v = strtod(s, &end);
-        if (errno || end == s)
-                return -EINVAL;
-        if (streq(end, "") || streq(end, "us"))
-                mul = 1;
-        else if (streq(end, "ms"))
-                mul = 1e3;
-        else if (streq(end, "s"))
-                mul = 1e6;
-        else
-                return -EINVAL;
-        v *= mul;
-        if (!(v >= 0) || v > 1e15 || v != (double) (uint64_t) v)
-                return -EINVAL;
-        *ret = (uint64_t) v;
-        return 0;
-}
-
 /* "some 150ms 2s" */
 static int parse_psi_option(const char *spec, pressure_stall *ret_stall, uint64_t *ret_threshold,
                             uint64_t *ret_window) {
-        char stall[16], threshold[32], window[32], extra[2];
-        uint64_t t, w;
+        PsiTrigger t;
 
-        if (sscanf(spec, "%15s %31s %31s %1s", stall, threshold, window, extra) != 3)
+        if (psi_trigger_parse(spec, &t) < 0)
                 return -EINVAL;
-        if (parse_duration(threshold, &t) < 0 || parse_duration(window, &w) < 0)
-                return -EINVAL;
-        if (streq(stall, "some"))
-                *ret_stall = PRESSURE_STALL_SOME;
-        else if (streq(stall, "full"))
-                *ret_stall = PRESSURE_STALL_FULL;
-        else
-                return -EINVAL;
-        *ret_threshold = t;
-        *ret_window = w;
+        *ret_stall = t.stall == PSI_STALL_FULL ? PRESSURE_STALL_FULL : PRESSURE_STALL_SOME;
+        *ret_threshold = t.threshold_us;
+        *ret_window = t.window_us;
         return 0;
 }
 

@@ -40,6 +40,7 @@
 #include "top-cgroup.h"
 #include "top-kills.h"
 #include "util.h"
+#include "vocabulary.h"
 
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -845,7 +846,7 @@ static int on_kills_event(pressure_subscription *sub, const pressure_event *e, v
         case PRESSURE_EVENT_ERROR:
                 error = pressure_event_get_error(e);
                 t->kills_confirmed = false;
-                if (streq_ptr(pressure_error_get_name(error), "org.varlink.service.InvalidParameter") &&
+                if (streq_ptr(pressure_error_get_name(error), IDL_ERROR_NAME(VARLINK_INVALID_PARAMETER)) &&
                     streq_ptr(pressure_error_get_parameter_string(error, "parameter"), "kills"))
                         snprintf(t->kills_error, sizeof(t->kills_error), "not reported by this daemon");
                 else

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Check four rules about the shape of the C sources.
+"""Check five rules about the shape of the C sources.
 
 1. No call cycle between files of daemon/ (every .c file under daemon/, in
    any subfolder, is a node). A function defined in one file that calls a
@@ -25,6 +25,14 @@
    only the tests call is dead; tests use what the program uses. Exempt:
    main, libpressure's API (defined with _public_), and ALLOW_UNUSED.
 
+5. The protocol's names are written once: generated from the interface
+   into vocabulary-idl.h, or in daemon/common/vocabulary.c. No file of
+   client/ (.c and .h, recursively) gives a value of one of libpressure's
+   named enums (VOCABULARY_ENUMS, as client/pressure.h declares them) a
+   string literal ([PRESSURE_LEVEL_LOW] = "low": a name table), nor
+   spells an error of io.pressured or org.varlink.service as a literal
+   ("io.pressured.NoSuchCgroup": a row of an error-name table).
+
 Definitions and their line ranges come from Universal Ctags, call sites from
 cscope. A call site is credited to the function whose lines hold it, and the
 callee is resolved the way the linker would: to the calling file's own
@@ -42,6 +50,7 @@ Exit status: 0 when the rules hold, 1 when one does not (the report says
 what to change), 77 when ctags or cscope is missing.
 """
 import argparse
+import io
 import itertools
 import os
 import re
@@ -84,7 +93,16 @@ SKIP = 77
 # daemon/'s layers, bottom up; daemon/ itself (manager.c, main.c) is on top.
 LAYERS = ('common', 'model', 'protocol', 'sources', 'registry', 'server')
 # Headers made by the build, and the layer they belong to.
-GENERATED_HEADERS = {'io.pressured.varlink.h': 'protocol', 'config-build.h': 'common'}
+GENERATED_HEADERS = {'io.pressured.varlink.h': 'protocol', 'config-build.h': 'common',
+                     'vocabulary-idl.h': 'common'}
+# libpressure's enums whose values have protocol names (rule 5).
+VOCABULARY_ENUMS = ('pressure_level', 'pressure_stall', 'pressure_vmpressure_mode', 'pressure_source',
+                    'pressure_resource', 'pressure_protection_state', 'pressure_reclaim_state',
+                    'pressure_event_kind')
+INTERFACE_IDL = 'daemon/protocol/io.pressured.varlink'
+# org.varlink.service's errors (tests/varlink_idl.py has the interface).
+VARLINK_SERVICE_ERRORS = ('InterfaceNotFound', 'MethodNotFound', 'MethodNotImplemented',
+                          'InvalidParameter', 'PermissionDenied', 'ExpectedMore')
 
 
 class Trouble(Exception):
@@ -153,19 +171,28 @@ def function_like_macros(root, tops):
 
 def ctags_defines(root, files, macros):
     """-D options for the macros used at file scope that define functions."""
+    # A macro defines functions if its body has a brace, or uses one that does.
+    defining = {n for n, (_, body) in macros.items() if '{' in body}
+    grew = True
+    while grew:
+        grew = False
+        for n, (_, body) in macros.items():
+            if n not in defining and any(c in defining for c in re.findall(r'\b([A-Za-z_]\w*)\s*\(', body)):
+                defining.add(n)
+                grew = True
     wanted = set()
     for rel in files:
         with open(os.path.join(root, rel), errors='replace') as f:
             for line in f:
                 m = FILE_SCOPE_CALL_RE.match(line)
-                if m and m.group(1) in macros and '{' in macros[m.group(1)][1]:
+                if m and m.group(1) in defining:
                     wanted.add(m.group(1))
     # and the macros of that kind their bodies use
     pending = sorted(wanted)
     while pending:
         body = macros[pending.pop()][1]
         for name in re.findall(r'\b([A-Za-z_]\w*)\s*\(', body):
-            if name in macros and '{' in macros[name][1] and name not in wanted:
+            if name in defining and name not in wanted:
                 wanted.add(name)
                 pending.append(name)
     return [f'-D{n}({macros[n][0]})={macros[n][1]}' for n in sorted(wanted)]
@@ -594,6 +621,56 @@ def check_includes(root, out):
     return not bad
 
 
+def vocabulary_constants(root):
+    """The constants of VOCABULARY_ENUMS in client/pressure.h."""
+    path = os.path.join(root, 'client', 'pressure.h')
+    if not os.path.exists(path):
+        return set()
+    with open(path, errors='replace') as f:
+        text = strip_comments(f.read())
+    names = set()
+    for m in re.finditer(r'typedef\s+enum\s+(\w+)\s*\{([^}]*)\}', text):
+        if m.group(1) in VOCABULARY_ENUMS:
+            names.update(re.findall(r'\b(PRESSURE_[A-Z0-9_]+)\b', m.group(2)))
+    return names
+
+
+def interface_errors(root):
+    """The full names of the errors of io.pressured (from its IDL) and org.varlink.service."""
+    errors = {f'org.varlink.service.{e}' for e in VARLINK_SERVICE_ERRORS}
+    path = os.path.join(root, INTERFACE_IDL)
+    if os.path.exists(path):
+        with open(path, errors='replace') as f:
+            text = re.sub(r'#[^\n]*', '', f.read())
+        iface = re.search(r'\binterface\s+([\w.]+)', text)
+        if iface:
+            errors.update(f'{iface.group(1)}.{e}' for e in re.findall(r'^\s*error\s+(\w+)', text, re.M))
+    return errors
+
+
+def check_vocabulary(root, out):
+    """Rule 5. Returns True when client/ spells no protocol name of its own."""
+    constants = vocabulary_constants(root)
+    errors = interface_errors(root)
+    bad = []
+    for path in source_files(root, ['client']):
+        rel = os.path.relpath(path, root)
+        with open(path, errors='replace') as f:
+            for lineno, line in enumerate(strip_comments(f.read()).splitlines(), 1):
+                for m in re.finditer(r'\[\s*(PRESSURE_[A-Z0-9_]+)\s*\]\s*=\s*"([^"]*)"', line):
+                    if m.group(1) in constants:
+                        bad.append(f'  {rel}:{lineno}: [{m.group(1)}] = "{m.group(2)}": a name table')
+                for m in re.finditer(r'"([^"\\]*)"', line):
+                    if m.group(1) in errors:
+                        bad.append(f'  {rel}:{lineno}: "{m.group(1)}": an error name')
+    if bad:
+        print('Protocol names written again in client/ (take them from vocabulary.h: '
+              'IDL_*_NAME(), the idl_*_table and voc_*_table arrays, NAME_REF()):', file=out)
+        for b in bad:
+            print(b, file=out)
+    return not bad
+
+
 def check(root, graph_out=False, list_long=False, out=sys.stdout, allow=None):
     """Run both checks on root. Returns 0 or 1; raises Trouble."""
     daemon_files = c_files(root, 'daemon')
@@ -618,12 +695,14 @@ def check(root, graph_out=False, list_long=False, out=sys.stdout, allow=None):
     ok = check_cycles(graph, daemon_files, out)
     ok = check_lengths(defs, out, allow) and ok
     ok = check_includes(root, out) and ok
+    ok = check_vocabulary(root, out) and ok
     ok = used and ok
     if ok:
         print(f'structure: no call cycle between the {len(daemon_files)} files '
               f'of daemon/; no function over {MAX_LINES} lines in '
               f'{len(all_files)} files of daemon/ and client/; no include '
-              f'reaching up a layer; no function without a user', file=out)
+              f'reaching up a layer; no function without a user; no protocol name '
+              f'written again in client/', file=out)
     return 0 if ok else 1
 
 
@@ -835,6 +914,42 @@ def self_test():
             down = check_includes(layered, devnull)
         expect(not up and down, 'an include from common/ of a server/ header is flagged; '
                'server/ including common/ and the top including server/ are not')
+
+        words = os.path.join(tmp, 'words')
+        write_tree(words, {
+            INTERFACE_IDL: """
+                interface io.pressured
+                # error NotAnError (x: int)
+                error NoSuchCgroup (cgroup: string)
+                """,
+            'client/pressure.h': """
+                typedef enum pressure_level { PRESSURE_LEVEL_NONE = 0, PRESSURE_LEVEL_LOW } pressure_level;
+                typedef enum pressure_memory_event { PRESSURE_MEMORY_EVENT_LOW = 0 } pressure_memory_event;
+                """,
+            'client/names.c': """
+                static const char *const level_names[] = {
+                        [PRESSURE_LEVEL_LOW] = "low",
+                };
+                static const char *const keys[] = { [PRESSURE_MEMORY_EVENT_LOW] = "low" };
+                static const char *e = "io.pressured.NoSuchCgroup";
+                static const char *m = "io.pressured.GetStatus";
+                static const char *v = "org.varlink.service.ExpectedMore";
+                static const char *n = "io.pressured.NotAnError";
+                """,
+        })
+        buf = io.StringIO()
+        dirty = check_vocabulary(words, buf)
+        report = buf.getvalue()
+        os.remove(os.path.join(words, 'client/names.c'))
+        with open(os.devnull, 'w') as devnull:
+            clean = check_vocabulary(words, devnull)
+        expect(not dirty and clean and
+               'client/names.c:2: [PRESSURE_LEVEL_LOW] = "low": a name table' in report and
+               'client/names.c:5: "io.pressured.NoSuchCgroup": an error name' in report and
+               'client/names.c:7: "org.varlink.service.ExpectedMore": an error name' in report and
+               report.count('\n  ') == 3,
+               'a name table of a public enum and error names in client/ are flagged; a table of '
+               'another enum, a method name and an undeclared error are not')
 
     print(f'self-test: {"FAILED" if failures else "passed"}')
     return 1 if failures else 0

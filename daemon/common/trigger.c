@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Pressure trigger logic: names of the portable levels, PSI stall types and
- * vmpressure modes, duration parsing, PSI trigger specs and the rules the
- * kernel applies to them (kernel/sched/psi.c), including the 2 s window
+ * vmpressure modes (the interface's, from vocabulary-idl.h), PSI trigger
+ * specs and the rules the kernel applies to them (kernel/sched/psi.c), including the 2 s window
  * granularity imposed on processes without CAP_SYS_RESOURCE.
  * Pure functions: no I/O, no allocation, no global state.
  */
@@ -11,29 +11,6 @@
 
 #include "trigger.h"
 #include "util.h"
-
-static const char *const level_table[_LEVEL_MAX] = {
-        [LEVEL_LOW] = "low",
-        [LEVEL_MEDIUM] = "medium",
-        [LEVEL_CRITICAL] = "critical",
-};
-
-static const char *const psi_stall_table[_PSI_STALL_MAX] = {
-        [PSI_STALL_SOME] = "some",
-        [PSI_STALL_FULL] = "full",
-};
-
-static const char *const vmpressure_mode_table[_VMPRESSURE_MODE_MAX] = {
-        [VMPRESSURE_MODE_DEFAULT] = "default",
-        [VMPRESSURE_MODE_HIERARCHY] = "hierarchy",
-        [VMPRESSURE_MODE_LOCAL] = "local",
-};
-
-static const char *const resource_table[_RESOURCE_MAX] = {
-        [RESOURCE_MEMORY] = "memory",
-        [RESOURCE_CPU] = "cpu",
-        [RESOURCE_IO] = "io",
-};
 
 static const char *const resource_file_table[_RESOURCE_MAX] = {
         [RESOURCE_MEMORY] = "memory.pressure",
@@ -48,13 +25,13 @@ static const char *const resource_proc_file_table[_RESOURCE_MAX] = {
 };
 
 /* level_to_string(), level_from_string(): "low", "medium", "critical". */
-DEFINE_STRING_TABLE_LOOKUP(level, Level)
+DEFINE_STRING_TABLE_LOOKUP_IN(level, Level, idl_level_table)
 /* psi_stall_to_string(), psi_stall_from_string(): "some", "full", as the kernel spells them. */
-DEFINE_STRING_TABLE_LOOKUP(psi_stall, PsiStall)
+DEFINE_STRING_TABLE_LOOKUP_IN(psi_stall, PsiStall, idl_psi_stall_table)
 /* vmpressure_mode_to_string(), vmpressure_mode_from_string(): as written to cgroup.event_control. */
-DEFINE_STRING_TABLE_LOOKUP(vmpressure_mode, VmpressureMode)
+DEFINE_STRING_TABLE_LOOKUP_IN(vmpressure_mode, VmpressureMode, idl_vmpressure_mode_table)
 /* resource_to_string(), resource_from_string(): "memory", "cpu", "io", as the pressure files are named. */
-DEFINE_STRING_TABLE_LOOKUP(resource, Resource)
+DEFINE_STRING_TABLE_LOOKUP_IN(resource, Resource, idl_resource_table)
 /* resource_pressure_file(): the file of a cgroup2 directory. */
 const char *resource_pressure_file(Resource r) {
         return (size_t) r < ELEMENTSOF(resource_file_table) ? resource_file_table[r] : NULL;
@@ -64,89 +41,10 @@ const char *resource_proc_pressure_file(Resource r) {
         return (size_t) r < ELEMENTSOF(resource_proc_file_table) ? resource_proc_file_table[r] : NULL;
 }
 
-static const struct {
-        const char *suffix;
-        uint64_t usec;
-} duration_units[] = {
-        { "",     1 },
-        { "us",   1 },
-        { "usec", 1 },
-        { "ms",   USEC_PER_MSEC },
-        { "msec", USEC_PER_MSEC },
-        { "s",    USEC_PER_SEC },
-        { "sec",  USEC_PER_SEC },
-        { "min",  60 * USEC_PER_SEC },
-};
-
-/*
- * parse_duration_us - parse a duration into microseconds.
- * @s: digits, optionally a '.' and more digits, then an optional unit
- *     (us, usec, ms, msec, s, sec, min; none means microseconds)
- * @ret: the value; a fraction below one microsecond is dropped
- *
- * No sign, no whitespace, nothing after the unit. Returns 0, -EINVAL for
- * malformed text or -ERANGE if the value does not fit in 64 bits.
- */
-int parse_duration_us(const char *s, uint64_t *ret) {
-        const char *p = s, *int_begin, *int_end, *frac_begin = NULL, *frac_end = NULL;
-        uint64_t mult = 0, whole = 0, frac = 0;
-
-        if (!s)
-                return -EINVAL;
-
-        int_begin = p;
-        while (isdigit((unsigned char) *p))
-                p++;
-        int_end = p;
-        if (*p == '.') {
-                frac_begin = ++p;
-                while (isdigit((unsigned char) *p))
-                        p++;
-                frac_end = p;
-                if (frac_end == frac_begin)
-                        return -EINVAL;
-        }
-        if (int_end == int_begin && !frac_begin)
-                return -EINVAL;
-
-        for (size_t i = 0; i < ELEMENTSOF(duration_units); i++)
-                if (streq(p, duration_units[i].suffix)) {
-                        mult = duration_units[i].usec;
-                        break;
-                }
-        if (mult == 0)
-                return -EINVAL;
-
-        for (const char *q = int_begin; q < int_end; q++) {
-                unsigned d = (unsigned) (*q - '0');
-
-                if (whole > (UINT64_MAX - d) / 10)
-                        return -ERANGE;
-                whole = whole * 10 + d;
-        }
-        if (whole > UINT64_MAX / mult)
-                return -ERANGE;
-        whole *= mult;
-
-        /* Each fractional digit is worth mult/10, mult/100, ...; stop once that is below 1 us. */
-        if (frac_begin) {
-                uint64_t scale = mult;
-
-                for (const char *q = frac_begin; q < frac_end && scale >= 10; q++) {
-                        scale /= 10;
-                        frac += (uint64_t) (*q - '0') * scale;
-                }
-        }
-        if (whole > UINT64_MAX - frac)
-                return -ERANGE;
-
-        *ret = whole + frac;
-        return 0;
-}
-
 /*
  * psi_trigger_parse - parse "STALL THRESHOLD WINDOW", e.g. "some 150ms 2s".
- * @s: three tokens separated by spaces or tabs; units as parse_duration_us()
+ * @s: three tokens separated by spaces or tabs; durations as parse_duration(),
+ *     a bare number is microseconds
  * @ret: the trigger
  *
  * Does not apply the kernel's range rules; see psi_trigger_check().
@@ -176,10 +74,10 @@ int psi_trigger_parse(const char *s, PsiTrigger *ret) {
         t.stall = psi_stall_from_string(tok[0]);
         if (t.stall < 0)
                 return -EINVAL;
-        r = parse_duration_us(tok[1], &t.threshold_us);
+        r = parse_duration(tok[1], 1, UINT64_MAX, &t.threshold_us);
         if (r < 0)
                 return r;
-        r = parse_duration_us(tok[2], &t.window_us);
+        r = parse_duration(tok[2], 1, UINT64_MAX, &t.window_us);
         if (r < 0)
                 return r;
 
@@ -239,7 +137,7 @@ int psi_trigger_check_resource(const PsiTrigger *t, Resource resource, bool syst
  * @buf: destination
  * @size: size of @buf
  *
- * "2s", "150ms", "1500ms", "7us" ("0us" for zero); parse_duration_us()
+ * "2s", "150ms", "1500ms", "7us" ("0us" for zero); parse_duration()
  * reads it back. Returns the length without the NUL, or -ENOBUFS.
  */
 int format_duration_us(uint64_t usec, char *buf, size_t size) {

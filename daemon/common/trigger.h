@@ -3,6 +3,8 @@
  * Pure logic for pressure triggers: the portable levels, PSI trigger specs
  * ("some 150ms 2s"), the kernel's validity rules, the rounding applied when
  * the kernel only accepts 2 s multiples, and vmpressure levels/modes.
+ * The enums are those of the varlink interface (vocabulary-idl.h), their
+ * names its names.
  * No I/O, no libevent.
  */
 #pragma once
@@ -11,35 +13,38 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "duration.h"
+#include "vocabulary.h"
+
 typedef enum Level {
-        LEVEL_LOW,
-        LEVEL_MEDIUM,
-        LEVEL_CRITICAL,
-        _LEVEL_MAX,
+        LEVEL_LOW = IDL_LEVEL_LOW,
+        LEVEL_MEDIUM = IDL_LEVEL_MEDIUM,
+        LEVEL_CRITICAL = IDL_LEVEL_CRITICAL,
+        _LEVEL_MAX = _IDL_LEVEL_MAX,
         _LEVEL_INVALID = -1,
 } Level;
 
 typedef enum PsiStall {
-        PSI_STALL_SOME,
-        PSI_STALL_FULL,
-        _PSI_STALL_MAX,
+        PSI_STALL_SOME = IDL_PSI_STALL_SOME,
+        PSI_STALL_FULL = IDL_PSI_STALL_FULL,
+        _PSI_STALL_MAX = _IDL_PSI_STALL_MAX,
         _PSI_STALL_INVALID = -1,
 } PsiStall;
 
 typedef enum VmpressureMode {
-        VMPRESSURE_MODE_DEFAULT,
-        VMPRESSURE_MODE_HIERARCHY,
-        VMPRESSURE_MODE_LOCAL,
-        _VMPRESSURE_MODE_MAX,
+        VMPRESSURE_MODE_DEFAULT = IDL_VMPRESSURE_MODE_DEFAULT,
+        VMPRESSURE_MODE_HIERARCHY = IDL_VMPRESSURE_MODE_HIERARCHY,
+        VMPRESSURE_MODE_LOCAL = IDL_VMPRESSURE_MODE_LOCAL,
+        _VMPRESSURE_MODE_MAX = _IDL_VMPRESSURE_MODE_MAX,
         _VMPRESSURE_MODE_INVALID = -1,
 } VmpressureMode;
 
 /* The resource a PSI trigger watches: which pressure file it is written to. */
 typedef enum Resource {
-        RESOURCE_MEMORY,             /* the default: memory.pressure, /proc/pressure/memory */
-        RESOURCE_CPU,
-        RESOURCE_IO,
-        _RESOURCE_MAX,
+        RESOURCE_MEMORY = IDL_RESOURCE_MEMORY, /* the default: memory.pressure, /proc/pressure/memory */
+        RESOURCE_CPU = IDL_RESOURCE_CPU,
+        RESOURCE_IO = IDL_RESOURCE_IO,
+        _RESOURCE_MAX = _IDL_RESOURCE_MAX,
         _RESOURCE_INVALID = -1,
 } Resource;
 
@@ -70,14 +75,9 @@ const char *resource_pressure_file(Resource r);
 const char *resource_proc_pressure_file(Resource r);
 
 /*
- * parse_duration_us - parse "150ms", "2s", "500us", "1.5s" or a bare number
- * of microseconds. Returns 0, -EINVAL or -ERANGE.
- */
-int parse_duration_us(const char *s, uint64_t *ret);
-
-/*
  * psi_trigger_parse - parse "STALL THRESHOLD WINDOW", e.g. "some 150ms 2s".
- * Whitespace-separated; units as parse_duration_us(). Does not apply the
+ * Whitespace-separated; units as parse_duration(), a bare number
+ * is microseconds. Does not apply the
  * kernel's range rules; see psi_trigger_check().
  */
 int psi_trigger_parse(const char *s, PsiTrigger *ret);

@@ -138,18 +138,20 @@ static inline int string_table_find(const char *const *table, size_t n, const ch
 
 /*
  * Define NAME_to_string(TYPE) and NAME_from_string(const char *) over the
- * array NAME_table, indexed by the enum: the name, or NULL if out of range;
- * the value, or -1 (the enum's _INVALID) if unknown.
+ * array NAME_table (or TABLE), indexed by the enum: the name, or NULL if
+ * out of range; the value, or -1 (the enum's _INVALID) if unknown.
  */
-#define DEFINE_STRING_TABLE_TO_STRING(name, type)                                       \
+#define DEFINE_STRING_TABLE_TO_STRING_IN(name, type, table)                             \
         const char *name##_to_string(type i) {                                          \
-                return (size_t) i < ELEMENTSOF(name##_table) ? name##_table[i] : NULL;  \
+                return (size_t) i < ELEMENTSOF(table) ? table[i] : NULL;                \
         }
-#define DEFINE_STRING_TABLE_LOOKUP(name, type)                                          \
-        DEFINE_STRING_TABLE_TO_STRING(name, type)                                       \
+#define DEFINE_STRING_TABLE_LOOKUP_IN(name, type, table)                                \
+        DEFINE_STRING_TABLE_TO_STRING_IN(name, type, table)                             \
         type name##_from_string(const char *s) {                                        \
-                return (type) string_table_find(name##_table, ELEMENTSOF(name##_table), s); \
+                return (type) string_table_find(table, ELEMENTSOF(table), s);           \
         }
+#define DEFINE_STRING_TABLE_TO_STRING(name, type) DEFINE_STRING_TABLE_TO_STRING_IN(name, type, name##_table)
+#define DEFINE_STRING_TABLE_LOOKUP(name, type) DEFINE_STRING_TABLE_LOOKUP_IN(name, type, name##_table)
 
 /* Strip trailing whitespace in place. */
 /* The next blank-separated word of *@p (blanks: space and tab), with its

@@ -22,6 +22,7 @@
 
 #include "cgroup-glob.h"
 #include "config.h"
+#include "duration.h"
 #include "log.h"
 #include "listen-address.h"
 #include "policy.h"
@@ -256,17 +257,9 @@ static int parse_size(const char *s, uint64_t *ret) {
         return -EINVAL;
 }
 
-/* Seconds ("10", "0.5") or a duration with a unit ("500ms", "2min"). */
+/* Seconds ("10", "0.5") or a duration with a unit ("500ms", "2min"): parse_duration(). */
 static int parse_seconds(const char *s, uint64_t *ret) {
-        char buf[64];
-
-        if (*s && strspn(s, "0123456789.") == strlen(s)) {
-                if (strlen(s) + 2 > sizeof(buf))
-                        return -ERANGE;
-                snprintf(buf, sizeof(buf), "%ss", s);
-                return parse_duration_us(buf, ret);
-        }
-        return parse_duration_us(s, ret);
+        return parse_duration(s, USEC_PER_SEC, UINT64_MAX, ret);
 }
 
 /* A decimal fraction ("0.5", "1", ".25") in parts per million, at most six decimals. */

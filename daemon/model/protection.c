@@ -12,6 +12,7 @@
 
 #include "protection.h"
 #include "util.h"
+#include "vocabulary.h"
 
 struct ProtectionNode {
         ProtectionNode *parent;
@@ -51,14 +52,17 @@ struct ProtectionTree {
         ProtectionCounters counters;
 };
 
-static const char *const protection_state_table[_PROTECTION_STATE_MAX] = {
-        [PROTECTION_STATE_NONE] = "none",
-        [PROTECTION_STATE_LOW] = "low",
-        [PROTECTION_STATE_MIN] = "min",
+/* The interface's names, which it lists in another order. */
+static const NameRef protection_state_names[_PROTECTION_STATE_MAX] = {
+        [PROTECTION_STATE_NONE] = NAME_REF(idl_protection_state_table, IDL_PROTECTION_STATE_NONE),
+        [PROTECTION_STATE_LOW] = NAME_REF(idl_protection_state_table, IDL_PROTECTION_STATE_LOW),
+        [PROTECTION_STATE_MIN] = NAME_REF(idl_protection_state_table, IDL_PROTECTION_STATE_MIN),
 };
 
 /* protection_state_to_string - "none", "low", "min", or NULL if out of range. */
-DEFINE_STRING_TABLE_TO_STRING(protection_state, ProtectionState)
+const char *protection_state_to_string(ProtectionState s) {
+        return name_ref_to_string(protection_state_names, ELEMENTSOF(protection_state_names), s);
+}
 
 static inline uint64_t min_u64(uint64_t a, uint64_t b) {
         return a < b ? a : b;

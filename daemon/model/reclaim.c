@@ -5,18 +5,8 @@
 
 #define PPM UINT64_C(1000000)
 
-static const char *const reclaim_state_table[_RECLAIM_STATE_MAX] = {
-        [RECLAIM_STATE_PROBING] = "probing",
-        [RECLAIM_STATE_BACKING_OFF] = "backing-off",
-        [RECLAIM_STATE_AT_FLOOR] = "at-floor",
-        [RECLAIM_STATE_UNSUPPORTED] = "unsupported",
-};
-
-const char *reclaim_state_to_string(ReclaimState s) {
-        if (s < 0 || s >= _RECLAIM_STATE_MAX)
-                return NULL;
-        return reclaim_state_table[s];
-}
+/* reclaim_state_to_string - the names of vocabulary.c. */
+DEFINE_STRING_TABLE_TO_STRING_IN(reclaim_state, ReclaimState, voc_reclaim_state_table)
 
 uint64_t reclaim_floor(uint64_t min_size, uint64_t protection) {
         return protection > min_size ? protection : min_size;

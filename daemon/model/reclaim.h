@@ -26,15 +26,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "vocabulary.h"
+
 /* Steps are whole pages. */
 #define RECLAIM_PAGE_SIZE UINT64_C(4096)
 
 typedef enum ReclaimState {
-        RECLAIM_STATE_PROBING,      /* under the target: reclaiming */
-        RECLAIM_STATE_BACKING_OFF,  /* a stall at or above the target, or EAGAIN: not reclaiming */
-        RECLAIM_STATE_AT_FLOOR,     /* memory.current is at or below the floor */
-        RECLAIM_STATE_UNSUPPORTED,  /* no memory.reclaim, memory controller or PSI there */
-        _RECLAIM_STATE_MAX,
+        RECLAIM_STATE_PROBING = VOC_RECLAIM_STATE_PROBING, /* under the target: reclaiming */
+        RECLAIM_STATE_BACKING_OFF = VOC_RECLAIM_STATE_BACKING_OFF, /* a stall at or above the target, or EAGAIN: not reclaiming */
+        RECLAIM_STATE_AT_FLOOR = VOC_RECLAIM_STATE_AT_FLOOR, /* memory.current is at or below the floor */
+        RECLAIM_STATE_UNSUPPORTED = VOC_RECLAIM_STATE_UNSUPPORTED, /* no memory.reclaim, memory controller or PSI there */
+        _RECLAIM_STATE_MAX = _VOC_RECLAIM_STATE_MAX,
         _RECLAIM_STATE_INVALID = -1,
 } ReclaimState;
 

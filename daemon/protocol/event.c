@@ -71,7 +71,7 @@ json_t *memory_events_to_json(const MemoryEvents *e) {
 
 json_t *event_subscribed_new(const char *cgroup, SourceType source, Resource resource, json_t *trigger,
                              bool adjusted, const char *adjusted_reason, json_t *state) {
-        json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "kind", "subscribed", "cgroup", cgroup,
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "kind", IDL_EVENT_KIND_NAME(SUBSCRIBED), "cgroup", cgroup,
                               "source", source_type_to_string(source), "resource", resource_to_string(resource));
         bool ok = o;
 
@@ -102,7 +102,7 @@ static json_t *event_new(const char *kind, const char *cgroup, const char *sourc
 
 json_t *event_pressure_new(const char *cgroup, const char *source, Resource resource, json_t *psi,
                            uint64_t realtime_us, uint64_t monotonic_us) {
-        json_t *o = event_new("pressure", cgroup, source, realtime_us, monotonic_us);
+        json_t *o = event_new(IDL_EVENT_KIND_NAME(PRESSURE), cgroup, source, realtime_us, monotonic_us);
         bool ok = o;
 
         ok = ok && set(o, "resource", json_string(resource_to_string(resource)));
@@ -115,7 +115,8 @@ json_t *event_pressure_new(const char *cgroup, const char *source, Resource reso
 
 json_t *event_memory_events_new(const char *cgroup, const MemoryEvents *counters, const MemoryEvents *delta,
                                 uint64_t realtime_us, uint64_t monotonic_us) {
-        json_t *o = event_new("memory_events", cgroup, "memory_events", realtime_us, monotonic_us);
+        json_t *o = event_new(IDL_EVENT_KIND_NAME(MEMORY_EVENTS), cgroup, IDL_SOURCE_NAME(MEMORY_EVENTS),
+                              realtime_us, monotonic_us);
         bool ok = o;
 
         ok = ok && set(o, "counters", memory_events_to_json(counters)) &&
@@ -125,7 +126,8 @@ json_t *event_memory_events_new(const char *cgroup, const MemoryEvents *counters
 
 json_t *event_protection_new(const char *cgroup, const char *state, const char *previous, json_t *node,
                              uint64_t realtime_us, uint64_t monotonic_us) {
-        json_t *o = event_new("protection", cgroup, "protection", realtime_us, monotonic_us);
+        json_t *o = event_new(IDL_EVENT_KIND_NAME(PROTECTION), cgroup, IDL_SOURCE_NAME(PROTECTION),
+                              realtime_us, monotonic_us);
         bool ok = o;
 
         ok = ok && set(o, "state", json_string(state)) && set(o, "previous", json_string(previous));
@@ -139,7 +141,8 @@ json_t *event_protection_new(const char *cgroup, const char *state, const char *
 json_t *event_killed_new(const char *cgroup, const char *by, const char *reason, uint64_t realtime_us,
                          uint64_t monotonic_us) {
         /* No "source": the kind says it, and "by" who killed. */
-        return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "kind", "killed", "cgroup", cgroup, "by", by,
+        return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "kind", IDL_EVENT_KIND_NAME(KILLED),
+                         "cgroup", cgroup, "by", by,
                          "reason", reason, "time_us", (json_int_t) realtime_us,
                          "monotonic_us", (json_int_t) monotonic_us);
 }
@@ -171,7 +174,8 @@ json_t *event_episode_json(const EpisodeRecord *rec, bool psi, bool history, uin
 
 json_t *event_cleared_new(const char *cgroup, SourceType source, Resource resource, const EpisodeRecord *rec,
                           uint64_t realtime_us, uint64_t monotonic_us) {
-        json_t *o = event_new("cleared", cgroup, source_type_to_string(source), realtime_us, monotonic_us);
+        json_t *o = event_new(IDL_EVENT_KIND_NAME(CLEARED), cgroup, source_type_to_string(source),
+                              realtime_us, monotonic_us);
         bool ok = o;
 
         ok = ok && set(o, "resource", json_string(resource_to_string(resource))) && set(o, "duration_us", json_integer((json_int_t) (rec->end_us > rec->start_us ?
@@ -187,7 +191,8 @@ json_t *event_cleared_new(const char *cgroup, SourceType source, Resource resour
 json_t *event_trigger_changed_new(const char *cgroup, SourceType source, Resource resource, json_t *trigger,
                                   bool adjusted, const char *adjusted_reason, uint64_t realtime_us,
                                   uint64_t monotonic_us) {
-        json_t *o = event_new("trigger_changed", cgroup, source_type_to_string(source), realtime_us, monotonic_us);
+        json_t *o = event_new(IDL_EVENT_KIND_NAME(TRIGGER_CHANGED), cgroup, source_type_to_string(source),
+                              realtime_us, monotonic_us);
         bool ok = o;
 
         ok = ok && set(o, "resource", json_string(resource_to_string(resource)));
@@ -202,7 +207,7 @@ json_t *event_trigger_changed_new(const char *cgroup, SourceType source, Resourc
 }
 
 char *event_removed_message(const char *cgroup, uint64_t seq, size_t *ret_size) {
-        json_t *params = json_pack("{s:{s:s, s:s, s:I}}", "event", "kind", "removed",
+        json_t *params = json_pack("{s:{s:s, s:s, s:I}}", "event", "kind", IDL_EVENT_KIND_NAME(REMOVED),
                                    "cgroup", cgroup, "seq", (json_int_t) seq);
 
         return params ? varlink_reply_new(params, false, ret_size) : NULL;
@@ -240,8 +245,8 @@ Body *event_body_new(json_t *event, uint64_t monotonic_us) {
         b->views = b->next_view = NULL;
         b->view_root = NULL;
         b->flags = json_object_get(event, "level") ? BODY_HAS_LEVEL : 0;
-        if (streq_ptr(json_string_value(json_object_get(event, "kind")), "cleared") ||
-            streq_ptr(json_string_value(json_object_get(event, "kind")), "trigger_changed"))
+        if (streq_ptr(json_string_value(json_object_get(event, "kind")), IDL_EVENT_KIND_NAME(CLEARED)) ||
+            streq_ptr(json_string_value(json_object_get(event, "kind")), IDL_EVENT_KIND_NAME(TRIGGER_CHANGED)))
                 b->flags |= BODY_NO_COUNT; /* these merge no notifications */
         b->monotonic_us = monotonic_us;
         json_decref(event);

@@ -5,6 +5,7 @@
 
 #include "util.h"
 #include "varlink-error.h"
+#include "vocabulary.h"
 
 void varlink_error_done(VarlinkError *e) {
         json_decref(e->parameters);
@@ -24,54 +25,54 @@ static int set_string(VarlinkError *e, int error, const char *name, const char *
 }
 
 int varlink_error_no_such_cgroup(VarlinkError *e, int error, const char *cgroup) {
-        return set_string(e, error, "io.pressured.NoSuchCgroup", "cgroup", cgroup);
+        return set_string(e, error, IDL_ERROR_NAME(NO_SUCH_CGROUP), "cgroup", cgroup);
 }
 
 int varlink_error_invalid_cgroup_path(VarlinkError *e, int error, const char *cgroup) {
-        return set_string(e, error, "io.pressured.InvalidCgroupPath", "cgroup", cgroup);
+        return set_string(e, error, IDL_ERROR_NAME(INVALID_CGROUP_PATH), "cgroup", cgroup);
 }
 
 int varlink_error_permission_denied(VarlinkError *e, const char *reason) {
-        return set_string(e, -EACCES, "io.pressured.PermissionDenied", "reason", reason);
+        return set_string(e, -EACCES, IDL_ERROR_NAME(PERMISSION_DENIED), "reason", reason);
 }
 
 int varlink_error_source_unavailable(VarlinkError *e, int error, const char *source, const char *reason) {
-        return set(e, error, "io.pressured.SourceUnavailable",
+        return set(e, error, IDL_ERROR_NAME(SOURCE_UNAVAILABLE),
                    json_pack("{s:s, s:s}", "source", source ?: "", "reason", reason ?: ""));
 }
 
 int varlink_error_invalid_trigger(VarlinkError *e, int error, const char *reason) {
-        return set_string(e, error, "io.pressured.InvalidTrigger", "reason", reason);
+        return set_string(e, error, IDL_ERROR_NAME(INVALID_TRIGGER), "reason", reason);
 }
 
 int varlink_error_limit_exceeded(VarlinkError *e, int error, const char *limit, uint64_t value) {
         json_int_t v = value > INT64_MAX ? INT64_MAX : (json_int_t) value;
 
-        return set(e, error, "io.pressured.LimitExceeded", json_pack("{s:s, s:I}", "limit", limit, "value", v));
+        return set(e, error, IDL_ERROR_NAME(LIMIT_EXCEEDED), json_pack("{s:s, s:I}", "limit", limit, "value", v));
 }
 
 int varlink_error_configuration_rejected(VarlinkError *e, int error, const char *reason) {
-        return set_string(e, error, "io.pressured.ConfigurationRejected", "reason", reason);
+        return set_string(e, error, IDL_ERROR_NAME(CONFIGURATION_REJECTED), "reason", reason);
 }
 
 int varlink_error_internal(VarlinkError *e, int error) {
-        return set_string(e, error, "io.pressured.InternalError", "reason", strerror(error < 0 ? -error : error));
+        return set_string(e, error, IDL_ERROR_NAME(INTERNAL_ERROR), "reason", strerror(error < 0 ? -error : error));
 }
 
 int varlink_error_invalid_parameter(VarlinkError *e, const char *parameter) {
-        return set_string(e, -EINVAL, "org.varlink.service.InvalidParameter", "parameter", parameter);
+        return set_string(e, -EINVAL, IDL_ERROR_NAME(VARLINK_INVALID_PARAMETER), "parameter", parameter);
 }
 
 int varlink_error_method_not_found(VarlinkError *e, const char *method) {
-        return set_string(e, -ENOENT, "org.varlink.service.MethodNotFound", "method", method);
+        return set_string(e, -ENOENT, IDL_ERROR_NAME(VARLINK_METHOD_NOT_FOUND), "method", method);
 }
 
 int varlink_error_interface_not_found(VarlinkError *e, const char *interface) {
-        return set_string(e, -ENOENT, "org.varlink.service.InterfaceNotFound", "interface", interface);
+        return set_string(e, -ENOENT, IDL_ERROR_NAME(VARLINK_INTERFACE_NOT_FOUND), "interface", interface);
 }
 
 int varlink_error_expected_more(VarlinkError *e) {
-        return set(e, -EINVAL, "org.varlink.service.ExpectedMore", NULL);
+        return set(e, -EINVAL, IDL_ERROR_NAME(VARLINK_EXPECTED_MORE), NULL);
 }
 
 int varlink_error_open_files(VarlinkError *e, int error) {

@@ -463,7 +463,7 @@ static bool may_inject(const Methods *ms, const Client *c) {
  */
 static Body *inject_body(Methods *ms, const char *cgroup, bool enrich, Resource resource, Level level, uint64_t rt,
                          uint64_t mono) {
-        json_t *ev = event_pressure_new(cgroup, "inject", resource, NULL, rt, mono);
+        json_t *ev = event_pressure_new(cgroup, IDL_SOURCE_NAME(INJECT), resource, NULL, rt, mono);
 
         if (!ev)
                 return NULL;
@@ -493,7 +493,7 @@ static int inject_check_cgroup(const Methods *m, const RealCgroups *real, const 
         if (in2 == 0 || in1 == 0)
                 return 0;
         /* A path that names a file or leaves the hierarchy says more than a missing directory. */
-        return varlink_error_from_errno(e, in2 != -ENOENT ? in2 : in1, "inject", peer, NULL);
+        return varlink_error_from_errno(e, in2 != -ENOENT ? in2 : in1, IDL_SOURCE_NAME(INJECT), peer, NULL);
 }
 
 static int method_inject(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {

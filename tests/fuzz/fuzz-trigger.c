@@ -20,7 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
         if (!text)
                 return 0;
-        (void) parse_duration_us(text, &d);
+        (void) parse_duration(text, 1, UINT64_MAX, &d);
+        (void) parse_duration(text, USEC_PER_SEC, UINT64_MAX, &d);
         if (psi_trigger_parse(text, &t) < 0)
                 return 0;
 

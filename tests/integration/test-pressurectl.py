@@ -65,6 +65,9 @@ def test_usage():
                        (['watch', '--exec-timeout', '0', '--exec', 'true'], "invalid exec timeout '0', expected "
                                                                             "seconds over 0, at most 1000000000"),
                        (['top', '--batch', '-d', '90000'], "invalid delay '90000', expected seconds from 0 to 86400"),
+                       (['top', '--batch', '-d', '1441min'], "invalid delay '1441min', expected seconds from 0 to "
+                                                             "86400"),
+                       (['watch', '--timeout', '1h'], "invalid timeout '1h', expected seconds from 0 to 1000000000"),
                        (['top', '--batch', '--iterations', '0'], "invalid iterations '0', expected a whole number "
                                                                  "from 1 to"),
                        (['inject', '--level', 'high'], "invalid level 'high', expected low, medium or critical")):
@@ -196,6 +199,10 @@ def test_watch_timeout(d, cg):
                  'watch without events')
     check('timed out' in res.stderr, 'the timeout is reported', res.stderr)
     check(res.stdout.startswith('Watching /'), 'the header was printed', res.stdout)
+    # A duration with a unit, read as [Protection] RefreshSec= is.
+    start = time.monotonic()
+    expect(pt.run_ctl('watch', '--level', 'critical', '--timeout', '300ms', socket=d.socket), 124, '--timeout 300ms')
+    check(time.monotonic() - start < 5, '--timeout 300ms is 0.3 s, not 300 s', time.monotonic() - start)
     res = expect(pt.run_ctl('watch', cg, '--count', '3', '--timeout', '0.5', '--json', socket=d.socket), 124,
                  'watch --json without events')
     lines = [json.loads(line) for line in res.stdout.splitlines()]
