@@ -69,12 +69,12 @@ bool takeover_is_fd_name(const char *name);
 
 /*
  * takeover_set_servers - the servers, once they listen: hooks for the fd
- * store, the live page for the clients. @socket_path / @proxy_path: the
- * sockets the daemon bound itself (NULL: inherited), which go to the fd
+ * store, the live page for the clients. @socket_path / @proxy_paths (one
+ * per resource): the sockets the daemon bound itself (NULL: inherited), which go to the fd
  * store so that a restart without socket units finds them.
  */
 void takeover_set_servers(Takeover *t, ClientServer *clients, ProxyServer *proxy, ReclaimController *reclaim,
-                          const char *socket_path, const char *proxy_path);
+                          const char *socket_path, const char *const proxy_paths[static _RESOURCE_MAX]);
 
 /*
  * takeover_restore - take over the registrations, memory-pressure clients
@@ -96,7 +96,7 @@ uint64_t takeover_generation(const Takeover *t);
 
 /* takeover_socket_paths - the sockets a previous process bound itself (to unlink at a final stop), or NULL. */
 const char *takeover_socket_path(const Takeover *t);
-const char *takeover_proxy_path(const Takeover *t);
+const char *takeover_proxy_path(const Takeover *t, Resource r);
 
 /*
  * takeover_handover - SIGTERM with the fd store: a complete snapshot
