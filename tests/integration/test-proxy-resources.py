@@ -30,14 +30,6 @@ QUIET = 0.5   # how long a client that must not be woken is watched
 RESOURCES = ('memory', 'cpu', 'io')
 
 
-def connect(path, data=b''):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(path)
-    if data:
-        s.sendall(data)
-    return s
-
-
 def proxied_by_resource(d):
     """{resource: [registration, ...]} of the registrations with proxied clients."""
     out = {}
@@ -83,7 +75,7 @@ def connect_from(cgroup_dir, paths, line):
         try:
             with open(os.path.join(cgroup_dir, 'cgroup.procs'), 'w') as f:
                 f.write('0')
-            conns = [connect(paths[r], line) for r in RESOURCES]
+            conns = [pt.unix_connect(paths[r], line) for r in RESOURCES]
             socket.send_fds(there, [b'x'], [c.fileno() for c in conns])
             while True:
                 signal.pause()
@@ -127,7 +119,7 @@ def main():
             os.waitpid(child, 0)
 
         # A bad trigger line on the cpu socket: warned, and the default trigger of that resource.
-        bad = connect(paths['cpu'], b'garbage\n')
+        bad = pt.unix_connect(paths['cpu'], b'garbage\n')
         pt.wait_for(lambda: 'Proxied cpu client pid' in d.log() and 'did not ask for a valid PSI trigger' in d.log(),
                     timeout=WAIT, what='the bad cpu line is logged')
         pt.wait_for(lambda: any(r['trigger']['psi']['threshold_us'] == 200000
@@ -155,7 +147,7 @@ def check_system_full_cpu():
     cpu = os.path.join(d.tmpdir, 'cpu')
     d.write_config(f'[MemoryPressure]\nCpuSocket={cpu}\n')
     with d:
-        c = connect(cpu, b'full 150000 2000000\n')
+        c = pt.unix_connect(cpu, b'full 150000 2000000\n')
         pt.wait_for(lambda: proxied_by_resource(d).get('cpu'), timeout=WAIT, what='the full cpu client attached')
         reg = proxied_by_resource(d)['cpu'][0]
         pt.check(reg['cgroup'] == '/' and reg['trigger']['psi']['stall'] == 'some' and
@@ -186,7 +178,7 @@ def check_no_psi():
     io = os.path.join(d.tmpdir, 'io')
     d.write_config(f'[MemoryPressure]\nIoSocket={io}\n')
     with d:
-        c = connect(io, b'some 150000 2000000\n')
+        c = pt.unix_connect(io, b'some 150000 2000000\n')
         pt.wait_for(lambda: 'cannot watch /, it stays connected without events' in d.log(), timeout=WAIT,
                     what='the failed io registration is logged')
         pt.check_eq(d.log().count('cannot watch /, it stays connected'), 1, 'logged once')
