@@ -368,7 +368,7 @@ static void status_print_overview(json_t *st) {
                 json_t *t = json_object_get(st, "takeover");
 
                 printf("Generation:     %" PRIu64 " (took over %" PRIu64 " connection(s), %" PRIu64
-                       " memory-pressure connection(s), %" PRIu64 " registration(s)%s)\n",
+                       " pressure proxy connection(s), %" PRIu64 " registration(s)%s)\n",
                        jget_u64(st, "generation"), jget_u64(t, "connections"), jget_u64(t, "proxied_clients"),
                        jget_u64(t, "registrations"),
                        json_is_true(json_object_get(t, "clean")) ? "" : " after a crash");

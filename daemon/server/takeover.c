@@ -825,7 +825,7 @@ static void finish_log(Takeover *t) {
         TakeoverStats *s = &t->stats;
 
         log_struct(LOG_INFO, MESSAGE_ID_TAKEOVER,
-                   "Took over %" PRIu64 " connection(s), %" PRIu64 " memory-pressure connection(s) and %" PRIu64
+                   "Took over %" PRIu64 " connection(s), %" PRIu64 " pressure proxy connection(s) and %" PRIu64
                    " kernel registration(s) from generation %" PRIu64 "%s; %" PRIu64 " connection(s) closed.",
                    s->connections, s->proxied_clients, s->registrations, t->generation - 1,
                    t->clean ? "" : ", which ended without handing over (the state is its last checkpoint)", s->closed);
