@@ -5,8 +5,8 @@
  * (Restart=on-failure), and at Reexecute (execve() of the binary in the
  * same process, the path without a service manager).
  *
- * Under systemd (fdstore_enabled()) every varlink and memory-pressure
- * connection and every kernel registration fd (PSI trigger, vmpressure
+ * Under systemd (fdstore_enabled()) every varlink and pressure proxy
+ * connection (of every resource) and every kernel registration fd (PSI trigger, vmpressure
  * eventfd) is handed to the store as it is made and taken out as it ends,
  * named "c<id>", "p<id>", "r<id>"; a checkpoint of the state (a sealed
  * memfd, "state-<serial>") follows every change of what streams exist,
@@ -77,7 +77,7 @@ void takeover_set_servers(Takeover *t, ClientServer *clients, ProxyServer *proxy
                           const char *socket_path, const char *const proxy_paths[static _RESOURCE_MAX]);
 
 /*
- * takeover_restore - take over the registrations, memory-pressure clients
+ * takeover_restore - take over the registrations, pressure proxy clients
  * and varlink clients of the state, from @fds; what is left in @fds of
  * the takeover's names is closed (and dropped from the store). Before the
  * LowMemoryMonitor service starts, so that it finds its registrations.
