@@ -98,7 +98,8 @@ def main():
         for r in ('cpu', 'io'):
             pt.check(f'Serving the {r}-pressure protocol on {paths[r]}.' in d.log(), f'the {r} socket is served')
             pt.check_eq(os.stat(paths[r]).st_mode & 0o777, 0o666, f'{r} socket mode')
-        child, clients = connect_from(pt.cgroup2_mount() + quiet, paths, b'some 150000 2000000\n')
+        # 1.9 s of stall in 2 s: nothing the idle client does reaches it, injections only.
+        child, clients = connect_from(pt.cgroup2_mount() + quiet, paths, b'some 1900000 2000000\n')
         try:
             pt.wait_for(lambda: sorted(proxied_by_resource(d)) == sorted(RESOURCES), timeout=WAIT,
                         what='one proxied registration per resource')
@@ -106,7 +107,7 @@ def main():
             pt.check_eq(st['proxied_clients'], 3, 'proxied clients of every resource are counted')
             for resource, regs in proxied_by_resource(d).items():
                 pt.check(len(regs) == 1 and regs[0]['cgroup'] == quiet and regs[0]['source'] == 'psi' and
-                         regs[0]['trigger']['psi']['threshold_us'] == 150000,
+                         regs[0]['trigger']['psi']['threshold_us'] == 1900000,
                          f'the {resource} client has a PSI registration on its cgroup with its trigger', regs)
             text = pt.run_ctl('status', socket=d.socket).stdout
             for r in ('cpu', 'io'):
