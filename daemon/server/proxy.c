@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The systemd pressure proxy (see proxy.h): one listening socket per
- * resource, accepting and identifying peers, reading their trigger line with a bound and a
- * deadline, attaching them to the registration of their own cgroup, and
- * writing one byte per event without ever blocking.
+ * resource, accepting and identifying peers, reading their trigger line
+ * with a bound and a deadline, attaching them to the registration of their
+ * own cgroup for that resource, and writing one byte per event without
+ * ever blocking.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -217,7 +218,12 @@ static void proxy_choose(ProxyClient *p, const PsiTrigger *t, RegistrationKey *k
         key->cgroup = *ret_cgroup;
 }
 
-static void proxy_reject_line(ProxyClient *p, const char *reason);
+static void proxy_reject_line(ProxyClient *p, const char *reason) {
+        log_ratelimited(LOG_WARNING, 0, NULL, 10, 20,
+                        "Proxied %s client pid %d (unit %s) did not ask for a valid PSI trigger: %s. It gets the default trigger.",
+                        resource_to_string(p->resource), (int) p->pid, strna(p->unit), reason);
+        counter_inc(p->server->env.counters, COUNTER_PROXY_INVALID_REQUESTS);
+}
 
 static void proxy_attach(ProxyClient *p, const PsiTrigger *t) {
         ProxyEnv *env = &p->server->env;
@@ -274,13 +280,6 @@ static void proxy_attach(ProxyClient *p, const PsiTrigger *t) {
                                 "Proxied client pid %d (uid %u, unit %s) asked for \"%s\", registered \"%s\": %s.",
                                 (int) p->pid, (unsigned) p->uid, strna(p->unit), desc, used, reason);
         }
-}
-
-static void proxy_reject_line(ProxyClient *p, const char *reason) {
-        log_ratelimited(LOG_WARNING, 0, NULL, 10, 20,
-                        "Proxied %s client pid %d (unit %s) did not ask for a valid PSI trigger: %s. It gets the default trigger.",
-                        resource_to_string(p->resource), (int) p->pid, strna(p->unit), reason);
-        counter_inc(p->server->env.counters, COUNTER_PROXY_INVALID_REQUESTS);
 }
 
 static void proxy_decide(ProxyClient *p) {
