@@ -334,7 +334,7 @@ static void status_print_overview(json_t *st) {
                 json_t *t = json_object_get(st, "takeover");
 
                 printf("Generation:     %" PRIu64 " (took over %" PRIu64 " connection(s), %" PRIu64
-                       " memory-pressure connection(s), %" PRIu64 " registration(s)%s)\n",
+                       " pressure proxy connection(s), %" PRIu64 " registration(s)%s)\n",
                        jget_u64(st, "generation"), jget_u64(t, "connections"), jget_u64(t, "proxied_clients"),
                        jget_u64(t, "registrations"),
                        json_is_true(json_object_get(t, "clean")) ? "" : " after a crash");
@@ -940,12 +940,23 @@ static char *base64_encode(const uint8_t *data, size_t n, char *out) {
         return out;
 }
 
+/* What memory-pressure-env prints for each resource: systemd's variables, its unit setting, the socket. */
+static const struct {
+        const char *watch, *write, *unit_setting, *socket;
+} pressure_env[] = {
+        [PRESSURE_RESOURCE_MEMORY] = { "MEMORY_PRESSURE_WATCH", "MEMORY_PRESSURE_WRITE", "MemoryPressureWatch",
+                                       "memory-pressure" },
+        [PRESSURE_RESOURCE_CPU] = { "CPU_PRESSURE_WATCH", "CPU_PRESSURE_WRITE", "CPUPressureWatch", "cpu-pressure" },
+        [PRESSURE_RESOURCE_IO] = { "IO_PRESSURE_WATCH", "IO_PRESSURE_WRITE", "IOPressureWatch", "io-pressure" },
+};
+
 /*
- * Print memory-pressure-env's lines for the socket @path and the trigger
- * @kernel (its kernel form, with its NUL in the encoding, as systemd's);
- * with --json one object of the two variables. Returns the exit status.
+ * Print memory-pressure-env's lines for resource @r, the socket @path and
+ * the trigger @kernel (its kernel form, with its NUL in the encoding, as
+ * systemd's); with --json one object of the two variables. Returns the
+ * exit status.
  */
-static int print_memory_pressure_env(const char *path, const char *kernel) {
+static int print_memory_pressure_env(pressure_resource r, const char *path, const char *kernel) {
         char encoded[4 * ((PSI_TRIGGER_FORMAT_MAX + 3) / 3) + 1];
         _cleanup_json_ json_t *o = NULL;
         _cleanup_free_ char *line = NULL;
@@ -953,12 +964,13 @@ static int print_memory_pressure_env(const char *path, const char *kernel) {
         base64_encode((const uint8_t *) kernel, strlen(kernel) + 1, encoded);
         if (!arg_json) {
                 printf("[Service]\n"
-                       "MemoryPressureWatch=skip\n"
-                       "Environment=MEMORY_PRESSURE_WATCH=%s\n"
-                       "Environment=MEMORY_PRESSURE_WRITE=%s\n", path, encoded);
+                       "%s=skip\n"
+                       "Environment=%s=%s\n"
+                       "Environment=%s=%s\n", pressure_env[r].unit_setting, pressure_env[r].watch, path,
+                       pressure_env[r].write, encoded);
                 return 0;
         }
-        o = json_pack("{s:s, s:s}", "MEMORY_PRESSURE_WATCH", path, "MEMORY_PRESSURE_WRITE", encoded);
+        o = json_pack("{s:s, s:s}", pressure_env[r].watch, path, pressure_env[r].write, encoded);
         line = o ? json_dumps(o, JSON_COMPACT) : NULL;
         if (!line)
                 return cli_fail("memory-pressure-env", -ENOMEM, "%s", strerror(ENOMEM));
@@ -967,8 +979,10 @@ static int print_memory_pressure_env(const char *path, const char *kernel) {
 }
 
 static int cmd_memory_pressure_env(int argc, char **argv) {
-        static const struct option options[] = { COMMON_OPTIONS, { "psi", required_argument, NULL, 'p' }, {} };
+        static const struct option options[] = { COMMON_OPTIONS, { "psi", required_argument, NULL, 'p' },
+                                                 { "resource", required_argument, NULL, 'R' }, {} };
         PsiTrigger t = { PSI_STALL_SOME, 200000, 2000000 };
+        int resource = PRESSURE_RESOURCE_MEMORY;
         _cleanup_free_ char *path = NULL;
         char kernel[PSI_TRIGGER_FORMAT_MAX];
         const char *reason;
@@ -979,15 +993,18 @@ static int cmd_memory_pressure_env(int argc, char **argv) {
                         continue;
                 switch (opt) {
                 case 'h':
-                        printf("pressurectl [OPTIONS] memory-pressure-env [--psi TRIGGER]\n\n"
+                        printf("pressurectl [OPTIONS] memory-pressure-env [--psi TRIGGER] [--resource R]\n\n"
                                "Print the [Service] lines of a drop-in that points an sd-event program\n"
-                               "(sd_event_add_memory_pressure(), systemd >= 254) at pressured's\n"
-                               "memory-pressure socket instead of its own memory.pressure file.\n\n"
+                               "(sd_event_add_memory_pressure(), systemd >= 254; the cpu and io ones,\n"
+                               "systemd >= 261) at pressured's pressure socket of that resource instead\n"
+                               "of its own memory.pressure, cpu.pressure or io.pressure file.\n\n"
                                "  --psi 'STALL THR WIN'  the trigger to ask for (default 'some 200ms 2s')\n"
+                               "  --resource R           memory (default), cpu or io: which variables and socket\n"
                                "  --user                 the per-user daemon's socket in $XDG_RUNTIME_DIR\n"
                                "  --socket PATH          the daemon's varlink socket; the memory-pressure\n"
                                "                         socket is next to it\n"
-                               "  --json                 print {\"MEMORY_PRESSURE_WATCH\": ..., \"MEMORY_PRESSURE_WRITE\": ...}\n");
+                               "  --json                 print {\"MEMORY_PRESSURE_WATCH\": ..., \"MEMORY_PRESSURE_WRITE\": ...}\n"
+                               "                         (CPU_ or IO_ with --resource)\n");
                         return 0;
                 case 'p': {
                         pressure_stall stall;
@@ -997,6 +1014,12 @@ static int cmd_memory_pressure_env(int argc, char **argv) {
                         t.stall = stall == PRESSURE_STALL_FULL ? PSI_STALL_FULL : PSI_STALL_SOME;
                         break;
                 }
+                case 'R':
+                        resource = pressure_resource_from_string(optarg);
+                        if (resource < 0)
+                                return usage_error("memory-pressure-env ",
+                                                   "invalid resource '%s', expected memory, cpu or io", optarg);
+                        break;
                 default:
                         return usage_error("memory-pressure-env ", NULL);
                 }
@@ -1009,22 +1032,22 @@ static int cmd_memory_pressure_env(int argc, char **argv) {
         if (arg_socket) {
                 const char *slash = strrchr(arg_socket, '/');
 
-                n = asprintf(&path, "%.*s/memory-pressure", slash ? (int) (slash - arg_socket) : 1,
-                             slash ? arg_socket : ".");
+                n = asprintf(&path, "%.*s/%s", slash ? (int) (slash - arg_socket) : 1, slash ? arg_socket : ".",
+                             pressure_env[resource].socket);
         } else if (arg_user) {
                 const char *rt = getenv("XDG_RUNTIME_DIR");
 
                 if (!rt || rt[0] != '/')
                         return usage_error("memory-pressure-env ", "--user needs $XDG_RUNTIME_DIR");
-                n = asprintf(&path, "%s/pressured/memory-pressure", rt);
+                n = asprintf(&path, "%s/pressured/%s", rt, pressure_env[resource].socket);
         } else
-                n = asprintf(&path, "/run/pressured/memory-pressure");
+                n = asprintf(&path, "/run/pressured/%s", pressure_env[resource].socket);
         if (n < 0)
                 return EXIT_DAEMON_ERROR;
         n = psi_trigger_format(&t, PSI_TRIGGER_FORMAT_KERNEL, kernel, sizeof(kernel));
         if (n < 0)
                 return EXIT_DAEMON_ERROR;
-        return print_memory_pressure_env(path, kernel);
+        return print_memory_pressure_env((pressure_resource) resource, path, kernel);
 }
 
 /* ---- watch ---------------------------------------------------------------------- */
@@ -1674,7 +1697,7 @@ static void help(void) {
                "  reexec                      execute the daemon anew, keeping every connection\n"
                "  top [CGROUP]                live view of pressure, limits and protection\n"
                "  notify                      desktop notifications of pressure on the session\n"
-               "  memory-pressure-env [--psi T]  drop-in lines for sd-event programs\n\n"
+               "  memory-pressure-env [--psi T] [--resource R]  drop-in lines for sd-event programs\n\n"
                "Options:\n"
                "  -h --help          show this help ('pressurectl COMMAND --help' for a command)\n"
                "  -V --version       show the version\n"

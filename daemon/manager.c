@@ -45,14 +45,14 @@ struct Manager {
         ReclaimController *reclaim;   /* [Reclaim]; holds nothing while Cgroups= is empty */
         Registry registry;
         ClientServer *clients;
-        ProxyServer *proxy;         /* the memory-pressure socket, NULL when off */
+        ProxyServer *proxy;         /* the pressure proxy sockets, NULL when all are off */
         SocketWatch *socket_watch;  /* the varlink socket we bound, watched; NULL if inherited */
         LowMemoryMonitor *lmm;      /* [DBus] LowMemoryMonitor= */
         Methods methods;
         StatusContext status;
         MetricsServer *metrics;
         Takeover *takeover;         /* restarts, crashes and Reexecute without anyone noticing */
-        bool bound_socket, bound_proxy; /* this process bound them (else inherited) */
+        bool bound_socket, bound_proxy[_RESOURCE_MAX]; /* this process bound them (else inherited) */
 
         char *socket_path;          /* the varlink socket we bound and must unlink, or NULL */
         struct event *ev_sigterm, *ev_sigint, *ev_sighup;
@@ -166,10 +166,8 @@ Manager *manager_free(Manager *m) {
         m->socket_watch = socket_watch_free(m->socket_watch);
         /* The next process serves the socket files. */
         handed_over = m->takeover && takeover_detached(m->takeover);
-        if (handed_over && m->proxy) {
-                free(m->proxy->path);
-                m->proxy->path = NULL;
-        }
+        if (handed_over)
+                proxy_forget_paths(m->proxy);
         /* Every registration goes with its last listener; handed over, the kernel keeps them. */
         m->registry.handed_over = handed_over;
         m->clients = client_server_free(m->clients);
@@ -279,12 +277,16 @@ static int manager_take_fd(int fd) {
 /*
  * The listening sockets among the inherited @fds: passed by the service
  * manager (told apart by their FileDescriptorName=, an unnamed one being
- * the varlink socket), or by the process before a takeover. Returns 1 if
- * there is one, 0 if none, or a negative errno (logged).
+ * the varlink socket), or by the process before a takeover. @ret_proxy_fds
+ * gets the pressure proxy sockets by resource, -1 where none came.
+ * Returns 1 if there is one, 0 if none, or a negative errno (logged).
  */
-static int manager_inherited_fds(NamedFds *fds, int *ret_varlink_fd, int *ret_mp_fd) {
-        int varlink_fd = named_fds_take(fds, "varlink"), mp_fd = named_fds_take(fds, "memory-pressure");
+static int manager_inherited_fds(NamedFds *fds, int *ret_varlink_fd, int ret_proxy_fds[static _RESOURCE_MAX]) {
+        int varlink_fd = named_fds_take(fds, "varlink"), proxy_fds[_RESOURCE_MAX];
+        bool any = varlink_fd >= 0, ok = true;
 
+        for (Resource r = 0; r < _RESOURCE_MAX; r++)
+                any = (proxy_fds[r] = named_fds_take(fds, proxy_fd_name(r))) >= 0 || any;
         for (size_t i = 0; i < fds->n;) {
                 NamedFd f = fds->fds[i];
 
@@ -293,31 +295,35 @@ static int manager_inherited_fds(NamedFds *fds, int *ret_varlink_fd, int *ret_mp
                         continue;
                 }
                 fds->fds[i] = fds->fds[--fds->n];
-                if (varlink_fd < 0)
+                if (varlink_fd < 0) {
                         varlink_fd = f.fd;
-                else {
+                        any = true;
+                } else {
                         log_warning("Received an extra socket (fd %d, \"%s\"), ignoring it.", f.fd, f.name);
                         (void) close(f.fd);
                 }
         }
-        if (varlink_fd < 0 && mp_fd < 0)
+        if (!any)
                 return 0;
-        if (varlink_fd < 0) {
-                safe_close(mp_fd);
-                return log_error_errno(EINVAL, "The service manager passed no varlink socket.");
-        }
-        if (manager_take_fd(varlink_fd) < 0 || (mp_fd >= 0 && manager_take_fd(mp_fd) < 0)) {
+        if (varlink_fd < 0)
+                ok = log_error_errno(EINVAL, "The service manager passed no varlink socket.") >= 0;
+        else
+                ok = manager_take_fd(varlink_fd) >= 0;
+        for (Resource r = 0; r < _RESOURCE_MAX; r++)
+                ok = ok && (proxy_fds[r] < 0 || manager_take_fd(proxy_fds[r]) >= 0);
+        if (!ok) {
                 safe_close(varlink_fd);
-                safe_close(mp_fd);
+                for (Resource r = 0; r < _RESOURCE_MAX; r++)
+                        safe_close(proxy_fds[r]);
                 return -EINVAL;
         }
         *ret_varlink_fd = varlink_fd;
-        *ret_mp_fd = mp_fd;
+        memcpy(ret_proxy_fds, proxy_fds, sizeof(proxy_fds));
         return 1;
 }
 
-/* Serve the memory-pressure protocol on @fd (taken over), bound by us at @path or inherited. */
-static int manager_start_proxy(Manager *m, int fd, const char *path) {
+/* Serve the pressure protocol of @resource on @fd (taken over), bound by us at @path or inherited. */
+static int manager_start_proxy(Manager *m, Resource resource, int fd, const char *path) {
         ProxyEnv env = {
                 .base = m->base,
                 .config = m->config,
@@ -329,23 +335,28 @@ static int manager_start_proxy(Manager *m, int fd, const char *path) {
         };
         int k;
 
-        k = proxy_start(&env, fd, path, &m->proxy);
+        if (!m->proxy && (k = proxy_new(&env, &m->proxy)) < 0) {
+                safe_close(fd);
+                return k;
+        }
+        k = proxy_listen(m->proxy, resource, fd, path);
         if (k < 0)
                 return k;
         m->status.proxy = m->proxy;
         if (path)
-                log_info("Serving the memory-pressure protocol on %s.", path);
+                log_info("Serving the %s protocol on %s.", proxy_fd_name(resource), path);
         else
-                log_info("Serving the memory-pressure protocol on the socket passed by the service manager.");
+                log_info("Serving the %s protocol on the socket passed by the service manager.",
+                         proxy_fd_name(resource));
         return 0;
 }
 
-/* Bind and serve the memory-pressure socket at @path; NULL or "" leaves it off. */
-static int manager_bind_proxy(Manager *m, const char *path) {
+/* Bind and serve the socket of @resource at @path; NULL or "" leaves it off. */
+static int manager_bind_proxy(Manager *m, Resource resource, const char *path) {
         int fd, k;
 
         if (!path || !path[0]) {
-                log_debug("The memory-pressure socket is off.");
+                log_debug("The %s socket is off.", proxy_fd_name(resource));
                 return 0;
         }
         /* Any service may connect; each gets only its own cgroup. */
@@ -354,19 +365,22 @@ static int manager_bind_proxy(Manager *m, const char *path) {
                 return log_error_errno(k, "Another process is serving %s; not taking it over.", path);
         if (k < 0)
                 return log_error_errno(k, "Failed to listen on %s: %m", path);
-        m->bound_proxy = true;
-        return manager_start_proxy(m, fd, path);
+        m->bound_proxy[resource] = true;
+        return manager_start_proxy(m, resource, fd, path);
 }
 
-/* Where the memory-pressure socket goes: [MemoryPressure] Socket=, else next to the varlink socket. */
-static char *manager_proxy_path(const Manager *m) {
+/*
+ * Where the socket of @resource goes: its key in [MemoryPressure] (Socket=,
+ * CpuSocket=, IoSocket=), else next to the varlink socket under its fd name.
+ */
+static char *manager_proxy_path(const Manager *m, Resource resource) {
         const char *slash = strrchr(m->socket_path_arg, '/');
         char *p;
 
-        if (m->config->mp_socket)
-                return strdup(m->config->mp_socket);
-        if (asprintf(&p, "%.*s/memory-pressure", slash ? (int) (slash - m->socket_path_arg) : 1,
-                     slash ? m->socket_path_arg : ".") < 0)
+        if (m->config->mp_sockets[resource])
+                return strdup(m->config->mp_sockets[resource]);
+        if (asprintf(&p, "%.*s/%s", slash ? (int) (slash - m->socket_path_arg) : 1,
+                     slash ? m->socket_path_arg : ".", proxy_fd_name(resource)) < 0)
                 return NULL;
         return p;
 }
@@ -376,7 +390,8 @@ static int manager_serve(Manager *m, int fd) {
 }
 
 /* Serve the inherited listening sockets; the paths a previous process bound stay ours to unlink. */
-static int manager_serve_inherited(Manager *m, int varlink_fd, int mp_fd, const char *proxy_path) {
+static int manager_serve_inherited(Manager *m, int varlink_fd, int proxy_fds[static _RESOURCE_MAX],
+                                   char *const proxy_paths[static _RESOURCE_MAX]) {
         const char *own = takeover_socket_path(m->takeover);
         int k;
 
@@ -387,14 +402,13 @@ static int manager_serve_inherited(Manager *m, int varlink_fd, int mp_fd, const 
         if (k >= 0 && own)
                 (void) socket_watch_new(m->base, m->clients, own, m->user_mode ? 0600 : 0666,
                                         m->user_mode ? 0700 : 0755, &m->socket_watch);
-        /* Without a memory-pressure fd, bind only a configured path:
-         * the default one belongs to the socket unit. */
-        if (k >= 0 && mp_fd >= 0)
-                k = manager_start_proxy(m, mp_fd, takeover_proxy_path(m->takeover));
-        else {
-                safe_close(mp_fd);
-                if (k >= 0 && m->config->mp_socket)
-                        k = manager_bind_proxy(m, proxy_path);
+        /* Without a proxy fd, bind only a configured path: the default one belongs to the socket unit. */
+        for (Resource r = 0; r < _RESOURCE_MAX; r++) {
+                if (k >= 0 && proxy_fds[r] >= 0)
+                        k = manager_start_proxy(m, r, TAKE_FD(proxy_fds[r]), takeover_proxy_path(m->takeover, r));
+                else if (k >= 0 && m->config->mp_sockets[r])
+                        k = manager_bind_proxy(m, r, proxy_paths[r]);
+                proxy_fds[r] = safe_close(proxy_fds[r]);
         }
         if (k >= 0)
                 log_info("Serving on the socket %s.", takeover_generation(m->takeover) > 0 ?
@@ -402,28 +416,36 @@ static int manager_serve_inherited(Manager *m, int varlink_fd, int mp_fd, const 
         return k;
 }
 
+static void proxy_paths_free(char *(*paths)[_RESOURCE_MAX]) {
+        for (Resource r = 0; r < _RESOURCE_MAX; r++)
+                free((*paths)[r]);
+}
+
 static int manager_listen(Manager *m, NamedFds *fds) {
-        _cleanup_free_ char *proxy_path = manager_proxy_path(m);
+        _cleanup_(proxy_paths_free) char *proxy_paths[_RESOURCE_MAX] = {};
         const char *path = m->socket_path_arg;
         mode_t mode = m->user_mode ? 0600 : 0666, dir_mode = m->user_mode ? 0700 : 0755;
-        int varlink_fd = -1, mp_fd = -1, fd, k;
+        int varlink_fd = -1, proxy_fds[_RESOURCE_MAX] = { -1, -1, -1 }, fd, k;
         bool replaced;
 
-        if (!proxy_path)
-                return log_error_errno(ENOMEM, "Out of memory.");
-        k = manager_inherited_fds(fds, &varlink_fd, &mp_fd);
+        for (Resource r = 0; r < _RESOURCE_MAX; r++)
+                if (!(proxy_paths[r] = manager_proxy_path(m, r)))
+                        return log_error_errno(ENOMEM, "Out of memory.");
+        k = manager_inherited_fds(fds, &varlink_fd, proxy_fds);
         if (k < 0)
                 return k;
         if (k > 0)
-                return manager_serve_inherited(m, varlink_fd, mp_fd, proxy_path);
+                return manager_serve_inherited(m, varlink_fd, proxy_fds, proxy_paths);
 
         if (socket_unix_is_live(path) > 0)
                 return log_error_errno(EADDRINUSE, "Another pressured is already serving %s; not taking it over.", path);
-        /* The memory-pressure socket first: once the varlink socket accepts,
+        /* The pressure proxy sockets first: once the varlink socket accepts,
          * whoever waited for it finds the daemon's sockets all in place. */
-        k = manager_bind_proxy(m, proxy_path);
-        if (k < 0)
-                return k;
+        for (Resource r = 0; r < _RESOURCE_MAX; r++) {
+                k = manager_bind_proxy(m, r, proxy_paths[r]);
+                if (k < 0)
+                        return k;
+        }
         /* System mode: anyone may connect; access control is per call. */
         k = socket_listen_unix(path, mode, dir_mode, &replaced, &fd);
         if (k == -EADDRINUSE)
@@ -453,7 +475,7 @@ static int signals_setup(Manager *m);
  */
 static void manager_check_fdstore(const Manager *m) {
         const char *e = getenv("FDSTORE");
-        uint64_t max, need = (uint64_t) m->config->max_clients + m->config->max_registrations + 8;
+        uint64_t max, need = (uint64_t) m->config->max_clients + m->config->max_registrations + 10;
 
         if (!e || safe_atou64(e, &max) < 0 || max == 0 || max >= need)
                 return;
@@ -476,6 +498,7 @@ static int manager_inherit(Manager *m, NamedFds *fds) {
 
 int manager_start(Manager *m) {
         _cleanup_(named_fds_done) NamedFds fds = {};
+        const char *bound_proxy_paths[_RESOURCE_MAX];
         int k = manager_setup_cgroups(m);
 
         if (k < 0)
@@ -494,8 +517,10 @@ int manager_start(Manager *m) {
         if (m->proxy)
                 m->proxy->env.varlink = m->clients;
         m->status.clients = m->clients;
+        for (Resource r = 0; r < _RESOURCE_MAX; r++)
+                bound_proxy_paths[r] = m->bound_proxy[r] ? m->proxy->sockets[r].path : NULL;
         takeover_set_servers(m->takeover, m->clients, m->proxy, m->reclaim, m->bound_socket ? m->socket_path : NULL,
-                             m->bound_proxy && m->proxy ? m->proxy->path : NULL);
+                             bound_proxy_paths);
         takeover_restore(m->takeover, &fds);
         /* A bus that is not there is retried: only out of memory fails. */
         k = low_memory_monitor_set_enabled(m->lmm, m->config->dbus_low_memory_monitor);

@@ -39,8 +39,8 @@ int manager_new(const ManagerOptions *options, Config *config, Manager **ret);
 Manager *manager_free(Manager *m);
 
 /*
- * manager_start - find the cgroup hierarchies, and serve the varlink and
- * memory-pressure sockets (socket-activated or bound). Returns 0 or a
+ * manager_start - find the cgroup hierarchies, and serve the varlink socket
+ * and the memory, cpu and io pressure sockets (socket-activated or bound). Returns 0 or a
  * negative errno (logged).
  */
 int manager_start(Manager *m);

@@ -823,6 +823,15 @@ def process_group_alive(pgid):
     return False
 
 
+def unix_connect(path, data=b''):
+    """A stream connection to the AF_UNIX socket @path, @data written to it."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    if data:
+        s.sendall(data)
+    return s
+
+
 def socket_fds(pid):
     """How many sockets process @pid has open (0 if it is gone)."""
     try:

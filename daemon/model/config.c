@@ -98,7 +98,9 @@ static const ConfigKey config_keys[] = {
         KEY("Policy",     "InjectGroup",         CONFIG_GROUP,           inject_group, 0, 0),
         KEY("Policy",     "MaxFastTriggersPerUser", CONFIG_UNSIGNED,     max_fast_triggers_per_user, 0,
             POLICY_MAX_FAST_TRIGGERS_MAX),
-        KEY("MemoryPressure", "Socket",          CONFIG_OPT_SOCKET,      mp_socket, 0, 0),
+        KEY("MemoryPressure", "Socket",          CONFIG_OPT_SOCKET,      mp_sockets[RESOURCE_MEMORY], 0, 0),
+        KEY("MemoryPressure", "CpuSocket",       CONFIG_OPT_SOCKET,      mp_sockets[RESOURCE_CPU], 0, 0),
+        KEY("MemoryPressure", "IoSocket",        CONFIG_OPT_SOCKET,      mp_sockets[RESOURCE_IO], 0, 0),
         KEY("Metrics",    "Listen",              CONFIG_LISTEN,          metrics_listen, 0, 0),
         KEY("Metrics",    "Cgroups",             CONFIG_CGROUP_GLOBS,    metrics_cgroups, 0, 0),
         KEY("Metrics",    "MaxCgroups",          CONFIG_UNSIGNED,        metrics_max_cgroups, 1,
@@ -164,7 +166,8 @@ Config *config_free(Config *c) {
         free(c->metrics_listen);
         free(c->metrics_cgroups);
         free(c->reclaim_cgroups);
-        free(c->mp_socket);
+        for (Resource r = 0; r < _RESOURCE_MAX; r++)
+                free(c->mp_sockets[r]);
         free(c);
         return NULL;
 }

@@ -79,7 +79,7 @@ typedef struct Config {
         unsigned max_fast_triggers_per_user; /* fast PSI triggers per uid other than 0 (policy.h) */
 
         /* [MemoryPressure] */
-        char *mp_socket;           /* NULL: built-in default; "": off */
+        char *mp_sockets[_RESOURCE_MAX]; /* Socket=, CpuSocket=, IoSocket=; NULL: built-in default; "": off */
 
         /* [Metrics] */
         char *metrics_listen;      /* NULL: off */

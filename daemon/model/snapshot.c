@@ -28,6 +28,15 @@ enum {
         T_PROXY,
         T_RECLAIM,
         T_LIVE_NAME,
+        T_CPU_PROXY_PATH,
+        T_IO_PROXY_PATH,
+};
+
+/* The tag of each resource's proxy socket path (T_PROXY_PATH from before there were others). */
+static const uint16_t proxy_path_tags[_RESOURCE_MAX] = {
+        [RESOURCE_MEMORY] = T_PROXY_PATH,
+        [RESOURCE_CPU] = T_CPU_PROXY_PATH,
+        [RESOURCE_IO] = T_IO_PROXY_PATH,
 };
 
 /* Tags inside T_REGISTRATION. */
@@ -93,6 +102,7 @@ enum {
         P_SENT,
         P_DROPPED,
         P_DECIDE_BY,
+        P_RESOURCE,                  /* absent: memory, as written before cpu and io */
 };
 
 /* Small records: a name and a value; a trigger; an episode record; the histogram. */
@@ -342,6 +352,8 @@ static void w_proxy(Writer *w, const SnapshotProxyClient *p) {
         w_num(w, P_SENT, p->sent);
         w_num(w, P_DROPPED, p->dropped);
         w_num(w, P_DECIDE_BY, p->decide_by_usec);
+        if (p->resource != RESOURCE_MEMORY)
+                w_u64(w, P_RESOURCE, (uint64_t) p->resource);
         w_end(w, mark);
 }
 
@@ -362,7 +374,8 @@ static void w_payload(Writer *w, const Snapshot *s) {
         w_num(w, T_START_MONOTONIC, s->start_monotonic_us);
         w_str(w, T_LIVE_NAME, s->live_name);
         w_str(w, T_SOCKET_PATH, s->socket_path);
-        w_str(w, T_PROXY_PATH, s->proxy_path);
+        for (Resource r = 0; r < _RESOURCE_MAX; r++)
+                w_str(w, proxy_path_tags[r], s->proxy_paths[r]);
         w_num(w, T_NEXT_CLIENT_ID, s->next_client_id);
         w_num(w, T_NEXT_PROXY_ID, s->next_proxy_id);
         w_num(w, T_NEXT_REGISTRATION_ID, s->next_registration_id);
@@ -875,6 +888,8 @@ static int r_proxy_field(uint16_t tag, const Span *f, SnapshotProxyClient *p) {
                 return r_u64(f, &p->dropped);
         case P_DECIDE_BY:
                 return r_u64(f, &p->decide_by_usec);
+        case P_RESOURCE:
+                return R_ENUM(f, 0, _RESOURCE_MAX, p->resource);
         }
         return 0;
 }
@@ -968,7 +983,11 @@ static int r_top_field(uint16_t tag, const Span *f, Snapshot *s) {
         case T_SOCKET_PATH:
                 return r_str(f, &s->socket_path);
         case T_PROXY_PATH:
-                return r_str(f, &s->proxy_path);
+                return r_str(f, &s->proxy_paths[RESOURCE_MEMORY]);
+        case T_CPU_PROXY_PATH:
+                return r_str(f, &s->proxy_paths[RESOURCE_CPU]);
+        case T_IO_PROXY_PATH:
+                return r_str(f, &s->proxy_paths[RESOURCE_IO]);
         case T_NEXT_CLIENT_ID:
                 return r_u64(f, &s->next_client_id);
         case T_NEXT_PROXY_ID:
@@ -1121,7 +1140,8 @@ void snapshot_registration_done(SnapshotRegistration *r) {
 void snapshot_done(Snapshot *s) {
         free(s->live_name);
         free(s->socket_path);
-        free(s->proxy_path);
+        for (Resource r = 0; r < _RESOURCE_MAX; r++)
+                free(s->proxy_paths[r]);
         for (size_t i = 0; i < s->n_counters; i++)
                 free(s->counters[i].name);
         free(s->counters);

@@ -86,9 +86,10 @@ typedef struct SnapshotClient {
         bool owes_reexecute;         /* its Reexecute call is answered by the next process */
 } SnapshotClient;
 
-/* A connection to the memory-pressure socket. */
+/* A connection to a pressure proxy socket. */
 typedef struct SnapshotProxyClient {
         uint64_t id;
+        Resource resource;           /* of the socket it came through; memory in older states */
         int32_t pid;
         uint32_t uid;
         char *unit;
@@ -148,7 +149,7 @@ typedef struct Snapshot {
         uint64_t start_monotonic_us; /* when the first generation started */
         char *live_name;             /* the fd name of the live page that goes with this state, or NULL */
         char *socket_path;           /* sockets the daemon bound itself and unlinks at its final stop */
-        char *proxy_path;
+        char *proxy_paths[_RESOURCE_MAX]; /* of each resource's proxy socket */
         uint64_t next_client_id, next_proxy_id, next_registration_id;
         bool psi_unprivileged;
         SnapshotCounter *counters;

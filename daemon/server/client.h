@@ -3,8 +3,8 @@
  * The server layer (daemon/README.md): what peers talk to. client.h (the
  * varlink socket and its clients), methods.h (the methods, installed as
  * the clients' dispatch callback), subscription.h (a Subscribe stream, a
- * registration Listener), proxy.h (the memory-pressure socket, whose
- * clients are Listeners too), status.h (GetStatus and /metrics),
+ * registration Listener), proxy.h (the memory, cpu and io pressure
+ * sockets, whose clients are Listeners too), status.h (GetStatus and /metrics),
  * metrics.h (the HTTP endpoint), peer-view.h (a peer's cgroup
  * namespace, read once when it connects) and reclaim-controller.h with
  * reclaim-worker.h (proactive reclaim: its timer and its writer thread),

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The systemd memory-pressure proxy (see proxy.h): accepting and
- * identifying peers, reading their trigger line with a bound and a
- * deadline, attaching them to the registration of their own cgroup, and
- * writing one byte per event without ever blocking.
+ * The systemd pressure proxy (see proxy.h): one listening socket per
+ * resource, accepting and identifying peers, reading their trigger line
+ * with a bound and a deadline, attaching them to the registration of their
+ * own cgroup for that resource, and writing one byte per event without
+ * ever blocking.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -20,6 +21,16 @@
 #include "socket-util.h"
 
 static const ListenerOps proxy_listener_ops;
+
+static const char *const proxy_fd_names[_RESOURCE_MAX] = {
+        [RESOURCE_MEMORY] = "memory-pressure",
+        [RESOURCE_CPU] = "cpu-pressure",
+        [RESOURCE_IO] = "io-pressure",
+};
+
+const char *proxy_fd_name(Resource r) {
+        return r >= 0 && r < _RESOURCE_MAX ? proxy_fd_names[r] : NULL;
+}
 
 int proxy_parse_request(const char *buf, size_t len, PsiTrigger *ret, const char **ret_reason) {
         char text[PROXY_LINE_MAX + 1];
@@ -166,8 +177,9 @@ static int cgroup_dir_with(const Hierarchy *h, const char *cgroup, const char *f
 
 /*
  * The registration key for the peer: PSI on its cgroup2 cgroup if that has
- * memory.pressure; else vmpressure on its v1 memory cgroup at the
- * matching level; else the system-wide PSI trigger. @ret_cgroup owns the
+ * the pressure file of the client's resource; else, for memory only,
+ * vmpressure on its v1 memory cgroup at the matching level; else the
+ * system-wide PSI trigger of the resource. @ret_cgroup owns the
  * string @key points to; @ret_dirfd is the directory found to have the
  * file, to register in (-1 for the whole system).
  */
@@ -190,11 +202,13 @@ static void proxy_choose(ProxyClient *p, const PsiTrigger *t, RegistrationKey *k
         free(p->unit);
         p->unit = unit_from_cgroup(v2 ?: v1 ?: "");
 
-        *key = (RegistrationKey) { .type = SOURCE_PSI, .psi = *t };
+        *key = (RegistrationKey) { .type = SOURCE_PSI, .resource = p->resource, .psi = *t };
         *ret_dirfd = -1;
-        if (v2 && !streq(v2, "/") && (*ret_dirfd = cgroup_dir_with(env->v2, v2, "memory.pressure")) >= 0)
+        if (v2 && !streq(v2, "/") &&
+            (*ret_dirfd = cgroup_dir_with(env->v2, v2, resource_pressure_file(p->resource))) >= 0)
                 *ret_cgroup = TAKE_PTR(v2);
-        else if (v1 && !streq(v1, "/") && (*ret_dirfd = cgroup_dir_with(env->v1, v1, "memory.pressure_level")) >= 0) {
+        else if (p->resource == RESOURCE_MEMORY && v1 && !streq(v1, "/") &&
+                 (*ret_dirfd = cgroup_dir_with(env->v1, v1, "memory.pressure_level")) >= 0) {
                 key->type = SOURCE_VMPRESSURE;
                 key->vm_level = proxy_vmpressure_level(t, env->config->levels);
                 key->vm_mode = env->config->vmpressure_mode;
@@ -202,6 +216,13 @@ static void proxy_choose(ProxyClient *p, const PsiTrigger *t, RegistrationKey *k
         } else
                 *ret_cgroup = strdup("/");
         key->cgroup = *ret_cgroup;
+}
+
+static void proxy_reject_line(ProxyClient *p, const char *reason) {
+        log_ratelimited(LOG_WARNING, 0, NULL, 10, 20,
+                        "Proxied %s client pid %d (unit %s) did not ask for a valid PSI trigger: %s. It gets the default trigger.",
+                        resource_to_string(p->resource), (int) p->pid, strna(p->unit), reason);
+        counter_inc(p->server->env.counters, COUNTER_PROXY_INVALID_REQUESTS);
 }
 
 static void proxy_attach(ProxyClient *p, const PsiTrigger *t) {
@@ -212,6 +233,8 @@ static void proxy_attach(ProxyClient *p, const PsiTrigger *t) {
         RegistrationKey key;
         Registration *r;
         char desc[PSI_TRIGGER_FORMAT_MAX], reason[POLICY_REASON_MAX];
+        const char *why;
+        PsiTrigger fallback;
         bool adjusted;
         int k;
 
@@ -225,19 +248,30 @@ static void proxy_attach(ProxyClient *p, const PsiTrigger *t) {
                 log_warning("Out of memory attaching proxied client %" PRIu64 "; it stays silent.", p->id);
                 return;
         }
+        /* Known only now: the whole system's file has rules of its own (cpu "full"). */
+        if (key.type == SOURCE_PSI && streq(cgroup, "/") &&
+            psi_trigger_check_resource(&key.psi, key.resource, true, &why) < 0) {
+                proxy_reject_line(p, why);
+                fallback = PROXY_DEFAULT_TRIGGER;
+                key.psi = fallback;
+                t = &fallback;
+        }
         k = registration_acquire_for(env->registry, &key, dirfd, p->uid, true, &r, &adjusted, reason, &e);
         if (k < 0) {
                 /* Stay connected and silent: closing would make sd-event spin. */
-                log_warning_errno(k, "Proxied client %" PRIu64 " (pid %d, unit %s) cannot watch %s: %s",
-                                  p->id, (int) p->pid, strna(p->unit), cgroup, strna(e.name));
+                log_warning_errno(k, "Proxied %s client %" PRIu64 " (pid %d, unit %s) cannot watch %s, "
+                                  "it stays connected without events: %s: %s",
+                                  resource_to_string(p->resource), p->id, (int) p->pid, strna(p->unit), cgroup,
+                                  strna(e.name), strna(json_string_value(json_object_get(e.parameters, "reason"))));
                 return;
         }
         listener_attach(&p->listener, r);
         if (p->server->hooks && p->server->hooks->attached)
                 p->server->hooks->attached(p, p->server->hooks_userdata);
         (void) psi_trigger_format(t, PSI_TRIGGER_FORMAT_CONFIG, desc, sizeof(desc));
-        log_debug("Proxied client %" PRIu64 " (pid %d, uid %u, unit %s) connected: %s on %s (%s).", p->id,
-                  (int) p->pid, (unsigned) p->uid, strna(p->unit), source_type_to_string(r->src.type), r->src.cgroup, desc);
+        log_debug("Proxied client %" PRIu64 " (pid %d, uid %u, unit %s) connected: %s %s on %s (%s).", p->id,
+                  (int) p->pid, (unsigned) p->uid, strna(p->unit), resource_to_string(r->src.resource),
+                  source_type_to_string(r->src.type), r->src.cgroup, desc);
         if (adjusted && r->src.type == SOURCE_PSI) {
                 char used[PSI_TRIGGER_FORMAT_MAX];
 
@@ -246,13 +280,6 @@ static void proxy_attach(ProxyClient *p, const PsiTrigger *t) {
                                 "Proxied client pid %d (uid %u, unit %s) asked for \"%s\", registered \"%s\": %s.",
                                 (int) p->pid, (unsigned) p->uid, strna(p->unit), desc, used, reason);
         }
-}
-
-static void proxy_reject_line(ProxyClient *p, const char *reason) {
-        log_ratelimited(LOG_WARNING, 0, NULL, 10, 20,
-                        "Proxied client pid %d (unit %s) did not ask for a valid PSI trigger: %s. It gets the default trigger.",
-                        (int) p->pid, strna(p->unit), reason);
-        counter_inc(p->server->env.counters, COUNTER_PROXY_INVALID_REQUESTS);
 }
 
 static void proxy_decide(ProxyClient *p) {
@@ -316,7 +343,8 @@ static unsigned proxy_clients_of(ProxyServer *s, uid_t uid) {
         return n;
 }
 
-static void proxy_accept_one(ProxyServer *s, int fd) {
+static void proxy_accept_one(ProxySocket *sock, int fd) {
+        ProxyServer *s = sock->server;
         ProxyEnv *env = &s->env;
         _cleanup_close_ int cfd = fd;
         struct ucred cred;
@@ -332,14 +360,14 @@ static void proxy_accept_one(ProxyServer *s, int fd) {
         }
         if ((env->varlink ? env->varlink->n_clients : 0) + s->n_clients >= env->config->max_clients) {
                 log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 5,
-                                "Limit MaxClients=%u reached, refusing a memory-pressure client of uid %u.",
-                                env->config->max_clients, (unsigned) cred.uid);
+                                "Limit MaxClients=%u reached, refusing a %s client of uid %u.",
+                                env->config->max_clients, proxy_fd_name(sock->resource), (unsigned) cred.uid);
                 return;
         }
         if (cred.uid != 0 && proxy_clients_of(s, cred.uid) >= env->config->max_clients_per_user) {
                 log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 5,
-                                "Limit MaxClientsPerUser=%u reached, refusing a memory-pressure client of uid %u.",
-                                env->config->max_clients_per_user, (unsigned) cred.uid);
+                                "Limit MaxClientsPerUser=%u reached, refusing a %s client of uid %u.",
+                                env->config->max_clients_per_user, proxy_fd_name(sock->resource), (unsigned) cred.uid);
                 return;
         }
         pidfd = socket_peer_pidfd(fd, cred.pid);
@@ -354,6 +382,7 @@ static void proxy_accept_one(ProxyServer *s, int fd) {
                               .level = _LEVEL_INVALID },
                 .server = s,
                 .id = ++s->next_id,
+                .resource = sock->resource,
                 .fd = TAKE_FD(cfd),
                 .pidfd = pidfd,
                 .pid = cred.pid,
@@ -394,6 +423,7 @@ int proxy_adopt_client(ProxyServer *s, int fd, const SnapshotProxyClient *snap, 
                               .level = _LEVEL_INVALID },
                 .server = s,
                 .id = snap->id,
+                .resource = snap->resource,
                 .fd = fd,
                 .pidfd = snap->line_done ? -1 : socket_peer_pidfd(fd, snap->pid),
                 .pid = snap->pid,
@@ -429,6 +459,7 @@ int proxy_adopt_client(ProxyServer *s, int fd, const SnapshotProxyClient *snap, 
 int proxy_client_export(const ProxyClient *p, SnapshotProxyClient *ret) {
         SnapshotProxyClient e = {
                 .id = p->id,
+                .resource = p->resource,
                 .pid = p->pid,
                 .uid = p->uid,
                 .line_done = p->line_done,
@@ -447,7 +478,7 @@ int proxy_client_export(const ProxyClient *p, SnapshotProxyClient *ret) {
 }
 
 static void on_proxy_accept(evutil_socket_t lfd, short what, void *userdata) {
-        ProxyServer *s = userdata;
+        ProxySocket *sock = userdata;
 
         for (int i = 0; i < 64; i++) {
                 int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -455,32 +486,40 @@ static void on_proxy_accept(evutil_socket_t lfd, short what, void *userdata) {
                 if (fd < 0) {
                         if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
                                 log_ratelimited(LOG_WARNING, errno, NULL, 10, 5,
-                                                "Failed to accept a memory-pressure client: %m");
+                                                "Failed to accept a %s client: %m", proxy_fd_name(sock->resource));
                         return;
                 }
-                proxy_accept_one(s, fd);
+                proxy_accept_one(sock, fd);
         }
 }
 
-int proxy_start(const ProxyEnv *env, int listen_fd, const char *path, ProxyServer **ret) {
+int proxy_new(const ProxyEnv *env, ProxyServer **ret) {
         ProxyServer *s = calloc(1, sizeof(*s));
 
-        if (!s) {
+        if (!s)
+                return log_error_errno(ENOMEM, "Out of memory.");
+        s->env = *env;
+        for (Resource r = 0; r < _RESOURCE_MAX; r++)
+                s->sockets[r] = (ProxySocket) { .server = s, .resource = r, .fd = -1 };
+        *ret = s;
+        return 0;
+}
+
+int proxy_listen(ProxyServer *s, Resource resource, int listen_fd, const char *path) {
+        ProxySocket *sock = &s->sockets[resource];
+
+        if (sock->fd >= 0) {
+                safe_close(listen_fd);
+                return -EEXIST;
+        }
+        if (path && !(sock->path = strdup(path))) {
                 safe_close(listen_fd);
                 return log_error_errno(ENOMEM, "Out of memory.");
         }
-        s->env = *env;
-        s->listen_fd = listen_fd;
-        if (path && !(s->path = strdup(path))) {
-                proxy_stop(s);
-                return log_error_errno(ENOMEM, "Out of memory.");
-        }
-        s->ev_accept = event_new(env->base, s->listen_fd, EV_READ | EV_PERSIST, on_proxy_accept, s);
-        if (!s->ev_accept || event_add(s->ev_accept, NULL) < 0) {
-                proxy_stop(s);
-                return log_error_errno(ENOMEM, "Failed to watch the memory-pressure socket.");
-        }
-        *ret = s;
+        sock->fd = listen_fd;
+        sock->ev_accept = event_new(s->env.base, sock->fd, EV_READ | EV_PERSIST, on_proxy_accept, sock);
+        if (!sock->ev_accept || event_add(sock->ev_accept, NULL) < 0)
+                return log_error_errno(ENOMEM, "Failed to watch the %s socket.", proxy_fd_name(resource));
         return 0;
 }
 
@@ -489,17 +528,48 @@ void proxy_set_config(ProxyServer *s, const Config *config) {
                 s->env.config = config;
 }
 
+void proxy_forget_paths(ProxyServer *s) {
+        for (Resource r = 0; s && r < _RESOURCE_MAX; r++) {
+                free(s->sockets[r].path);
+                s->sockets[r].path = NULL;
+        }
+}
+
+/* The local address of @fd, a pathname AF_UNIX socket; false if it is not one. */
+static bool socket_local_path(int fd, struct sockaddr_un *ret, socklen_t *ret_len) {
+        *ret_len = sizeof(*ret);
+        return getsockname(fd, (struct sockaddr *) ret, ret_len) == 0 && ret->sun_family == AF_UNIX &&
+               *ret_len > offsetof(struct sockaddr_un, sun_path) + 1 && ret->sun_path[0] != 0;
+}
+
+Resource proxy_resource_of_fd(const ProxyServer *s, int fd) {
+        struct sockaddr_un a, l;
+        socklen_t alen, llen;
+
+        if (!socket_local_path(fd, &a, &alen))
+                return RESOURCE_MEMORY;
+        for (Resource r = 0; r < _RESOURCE_MAX; r++)
+                if (s->sockets[r].fd >= 0 && socket_local_path(s->sockets[r].fd, &l, &llen) && llen == alen &&
+                    memcmp(a.sun_path, l.sun_path, alen - offsetof(struct sockaddr_un, sun_path)) == 0)
+                        return r;
+        return RESOURCE_MEMORY;
+}
+
 ProxyServer *proxy_stop(ProxyServer *s) {
         if (!s)
                 return NULL;
         while (s->clients)
                 proxy_client_free(s->clients);
-        if (s->ev_accept)
-                event_free(s->ev_accept);
-        safe_close(s->listen_fd);
-        if (s->path) {
-                (void) unlink(s->path);
-                free(s->path);
+        for (Resource r = 0; r < _RESOURCE_MAX; r++) {
+                ProxySocket *sock = &s->sockets[r];
+
+                if (sock->ev_accept)
+                        event_free(sock->ev_accept);
+                safe_close(sock->fd);
+                if (sock->path) {
+                        (void) unlink(sock->path);
+                        free(sock->path);
+                }
         }
         free(s);
         return NULL;

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The systemd memory-pressure proxy: a second listening socket that
- * speaks the protocol sd_event_add_memory_pressure() uses when
- * MEMORY_PRESSURE_WATCH names an AF_UNIX stream socket. A client writes
- * one PSI trigger line (or nothing) and then receives one byte per
- * pressure event. Each proxied client is attached to the registration of
- * its own cgroup, shared with varlink subscribers of the same
- * (cgroup, source, trigger). Connections are never closed by the daemon
- * while the client lives: sd-event would spin on the end of file.
+ * The systemd pressure proxy: listening sockets, one per resource, that
+ * speak the protocol sd_event_add_memory_pressure() uses when
+ * MEMORY_PRESSURE_WATCH names an AF_UNIX stream socket, and
+ * sd_event_add_cpu_pressure() / sd_event_add_io_pressure() (systemd 261)
+ * with CPU_PRESSURE_WATCH / IO_PRESSURE_WATCH. A client writes one PSI
+ * trigger line (or nothing) and then receives one byte per pressure
+ * event. Each proxied client is attached to the registration of its own
+ * cgroup for the resource of the socket it connected to, shared with
+ * varlink subscribers of the same (cgroup, source, resource, trigger).
+ * Connections are never closed by the daemon while the client lives:
+ * sd-event would spin on the end of file.
  */
 #pragma once
 
@@ -37,6 +40,7 @@ struct ProxyClient {
         Listener listener;          /* first: attached to its registration, or detached */
         ProxyServer *server;
         uint64_t id;
+        Resource resource;          /* of the socket it connected to */
         int fd;
         int pidfd;                  /* the peer process, -1 if the kernel gave none */
         pid_t pid;
@@ -71,38 +75,70 @@ typedef struct ProxyHooks {
         void (*disconnected)(ProxyClient *p, void *userdata);
 } ProxyHooks;
 
+/* The listening socket of one resource. */
+typedef struct ProxySocket {
+        ProxyServer *server;
+        Resource resource;
+        int fd;                     /* -1: this resource is not served */
+        char *path;                 /* bound by us and unlinked at exit, or NULL */
+        struct event *ev_accept;
+} ProxySocket;
+
 struct ProxyServer {
         ProxyEnv env;
         const ProxyHooks *hooks;
         void *hooks_userdata;
-        int listen_fd;
-        char *path;                 /* bound by us and unlinked at exit, or NULL */
-        struct event *ev_accept;
-        ProxyClient *clients;
+        ProxySocket sockets[_RESOURCE_MAX];
+        ProxyClient *clients;       /* of every resource */
         unsigned n_clients;
         uint64_t next_id;
 };
 
-/* The trigger sd-event asks for when MEMORY_PRESSURE_WRITE is unset. */
+/* The trigger sd-event asks for when MEMORY_PRESSURE_WRITE (CPU_, IO_) is unset. */
 #define PROXY_DEFAULT_TRIGGER ((PsiTrigger) { PSI_STALL_SOME, 200000, 2000000 })
 
 /*
- * proxy_start - serve the memory-pressure socket.
+ * proxy_fd_name - the FileDescriptorName= of @r's socket, which is also the
+ * word in its default path: "memory-pressure", "cpu-pressure",
+ * "io-pressure"; NULL if out of range.
+ */
+const char *proxy_fd_name(Resource r);
+
+/*
+ * proxy_new - a proxy serving no socket yet.
  * @env: the rest of the daemon (copied; env->config is updated with proxy_set_config())
- * @listen_fd: the listening socket (taken over), bound by us at @path or
- *             passed by the service manager (@path NULL)
+ *
+ * Returns 0 or -ENOMEM (logged).
+ */
+int proxy_new(const ProxyEnv *env, ProxyServer **ret);
+
+/*
+ * proxy_listen - serve the pressure protocol of @resource.
+ * @listen_fd: the listening socket (taken over, closed on failure), bound
+ *             by us at @path or passed by the service manager (@path NULL)
  * @path: unlinked when the proxy stops, or NULL
  *
- * Returns 0 or a negative errno (logged).
+ * Returns 0, -EEXIST if @resource is served already, or -ENOMEM (logged).
  */
-int proxy_start(const ProxyEnv *env, int listen_fd, const char *path, ProxyServer **ret);
+int proxy_listen(ProxyServer *s, Resource resource, int listen_fd, const char *path);
 
-/* proxy_stop - close every proxied client and the socket; NULL-safe, returns NULL. */
+/* proxy_stop - close every proxied client and the sockets; NULL-safe, returns NULL. */
 ProxyServer *proxy_stop(ProxyServer *s);
+
+/* proxy_forget_paths - the socket files belong to the next process: proxy_stop() leaves them. */
+void proxy_forget_paths(ProxyServer *s);
+
+/*
+ * proxy_resource_of_fd - the resource of the socket @fd (a connection)
+ * was accepted on, told by its local address; RESOURCE_MEMORY if none of
+ * ours matches (an unnamed socket, or one from an older process).
+ */
+Resource proxy_resource_of_fd(const ProxyServer *s, int fd);
 
 /*
  * proxy_adopt_client - the proxied client a previous process described in
- * @snap, on @fd (taken over, closed on failure), attached to @r (NULL:
+ * @snap (of its resource, memory in a state from before there were
+ * others), on @fd (taken over, closed on failure), attached to @r (NULL:
  * silent, as it was or because its cgroup is gone). One whose request
  * was not decided yet reads on until the deadline it had. Returns 0 or -ENOMEM.
  */

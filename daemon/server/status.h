@@ -35,7 +35,7 @@ typedef struct StatusContext {
         const Config *config;
         const Registry *registry;
         const ClientServer *clients;        /* NULL before the socket is served */
-        const ProxyServer *proxy;           /* NULL when the memory-pressure socket is off */
+        const ProxyServer *proxy;           /* NULL when every pressure proxy socket is off */
         const ProtectionSource *protection; /* NULL without a cgroup2 hierarchy */
         const ReclaimController *reclaim;   /* [Reclaim]; NULL before the cgroups are set up */
         const Counters *counters;

@@ -40,7 +40,8 @@ struct Takeover {
         ProxyServer *proxy;
         ReclaimController *reclaim;
         MetricsServer *metrics;
-        char *socket_path, *proxy_path; /* bound by this daemon (this process or an earlier one) */
+        char *socket_path;              /* bound by this daemon (this process or an earlier one) */
+        char *proxy_paths[_RESOURCE_MAX];
         bool store_listeners;           /* bound by this process: they go to the store */
         char *exe;
         char **argv;
@@ -292,7 +293,10 @@ static int takeover_build(Takeover *t, bool complete, Snapshot *s) {
                 .psi_unprivileged = t->env.registry->env->psi_unprivileged,
         };
         if ((k = strdup_opt(t->live.fd >= 0 ? t->live_name : NULL, &s->live_name)) < 0 ||
-            (k = strdup_opt(t->socket_path, &s->socket_path)) < 0 || (k = strdup_opt(t->proxy_path, &s->proxy_path)) < 0 ||
+            (k = strdup_opt(t->socket_path, &s->socket_path)) < 0 ||
+            (k = strdup_opt(t->proxy_paths[RESOURCE_MEMORY], &s->proxy_paths[RESOURCE_MEMORY])) < 0 ||
+            (k = strdup_opt(t->proxy_paths[RESOURCE_CPU], &s->proxy_paths[RESOURCE_CPU])) < 0 ||
+            (k = strdup_opt(t->proxy_paths[RESOURCE_IO], &s->proxy_paths[RESOURCE_IO])) < 0 ||
             (k = build_counters(t, s)) < 0 || (k = build_registrations(t, s)) < 0 ||
             (k = build_clients(t, complete, s)) < 0 || (k = build_proxies(t, s)) < 0 ||
             (t->reclaim && (k = reclaim_controller_export(t->reclaim, &s->reclaim, &s->n_reclaim)) < 0)) {
@@ -528,8 +532,9 @@ int takeover_inherit(Takeover *t, NamedFds *fds) {
         t->generation = t->snap.generation + 1;
         if (t->snap.socket_path && !(t->socket_path = strdup(t->snap.socket_path)))
                 return -ENOMEM;
-        if (t->snap.proxy_path && !(t->proxy_path = strdup(t->snap.proxy_path)))
-                return -ENOMEM;
+        for (Resource r = 0; r < _RESOURCE_MAX; r++)
+                if (t->snap.proxy_paths[r] && !(t->proxy_paths[r] = strdup(t->snap.proxy_paths[r])))
+                        return -ENOMEM;
         return 1;
 }
 
@@ -575,7 +580,8 @@ static void restore_proxies(Takeover *t, NamedFds *fds) {
                 if (fd < 0)
                         continue; /* gone while nobody watched */
                 if (proxy_adopt_client(t->proxy, fd, sp, adopted_find(t, sp->registration)) < 0) {
-                        log_warning("Out of memory taking over memory-pressure client %" PRIu64 ", closing it.", sp->id);
+                        log_warning("Out of memory taking over %s client %" PRIu64 ", closing it.",
+                                    proxy_fd_name(sp->resource), sp->id);
                         store_remove(t, 'p', sp->id);
                         t->stats.closed++;
                         continue;
@@ -713,10 +719,11 @@ static void ids_above(Takeover *t, const char *name) {
 }
 
 /*
- * A memory-pressure connection the state does not know (it came after the
- * last checkpoint, or the state could not be read): closing it would make
- * its sd-event client spin, so it is taken as a new one whose request the
- * old process read, and gets the default trigger at once.
+ * A proxied connection the state does not know (it came after the last
+ * checkpoint, or the state could not be read): closing it would make its
+ * sd-event client spin, so it is taken as a new one whose request the
+ * old process read, and gets the default trigger at once, for the
+ * resource of the socket its address names.
  */
 static bool adopt_unknown_proxy(Takeover *t, const NamedFd *f) {
         struct ucred cred;
@@ -728,6 +735,7 @@ static bool adopt_unknown_proxy(Takeover *t, const NamedFd *f) {
                 return false;
         sp.pid = cred.pid;
         sp.uid = cred.uid;
+        sp.resource = proxy_resource_of_fd(t->proxy, f->fd);
         if (proxy_adopt_client(t->proxy, f->fd, &sp, NULL) < 0)
                 return true; /* closed by the attempt */
         t->stats.proxied_clients++;
@@ -817,7 +825,7 @@ static void finish_log(Takeover *t) {
         TakeoverStats *s = &t->stats;
 
         log_struct(LOG_INFO, MESSAGE_ID_TAKEOVER,
-                   "Took over %" PRIu64 " connection(s), %" PRIu64 " memory-pressure connection(s) and %" PRIu64
+                   "Took over %" PRIu64 " connection(s), %" PRIu64 " pressure proxy connection(s) and %" PRIu64
                    " kernel registration(s) from generation %" PRIu64 "%s; %" PRIu64 " connection(s) closed.",
                    s->connections, s->proxied_clients, s->registrations, t->generation - 1,
                    t->clean ? "" : ", which ended without handing over (the state is its last checkpoint)", s->closed);
@@ -852,8 +860,10 @@ void takeover_finish(Takeover *t) {
         if (t->store_listeners) {
                 if (t->clients && fdstore_add(t->clients->listen_fd, "varlink", true) < 0)
                         log_warning("Failed to hand the varlink socket to the fd store.");
-                if (t->proxy && fdstore_add(t->proxy->listen_fd, "memory-pressure", true) < 0)
-                        log_warning("Failed to hand the memory-pressure socket to the fd store.");
+                for (Resource r = 0; t->proxy && r < _RESOURCE_MAX; r++)
+                        if (t->proxy->sockets[r].fd >= 0 &&
+                            fdstore_add(t->proxy->sockets[r].fd, proxy_fd_name(r), true) < 0)
+                                log_warning("Failed to hand the %s socket to the fd store.", proxy_fd_name(r));
         }
         if (t->fdstore)
                 on_checkpoint(-1, 0, t);
@@ -875,7 +885,7 @@ bool takeover_handover(Takeover *t) {
                 log_error_errno(k, "Failed to hand the complete state to the fd store, the next process takes over the last checkpoint: %m");
         else
                 live_page_set_clean(&t->live, t->serial);
-        log_info("Handing %u connection(s), %u memory-pressure connection(s) and %u kernel registration(s) to the next process.",
+        log_info("Handing %u connection(s), %u pressure proxy connection(s) and %u kernel registration(s) to the next process.",
                  t->clients ? t->clients->n_clients : 0, t->proxy ? t->proxy->n_clients : 0,
                  t->env.registry->n_registrations);
         t->detached = true;
@@ -894,8 +904,8 @@ const char *takeover_socket_path(const Takeover *t) {
         return t->socket_path;
 }
 
-const char *takeover_proxy_path(const Takeover *t) {
-        return t->proxy_path;
+const char *takeover_proxy_path(const Takeover *t, Resource r) {
+        return t->proxy_paths[r];
 }
 
 /* ---- Reexecute ---- */
@@ -928,8 +938,9 @@ static int exec_fds_collect(Takeover *t, int state, NamedFds *fds) {
                 k = named_fds_add(fds, t->live_name, t->live.fd);
         if (k >= 0 && t->clients)
                 k = named_fds_add(fds, "varlink", t->clients->listen_fd);
-        if (k >= 0 && t->proxy)
-                k = named_fds_add(fds, "memory-pressure", t->proxy->listen_fd);
+        for (Resource res = 0; t->proxy && res < _RESOURCE_MAX; res++)
+                if (k >= 0 && t->proxy->sockets[res].fd >= 0)
+                        k = named_fds_add(fds, proxy_fd_name(res), t->proxy->sockets[res].fd);
         LIST_FOREACH(registrations, r, t->env.registry->registrations)
                 if (k >= 0 && !r->removed)
                         k = exec_fds_add(fds, 'r', r->id, source_store_fd(&r->src));
@@ -1093,7 +1104,9 @@ int takeover_new(const TakeoverEnv *env, Takeover **ret) {
 }
 
 void takeover_set_servers(Takeover *t, ClientServer *clients, ProxyServer *proxy, ReclaimController *reclaim,
-                          const char *socket_path, const char *proxy_path) {
+                          const char *socket_path, const char *const proxy_paths[static _RESOURCE_MAX]) {
+        bool bound = socket_path;
+
         t->clients = clients;
         t->proxy = proxy;
         t->reclaim = reclaim;
@@ -1101,11 +1114,14 @@ void takeover_set_servers(Takeover *t, ClientServer *clients, ProxyServer *proxy
                 free(t->socket_path);
                 t->socket_path = strdup(socket_path);
         }
-        if (proxy_path) {
-                free(t->proxy_path);
-                t->proxy_path = strdup(proxy_path);
+        for (Resource r = 0; r < _RESOURCE_MAX; r++) {
+                if (!proxy_paths[r])
+                        continue;
+                free(t->proxy_paths[r]);
+                t->proxy_paths[r] = strdup(proxy_paths[r]);
+                bound = true;
         }
-        t->store_listeners = t->fdstore && (socket_path || proxy_path);
+        t->store_listeners = t->fdstore && bound;
         if (clients && t->live.fd >= 0)
                 clients->live = &t->live;
         if (!t->fdstore)
@@ -1139,7 +1155,8 @@ Takeover *takeover_free(Takeover *t) {
         free(t->adopted);
         free(t->resumed);
         free(t->socket_path);
-        free(t->proxy_path);
+        for (Resource r = 0; r < _RESOURCE_MAX; r++)
+                free(t->proxy_paths[r]);
         free(t->exe);
         for (size_t i = 0; t->argv && t->argv[i]; i++)
                 free(t->argv[i]);

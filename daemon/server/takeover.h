@@ -5,8 +5,8 @@
  * (Restart=on-failure), and at Reexecute (execve() of the binary in the
  * same process, the path without a service manager).
  *
- * Under systemd (fdstore_enabled()) every varlink and memory-pressure
- * connection and every kernel registration fd (PSI trigger, vmpressure
+ * Under systemd (fdstore_enabled()) every varlink and pressure proxy
+ * connection (of every resource) and every kernel registration fd (PSI trigger, vmpressure
  * eventfd) is handed to the store as it is made and taken out as it ends,
  * named "c<id>", "p<id>", "r<id>"; a checkpoint of the state (a sealed
  * memfd, "state-<serial>") follows every change of what streams exist,
@@ -69,15 +69,15 @@ bool takeover_is_fd_name(const char *name);
 
 /*
  * takeover_set_servers - the servers, once they listen: hooks for the fd
- * store, the live page for the clients. @socket_path / @proxy_path: the
- * sockets the daemon bound itself (NULL: inherited), which go to the fd
+ * store, the live page for the clients. @socket_path / @proxy_paths (one
+ * per resource): the sockets the daemon bound itself (NULL: inherited), which go to the fd
  * store so that a restart without socket units finds them.
  */
 void takeover_set_servers(Takeover *t, ClientServer *clients, ProxyServer *proxy, ReclaimController *reclaim,
-                          const char *socket_path, const char *proxy_path);
+                          const char *socket_path, const char *const proxy_paths[static _RESOURCE_MAX]);
 
 /*
- * takeover_restore - take over the registrations, memory-pressure clients
+ * takeover_restore - take over the registrations, pressure proxy clients
  * and varlink clients of the state, from @fds; what is left in @fds of
  * the takeover's names is closed (and dropped from the store). Before the
  * LowMemoryMonitor service starts, so that it finds its registrations.
@@ -96,7 +96,7 @@ uint64_t takeover_generation(const Takeover *t);
 
 /* takeover_socket_paths - the sockets a previous process bound itself (to unlink at a final stop), or NULL. */
 const char *takeover_socket_path(const Takeover *t);
-const char *takeover_proxy_path(const Takeover *t);
+const char *takeover_proxy_path(const Takeover *t, Resource r);
 
 /*
  * takeover_handover - SIGTERM with the fd store: a complete snapshot

@@ -23,14 +23,6 @@ def proxied(d):
     return [(r, p) for r in d.status()['registrations'] for p in r['proxied']]
 
 
-def connect(path, data=b''):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(path)
-    if data:
-        s.sendall(data)
-    return s
-
-
 def connect_and_exit(path):
     """Connect to @path in a child that passes the connection back and exits:
     the peer credentials name a process that is gone. Returns (its pid, the
@@ -39,7 +31,7 @@ def connect_and_exit(path):
     pid = os.fork()
     if pid == 0:
         try:
-            s = connect(path)
+            s = pt.unix_connect(path)
             socket.send_fds(there, [b'x'], [s.fileno()])
         finally:
             os._exit(0)
@@ -64,12 +56,12 @@ def main():
         pt.check(0 <= log.find(f'memory-pressure protocol on {mp}') < log.find(f'Listening on {d.socket}'),
                  'the memory-pressure socket is bound before the varlink socket listens', log)
         pt.check_eq(os.stat(mp).st_mode & 0o777, 0o666, 'memory-pressure socket mode once the daemon is ready')
-        a = connect(mp, b'some 150ms 2s\n')
+        a = pt.unix_connect(mp, b'some 150ms 2s\n')
         pt.wait_for(lambda: len(proxied(d)) == 1, timeout=WAIT, what='newline-terminated trigger attached')
         t1 = proxied(d)[0][0]['trigger']
 
         # Too long: warning, default trigger, the rest discarded.
-        b = connect(mp, b'x' * 200)
+        b = pt.unix_connect(mp, b'x' * 200)
         b.sendall(b'y' * 100000)
         pt.wait_for(lambda: len(proxied(d)) == 2, timeout=WAIT, what='long line attached')
         pt.wait_for(lambda: 'longer than a trigger line' in d.log(), timeout=WAIT, what='warning')
@@ -81,7 +73,7 @@ def main():
         # MaxClients=3: two proxied plus one varlink call; a third proxied is refused.
         held = pt.Varlink(d.socket)
         held.call_sync('org.varlink.service.GetInfo')
-        c = connect(mp)
+        c = pt.unix_connect(mp)
         c.settimeout(WAIT)
         pt.check_eq(c.recv(1), b'', 'refused beyond MaxClients')
         pt.check('Limit MaxClients=3 reached, refusing a memory-pressure client' in d.log(), 'refusal logged')

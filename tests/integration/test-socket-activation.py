@@ -80,8 +80,8 @@ class Notify:
         self.sock.close()
 
 
-def spawn_activated(listen_sock, notify_path, log, extra_env, second_sock=None):
-    """fork + execve with the socket as fd 3 (and @second_sock as fd 4) and LISTEN_PID = the child's pid."""
+def spawn_activated(listen_sock, notify_path, log, extra_env, more_socks=()):
+    """fork + execve with the socket as fd 3 (and @more_socks as fd 4 on) and LISTEN_PID = the child's pid."""
     args = [pt.PRESSURED, '--log-level', 'debug']
     env = dict(os.environ)
     for k in ('LISTEN_FDS', 'LISTEN_PID', 'LISTEN_FDNAMES', 'NOTIFY_SOCKET',
@@ -94,7 +94,7 @@ def spawn_activated(listen_sock, notify_path, log, extra_env, second_sock=None):
         try:
             os.dup2(log.fileno(), 1)
             os.dup2(log.fileno(), 2)
-            fds = [listen_sock.fileno()] + ([second_sock.fileno()] if second_sock else [])
+            fds = [listen_sock.fileno()] + [s.fileno() for s in more_socks]
             high = [os.dup(fd) for fd in fds]
             for i, fd in enumerate(high):
                 os.dup2(fd, 3 + i)   # the copies are inheritable
@@ -128,46 +128,56 @@ def check_get_info(path):
     return v
 
 
-def check_two_sockets(tmp, log):
-    """Two activated sockets, told apart by name: varlink and memory-pressure."""
-    paths = [os.path.join(tmp, 'two.varlink'), os.path.join(tmp, 'two.mp')]
+def check_named_sockets(tmp, log):
+    """Four activated sockets, told apart by name: varlink and the memory, cpu and io pressure ones
+    (as pressured.service gets them from its four socket units)."""
+    names = ['memory-pressure', 'cpu-pressure', 'varlink', 'io-pressure']
+    paths = {n: os.path.join(tmp, 'named.' + n) for n in names}
     socks = []
-    for p in paths:
+    for n in names:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-        s.bind(p)
+        s.bind(paths[n])
         s.listen(16)
         socks.append(s)
-    notify = Notify(os.path.join(tmp, 'notify-two'))
-    # The memory-pressure socket first: the names decide, not the order.
-    pid = spawn_activated(socks[1], notify.path, log,
-                          {'LISTEN_FDS': '2', 'LISTEN_FDNAMES': 'memory-pressure:varlink'}, second_sock=socks[0])
+    notify = Notify(os.path.join(tmp, 'notify-named'))
+    # The varlink socket not first: the names decide, not the order.
+    pid = spawn_activated(socks[0], notify.path, log,
+                          {'LISTEN_FDS': str(len(names)), 'LISTEN_FDNAMES': ':'.join(names)}, more_socks=socks[1:])
     try:
-        notify.wait_for('READY=1', 'READY=1 with two sockets')
-        check_get_info(paths[0]).close()
-        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        c.connect(paths[1])
-        c.sendall(b'some 150000 2000000\0')
-        v = pt.Varlink(paths[0])
+        notify.wait_for('READY=1', 'READY=1 with four sockets')
+        check_get_info(paths['varlink']).close()
+        conns = {}
+        for r in ('memory', 'cpu', 'io'):
+            conns[r] = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            conns[r].connect(paths[f'{r}-pressure'])
+            conns[r].sendall(b'some 150000 2000000\0')
+        v = pt.Varlink(paths['varlink'])
         deadline = time.monotonic() + WAIT
         while True:
             st = v.call_sync('io.pressured.GetStatus', {})['parameters']
-            if st['proxied_clients'] == 1 and any(r['proxied'] for r in st['registrations']):
+            regs = {r['resource']: r for r in st['registrations'] if r['proxied']}
+            if st['proxied_clients'] == 3 and sorted(regs) == ['cpu', 'io', 'memory']:
                 break
             if time.monotonic() > deadline:
-                fail('the activated memory-pressure socket did not serve: %r' % st)
+                fail('the activated pressure sockets did not each serve their resource: %r' % st)
             time.sleep(0.02)
-        if v.call_sync('io.pressured.Inject', {'level': 'low', 'cgroup': st['registrations'][0]['cgroup']}
-                       )['parameters']['delivered'] < 1:
-            fail('Inject did not reach the proxied client')
-        c.settimeout(WAIT)
-        if len(c.recv(16)) < 1:
-            fail('no byte on the memory-pressure connection')
+        for r in ('memory', 'cpu', 'io'):
+            if v.call_sync('io.pressured.Inject', {'level': 'low', 'cgroup': regs[r]['cgroup'], 'resource': r}
+                           )['parameters']['delivered'] < 1:
+                fail('Inject did not reach the proxied %s client' % r)
+            conns[r].settimeout(WAIT)
+            if len(conns[r].recv(16)) < 1:
+                fail('no byte on the %s-pressure connection' % r)
         v.close()
-        c.close()
+        for c in conns.values():
+            c.close()
         os.kill(pid, signal.SIGTERM)
         status = wait_exit(pid)
         if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
-            fail('two-socket instance exit status %r' % status)
+            fail('four-socket instance exit status %r' % status)
+        for n in names:
+            if not os.path.exists(paths[n]):
+                fail('the daemon removed the activated socket %s, which is the service manager\'s' % n)
     finally:
         for s in socks:
             s.close()
@@ -259,7 +269,7 @@ def main():
             listen_sock.close()
             notify.close()
         try:
-            check_two_sockets(tmp, log)
+            check_named_sockets(tmp, log)
         except SystemExit:
             log.seek(0)
             sys.stderr.write('--- daemon log ---\n' + log.read())

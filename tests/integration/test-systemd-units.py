@@ -94,17 +94,25 @@ def main():
             fail('pressured.socket %s=%s, want %s' % (key, get(sock, 'Socket', key), want))
     if get(sock, 'Install', 'WantedBy') != 'sockets.target':
         fail('pressured.socket is not wanted by sockets.target')
-    mp_unit = os.path.join(SOURCE_ROOT, 'systemd', 'pressured-memory-pressure.socket')
-    with open(mp_unit) as f:
-        mp = unit_settings(f.read())
-    for key, want in [('ListenStream', '/run/pressured/memory-pressure'),
-                      ('FileDescriptorName', 'memory-pressure'),
-                      ('Service', 'pressured.service'),
-                      ('SocketMode', '0666')]:
-        if get(mp, 'Socket', key) != want:
-            fail('pressured-memory-pressure.socket %s=%s, want %s' % (key, get(mp, 'Socket', key), want))
-    if 'pressured-memory-pressure.socket' not in (get(service, 'Service', 'Sockets') or '').split():
-        fail('pressured.service does not take pressured-memory-pressure.socket')
+    # One unit per proxy socket: FileDescriptorName= names every socket of a unit alike.
+    proxy_units = []
+    for resource in ('memory', 'cpu', 'io'):
+        name = 'pressured-%s-pressure.socket' % resource
+        proxy_units.append(os.path.join(SOURCE_ROOT, 'systemd', name))
+        with open(proxy_units[-1]) as f:
+            mp = unit_settings(f.read())
+        for key, want in [('ListenStream', '/run/pressured/%s-pressure' % resource),
+                          ('FileDescriptorName', '%s-pressure' % resource),
+                          ('Service', 'pressured.service'),
+                          ('SocketMode', '0666')]:
+            if get(mp, 'Socket', key) != want:
+                fail('%s %s=%s, want %s' % (name, key, get(mp, 'Socket', key), want))
+        if get(mp, 'Install', 'WantedBy') != 'sockets.target':
+            fail('%s is not wanted by sockets.target' % name)
+        # Sockets= hands it to the service; Wants= starts it with a plain "systemctl start pressured".
+        for key in ('Sockets', 'Wants', 'After'):
+            if name not in (get(service, 'Service' if key == 'Sockets' else 'Unit', key) or '').split():
+                fail('pressured.service %s= lacks %s' % (key, name))
     # No watchdog: it would wake the daemon with nobody subscribed.
     watchdog = [v for k, v in service.get('Service', []) if k == 'WatchdogSec']
     if watchdog:
@@ -121,8 +129,8 @@ def main():
     # The fd store holds a connection per client and a registration fd per trigger, and what it hands
     # back must fit under the soft fd limit the process starts with (systemd installs the fds first).
     store = int(get(service, 'Service', 'FileDescriptorStoreMax') or 0)
-    if store < 4096 + 1024 + 8:
-        fail('FileDescriptorStoreMax=%d is below MaxClients= + MaxRegistrations= + 8 at their defaults' % store)
+    if store < 4096 + 1024 + 10:
+        fail('FileDescriptorStoreMax=%d is below MaxClients= + MaxRegistrations= + 10 at their defaults' % store)
     nofile = int((get(service, 'Service', 'LimitNOFILE') or '1024').split(':')[0])
     if nofile < store + 64:
         fail('LimitNOFILE=%d leaves no room for the %d fds of the store at a restart' % (nofile, store))
@@ -139,10 +147,11 @@ def main():
         with open(os.path.join(tmp, 'pressured.service'), 'w') as f:
             f.write(test_service)
         shutil.copy(socket_unit, tmp)
-        shutil.copy(mp_unit, tmp)
+        for unit in proxy_units:
+            shutil.copy(unit, tmp)
+        units = ['pressured.socket'] + [os.path.basename(u) for u in proxy_units] + ['pressured.service']
 
-        r = run(['systemd-analyze', 'verify', '--man=no', 'pressured.socket', 'pressured-memory-pressure.socket',
-                 'pressured.service'], cwd=tmp)
+        r = run(['systemd-analyze', 'verify', '--man=no'] + units, cwd=tmp)
         complaints = [line for line in (r.stdout + r.stderr).splitlines() if 'pressured' in line]
         if r.returncode != 0 or complaints:
             fail('systemd-analyze verify (rc %d):\n%s%s' % (r.returncode, r.stdout, r.stderr))
@@ -159,8 +168,7 @@ def main():
         # allows AF_INET (so the drop-in was read).
         os.mkdir(os.path.join(tmp, 'pressured.service.d'))
         shutil.copy(dropin, os.path.join(tmp, 'pressured.service.d', 'metrics.conf'))
-        r = run(['systemd-analyze', 'verify', '--man=no', 'pressured.socket', 'pressured-memory-pressure.socket',
-                 'pressured.service'], cwd=tmp)
+        r = run(['systemd-analyze', 'verify', '--man=no'] + units, cwd=tmp)
         complaints = [line for line in (r.stdout + r.stderr).splitlines() if 'pressured' in line]
         if r.returncode != 0 or complaints:
             fail('systemd-analyze verify with the drop-in (rc %d):\n%s%s' % (r.returncode, r.stdout, r.stderr))

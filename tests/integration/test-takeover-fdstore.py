@@ -7,7 +7,8 @@ per connection and per PSI registration, and never one of a connection
 or registration that ended.
 
 - A restart (SIGTERM, start): varlink streams and a memory-pressure
-  connection go on with no end of file and no gap in seq; an episode
+  connection go on with no end of file and no gap in seq, and so do cpu
+  and io pressure connections, each still woken by its resource only; an episode
   begun before it ends with "cleared" from the new process, counting the
   events of both; counters and generation go on.
 - A crash (SIGKILL, start): streams go on; the event a coalescing
@@ -20,11 +21,14 @@ or registration that ended.
 - A cgroup removed between the two processes: its streams end with
   "removed" (a PSI trigger, taken over, reports it; a kills source, opened
   anew, finds the cgroup gone), and their connections stay.
+- A cpu pressure connection whose request the old process had not
+  decided yet is decided by the new one, on the cpu resource.
 - A crash while replies are owed (queued, not yet written to a client
   that does not read): the new process closes that connection, so its
   client sees end of file instead of waiting forever for them.
 - A state that cannot be read (garbage, a newer version) is logged, and
-  the connections that came with it are closed, not misread.
+  the connections that came with it are closed, not misread; proxied ones
+  stay, each on the resource of the socket it came through.
 - A metrics address taken meanwhile: the new process serves on without
   /metrics, and a reload binds it.
 - $FDSTORE (systemd 254 and later): 0 keeps the daemon out of the store;
@@ -44,6 +48,8 @@ import fdstore_test  # noqa: E402
 import pressured_test as pt  # noqa: E402
 
 WAIT = 180.0 if pt.WRAPPER else 60.0
+# A cpu or io trigger no idle process reaches: 1.9 s of stall in 2 s.
+QUIET_TRIGGER = 'some 1900000 2000000'
 
 
 class Stream:
@@ -66,8 +72,9 @@ def call(path, method, params=None):
         v.close()
 
 
-def inject(path, cgroup):
-    return call(path, 'io.pressured.Inject', {'cgroup': cgroup, 'level': 'critical'})['parameters']['delivered']
+def inject(path, cgroup, resource='memory'):
+    return call(path, 'io.pressured.Inject', {'cgroup': cgroup, 'level': 'critical', 'resource': resource}
+                )['parameters']['delivered']
 
 
 def status(path):
@@ -78,7 +85,8 @@ PEER = r"""
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect(sys.argv[1])
-s.sendall(b'some 150000 2000000\0')
+if sys.argv[2]:
+    s.sendall(sys.argv[2].encode() + b'\0')
 print('ready', flush=True)
 while True:
     b = s.recv(16)
@@ -92,9 +100,9 @@ class ProxyPeer:
     """A memory-pressure connection from a process in the quiet cgroup (the
     proxy watches its peer's own cgroup): one line per byte it receives."""
 
-    def __init__(self, path, quiet):
+    def __init__(self, path, quiet, line='some 150000 2000000'):
         v2 = os.path.join(pt.cgroup2_mount(), quiet.lstrip('/'))
-        self.proc = pt.run_in_cgroups([sys.executable, '-c', PEER, path], None, v2, stdout=subprocess.PIPE,
+        self.proc = pt.run_in_cgroups([sys.executable, '-c', PEER, path, line], None, v2, stdout=subprocess.PIPE,
                                       text=True)
         pt.check_eq(self.line(), 'ready', 'memory-pressure peer connected')
 
@@ -104,9 +112,27 @@ class ProxyPeer:
             raise TimeoutError('no byte from the memory-pressure connection')
         return self.proc.stdout.readline().strip()
 
+    def silent(self, timeout=0.5):
+        """Nothing arrived (no event of another resource woke it)."""
+        return not select.select([self.proc.stdout], [], [], timeout)[0]
+
     def close(self):
         self.proc.kill()
         self.proc.wait()
+
+
+def proxied_resources(sock):
+    return sorted(r['resource'] for r in status(sock)['registrations'] for _ in r['proxied'])
+
+
+def check_resource_wakes(sock, quiet, peers, what):
+    """An injection of each of @peers' resources ({resource: ProxyPeer}) wakes that peer only."""
+    for resource, peer in peers.items():
+        pt.check_eq(inject(sock, quiet, resource) >= 1, True, f'{what}: a {resource} injection is delivered')
+        pt.check_eq(peer.line(), 'byte', f'{what}: the {resource} connection is woken')
+        for other, o in peers.items():
+            if other != resource:
+                pt.check(o.silent(), f'{what}: a {resource} injection does not wake the {other} connection')
 
 
 def expected_names(names):
@@ -124,7 +150,8 @@ def check_store(sm, st, what):
         lives = [n for n in names if n.startswith('live-')]
         return (conns == st['clients'] and proxies == st['proxied_clients'] and
                 regs == sum(1 for r in st['registrations'] if r['source'] in ('psi', 'vmpressure')) and
-                len(states) == 1 and len(lives) == 1 and 'varlink' in names and 'memory-pressure' in names)
+                len(states) == 1 and len(lives) == 1 and 'varlink' in names and 'memory-pressure' in names and
+                'cpu-pressure' in names and 'io-pressure' in names)
     # GetStatus's own connection is in the store while it is answered: wait for it to go.
     st = dict(st, clients=st['clients'] - 1)
     sm.wait_names(right, what)
@@ -134,8 +161,11 @@ def scenario_restart_and_crash(sm, sock, mp, quiet):
     a = Stream(sock, cgroup=quiet, level='medium')
     b = Stream(sock, cgroup=quiet, level='low', min_interval_ms=2000)
     p = ProxyPeer(mp, quiet)
-    pt.wait_for(lambda: sum(len(r['proxied']) for r in status(sock)['registrations']) == 1, timeout=WAIT,
-                what='the memory-pressure connection attached')
+    # Stalls of 95 % of the window: the peers' own start (they run in the quiet cgroup) never reaches it.
+    peers = {r: ProxyPeer(os.path.join(os.path.dirname(mp), f'{r}-pressure'), quiet, line=QUIET_TRIGGER)
+             for r in ('cpu', 'io')}
+    pt.wait_for(lambda: proxied_resources(sock) == ['cpu', 'io', 'memory'], timeout=WAIT,
+                what='the memory, cpu and io pressure connections attached')
     check_store(sm, status(sock), 'the store holds what lives, and nothing that ended')
 
     pt.check_eq(inject(sock, quiet), 3, 'first injection reaches two streams and the proxied client')
@@ -150,12 +180,15 @@ def scenario_restart_and_crash(sm, sock, mp, quiet):
     pt.check('Removed ' not in sm.log(), 'the journal says nothing was removed: the kernel kept every registration',
              sm.log())
     pt.check_eq(st['takeover']['connections'], 2, 'connections taken over')
-    pt.check_eq(st['takeover']['proxied_clients'], 1, 'memory-pressure connections taken over')
+    pt.check_eq(st['takeover']['proxied_clients'], 3, 'memory, cpu and io pressure connections taken over')
+    pt.check_eq(proxied_resources(sock), ['cpu', 'io', 'memory'], 'each keeps its resource')
+    pt.check(all(peer.silent() for peer in peers.values()), 'the memory injection woke no cpu or io connection')
     pt.check_eq(st['counters']['events_injected'], 1, 'counters go on')
     pt.check_eq(inject(sock, quiet), 3, 'an injection after the restart reaches all three')
     ea = a.next()
     pt.check_eq((ea['kind'], ea['seq'], ea['missed']), ('pressure', 2, 0), 'stream A after the restart')
     pt.check_eq(p.line(), 'byte', 'the proxied client after the restart')
+    check_resource_wakes(sock, quiet, peers, 'after the restart')
     # B holds the second event for its interval, then sends it.
     eb = b.next()
     pt.check_eq((eb['seq'], eb['missed'], eb['count']), (2, 0, 1), 'stream B after the restart')
@@ -193,6 +226,7 @@ def scenario_restart_and_crash(sm, sock, mp, quiet):
     pt.check_eq(status(sock)['generation'], 3, 'generation after Reexecute')
     inject(sock, quiet)
     pt.check_eq((a.next()['seq'], b.next()['seq'], p.line()), (7, 7, 'byte'), 'every stream after Reexecute')
+    check_resource_wakes(sock, quiet, peers, 'after Reexecute')
     check_store(sm, status(sock), 'the store after Reexecute')
 
     # A stop releases the store: every connection ends.
@@ -201,6 +235,28 @@ def scenario_restart_and_crash(sm, sock, mp, quiet):
     pt.check(b.v.is_closed(timeout=WAIT), 'stream B ends at a stop')
     pt.check_eq(p.line(), 'eof', 'the memory-pressure connection ends at a stop')
     p.close()
+    for resource, peer in peers.items():
+        pt.check_eq(peer.line(), 'eof', f'the {resource} pressure connection ends at a stop')
+        peer.close()
+
+
+def scenario_undecided(sm, sock, quiet):
+    """A cpu pressure connection whose request is not decided yet when the
+    process stops (it wrote no line within the second it has): the next
+    process decides it, on the cpu resource the state says it came through."""
+    sm.start()
+    peer = ProxyPeer(os.path.join(os.path.dirname(sock), 'cpu-pressure'), quiet, line='')
+    sm.restart()
+    pt.wait_for(lambda: proxied_resources(sock) == ['cpu'], timeout=WAIT,
+                what='the undecided cpu connection attached by the next process, to a cpu registration')
+    reg = next(r for r in status(sock)['registrations'] if r['proxied'])
+    pt.check_eq(reg['trigger'], {'psi': {'stall': 'some', 'threshold_us': 200000, 'window_us': 2000000}},
+                'no line written: the default trigger')
+    pt.check_eq(inject(sock, quiet, 'cpu'), 1, 'a cpu injection reaches it')
+    pt.check_eq(peer.line(), 'byte', 'the undecided cpu connection is woken')
+    sm.stop()
+    pt.check_eq(peer.line(), 'eof', 'the cpu connection ends at the stop')
+    peer.close()
 
 
 def memfd(data):
@@ -215,8 +271,9 @@ def scenario_unreadable(sm, sock, mp, quiet, make_state, what):
     sm.start()
     s = Stream(sock, cgroup=quiet, level='medium')
     p = ProxyPeer(mp, quiet)
-    pt.wait_for(lambda: sum(len(r['proxied']) for r in status(sock)['registrations']) == 1, timeout=WAIT,
-                what='the memory-pressure connection attached')
+    io = ProxyPeer(os.path.join(os.path.dirname(mp), 'io-pressure'), quiet, line=QUIET_TRIGGER)
+    pt.wait_for(lambda: proxied_resources(sock) == ['io', 'memory'], timeout=WAIT,
+                what='the memory-pressure and io-pressure connections attached')
     sm.terminate()
     with sm.lock:
         states = [e for e in sm.store if e[0].startswith('state-')]
@@ -231,17 +288,24 @@ def scenario_unreadable(sm, sock, mp, quiet, make_state, what):
     st = status(sock)
     pt.check_eq(st['generation'], 0, f'{what}: a fresh start')
     pt.check(f'cannot be read' in sm.log(), f'{what}: the journal says why')
-    pt.wait_for(lambda: sum(len(r['proxied']) for r in status(sock)['registrations']) == 1, timeout=WAIT,
-                what=f'{what}: the memory-pressure connection attached again')
+    # The io connection, unknown to the state, is told by the socket its address names.
+    pt.wait_for(lambda: proxied_resources(sock) == ['io', 'memory'], timeout=WAIT,
+                what=f'{what}: the memory-pressure and io-pressure connections attached again, each to its resource')
     pt.check_eq(inject(sock, quiet), 1, f'{what}: an injection reaches the memory-pressure connection')
     pt.check_eq(p.line(), 'byte', f'{what}: the memory-pressure connection goes on')
+    pt.check(io.silent(), f'{what}: the memory injection does not wake the io connection')
+    pt.check_eq(inject(sock, quiet, 'io'), 1, f'{what}: an io injection reaches the io connection')
+    pt.check_eq(io.line(), 'byte', f'{what}: the io connection goes on')
     regs = [r for r in status(sock)['registrations'] if r['proxied']]
-    pt.check_eq(regs[0]['trigger'], {'psi': {'stall': 'some', 'threshold_us': 200000, 'window_us': 2000000}},
-                f'{what}: the default trigger')
+    for r in regs:
+        pt.check_eq(r['trigger'], {'psi': {'stall': 'some', 'threshold_us': 200000, 'window_us': 2000000}},
+                    f'{what}: the default trigger ({r["resource"]})')
     sm.wait_names(lambda names: not old & set(names), f'{what}: no connection or registration of before left in the store')
     sm.stop()
     pt.check_eq(p.line(), 'eof', f'{what}: the memory-pressure connection ends at the stop')
     p.close()
+    pt.check_eq(io.line(), 'eof', f'{what}: the io-pressure connection ends at the stop')
+    io.close()
 
 
 def scenario_gone(sm, sock):
@@ -324,7 +388,7 @@ def scenario_store_size(args):
         sm.stop()
     with fdstore_test.ServiceManager(args, fdstore_max=100) as sm:
         sm.start()
-        pt.check('FileDescriptorStoreMax=100 of the service is below the 5128 fds' in sm.log(),
+        pt.check('FileDescriptorStoreMax=100 of the service is below the 5130 fds' in sm.log(),
                  'a store too small for the limits is logged', sm.log())
         sm.stop()
 
@@ -387,12 +451,15 @@ def main():
         sock, mp = os.path.join(tmp, 'io.pressured'), os.path.join(tmp, 'memory-pressure')
         conf = os.path.join(tmp, 'test.conf')
         with open(conf, 'w') as f:
-            f.write(f'[MemoryPressure]\nSocket={mp}\n[Limits]\nIdleTimeoutSec=600\n[Levels]\nClearAfterSec=4\n')
+            f.write(f'[MemoryPressure]\nSocket={mp}\nCpuSocket={tmp}/cpu-pressure\nIoSocket={tmp}/io-pressure\n'
+                    '[Limits]\nIdleTimeoutSec=600\n[Levels]\nClearAfterSec=4\n')
         args = ['--socket', sock, '--config', conf, '--log-level', 'info']
         try:
             with fdstore_test.ServiceManager(args) as sm:
                 sm.start()
                 scenario_restart_and_crash(sm, sock, mp, quiet)
+            with fdstore_test.ServiceManager(args) as sm:
+                scenario_undecided(sm, sock, quiet)
             with fdstore_test.ServiceManager(args) as sm:
                 scenario_gone(sm, sock)
             with fdstore_test.ServiceManager(args) as sm:

@@ -206,6 +206,8 @@ static void test_longest_values(void) {
                 { "Policy", "InjectGroup", "g2345678901234567890123456789012", true },
                 { "Policy", "MaxFastTriggersPerUser", "1024", false },
                 { "MemoryPressure", "Socket", socket, true },
+                { "MemoryPressure", "CpuSocket", socket, true },
+                { "MemoryPressure", "IoSocket", socket, true },
                 { "Metrics", "Listen", "[1234:5678:9abc:def0:1234:5678:255.255.255.255]:65535", true },
                 { "Metrics", "Cgroups", globs, true },
                 { "Metrics", "MaxCgroups", "100000", false },
@@ -342,14 +344,31 @@ static void test_value_forms(void) {
         ASSERT_EQ(c->reclaim_max_step_ppm, 10000);
         ASSERT_U64_EQ(c->reclaim_min_size, UINT64_C(100) << 20);
 
-        /* [MemoryPressure] Socket=: a path, empty for off, "auto" for the default. */
-        ASSERT_TRUE(c->mp_socket == NULL);
-        ASSERT_OK(config_parse_string(c, "x", "[MemoryPressure]\nSocket=/run/x/mp\n", NULL));
-        ASSERT_STREQ(c->mp_socket, "/run/x/mp");
-        ASSERT_OK(config_parse_string(c, "x", "[MemoryPressure]\nSocket=\n", NULL));
-        ASSERT_STREQ(c->mp_socket, "");
-        ASSERT_OK(config_parse_string(c, "x", "[MemoryPressure]\nSocket=auto\n", NULL));
-        ASSERT_TRUE(c->mp_socket == NULL);
+        /* [MemoryPressure] Socket=, CpuSocket=, IoSocket=: a path, empty for off, "auto" for the default. */
+        for (Resource r = 0; r < _RESOURCE_MAX; r++) {
+                static const char *const keys[_RESOURCE_MAX] = { "Socket", "CpuSocket", "IoSocket" };
+                _cleanup_free_ char *text = NULL;
+
+                ASSERT_TRUE(c->mp_sockets[r] == NULL);
+                ASSERT_TRUE(asprintf(&text, "[MemoryPressure]\n%s=/run/x/mp\n", keys[r]) > 0);
+                ASSERT_OK(config_parse_string(c, "x", text, NULL));
+                ASSERT_STREQ(c->mp_sockets[r], "/run/x/mp");
+                for (Resource o = 0; o < _RESOURCE_MAX; o++)
+                        if (o != r)
+                                ASSERT_TRUE(c->mp_sockets[o] == NULL);
+                free(text);
+                ASSERT_TRUE(asprintf(&text, "[MemoryPressure]\n%s=\n", keys[r]) > 0);
+                ASSERT_OK(config_parse_string(c, "x", text, NULL));
+                ASSERT_STREQ(c->mp_sockets[r], "");
+                free(text);
+                ASSERT_TRUE(asprintf(&text, "[MemoryPressure]\n%s=auto\n", keys[r]) > 0);
+                ASSERT_OK(config_parse_string(c, "x", text, NULL));
+                ASSERT_TRUE(c->mp_sockets[r] == NULL);
+                free(text);
+                /* A relative path is refused, naming the key. */
+                ASSERT_TRUE(asprintf(&text, "[MemoryPressure]\n%s=run/x\n", keys[r]) > 0);
+                ASSERT_ERR(config_parse_string(c, "x", text, NULL), EINVAL);
+        }
 }
 
 static void test_listen_address(void) {
@@ -649,6 +668,8 @@ static void test_format_roundtrip(void) {
                      "\n"
                      "[MemoryPressure]\n"
                      "Socket=auto\n"
+                     "CpuSocket=auto\n"
+                     "IoSocket=auto\n"
                      "\n"
                      "[Metrics]\n"
                      "Listen=\n"

@@ -45,7 +45,7 @@ static void sample(Snapshot *s) {
                 .start_monotonic_us = 123456789,
                 .live_name = xstrdup("live-6"),
                 .socket_path = xstrdup("/run/pressured/io.pressured"),
-                .proxy_path = xstrdup("/run/pressured/memory-pressure"),
+                .proxy_paths = { [RESOURCE_MEMORY] = xstrdup("/run/pressured/memory-pressure") },
                 .next_client_id = 41,
                 .next_proxy_id = 12,
                 .next_registration_id = 9,
@@ -279,7 +279,8 @@ static void assert_snapshot_eq(const Snapshot *a, const Snapshot *b) {
         ASSERT_U64_EQ(a->start_monotonic_us, b->start_monotonic_us);
         assert_str_eq(a->live_name, b->live_name);
         assert_str_eq(a->socket_path, b->socket_path);
-        assert_str_eq(a->proxy_path, b->proxy_path);
+        for (Resource r = 0; r < _RESOURCE_MAX; r++)
+                assert_str_eq(a->proxy_paths[r], b->proxy_paths[r]);
         ASSERT_U64_EQ(a->next_client_id, b->next_client_id);
         ASSERT_U64_EQ(a->next_proxy_id, b->next_proxy_id);
         ASSERT_U64_EQ(a->next_registration_id, b->next_registration_id);
@@ -301,6 +302,7 @@ static void assert_snapshot_eq(const Snapshot *a, const Snapshot *b) {
                 const SnapshotProxyClient *x = &a->proxies[i], *y = &b->proxies[i];
 
                 ASSERT_U64_EQ(x->id, y->id);
+                ASSERT_EQ(x->resource, y->resource);
                 ASSERT_EQ(x->pid, y->pid);
                 ASSERT_EQ(x->uid, y->uid);
                 assert_str_eq(x->unit, y->unit);
@@ -345,6 +347,36 @@ static void test_round_trip(void) {
         ASSERT_OK(snapshot_decode(buf, n, &e));
         assert_snapshot_eq(&empty, &e);
         ASSERT_EQ(e.n_clients, 0);
+}
+
+/*
+ * Proxied clients of every resource and the cpu and io socket paths come
+ * back as they were; the fixture written before they existed (test_fixtures())
+ * reads as memory with no cpu or io socket.
+ */
+static void test_proxy_resources(void) {
+        _cleanup_(snapshot_done) Snapshot s = {}, d = {};
+        _cleanup_free_ char *buf = NULL;
+        SnapshotProxyClient *more;
+        size_t n;
+
+        sample(&s);
+        s.proxy_paths[RESOURCE_CPU] = xstrdup("/run/pressured/cpu-pressure");
+        s.proxy_paths[RESOURCE_IO] = xstrdup("/run/pressured/io-pressure");
+        more = realloc(s.proxies, 3 * sizeof(*s.proxies));
+        ASSERT_TRUE(more);
+        s.proxies = more;
+        s.proxies[1] = (SnapshotProxyClient) { .id = 12, .resource = RESOURCE_CPU, .pid = 556, .line_done = true };
+        s.proxies[2] = (SnapshotProxyClient) { .id = 13, .resource = RESOURCE_IO, .pid = 557,
+                                               .line = xbytes("some 1"), .decide_by_usec = 99 };
+        s.n_proxies = 3;
+        encode(&s, &buf, &n);
+        ASSERT_OK(snapshot_decode(buf, n, &d));
+        assert_snapshot_eq(&s, &d);
+        ASSERT_EQ(d.proxies[0].resource, RESOURCE_MEMORY);
+        ASSERT_EQ(d.proxies[1].resource, RESOURCE_CPU);
+        ASSERT_EQ(d.proxies[2].resource, RESOURCE_IO);
+        ASSERT_STREQ(d.proxy_paths[RESOURCE_IO], "/run/pressured/io-pressure");
 }
 
 /* Rewrite the header's size and checksum after @buf (of @n bytes) was changed. */
@@ -575,6 +607,7 @@ int main(int argc, char **argv) {
                 return 2;
         }
         test_round_trip();
+        test_proxy_resources();
         test_truncated_and_changed();
         test_garbage();
         test_version();

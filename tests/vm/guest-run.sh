@@ -58,7 +58,8 @@ step() {
         # The bus reads the installed policy (share/dbus-1/system.d) anew.
         systemctl reload dbus.service || fail "reloading the system bus failed"
         # daemon-reload above has loaded the units: spare enable a second reload.
-        systemctl enable --now --no-reload pressured.socket pressured-memory-pressure.socket || fail "enabling the sockets failed"
+        systemctl enable --now --no-reload pressured.socket pressured-memory-pressure.socket \
+                pressured-cpu-pressure.socket pressured-io-pressure.socket || fail "enabling the sockets failed"
         step "socket started"
         systemctl is-active --quiet pressured.socket || fail "pressured.socket is not listening"
         systemctl is-active --quiet pressured-memory-pressure.socket ||
