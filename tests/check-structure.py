@@ -17,7 +17,10 @@
 3. Every quoted #include of a file in daemon/ names a header of its own
    layer or of one below it. The layers, bottom up, are the folders of
    LAYERS, then daemon/ itself (the manager). The build enforces the same
-   through include folders; this names the offending line.
+   through include folders; this names the offending line. Below the
+   server, the wire stays out: no file of WIRE_FREE includes a header of
+   WIRE_HEADERS (a source, the registry and the source choice fail with an
+   errno and a SourceFailure, which the server names for the wire).
 
 4. No dead code: every function of daemon/ and client/ that is not static
    is named somewhere in daemon/ or client/ other than its definition and
@@ -587,6 +590,11 @@ def layer_of(rel):
     return head if '/' in rel and head in LAYERS else ''
 
 
+# Layers that fail in types and the protocol headers that would name the wire for them.
+WIRE_FREE = ('common', 'model', 'sources', 'registry')
+WIRE_HEADERS = ('varlink-error.h', 'subscribe.h')
+
+
 def check_includes(root, out):
     """Rule 3. Returns True when every quoted include points down or across."""
     daemon = os.path.join(root, 'daemon')
@@ -608,6 +616,10 @@ def check_includes(root, out):
             with open(path, errors='replace') as f:
                 for lineno, line in enumerate(f, 1):
                     m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+                    if m and mine in WIRE_FREE and os.path.basename(m.group(1)) in WIRE_HEADERS:
+                        bad.append(f'  daemon/{rel}:{lineno}: includes {m.group(1)}, the wire, in {mine}/ '
+                                   f'(fail with a SourceFailure; the server names it)')
+                        continue
                     if not m or os.path.basename(m.group(1)) not in headers:
                         continue
                     theirs = headers[os.path.basename(m.group(1))]
@@ -950,6 +962,26 @@ def self_test():
                report.count('\n  ') == 3,
                'a name table of a public enum and error names in client/ are flagged; a table of '
                'another enum, a method name and an undeclared error are not')
+
+        wire = os.path.join(tmp, 'wire')
+        write_tree(wire, {
+            'daemon/protocol/varlink-error.h': '#pragma once\n',
+            'daemon/protocol/subscribe.h': '#pragma once\n',
+            'daemon/server/methods.c': '#include "varlink-error.h"\n#include "subscribe.h"\n',
+            'daemon/sources/source.c': '#include "varlink-error.h"\n',
+            'daemon/registry/registration.h': '#pragma once\n#include "subscribe.h"\n',
+        })
+        with open(os.devnull, 'w') as devnull:
+            both = check_includes(wire, devnull)
+        os.remove(os.path.join(wire, 'daemon/sources/source.c'))
+        with open(os.devnull, 'w') as devnull:
+            registry = check_includes(wire, devnull)
+        os.remove(os.path.join(wire, 'daemon/registry/registration.h'))
+        with open(os.devnull, 'w') as devnull:
+            server = check_includes(wire, devnull)
+        expect(not both and not registry and server,
+               'sources/ including varlink-error.h and registry/ including subscribe.h are flagged '
+               '(though protocol/ is below them); server/ including both is not')
 
     print(f'self-test: {"FAILED" if failures else "passed"}')
     return 1 if failures else 0

@@ -8,18 +8,9 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "selector.h"
 #include "trigger.h"
 #include "varlink-error.h"
-
-/* What a Subscribe call asked for. */
-typedef enum Selector {
-        SELECTOR_LEVEL,
-        SELECTOR_PSI,
-        SELECTOR_VMPRESSURE,
-        SELECTOR_MEMORY_EVENTS,
-        SELECTOR_PROTECTION,
-        SELECTOR_KILLS,
-} Selector;
 
 typedef struct SubscribeRequest {
         char *cgroup;               /* canonical, "/" for the system */

@@ -121,3 +121,25 @@ int varlink_error_from_errno(VarlinkError *e, int error, const char *source, con
         snprintf(reason, sizeof(reason), "%s cannot be used: %s", file ?: "the cgroup", strerror(errnum));
         return varlink_error_source_unavailable(e, error, source, reason);
 }
+
+void varlink_error_from_failure(VarlinkError *e, const SourceFailure *f, const char *cgroup) {
+        switch (f->kind) {
+        case SOURCE_FAILURE_NONE:
+                break;
+        case SOURCE_FAILURE_OPEN:
+                (void) varlink_error_from_errno(e, f->error, f->source, cgroup, f->text[0] ? f->text : NULL);
+                break;
+        case SOURCE_FAILURE_NO_SUCH_CGROUP:
+                (void) varlink_error_no_such_cgroup(e, f->error, cgroup);
+                break;
+        case SOURCE_FAILURE_INVALID_CGROUP_PATH:
+                (void) varlink_error_invalid_cgroup_path(e, f->error, cgroup);
+                break;
+        case SOURCE_FAILURE_UNAVAILABLE:
+                (void) varlink_error_source_unavailable(e, f->error, f->source, f->text);
+                break;
+        case SOURCE_FAILURE_LIMIT:
+                (void) varlink_error_limit_exceeded(e, f->error, f->limit, f->value);
+                break;
+        }
+}

@@ -15,6 +15,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "source-failure.h"
+
 /* A varlink error to send: its name (static) and its parameters (owned). */
 typedef struct VarlinkError {
         const char *name;
@@ -80,3 +82,18 @@ int varlink_error_open_files(VarlinkError *e, int error);
  */
 int varlink_error_from_errno(VarlinkError *e, int error, const char *source, const char *cgroup,
                              const char *file);
+
+/*
+ * varlink_error_from_failure - the declared error for what a source, the
+ * registry or the source choice said of its failure: the one place below
+ * the methods that names a SourceFailure for the wire.
+ * @e: filled, unless @f says nothing (SOURCE_FAILURE_NONE)
+ * @f: the cause
+ * @cgroup: the cgroup the request named, for NoSuchCgroup and
+ *          InvalidCgroupPath
+ *
+ * An open is mapped by varlink_error_from_errno() (its file, or the
+ * directory when there is none); the other kinds are their error, with
+ * the source, reason or limit of @f.
+ */
+void varlink_error_from_failure(VarlinkError *e, const SourceFailure *f, const char *cgroup);

@@ -165,7 +165,7 @@ static Registration *registration_free(Registration *r) {
 
 /* A new registration for @key, opened in the directory @dirfd (-1: by path). */
 static int registration_new(Registry *reg, const RegistrationKey *key, int dirfd, Registration **ret,
-                            VarlinkError *e) {
+                            SourceFailure *e) {
         Registration *r;
         char desc[128];
         int k;
@@ -174,7 +174,7 @@ static int registration_new(Registry *reg, const RegistrationKey *key, int dirfd
                 log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 5,
                                 "Limit MaxRegistrations=%u reached, refusing a new registration.",
                                 reg->config->max_registrations);
-                return varlink_error_limit_exceeded(e, -EUSERS, "MaxRegistrations", reg->config->max_registrations);
+                return source_failure_limit(e, -EUSERS, "MaxRegistrations", reg->config->max_registrations);
         }
 
         r = calloc(1, sizeof(*r));
@@ -212,14 +212,14 @@ unsigned registry_fast_count(const Registry *reg, uid_t uid) {
 }
 
 int registration_acquire(Registry *reg, const RegistrationKey *key, int dirfd, Registration **ret,
-                         VarlinkError *e) {
+                         SourceFailure *e) {
         registry_lookup(reg, key, NULL, dir_inode(dirfd), ret, NULL);
         return *ret ? 0 : registration_new(reg, key, dirfd, ret, e);
 }
 
 int registration_acquire_for(Registry *reg, RegistrationKey *key, int dirfd, uid_t uid, bool explicit_psi,
                              Registration **ret, bool *ret_adjusted, char reason[static POLICY_REASON_MAX],
-                             VarlinkError *e) {
+                             SourceFailure *e) {
         PolicyRequest pr = {};
         PsiTrigger asked = key->psi, rounded;
         PolicyVerdict verdict = POLICY_KEEP;
@@ -459,7 +459,7 @@ static void listener_tell_trigger(Listener *l, Registration *r, bool adjusted) {
 static void reload_listener(Registry *reg, Listener *l, const Config *old) {
         Registration *r = l->reg, *to;
         RegistrationKey key = { .type = r->src.type, .cgroup = r->src.cgroup, .resource = r->src.resource };
-        VarlinkError e = {};
+        SourceFailure e;
         const char *reason;
         int k;
 
@@ -483,8 +483,7 @@ static void reload_listener(Registry *reg, Listener *l, const Config *old) {
         k = registration_acquire(reg, &key, -1, &to, &e);
         if (k < 0) {
                 log_warning("Could not move a %s subscription on %s to the new trigger (%s), keeping the old one.",
-                            level_to_string(l->level), r->src.cgroup, strna(e.name));
-                varlink_error_done(&e);
+                            level_to_string(l->level), r->src.cgroup, strerror(-k));
                 return;
         }
         listener_move(l, to);
@@ -546,7 +545,7 @@ int registration_state_json(Registration *r, json_t **ret) {
 }
 
 int registration_adopt(Registry *reg, const SnapshotRegistration *saved, int fd, Registration **ret,
-                       VarlinkError *e) {
+                       SourceFailure *e) {
         RegistrationKey key = {
                 .type = saved->type,
                 .cgroup = saved->cgroup,

@@ -29,7 +29,7 @@
 #include "policy.h"
 #include "source.h"
 #include "trigger.h"
-#include "varlink-error.h"
+#include "source-failure.h"
 
 typedef struct Registry Registry;
 typedef struct Registration Registration;
@@ -150,13 +150,14 @@ unsigned registry_fast_count(const Registry *reg, uid_t uid);
  *         so a cgroup renamed and replaced after the check is never what
  *         the caller gets. Not taken.
  * @ret: the registration (shared; released with its last listener)
- * @e: filled on failure (LimitExceeded for MaxRegistrations, or the
- *     source's error)
+ * @e: the cause on failure: the limit MaxRegistrations (-EUSERS) or the
+ *     source's failure; the caller names it for the wire with the cgroup
+ *     of @key
  *
  * Returns 0 or a negative errno.
  */
 int registration_acquire(Registry *reg, const RegistrationKey *key, int dirfd, Registration **ret,
-                         VarlinkError *e);
+                         SourceFailure *e);
 
 /*
  * registration_acquire_for - registration_acquire() for a peer of @uid,
@@ -175,7 +176,7 @@ int registration_acquire(Registry *reg, const RegistrationKey *key, int dirfd, R
  */
 int registration_acquire_for(Registry *reg, RegistrationKey *key, int dirfd, uid_t uid, bool explicit_psi,
                              Registration **ret, bool *ret_adjusted, char reason[static POLICY_REASON_MAX],
-                             VarlinkError *e);
+                             SourceFailure *e);
 
 /*
  * registration_adopt - the registration a previous process described in
@@ -185,7 +186,7 @@ int registration_acquire_for(Registry *reg, RegistrationKey *key, int dirfd, uid
  * once its listeners are back. Returns 0 or a negative errno with @e filled.
  */
 int registration_adopt(Registry *reg, const SnapshotRegistration *saved, int fd, Registration **ret,
-                       VarlinkError *e);
+                       SourceFailure *e);
 
 /* registration_adopted - @r's listeners are back: report what happened while nobody watched. */
 void registration_adopted(Registration *r, const SnapshotRegistration *saved);

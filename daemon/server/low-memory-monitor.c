@@ -15,6 +15,7 @@
 #include "low-memory-monitor.h"
 #include "metrics-text.h"
 #include "util.h"
+#include "varlink-error.h"
 
 typedef struct LevelListener {
         Listener listener;          /* first: the registry hands this back */
@@ -140,6 +141,7 @@ static void lmm_attach_level(LowMemoryMonitor *m, Level level) {
         Registry *reg = m->registry;
         LevelListener *ll = &m->levels[level];
         _cleanup_(varlink_error_done) VarlinkError e = {};
+        SourceFailure f = {};
         RegistrationKey key = { .cgroup = "/", .resource = RESOURCE_MEMORY };
         char reason[POLICY_REASON_MAX];
         Registration *r;
@@ -154,8 +156,9 @@ static void lmm_attach_level(LowMemoryMonitor *m, Level level) {
                 key.vm_level = level;
                 key.vm_mode = reg->config->vmpressure_mode;
         }
-        k = registration_acquire_for(reg, &key, -1, 0, false, &r, &adjusted, reason, &e);
+        k = registration_acquire_for(reg, &key, -1, 0, false, &r, &adjusted, reason, &f);
         if (k < 0) {
+                varlink_error_from_failure(&e, &f, key.cgroup);
                 log_warning_errno(k, "Failed to register the %s level on the whole system for LowMemoryWarning (%s), "
                                   "leaving it out: %m", level_to_string(level), strna(e.name));
                 return;

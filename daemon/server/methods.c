@@ -223,6 +223,7 @@ static int resolve_request(const Methods *m, Client *c, const SubscribeRequest *
                            RegistrationKey *key, int *ret_dirfd, VarlinkError *e) {
         _cleanup_close_ int v2fd = -1, v1fd = -1;
         CgroupFacts facts;
+        SourceFailure f = {};
         SourceType type;
         const char *reason;
         struct stat st;
@@ -231,9 +232,11 @@ static int resolve_request(const Methods *m, Client *c, const SubscribeRequest *
 
         *ret_dirfd = -1;
         gather_facts(m, req, real, &facts, &v2fd, &v1fd);
-        k = source_choose(req->selector, req->cgroup, &facts, &type, e);
-        if (k < 0)
+        k = source_choose(req->selector, &facts, &type, &f);
+        if (k < 0) {
+                varlink_error_from_failure(e, &f, req->cgroup);
                 return k;
+        }
 
         *key = (RegistrationKey) { .type = type, .cgroup = type == SOURCE_VMPRESSURE ? real->v1 : real->v2,
                                    .resource = req->resource };
@@ -377,6 +380,7 @@ static int method_subscribe(Methods *ms, Client *c, VarlinkCall *call, VarlinkEr
         _cleanup_close_ int dirfd = -1;
         const char *given;
         RegistrationKey key;
+        SourceFailure f = {};
         Registration *r;
         Subscription *s;
         char reason[POLICY_REASON_MAX];
@@ -400,8 +404,9 @@ static int method_subscribe(Methods *ms, Client *c, VarlinkCall *call, VarlinkEr
         if (k < 0)
                 return k;
         k = registration_acquire_for(ms->registry, &key, dirfd, c->uid, req.selector == SELECTOR_PSI, &r, &adjusted,
-                                     reason, e);
+                                     reason, &f);
         if (k < 0) {
+                varlink_error_from_failure(e, &f, key.cgroup);
                 error_to_view(e, key.cgroup, req.cgroup);
                 return k;
         }
@@ -606,6 +611,7 @@ static int method_get_protection(Methods *ms, Client *c, VarlinkCall *call, Varl
         _cleanup_free_ char *peer = NULL, *cgroup = NULL, *v1 = NULL;
         _cleanup_(varlink_error_done) VarlinkError ignored = {};
         _cleanup_close_ int fd = -1, v1fd = -1;
+        SourceFailure f;
         struct stat st;
         json_t *nodes = NULL;
         int k;
@@ -623,7 +629,11 @@ static int method_get_protection(Methods *ms, Client *c, VarlinkCall *call, Varl
         fd = hierarchy_open_cgroup(m->v2, cgroup);
         if (fd == -ENOENT && peer_to_real(c, true, peer, NULL, &v1, &ignored) >= 0 &&
             (v1fd = hierarchy_open_cgroup(m->v1, v1)) >= 0)
-                return source_error_v1_only(e, "protection", m->v2->path, m->v1->path);
+        {
+                k = source_error_v1_only(&f, "protection", m->v2->path, m->v1->path);
+                varlink_error_from_failure(e, &f, peer);
+                return k;
+        }
         if (fd < 0)
                 return varlink_error_from_errno(e, fd, "protection", peer, NULL);
         if (c->uid != 0 && (fstat(fd, &st) < 0 || st.st_uid != c->uid))

@@ -19,6 +19,7 @@
 #include "log.h"
 #include "proxy.h"
 #include "socket-util.h"
+#include "varlink-error.h"
 
 static const ListenerOps proxy_listener_ops;
 
@@ -230,6 +231,7 @@ static void proxy_attach(ProxyClient *p, const PsiTrigger *t) {
         _cleanup_free_ char *cgroup = NULL;
         _cleanup_close_ int dirfd = -1;
         _cleanup_(varlink_error_done) VarlinkError e = {};
+        SourceFailure f = {};
         RegistrationKey key;
         Registration *r;
         char desc[PSI_TRIGGER_FORMAT_MAX], reason[POLICY_REASON_MAX];
@@ -256,8 +258,9 @@ static void proxy_attach(ProxyClient *p, const PsiTrigger *t) {
                 key.psi = fallback;
                 t = &fallback;
         }
-        k = registration_acquire_for(env->registry, &key, dirfd, p->uid, true, &r, &adjusted, reason, &e);
+        k = registration_acquire_for(env->registry, &key, dirfd, p->uid, true, &r, &adjusted, reason, &f);
         if (k < 0) {
+                varlink_error_from_failure(&e, &f, key.cgroup);
                 /* Stay connected and silent: closing would make sd-event spin. */
                 log_warning_errno(k, "Proxied %s client %" PRIu64 " (pid %d, unit %s) cannot watch %s, "
                                   "it stays connected without events: %s: %s",

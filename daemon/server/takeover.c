@@ -558,10 +558,12 @@ static void restore_registrations(Takeover *t, NamedFds *fds) {
         for (size_t i = 0; i < t->snap.n_registrations; i++) {
                 const SnapshotRegistration *sr = &t->snap.registrations[i];
                 _cleanup_(varlink_error_done) VarlinkError e = {};
+                SourceFailure f = {};
                 int k;
 
-                k = registration_adopt(t->env.registry, sr, take_fd(fds, 'r', sr->id), &t->adopted[i], &e);
+                k = registration_adopt(t->env.registry, sr, take_fd(fds, 'r', sr->id), &t->adopted[i], &f);
                 if (k < 0) {
+                        varlink_error_from_failure(&e, &f, sr->cgroup);
                         t->adopted[i] = NULL;
                         store_remove(t, 'r', sr->id);
                         log_warning_errno(k, "The %s registration on %s could not be taken over (%s); its streams end: %m",

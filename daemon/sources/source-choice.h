@@ -9,9 +9,9 @@
 
 #include <stdbool.h>
 
+#include "selector.h"
+#include "source-failure.h"
 #include "source.h"
-#include "subscribe.h"
-#include "varlink-error.h"
 
 typedef struct CgroupFacts {
         const char *v2_root;     /* where the hierarchies in use are, named in errors; NULL: none */
@@ -31,10 +31,10 @@ typedef struct CgroupFacts {
 /*
  * source_choose - the source that serves @selector on @cgroup.
  * @selector: what the request asked for
- * @cgroup: the canonical cgroup path, named in errors
  * @f: the facts about @cgroup
  * @ret: the source
- * @e: filled on failure
+ * @e: filled on failure; the caller names the cgroup when it maps it for
+ *     the wire (varlink_error_from_failure())
  *
  * "level": on "/", PSI if /proc/pressure/memory is there, else vmpressure
  * on the v1 root; on a cgroup, PSI if its cgroup2 directory has
@@ -45,15 +45,15 @@ typedef struct CgroupFacts {
  * "memory_events" and "protection" in cgroup2 with the memory
  * controller's files. "kills" serves "/" always and a cgroup in cgroup2
  * (with memory.events or without: then systemd-oomd alone reports on it).
- * Returns 0, or a negative errno with @e filled
- * (SourceUnavailable, NoSuchCgroup, InvalidCgroupPath, LimitExceeded, as
- * varlink_error_from_errno() maps a failed open). A cgroup that exists only
+ * Returns 0, or a negative errno with @e filled: the source unavailable,
+ * no such cgroup, an invalid cgroup path, or the failed open of the
+ * cgroup directory (whose errno decides the error the server answers). A cgroup that exists only
  * in the v1 memory hierarchy gets the same SourceUnavailable from every
  * source that needs cgroup2 (source_error_v1_only()), one only in cgroup2
  * the like from vmpressure: NoSuchCgroup means that the cgroup is in none of
  * the hierarchies in use.
  */
-int source_choose(Selector selector, const char *cgroup, const CgroupFacts *f, SourceType *ret, VarlinkError *e);
+int source_choose(Selector selector, const CgroupFacts *f, SourceType *ret, SourceFailure *e);
 
 /* What SourceUnavailable says of a cgroup2 directory without the memory controller's files. */
 #define SOURCE_REASON_NO_MEMORY_CONTROLLER \
@@ -61,11 +61,11 @@ int source_choose(Selector selector, const char *cgroup, const CgroupFacts *f, S
         "the memory controller is not enabled for it in the cgroup2 hierarchy"
 
 /*
- * source_error_v1_only - SourceUnavailable for @source on a cgroup that
+ * source_error_v1_only - @source unavailable on a cgroup that
  * exists in the cgroup v1 memory hierarchy at @v1_root but not in the
  * cgroup2 one at @v2_root, which @source needs. Returns -EOPNOTSUPP.
  */
-int source_error_v1_only(VarlinkError *e, const char *source, const char *v2_root, const char *v1_root);
+int source_error_v1_only(SourceFailure *e, const char *source, const char *v2_root, const char *v1_root);
 
 /* source_error_v2_only - the same for vmpressure on a cgroup only in the cgroup2 hierarchy. */
-int source_error_v2_only(VarlinkError *e, const char *v2_root, const char *v1_root);
+int source_error_v2_only(SourceFailure *e, const char *v2_root, const char *v1_root);

@@ -11,7 +11,7 @@
 #include "source-common.h"
 #include "util.h"
 
-static int source_open_dir(Source *s, const Hierarchy *h, int given, VarlinkError *e) {
+static int source_open_dir(Source *s, const Hierarchy *h, int given, SourceFailure *e) {
         _cleanup_close_ int fd = -1;
         struct stat st;
 
@@ -23,23 +23,23 @@ static int source_open_dir(Source *s, const Hierarchy *h, int given, VarlinkErro
         } else
                 fd = hierarchy_open_cgroup(h, s->cgroup);
         if (fd < 0)
-                return varlink_error_from_errno(e, fd, source_type_to_string(s->type), s->cgroup, NULL);
+                return source_failure_open(e, fd, source_type_to_string(s->type), NULL);
         if (fstat(fd, &st) < 0)
                 return -errno;
         s->dir_ino = st.st_ino;
         return TAKE_FD(fd);
 }
 
-static int source_open_file(Source *s, int dirfd, const char *file, int flags, VarlinkError *e) {
+static int source_open_file(Source *s, int dirfd, const char *file, int flags, SourceFailure *e) {
         int fd = openat(dirfd, file, flags | O_CLOEXEC);
 
         if (fd < 0)
-                return varlink_error_from_errno(e, -errno, source_type_to_string(s->type), s->cgroup, file);
+                return source_failure_open(e, -errno, source_type_to_string(s->type), file);
         return fd;
 }
 
 int source_open_files(Source *s, const Hierarchy *h, int given, const SourceFile *files, size_t n, int *ret_fds,
-                      int *ret_dirfd, VarlinkError *e) {
+                      int *ret_dirfd, SourceFailure *e) {
         _cleanup_close_ int dirfd = -1;
         int fds[SOURCE_FILES_MAX];
         size_t i;

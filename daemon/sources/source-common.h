@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the kernel sources share: opening a registration's cgroup
- * directory and files with errors mapped by varlink_error_from_errno(),
+ * directory and files, failing with a SourceFailure that says which,
  * used by the sources only.
  */
 #pragma once
@@ -12,7 +12,7 @@
 
 #include "cgroup.h"
 #include "source.h"
-#include "varlink-error.h"
+#include "source-failure.h"
 
 /* A file of a cgroup directory to open, and how. */
 typedef struct SourceFile {
@@ -31,12 +31,12 @@ typedef struct SourceFile {
  * @ret_fds: the files' fds, in the order of @files
  * @ret_dirfd: the directory's fd, or NULL to close it
  *
- * Returns 0, or a negative errno with @e filled as
- * varlink_error_from_errno() maps it; then nothing is left open and
+ * Returns 0, or a negative errno with @e filled (the failed open of the
+ * directory, or of the file named); then nothing is left open and
  * nothing is written to @ret_fds or @ret_dirfd.
  */
 int source_open_files(Source *s, const Hierarchy *h, int dirfd, const SourceFile *files, size_t n, int *ret_fds,
-                      int *ret_dirfd, VarlinkError *e);
+                      int *ret_dirfd, SourceFailure *e);
 
 /*
  * source_watch_cgroup - a non-blocking inotify fd that becomes readable

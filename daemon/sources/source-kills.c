@@ -239,7 +239,7 @@ static void kills_on_ready(evutil_socket_t fd, short what, void *userdata) {
                 kills_report(s, s->cgroup, rise);
 }
 
-static int kills_open_cgroup(Source *s, int given, VarlinkError *e) {
+static int kills_open_cgroup(Source *s, int given, SourceFailure *e) {
         _cleanup_close_ int dirfd = -1, evfd = -1, ifd = -1;
         int none[1], k;
 
@@ -273,7 +273,7 @@ static void kills_root_free(Source *s) {
         s->kills_root = NULL;
 }
 
-static int kills_open(Source *s, int dirfd, VarlinkError *e) {
+static int kills_open(Source *s, int dirfd, SourceFailure *e) {
         int k = streq(s->cgroup, "/") ? kills_open_root(s) : kills_open_cgroup(s, dirfd, e);
 
         /* Last: a source in the oomd watch is one that opened, which close() takes out. */

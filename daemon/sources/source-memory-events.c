@@ -49,7 +49,7 @@ static void memory_events_on_ready(evutil_socket_t fd, short what, void *userdat
         s->cb->event(s, event, mono);
 }
 
-static int memory_events_open(Source *s, int given, VarlinkError *e) {
+static int memory_events_open(Source *s, int given, SourceFailure *e) {
         SourceEnv *env = s->env;
         _cleanup_close_ int dirfd = -1, evfd = -1, ifd = -1;
         int k;
@@ -69,7 +69,7 @@ static int memory_events_open(Source *s, int given, VarlinkError *e) {
                 s->aux_fd = safe_close(s->aux_fd);
                 if (k == -ENOMEM)
                         return k; /* out of memory is not a file that cannot be parsed */
-                return varlink_error_source_unavailable(e, k, "memory_events", "memory.events cannot be parsed");
+                return source_failure_unavailable(e, k, "memory_events", "memory.events cannot be parsed");
         }
         s->ev = event_new(env->base, ifd, EV_READ | EV_PERSIST, memory_events_on_ready, s);
         if (!s->ev || event_add(s->ev, NULL) < 0) {

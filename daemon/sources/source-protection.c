@@ -110,7 +110,7 @@ static int refresh_timer_ensure(ProtectionSource *p) {
         return 0;
 }
 
-static int protection_open(Source *s, int dirfd, VarlinkError *e) {
+static int protection_open(Source *s, int dirfd, SourceFailure *e) {
         ProtectionSource *p = s->env->protection;
         ProtectionNode *node;
         int k;
@@ -128,7 +128,7 @@ static int protection_open(Source *s, int dirfd, VarlinkError *e) {
                         reader_drop_if_unused(p);
                 if (k == -ENOMEM)
                         return k;
-                return varlink_error_from_errno(e, k, "protection", s->cgroup, NULL);
+                return source_failure_open(e, k, "protection", NULL);
         }
         node = protection_reader_lookup(p->reader, s->cgroup);
         if (node)

@@ -64,7 +64,7 @@ static int psi_write_trigger(int fd, const PsiTrigger *t) {
         return 0;
 }
 
-static int psi_open(Source *s, int dirfd, VarlinkError *e) {
+static int psi_open(Source *s, int dirfd, SourceFailure *e) {
         SourceEnv *env = s->env;
         _cleanup_close_ int fd = -1, epfd = -1;
         struct epoll_event ev = { .events = EPOLLPRI };
@@ -79,7 +79,7 @@ static int psi_open(Source *s, int dirfd, VarlinkError *e) {
                 file = resource_proc_pressure_file(s->resource);
                 fd = open(file, O_RDWR | O_NONBLOCK | O_CLOEXEC);
                 if (fd < 0)
-                        return varlink_error_from_errno(e, -errno, "psi", s->cgroup, file);
+                        return source_failure_open(e, -errno, "psi", file);
         } else {
                 k = source_open_files(s, env->v2, dirfd, &(const SourceFile) { file, O_RDWR | O_NONBLOCK }, 1, &fd, NULL,
                                       e);
@@ -89,7 +89,7 @@ static int psi_open(Source *s, int dirfd, VarlinkError *e) {
                         return -errno;
                 snprintf(reason, sizeof(reason), "%s is not a kernel cgroup2 file", file);
                 if (sfs.f_type != CGROUP2_SUPER_MAGIC)
-                        return varlink_error_source_unavailable(e, -EOPNOTSUPP, "psi", reason);
+                        return source_failure_unavailable(e, -EOPNOTSUPP, "psi", reason);
         }
 
         k = psi_write_trigger(fd, &s->requested);
@@ -115,7 +115,7 @@ static int psi_open(Source *s, int dirfd, VarlinkError *e) {
 
                 (void) psi_trigger_format(&s->requested, PSI_TRIGGER_FORMAT_CONFIG, text, sizeof(text));
                 snprintf(what, sizeof(what), "the PSI trigger \"%s\"", text);
-                return varlink_error_from_errno(e, k, "psi", s->cgroup, what);
+                return source_failure_open(e, k, "psi", what);
         }
 
         epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -139,7 +139,7 @@ static int psi_open(Source *s, int dirfd, VarlinkError *e) {
  * becomes a wakeup of the new watch. A file whose cgroup went away polls
  * POLLERR, which the watch reports as for a registration of our own.
  */
-static int psi_adopt(Source *s, int fd, VarlinkError *e) {
+static int psi_adopt(Source *s, int fd, SourceFailure *e) {
         _cleanup_close_ int tfd = fd, epfd = -1;
         struct epoll_event ev = { .events = EPOLLPRI };
         struct pollfd pfd = { .fd = fd, .events = POLLPRI };
@@ -149,7 +149,7 @@ static int psi_adopt(Source *s, int fd, VarlinkError *e) {
         if (fstatfs(fd, &sfs) < 0)
                 return -errno;
         if (sfs.f_type != CGROUP2_SUPER_MAGIC && sfs.f_type != PROC_SUPER_MAGIC)
-                return varlink_error_source_unavailable(e, -EBADF, "psi", "the inherited fd is not a pressure file");
+                return source_failure_unavailable(e, -EBADF, "psi", "the inherited fd is not a pressure file");
         pending = poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLPRI) && !(pfd.revents & POLLERR);
 
         epfd = epoll_create1(EPOLL_CLOEXEC);

@@ -68,7 +68,7 @@ static void vmpressure_close(Source *s) {
         s->holdoff = NULL;
 }
 
-static int vmpressure_open(Source *s, int dirfd, VarlinkError *e) {
+static int vmpressure_open(Source *s, int dirfd, SourceFailure *e) {
         SourceEnv *env = s->env;
         static const SourceFile files[] = {
                 { "memory.pressure_level", O_RDONLY },
@@ -95,7 +95,7 @@ static int vmpressure_open(Source *s, int dirfd, VarlinkError *e) {
                 n = snprintf(buf, sizeof(buf), "%d %d %s,%s", efd, levelfd, level_to_string(s->vm_level),
                              vmpressure_mode_to_string(s->vm_mode));
         if (write(ctlfd, buf, (size_t) n + 1) < 0)
-                return varlink_error_from_errno(e, -errno, "vmpressure", s->cgroup, "the vmpressure registration");
+                return source_failure_open(e, -errno, "vmpressure", "the vmpressure registration");
 
         /* The kernel keeps what it needs; only the eventfd stays open. */
         s->ev = event_new(env->base, efd, EV_READ | EV_PERSIST, vmpressure_on_ready, s);
@@ -111,7 +111,7 @@ static int vmpressure_open(Source *s, int dirfd, VarlinkError *e) {
  * the gap as one event's count; a cgroup removed meanwhile signalled it
  * once more, which the first wakeup finds.
  */
-static int vmpressure_adopt(Source *s, int fd, VarlinkError *e) {
+static int vmpressure_adopt(Source *s, int fd, SourceFailure *e) {
         _cleanup_close_ int efd = fd;
         int fl = fcntl(fd, F_GETFL);
 

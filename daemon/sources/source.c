@@ -36,7 +36,7 @@ static int source_init(Source *s, SourceEnv *env, const SourceCallbacks *cb, con
 }
 
 int source_open(Source *s, SourceEnv *env, const SourceCallbacks *cb, const SourceParams *p, int dirfd,
-                VarlinkError *e) {
+                SourceFailure *e) {
         int k = source_init(s, env, cb, p);
 
         if (k < 0)
@@ -52,7 +52,7 @@ int source_open(Source *s, SourceEnv *env, const SourceCallbacks *cb, const Sour
 }
 
 int source_adopt(Source *s, SourceEnv *env, const SourceCallbacks *cb, const SourceParams *p,
-                 const SnapshotRegistration *saved, int fd, VarlinkError *e) {
+                 const SnapshotRegistration *saved, int fd, SourceFailure *e) {
         const SourceOps *ops = source_ops_get(p->type);
         int k = source_init(s, env, cb, p);
 

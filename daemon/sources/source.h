@@ -40,7 +40,7 @@
 #include "source-type.h"
 #include "system-bus.h"
 #include "trigger.h"
-#include "varlink-error.h"
+#include "source-failure.h"
 
 typedef struct Source Source;
 typedef struct ProtectionSource ProtectionSource;
@@ -118,8 +118,10 @@ struct Source {
 
 typedef struct SourceOps {
         /* Make the kernel registration, in the cgroup directory @dirfd
-         * if it is not -1 (not taken); fill @e on failure. */
-        int (*open)(Source *s, int dirfd, VarlinkError *e);
+         * if it is not -1 (not taken). On failure return a negative errno
+         * and say why in @e (which file failed to open, why the source is
+         * unavailable); a bare errno (out of memory) may leave it as it is. */
+        int (*open)(Source *s, int dirfd, SourceFailure *e);
         /* Release what open() made beyond fd, aux_fd and ev (which the
          * registration closes itself); optional. */
         void (*close)(Source *s);
@@ -129,7 +131,7 @@ typedef struct SourceOps {
         /* Take over the kernel registration @fd a previous process made
          * (its trigger written, its eventfd registered); optional: without
          * it, or without an fd, the registration is opened anew. */
-        int (*adopt)(Source *s, int fd, VarlinkError *e);
+        int (*adopt)(Source *s, int fd, SourceFailure *e);
         /* After a fresh open for a successor: what changed while no
          * process watched (counters, state) is reported; optional. */
         void (*restore)(Source *s, const SnapshotRegistration *saved);
@@ -156,12 +158,12 @@ const SourceOps *source_ops_get(SourceType t);
  *         and replaced after the check does not change what is registered.
  *         The system-wide PSI file and the protection source, which reads
  *         the protection tree by path, do not use it.
- * @e: filled on failure
+ * @e: the cause on failure, named for the wire only by the server
  *
  * Returns 0, or a negative errno with nothing left open.
  */
 int source_open(Source *s, SourceEnv *env, const SourceCallbacks *cb, const SourceParams *p, int dirfd,
-                VarlinkError *e);
+                SourceFailure *e);
 
 /*
  * source_adopt - take over, in @s (zeroed by the caller), the registration
@@ -172,7 +174,7 @@ int source_open(Source *s, SourceEnv *env, const SourceCallbacks *cb, const Sour
  * or a negative errno with @e filled and nothing left open.
  */
 int source_adopt(Source *s, SourceEnv *env, const SourceCallbacks *cb, const SourceParams *p,
-                 const SnapshotRegistration *saved, int fd, VarlinkError *e);
+                 const SnapshotRegistration *saved, int fd, SourceFailure *e);
 
 /*
  * source_restore - for a source source_adopt() opened anew: report what

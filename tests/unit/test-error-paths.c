@@ -82,7 +82,7 @@ static void write_file(const char *root, const char *rel, const char *text) {
 /* A fake cgroup2 tree with /x/memory.events, and the callbacks of a registration on it. */
 static void fixture_tree(Fixture *f) {
         RegistrationKey key = { .type = SOURCE_MEMORY_EVENTS, .cgroup = "/x" };
-        VarlinkError e = {};
+        SourceFailure e = {};
         Registration *r;
         char path[128];
 

@@ -60,7 +60,7 @@ static void no_dispatch(Client *c, VarlinkCall *call, void *userdata) {
 static void fixture_init(Fixture *f) {
         RegistrationKey key = { .type = SOURCE_MEMORY_EVENTS, .cgroup = "/mem" };
         struct sockaddr_un sa = {};
-        VarlinkError e = {};
+        SourceFailure e = {};
         Registration *r;
         char path[128];
         int lfd;
@@ -349,7 +349,7 @@ static void test_registry_removed(void) {
 /* The real memory.events source on the fake tree reports through the registry to its listeners. */
 static void test_registry_source(void) {
         RegistrationKey key = { .type = SOURCE_MEMORY_EVENTS, .cgroup = "/mem" };
-        VarlinkError e = {};
+        SourceFailure e = {};
         Fixture fx;
         Registration *r, *again;
         Fake a, b;
@@ -968,7 +968,7 @@ static void test_fast_charge(void) {
  */
 static void test_registry_checked_directory(void) {
         RegistrationKey key = { .type = SOURCE_MEMORY_EVENTS, .cgroup = "/mem" };
-        VarlinkError e = {};
+        SourceFailure e = {};
         Fixture fx;
         Registration *r, *r_new, *again;
         char path[160], moved[128];

@@ -7,6 +7,7 @@
 #include "source-choice.h"
 #include "tests.h"
 #include "util.h"
+#include "varlink-error.h"
 
 /* A cgroup present in both hierarchies of a hybrid system, with every file. */
 static const CgroupFacts hybrid = {
@@ -16,24 +17,29 @@ static const CgroupFacts hybrid = {
 };
 
 static void expect_source(Selector sel, const CgroupFacts *f, SourceType want) {
-        VarlinkError e = {};
+        SourceFailure e = {};
         SourceType t = _SOURCE_INVALID;
 
-        ASSERT_OK(source_choose(sel, "/a", f, &t, &e));
+        ASSERT_OK(source_choose(sel, f, &t, &e));
         ASSERT_STREQ(source_type_to_string(t), source_type_to_string(want));
-        ASSERT_TRUE(!e.name);
+        ASSERT_EQ(e.kind, SOURCE_FAILURE_NONE);
 }
 
 static void expect_error(Selector sel, const CgroupFacts *f, const char *name, const char *source) {
-        VarlinkError e = {};
+        _cleanup_(varlink_error_done) VarlinkError e = {};
+        SourceFailure failure = {};
         SourceType t = _SOURCE_INVALID;
+        int k;
 
-        ASSERT_TRUE(source_choose(sel, "/a", f, &t, &e) < 0);
+        k = source_choose(sel, f, &t, &failure);
+        ASSERT_TRUE(k < 0);
+        ASSERT_EQ(failure.error, k);
         ASSERT_EQ(t, _SOURCE_INVALID);
+        /* What the server answers: the failure named for the wire. */
+        varlink_error_from_failure(&e, &failure, "/a");
         ASSERT_STREQ(e.name, name);
         if (source)
                 ASSERT_STREQ(json_string_value(json_object_get(e.parameters, "source")), source);
-        varlink_error_done(&e);
 }
 
 static void test_level(void) {
@@ -204,6 +210,7 @@ static void test_v1_only_and_files(void) {
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 CgroupFacts f = hybrid;
                 VarlinkError e = {};
+                SourceFailure failure = {};
                 SourceType t;
                 char want[256];
 
@@ -211,7 +218,8 @@ static void test_v1_only_and_files(void) {
                 f.v1_root = "/sys/fs/cgroup/memory";
                 f.resource = cases[i].resource;
                 f.in_v2 = -ENOENT;
-                ASSERT_TRUE(source_choose(cases[i].selector, "/a", &f, &t, &e) < 0);
+                ASSERT_TRUE(source_choose(cases[i].selector, &f, &t, &failure) < 0);
+                varlink_error_from_failure(&e, &failure, "/a");
                 ASSERT_STREQ(e.name, "io.pressured.SourceUnavailable");
                 ASSERT_STREQ(json_string_value(json_object_get(e.parameters, "source")), cases[i].source);
                 snprintf(want, sizeof(want),

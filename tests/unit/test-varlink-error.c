@@ -150,8 +150,63 @@ static void test_from_errno(void) {
         varlink_error_done(&e);
 }
 
+/* What the server answers for each kind of SourceFailure: the declared error, as varlink_error_from_errno() for an open. */
+static void test_from_failure(void) {
+        _cleanup_(varlink_error_done) VarlinkError e = {}, want = {};
+        SourceFailure f = {};
+        char *a, *b;
+
+        /* Nothing said: @e is left as it is, the caller answers from the errno. */
+        varlink_error_from_failure(&e, &f, "/a");
+        ASSERT_TRUE(!e.name);
+
+        ASSERT_EQ(source_failure_open(&f, -ENOENT, "psi", NULL), -ENOENT);
+        varlink_error_from_failure(&e, &f, "/a");
+        CHECK(&e, "io.pressured.NoSuchCgroup", "s", "cgroup");
+        ASSERT_STREQ(json_string_value(json_object_get(e.parameters, "cgroup")), "/a");
+
+        /* A file inside: the same reason text as the direct mapping, byte for byte. */
+        ASSERT_EQ(source_failure_open(&f, -EINVAL, "psi", "the PSI trigger \"some 150ms 2s\""), -EINVAL);
+        varlink_error_from_failure(&e, &f, "/a");
+        varlink_error_from_errno(&want, -EINVAL, "psi", "/a", "the PSI trigger \"some 150ms 2s\"");
+        ASSERT_STREQ(e.name, "io.pressured.InvalidTrigger");
+        a = json_dumps(e.parameters, JSON_SORT_KEYS);
+        b = json_dumps(want.parameters, JSON_SORT_KEYS);
+        ASSERT_STREQ(a, b);
+        free(a);
+        free(b);
+        ASSERT_EQ(source_failure_open(&f, -EACCES, "memory_events", "memory.events"), -EACCES);
+        varlink_error_from_failure(&e, &f, "/a");
+        ASSERT_STREQ(json_string_value(json_object_get(e.parameters, "reason")),
+                     "memory.events cannot be used: Permission denied");
+        ASSERT_STREQ(json_string_value(json_object_get(e.parameters, "source")), "memory_events");
+
+        ASSERT_EQ(source_failure_no_such_cgroup(&f, -ENOENT), -ENOENT);
+        varlink_error_from_failure(&e, &f, "/b");
+        CHECK(&e, "io.pressured.NoSuchCgroup", "s", "cgroup");
+        ASSERT_STREQ(json_string_value(json_object_get(e.parameters, "cgroup")), "/b");
+
+        ASSERT_EQ(source_failure_invalid_cgroup_path(&f, -ELOOP), -ELOOP);
+        varlink_error_from_failure(&e, &f, "/b");
+        CHECK(&e, "io.pressured.InvalidCgroupPath", "s", "cgroup");
+        ASSERT_STREQ(json_string_value(json_object_get(e.parameters, "cgroup")), "/b");
+
+        ASSERT_EQ(source_failure_unavailable(&f, -EOPNOTSUPP, "vmpressure", "no v1"), -EOPNOTSUPP);
+        varlink_error_from_failure(&e, &f, "/b");
+        CHECK(&e, "io.pressured.SourceUnavailable", "ss", "source", "reason");
+        ASSERT_STREQ(json_string_value(json_object_get(e.parameters, "source")), "vmpressure");
+        ASSERT_STREQ(json_string_value(json_object_get(e.parameters, "reason")), "no v1");
+
+        ASSERT_EQ(source_failure_limit(&f, -EUSERS, "MaxRegistrations", 4096), -EUSERS);
+        varlink_error_from_failure(&e, &f, "/b");
+        CHECK(&e, "io.pressured.LimitExceeded", "si", "limit", "value");
+        ASSERT_STREQ(json_string_value(json_object_get(e.parameters, "limit")), "MaxRegistrations");
+        ASSERT_EQ(json_integer_value(json_object_get(e.parameters, "value")), 4096);
+}
+
 int main(void) {
         test_constructors();
         test_from_errno();
+        test_from_failure();
         return 0;
 }

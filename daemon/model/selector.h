@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a Subscribe call asks for, apart from the wire: the protocol parses
+ * it (subscribe.h), the source choice decides with it (source-choice.h).
+ */
+#pragma once
+
+/* What a Subscribe call asked for. */
+typedef enum Selector {
+        SELECTOR_LEVEL,
+        SELECTOR_PSI,
+        SELECTOR_VMPRESSURE,
+        SELECTOR_MEMORY_EVENTS,
+        SELECTOR_PROTECTION,
+        SELECTOR_KILLS,
+} Selector;
