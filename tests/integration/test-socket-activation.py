@@ -288,11 +288,16 @@ def main():
                                  env=env, stdout=log, stderr=log)
             try:
                 deadline = time.monotonic() + WAIT
-                while not os.path.exists(path2):
-                    if p.poll() is not None or time.monotonic() > deadline:
-                        fail('systemd-socket-activate did not listen on %s' % path2)
-                    time.sleep(0.02)
-                check_get_info(path2).close()
+                # The file exists from bind(); a connect before listen() is refused.
+                while True:
+                    try:
+                        v = check_get_info(path2)
+                        break
+                    except (FileNotFoundError, ConnectionRefusedError):
+                        if p.poll() is not None or time.monotonic() > deadline:
+                            fail('systemd-socket-activate did not listen on %s' % path2)
+                        time.sleep(0.02)
+                v.close()
                 p.send_signal(signal.SIGTERM)
                 rc = p.wait(WAIT)
                 if rc != 0:
