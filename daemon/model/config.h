@@ -57,6 +57,7 @@ typedef struct Config {
         VmpressureMode vmpressure_mode;
         uint64_t clear_after_usec;  /* episode hold period; 0: two windows of the trigger (2 s for vmpressure) */
         uint32_t clear_ratio_ppm;   /* PSI episodes clear below threshold × this / 1e6 */
+        uint64_t step_down_usec;    /* a level stream's level holds this long after its last event (+ the window) */
 
         /* [Limits] */
         unsigned max_clients;

@@ -13,4 +13,5 @@ typedef enum Selector {
         SELECTOR_MEMORY_EVENTS,
         SELECTOR_PROTECTION,
         SELECTOR_KILLS,
+        SELECTOR_LEVELS,        /* the level stream: the three [Levels] registrations */
 } Selector;

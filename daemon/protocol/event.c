@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Event JSON builders and the shared serialized body of an event. */
+#include <inttypes.h>
+
 #include "event.h"
 #include "util.h"
 #include "varlink.h"
@@ -145,6 +147,24 @@ json_t *event_killed_new(const char *cgroup, const char *by, const char *reason,
                          "cgroup", cgroup, "by", by,
                          "reason", reason, "time_us", (json_int_t) realtime_us,
                          "monotonic_us", (json_int_t) monotonic_us);
+}
+
+json_t *event_level_new(const char *cgroup, const char *level, const uint64_t *headroom,
+                        const uint64_t *reclaim_target, uint64_t realtime_us, uint64_t monotonic_us) {
+        return json_pack("{s:s, s:s, s:s, s:o, s:o, s:I, s:I}", "kind", IDL_EVENT_KIND_NAME(LEVEL),
+                         "cgroup", cgroup, "level", level,
+                         "headroom_bytes", headroom ? json_integer((json_int_t) *headroom) : json_null(),
+                         "reclaim_target_bytes",
+                         reclaim_target ? json_integer((json_int_t) *reclaim_target) : json_null(),
+                         "time_us", (json_int_t) realtime_us, "monotonic_us", (json_int_t) monotonic_us);
+}
+
+size_t event_level_prefix(char *buf, uint64_t seq, uint64_t missed) {
+        int n = snprintf(buf, OUT_PREFIX_MAX,
+                         "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":%" PRIu64 ",\"missed\":%" PRIu64 ",",
+                         seq, missed);
+
+        return n < 0 ? 0 : (size_t) n;
 }
 
 double event_peak_percent(uint32_t ppm) {

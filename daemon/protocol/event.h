@@ -62,6 +62,23 @@ json_t *event_subscribed_new(const char *cgroup, SourceType source, Resource res
 json_t *event_pressure_new(const char *cgroup, const char *source, Resource resource, json_t *psi,
                            uint64_t realtime_us, uint64_t monotonic_us) _warn_unused_result_;
 
+/*
+ * event_level_new - a "level" event (LevelEvent) without "seq" and
+ * "missed" (event_level_prefix() adds those).
+ * @level: "normal", "low", "medium" or "critical"
+ * @headroom, @reclaim_target: the numbers, or NULL for null
+ */
+json_t *event_level_new(const char *cgroup, const char *level, const uint64_t *headroom,
+                        const uint64_t *reclaim_target, uint64_t realtime_us, uint64_t monotonic_us) _warn_unused_result_;
+
+/*
+ * event_level_prefix - the envelope of a level event numbered @seq with
+ * @missed changes folded into it, up to where its body (event_body_new()
+ * of event_level_new()) goes on; @buf has OUT_PREFIX_MAX bytes. Returns
+ * its length.
+ */
+size_t event_level_prefix(char *buf, uint64_t seq, uint64_t missed);
+
 /* event_memory_events_new - a "memory_events" event with the counters and their change. */
 json_t *event_memory_events_new(const char *cgroup, const MemoryEvents *counters, const MemoryEvents *delta,
                                 uint64_t realtime_us, uint64_t monotonic_us) _warn_unused_result_;

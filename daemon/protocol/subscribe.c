@@ -124,7 +124,8 @@ int subscribe_request_parse(json_t *params, SubscribeRequest *ret, VarlinkError 
                                 return k;
                         is_selector = true;
                         r.selector = SELECTOR_VMPRESSURE;
-                } else if (streq(key, "memory_events") || streq(key, "protection") || streq(key, "kills")) {
+                } else if (streq(key, "memory_events") || streq(key, "protection") || streq(key, "kills") ||
+                           streq(key, "levels")) {
                         if (!json_is_boolean(v))
                                 return varlink_error_invalid_parameter(e, key);
                         if (json_is_false(v))
@@ -132,6 +133,7 @@ int subscribe_request_parse(json_t *params, SubscribeRequest *ret, VarlinkError 
                         is_selector = true;
                         r.selector = streq(key, "protection") ? SELECTOR_PROTECTION :
                                      streq(key, "kills")      ? SELECTOR_KILLS :
+                                     streq(key, "levels")     ? SELECTOR_LEVELS :
                                                                 SELECTOR_MEMORY_EVENTS;
                 } else
                         return varlink_error_invalid_parameter(e, key);
@@ -149,6 +151,9 @@ int subscribe_request_parse(json_t *params, SubscribeRequest *ret, VarlinkError 
          * protection and kills are memory's alone. */
         if (r.resource != RESOURCE_MEMORY && r.selector != SELECTOR_LEVEL && r.selector != SELECTOR_PSI)
                 return varlink_error_invalid_parameter(e, "resource");
+        /* A level stream folds changes a client has not read: no interval on top. */
+        if (r.selector == SELECTOR_LEVELS && r.min_interval_usec > 0)
+                return varlink_error_invalid_parameter(e, "min_interval_ms");
 
         v = json_object_get(params, "cgroup");
         k = cgroup_path_normalize(json_is_string(v) ? json_string_value(v) : NULL, &r.cgroup);

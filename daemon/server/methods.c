@@ -374,6 +374,91 @@ void methods_done(Methods *ms) {
         ms->kills_timer = NULL;
 }
 
+/*
+ * The tracker of the level stream @req asks for, on the cgroup with the
+ * real paths @real: the one that follows it already, or a new one on the
+ * three [Levels] registrations. Each level is resolved and authorized as
+ * a Subscribe with "level" would be, also when the tracker exists.
+ */
+static int levels_tracker(Methods *ms, Client *c, const SubscribeRequest *req, const RealCgroups *real,
+                          LevelTracker **ret, VarlinkError *e) {
+        const LevelTarget target = {
+                .cgroup = req->cgroup, .real_v2 = real->v2, .real_v1 = real->v1,
+                .view_v2 = cgroup_view_root(&c->view, false), .view_v1 = cgroup_view_root(&c->view, true),
+        };
+        Registration *regs[_LEVEL_MAX] = {};
+        LevelTracker *t = level_streams_find(ms->levels, &target);
+        int k = 0;
+
+        for (Level l = 0; l < _LEVEL_MAX && k >= 0; l++) {
+                SubscribeRequest one = *req;
+                _cleanup_close_ int dirfd = -1;
+                SourceFailure f = {};
+                RegistrationKey key;
+                char reason[POLICY_REASON_MAX];
+                bool adjusted;
+
+                one.selector = SELECTOR_LEVEL;
+                one.level = l;
+                k = resolve_request(ms, c, &one, real, &key, &dirfd, e);
+                if (k < 0 || t)
+                        continue;
+                k = registration_acquire_for(ms->registry, &key, dirfd, c->uid, false, &regs[l], &adjusted, reason,
+                                             &f);
+                if (k < 0) {
+                        varlink_error_from_failure(e, &f, key.cgroup);
+                        error_to_view(e, key.cgroup, req->cgroup);
+                }
+        }
+        if (k < 0) {
+                for (Level l = 0; l < _LEVEL_MAX; l++)
+                        if (regs[l])
+                                registration_release(regs[l]);
+                return k;
+        }
+        if (!t)
+                k = level_tracker_new(ms->levels, &target, regs, &t);
+        if (k >= 0)
+                *ret = t;
+        return k;
+}
+
+static int subscribe_levels(Methods *ms, Client *c, const SubscribeRequest *req, const RealCgroups *real,
+                            VarlinkError *e) {
+        LevelTracker *t;
+        int k = levels_tracker(ms, c, req, real, &t, e);
+
+        if (k < 0)
+                return k;
+        k = level_stream_start(t, c);
+        if (k >= 0)
+                log_debug("Client %" PRIu64 " follows the level of %s.", c->id, req->cgroup);
+        return k;
+}
+
+int methods_levels_adopt(Methods *ms, Client *c, const SnapshotLevels *snap) {
+        _cleanup_(subscribe_request_done) SubscribeRequest req = { .selector = SELECTOR_LEVELS,
+                                                                   .resource = RESOURCE_MEMORY };
+        _cleanup_(real_cgroups_done) RealCgroups real = {};
+        _cleanup_(varlink_error_done) VarlinkError e = {};
+        LevelTracker *t;
+        int k;
+
+        k = cgroup_path_normalize(snap->cgroup, &req.cgroup);
+        if (k >= 0)
+                k = peer_to_real(c, false, req.cgroup, NULL, &real.v2, &e);
+        if (k >= 0)
+                k = peer_to_real(c, true, req.cgroup, NULL, &real.v1, &e);
+        if (k >= 0)
+                k = levels_tracker(ms, c, &req, &real, &t, &e);
+        if (k < 0) {
+                log_debug("The level stream of client %" PRIu64 " on %s cannot go on (%s): %s", c->id, snap->cgroup,
+                          strna(e.name), strerror(-k));
+                return k;
+        }
+        return level_stream_adopt(t, c, snap);
+}
+
 static int method_subscribe(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
         _cleanup_(subscribe_request_done) SubscribeRequest req = {};
         _cleanup_(real_cgroups_done) RealCgroups real = {};
@@ -399,6 +484,8 @@ static int method_subscribe(Methods *ms, Client *c, VarlinkCall *call, VarlinkEr
         k = peer_to_real(c, false, req.cgroup, given, &real.v2, e);
         if (k >= 0)
                 k = peer_to_real(c, true, req.cgroup, given, &real.v1, e);
+        if (k >= 0 && req.selector == SELECTOR_LEVELS)
+                return subscribe_levels(ms, c, &req, &real, e);
         if (k >= 0)
                 k = resolve_request(ms, c, &req, &real, &key, &dirfd, e);
         if (k < 0)

@@ -12,6 +12,7 @@
 #include "cgroup.h"
 #include "client.h"
 #include "config.h"
+#include "level-stream.h"
 #include "counters.h"
 #include "registration.h"
 #include "source-protection.h"
@@ -21,6 +22,7 @@
 typedef struct Methods {
         const Config *config;
         Registry *registry;
+        LevelStreams *levels;
         ProtectionSource *protection;   /* NULL without a cgroup2 hierarchy */
         const Hierarchy *v2;
         const Hierarchy *v1;
@@ -54,6 +56,14 @@ void methods_kills_settled(void *userdata);
  * started now if that is known. Returns 0 or -ENOMEM.
  */
 int methods_kills_adopt(Methods *ms, struct Subscription *s);
+
+/*
+ * methods_levels_adopt - the level stream a previous process described in
+ * @snap for client @c: its cgroup resolved and checked again as Subscribe
+ * does, on the registrations taken over. Returns 0, or a negative errno
+ * when it cannot go on (the cgroup is gone: the caller ends the stream).
+ */
+int methods_levels_adopt(Methods *ms, Client *c, const SnapshotLevels *snap);
 
 /* methods_done - free what the methods hold beyond the clients (which must be gone). */
 void methods_done(Methods *ms);

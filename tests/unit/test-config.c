@@ -647,6 +647,7 @@ static void test_format_roundtrip(void) {
                      "VmpressureMode=hierarchy\n"
                      "ClearAfterSec=0\n"
                      "ClearRatio=0.5\n"
+                     "StepDownSec=2\n"
                      "\n"
                      "[Limits]\n"
                      "MaxClients=4096\n"
