@@ -71,7 +71,7 @@ def main():
             with pt.real_cgroups(v1=True, v2=False) as (name, v1dir, _):
                 follow(d, name, v1dir, None, 'vmpressure', 'vmpressure')
         else:
-            pt.skip_part('no cgroup v1 memory hierarchy for the vmpressure part')
+            pt.skip_part('no cgroup v1 memory hierarchy at ' + pt.V1_MEMORY_ROOT + ' for the vmpressure part')
     pt.finish()
 
 

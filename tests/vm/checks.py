@@ -628,6 +628,11 @@ def t_kernel_episodes_load():
     return kernel_test('test-episodes-load')
 
 
+@check('kernel test-levels-load: a level stream rises under a load in a 64M cgroup and comes back to normal')
+def t_kernel_levels_load():
+    return kernel_test('test-levels-load')
+
+
 # --- delegation ---------------------------------------------------------------
 
 def ensure_user(name):
