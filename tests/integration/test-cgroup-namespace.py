@@ -207,6 +207,32 @@ def check_own_root(d, name, v2dir):
         peer.stop()
 
 
+def check_levels(d, name, v2dir):
+    """A level stream from the namespace: on its "/", named "/", sharing the
+    three registrations with a host peer that follows the real path."""
+    peer = Peer(['unshare', '-C'] + agent_cmd(d.socket), v2dir)
+    host = pt.Varlink(d.socket)
+    try:
+        peer.connect('levels')
+        ev = peer.subscribe('levels', levels=True)['parameters']['event']
+        pt.check_eq((ev['kind'], ev['cgroup'], ev['level'], ev['seq']), ('level', '/', 'normal', 1),
+                    'the namespaced peer follows its "/"')
+        ev = host.subscribe(levels=True, cgroup=name)['parameters']['event']
+        pt.check_eq((ev['kind'], ev['cgroup']), ('level', name), 'the host peer follows the real path')
+        regs = [r for r in d.status()['registrations'] if r['cgroup'] == name]
+        pt.check_eq(len(regs), 3, 'both follow one set of three registrations')
+        d.inject('low', name)
+        ev = peer.recv('levels', timeout=10)['parameters']['event']
+        pt.check_eq((ev['cgroup'], ev['level'], ev['seq']), ('/', 'low', 2), 'the change, named "/" in the namespace')
+        ev = host.recv(timeout=pt.scaled(10))['parameters']['event']
+        pt.check_eq((ev['cgroup'], ev['level'], ev['seq']), (name, 'low', 2), 'and on the real path on the host')
+        r = peer.subscribe('x', levels=True, cgroup='/..') if peer.connect('x') is None else None
+        pt.check_eq(r.get('error'), 'io.pressured.InvalidCgroupPath', 'no level stream above the namespace root')
+    finally:
+        host.close()
+        peer.stop()
+
+
 def next_cleared(peer):
     ev = peer.recv('sub', timeout=30)['parameters']['event']
     return ev if ev['kind'] == 'cleared' else None
@@ -444,6 +470,7 @@ def main():
             pt.skip('PSI is not available in cgroup2 directories (memory.pressure missing)')
         with pt.Daemon(config_text='[Levels]\nClearAfterSec=1\n') as d:
             check_own_root(d, name, v2dir)
+            check_levels(d, name, v2dir)
             check_mounted_root(d, name, v2dir)
             check_user_namespace(d, name, v2dir)
             check_peer_gone(d)

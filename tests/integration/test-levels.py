@@ -158,6 +158,44 @@ def check_reexecute(d, cg):
         v.close()
 
 
+def check_reload(d, cg):
+    """A reload that changes a [Levels] trigger moves the stream's listener
+    to the new registration; the stream goes on."""
+    v, first = levels(d, cg)
+    try:
+        before = sorted(json.dumps(r['trigger'], sort_keys=True) for r in d.status()['registrations']
+                        if r['cgroup'] == cg)
+        d.write_config(f'[Levels]\nStepDownSec={STEP_DOWN}s\nLow=some 50ms 2s\n')
+        r = pt.Varlink(d.socket, timeout=WAIT)
+        pt.check_eq(r.call_sync('io.pressured.Reload'), {'parameters': {}}, 'Reload')
+        r.close()
+        after = sorted(json.dumps(r['trigger'], sort_keys=True) for r in d.status()['registrations']
+                       if r['cgroup'] == cg)
+        pt.check(len(after) == 3 and after != before, 'the low registration is the new trigger', before, after)
+        d.inject('low', cg)
+        ev = event(v)
+        pt.check(ev['kind'] == 'level' and ev['level'] == 'low' and ev['seq'] == 2,
+                 'the stream follows the new low trigger', ev)
+    finally:
+        v.close()
+        d.write_config(f'[Levels]\nStepDownSec={STEP_DOWN}s\n')
+
+
+def check_limit(cg):
+    """MaxRegistrations=2: a level stream needs three; refused with
+    LimitExceeded, and the two it made are released."""
+    with pt.Daemon(config_text='[Limits]\nMaxRegistrations=2\n') as d:
+        v = pt.Varlink(d.socket, timeout=WAIT)
+        try:
+            v.call('io.pressured.Subscribe', {'levels': True, 'cgroup': cg}, more=True)
+            r = v.recv(timeout=WAIT)
+        finally:
+            v.close()
+        pt.check(r.get('error') == 'io.pressured.LimitExceeded' and
+                 r.get('parameters') == {'limit': 'MaxRegistrations', 'value': 2}, 'LimitExceeded', r)
+        pt.check_eq(d.status()['registrations'], [], 'nothing is left registered')
+
+
 def check_errors(d, cg):
     cases = [
         ({'levels': True, 'level': 'low'}, 'InvalidParameter', {'parameter': 'level'}),
@@ -221,8 +259,10 @@ def main():
         check_errors(d, cg)
         check_removed(d)
         check_reexecute(d, cg)
+        check_reload(d, cg)
         if os.environ.get('PRESSURED_TEST_LEVELS_CTL', '1') == '1':
             check_pressurectl(d, cg)
+        check_limit(cg)
     pt.finish()
 
 
