@@ -70,3 +70,12 @@ bool level_machine_tick(LevelMachine *m, uint64_t now_usec) {
 uint64_t level_machine_next_usec(const LevelMachine *m) {
         return m->level == STREAM_LEVEL_NORMAL ? 0 : m->until_usec[m->level - 1];
 }
+
+bool level_psi_above(const PsiStats *st, const PsiTrigger *trigger) {
+        const PsiLine *line = trigger->stall == PSI_STALL_FULL ? &st->full : &st->some;
+        bool has = trigger->stall == PSI_STALL_FULL ? st->has_full : st->has_some;
+
+        /* avg10 is in hundredths of a percent. */
+        return has && trigger->window_us > 0 &&
+               (uint64_t) line->avg10 * trigger->window_us >= (uint64_t) trigger->threshold_us * 10000;
+}

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kernfile.h"
 #include "trigger.h"
 
 /* The levels of a level stream: normal and the three of [Levels]. */
@@ -68,3 +69,10 @@ uint64_t level_machine_next_usec(const LevelMachine *m);
  * plus @window_usec (the PSI trigger's window; 0 for vmpressure), saturating.
  */
 uint64_t level_machine_hold_usec(uint64_t step_down_usec, uint64_t window_usec);
+
+/*
+ * level_psi_above - whether the PSI averages @st say the stall of @trigger
+ * is above its threshold now: the 10 s average against threshold per
+ * window. How a new tracker learns the level before the trigger fires.
+ */
+bool level_psi_above(const PsiStats *st, const PsiTrigger *trigger);

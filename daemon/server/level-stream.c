@@ -233,14 +233,31 @@ static int strdup_opt(const char *s, char **ret) {
         return s && !*ret ? -ENOMEM : 0;
 }
 
-/* Start @t at the level the registrations' active episodes say (shared with other subscribers). */
+/*
+ * Start @t at the level now: what the registrations' active episodes say
+ * (shared with other subscribers), and for PSI what the pressure file's
+ * 10 s averages say against each level's trigger, so that a stream that
+ * begins under pressure does not start at "normal" until the next window.
+ */
 static void tracker_seed(LevelTracker *t, uint64_t now) {
+        PsiStats st;
+        bool have_psi = false;
+
         for (Level l = 0; l < _LEVEL_MAX; l++) {
                 const Registration *r = t->levels[l].listener.reg;
 
-                if (r && r->episode.active && r->episode.last_event_us > 0)
+                if (!r)
+                        continue;
+                if (r->episode.active && r->episode.last_event_us > 0)
                         (void) level_machine_event(&t->machine, l, r->episode.last_event_us,
                                                    registration_hold_usec(r));
+                if (r->src.type != SOURCE_PSI)
+                        continue;
+                if (!have_psi && source_read_psi(&r->src, &st) < 0)
+                        continue;
+                have_psi = true;
+                if (level_psi_above(&st, &r->src.used))
+                        (void) level_machine_event(&t->machine, l, now, registration_hold_usec(r));
         }
         (void) level_machine_tick(&t->machine, now);
 }

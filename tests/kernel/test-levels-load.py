@@ -26,6 +26,33 @@ def level_events(v, timeout):
     return kl.event_of(msg)
 
 
+def some_avg10(v2dir):
+    with open(os.path.join(v2dir, 'memory.pressure')) as f:
+        return float(f.readline().split()[1].split('=')[1])
+
+
+def check_late_subscriber(d, name, v1dir, v2dir):
+    """A stream that begins under pressure, with no other stream on the
+    cgroup, starts at the level the 10 s averages say, not at "normal"
+    until the next window: checked once the stall is clearly above the low
+    trigger's 7% (the default some 70ms per 1s, or 140ms per 2s rounded),
+    so that the daemon's own read a moment later agrees."""
+    with pt.memory_load(v1dir, v2dir):
+        try:
+            pt.wait_for(lambda: some_avg10(v2dir) >= 10.0, timeout=kl.PRESSURE_TIMEOUT,
+                        what='the 10 s average of the stall to reach 10%')
+        except TimeoutError:
+            pt.skip_part(f'the load did not take some avg10 to 10% ({some_avg10(v2dir)}%)')
+            return
+        v = pt.Varlink(d.socket, timeout=kl.REPLY_TIMEOUT)
+        try:
+            avg = some_avg10(v2dir)
+            first = v.subscribe(cgroup=name, levels=True)['parameters']['event']
+            pt.check(first['level'] != 'normal', f'a stream begun at some avg10={avg}% starts above normal', first)
+        finally:
+            v.close()
+
+
 def follow(d, name, v1dir, v2dir, what, want_source):
     v, msg = kl.subscribe(d, cgroup=name, levels=True)
     try:
@@ -67,6 +94,7 @@ def main():
     with pt.Daemon() as d:
         with pt.real_cgroups(v1=pt.IF_PRESENT, v2=True, limited=True) as (name, v1dir, v2dir):
             follow(d, name, v1dir, v2dir, 'psi', 'psi')
+            check_late_subscriber(d, name, v1dir, v2dir)
         if pt.have_v1_memory():
             with pt.real_cgroups(v1=True, v2=False) as (name, v1dir, _):
                 follow(d, name, v1dir, None, 'vmpressure', 'vmpressure')

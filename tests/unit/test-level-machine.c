@@ -112,7 +112,31 @@ static void test_late_event(void) {
         ASSERT_U64_EQ(level_machine_next_usec(&m), 10 * S + HOLD);
 }
 
+/* The level now from the averages: avg10 (hundredths of a percent) against threshold per window. */
+static void test_psi_above(void) {
+        PsiStats st = { .has_some = true, .has_full = true };
+        PsiTrigger low = { PSI_STALL_SOME, 70000, 1000000 };     /* 7% */
+        PsiTrigger crit = { PSI_STALL_FULL, 100000, 1000000 };   /* 10% */
+        PsiTrigger zero = { PSI_STALL_SOME, 70000, 0 };
+
+        st.some.avg10 = 699;
+        ASSERT_TRUE(!level_psi_above(&st, &low));
+        st.some.avg10 = 700;
+        ASSERT_TRUE(level_psi_above(&st, &low));
+        /* full is its own line. */
+        ASSERT_TRUE(!level_psi_above(&st, &crit));
+        st.full.avg10 = 1000;
+        ASSERT_TRUE(level_psi_above(&st, &crit));
+        st.has_full = false; /* a file without a full line (cpu on the system) */
+        ASSERT_TRUE(!level_psi_above(&st, &crit));
+        ASSERT_TRUE(!level_psi_above(&st, &zero));
+        /* No overflow at the extremes. */
+        st.some.avg10 = UINT32_MAX;
+        ASSERT_TRUE(level_psi_above(&st, &(PsiTrigger) { PSI_STALL_SOME, UINT32_MAX, UINT32_MAX }));
+}
+
 int main(void) {
+        test_psi_above();
         test_names();
         test_steps_up();
         test_steps_down();
