@@ -17,10 +17,6 @@ const char *stream_level_to_string(StreamLevel l) {
         return idl_stream_level_to_string((IdlStreamLevel) l);
 }
 
-StreamLevel stream_level_from_string(const char *s) {
-        return (StreamLevel) idl_stream_level_from_string(s);
-}
-
 void level_machine_init(LevelMachine *m) {
         *m = (LevelMachine) { .level = STREAM_LEVEL_NORMAL };
 }

@@ -36,7 +36,6 @@ static inline StreamLevel stream_level_of(Level l) {
 }
 
 const char *stream_level_to_string(StreamLevel l);
-StreamLevel stream_level_from_string(const char *s);
 
 typedef struct LevelMachine {
         StreamLevel level;              /* the current one */

@@ -83,11 +83,6 @@ void level_streams_set_headroom(LevelStreams *ls, LevelHeadroomFn fn, void *user
         ls->headroom_userdata = userdata;
 }
 
-void level_streams_count(const LevelStreams *ls, unsigned *ret_streams, unsigned *ret_trackers) {
-        *ret_streams = ls ? ls->n_streams : 0;
-        *ret_trackers = ls ? ls->n_trackers : 0;
-}
-
 static LevelTarget tracker_target(const LevelTracker *t) {
         return (LevelTarget) { .cgroup = t->cgroup, .real_v2 = t->real_v2, .real_v1 = t->real_v1,
                                .view_v2 = t->view_v2, .view_v1 = t->view_v1 };
@@ -103,8 +98,13 @@ LevelTracker *level_streams_find(LevelStreams *ls, const LevelTarget *t) {
         return NULL;
 }
 
-StreamLevel level_tracker_level(const LevelTracker *t) {
-        return t ? t->machine.level : _STREAM_LEVEL_INVALID;
+int level_streams_level_of(LevelStreams *ls, const char *real_v2) {
+        LevelTracker *x;
+
+        LIST_FOREACH(trackers, x, ls ? ls->trackers : NULL)
+                if (streq(x->real_v2, real_v2))
+                        return (int) x->machine.level;
+        return -ENOENT;
 }
 
 /* The event of @t's current level, with the headroom now; NULL when out of memory. */

@@ -69,8 +69,11 @@ LevelTracker *level_streams_find(LevelStreams *ls, const LevelTarget *t);
  */
 int level_tracker_new(LevelStreams *ls, const LevelTarget *t, Registration *regs[_LEVEL_MAX], LevelTracker **ret);
 
-/* level_tracker_level - the level @t reports now; _STREAM_LEVEL_INVALID for NULL. */
-StreamLevel level_tracker_level(const LevelTracker *t);
+/*
+ * level_streams_level_of - the level a stream reports now for the cgroup
+ * at @real_v2 (its cgroup2 path), or -ENOENT if no stream follows it.
+ */
+int level_streams_level_of(LevelStreams *ls, const char *real_v2);
 
 /*
  * level_stream_start - client @c follows @t: the first event, the level
@@ -93,6 +96,3 @@ int level_stream_export(const LevelStream *s, SnapshotLevels *ret);
  * Returns 0 or -ENOMEM.
  */
 int level_stream_adopt(LevelTracker *t, Client *c, const SnapshotLevels *snap);
-
-/* level_streams_count - the streams and the trackers, for GetStatus. */
-void level_streams_count(const LevelStreams *ls, unsigned *ret_streams, unsigned *ret_trackers);
