@@ -462,14 +462,7 @@ static void stream_removed(LevelStream *s) {
         msg = event_removed_message(t->cgroup, s->seq + 1, &size);
         /* The stream is no longer the client's before the client hears it ended. */
         stream_unlink(s);
-        if (msg && !c->dead)
-                (void) client_send_owned(c, msg, size);
-        else {
-                free(msg);
-                if (!c->dead)
-                        client_kill(c);
-        }
-        client_stream_ended(c);
+        client_stream_end(c, msg, size);
 }
 
 int level_stream_export(const LevelStream *s, SnapshotLevels *ret) {

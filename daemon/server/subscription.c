@@ -175,14 +175,7 @@ static void subscription_removed(Listener *l, Registration *r) {
                                           s->seq + 1, &size);
 
         subscription_free(s);
-        if (msg && !c->dead)
-                (void) client_send_owned(c, msg, size);
-        else {
-                free(msg);
-                if (!c->dead)
-                        client_kill(c); /* the stream cannot end as it should */
-        }
-        client_stream_ended(c);
+        client_stream_end(c, msg, size);
 }
 
 static void subscription_stream_free(void *stream) {
