@@ -63,6 +63,11 @@ static int manager_reload_cb(void *userdata, char **ret_error) {
         return manager_reload(userdata, ret_error);
 }
 
+/* GetHeadroom's level of a cgroup: no level stream follows any cgroup yet. */
+static int manager_level_now_cb(void *userdata, const char *real_v2) {
+        return -ENOENT;
+}
+
 static int manager_reexecute_cb(void *userdata, Client *c) {
         Manager *m = userdata;
 
@@ -136,6 +141,7 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
                 .status = &m->status,
                 .reload = manager_reload_cb,
                 .reexecute = manager_reexecute_cb,
+                .level_now = manager_level_now_cb,
                 .userdata = m,
         };
         /* The first kills subscription's "subscribed" waits for systemd-oomd's picture. */

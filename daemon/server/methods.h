@@ -2,7 +2,7 @@
 /*
  * The varlink methods: org.varlink.service (GetInfo,
  * GetInterfaceDescription) and io.pressured (Subscribe, GetStatus,
- * GetProtection, Inject, Reload), with the authorization rules of the
+ * GetProtection, GetHeadroom, Inject, Reload), with the authorization rules of the
  * contract. The manager installs methods_dispatch() as the clients'
  * dispatch callback, and hands in what lies outside this layer (reloading
  * the configuration) as a callback too.
@@ -31,6 +31,10 @@ typedef struct Methods {
         /* Execute the binary anew (Reexecute), soon, from the loop; @c owes the
          * answer to the new process. Returns 0 or why it cannot. */
         int (*reexecute)(void *userdata, Client *c);
+        /* The current level (0 normal .. 3 critical) of the cgroup2 cgroup @real_v2
+         * as a level stream follows it, for GetHeadroom's reclaim target; -ENOENT
+         * when none does. Optional: without it no reclaim target is known. */
+        int (*level_now)(void *userdata, const char *real_v2);
         void *userdata;
         /* kills subscriptions whose "subscribed" waits for systemd-oomd's
          * picture (methods_kills_settled()), and the timer that bounds the wait. */
