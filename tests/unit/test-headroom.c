@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fail-inject.h"
 #include "headroom.h"
 #include "tests.h"
 
@@ -303,6 +304,29 @@ static void test_errors(void) {
         ASSERT_OK(chmod(strcat(strcpy((char[PATH_MAX]) {}, base), "/v2/a"), 0755));
 }
 
+/* Every allocation of a read fails in turn: -ENOMEM, nothing leaked. */
+static void test_out_of_memory(void) {
+        for (unsigned n = 1;; n++) {
+                _cleanup_(headroom_done) Headroom h = {};
+                SourceFailure f;
+                bool injected;
+                int r;
+
+                fail_inject_reset();
+                fail_inject_after(FAIL_ALLOC, n);
+                r = read_h("/a/b/c", NULL, &h, &f);
+                injected = fail_inject_fired(FAIL_ALLOC) > 0;
+                fail_inject_reset();
+                if (!injected) {
+                        ASSERT_OK(r);
+                        ASSERT_STREQ(h.limiting_cgroup, "/a/b");
+                        ASSERT_TRUE(n > 2);
+                        break;
+                }
+                ASSERT_ERR(r, ENOMEM);
+        }
+}
+
 static void test_margins(void) {
         _cleanup_(config_freep) Config *c = config_new_default();
         Headroom h = { .known = true, .headroom_bytes = 30 * M, .margin_base_bytes = 1000 * M };
@@ -362,6 +386,7 @@ int main(void) {
         test_stop();
         test_v1();
         test_errors();
+        test_out_of_memory();
         test_margins();
         hierarchy_close(&v2);
         hierarchy_close(&v1);
