@@ -116,11 +116,15 @@ static int pick_hierarchy(const HeadroomFiles *files, const char *real_v2, const
                           SourceFailure *f) {
         int k2 = probe(files->v2, real_v2, false), k1;
 
+        if (k2 == -ENOMEM)
+                return k2;
         if (k2 > 0) {
                 *ret_v1 = false;
                 return 0;
         }
         k1 = probe(files->v1, real_v1, true);
+        if (k1 == -ENOMEM)
+                return k1;
         if (k1 > 0) {
                 *ret_v1 = true;
                 return 0;
@@ -183,6 +187,8 @@ static int walk_level(const Hierarchy *h, bool v1, const char *p, bool own, uint
         uint64_t usage, limit;
         int k;
 
+        if (fd == -ENOMEM)
+                return fd;
         if (fd < 0)
                 return own ? source_failure_open(f, fd, "headroom", NULL) : 0;
         k = read_number(fd, usage_file(v1), &usage);
@@ -241,7 +247,7 @@ int headroom_read(const HeadroomFiles *files, const char *real_v2, const char *r
                   const char *stop_v1, Headroom *ret, SourceFailure *f) {
         HeadroomLimit l = {};
         uint64_t total = 0, available = 0;
-        bool v1, machine;
+        bool v1 = false, machine;
         const char *real;
         int k;
 
