@@ -17,7 +17,7 @@
   (the daemon's client count falls back) without a warning;
 - against pt.FakeVarlinkServer, what the daemon does not give on demand:
   level streams and watch_levels() (with a reconnect and the end at
-  "removed"), GetHeadroom, every event kind (and one it does not know),
+  "removed"), GetHeadroom's answers with a limit and a reclaim target, every event kind (and one it does not know),
   errors it has no cause for, garbage, silence and a hang-up.
 """
 import asyncio
@@ -213,15 +213,20 @@ def test_calls(d, cg):
 
 
 def test_headroom_and_levels_real(d, cg):
-    """GetHeadroom and level streams against this daemon: the contract's
-    answers (GetHeadroom until the daemon has it: the error of one that does
-    not; the fake server below checks the contract's answers)."""
+    """GetHeadroom and level streams against this daemon: GetHeadroom's
+    answers (the quiet cgroup has the memory controller only where cgroup2
+    has it; elsewhere it is SourceUnavailable), and a level stream: the
+    level now, then a change."""
     c = pressured.Client(d.socket)
+    h = c.get_headroom()
+    check(isinstance(h, pressured.Headroom) and isinstance(h.usage_bytes, int) and h.limit_bytes is None
+          and isinstance(h.headroom_bytes, int) and h.reclaim_target_bytes is None, 'GetHeadroom of the system', h)
     try:
         h = c.get_headroom(cg)
         check(isinstance(h, pressured.Headroom) and isinstance(h.usage_bytes, int), 'GetHeadroom', h)
-    except pressured.MethodNotFound as e:
-        check_attrs(e, method='io.pressured.GetHeadroom')
+    except pressured.SourceUnavailable as e:
+        check(not os.path.exists(os.path.join(pt.V2_ROOT, cg.lstrip('/'), 'memory.current')), 'only without', e)
+        check_attrs(e, source='headroom', reason='the cgroup has no memory controller in any hierarchy')
     with c.watch_levels(cg) as w:
         lv = w.next_event(WAIT)
         check(isinstance(lv, pressured.LevelEvent) and lv.level == 'normal' and lv.seq == 1 and lv.missed == 0,
