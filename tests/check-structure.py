@@ -53,6 +53,7 @@ Exit status: 0 when the rules hold, 1 when one does not (the report says
 what to change), 77 when ctags or cscope is missing.
 """
 import argparse
+import ast
 import io
 import itertools
 import os
@@ -683,6 +684,203 @@ def check_vocabulary(root, out):
     return not bad
 
 
+# ---------------------------------------------------------------------------
+# Rule 6: the Python module spells no protocol name the interface lacks.
+
+PYTHON_PACKAGE = 'client/python/pressured'
+# The members of a varlink message itself, around the interface's fields.
+VARLINK_MEMBERS = ('method', 'parameters', 'more', 'oneway', 'upgrade', 'continues', 'error')
+# Keys the module uses that are not members of a message: the units of
+# PsiTrigger.parse() ("150ms"), the metadata of its dataclass fields, and a
+# class's annotations.
+PYTHON_NOT_MEMBERS = ('us', 'ms', 's', 'convert', '__annotations__')
+# Attributes of the module's objects that hold a value of an enum of the
+# interface: a string compared with one must be one of its values. Not
+# "state": the module's own streams have a state of their own.
+PYTHON_ENUM_ATTRIBUTES = ('level', 'peak_level', 'kind', 'source', 'resource', 'stall', 'mode', 'previous')
+# Classes of the module named otherwise than the type they read: the
+# method whose reply they are.
+PYTHON_REPLY_CLASSES = {'Status': 'io.pressured.GetStatus', 'Protection': 'io.pressured.GetProtection',
+                        'Headroom': 'io.pressured.GetHeadroom', 'Info': 'org.varlink.service.GetInfo'}
+# The module's own names, never on the wire: ReconnectedEvent (kind
+# "reconnected", with "attempts") that a subscription makes when it
+# connected again by itself, LevelWatch's "reconnected" flag, the base
+# Event and UnknownEvent for a kind the module does not know.
+PYTHON_OWN = {'field': {'attempts', 'reconnected'}, 'kind': {'reconnected'},
+              'type': {'Event', 'ReconnectedEvent', 'UnknownEvent'}}
+# Names of the 0.4 contract (CONTRACT.md section 9: the level stream and
+# GetHeadroom) that the module has and io.pressured.varlink does not
+# declare yet. The check fails once the interface declares one: then it
+# comes off this list, and from then on only the interface vouches for it.
+PYTHON_PENDING = {'field': {'levels', 'usage_bytes', 'limit_bytes', 'limiting_cgroup', 'headroom_bytes',
+                            'reclaim_target_bytes'},
+                  'kind': {'level'}, 'method': {'io.pressured.GetHeadroom'},
+                  'type': {'LevelEvent', 'Headroom'}}
+
+
+def load_varlink_idl():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import varlink_idl
+    return varlink_idl
+
+
+class Vocabulary:
+    """What the interface and org.varlink.service declare, by what it is."""
+
+    def __init__(self, root):
+        idl = load_varlink_idl()
+        with open(os.path.join(root, INTERFACE_IDL), errors='replace') as f:
+            ifaces = [idl.parse(f.read()), idl.parse(idl.ORG_VARLINK_SERVICE)]
+        self.structs = {}   # type name or full method name -> its fields
+        self.values = {}    # field name -> the values of its enums
+        for i in ifaces:
+            named = [(n, t) for n, t in i.types.items() if t[0] == 'struct']
+            named += [(f'{i.name}.{n}', out) for n, (inp, out) in i.methods.items()]
+            named += [(f'{i.name}.{n}()', inp) for n, (inp, out) in i.methods.items()]
+            named += [(f'{i.name}.{n}', st) for n, st in i.errors.items()]
+            for name, st in named:
+                self.structs[name] = st[1]
+                for field, t in st[1].items():
+                    while t[0] == 'optional':
+                        t = t[1]
+                    if t[0] == 'enum':
+                        self.values.setdefault(field, set()).update(t[1])
+        self.names = {'field': {f for st in self.structs.values() for f in st},
+                      'kind': {k for n, st in self.structs.items() if n.endswith('Event')
+                               for k in st.get('kind', ('', ()))[1]},
+                      'value': {v for vs in self.values.values() for v in vs},
+                      'method': {f'{i.name}.{n}' for i in ifaces for n in i.methods},
+                      'error': {f'{i.name}.{n}' for i in ifaces for n in i.errors},
+                      'type': {n for n in self.structs if '.' not in n}}
+
+    def allows(self, what, name, values=None):
+        known = values if values is not None else self.names[what]
+        return name in known or name in PYTHON_OWN.get(what, ()) or name in PYTHON_PENDING.get(what, ())
+
+    def stale(self):
+        """The pending names the interface declares now."""
+        return sorted(f'{what} "{n}"' for what, names in PYTHON_PENDING.items()
+                      for n in names if n in self.names[what] or
+                      (what == 'type' and PYTHON_REPLY_CLASSES.get(n) in self.structs))
+
+
+def python_class_fields(voc, cls):
+    """The fields the interface declares for the module's class @cls, or
+    None where it declares none (the module's own or a pending class)."""
+    if cls.name == 'Event':
+        events = [set(st) for n, st in voc.structs.items() if n.endswith('Event')]
+        return set.intersection(*events) if events else set()
+    st = voc.structs.get(PYTHON_REPLY_CLASSES.get(cls.name, cls.name))
+    return set(st) if st is not None else None
+
+
+def python_records(tree):
+    """The module's classes that read a type of the wire (made by _record or _event)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            decos = [d.func if isinstance(d, ast.Call) else d for d in node.decorator_list]
+            if any(isinstance(d, ast.Name) and d.id in ('_record', '_event') for d in decos):
+                yield node
+
+
+def python_record_names(voc, tree, bad):
+    for cls in python_records(tree):
+        declared = python_class_fields(voc, cls)
+        if declared is None and not voc.allows('type', cls.name):
+            bad(cls, cls.name, 'a class named after no type or method of the interface')
+        for st in cls.body:
+            if not isinstance(st, ast.AnnAssign) or not isinstance(st.target, ast.Name):
+                continue
+            name = st.target.id
+            if name == 'raw' or 'ClassVar' in ast.unparse(st.annotation):
+                continue
+            if declared is not None and name not in declared and name not in PYTHON_OWN['field']:
+                bad(st, name, f'a field {cls.name} does not have in the interface')
+            elif declared is None and not voc.allows('field', name):
+                bad(st, name, 'a field the interface does not declare')
+
+
+def python_keys(node):
+    """The string constants @node uses as member names of a message: keys of
+    a dict display, subscripts, d.get(KEY) (not os.environ's) and KEY in d."""
+    if isinstance(node, ast.Dict):
+        return [k for k in node.keys if k is not None]
+    if isinstance(node, ast.Subscript):
+        return [node.slice]
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == 'get'
+            and node.args and 'environ' not in ast.unparse(node.func.value)):
+        return node.args[:1]
+    if isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+        return [node.left]
+    return []
+
+
+def python_enum_values(node):
+    """(attribute, string constant) of a comparison of an enum attribute with a string."""
+    if not isinstance(node, ast.Compare) or not isinstance(node.left, ast.Attribute):
+        return []
+    if node.left.attr not in PYTHON_ENUM_ATTRIBUTES:
+        return []
+    out = []
+    for c in node.comparators:
+        for e in (c.elts if isinstance(c, (ast.Tuple, ast.List, ast.Set)) else [c]):
+            out.append((node.left.attr, e))
+    return out
+
+
+def is_str(node):
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def python_spelled_names(voc, tree, bad):
+    qualified = re.compile(r'(io\.pressured|org\.varlink\.service)\.\w+')
+    for node in ast.walk(tree):
+        for k in python_keys(node):
+            if (is_str(k) and k.value not in VARLINK_MEMBERS + PYTHON_NOT_MEMBERS
+                    and not voc.allows('field', k.value)):
+                bad(k, k.value, 'a member name the interface does not declare')
+        for attr, v in python_enum_values(node):
+            known = voc.names['kind'] if attr == 'kind' else voc.values.get(attr, set())
+            if is_str(v) and not voc.allows('kind' if attr == 'kind' else 'value', v.value, known):
+                bad(v, v.value, f'a value of "{attr}" the interface does not declare')
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == '_event'
+                and node.args and is_str(node.args[0]) and not voc.allows('kind', node.args[0].value)):
+            bad(node, node.args[0].value, 'an event kind the interface does not declare')
+        if is_str(node) and qualified.fullmatch(node.value) and not (
+                voc.allows('method', node.value) or voc.allows('error', node.value)):
+            bad(node, node.value, 'a method or error the interface does not declare')
+
+
+def check_python(root, out):
+    """Rule 6. Returns True when the Python module spells no name the interface lacks."""
+    pkg = os.path.join(root, PYTHON_PACKAGE)
+    if not os.path.isdir(pkg):
+        return True
+    voc = Vocabulary(root)
+    problems = []
+    for name in sorted(os.listdir(pkg)):
+        if not name.endswith('.py'):
+            continue
+        rel = os.path.join(PYTHON_PACKAGE, name)
+        with open(os.path.join(root, rel)) as f:
+            tree = ast.parse(f.read(), rel)
+
+        def bad(node, name, what, rel=rel):
+            problems.append(f'  {rel}:{node.lineno}: "{name}": {what}')
+        python_record_names(voc, tree, bad)
+        python_spelled_names(voc, tree, bad)
+    stale = voc.stale()
+    if problems:
+        print('Names in the Python module that io.pressured.varlink does not declare (take them from '
+              'pressured._vocabulary, or declare them in the interface first):', file=out)
+        for p in problems:
+            print(p, file=out)
+    if stale:
+        print('PYTHON_PENDING in check-structure.py lists names the interface declares now; '
+              'take them off: ' + ', '.join(stale), file=out)
+    return not problems and not stale
+
+
 def check(root, graph_out=False, list_long=False, out=sys.stdout, allow=None):
     """Run both checks on root. Returns 0 or 1; raises Trouble."""
     daemon_files = c_files(root, 'daemon')
@@ -708,13 +906,14 @@ def check(root, graph_out=False, list_long=False, out=sys.stdout, allow=None):
     ok = check_lengths(defs, out, allow) and ok
     ok = check_includes(root, out) and ok
     ok = check_vocabulary(root, out) and ok
+    ok = check_python(root, out) and ok
     ok = used and ok
     if ok:
         print(f'structure: no call cycle between the {len(daemon_files)} files '
               f'of daemon/; no function over {MAX_LINES} lines in '
               f'{len(all_files)} files of daemon/ and client/; no include '
               f'reaching up a layer; no function without a user; no protocol name '
-              f'written again in client/', file=out)
+              f'written again in client/; no name in the Python module that the interface lacks', file=out)
     return 0 if ok else 1
 
 
@@ -811,6 +1010,73 @@ FIXTURE_CLEAN = {
         }
     ''',
 }
+
+
+FIXTURE_PYTHON_IDL = """
+    interface io.pressured
+    type Trigger (level: ?(low, medium, critical), window_us: int)
+    type PressureEvent (kind: (pressure), cgroup: string, level: ?(low, medium, critical))
+    type HeadroomEvent (kind: (headroom), cgroup: string, usage_bytes: int)
+    method GetStatus() -> (version: string)
+    method Subscribe(cgroup: ?string) -> (event: object)
+    error NoSuchCgroup (cgroup: string)
+    """
+
+FIXTURE_PYTHON = {
+    PYTHON_PACKAGE + '/types.py': """
+        import os
+        _UNITS = {'us': 1}
+        @_record
+        class Trigger(_Record):
+            level: str = None
+            window_ms: int = None
+            raw: dict = _raw()
+        @_record
+        class Status(_Record):
+            version: str = None
+            uptime_us: int = None
+        @_event('pressure')
+        class PressureEvent(Event):
+            level: str = None
+        @_event('pressur')
+        class PressurEvent(Event):
+            level: str = None
+        @_event('reconnected', register=False)
+        class ReconnectedEvent(Event):
+            attempts: int = None
+        def f(msg, ev):
+            home = os.environ.get('HOME')
+            if 'error' in msg and msg.get('parameters') and msg['continues']:
+                return {'cgroup': '/', 'levle': 'low', 'method': 'io.pressured.GetStatus'}
+            if ev.level == 'medium' or ev.level in ('low', 'hihg') or ev.kind == 'pressure':
+                return 'io.pressured.NoSuchCgroup', 'io.pressured.GetStatsu', ev.state == 'ended'
+        """,
+}
+
+
+def expect_python(tmp, expect):
+    """Rule 6 on a small package: what it reports, and a stale PYTHON_PENDING."""
+    root = os.path.join(tmp, 'python')
+    write_tree(root, dict(FIXTURE_PYTHON, **{INTERFACE_IDL: FIXTURE_PYTHON_IDL}))
+    buf = io.StringIO()
+    ok = check_python(root, buf)
+    report = buf.getvalue()
+    rel = PYTHON_PACKAGE + '/types.py'
+    want = [f'{rel}:6: "window_ms": a field Trigger does not have in the interface',
+            f'{rel}:11: "uptime_us": a field Status does not have in the interface',
+            f'{rel}:16: "PressurEvent": a class named after no type or method of the interface',
+            f'{rel}:15: "pressur": an event kind the interface does not declare',
+            f'{rel}:24: "levle": a member name the interface does not declare',
+            f'{rel}:25: "hihg": a value of "level" the interface does not declare',
+            f'{rel}:26: "io.pressured.GetStatsu": a method or error the interface does not declare',
+            'PYTHON_PENDING in check-structure.py lists names the interface declares now; '
+            'take them off: field "usage_bytes"']
+    missing = [w for w in want if w not in report]
+    expect(not ok and not missing and report.count('\n  ') == len(want) - 1,
+           'the Python module: a field a type lacks, a class of no type, an unknown kind, member '
+           'name, enum value and method are flagged; the module\'s own names, varlink\'s members, '
+           'os.environ and a stream state are not; a pending name the interface declares is stale'
+           + (f': missing {missing}' if missing else ''))
 
 
 def write_tree(root, files):
@@ -982,6 +1248,8 @@ def self_test():
         expect(not both and not registry and server,
                'sources/ including varlink-error.h and registry/ including subscribe.h are flagged '
                '(though protocol/ is below them); server/ including both is not')
+
+        expect_python(tmp, expect)
 
     print(f'self-test: {"FAILED" if failures else "passed"}')
     return 1 if failures else 0
