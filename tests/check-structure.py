@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Check five rules about the shape of the C sources.
+"""Check seven rules about the shape of the sources.
 
 1. No call cycle between files of daemon/ (every .c file under daemon/, in
    any subfolder, is a node). A function defined in one file that calls a
@@ -35,6 +35,26 @@
    string literal ([PRESSURE_LEVEL_LOW] = "low": a name table), nor
    spells an error of io.pressured or org.varlink.service as a literal
    ("io.pressured.NoSuchCgroup": a row of an error-name table).
+
+6. The Python module (client/python/pressured, read with ast) spells no
+   name that io.pressured.varlink (or org.varlink.service) does not
+   declare: the fields of each class made by _record or _event against
+   the type or method reply of its name, member names in dict displays,
+   subscripts, get() and "in", strings compared with an enum attribute,
+   the kinds given to _event(), and full method and error names. Its
+   enums and errors come from the generated pressured/_vocabulary.py.
+   Exempt: the module's own names (PYTHON_OWN) and the 0.4 contract's
+   names the interface does not declare yet (PYTHON_PENDING; one the
+   interface declares is reported, to come off the list).
+
+7. Every JSON member name that the C code of JSON_DIRS writes as a
+   literal (the key of json_object_get/set/del, and of json_pack and
+   json_unpack formats) is a field the interface declares, a member of
+   varlink's messages, or one JSON_ALLOWED lists for its file with why
+   (pressurectl's own --json documents, libpressure's local error);
+   an allowance its file no longer uses is reported. The names are not
+   generated as constants: a check keeps the hundreds of call sites
+   readable and still fails the build on a name the interface lacks.
 
 Definitions and their line ranges come from Universal Ctags, call sites from
 cscope. A call site is credited to the function whose lines hold it, and the
@@ -881,6 +901,148 @@ def check_python(root, out):
     return not problems and not stale
 
 
+# ---------------------------------------------------------------------------
+# Rule 7: the C code reads and writes only JSON members the interface declares.
+
+JSON_DIRS = ('daemon/protocol', 'daemon/server', 'client')
+# jansson's calls that take a member name as their second argument.
+JSON_KEY_CALLS = ('json_object_get', 'json_object_set', 'json_object_set_new', 'json_object_del',
+                  'json_object_set_nocheck', 'json_object_set_new_nocheck')
+# jansson's calls whose format string names members: (name, index of the format).
+JSON_FORMAT_CALLS = {'json_pack': 0, 'json_unpack': 1, 'json_pack_ex': 2, 'json_unpack_ex': 3}
+# Member names the C code may use that io.pressured.varlink does not
+# declare, by the file (its name, wherever it lies in JSON_DIRS) that uses
+# them: JSON that is not the interface's. An entry the file no longer uses
+# is reported too.
+JSON_ALLOWED = {
+    # libpressure's own error DaemonNotRunning (nothing answered; never
+    # sent by the daemon) carries the socket it tried.
+    'pressure-result.c': ('socket',),
+    # pressurectl --json: its error objects on stderr (pressurectl(1)).
+    'error-text.c': ('socket', 'errno', 'message', 'command', 'notice'),
+    # pressurectl notify: --dry-run --json lines and its error message.
+    'notify.c': ('action', 'id', 'urgency', 'summary', 'body', 'message'),
+    # pressurectl status --json: whether a registration has an episode.
+    'pressurectl.c': ('active',),
+    # pressurectl top --json: its own document (the view, the sort, the
+    # per-cgroup rows with cpu and io pressure, rates, the roots).
+    'top.c': ('message', 'cpu_psi', 'io_psi', 'reachable', 'active_episodes', 'reclaim_cgroups',
+              'events_read_per_sec', 'events_delivered_per_sec', 'protection_error', 'kills_error',
+              'depth', 'hierarchy', 'cpu_some_avg10', 'io_some_avg10', 'killed', 'changed', 'iteration',
+              'sort', 'view', 'system', 'daemon', 'v2', 'v1_memory', 'roots', 'cgroups'),
+}
+
+
+def c_call_args(text, start):
+    """The arguments of the call whose '(' is at @start, split at its own
+    commas, and the offset after its ')'."""
+    depth, args, cur, i = 0, [], [], start + 1
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            j = i + 1
+            while j < len(text) and text[j] != '"':
+                j += 2 if text[j] == '\\' else 1
+            cur.append(text[i:j + 1])
+            i = j + 1
+            continue
+        if ch in '([{':
+            depth += 1
+        elif ch in ')]}':
+            if depth == 0:
+                args.append(''.join(cur).strip())
+                return args, i + 1
+            depth -= 1
+        elif ch == ',' and depth == 0:
+            args.append(''.join(cur).strip())
+            cur = []
+            i += 1
+            continue
+        cur.append(ch)
+        i += 1
+    return args, i
+
+
+def c_literal(arg):
+    """The value of @arg if it is a string literal (adjacent ones joined), else None."""
+    parts = re.fullmatch(r'(?:\s*"(?:[^"\\]|\\.)*")+\s*', arg or '')
+    return ''.join(re.findall(r'"((?:[^"\\]|\\.)*)"', arg)) if parts else None
+
+
+def json_format_keys(fmt, args):
+    """The member names a jansson format @fmt gives as literals among @args
+    (the arguments after it): the "s" of a key inside {}. Each value takes
+    one argument but "n" none, and "s#" or "s%" two; "?", "*", "+" and "!"
+    take none."""
+    keys, stack, k, i = [], [], 0, 0
+    while i < len(fmt):
+        ch = fmt[i]
+        i += 1
+        if ch in '{[':
+            if stack and stack[-1][0] == '{':
+                stack[-1][1] = True
+            stack.append([ch, True])
+        elif ch in '}]':
+            stack.pop()
+        elif ch in 'sbiIfFoOn':
+            in_object = stack and stack[-1][0] == '{'
+            if in_object and stack[-1][1]:
+                if k < len(args) and c_literal(args[k]) is not None:
+                    keys.append(c_literal(args[k]))
+                stack[-1][1] = False
+                k += 1
+                continue
+            if in_object:
+                stack[-1][1] = True
+            k += 0 if ch == 'n' else 2 if i < len(fmt) and fmt[i] in '#%' else 1
+    return keys
+
+
+def json_member_names(text):
+    """(offset, name) of every member name literal the C code @text reads or writes."""
+    out = []
+    calls = '|'.join(JSON_KEY_CALLS + tuple(JSON_FORMAT_CALLS))
+    for m in re.finditer(rf'\b({calls})\s*\(', text):
+        args, _ = c_call_args(text, m.end() - 1)
+        if m.group(1) in JSON_FORMAT_CALLS:
+            at = JSON_FORMAT_CALLS[m.group(1)]
+            fmt = c_literal(args[at]) if len(args) > at else None
+            if fmt is not None:
+                out += [(m.start(), k) for k in json_format_keys(fmt, args[at + 1:])]
+        elif len(args) > 1 and c_literal(args[1]) is not None:
+            out.append((m.start(), c_literal(args[1])))
+    return out
+
+
+def check_json_members(root, out, allowed=None):
+    """Rule 7. Returns True when every member name literal of JSON_DIRS is
+    declared by the interface or allowed for its file, and every allowed
+    name is used."""
+    if not os.path.exists(os.path.join(root, INTERFACE_IDL)):
+        return True
+    known = Vocabulary(root).names['field'] | set(VARLINK_MEMBERS)
+    allowed = JSON_ALLOWED if allowed is None else allowed
+    bad, used = [], set()
+    for path in source_files(root, list(JSON_DIRS)):
+        rel, base = os.path.relpath(path, root), os.path.basename(path)
+        with open(path, errors='replace') as f:
+            text = re.sub(r'/\*.*?\*/|//[^\n]*', lambda c: '\n' * c.group(0).count('\n'), f.read(), flags=re.S)
+        for offset, name in json_member_names(text):
+            if name in allowed.get(base, ()):
+                used.add((base, name))
+            elif name not in known:
+                bad.append(f'  {rel}:{text.count(chr(10), 0, offset) + 1}: "{name}"')
+    stale = sorted(f'{b}: "{n}"' for b, names in allowed.items() for n in names if (b, n) not in used)
+    if bad:
+        print('JSON member names that io.pressured.varlink does not declare (declare them, or list '
+              'them in JSON_ALLOWED with why they are not the interface\'s):', file=out)
+        for b in bad:
+            print(b, file=out)
+    if stale:
+        print('JSON_ALLOWED lists names their file does not use: ' + ', '.join(stale), file=out)
+    return not bad and not stale
+
+
 def check(root, graph_out=False, list_long=False, out=sys.stdout, allow=None):
     """Run both checks on root. Returns 0 or 1; raises Trouble."""
     daemon_files = c_files(root, 'daemon')
@@ -907,13 +1069,15 @@ def check(root, graph_out=False, list_long=False, out=sys.stdout, allow=None):
     ok = check_includes(root, out) and ok
     ok = check_vocabulary(root, out) and ok
     ok = check_python(root, out) and ok
+    ok = check_json_members(root, out) and ok
     ok = used and ok
     if ok:
         print(f'structure: no call cycle between the {len(daemon_files)} files '
               f'of daemon/; no function over {MAX_LINES} lines in '
               f'{len(all_files)} files of daemon/ and client/; no include '
               f'reaching up a layer; no function without a user; no protocol name '
-              f'written again in client/; no name in the Python module that the interface lacks', file=out)
+              f'written again in client/; no name in the Python module and no JSON member name '
+              f'in {", ".join(JSON_DIRS)} that the interface lacks', file=out)
     return 0 if ok else 1
 
 
@@ -1077,6 +1241,46 @@ def expect_python(tmp, expect):
            'name, enum value and method are flagged; the module\'s own names, varlink\'s members, '
            'os.environ and a stream state are not; a pending name the interface declares is stale'
            + (f': missing {missing}' if missing else ''))
+
+
+FIXTURE_JSON = {
+    INTERFACE_IDL: FIXTURE_PYTHON_IDL,
+    'daemon/protocol/event.c': """
+        json_t *f(const char *key, json_t *o) {
+                /* json_object_get(o, "in_a_comment") */
+                json_object_get(o, "level");
+                json_object_get(o, key);
+                json_object_set_new(o, "lvel", json_string("not_a_key"));
+                json_unpack(o, "{s:s, s?I}", "kind", &a, "sequ", &b);
+                return json_pack("{s:s, s:{s:n, s:[s, s]}, s:o}", "method", "io.pressured.GetStatus",
+                                 "parameters", "cgroup", "windw_us", "low", g(a, b),
+                                 "more", o);
+        }
+        """,
+    'client/top.c': """
+        void g(json_t *o) {
+                json_object_set_new(o, "rows", json_array());
+                json_object_set_new(o, "window_us", json_integer(1));
+        }
+        """,
+}
+
+
+def expect_json_members(tmp, expect):
+    """Rule 7 on a small tree: undeclared member names, allowed ones and a stale allowance."""
+    root = os.path.join(tmp, 'json')
+    write_tree(root, FIXTURE_JSON)
+    buf = io.StringIO()
+    ok = check_json_members(root, buf, {'top.c': ('rows', 'columns'), 'event.c': ('sequ',)})
+    report = buf.getvalue()
+    want = ['  daemon/protocol/event.c:5: "lvel"', '  daemon/protocol/event.c:7: "windw_us"',
+            'JSON_ALLOWED lists names their file does not use: top.c: "columns"']
+    with open(os.devnull, 'w') as devnull:
+        clean = check_json_members(os.path.join(tmp, 'python'), devnull, {})
+    expect(not ok and clean and all(w in report for w in want) and report.count('\n  ') == 2,
+           'JSON member names: an undeclared key of json_object_set_new() and of a nested '
+           'json_pack() are flagged; declared ones, varlink\'s members, values, keys in a variable or '
+           'a comment, and a name allowed for its file are not; an allowance no longer used is')
 
 
 def write_tree(root, files):
@@ -1250,6 +1454,7 @@ def self_test():
                '(though protocol/ is below them); server/ including both is not')
 
         expect_python(tmp, expect)
+        expect_json_members(tmp, expect)
 
     print(f'self-test: {"FAILED" if failures else "passed"}')
     return 1 if failures else 0
