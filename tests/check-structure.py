@@ -48,9 +48,12 @@
    interface declares is reported, to come off the list).
 
 7. Every JSON member name that the C code of JSON_DIRS writes as a
-   literal (the key of json_object_get/set/del, and of json_pack and
-   json_unpack formats) is a field the interface declares, a member of
-   varlink's messages, or one JSON_ALLOWED lists for its file with why
+   literal (the key of json_object_get/set/del, of json_pack and
+   json_unpack formats, and of the functions that pass a parameter on as
+   one: event.c's set(), libpressure's get_u64(), pressurectl's
+   jget_str() and so on, found by the check) is a field the interface
+   declares, a member of varlink's messages, or one JSON_ALLOWED lists for
+   its file with why
    (pressurectl's own --json documents, libpressure's local error);
    an allowance its file no longer uses is reported. The names are not
    generated as constants: a check keeps the hundreds of call sites
@@ -929,7 +932,8 @@ JSON_ALLOWED = {
     'top.c': ('message', 'cpu_psi', 'io_psi', 'reachable', 'active_episodes', 'reclaim_cgroups',
               'events_read_per_sec', 'events_delivered_per_sec', 'protection_error', 'kills_error',
               'depth', 'hierarchy', 'cpu_some_avg10', 'io_some_avg10', 'killed', 'changed', 'iteration',
-              'sort', 'view', 'system', 'daemon', 'v2', 'v1_memory', 'roots', 'cgroups'),
+              'sort', 'view', 'system', 'daemon', 'v2', 'v1_memory', 'roots', 'cgroups', 'mem_available',
+              'mem_total', 'current'),
 }
 
 
@@ -998,19 +1002,52 @@ def json_format_keys(fmt, args):
     return keys
 
 
-def json_member_names(text):
-    """(offset, name) of every member name literal the C code @text reads or writes."""
+C_FUNCTION_RE = re.compile(r'^(static\s+)?[A-Za-z_][\w \t*]*?\b(\w+)\(([^)]*)\)\s*\{(.*?)^\}', re.M | re.S)
+
+
+def json_key_calls(wrappers, path):
+    """{function: index of its member-name argument} as the file @path sees
+    @wrappers: the non-static ones and its own static ones."""
+    return {k[1] if isinstance(k, tuple) else k: v for k, v in wrappers.items()
+            if not isinstance(k, tuple) or k[0] == path}
+
+
+def json_key_wrappers(texts):
+    """Functions that hand a string parameter to a jansson call as a member
+    name, or to another such function: {name: index} for the non-static
+    ones, {(file, name): index} for the static ones of each file of @texts
+    ({file: text})."""
+    wrappers = {name: 1 for name in JSON_KEY_CALLS}
+    for _ in range(3):  # wrappers of wrappers
+        for path, text in texts.items():
+            calls = json_key_calls(wrappers, path)
+            for m in C_FUNCTION_RE.finditer(text):
+                for index, param in enumerate(m.group(3).split(',')):
+                    name = re.findall(r'\w+', param)[-1:]
+                    if 'char' not in param or not name:
+                        continue
+                    for callee, at in calls.items():
+                        before = r'[^,()]*(?:\([^()]*\))?[^,()]*,' * at
+                        if re.search(rf'\b{callee}\s*\({before}\s*\(?{name[0]}\)?\s*[,)]', m.group(4)):
+                            wrappers[(path, m.group(2)) if m.group(1) else m.group(2)] = index
+    return wrappers
+
+
+def json_member_names(text, wrappers=None, path=None):
+    """(offset, name) of every member name literal the C code @text reads or
+    writes, through jansson or one of its @wrappers (json_key_wrappers())."""
     out = []
-    calls = '|'.join(JSON_KEY_CALLS + tuple(JSON_FORMAT_CALLS))
-    for m in re.finditer(rf'\b({calls})\s*\(', text):
+    names = json_key_calls(wrappers or {name: 1 for name in JSON_KEY_CALLS}, path)
+    calls = '|'.join(sorted(names) + list(JSON_FORMAT_CALLS))
+    for m in re.finditer(rf'(?<![\w.>])({calls})\s*\(', text):
         args, _ = c_call_args(text, m.end() - 1)
         if m.group(1) in JSON_FORMAT_CALLS:
             at = JSON_FORMAT_CALLS[m.group(1)]
             fmt = c_literal(args[at]) if len(args) > at else None
             if fmt is not None:
                 out += [(m.start(), k) for k in json_format_keys(fmt, args[at + 1:])]
-        elif len(args) > 1 and c_literal(args[1]) is not None:
-            out.append((m.start(), c_literal(args[1])))
+        elif len(args) > names[m.group(1)] and c_literal(args[names[m.group(1)]]) is not None:
+            out.append((m.start(), c_literal(args[names[m.group(1)]])))
     return out
 
 
@@ -1022,12 +1059,15 @@ def check_json_members(root, out, allowed=None):
         return True
     known = Vocabulary(root).names['field'] | set(VARLINK_MEMBERS)
     allowed = JSON_ALLOWED if allowed is None else allowed
-    bad, used = [], set()
+    bad, used, texts = [], set(), {}
     for path in source_files(root, list(JSON_DIRS)):
-        rel, base = os.path.relpath(path, root), os.path.basename(path)
         with open(path, errors='replace') as f:
-            text = re.sub(r'/\*.*?\*/|//[^\n]*', lambda c: '\n' * c.group(0).count('\n'), f.read(), flags=re.S)
-        for offset, name in json_member_names(text):
+            texts[path] = re.sub(r'/\*.*?\*/|//[^\n]*', lambda c: '\n' * c.group(0).count('\n'), f.read(),
+                                 flags=re.S)
+    wrappers = json_key_wrappers(texts)
+    for path, text in texts.items():
+        rel, base = os.path.relpath(path, root), os.path.basename(path)
+        for offset, name in json_member_names(text, wrappers, path):
             if name in allowed.get(base, ()):
                 used.add((base, name))
             elif name not in known:
@@ -1257,8 +1297,26 @@ FIXTURE_JSON = {
                                  "more", o);
         }
         """,
+    'daemon/server/status.c': """
+        static bool put(json_t *o, const char *key, json_t *v) {
+                return json_object_set_new(o, key, v) == 0;
+        }
+        bool wrap(json_t *o, const char *name) {
+                return put(o, name, json_null());
+        }
+        void h(json_t *o) {
+                put(o, "vrsion", json_null());
+                wrap(o, "uptme_us");
+                put(o, "version", json_null());
+        }
+        """,
     'client/top.c': """
+        static void put(json_t *o, const char *k, const char *v) {
+                json_object_set_new(o, "rows", json_string(v));
+        }
         void g(json_t *o) {
+                put(o, "not_a_key", "x");
+                wrap(o, "windw");
                 json_object_set_new(o, "rows", json_array());
                 json_object_set_new(o, "window_us", json_integer(1));
         }
@@ -1274,12 +1332,14 @@ def expect_json_members(tmp, expect):
     ok = check_json_members(root, buf, {'top.c': ('rows', 'columns'), 'event.c': ('sequ',)})
     report = buf.getvalue()
     want = ['  daemon/protocol/event.c:5: "lvel"', '  daemon/protocol/event.c:7: "windw_us"',
+            '  daemon/server/status.c:8: "vrsion"', '  daemon/server/status.c:9: "uptme_us"',
+            '  client/top.c:6: "windw"',
             'JSON_ALLOWED lists names their file does not use: top.c: "columns"']
     with open(os.devnull, 'w') as devnull:
         clean = check_json_members(os.path.join(tmp, 'python'), devnull, {})
-    expect(not ok and clean and all(w in report for w in want) and report.count('\n  ') == 2,
-           'JSON member names: an undeclared key of json_object_set_new() and of a nested '
-           'json_pack() are flagged; declared ones, varlink\'s members, values, keys in a variable or '
+    expect(not ok and clean and all(w in report for w in want) and report.count('\n  ') == 5,
+           'JSON member names: an undeclared key of json_object_set_new(), of a nested '
+           'json_pack(), of a static wrapper in its file and of a wrapper of it anywhere are flagged; declared ones, varlink\'s members, values, keys in a variable or '
            'a comment, and a name allowed for its file are not; an allowance no longer used is')
 
 
