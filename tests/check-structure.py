@@ -53,9 +53,8 @@
    one: event.c's set(), libpressure's get_u64(), pressurectl's
    jget_str() and so on, found by the check) is a field the interface
    declares, a member of varlink's messages, or one JSON_ALLOWED lists for
-   its file with why
-   (pressurectl's own --json documents, libpressure's local error);
-   an allowance its file no longer uses is reported. The names are not
+   its file with why (pressurectl's own --json documents, libpressure's
+   local error); an allowance its file no longer uses is reported. The names are not
    generated as constants: a check keeps the hundreds of call sites
    readable and still fails the build on a name the interface lacks.
 
