@@ -29,6 +29,7 @@
 #include "pressure-conn.h"
 #include "pressure-event.h"
 #include "pressure.h"
+#include "selector.h"
 #include "util.h"
 
 #define SYSTEM_SOCKET "/run/pressured/io.pressured"
@@ -37,18 +38,9 @@
 #define BACKOFF_MAX_USEC (1 * USEC_PER_SEC)
 #define CALL_TIMEOUT_DEFAULT_USEC (25 * USEC_PER_SEC)
 
-typedef enum SelectorSource {
-        SELECTOR_LEVEL,
-        SELECTOR_PSI,
-        SELECTOR_VMPRESSURE,
-        SELECTOR_MEMORY_EVENTS,
-        SELECTOR_PROTECTION,
-        SELECTOR_KILLS,
-} SelectorSource;
-
 struct pressure_selector {
         char *cgroup;
-        SelectorSource source;
+        Selector source;
         pressure_level level;
         pressure_stall stall;
         uint64_t threshold_us, window_us;

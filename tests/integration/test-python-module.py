@@ -37,8 +37,10 @@ sys.path.insert(0, os.path.join(os.environ.get('PRESSURED_SOURCE_ROOT',
                                                os.path.join(os.path.dirname(__file__), '..', '..')), 'tests'))
 import pressured_test as pt  # noqa: E402
 
-# meson puts client/python on PYTHONPATH; run by hand, find it from here.
-MODULE_DIR = os.path.join(pt.SOURCE_ROOT, 'client', 'python')
+# meson puts the package the build put together (client/python in the build
+# folder, with its generated _vocabulary.py) on PYTHONPATH; run by hand,
+# find it from here.
+MODULE_DIR = os.path.join(pt.BUILD_ROOT, 'client', 'python')
 if not any(os.path.abspath(p) == os.path.abspath(MODULE_DIR) for p in sys.path):
     sys.path.insert(0, MODULE_DIR)
 import pressured  # noqa: E402
