@@ -307,6 +307,10 @@ static int selector_to_request(const pressure_selector *s, char **ret) {
                 if (json_object_set_new(params, "kills", json_true()) < 0)
                         return -ENOMEM;
                 break;
+        case SELECTOR_LEVELS:
+                if (json_object_set_new(params, "levels", json_true()) < 0)
+                        return -ENOMEM;
+                break;
         }
         /* Memory is the default: said only otherwise, so older daemons understand the rest. */
         if (s->resource != PRESSURE_RESOURCE_MEMORY &&

@@ -30,7 +30,7 @@ __all__ = [
 
 #: The levels of a level stream, from none to the worst: "normal", then the
 #: interface's portable levels.
-LEVELS = ('normal',) + _vocabulary.LEVEL
+LEVELS = _vocabulary.STREAM_LEVEL
 
 
 def _field(convert=None, default=None):
