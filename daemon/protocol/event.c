@@ -213,30 +213,34 @@ char *event_removed_message(const char *cgroup, uint64_t seq, size_t *ret_size) 
         return params ? varlink_reply_new(params, false, ret_size) : NULL;
 }
 
-Body *event_body_new(json_t *event, uint64_t monotonic_us) {
-        _cleanup_free_ char *tmp = NULL;
+/* What a serialization fits into without a second pass; most events are far smaller. */
+#define BODY_STACK_SIZE 2048
+
+/* Serialize @event (stolen; NULL gives NULL) into a new Body with @flags. */
+static Body *body_from_json(json_t *event, uint64_t monotonic_us, unsigned flags) {
+        _cleanup_free_ char *big = NULL;
+        char stack[BODY_STACK_SIZE];
+        const char *text = stack;
         size_t n;
         Body *b;
 
         if (!event)
                 return NULL;
-        n = json_dumpb(event, NULL, 0, VARLINK_JSON_FLAGS);
+        n = json_dumpb(event, stack, sizeof(stack), VARLINK_JSON_FLAGS);
+        /* Larger than the stack buffer (a deep protection node, a long path): size known, dump again. */
+        if (n > sizeof(stack)) {
+                big = malloc(n);
+                if (big && json_dumpb(event, big, n, VARLINK_JSON_FLAGS) != n)
+                        big = (free(big), NULL);
+                text = big;
+        }
+        json_decref(event);
         /* The event object without its opening brace, closed by "}}" and the NUL:
          * the per-subscriber prefix supplies the envelope and the first fields. */
-        b = n >= 2 ? malloc(sizeof(Body) + n + 2) : NULL;
-        tmp = b ? malloc(n) : NULL;
-        if (!tmp) {
-                free(b);
-                json_decref(event);
+        b = text && n >= 2 ? malloc(sizeof(Body) + n + 2) : NULL;
+        if (!b)
                 return NULL;
-        }
-        /* The second pass allocates too and may fail where the first did not. */
-        if (json_dumpb(event, tmp, n, VARLINK_JSON_FLAGS) != n) {
-                free(b);
-                json_decref(event);
-                return NULL;
-        }
-        memcpy(b->data, tmp + 1, n - 1);
+        memcpy(b->data, text + 1, n - 1);
         b->data[n - 1] = '}';
         b->data[n] = '}';
         b->data[n + 1] = 0;
@@ -244,13 +248,127 @@ Body *event_body_new(json_t *event, uint64_t monotonic_us) {
         b->n_ref = 1;
         b->views = b->next_view = NULL;
         b->view_root = NULL;
-        b->flags = json_object_get(event, "level") ? BODY_HAS_LEVEL : 0;
-        if (streq_ptr(json_string_value(json_object_get(event, "kind")), IDL_EVENT_KIND_NAME(CLEARED)) ||
-            streq_ptr(json_string_value(json_object_get(event, "kind")), IDL_EVENT_KIND_NAME(TRIGGER_CHANGED)))
-                b->flags |= BODY_NO_COUNT; /* these merge no notifications */
+        b->flags = flags;
         b->monotonic_us = monotonic_us;
-        json_decref(event);
         return b;
+}
+
+Body *event_body_new(json_t *event, uint64_t monotonic_us) {
+        const char *kind;
+        unsigned flags;
+
+        if (!event)
+                return NULL;
+        kind = json_string_value(json_object_get(event, "kind"));
+        flags = json_object_get(event, "level") ? BODY_HAS_LEVEL : 0;
+        if (streq_ptr(kind, IDL_EVENT_KIND_NAME(CLEARED)) || streq_ptr(kind, IDL_EVENT_KIND_NAME(TRIGGER_CHANGED)))
+                flags |= BODY_NO_COUNT; /* these merge no notifications */
+        return body_from_json(event, monotonic_us, flags);
+}
+
+static json_t *json_bytes(uint64_t v, bool unlimited_is_null) {
+        if (v == PROTECTION_UNLIMITED && unlimited_is_null)
+                return json_null();
+        /* Finite values beyond the JSON integer range cannot come from a kernel. */
+        return json_integer(v > (uint64_t) INT64_MAX ? INT64_MAX : (json_int_t) v);
+}
+
+int protection_node_to_json(const ProtectionNode *node, json_t **ret) {
+        _cleanup_free_ char *path = NULL;
+        ProtectionValues v;
+        json_t *o;
+        int k;
+
+        k = protection_node_path(node, &path);
+        if (k < 0)
+                return k;
+        protection_node_get(node, &v);
+        o = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s}",
+                      "cgroup", path,
+                      "usage", json_bytes(v.usage, false),
+                      "min", json_bytes(v.min, true),
+                      "low", json_bytes(v.low, true),
+                      "emin", json_bytes(v.emin, true),
+                      "elow", json_bytes(v.elow, true),
+                      "min_usage", json_bytes(v.min_usage, false),
+                      "low_usage", json_bytes(v.low_usage, false),
+                      "children_min_usage", json_bytes(v.children_min_usage, false),
+                      "children_low_usage", json_bytes(v.children_low_usage, false),
+                      "state", protection_state_to_string(v.state));
+        if (!o)
+                return -ENOMEM;
+        *ret = o;
+        return 0;
+}
+
+int protection_node_append_json(const ProtectionNode *node, void *userdata) {
+        json_t *o;
+        int k;
+
+        k = protection_node_to_json(node, &o);
+        if (k >= 0 && json_array_append_new(userdata, o) < 0)
+                k = -ENOMEM;
+        return k;
+}
+
+/* @node as JSON; NULL for none, or when out of memory: the event goes without it. */
+static json_t *node_json(const ProtectionNode *node) {
+        json_t *j;
+
+        return node && protection_node_to_json(node, &j) >= 0 ? j : NULL;
+}
+
+static json_t *pressure_json(const EventData *e) {
+        const PressureSample *p = &e->pressure;
+        bool injected = p->source < 0, ok = true;
+        json_t *o, *psi = p->psi ? psi_stats_to_json(p->psi) : NULL;
+
+        if (p->psi && !psi)
+                return NULL;
+        o = event_pressure_new(e->cgroup, injected ? IDL_SOURCE_NAME(INJECT) : source_type_to_string(p->source),
+                               p->resource, psi, e->realtime_us, e->monotonic_us);
+        if (o && p->level >= 0 && p->level < _LEVEL_MAX)
+                ok = set(o, "level", json_string(level_to_string(p->level)));
+        if (o && ok && injected)
+                ok = set(o, "synthetic", json_true());
+        /* A tracked cgroup's node rides along; without memory the event goes without it. */
+        if (o && ok && p->protection) {
+                json_t *node = node_json(p->protection);
+
+                ok = !node || set(o, "protection", node);
+        }
+        return finish(o, ok);
+}
+
+static json_t *protection_json(const EventData *e) {
+        /* Without memory for the node, the change is still worth reporting. */
+        return event_protection_new(e->cgroup, protection_state_to_string(e->protection.state),
+                                    protection_state_to_string(e->protection.previous),
+                                    node_json(e->protection.node), e->realtime_us,
+                                    e->monotonic_us);
+}
+
+json_t *event_data_json(const EventData *e) {
+        switch (e->kind) {
+        case EVENT_PRESSURE:
+                return pressure_json(e);
+        case EVENT_MEMORY_EVENTS:
+                return event_memory_events_new(e->cgroup, e->memory_events.counters, e->memory_events.delta,
+                                               e->realtime_us, e->monotonic_us);
+        case EVENT_PROTECTION:
+                return protection_json(e);
+        case EVENT_KILLED:
+                return event_killed_new(e->cgroup, e->killed.by, e->killed.reason, e->realtime_us,
+                                        e->monotonic_us);
+        default:
+                return NULL;
+        }
+}
+
+Body *event_data_body(const EventData *e) {
+        bool level = e->kind == EVENT_PRESSURE && e->pressure.level >= 0 && e->pressure.level < _LEVEL_MAX;
+
+        return body_from_json(event_data_json(e), e->monotonic_us, level ? BODY_HAS_LEVEL : 0);
 }
 
 int event_view_init(EventView *v, const char *root) {

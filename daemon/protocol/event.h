@@ -14,6 +14,8 @@
 #include <stdint.h>
 
 #include "episode.h"
+#include "protection-tree.h"
+#include "event-data.h"
 #include "kernfile.h"
 #include "outqueue.h"
 #include "source-type.h"
@@ -121,6 +123,27 @@ json_t *event_trigger_changed_new(const char *cgroup, SourceType source, Resourc
  * @ret_size: the size including the NUL
  */
 char *event_removed_message(const char *cgroup, uint64_t seq, size_t *ret_size) _warn_unused_result_;
+
+/*
+ * protection_node_to_json - the contract's PROTECTION_NODE: cgroup, usage,
+ * min, low, emin, elow, min_usage, low_usage, children_min_usage,
+ * children_low_usage (bytes; null for an unlimited value), state.
+ * Returns 0 or -ENOMEM.
+ */
+int protection_node_to_json(const ProtectionNode *node, json_t **ret);
+
+/* protection_node_append_json - a ProtectionNodeFn: append @node's PROTECTION_NODE to the array @userdata. */
+int protection_node_append_json(const ProtectionNode *node, void *userdata);
+
+/* event_data_json - the JSON object of the typed event @e (the fields of its
+ * kind, in the interface's order); NULL when out of memory. */
+json_t *event_data_json(const EventData *e) _warn_unused_result_;
+
+/*
+ * event_data_body - @e serialized once into the Body every subscriber
+ * shares, its flags taken from the struct; NULL when out of memory.
+ */
+Body *event_data_body(const EventData *e) _warn_unused_result_;
 
 /*
  * event_body_new - serialize @event once into the Body every subscriber's

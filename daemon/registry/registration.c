@@ -101,11 +101,10 @@ static uint64_t registration_deliver(Registration *r, Body *body, uint64_t count
         return delivered;
 }
 
-/* Serialize @event once (stealing it) and fan it out. */
-static void registration_publish(Registration *r, json_t *event, uint64_t monotonic_us, uint64_t count) {
-        Body *body = event_body_new(event, monotonic_us);
+/* Serialize @event once and fan it out. */
+static void registration_publish(Registration *r, const EventData *event, uint64_t count) {
+        Body *body = event_data_body(event);
 
-        /* event_body_new() takes NULL for an event that could not be built. */
         if (!body) {
                 log_ratelimited(LOG_WARNING, ENOMEM, NULL, 10, 1, "Failed to serialize an event, dropping it: %m");
                 return;
@@ -121,23 +120,22 @@ static void on_source_kick(Source *s) {
 static void on_source_pressure(Source *s, const PsiStats *psi, uint64_t realtime_us, uint64_t monotonic_us,
                                uint64_t count) {
         Registration *r = registration_from_source(s);
-        json_t *event = event_pressure_new(s->cgroup, source_type_to_string(s->type), s->resource,
-                                           psi ? psi_stats_to_json(psi) : NULL, realtime_us, monotonic_us);
 
         counter_inc(r->registry->counters, COUNTER_EVENTS_READ);
         /* The episode takes its stall total from the sample: the file is not read again. */
         registration_episode_event(r, monotonic_us, _LEVEL_INVALID, psi);
-        /* A tracked cgroup's protection node rides along. */
-        protection_source_enrich(s->env->protection, s->cgroup, event);
-        registration_publish(r, event, monotonic_us, count);
+        registration_publish(r, &(const EventData) {
+                .kind = EVENT_PRESSURE, .cgroup = s->cgroup, .realtime_us = realtime_us, .monotonic_us = monotonic_us,
+                .pressure = {
+                        .source = s->type, .resource = s->resource, .psi = psi, .level = _LEVEL_INVALID,
+                        /* A tracked cgroup's protection node rides along. */
+                        .protection = protection_source_lookup(s->env->protection, s->cgroup),
+                },
+        }, count);
 }
 
-static void on_source_event(Source *s, json_t *event, uint64_t monotonic_us) {
-        registration_publish(registration_from_source(s), event, monotonic_us, 1);
-}
-
-static void on_source_event_count(Source *s, json_t *event, uint64_t monotonic_us, uint64_t count) {
-        registration_publish(registration_from_source(s), event, monotonic_us, count);
+static void on_source_event(Source *s, const EventData *event, uint64_t count) {
+        registration_publish(registration_from_source(s), event, count);
 }
 
 static void on_source_removed(Source *s) {
@@ -148,7 +146,6 @@ static const SourceCallbacks registration_source_callbacks = {
         .kick = on_source_kick,
         .pressure = on_source_pressure,
         .event = on_source_event,
-        .event_count = on_source_event_count,
         .removed = on_source_removed,
 };
 

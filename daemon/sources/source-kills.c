@@ -58,7 +58,10 @@ static void kills_report(Source *s, const char *cgroup, uint64_t count) {
         uint64_t mono = now_usec(CLOCK_MONOTONIC), rt = now_usec(CLOCK_REALTIME);
 
         counter_add(s->env->counters, COUNTER_KILLS_KERNEL, count);
-        s->cb->event_count(s, event_killed_new(cgroup, "kernel", "oom_kill", rt, mono), mono, count);
+        s->cb->event(s, &(const EventData) {
+                .kind = EVENT_KILLED, .cgroup = cgroup, .realtime_us = rt, .monotonic_us = mono,
+                .killed = { .by = "kernel", .reason = "oom_kill" },
+        }, count);
 }
 
 /* Re-read the oom_kill of top-level cgroup @t and report a rise. */

@@ -17,7 +17,6 @@ static void memory_events_on_ready(evutil_socket_t fd, short what, void *userdat
         MemoryEvents now, delta = {};
         bool changed = false;
         uint64_t rt, mono;
-        json_t *event;
 
         if (!source_drain_check(s, env->v2))
                 return;
@@ -45,8 +44,10 @@ static void memory_events_on_ready(evutil_socket_t fd, short what, void *userdat
         if (!changed)
                 return;
 
-        event = event_memory_events_new(s->cgroup, &now, &delta, rt, mono);
-        s->cb->event(s, event, mono);
+        s->cb->event(s, &(const EventData) {
+                .kind = EVENT_MEMORY_EVENTS, .cgroup = s->cgroup, .realtime_us = rt, .monotonic_us = mono,
+                .memory_events = { .counters = &now, .delta = &delta },
+        }, 1);
 }
 
 static int memory_events_open(Source *s, int given, SourceFailure *e) {

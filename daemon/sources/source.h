@@ -34,6 +34,7 @@
 
 #include "cgroup.h"
 #include "counters.h"
+#include "event-data.h"
 #include "kernfile.h"
 #include "list.h"
 #include "snapshot.h"
@@ -68,10 +69,9 @@ typedef struct SourceCallbacks {
          * the source has none (vmpressure) or they could not be read; valid during the call. */
         void (*pressure)(Source *s, const PsiStats *psi, uint64_t realtime_us, uint64_t monotonic_us,
                          uint64_t count);
-        /* Any other event, built by the source (stolen; NULL when out of memory). */
-        void (*event)(Source *s, json_t *event, uint64_t monotonic_us);
-        /* The same for an event that stands for @count occurrences (kills). */
-        void (*event_count)(Source *s, json_t *event, uint64_t monotonic_us, uint64_t count);
+        /* Any other event, typed (valid during the call), standing for @count
+         * occurrences (kills; 1 for the others). */
+        void (*event)(Source *s, const EventData *event, uint64_t count);
         /* The cgroup is gone. */
         void (*removed)(Source *s);
 } SourceCallbacks;
