@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "episode.h"
 #include "kernfile.h"
 #include "protection.h"
 #include "source-type.h"
@@ -21,6 +22,8 @@ typedef enum EventKind {
         EVENT_MEMORY_EVENTS,        /* memory.events changed */
         EVENT_PROTECTION,           /* a tracked cgroup's protection state changed */
         EVENT_KILLED,               /* the kernel or systemd-oomd killed in a cgroup */
+        EVENT_CLEARED,              /* an episode ended */
+        EVENT_TRIGGER_CHANGED,      /* a reload moved a "level" subscription to another registration */
         _EVENT_KIND_MAX,
 } EventKind;
 
@@ -49,6 +52,28 @@ typedef struct KillSample {
         const char *reason;         /* "oom_kill" for the kernel, systemd-oomd's word for it */
 } KillSample;
 
+/* What a "trigger" object describes: the kernel registration used. */
+typedef struct EventTrigger {
+        SourceType type;
+        PsiTrigger psi;             /* SOURCE_PSI */
+        Level vm_level;             /* SOURCE_VMPRESSURE */
+        VmpressureMode vm_mode;
+        Level level;                /* the portable level asked for, or _LEVEL_INVALID */
+} EventTrigger;
+
+typedef struct ClearedEpisode {
+        SourceType source;
+        Resource resource;
+        const EpisodeRecord *episode;
+} ClearedEpisode;
+
+typedef struct TriggerChange {
+        SourceType source;
+        Resource resource;
+        EventTrigger trigger;       /* the registration now used */
+        const char *adjusted_reason; /* why the daemon changed the trigger, or NULL: not adjusted */
+} TriggerChange;
+
 typedef struct EventData {
         EventKind kind;
         const char *cgroup;
@@ -59,5 +84,7 @@ typedef struct EventData {
                 MemoryEventsSample memory_events;
                 ProtectionSample protection;
                 KillSample killed;
+                ClearedEpisode cleared;
+                TriggerChange trigger_changed;
         };
 } EventData;

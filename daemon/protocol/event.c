@@ -253,19 +253,6 @@ static Body *body_from_json(json_t *event, uint64_t monotonic_us, unsigned flags
         return b;
 }
 
-Body *event_body_new(json_t *event, uint64_t monotonic_us) {
-        const char *kind;
-        unsigned flags;
-
-        if (!event)
-                return NULL;
-        kind = json_string_value(json_object_get(event, "kind"));
-        flags = json_object_get(event, "level") ? BODY_HAS_LEVEL : 0;
-        if (streq_ptr(kind, IDL_EVENT_KIND_NAME(CLEARED)) || streq_ptr(kind, IDL_EVENT_KIND_NAME(TRIGGER_CHANGED)))
-                flags |= BODY_NO_COUNT; /* these merge no notifications */
-        return body_from_json(event, monotonic_us, flags);
-}
-
 static json_t *json_bytes(uint64_t v, bool unlimited_is_null) {
         if (v == PROTECTION_UNLIMITED && unlimited_is_null)
                 return json_null();
@@ -360,15 +347,29 @@ json_t *event_data_json(const EventData *e) {
         case EVENT_KILLED:
                 return event_killed_new(e->cgroup, e->killed.by, e->killed.reason, e->realtime_us,
                                         e->monotonic_us);
+        case EVENT_CLEARED:
+                return event_cleared_new(e->cgroup, e->cleared.source, e->cleared.resource, e->cleared.episode,
+                                         e->realtime_us, e->monotonic_us);
+        case EVENT_TRIGGER_CHANGED: {
+                const TriggerChange *t = &e->trigger_changed;
+
+                return event_trigger_changed_new(e->cgroup, t->source, t->resource, event_trigger_new(&t->trigger),
+                                                 t->adjusted_reason != NULL, t->adjusted_reason, e->realtime_us,
+                                                 e->monotonic_us);
+        }
         default:
                 return NULL;
         }
 }
 
-Body *event_data_body(const EventData *e) {
-        bool level = e->kind == EVENT_PRESSURE && e->pressure.level >= 0 && e->pressure.level < _LEVEL_MAX;
+Body *event_data_body(const EventData *e, uint64_t read_us) {
+        unsigned flags = 0;
 
-        return body_from_json(event_data_json(e), e->monotonic_us, level ? BODY_HAS_LEVEL : 0);
+        if (e->kind == EVENT_PRESSURE && e->pressure.level >= 0 && e->pressure.level < _LEVEL_MAX)
+                flags |= BODY_HAS_LEVEL;
+        if (e->kind == EVENT_CLEARED || e->kind == EVENT_TRIGGER_CHANGED)
+                flags |= BODY_NO_COUNT; /* these merge no notifications */
+        return body_from_json(event_data_json(e), read_us, flags);
 }
 
 int event_view_init(EventView *v, const char *root) {

@@ -22,15 +22,6 @@
 #include "trigger.h"
 #include "util.h"
 
-/* What a "trigger" object describes: the kernel registration used. */
-typedef struct EventTrigger {
-        SourceType type;
-        PsiTrigger psi;             /* SOURCE_PSI */
-        Level vm_level;             /* SOURCE_VMPRESSURE */
-        VmpressureMode vm_mode;
-        Level level;                /* the portable level asked for, or _LEVEL_INVALID */
-} EventTrigger;
-
 /* event_trigger_new - {"psi": {...}} or {"vmpressure": {...}}, plus "level" if set. */
 json_t *event_trigger_new(const EventTrigger *t) _warn_unused_result_;
 
@@ -142,16 +133,10 @@ json_t *event_data_json(const EventData *e) _warn_unused_result_;
 /*
  * event_data_body - @e serialized once into the Body every subscriber
  * shares, its flags taken from the struct; NULL when out of memory.
+ * @read_us: when the notification was read (CLOCK_MONOTONIC), for the
+ *           latency figures; 0 for an event no notification caused
  */
-Body *event_data_body(const EventData *e) _warn_unused_result_;
-
-/*
- * event_body_new - serialize @event once into the Body every subscriber's
- * queue shares (the object without its opening brace; each subscriber's
- * prefix supplies the envelope, "seq", "missed" and "count"). Steals
- * @event; NULL @event gives NULL.
- */
-Body *event_body_new(json_t *event, uint64_t monotonic_us) _warn_unused_result_;
+Body *event_data_body(const EventData *e, uint64_t read_us) _warn_unused_result_;
 
 /*
  * How a peer in a cgroup namespace sees the cgroups events name: its root

@@ -101,7 +101,10 @@ static void episode_cleared(Registration *r, const EpisodeRecord *rec) {
 
         if (r->registry->hooks && r->registry->hooks->changed)
                 r->registry->hooks->changed(r->registry->hooks_userdata);
-        body = event_body_new(event_cleared_new(r->src.cgroup, r->src.type, r->src.resource, rec, rt, mono), mono);
+        body = r->registry->serialize(&(const EventData) {
+                .kind = EVENT_CLEARED, .cgroup = r->src.cgroup, .realtime_us = rt, .monotonic_us = mono,
+                .cleared = { .source = r->src.type, .resource = r->src.resource, .episode = rec },
+        }, mono);
         if (!body) {
                 log_ratelimited(LOG_WARNING, ENOMEM, NULL, 10, 1,
                                 "Failed to serialize a cleared event, dropping it: %m");

@@ -62,8 +62,9 @@ static ino_t dir_inode(int dirfd) {
         return dirfd >= 0 && fstat(dirfd, &st) == 0 ? st.st_ino : 0;
 }
 
-void registry_init(Registry *reg, SourceEnv *env, const Config *config, Counters *counters) {
-        *reg = (Registry) { .env = env, .config = config, .counters = counters };
+void registry_init(Registry *reg, SourceEnv *env, const Config *config, Counters *counters,
+                   EventSerializeFn serialize) {
+        *reg = (Registry) { .env = env, .serialize = serialize, .config = config, .counters = counters };
 }
 
 void registry_done(Registry *reg) {
@@ -103,7 +104,7 @@ static uint64_t registration_deliver(Registration *r, Body *body, uint64_t count
 
 /* Serialize @event once and fan it out. */
 static void registration_publish(Registration *r, const EventData *event, uint64_t count) {
-        Body *body = event_data_body(event);
+        Body *body = r->registry->serialize(event, event->monotonic_us);
 
         if (!body) {
                 log_ratelimited(LOG_WARNING, ENOMEM, NULL, 10, 1, "Failed to serialize an event, dropping it: %m");
@@ -439,10 +440,14 @@ static void listener_tell_trigger(Listener *l, Registration *r, bool adjusted) {
         if (!l->ops->trigger_changed)
                 return;
         /* No read time: the latency figures are those of kernel notifications. */
-        body = event_body_new(event_trigger_changed_new(r->src.cgroup, r->src.type, r->src.resource,
-                                                        registration_trigger_json(r, l), adjusted,
-                                                        adjusted ? POLICY_REASON_UNPRIVILEGED : NULL, rt, mono),
-                              0);
+        body = r->registry->serialize(&(const EventData) {
+                .kind = EVENT_TRIGGER_CHANGED, .cgroup = r->src.cgroup, .realtime_us = rt, .monotonic_us = mono,
+                .trigger_changed = {
+                        .source = r->src.type, .resource = r->src.resource,
+                        .trigger = registration_trigger(r, l),
+                        .adjusted_reason = adjusted ? POLICY_REASON_UNPRIVILEGED : NULL,
+                },
+        }, 0);
         if (!body) {
                 log_ratelimited(LOG_WARNING, ENOMEM, NULL, 10, 1,
                                 "Failed to tell a subscriber on %s of its new trigger, ignoring: %m", r->src.cgroup);
@@ -507,16 +512,14 @@ void registry_reconfigure(Registry *reg, const Config *old, const Config *config
                 registration_episode_reconfigure(r);
 }
 
-json_t *registration_trigger_json(const Registration *r, const Listener *l) {
-        EventTrigger t = {
+EventTrigger registration_trigger(const Registration *r, const Listener *l) {
+        return (EventTrigger) {
                 .type = r->src.type,
                 .psi = r->src.used,
                 .vm_level = r->src.vm_level,
                 .vm_mode = r->src.vm_mode,
                 .level = l && l->by_level ? l->level : _LEVEL_INVALID,
         };
-
-        return event_trigger_new(&t);
 }
 
 int registration_state_json(Registration *r, json_t **ret) {

@@ -25,7 +25,8 @@
 #include "counters.h"
 #include "episode.h"
 #include "list.h"
-#include "outqueue.h"
+#include "body.h"
+#include "event-data.h"
 #include "policy.h"
 #include "source.h"
 #include "trigger.h"
@@ -99,8 +100,15 @@ typedef struct RegistryHooks {
         void (*changed)(void *userdata);                   /* an episode began or ended */
 } RegistryHooks;
 
+/*
+ * Serializes the typed event @e once into the Body every listener shares;
+ * @read_us as Body.monotonic_us. NULL when out of memory.
+ */
+typedef Body *(*EventSerializeFn)(const EventData *e, uint64_t read_us);
+
 struct Registry {
         SourceEnv *env;
+        EventSerializeFn serialize;
         const Config *config;
         Counters *counters;
         Registration *registrations;
@@ -111,8 +119,13 @@ struct Registry {
         bool handed_over;           /* the next process has every registration: closing one removes nothing */
 };
 
-/* registry_init - an empty registry over @env, under @config, counting in @counters. */
-void registry_init(Registry *reg, SourceEnv *env, const Config *config, Counters *counters);
+/*
+ * registry_init - an empty registry over @env, under @config, counting in
+ * @counters, serializing its events with @serialize (the protocol's
+ * event_data_body(), handed down by the owner).
+ */
+void registry_init(Registry *reg, SourceEnv *env, const Config *config, Counters *counters,
+                   EventSerializeFn serialize);
 
 /* registry_done - every registration must be gone already (listeners release them); checks nothing. */
 void registry_done(Registry *reg);
@@ -197,8 +210,8 @@ int registration_export(const Registration *r, SnapshotRegistration *ret);
 /* registration_release - close and free @r if no listener uses it any more. */
 void registration_release(Registration *r);
 
-/* registration_trigger_json - the "trigger" object of @r; @l adds the listener's level. */
-json_t *registration_trigger_json(const Registration *r, const Listener *l);
+/* registration_trigger - the trigger of @r; @l adds the listener's level. */
+EventTrigger registration_trigger(const Registration *r, const Listener *l);
 
 /*
  * registration_state_json - the current picture for "subscribed": the

@@ -285,9 +285,10 @@ static void error_to_view(VarlinkError *e, const char *real, const char *path) {
 /* The first message of a stream, with "continues"; NULL when out of memory. */
 static char *subscribed_message(Registration *r, const Subscription *s, bool adjusted, const char *reason,
                                 size_t *ret_size) {
+        EventTrigger t = registration_trigger(r, &s->listener);
         json_t *ev, *params, *trigger, *state;
 
-        trigger = registration_trigger_json(r, &s->listener);
+        trigger = event_trigger_new(&t);
         if (!trigger)
                 return NULL;
         if (registration_state_json(r, &state) < 0) {
@@ -475,7 +476,7 @@ static Body *inject_body(Methods *ms, const char *cgroup, bool enrich, Resource 
                         /* Like a kernel event: say whether the cgroup was protected. */
                         .protection = enrich ? protection_source_lookup(ms->protection, cgroup) : NULL,
                 },
-        });
+        }, mono);
 }
 
 /*

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 
 #include "config-build.h"
+#include "event.h"
 #include "log.h"
 #include "metrics-cgroup.h"
 #include "metrics-text.h"
@@ -56,6 +57,7 @@ static json_t *status_fast_users_json(const StatusContext *m) {
 
 /* One entry of "registrations", naming @cgroup as the caller sees it; NULL when out of memory, never a partial one. */
 static json_t *status_registration_json(const Registration *r, const char *cgroup) {
+        EventTrigger t = registration_trigger(r, NULL);
         json_t *proxied = json_array(), *o;
         Listener *l;
         bool ok;
@@ -72,7 +74,7 @@ static json_t *status_registration_json(const Registration *r, const char *cgrou
         o = json_pack("{s:s, s:s, s:s, s:o, s:I, s:o}", "cgroup", cgroup,
                       "source", source_type_to_string(r->src.type),
                       "resource", resource_to_string(r->src.resource),
-                      "trigger", registration_trigger_json(r, NULL),
+                      "trigger", event_trigger_new(&t),
                       "subscribers", (json_int_t) (r->n_subscribers + r->n_kicked),
                       "proxied", proxied);
         ok = o;

@@ -28,6 +28,7 @@
 #include "registration.h"
 #include "subscription.h"
 #include "test-registry-fixture.h"
+#include "test-body.h"
 #include "tests.h"
 #include "util.h"
 
@@ -146,7 +147,7 @@ static Registration *registration_make(Fixture *f, SourceType type, const char *
 }
 
 static Body *make_pressure_body(const char *cgroup) {
-        Body *b = event_body_new(event_pressure_new(cgroup, "psi", RESOURCE_MEMORY, NULL, 1, now_usec(CLOCK_MONOTONIC)), 0);
+        Body *b = test_body_new(event_pressure_new(cgroup, "psi", RESOURCE_MEMORY, NULL, 1, now_usec(CLOCK_MONOTONIC)), 0, 0);
 
         ASSERT_TRUE(b);
         return b;
@@ -822,7 +823,7 @@ static void test_cleared_reserve(void) {
 
         /* Small events fill the queue until even they no longer fit. */
         while (s->missed < 3) {
-                Body *body = event_body_new(json_pack("{s:s}", "kind", "pressure"), 0);
+                Body *body = test_body_new(json_pack("{s:s}", "kind", "pressure"), 0, 0);
                 size_t before = slow.client->out.bytes;
 
                 ASSERT_TRUE(body);
@@ -852,7 +853,7 @@ static void test_cleared_reserve(void) {
         /* Ordinary events still do not fit. (Handed to the subscription
          * directly: an injected one would start another episode.) */
         {
-                Body *body = event_body_new(json_pack("{s:s}", "kind", "pressure"), 0);
+                Body *body = test_body_new(json_pack("{s:s}", "kind", "pressure"), 0, 0);
 
                 ASSERT_TRUE(body);
                 ASSERT_TRUE(!s->listener.ops->deliver(&s->listener, body, 1));
