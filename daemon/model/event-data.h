@@ -9,6 +9,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "episode.h"
@@ -73,6 +74,27 @@ typedef struct TriggerChange {
         EventTrigger trigger;       /* the registration now used */
         const char *adjusted_reason; /* why the daemon changed the trigger, or NULL: not adjusted */
 } TriggerChange;
+
+/* Why a kill source of a kills subscription hears nothing, for the log-free "subscribed" state. */
+#define KILL_REASON_MAX 512
+
+/*
+ * The current picture a "subscribed" event carries in "state": what the
+ * source knows right away, and the registration's active episode.
+ */
+typedef struct SubscribedState {
+        bool has_psi;               /* psi: the averages and totals just read */
+        PsiStats psi;
+        bool has_counters;          /* memory_events: the counters last read */
+        MemoryEvents counters;
+        const ProtectionNode *node; /* protection: the cgroup's node, valid until the next refresh */
+        bool has_kills;             /* kills: which kill sources are heard, why the others are not */
+        bool kernel_kills, oomd_kills;
+        char kernel_reason[KILL_REASON_MAX], oomd_reason[KILL_REASON_MAX];
+        const EpisodeRecord *episode; /* the active episode, or NULL */
+        bool episode_psi;           /* its peak is a PSI stall ratio (else a level) */
+        uint64_t now_us, realtime_us; /* CLOCK_MONOTONIC and CLOCK_REALTIME now, for the episode */
+} SubscribedState;
 
 typedef struct EventData {
         EventKind kind;

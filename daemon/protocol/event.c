@@ -335,6 +335,50 @@ static json_t *protection_json(const EventData *e) {
                                     e->monotonic_us);
 }
 
+/* The "kill_sources" and "unavailable_kill_sources" of @st into @o. */
+static bool kills_state_json(json_t *o, const SubscribedState *st) {
+        json_t *heard = json_array(), *missing = json_array();
+        bool ok = heard && missing;
+
+        if (ok && st->kernel_kills)
+                ok = json_array_append_new(heard, json_string("kernel")) == 0;
+        else if (ok)
+                ok = json_array_append_new(missing, json_pack("{s:s, s:s}", "source", "kernel", "reason",
+                                                              st->kernel_reason)) == 0;
+        if (ok && st->oomd_kills)
+                ok = json_array_append_new(heard, json_string("systemd-oomd")) == 0;
+        else if (ok)
+                ok = json_array_append_new(missing, json_pack("{s:s, s:s}", "source", "systemd-oomd", "reason",
+                                                              st->oomd_reason)) == 0;
+        if (!ok) {
+                json_decref(heard);
+                json_decref(missing);
+                return false;
+        }
+        return set(o, "kill_sources", heard) && set(o, "unavailable_kill_sources", missing);
+}
+
+json_t *subscribed_state_json(const SubscribedState *st) {
+        json_t *o = json_object();
+        bool ok = o;
+
+        if (ok && st->has_psi)
+                ok = set(o, "psi", psi_stats_to_json(&st->psi));
+        if (ok && st->has_counters)
+                ok = set(o, "counters", memory_events_to_json(&st->counters));
+        if (ok && st->node) {
+                json_t *node;
+
+                ok = protection_node_to_json(st->node, &node) >= 0 && set(o, "node", node);
+        }
+        if (ok && st->has_kills)
+                ok = kills_state_json(o, st);
+        if (ok && st->episode)
+                ok = set(o, "episode", event_episode_json(st->episode, st->episode_psi, false, st->now_us,
+                                                          st->realtime_us));
+        return finish(o, ok);
+}
+
 json_t *event_data_json(const EventData *e) {
         switch (e->kind) {
         case EVENT_PRESSURE:

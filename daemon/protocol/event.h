@@ -126,6 +126,14 @@ int protection_node_to_json(const ProtectionNode *node, json_t **ret);
 /* protection_node_append_json - a ProtectionNodeFn: append @node's PROTECTION_NODE to the array @userdata. */
 int protection_node_append_json(const ProtectionNode *node, void *userdata);
 
+/*
+ * subscribed_state_json - the "state" object of a "subscribed" event: "psi",
+ * "counters", "node" or "kill_sources" and "unavailable_kill_sources" as
+ * the source has them, then "episode"; {} for none. NULL when out of memory,
+ * never a picture with a part missing.
+ */
+json_t *subscribed_state_json(const SubscribedState *st) _warn_unused_result_;
+
 /* event_data_json - the JSON object of the typed event @e (the fields of its
  * kind, in the interface's order); NULL when out of memory. */
 json_t *event_data_json(const EventData *e) _warn_unused_result_;

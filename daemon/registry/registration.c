@@ -7,7 +7,6 @@
 #include <inttypes.h>
 #include <sys/stat.h>
 
-#include "event.h"
 #include "log.h"
 #include "registration.h"
 #include "registration-episode.h"
@@ -522,25 +521,17 @@ EventTrigger registration_trigger(const Registration *r, const Listener *l) {
         };
 }
 
-int registration_state_json(Registration *r, json_t **ret) {
-        json_t *state, *episode;
-        int k = source_state(&r->src, &state);
+int registration_state(Registration *r, SubscribedState *ret) {
+        int k = source_state(&r->src, ret);
 
         if (k < 0)
                 return k;
-        /* registration_episode_json() is NULL without an active episode. */
-        if (!registration_has_episodes(r) || !r->episode.active) {
-                *ret = state;
-                return 0;
+        if (registration_has_episodes(r) && r->episode.active) {
+                ret->episode = &r->episode.cur;
+                ret->episode_psi = r->src.type == SOURCE_PSI;
+                ret->now_us = now_usec(CLOCK_MONOTONIC);
+                ret->realtime_us = now_usec(CLOCK_REALTIME);
         }
-        episode = registration_episode_json(r);
-        if (!state)
-                state = json_object();
-        if (!state || json_object_set_new(state, "episode", episode) < 0) {
-                json_decref(state);
-                return -ENOMEM;
-        }
-        *ret = state;
         return 0;
 }
 

@@ -16,7 +16,6 @@
 #pragma once
 
 #include <event2/event.h>
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -214,11 +213,11 @@ void registration_release(Registration *r);
 EventTrigger registration_trigger(const Registration *r, const Listener *l);
 
 /*
- * registration_state_json - the current picture for "subscribed": the
- * source's and the episode, in @ret (NULL if there is none). Returns 0 or
- * -ENOMEM, never a picture with a part missing.
+ * registration_state - the current picture for "subscribed": the source's
+ * and the active episode, in @ret (valid until @r changes). Returns 0 or
+ * -ENOMEM.
  */
-int registration_state_json(Registration *r, json_t **ret);
+int registration_state(Registration *r, SubscribedState *ret);
 
 /*
  * listener_attach - add @l to @r's listeners (@r was acquired for it).

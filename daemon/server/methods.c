@@ -286,12 +286,14 @@ static void error_to_view(VarlinkError *e, const char *real, const char *path) {
 static char *subscribed_message(Registration *r, const Subscription *s, bool adjusted, const char *reason,
                                 size_t *ret_size) {
         EventTrigger t = registration_trigger(r, &s->listener);
+        SubscribedState st;
         json_t *ev, *params, *trigger, *state;
 
-        trigger = event_trigger_new(&t);
-        if (!trigger)
+        if (registration_state(r, &st) < 0)
                 return NULL;
-        if (registration_state_json(r, &state) < 0) {
+        trigger = event_trigger_new(&t);
+        state = trigger ? subscribed_state_json(&st) : NULL;
+        if (!state) {
                 json_decref(trigger);
                 return NULL;
         }

@@ -8,7 +8,6 @@
 #include <fcntl.h>
 
 #include "log.h"
-#include "event.h"
 #include "source-common.h"
 
 static void memory_events_on_ready(evutil_socket_t fd, short what, void *userdata) {
@@ -81,9 +80,10 @@ static int memory_events_open(Source *s, int given, SourceFailure *e) {
         return 0;
 }
 
-static int memory_events_state(Source *s, json_t **ret) {
-        *ret = json_pack("{s:o}", "counters", memory_events_to_json(&s->last_events));
-        return *ret ? 0 : -ENOMEM;
+static int memory_events_state(Source *s, SubscribedState *ret) {
+        ret->has_counters = true;
+        ret->counters = s->last_events;
+        return 0;
 }
 
 /* Counters that rose while nobody watched make one event, as soon as the loop runs. */

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* The protection source: tracked cgroups, the refresh timer, GetProtection, enrichment. */
-#include "event.h"
 #include "log.h"
 #include "protection-tree.h"
 #include "source.h"
@@ -146,17 +145,9 @@ static void protection_close(Source *s) {
                 reader_drop_if_unused(p);
 }
 
-static int protection_state(Source *s, json_t **ret) {
-        ProtectionSource *p = s->env->protection;
-        ProtectionNode *node = p->reader ? protection_reader_lookup(p->reader, s->cgroup) : NULL;
-        json_t *j = NULL;
-
-        if (!node)
-                return 0;
-        if (protection_node_to_json(node, &j) < 0)
-                return -ENOMEM;
-        *ret = json_pack("{s:o}", "node", j);
-        return *ret ? 0 : -ENOMEM;
+static int protection_state(Source *s, SubscribedState *ret) {
+        ret->node = protection_source_lookup(s->env->protection, s->cgroup);
+        return 0;
 }
 
 /* A state that changed while nobody watched is reported as a change from the one last reported. */

@@ -27,7 +27,6 @@
 #pragma once
 
 #include <event2/event.h>
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -125,9 +124,9 @@ typedef struct SourceOps {
         /* Release what open() made beyond fd, aux_fd and ev (which the
          * registration closes itself); optional. */
         void (*close)(Source *s);
-        /* The current picture for the "subscribed" reply in @ret, NULL if
-         * there is none; optional. Returns 0 or -ENOMEM. */
-        int (*state)(Source *s, json_t **ret);
+        /* The current picture for the "subscribed" reply, filled into @ret
+         * (zeroed by the caller); optional. Returns 0 or -ENOMEM. */
+        int (*state)(Source *s, SubscribedState *ret);
         /* Take over the kernel registration @fd a previous process made
          * (its trigger written, its eventfd registered); optional: without
          * it, or without an fd, the registration is opened anew. */
@@ -192,8 +191,8 @@ int source_store_fd(const Source *s);
 /* source_close - drop the kernel registration of @s; idempotent. */
 void source_close(Source *s);
 
-/* source_state - the current picture for the "subscribed" reply in @ret, or NULL; 0 or -ENOMEM. */
-int source_state(Source *s, json_t **ret);
+/* source_state - the current picture for the "subscribed" reply in @ret (zeroed first); 0 or -ENOMEM. */
+int source_state(Source *s, SubscribedState *ret);
 
 /* source_read_psi - the PSI averages and totals of a PSI source's pressure file. */
 int source_read_psi(const Source *s, PsiStats *ret);
