@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Event JSON builders and the shared serialized body of an event. */
+#include <inttypes.h>
+
 #include "event.h"
 #include "util.h"
 #include "varlink.h"
@@ -414,6 +416,30 @@ Body *event_data_body(const EventData *e, uint64_t read_us) {
         if (e->kind == EVENT_CLEARED || e->kind == EVENT_TRIGGER_CHANGED)
                 flags |= BODY_NO_COUNT; /* these merge no notifications */
         return body_from_json(event_data_json(e), read_us, flags);
+}
+
+size_t event_prefix(char buf[static OUT_PREFIX_MAX], const Body *body, uint64_t seq, uint64_t missed, uint64_t count,
+                    Level level) {
+        bool has_level = level >= 0 && level < _LEVEL_MAX;
+        int n;
+
+        if (body->flags & BODY_NO_COUNT)
+                n = snprintf(buf, OUT_PREFIX_MAX,
+                             "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":%" PRIu64
+                             ",\"missed\":%" PRIu64 ",%s%s%s",
+                             seq, missed, has_level ? "\"level\":\"" : "",
+                             has_level ? level_to_string(level) : "", has_level ? "\"," : "");
+        else if (has_level && !(body->flags & BODY_HAS_LEVEL))
+                n = snprintf(buf, OUT_PREFIX_MAX,
+                             "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":%" PRIu64
+                             ",\"missed\":%" PRIu64 ",\"count\":%" PRIu64 ",\"level\":\"%s\",",
+                             seq, missed, count, level_to_string(level));
+        else
+                n = snprintf(buf, OUT_PREFIX_MAX,
+                             "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":%" PRIu64
+                             ",\"missed\":%" PRIu64 ",\"count\":%" PRIu64 ",",
+                             seq, missed, count);
+        return (size_t) n;
 }
 
 int event_view_init(EventView *v, const char *root) {

@@ -147,6 +147,16 @@ json_t *event_data_json(const EventData *e) _warn_unused_result_;
 Body *event_data_body(const EventData *e, uint64_t read_us) _warn_unused_result_;
 
 /*
+ * event_prefix - the start of one subscriber's message for @body: the
+ * envelope ({"continues":true,"parameters":{"event":{), "seq", "missed",
+ * "count" unless the body says it merges none, and the subscriber's
+ * @level unless the body carries its own or it is _LEVEL_INVALID. The body
+ * closes what the prefix opens. Returns its length (under OUT_PREFIX_MAX).
+ */
+size_t event_prefix(char buf[static OUT_PREFIX_MAX], const Body *body, uint64_t seq, uint64_t missed, uint64_t count,
+                    Level level);
+
+/*
  * How a peer in a cgroup namespace sees the cgroups events name: its root
  * (the real path of its "/"), and the root as it appears inside a
  * serialized JSON string, to find it in shared bodies.

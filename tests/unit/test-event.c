@@ -159,6 +159,28 @@ static void check_body_is_json(const EventData *e, unsigned flags) {
         body_unref(b);
 }
 
+/* protocol/ writes the whole envelope: the prefix opens it, the body closes it. */
+static void test_prefix(void) {
+        char buf[OUT_PREFIX_MAX];
+        Body b = { .flags = 0 };
+
+        ASSERT_EQ(event_prefix(buf, &b, 3, 1, 2, _LEVEL_INVALID), strlen(buf));
+        ASSERT_STREQ(buf, "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":3,\"missed\":1,\"count\":2,");
+        (void) event_prefix(buf, &b, 3, 1, 2, LEVEL_LOW);
+        ASSERT_STREQ(buf, "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":3,\"missed\":1,\"count\":2,"
+                          "\"level\":\"low\",");
+        b.flags = BODY_HAS_LEVEL;
+        (void) event_prefix(buf, &b, 3, 1, 2, LEVEL_LOW);
+        ASSERT_STREQ(buf, "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":3,\"missed\":1,\"count\":2,");
+        b.flags = BODY_NO_COUNT;
+        (void) event_prefix(buf, &b, 3, 1, 2, LEVEL_CRITICAL);
+        ASSERT_STREQ(buf, "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":3,\"missed\":1,"
+                          "\"level\":\"critical\",");
+        (void) event_prefix(buf, &b, UINT64_MAX, UINT64_MAX, UINT64_MAX, _LEVEL_INVALID);
+        ASSERT_STREQ(buf, "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":18446744073709551615,"
+                          "\"missed\":18446744073709551615,");
+}
+
 static void test_typed(void) {
         _cleanup_free_ char *deep = malloc(3001);
         PsiStats st = { .some = { .avg10 = 1234, .total_us = 5 }, .has_some = true };
@@ -409,6 +431,7 @@ int main(void) {
         test_episodes();
         test_removed_and_body();
         test_typed();
+        test_prefix();
         test_out_of_memory();
         return 0;
 }
