@@ -2,8 +2,10 @@
 /*
  * The registry layer. A Registration is one kernel registration (a
  * Source: cgroup, source, trigger), made by the first listener and closed
- * when the last one leaves; every identical Listener shares it. An event a
- * source reports is serialized once and fanned out to every listener
+ * when the last one leaves; every identical Listener shares it. The typed
+ * event a source reports (enriched with the cgroup's protection node) is
+ * serialized once, by the EventSerializeFn the owner handed down from
+ * protocol/, and the Body fanned out to every listener
  * through its ListenerOps: a varlink subscription queues it (with its own
  * drop accounting and coalescing), a memory-pressure proxy client writes
  * one byte. The registry never touches a socket: listeners do.
