@@ -235,6 +235,25 @@ static void test_typed(void) {
         ASSERT_TRUE(json_is_true(json_object_get(o, "adjusted")));
         json_decref(o);
         check_body_is_json(&e, BODY_NO_COUNT);
+
+        /* The "subscribed" state: each part the source has, in order, {} for none. */
+        {
+                SubscribedState ss = { .has_kills = true, .oomd_kills = true, .kernel_reason = "no memory.events" };
+                _cleanup_free_ char *text = NULL;
+
+                o = subscribed_state_json(&ss);
+                text = json_dumps(o, JSON_COMPACT);
+                ASSERT_STREQ(text, "{\"kill_sources\":[\"systemd-oomd\"],\"unavailable_kill_sources\":"
+                                   "[{\"source\":\"kernel\",\"reason\":\"no memory.events\"}]}");
+                json_decref(o);
+                ss = (SubscribedState) { .has_counters = true, .counters = me, .episode = &rec, .now_us = 5 };
+                o = subscribed_state_json(&ss);
+                CHECK_KEYS(o, "counters", "episode");
+                json_decref(o);
+                o = subscribed_state_json(&(const SubscribedState) {});
+                ASSERT_EQ(json_object_size(o), 0);
+                json_decref(o);
+        }
 }
 
 static void test_episodes(void) {
@@ -342,6 +361,22 @@ static json_t *build(int which, json_t *stolen, json_t *other) {
         case 8:
                 json_decref(stolen);
                 return event_killed_new("/a", "kernel", "oom_kill", 1, 2);
+        case 9: {
+                SubscribedState state = {
+                        .has_psi = true, .psi = st, .has_counters = true, .counters = me, .has_kills = true,
+                        .oomd_kills = true, .kernel_reason = "no memory.events", .episode = &rec, .now_us = 5,
+                        .realtime_us = 6,
+                };
+
+                json_decref(stolen);
+                return subscribed_state_json(&state);
+        }
+        case 10:
+                json_decref(stolen);
+                return event_data_json(&(const EventData) {
+                        .kind = EVENT_PRESSURE, .cgroup = "/a", .pressure = {
+                                .source = _SOURCE_INVALID, .psi = &st, .level = LEVEL_LOW },
+                });
         default:
                 json_decref(stolen);
                 return event_cleared_new("/a", SOURCE_PSI, RESOURCE_MEMORY, &rec, 1, 2);
@@ -349,7 +384,7 @@ static json_t *build(int which, json_t *stolen, json_t *other) {
 }
 
 static void test_out_of_memory(void) {
-        for (int which = 0; which <= 9; which++) {
+        for (int which = 0; which <= 11; which++) {
                 _cleanup_free_ char *full = NULL;
 
                 for (unsigned n = 1;; n++) {
