@@ -75,7 +75,7 @@ typedef struct TriggerChange {
         const char *adjusted_reason; /* why the daemon changed the trigger, or NULL: not adjusted */
 } TriggerChange;
 
-/* Why a kill source of a kills subscription hears nothing, for the log-free "subscribed" state. */
+/* Room for why a kill source of a kills subscription is not heard (a sentence with a path or two). */
 #define KILL_REASON_MAX 512
 
 /*

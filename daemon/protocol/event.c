@@ -357,7 +357,12 @@ static bool kills_state_json(json_t *o, const SubscribedState *st) {
                 json_decref(missing);
                 return false;
         }
-        return set(o, "kill_sources", heard) && set(o, "unavailable_kill_sources", missing);
+        /* set() releases what it could not add; @missing is released here if it never gets there. */
+        if (!set(o, "kill_sources", heard)) {
+                json_decref(missing);
+                return false;
+        }
+        return set(o, "unavailable_kill_sources", missing);
 }
 
 json_t *subscribed_state_json(const SubscribedState *st) {
