@@ -13,6 +13,7 @@
 #include "config-build.h"
 #include "log.h"
 #include "low-memory-monitor.h"
+#include "event.h"
 #include "manager.h"
 #include "methods.h"
 #include "metrics.h"
@@ -108,7 +109,7 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
                 return -ENOMEM;
         }
         m->env = (SourceEnv) { .base = m->base, .v2 = &m->v2, .v1 = &m->v1, .counters = &m->counters };
-        registry_init(&m->registry, &m->env, config, &m->counters);
+        registry_init(&m->registry, &m->env, config, &m->counters, event_data_body);
         /* No connection until a user needs one; NULL address: $DBUS_SYSTEM_BUS_ADDRESS or the default. */
         if (system_bus_new(&m->env.bus, m->base, NULL) < 0 ||
             low_memory_monitor_new(&m->registry, m->env.bus, &m->lmm) < 0 ||

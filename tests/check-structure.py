@@ -17,10 +17,11 @@
 3. Every quoted #include of a file in daemon/ names a header of its own
    layer or of one below it. The layers, bottom up, are the folders of
    LAYERS, then daemon/ itself (the manager). The build enforces the same
-   through include folders; this names the offending line. Below the
-   server, the wire stays out: no file of WIRE_FREE includes a header of
-   WIRE_HEADERS (a source, the registry and the source choice fail with an
-   errno and a SourceFailure, which the server names for the wire).
+   through include folders; this names the offending line. Below
+   protocol/, JSON stays out too: no file of WIRE_FREE includes a header
+   of JSON_HEADERS (<jansson.h>), so sources and the registry report typed
+   events and fail with an errno and a SourceFailure, and only protocol/
+   turns either into JSON or a varlink error.
 
 4. No dead code: every function of daemon/ and client/ that is not static
    is named somewhere in daemon/ or client/ other than its definition and
@@ -117,7 +118,7 @@ ALLOW_UNUSED = (
 SKIP = 77
 
 # daemon/'s layers, bottom up; daemon/ itself (manager.c, main.c) is on top.
-LAYERS = ('common', 'model', 'protocol', 'sources', 'registry', 'server')
+LAYERS = ('common', 'model', 'sources', 'registry', 'protocol', 'server')
 # Headers made by the build, and the layer they belong to.
 GENERATED_HEADERS = {'io.pressured.varlink.h': 'protocol', 'config-build.h': 'common',
                      'vocabulary-idl.h': 'common'}
@@ -613,9 +614,9 @@ def layer_of(rel):
     return head if '/' in rel and head in LAYERS else ''
 
 
-# Layers that fail in types and the protocol headers that would name the wire for them.
-WIRE_FREE = ('common', 'model', 'sources', 'registry')
-WIRE_HEADERS = ('varlink-error.h', 'subscribe.h')
+# The layers below protocol/, which know no JSON, and the headers that would bring it.
+WIRE_FREE = LAYERS[:LAYERS.index('protocol')]
+JSON_HEADERS = ('jansson.h',)
 
 
 def check_includes(root, out):
@@ -638,11 +639,12 @@ def check_includes(root, out):
             mine = layer_of(rel)
             with open(path, errors='replace') as f:
                 for lineno, line in enumerate(f, 1):
-                    m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
-                    if m and mine in WIRE_FREE and os.path.basename(m.group(1)) in WIRE_HEADERS:
-                        bad.append(f'  daemon/{rel}:{lineno}: includes {m.group(1)}, the wire, in {mine}/ '
-                                   f'(fail with a SourceFailure; the server names it)')
+                    j = re.match(r'\s*#\s*include\s+[<"]([^>"]+)[>"]', line)
+                    if j and mine in WIRE_FREE and os.path.basename(j.group(1)) in JSON_HEADERS:
+                        bad.append(f'  daemon/{rel}:{lineno}: includes {j.group(1)} in {mine}/, below protocol/ '
+                                   f'(report a typed event or a SourceFailure; protocol/ writes the JSON)')
                         continue
+                    m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
                     if not m or os.path.basename(m.group(1)) not in headers:
                         continue
                     theirs = headers[os.path.basename(m.group(1))]
@@ -1501,6 +1503,7 @@ def self_test():
             'daemon/server/methods.c': '#include "varlink-error.h"\n#include "subscribe.h"\n',
             'daemon/sources/source.c': '#include "varlink-error.h"\n',
             'daemon/registry/registration.h': '#pragma once\n#include "subscribe.h"\n',
+            'daemon/protocol/event.c': '#include <jansson.h>\n',
         })
         with open(os.devnull, 'w') as devnull:
             both = check_includes(wire, devnull)
@@ -1512,7 +1515,26 @@ def self_test():
             server = check_includes(wire, devnull)
         expect(not both and not registry and server,
                'sources/ including varlink-error.h and registry/ including subscribe.h are flagged '
-               '(though protocol/ is below them); server/ including both is not')
+               '(protocol/ is above them); server/ including both and protocol/ including jansson.h are not')
+
+        json = os.path.join(tmp, 'json')
+        write_tree(json, {
+            'daemon/model/event-data.h': '#pragma once\n#include <stdint.h>\n',
+            'daemon/sources/source.h': '#pragma once\n#include <jansson.h>\n',
+            'daemon/registry/registration.c': '  #  include "jansson.h"\n',
+            'daemon/server/methods.c': '#include <jansson.h>\n',
+        })
+        buf = io.StringIO()
+        dirty = check_includes(json, buf)
+        report = buf.getvalue()
+        os.remove(os.path.join(json, 'daemon/sources/source.h'))
+        os.remove(os.path.join(json, 'daemon/registry/registration.c'))
+        with open(os.devnull, 'w') as devnull:
+            clean = check_includes(json, devnull)
+        expect(not dirty and clean and 'daemon/sources/source.h:2: includes jansson.h in sources/' in report and
+               'daemon/registry/registration.c:1: includes jansson.h in registry/' in report and
+               report.count('\n  ') == 2,
+               'jansson.h included in sources/ (<>) and registry/ ("") is flagged; in server/ it is not')
 
         expect_python(tmp, expect)
         expect_json_members(tmp, expect)

@@ -113,13 +113,22 @@ static Body *tracker_event(LevelTracker *t) {
         LevelTarget target = tracker_target(t);
         uint64_t headroom = 0, reclaim = 0, mono = now_usec(CLOCK_MONOTONIC);
         unsigned known = 0;
+        EventData e;
 
         if (ls->headroom)
                 known = ls->headroom(ls->headroom_userdata, &target, t->machine.level, &headroom, &reclaim);
-        return event_body_new(event_level_new(t->cgroup, stream_level_to_string(t->machine.level),
-                                              known & 1 ? &headroom : NULL, known & 2 ? &reclaim : NULL,
-                                              now_usec(CLOCK_REALTIME), mono),
-                              mono);
+        e = (EventData) {
+                .kind = EVENT_LEVEL,
+                .cgroup = t->cgroup,
+                .realtime_us = now_usec(CLOCK_REALTIME),
+                .monotonic_us = mono,
+                .level_change = {
+                        .level = t->machine.level,
+                        .headroom = known & 1 ? &headroom : NULL,
+                        .reclaim_target = known & 2 ? &reclaim : NULL,
+                },
+        };
+        return event_data_body(&e, mono);
 }
 
 /* Wait for the current level's hold to run out; nothing at normal. */
@@ -344,7 +353,7 @@ static bool client_behind(Client *c) {
 static int stream_send(LevelStream *s, Body *b, StreamLevel level) {
         LevelStreams *ls = s->tracker->owner;
         char prefix[OUT_PREFIX_MAX];
-        size_t n = event_level_prefix(prefix, s->seq + 1, s->missed);
+        size_t n = event_prefix(prefix, b, s->seq + 1, s->missed, 0, _LEVEL_INVALID);
         int k;
 
         /* At most one level event is ever queued: no limit but the one. */

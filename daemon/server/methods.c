@@ -286,12 +286,15 @@ static void error_to_view(VarlinkError *e, const char *real, const char *path) {
 /* The first message of a stream, with "continues"; NULL when out of memory. */
 static char *subscribed_message(Registration *r, const Subscription *s, bool adjusted, const char *reason,
                                 size_t *ret_size) {
+        EventTrigger t = registration_trigger(r, &s->listener);
+        SubscribedState st;
         json_t *ev, *params, *trigger, *state;
 
-        trigger = registration_trigger_json(r, &s->listener);
-        if (!trigger)
+        if (registration_state(r, &st) < 0)
                 return NULL;
-        if (registration_state_json(r, &state) < 0) {
+        trigger = event_trigger_new(&t);
+        state = trigger ? subscribed_state_json(&st) : NULL;
+        if (!state) {
                 json_decref(trigger);
                 return NULL;
         }
@@ -556,19 +559,14 @@ static bool may_inject(const Methods *ms, const Client *c) {
  */
 static Body *inject_body(Methods *ms, const char *cgroup, bool enrich, Resource resource, Level level, uint64_t rt,
                          uint64_t mono) {
-        json_t *ev = event_pressure_new(cgroup, IDL_SOURCE_NAME(INJECT), resource, NULL, rt, mono);
-
-        if (!ev)
-                return NULL;
-        if (json_object_set_new(ev, "level", json_string(level_to_string(level))) < 0 ||
-            json_object_set_new(ev, "synthetic", json_true()) < 0) {
-                json_decref(ev);
-                return NULL;
-        }
-        /* Like a kernel event: say whether the cgroup was protected. */
-        if (enrich)
-                protection_source_enrich(ms->protection, cgroup, ev);
-        return event_body_new(ev, mono);
+        return event_data_body(&(const EventData) {
+                .kind = EVENT_PRESSURE, .cgroup = cgroup, .realtime_us = rt, .monotonic_us = mono,
+                .pressure = {
+                        .source = _SOURCE_INVALID, .resource = resource, .level = level,
+                        /* Like a kernel event: say whether the cgroup was protected. */
+                        .protection = enrich ? protection_source_lookup(ms->protection, cgroup) : NULL,
+                },
+        }, mono);
 }
 
 /*
@@ -730,7 +728,12 @@ static int method_get_protection(Methods *ms, Client *c, VarlinkCall *call, Varl
         if (!has_memory_controller(fd, streq(cgroup, "/")))
                 return varlink_error_source_unavailable(e, -EOPNOTSUPP, "protection", SOURCE_REASON_NO_MEMORY_CONTROLLER);
 
-        k = protection_source_read(m->protection, cgroup, &nodes);
+        nodes = json_array();
+        if (!nodes)
+                return -ENOMEM;
+        k = protection_source_read(m->protection, cgroup, protection_node_append_json, nodes);
+        if (k < 0)
+                json_decref(nodes);
         if (k == -ENOMEM)
                 return k;
         if (k < 0)
