@@ -198,8 +198,8 @@ static int stream_reconnect(LevelStream *s) {
                 s->lost = false;
                 return 0;
         }
-        /* At the start the daemon must be there, unless --wait. */
-        if (!s->lost && !s->o->wait_for_daemon)
+        /* At the start the daemon must be there, unless --wait and it is only not running yet. */
+        if (!s->lost && (!s->o->wait_for_daemon || (r != -ENOENT && r != -ECONNREFUSED)))
                 return report_error(s->client, r, "watch", NULL);
         stream_retry(s);
         return 0;
