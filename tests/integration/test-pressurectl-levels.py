@@ -41,9 +41,9 @@ class Fake(pt.FakeVarlinkServer):
     """GetHeadroom answers self.headroom or self.error; Subscribe with "levels" answers self.stream
     (event objects, the last one without "continues" unless self.open) or self.error."""
 
-    def __init__(self, path):
+    def __init__(self, path, stream=()):
         self.headroom = HEADROOM
-        self.stream = []
+        self.stream = list(stream)
         self.error = None
         self.calls = []
         self.subscribed = threading.Event()
@@ -206,6 +206,18 @@ def test_watch_fake(tmp):
     expect(pt.run_ctl('watch', '--levels', socket=sock), 3, 'no daemon')
     res = expect(pt.run_ctl('watch', '--levels', '--wait', '--timeout', '0.3', socket=sock), 124,
                  '--wait for a daemon that does not come')
+    # --wait for a daemon that comes later: its level now is the first line.
+    p = pt.subprocess.Popen([pt.PRESSURECTL, '--socket', sock, '--json', 'watch', '--levels', '/x', '--wait', '-n', '1'],
+                            stdout=pt.subprocess.PIPE, stderr=pt.subprocess.PIPE, text=True)
+    try:
+        late = Fake(sock, [level('low', 1)])
+        out, err = p.communicate(timeout=pt.scaled(10))
+        check(p.returncode == 0 and json.loads(out) == late.stream[0] and err == '',
+              '--wait: the level of a daemon that started later, no reconnect notice', p.returncode, out, err)
+        late.close()
+    finally:
+        p.kill()
+        p.wait()
 
 
 def test_usage():
