@@ -22,9 +22,10 @@
 
 /* The longest message read: a level event is a few hundred bytes. */
 #define LEVEL_MESSAGE_MAX (64 * 1024)
-/* The first and the longest pause before connecting again to a daemon that went away. */
+/* The first and the longest pause before connecting again to a daemon that went away, as for the
+ * library's subscriptions (pressurectl(1)). */
 #define RETRY_FIRST_USEC (100 * USEC_PER_MSEC)
-#define RETRY_MAX_USEC (2 * USEC_PER_SEC)
+#define RETRY_MAX_USEC USEC_PER_SEC
 
 typedef struct LevelStream {
         const LevelWatchOptions *o;
