@@ -141,6 +141,8 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
                 .reexecute = manager_reexecute_cb,
                 .userdata = m,
         };
+        /* Level events carry the headroom GetHeadroom reads. */
+        level_streams_set_headroom(m->levels, methods_level_headroom, &m->methods);
         /* The first kills subscription's "subscribed" waits for systemd-oomd's picture. */
         oomd_watch_set_settled(m->env.oomd, methods_kills_settled, &m->methods);
         if (takeover_new(&(TakeoverEnv) { .base = m->base, .registry = &m->registry, .counters = &m->counters,

@@ -29,6 +29,7 @@
 #include "pressure-conn.h"
 #include "pressure-event.h"
 #include "pressure.h"
+#include "selector.h"
 #include "util.h"
 
 #define SYSTEM_SOCKET "/run/pressured/io.pressured"
@@ -37,18 +38,9 @@
 #define BACKOFF_MAX_USEC (1 * USEC_PER_SEC)
 #define CALL_TIMEOUT_DEFAULT_USEC (25 * USEC_PER_SEC)
 
-typedef enum SelectorSource {
-        SELECTOR_LEVEL,
-        SELECTOR_PSI,
-        SELECTOR_VMPRESSURE,
-        SELECTOR_MEMORY_EVENTS,
-        SELECTOR_PROTECTION,
-        SELECTOR_KILLS,
-} SelectorSource;
-
 struct pressure_selector {
         char *cgroup;
-        SelectorSource source;
+        Selector source;
         pressure_level level;
         pressure_stall stall;
         uint64_t threshold_us, window_us;
@@ -313,6 +305,10 @@ static int selector_to_request(const pressure_selector *s, char **ret) {
                 break;
         case SELECTOR_KILLS:
                 if (json_object_set_new(params, "kills", json_true()) < 0)
+                        return -ENOMEM;
+                break;
+        case SELECTOR_LEVELS:
+                if (json_object_set_new(params, "levels", json_true()) < 0)
                         return -ENOMEM;
                 break;
         }

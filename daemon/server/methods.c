@@ -2,7 +2,7 @@
 /*
  * The varlink methods: org.varlink.service (GetInfo,
  * GetInterfaceDescription) and io.pressured (Subscribe, GetStatus,
- * GetProtection, Inject, Reload), with source selection and the
+ * GetProtection, GetHeadroom, Inject, Reload), with source selection and the
  * authorization rules of the contract.
  */
 #include <fcntl.h>
@@ -13,6 +13,7 @@
 #include "config-build.h"
 #include "io.pressured.varlink.h"
 #include "event.h"
+#include "headroom.h"
 #include "log.h"
 #include "methods.h"
 #include "oomd-watch.h"
@@ -742,6 +743,73 @@ static int method_get_protection(Methods *ms, Client *c, VarlinkCall *call, Varl
         return reply(c, call, json_pack("{s:o}", "nodes", nodes));
 }
 
+/* A value of GetHeadroom's answer: the number, or null when it is not known. */
+static json_t *json_optional_integer(bool known, uint64_t v) {
+        return known ? json_integer((json_int_t) (v > INT64_MAX ? INT64_MAX : v)) : json_null();
+}
+
+/* GetHeadroom's answer from @h, for peer @c; @level is the cgroup's level, or negative when none is known. */
+static json_t *headroom_answer(const Methods *m, const Client *c, const Headroom *h, int level) {
+        const char *limiting = h->limiting_cgroup;
+        uint64_t target = 0;
+        bool has_target = level >= 0 && headroom_reclaim_target(h, m->config, level, &target);
+
+        if (limiting)
+                limiting = cgroup_view_from_real(cgroup_view_root(&c->view, h->v1), limiting);
+        if (h->limiting_cgroup && !limiting)
+                return NULL;
+        return json_pack("{s:o, s:o, s:o, s:o, s:o}",
+                         "usage_bytes", json_optional_integer(true, h->usage_bytes),
+                         "limit_bytes", json_optional_integer(h->has_limit, h->limit_bytes),
+                         "limiting_cgroup", limiting ? json_string(limiting) : json_null(),
+                         "headroom_bytes", json_optional_integer(h->known, h->headroom_bytes),
+                         "reclaim_target_bytes", json_optional_integer(has_target, target));
+}
+
+static int method_get_headroom(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
+        static const char *const allowed[] = { "cgroup", NULL };
+        const HeadroomFiles files = { .v2 = ms->v2, .v1 = ms->v1, .meminfo = "/proc/meminfo" };
+        _cleanup_(varlink_error_done) VarlinkError ignored = {};
+        _cleanup_free_ char *peer = NULL, *v2 = NULL, *v1 = NULL;
+        _cleanup_(headroom_done) Headroom h = {};
+        SourceFailure f;
+        int k, level;
+
+        k = check_params(call->parameters, allowed, e);
+        if (k >= 0)
+                k = get_cgroup_param(call->parameters, &peer, e);
+        if (k >= 0)
+                k = peer_to_real(c, false, peer, NULL, &v2, e);
+        if (k < 0)
+                return k;
+        if (peer_to_real(c, true, peer, NULL, &v1, &ignored) == -ENOMEM)
+                return -ENOMEM;
+        k = headroom_read(&files, v2, v1, cgroup_view_root(&c->view, false), cgroup_view_root(&c->view, true),
+                          &h, &f);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0) {
+                varlink_error_from_failure(e, &f, peer);
+                return k;
+        }
+        /* The level of a stream that follows the cgroup; none: no reclaim target. */
+        level = v2 ? level_streams_level_of(ms->levels, v2) : -ENOENT;
+        return reply(c, call, headroom_answer(ms, c, &h, level));
+}
+
+unsigned methods_level_headroom(void *userdata, const LevelTarget *t, StreamLevel level, uint64_t *ret_headroom,
+                                uint64_t *ret_target) {
+        Methods *ms = userdata;
+        const HeadroomFiles files = { .v2 = ms->v2, .v1 = ms->v1, .meminfo = "/proc/meminfo" };
+        _cleanup_(headroom_done) Headroom h = {};
+        SourceFailure f;
+
+        if (headroom_read(&files, t->real_v2, t->real_v1, t->view_v2, t->view_v1, &h, &f) < 0 || !h.known)
+                return 0;
+        *ret_headroom = h.headroom_bytes;
+        return 1u | (headroom_reclaim_target(&h, ms->config, (int) level, ret_target) ? 2u : 0u);
+}
+
 static int method_get_info(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
         static const char *const allowed[] = { NULL };
         int k = check_params(call->parameters, allowed, e);
@@ -782,6 +850,7 @@ static const struct {
         { "io.pressured.Subscribe", method_subscribe },
         { "io.pressured.GetStatus", method_get_status },
         { "io.pressured.GetProtection", method_get_protection },
+        { "io.pressured.GetHeadroom", method_get_headroom },
         { "io.pressured.Inject", method_inject },
         { "io.pressured.Reload", method_reload },
         { "io.pressured.Reexecute", method_reexecute },

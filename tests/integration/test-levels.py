@@ -196,6 +196,36 @@ def check_limit(cg):
         pt.check_eq(d.status()['registrations'], [], 'nothing is left registered')
 
 
+def check_headroom():
+    """Level events carry GetHeadroom's numbers: on a cgroup with a 64M
+    limit in the v1 memory hierarchy (its PSI in cgroup2), the headroom is
+    the limit's room and the reclaim target the level's margin minus it (0
+    at normal); GetHeadroom gives the same target while a stream follows
+    the cgroup, and none once nobody does."""
+    config = '[Levels]\nStepDownSec=1s\nMarginLow=128M\n'
+    with pt.real_cgroups(v1=True, v2=True, limit='64M') as (name, v1dir, _), pt.Daemon(config_text=config) as d:
+        v, first = levels(d, name)
+        try:
+            pt.check(first['level'] == 'normal' and first['reclaim_target_bytes'] == 0 and
+                     0 < first['headroom_bytes'] <= 64 << 20, 'normal: the room under the limit, nothing to free',
+                     first)
+            d.inject('low', name)
+            ev = event(v)
+            pt.check(ev['level'] == 'low' and ev['reclaim_target_bytes'] == (128 << 20) - ev['headroom_bytes'],
+                     'low: MarginLow= minus the headroom', ev)
+            h = pt.Varlink(d.socket, timeout=WAIT).call_sync('io.pressured.GetHeadroom', {'cgroup': name})
+            h = h['parameters']
+            pt.check(h['limit_bytes'] == 64 << 20 and h['limiting_cgroup'] == name and
+                     h['reclaim_target_bytes'] == (128 << 20) - h['headroom_bytes'],
+                     'GetHeadroom: the target of the level the stream follows', h)
+        finally:
+            v.close()
+        pt.wait_for(lambda: not [r for r in d.status()['registrations'] if r['cgroup'] == name], timeout=WAIT,
+                    what='the stream to end')
+        h = pt.Varlink(d.socket, timeout=WAIT).call_sync('io.pressured.GetHeadroom', {'cgroup': name})
+        pt.check(h['parameters']['reclaim_target_bytes'] is None, 'no stream: no level, no target', h)
+
+
 def check_errors(d, cg):
     cases = [
         ({'levels': True, 'level': 'low'}, 'InvalidParameter', {'parameter': 'level'}),
@@ -262,6 +292,7 @@ def main():
         check_reload(d, cg)
         check_pressurectl(d, cg)
         check_limit(cg)
+    check_headroom()
     pt.finish()
 
 

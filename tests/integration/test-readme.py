@@ -11,7 +11,7 @@
   line, never the critical one; an injected critical event then prints
   the critical line.
 - The Python example ("# README example: subscribe.py") runs with the
-  module pressured of the source tree (client/python) and otherwise the
+  module pressured of the build tree (client/python) and otherwise the
   standard library only, and prints the subscription, the injected event
   and the end of the episode.
 - Every key of the effective configuration (pressured --dump-config) is in
@@ -204,7 +204,7 @@ def check_python_example(text, daemon, tmp):
     check('pressured' in imports and imports - {'pressured'} <= set(sys.stdlib_module_names),
           'the Python example uses the module pressured and the standard library only', imports)
     env = dict(os.environ, PRESSURED_SOCKET=daemon.socket,
-               PYTHONPATH=os.path.join(SOURCE_ROOT, 'client', 'python'))
+               PYTHONPATH=os.path.join(BUILD_ROOT, 'client', 'python'))
     proc = subprocess.Popen([sys.executable, src], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out = Output(proc)
     try:
