@@ -290,8 +290,7 @@ def main():
         check_removed(d)
         check_reexecute(d, cg)
         check_reload(d, cg)
-        if os.environ.get('PRESSURED_TEST_LEVELS_CTL', '1') == '1':
-            check_pressurectl(d, cg)
+        check_pressurectl(d, cg)
         check_limit(cg)
     check_headroom()
     pt.finish()
