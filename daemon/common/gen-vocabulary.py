@@ -10,7 +10,8 @@ modes, resources, protection states, sources, the kinds of the *Event
 types) and for the errors of io.pressured and org.varlink.service, a C
 enum in the interface's order and its table of names. The daemon and
 libpressure both compile the result, so a name on the wire can only be
-what the interface says. An enum that the interface spells differently in
+what the interface says. A LevelEvent's "level" is the portable levels with "normal"
+in front (its own enum, checked to be so). An enum that the interface spells differently in
 two places (a "level" that is (low, medium) in one type and
 (low, medium, critical) in another) fails the build, except where one is a
 subset in the same order (a PressureEvent's "source" lists only the
@@ -91,8 +92,14 @@ def main(argv):
 
     event_types = [n for n in iface.types if n.endswith('Event')]
     node_types = ['ProtectionNode']
+    level_types = [t for t, f, v in enum_fields if f == 'level' and t != 'LevelEvent']
+    stream_levels = same(by_field('level', ['LevelEvent']), 'LevelEvent level')
+    levels = same(by_field('level', level_types) + by_field('peak_level'), 'level')
+    if stream_levels[:1] != ['normal'] or stream_levels[1:] != levels:
+        sys.exit(f'gen-vocabulary: the levels of a level stream {stream_levels} are not "normal" and {levels}')
     enums = [
-        ('level', 'the portable pressure levels', same(by_field('level') + by_field('peak_level'), 'level')),
+        ('level', 'the portable pressure levels', levels),
+        ('stream_level', 'the levels of a level stream: normal, then the portable ones', stream_levels),
         ('psi_stall', 'the stall types of a PSI trigger', same(by_field('stall'), 'stall')),
         ('vmpressure_mode', 'the cgroup v1 vmpressure modes', same(by_field('mode'), 'mode')),
         ('resource', 'the pressure resources', same(by_field('resource'), 'resource')),
