@@ -137,6 +137,12 @@ static int monitor_ended_with_error(pressure_monitor *m, const pressure_event *e
         old = error_new(-EOPNOTSUPP, e->error->name, e->error->params);
         if (!old)
                 return -ENOMEM;
+        free(old->message);
+        old->message = strdup("pressured is older than 0.4: it has no level streams");
+        if (!old->message) {
+                pressure_error_free(old);
+                return -ENOMEM;
+        }
         ev.error = old;
         r = m->handler(m, &ev, m->userdata);
         pressure_error_free(old);

@@ -348,6 +348,7 @@ static int on_old(pressure_monitor *m, const pressure_event *e, void *userdata) 
         ASSERT_STREQ(pressure_error_get_name(error), "org.varlink.service.InvalidParameter");
         ASSERT_STREQ(pressure_error_get_parameter_string(error, "parameter"), "levels");
         ASSERT_EQ(pressure_error_get_errno(error), -EOPNOTSUPP);
+        ASSERT_STREQ(pressure_error_get_message(error), "pressured is older than 0.4: it has no level streams");
         (*(unsigned *) userdata)++;
         return -EL2HLT; /* a handler's failure is pressure_monitor_process()'s */
 }
