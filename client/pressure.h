@@ -636,11 +636,12 @@ int pressure_reclaim_get_stall_pct(const pressure_reclaim *reclaim, double *ret)
 int pressure_reclaim_get_io_stall_pct(const pressure_reclaim *reclaim, double *ret);
 
 /*
- * libpressure 1.4: GetHeadroom(). The cgroup's memory use; its nearest
- * limit (memory.max or memory.high of it or an ancestor, or the machine's
- * memory) and which cgroup sets it ("/" for the machine); the headroom
- * (limit - usage) and the reclaim target. The integer getters return 0, or
- * -ENODATA where the daemon answered null; the cgroup is NULL then.
+ * libpressure 1.4: GetHeadroom(). The cgroup's memory use; the limit with
+ * the least room (memory.max or memory.high of it or an ancestor) and the
+ * cgroup that sets it; the headroom (that room, at most the machine's
+ * MemAvailable) and the reclaim target (to get back to the margin of the
+ * cgroup's level). The integer getters return 0, or -ENODATA where the
+ * daemon answered null (no limit on the path; the cgroup is NULL then).
  */
 pressure_headroom *pressure_headroom_ref(pressure_headroom *headroom);
 pressure_headroom *pressure_headroom_unref(pressure_headroom *headroom);
