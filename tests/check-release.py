@@ -80,7 +80,7 @@ def check_version(version):
         if source != f'pressured {version}':
             fail(f'{os.path.relpath(page, SOURCE)}: .TH says {source!r}, not "pressured {version}"')
 
-    for prog, path in (('pressured', 'daemon/pressured'), ('pressurectl', 'client/pressurectl')):
+    for prog, path in (('pressured', 'daemon/pressured'), ('pressurectl', 'client/pressurectl/pressurectl')):
         try:
             out = subprocess.run([os.path.join(BUILD, path), '--version'], capture_output=True, text=True,
                                  timeout=30).stdout.strip()

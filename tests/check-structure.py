@@ -31,7 +31,7 @@
 5. The protocol's names are written once: generated from the interface
    into vocabulary-idl.h, or in daemon/common/vocabulary.c. No file of
    client/ (.c and .h, recursively) gives a value of one of libpressure's
-   named enums (VOCABULARY_ENUMS, as client/pressure.h declares them) a
+   named enums (VOCABULARY_ENUMS, as client/lib/pressure.h declares them) a
    string literal ([PRESSURE_LEVEL_LOW] = "low": a name table), nor
    spells an error of io.pressured or org.varlink.service as a literal
    ("io.pressured.NoSuchCgroup": a row of an error-name table).
@@ -634,8 +634,8 @@ def check_includes(root, out):
 
 
 def vocabulary_constants(root):
-    """The constants of VOCABULARY_ENUMS in client/pressure.h."""
-    path = os.path.join(root, 'client', 'pressure.h')
+    """The constants of VOCABULARY_ENUMS in client/lib/pressure.h."""
+    path = os.path.join(root, 'client', 'lib', 'pressure.h')
     if not os.path.exists(path):
         return set()
     with open(path, errors='replace') as f:
@@ -934,11 +934,11 @@ def self_test():
                 # error NotAnError (x: int)
                 error NoSuchCgroup (cgroup: string)
                 """,
-            'client/pressure.h': """
+            'client/lib/pressure.h': """
                 typedef enum pressure_level { PRESSURE_LEVEL_NONE = 0, PRESSURE_LEVEL_LOW } pressure_level;
                 typedef enum pressure_memory_event { PRESSURE_MEMORY_EVENT_LOW = 0 } pressure_memory_event;
                 """,
-            'client/names.c': """
+            'client/pressurectl/names.c': """
                 static const char *const level_names[] = {
                         [PRESSURE_LEVEL_LOW] = "low",
                 };
@@ -952,13 +952,13 @@ def self_test():
         buf = io.StringIO()
         dirty = check_vocabulary(words, buf)
         report = buf.getvalue()
-        os.remove(os.path.join(words, 'client/names.c'))
+        os.remove(os.path.join(words, 'client/pressurectl/names.c'))
         with open(os.devnull, 'w') as devnull:
             clean = check_vocabulary(words, devnull)
         expect(not dirty and clean and
-               'client/names.c:2: [PRESSURE_LEVEL_LOW] = "low": a name table' in report and
-               'client/names.c:5: "io.pressured.NoSuchCgroup": an error name' in report and
-               'client/names.c:7: "org.varlink.service.ExpectedMore": an error name' in report and
+               'client/pressurectl/names.c:2: [PRESSURE_LEVEL_LOW] = "low": a name table' in report and
+               'client/pressurectl/names.c:5: "io.pressured.NoSuchCgroup": an error name' in report and
+               'client/pressurectl/names.c:7: "org.varlink.service.ExpectedMore": an error name' in report and
                report.count('\n  ') == 3,
                'a name table of a public enum and error names in client/ are flagged; a table of '
                'another enum, a method name and an undeclared error are not')

@@ -28,7 +28,7 @@ import varlink_idl
 BUILD_ROOT = os.environ.get('PRESSURED_BUILD_ROOT', os.path.join(os.path.dirname(__file__), '..', 'build'))
 SOURCE_ROOT = os.environ.get('PRESSURED_SOURCE_ROOT', os.path.join(os.path.dirname(__file__), '..'))
 PRESSURED = os.path.join(BUILD_ROOT, 'daemon', 'pressured')
-PRESSURECTL = os.path.join(BUILD_ROOT, 'client', 'pressurectl')
+PRESSURECTL = os.path.join(BUILD_ROOT, 'client', 'pressurectl', 'pressurectl')
 # Set by the valgrind test setup: a command prefix for the daemon.
 WRAPPER = os.environ.get('PRESSURED_TEST_WRAPPER', '').split()
 # Set by the valgrind and sanitize setups: a daemon that exits non-zero on
@@ -562,7 +562,7 @@ def have_bash_completion(what):
 def complete(words):
     """What pressurectl's bash completion offers for the command line @words,
     whose last word is the one being completed (have_bash_completion() first)."""
-    comp = os.path.join(SOURCE_ROOT, 'client', 'pressurectl.bash-completion')
+    comp = os.path.join(SOURCE_ROOT, 'client', 'pressurectl', 'pressurectl.bash-completion')
     line = ' '.join(words)
     script = (f'source {BASH_COMPLETION}; source {comp}; COMP_WORDS=({" ".join(shlex.quote(w) for w in words)}); '
               f'COMP_CWORD={len(words) - 1}; COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; '

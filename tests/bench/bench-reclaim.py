@@ -89,7 +89,7 @@ COLD_MB, HOT_MB = 600, 48
 ANON_COLD_MB, ANON_HOT_MB = 480, 32
 LAT_CACHE_MB, LAT_ANON_MB = 1024, 768
 # Under TCG the whole tree takes about 1,000 s to build; the daemon and the client, a fraction.
-BUILD_TARGETS = 'daemon/pressured client/pressurectl'
+BUILD_TARGETS = 'daemon/pressured client/pressurectl/pressurectl'
 SWAP_MB = 1024
 
 

@@ -80,10 +80,18 @@ out=${out:-$after/tests/bench/out-ab}
 for b in "$before" "$after" "$harness"; do
         meson compile -C "$b" >/dev/null || { echo "Build failed in $b" >&2; exit 1; }
 done
+# pressurectl of build $1: client/pressurectl/pressurectl, or client/pressurectl in a build from
+# before client/ was cut into lib/ and pressurectl/, so that either can be the "before".
+pressurectl_of() {
+        if [ -f "$1/client/pressurectl/pressurectl" ]; then
+                echo "$1/client/pressurectl/pressurectl"
+        else
+                echo "$1/client/pressurectl"
+        fi
+}
 for b in "$before" "$after"; do
-        for f in daemon/pressured client/pressurectl; do
-                [ -x "$b/$f" ] || { echo "No $f in $b" >&2; exit 1; }
-        done
+        [ -x "$b/daemon/pressured" ] || { echo "No daemon/pressured in $b" >&2; exit 1; }
+        [ -x "$(pressurectl_of "$b")" ] || { echo "No pressurectl in $b" >&2; exit 1; }
 done
 [ -x "$harness/tests/bench/bench-fanout" ] || { echo "No tests/bench/bench-fanout in $harness" >&2; exit 1; }
 
@@ -103,7 +111,7 @@ build_subject() {
 }
 # Where pressurectl of build $1 finds libpressure (its run path should keep it in the build).
 libpressure_of() {
-        ldd "$1/client/pressurectl" 2>/dev/null | awk '/libpressure/ { print $3 }'
+        ldd "$(pressurectl_of "$1")" 2>/dev/null | awk '/libpressure/ { print $3 }'
 }
 
 before_commit=$(build_commit "$before")
@@ -113,7 +121,7 @@ after_label=${after_label:-$after_commit}
 for b in "$before" "$after"; do
         case $(libpressure_of "$b") in
         "$b"/*) ;;
-        *) echo "warning: $b/client/pressurectl loads libpressure from '$(libpressure_of "$b")'," \
+        *) echo "warning: $(pressurectl_of "$b") loads libpressure from '$(libpressure_of "$b")'," \
                 "not from its build" >&2 ;;
         esac
 done

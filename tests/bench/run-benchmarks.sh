@@ -105,7 +105,7 @@ run ns-fanout rc_of python3 "$here/bench-ns-fanout.py" --out "$out"
 # (tests/vm/run.sh; under TCG the whole tree takes about 1,000 s a build).
 run build rc_of python3 "$here/bench-build.py" --out "$out"
 run thrash rc_of python3 "$here/bench-thrash.py" --out "$out"
-run build-vm rc_of python3 "$here/bench-build.py" --vm --targets "daemon/pressured client/pressurectl" --out "$out"
+run build-vm rc_of python3 "$here/bench-build.py" --vm --targets "daemon/pressured client/pressurectl/pressurectl" --out "$out"
 rm -f "$out/.rc"
 
 echo "load_end=$(cut -d' ' -f1 /proc/loadavg)" >> "$out/machine.txt"

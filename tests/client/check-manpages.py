@@ -3,7 +3,7 @@
 """Check the manual pages.
 
 libpressure: every function of libpressure.sym is declared in the SYNOPSIS
-of a client/*.3 page that names it in its NAME section, and `meson install`
+of a client/lib/*.3 page that names it in its NAME section, and `meson install`
 installs a man3 page of its name, that page itself or a ".so man3/PAGE.3"
 link to it. Every installed link leads to an installed page.
 
@@ -121,7 +121,7 @@ if not syms:
 for sym in sorted(syms):
     pages_of = [p for p, fns in documented.items() if sym in fns]
     if not pages_of:
-        fail(f'{sym}: in no SYNOPSIS (with its name in NAME) of a client/*.3 page')
+        fail(f'{sym}: in no SYNOPSIS (with its name in NAME) of a client/lib/*.3 page')
         continue
     installed = man3.get(sym + '.3')
     if not installed:

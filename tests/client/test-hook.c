@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit test of pressurectl's hook runner (client/hook.c) without a daemon:
+ * Unit test of pressurectl's hook runner (client/pressurectl/hook.c) without a daemon:
  * made-up events go in, a shell command records what each run got.
  * Coalescing is exact here: a run counts as going on until hook_process()
  * reaps it, so events submitted before that always wait.

@@ -219,7 +219,7 @@ def settled(d):
 
 
 def size_pattern(v):
-    """What pressurectl shows for @v bytes (format_size in client/cli.c), as a regular expression."""
+    """What pressurectl shows for @v bytes (format_size in client/pressurectl/cli.c), as a regular expression."""
     return r'\d+(\.\d)?[KMGTPE]' if v >= 1024 else rf'{v}B'
 
 

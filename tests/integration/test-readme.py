@@ -4,7 +4,7 @@
 
 - README.md has at most 300 lines.
 - The C example (the fenced block whose first line is
-  "/* README example: cache-service.c */") is client/examples/cache-service.c
+  "/* README example: cache-service.c */") is client/lib/examples/cache-service.c
   from its first #include on; it is compiled with cc against the built
   libpressure and libsystemd and run against a daemon started here: its
   monitor's level stream is the one subscription; an injected medium
@@ -186,10 +186,10 @@ def check_levels(daemon, out):
 
 def check_c_example(text, daemon, tmp):
     body = fenced_block(text, '/* README example: cache-service.c */')
-    with open(os.path.join(SOURCE_ROOT, 'client', 'examples', 'cache-service.c')) as f:
+    with open(os.path.join(SOURCE_ROOT, 'client', 'lib', 'examples', 'cache-service.c')) as f:
         example = f.read()
     code = body.split('\n', 1)[1]
-    check(example.endswith(code), "README's C example is client/examples/cache-service.c from its #include on")
+    check(example.endswith(code), "README's C example is client/lib/examples/cache-service.c from its #include on")
     cc = shutil.which('cc')
     if cc is None:
         skip_part('no cc to build the C example')
@@ -198,13 +198,13 @@ def check_c_example(text, daemon, tmp):
     exe = os.path.join(tmp, 'cache-service')
     with open(src, 'w') as f:
         f.write(body)
-    libdir = os.path.join(BUILD_ROOT, 'client')
+    libdir = os.path.join(BUILD_ROOT, 'client', 'lib')
     # A sanitized libpressure needs the sanitizer's runtime in the program too;
     # stdbuf's preloaded library then comes before it, which is harmless here.
     san = sanitizers()
     san_flags = [] if san == 'none' else [f'-fsanitize={san}']
     r = subprocess.run([cc, '-std=gnu11', '-Wall', '-Werror', '-Wno-unused-parameter'] + san_flags +
-                       ['-I', os.path.join(SOURCE_ROOT, 'client'), src, '-o', exe,
+                       ['-I', os.path.join(SOURCE_ROOT, 'client', 'lib'), src, '-o', exe,
                         '-L', libdir, '-lpressure', '-lsystemd'], capture_output=True, text=True)
     check(r.returncode == 0, 'the C example compiles', r.stderr)
     env = dict(os.environ, PRESSURED_SOCKET=daemon.socket, LD_LIBRARY_PATH=libdir)
@@ -265,7 +265,7 @@ def check_man_pages():
             key = m.group(1)
             # Each key is a .BI entry "Key= VALUE" (Socket= appears in two sections).
             check(re.search(r'^\.BI ' + key + r'= ', conf5, re.M), 'key in pressured.conf(5)', section, key)
-    with open(os.path.join(SOURCE_ROOT, 'client', 'pressurectl.1')) as f:
+    with open(os.path.join(SOURCE_ROOT, 'client', 'pressurectl', 'pressurectl.1')) as f:
         ctl1 = f.read().replace('\\-', '-')
     help_text = subprocess.run([PRESSURECTL, '--help'], capture_output=True, text=True).stdout
     commands = re.findall(r'^  ([a-z][a-z-]+)', help_text.split('Commands:', 1)[1].split('Options:', 1)[0], re.M)

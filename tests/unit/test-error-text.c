@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pressurectl's error reports (client/error-text.c). Every error the
+ * pressurectl's error reports (client/pressurectl/error-text.c). Every error the
  * interfaces declare gets a sentence of its own that mentions each of its
  * parameters: the declarations are read from the interface texts the
  * daemon serves (argv[1]: io.pressured.varlink; argv[2]: the source file

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The pure part of pressurectl notify (client/notify-text.c): the session
+ * The pure part of pressurectl notify (client/pressurectl/notify-text.c): the session
  * cgroup found in /proc/self/cgroup text (cgroup2, v1, hybrid, missing,
  * look-alike names), urgency per level, durations, the three largest
  * children of a fake tree, the words of a notification, quoting for

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The reading side of pressurectl top (client/top-cgroup.c): the
+ * The reading side of pressurectl top (client/pressurectl/top-cgroup.c): the
  * hierarchy roots found in mountinfo text (the kernel files themselves are
  * parsed by kernfile.c, see test-kernfile.c), and snapshots of
  * fake cgroup2 and v1 trees: order, values, the union of both hierarchies,
  * event baselines, change marks, cgroups that appear and go, and the files
  * kept open between refreshes; and the kills of the last minute
- * (client/top-kills.c): merged, bounded, expired, and marked on a cgroup or
+ * (client/pressurectl/top-kills.c): merged, bounded, expired, and marked on a cgroup or
  * its nearest ancestor in a snapshot.
  */
 #include <errno.h>

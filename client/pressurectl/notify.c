@@ -24,6 +24,7 @@
 #include <systemd/sd-bus.h>
 
 #include "cli.h"
+#include "commands.h"
 #include "error-text.h"
 #include "notify.h"
 #include "notify-text.h"
@@ -876,4 +877,8 @@ int notify_main(int argc, char **argv, const char *socket, bool user, bool json)
         r = run(&n, sigfd);
         notifier_close_all(&n);
         return r;
+}
+
+int cmd_notify(int argc, char **argv) {
+        return notify_main(argc, argv, arg_socket, arg_user, arg_json);
 }

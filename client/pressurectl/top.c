@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "commands.h"
 #include "error-text.h"
 #include "pressure.h"
 #include "top.h"
@@ -619,11 +620,6 @@ static void daemon_error(pressure_client *c, int r, const pressure_error *error,
 
         snprintf(buf, size, "%s", o ? json_string_value(json_object_get(o, "message")) : strerror(-r));
         json_decref(o);
-}
-
-static uint64_t jget_u64(json_t *o, const char *key) {
-        json_t *v = json_object_get(o, key);
-        return json_is_integer(v) && json_integer_value(v) >= 0 ? (uint64_t) json_integer_value(v) : 0;
 }
 
 /* The source names GetStatus uses, as static strings the snapshot can point to. */
@@ -1660,4 +1656,8 @@ int top_main(int argc, char **argv, const char *socket, bool user, bool json) {
         if (r < 0)
                 return cli_fail("top", r, "%s", strerror(-r));
         return 0;
+}
+
+int cmd_top(int argc, char **argv) {
+        return top_main(argc, argv, arg_socket, arg_user, arg_json);
 }
