@@ -170,7 +170,13 @@ int source_from_string(const char *s) {
         return INDEX_OF(source_names, s);
 }
 
-/* A non-negative integer; a float is truncated (the protocol's "int" may arrive as 1.0). */
+/* 2^64: the first float a uint64_t cannot hold. */
+#define U64_LIMIT_DOUBLE 18446744073709551616.0
+
+/*
+ * A non-negative integer; a float is truncated (the protocol's "int" may
+ * arrive as 1.0), one too large for 64 bits is malformed.
+ */
 static int get_u64(json_t *o, const char *key, uint64_t *ret) {
         json_t *v = json_object_get(o, key);
 
@@ -183,7 +189,7 @@ static int get_u64(json_t *o, const char *key, uint64_t *ret) {
                 *ret = (uint64_t) i;
                 return 1;
         }
-        if (json_is_real(v) && json_real_value(v) >= 0) {
+        if (json_is_real(v) && json_real_value(v) >= 0 && json_real_value(v) < U64_LIMIT_DOUBLE) {
                 *ret = (uint64_t) json_real_value(v);
                 return 1;
         }
