@@ -23,12 +23,17 @@ its own trigger on /proc/pressure/memory equal to the daemon's low level
 `some` one with the smallest stall per window). Per run: wait until the
 system's memory `some` avg10 is below 1% (at most 180 s; the value at the
 start is recorded), start the daemon, start the clients (their order
-rotates from run to run), start the reader, then a page-cache loop in a
-memory-limited cgroup (write a 160 MiB file, read it twice, again) until
-every client had a callback above normal or --load seconds (default 60)
-passed. The latency of a client is from the reader's first wakeup to its
+rotates from run to run), let them rest 20 s, start the reader, then a
+page-cache loop in a memory-limited cgroup (write a 160 MiB file, read it
+twice, again) until every client had a callback above normal or --load
+seconds (default 60) passed. The latency of a client is from the reader's first wakeup to its
 first callback above normal (CLOCK_MONOTONIC in every process); the
 clients' callbacks are timestamped first thing. Then everything stops.
+Before the load starts, no client may have heard anything for 6 s and
+every level stream must be at normal (other work on the machine can raise
+the system's pressure; at most 180 s of waiting): a run where that did not
+hold is marked in the column callbacks_before_load (not 0), as its
+latencies are not comparable.
 
 Where: here by default (a hybrid host: the load runs in a v1 memory cgroup
 with limit 48M and the cgroup2 directory of the same name; there is no
@@ -69,10 +74,17 @@ GLIB_CLIENT = os.path.join(here, '..', 'vm', 'glib-memory-monitor.py')
 SYSTEM_PYTHON = '/usr/bin/python3'
 GLIB_LEVELS = {50: 'low', 100: 'medium', 255: 'critical'}
 CLIENTS = ('glib', 'python', 'c')
+# GLib's worker threads end 15 s after their last task, and the clients have just started: let the
+# start-up settle before the load.
+REST_S = 20.0
+# Before the load, no callback for this long (a level's hold: StepDownSec= 2 s plus a window of at most
+# 2 s here), and every level stream at normal; at most SETTLE_WAIT_S.
+SETTLE_S = 6.0
+SETTLE_WAIT_S = 180.0
 QUIET_AVG10 = 1.0
 QUIET_WAIT_S = 180.0
 START_TIMEOUT = 120
-HEADER = (['where', 'run', 'order', 'avg10_start', 'direct_wakeups', 'load_s']
+HEADER = (['where', 'run', 'order', 'trigger', 'avg10_start', 'callbacks_before_load', 'direct_wakeups', 'load_s']
           + [f'{c}_{k}' for c in CLIENTS for k in ('ms', 'level')])
 
 
@@ -139,6 +151,15 @@ class Client:
             with self.lock:
                 self.calls.append((level, int(t)))
 
+    def disturbed(self, t_us):
+        """Callbacks in the SETTLE_S before @t_us, plus one if the client's level at @t_us is above normal
+        (a level stream's last event before it, else its first; GLib has no level, only callbacks)."""
+        with self.lock:
+            calls = [c for c in self.calls if c[1] < t_us]
+        level = calls[-1][0] if calls else (self.start_level or 'normal')
+        recent = sum(1 for c in calls if c[1] >= t_us - SETTLE_S * 1e6)
+        return recent + (self.name != 'glib' and level != 'normal')
+
     def first_above_normal(self, since_us):
         with self.lock:
             return next((c for c in self.calls if c[1] >= since_us and c[0] != 'normal'), None)
@@ -149,6 +170,14 @@ class Client:
             self.p.send_signal(signal.SIGTERM)
         self.p.wait(timeout=60)
         self.t.join(timeout=10)
+
+
+def linked_libpressure(path):
+    """The file name of the libpressure @path loads (libpressure.so.1.4.0), from ldd."""
+    for line in sh('ldd', path, check=False).splitlines():
+        if 'libpressure.so' in line and '=>' in line:
+            return os.path.basename(os.path.realpath(line.split('=>')[1].split()[0]))
+    return '?'
 
 
 def c_client_path(args):
@@ -173,6 +202,17 @@ def start_clients(order, socket, env, c_path):
             c.close()
         raise
     return clients
+
+
+def settle(clients):
+    """Wait until no client heard anything for SETTLE_S and every level stream is at normal: other work
+    on the machine may raise the system's pressure at any time."""
+    try:
+        pt.wait_for(lambda: not any(c.disturbed(now_us()) for c in clients), timeout=SETTLE_WAIT_S,
+                    interval=0.5, what='the clients quiet')
+    except TimeoutError:
+        print(f'the clients were never quiet for {SETTLE_S:.0f} s in {SETTLE_WAIT_S:.0f} s: measuring anyway',
+              flush=True)
 
 
 def low_trigger(socket):
@@ -322,7 +362,8 @@ def measure(env, clients, trigger, args):
         direct = json.loads(reader.stdout.read())
         reader.wait(timeout=60)
     direct = [t for t in direct if t >= start_us]
-    return direct, load_s, {c.name: c.first_above_normal(start_us) for c in clients}
+    before = sum(c.disturbed(start_us) for c in clients)
+    return direct, load_s, before, {c.name: c.first_above_normal(start_us) for c in clients}
 
 
 def one_run(env, run, names, c_path, args):
@@ -337,13 +378,16 @@ def one_run(env, run, names, c_path, args):
             for c in clients:
                 if c.start_level not in ('', 'normal'):
                     print(f'the {c.name} client started at level {c.start_level}', flush=True)
-            direct, load_s, first = measure(env, clients, low_trigger(socket), args)
+            trigger = low_trigger(socket)
+            time.sleep(REST_S)
+            settle(clients)
+            direct, load_s, before, first = measure(env, clients, trigger, args)
         finally:
             for c in clients:
                 c.close()
     finally:
         env.stop()
-    row = [env.where, run, ' '.join(order), f'{avg10:.2f}', len(direct), f'{load_s:.1f}']
+    row = [env.where, run, ' '.join(order), trigger, f'{avg10:.2f}', before, len(direct), f'{load_s:.1f}']
     for name in CLIENTS:
         hit = first.get(name)
         if hit and direct:
@@ -354,7 +398,11 @@ def one_run(env, run, names, c_path, args):
 
 
 def summary(rows, names):
-    print('\nfirst callback above normal after the direct reader\'s first wakeup, ms:')
+    b = HEADER.index('callbacks_before_load')
+    clean = [r for r in rows if r[b] == 0]
+    print(f'\nfirst callback above normal after the direct reader\'s first wakeup, ms, over the {len(clean)} '
+          f'runs of {len(rows)} with nothing heard before the load:')
+    rows = clean
     for name in names:
         i = HEADER.index(f'{name}_ms')
         vals = [float(r[i]) for r in rows if r[i] != '']
@@ -380,6 +428,7 @@ def measure_all(args):
                 ['memtotal_kib', bl.meminfo_kib('MemTotal')],
                 ['glib_version', sh('dpkg-query', '-W', '-f=${Version}', 'libglib2.0-0', check=False)],
                 ['python', sys.version.split()[0]], ['c_client', 'yes' if c_path else c_why],
+                ['c_client_libpressure', linked_libpressure(c_path) if c_path else ''],
                 ['load', f'{LOAD_MB} MiB page-cache loop, limit {LOAD_MAX >> 20}M'],
                 ['load_max_s', args.load], ['runs', args.runs],
                 ['date', time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())], ['load_start', bl.loadavg()]]

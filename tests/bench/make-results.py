@@ -768,9 +768,11 @@ LEVELS_INTRO = ('How soon a program hears that memory got tight, by the three wa
                 '`[DBus] LowMemoryMonitor=yes`, the Python module\'s `watch_levels("/")`, and a C program '
                 'with a `pressure_monitor` on sd-event (tests/bench/levels-client.c), all listening at once to '
                 'one daemon with its default [Levels]. A direct reader holds its own trigger on '
-                '/proc/pressure/memory equal to the daemon\'s low level, and a page-cache loop in a cgroup '
-                'limited to 48M makes pressure. Reproduce with `tests/bench/bench-levels.py --out DIR` and '
-                '`tests/bench/bench-levels.py --vm --out DIR`, then '
+                '/proc/pressure/memory equal to the daemon\'s low level, and, once the clients have rested 20 s '
+                'and none heard anything for 6 s, a page-cache loop in a cgroup limited to 48M makes pressure; '
+                'the daemon and the clients start afresh for each run. Reproduce with `tests/bench/bench-levels.py --out DIR` and '
+                '`tests/bench/bench-levels.py --vm --out DIR` (the VM test bed under TCG, about ten times slower '
+                'than this machine, with the installed pressured.service and the real system bus), then '
                 '`tests/bench/make-results.py --levels DIR --into tests/bench/results.md`.')
 LEVELS_CLIENTS = (('glib', 'GLib GMemoryMonitor'), ('python', 'Python watch_levels()'),
                   ('c', 'C pressure_monitor'))
@@ -807,25 +809,38 @@ def levels_rows(rows, info, label):
     return body, behind
 
 
-def levels_where(info, label):
+def levels_trigger(text):
+    """'some 140000 2000000' (µs, as GetStatus has it) as 'some 140ms 2s'."""
+    stall, threshold, window = text.split()
+    return f'{stall} {int(threshold) / 1000:g}ms {int(window) / 1e6:g}s'
+
+
+def levels_where(info, label, rows):
+    triggers = sorted({levels_trigger(r['trigger']) for r in rows if r.get('trigger')}) or ['?']
     return (f"{label}: host `{info.get('machine', '?')}`, kernel {info.get('kernel', '?')}, {info.get('cpus', '?')} CPUs, "
             f"{int(info.get('memtotal_kib', 0)) // 1024:,} MiB, GLib {info.get('glib_version', '?')}, "
-            f"Python {info.get('python', '?')}; direct trigger `{info.get('trigger', '?')}`; "
+            f"Python {info.get('python', '?')}; the low level and the direct trigger `{', '.join(triggers)}`; "
             f"{info.get('runs', '?')} runs, {info.get('date', '')}, load average {info.get('load_start', '?')} "
-            f"at the start and {info.get('load_end', '?')} at the end.")
+            f"at the start and {info.get('load_end', '?')} at the end"
+            + (f"; the C client linked {info['c_client_libpressure']}" if info.get('c_client_libpressure') else '')
+            + '.')
 
 
 def levels_section(out):
     body, notes, goals = [], [], []
     for where, label in LEVELS_WHERE:
-        rows = load(out, f'levels-{where}-runs.csv')
-        if not rows:
+        every = load(out, f'levels-{where}-runs.csv')
+        if not every:
             notes.append(f'{label}: not run.')
             continue
         info = {r['key']: r['value'] for r in (load(out, f'levels-{where}-info.csv') or [])}
+        rows = [r for r in every if r.get('callbacks_before_load', '0') in ('', '0')]
         b, behind = levels_rows(rows, info, label)
         body += b
-        notes.append(levels_where(info, label))
+        left = len(every) - len(rows)
+        notes.append(levels_where(info, label, every) + (
+            f' {left} of its {len(every)} runs are left out: a client heard something in the 6 s before the '
+            'load, or a level stream was above normal when it began (other work on the machine).' if left else ''))
         late = [f'{name} {behind[k]:+.1f} ms' for k, name in LEVELS_CLIENTS if behind.get(k) is not None]
         if late:
             met = all(behind[k] <= 0 for k, _ in LEVELS_CLIENTS if behind.get(k) is not None)
@@ -843,7 +858,9 @@ def levels_section(out):
              'same run*: the client\'s time minus GLib\'s in the same run, which the reader\'s own '
              'scheduling cancels out of; negative is earlier than GLib. The clients start in a rotating '
              'order, one run each first. *level of the first callback*: the levels seen first over the runs; '
-             'GLib hears one signal per level event, the two level streams one event per change.\n\n')
+             'a level stream makes the events the daemon reads in one turn of its loop one change, to the '
+             'highest level (pressured(8), "Level streams"): where the three triggers fire in the same kernel '
+             'poll, its first level is critical.\n\n')
     text += '\n'.join(f'- {n}' for n in notes) + '\n'
     if goals:
         text += ('\nGoal, the level callbacks no later than GLib\'s (the median same-run difference at or '
