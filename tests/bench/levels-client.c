@@ -6,7 +6,7 @@
  *
  *     levels-client [--socket PATH] [CGROUP]
  *
- * Prints, flushed: "ready" after the first level event (the level now), then
+ * Prints, flushed: "ready LEVEL" for the first level event (the level now), then
  * "LEVEL MONOTONIC_US" for every later one, LEVEL one of normal, low, medium,
  * critical, and CLOCK_MONOTONIC in microseconds taken first thing in the
  * handler. Exits 0 when stdin ends or on SIGTERM or SIGINT, 1 when the stream
@@ -50,7 +50,7 @@ static int on_level(pressure_monitor *monitor, const pressure_event *event, void
         switch (pressure_event_get_kind(event)) {
         case PRESSURE_EVENT_LEVEL:
                 if (c->seen++ == 0)
-                        printf("ready\n");
+                        printf("ready %s\n", level_name(pressure_event_get_level(event)));
                 else
                         printf("%s %llu\n", level_name(pressure_event_get_level(event)), (unsigned long long) t);
                 fflush(stdout);
