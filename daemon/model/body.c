@@ -14,6 +14,7 @@ Body *body_new(const char *data, size_t size) {
         b->size = size;
         b->monotonic_us = 0;
         b->flags = 0;
+        b->level = -1;
         b->views = b->next_view = NULL;
         b->view_root = NULL;
         memcpy(b->data, data, size);

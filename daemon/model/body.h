@@ -17,6 +17,7 @@ struct Body {
         size_t size;
         uint64_t monotonic_us;   /* when the notification was read, for latency stats */
         unsigned flags;
+        int level;               /* with BODY_HAS_LEVEL: the Level the event carries; else -1 */
         /* The copies made of this body for peers in cgroup namespaces (event_body_view()), one
          * per namespace root, each referenced by this body until it is freed. */
         Body *views;

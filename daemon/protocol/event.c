@@ -219,7 +219,7 @@ char *event_removed_message(const char *cgroup, uint64_t seq, size_t *ret_size) 
 #define BODY_STACK_SIZE 2048
 
 /* Serialize @event (stolen; NULL gives NULL) into a new Body with @flags. */
-static Body *body_from_json(json_t *event, uint64_t monotonic_us, unsigned flags) {
+static Body *body_from_json(json_t *event, uint64_t monotonic_us, unsigned flags, int level) {
         _cleanup_free_ char *big = NULL;
         char stack[BODY_STACK_SIZE];
         const char *text = stack;
@@ -251,6 +251,7 @@ static Body *body_from_json(json_t *event, uint64_t monotonic_us, unsigned flags
         b->views = b->next_view = NULL;
         b->view_root = NULL;
         b->flags = flags;
+        b->level = level;
         b->monotonic_us = monotonic_us;
         return b;
 }
@@ -429,12 +430,15 @@ json_t *event_data_json(const EventData *e) {
 
 Body *event_data_body(const EventData *e, uint64_t read_us) {
         unsigned flags = 0;
+        int level = -1;
 
-        if (e->kind == EVENT_PRESSURE && e->pressure.level >= 0 && e->pressure.level < _LEVEL_MAX)
+        if (e->kind == EVENT_PRESSURE && e->pressure.level >= 0 && e->pressure.level < _LEVEL_MAX) {
                 flags |= BODY_HAS_LEVEL;
+                level = (int) e->pressure.level;
+        }
         if (e->kind == EVENT_CLEARED || e->kind == EVENT_TRIGGER_CHANGED || e->kind == EVENT_LEVEL)
                 flags |= BODY_NO_COUNT; /* these merge no notifications */
-        return body_from_json(event_data_json(e), read_us, flags);
+        return body_from_json(event_data_json(e), read_us, flags, level);
 }
 
 size_t event_prefix(char buf[static OUT_PREFIX_MAX], const Body *body, uint64_t seq, uint64_t missed, uint64_t count,
@@ -537,6 +541,7 @@ Body *event_body_view(Body *body, const EventView *v) {
                 return body_unref(out);
         out->size = view_copy(body->data, body->size, out->data, v);
         out->flags = body->flags;
+        out->level = body->level;
         out->monotonic_us = body->monotonic_us;
         /* @body keeps it for the next peer with this root, the caller gets a reference. */
         out->next_view = body->views;
