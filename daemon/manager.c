@@ -13,6 +13,7 @@
 #include "config-build.h"
 #include "log.h"
 #include "low-memory-monitor.h"
+#include "event.h"
 #include "manager.h"
 #include "methods.h"
 #include "metrics.h"
@@ -48,6 +49,7 @@ struct Manager {
         ProxyServer *proxy;         /* the pressure proxy sockets, NULL when all are off */
         SocketWatch *socket_watch;  /* the varlink socket we bound, watched; NULL if inherited */
         LowMemoryMonitor *lmm;      /* [DBus] LowMemoryMonitor= */
+        LevelStreams *levels;       /* Subscribe "levels" */
         Methods methods;
         StatusContext status;
         MetricsServer *metrics;
@@ -107,10 +109,11 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
                 return -ENOMEM;
         }
         m->env = (SourceEnv) { .base = m->base, .v2 = &m->v2, .v1 = &m->v1, .counters = &m->counters };
-        registry_init(&m->registry, &m->env, config, &m->counters);
+        registry_init(&m->registry, &m->env, config, &m->counters, event_data_body);
         /* No connection until a user needs one; NULL address: $DBUS_SYSTEM_BUS_ADDRESS or the default. */
         if (system_bus_new(&m->env.bus, m->base, NULL) < 0 ||
-            low_memory_monitor_new(&m->registry, m->env.bus, &m->lmm) < 0) {
+            low_memory_monitor_new(&m->registry, m->env.bus, &m->lmm) < 0 ||
+            level_streams_new(m->base, &m->registry, &m->counters, &m->levels) < 0) {
                 manager_free(m);
                 return -ENOMEM;
         }
@@ -130,6 +133,7 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
         };
         m->methods = (Methods) {
                 .registry = &m->registry,
+                .levels = m->levels,
                 .v2 = &m->v2,
                 .v1 = &m->v1,
                 .counters = &m->counters,
@@ -138,6 +142,8 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
                 .reexecute = manager_reexecute_cb,
                 .userdata = m,
         };
+        /* Level events carry the headroom GetHeadroom reads. */
+        level_streams_set_headroom(m->levels, methods_level_headroom, &m->methods);
         /* The first kills subscription's "subscribed" waits for systemd-oomd's picture. */
         oomd_watch_set_settled(m->env.oomd, methods_kills_settled, &m->methods);
         if (takeover_new(&(TakeoverEnv) { .base = m->base, .registry = &m->registry, .counters = &m->counters,
@@ -173,6 +179,7 @@ Manager *manager_free(Manager *m) {
         m->clients = client_server_free(m->clients);
         m->proxy = proxy_stop(m->proxy);
         m->lmm = low_memory_monitor_free(m->lmm);
+        m->levels = level_streams_free(m->levels);
         registry_done(&m->registry);
         methods_done(&m->methods);
         /* Its sources went with the registrations. */

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Check five rules about the shape of the C sources.
+"""Check seven rules about the shape of the sources.
 
 1. No call cycle between files of daemon/ (every .c file under daemon/, in
    any subfolder, is a node). A function defined in one file that calls a
@@ -17,10 +17,11 @@
 3. Every quoted #include of a file in daemon/ names a header of its own
    layer or of one below it. The layers, bottom up, are the folders of
    LAYERS, then daemon/ itself (the manager). The build enforces the same
-   through include folders; this names the offending line. Below the
-   server, the wire stays out: no file of WIRE_FREE includes a header of
-   WIRE_HEADERS (a source, the registry and the source choice fail with an
-   errno and a SourceFailure, which the server names for the wire).
+   through include folders; this names the offending line. Below
+   protocol/, JSON stays out too: no file of WIRE_FREE includes a header
+   of JSON_HEADERS (<jansson.h>), so sources and the registry report typed
+   events and fail with an errno and a SourceFailure, and only protocol/
+   turns either into JSON or a varlink error.
 
 4. No dead code: every function of daemon/ and client/ that is not static
    is named somewhere in daemon/ or client/ other than its definition and
@@ -35,6 +36,28 @@
    string literal ([PRESSURE_LEVEL_LOW] = "low": a name table), nor
    spells an error of io.pressured or org.varlink.service as a literal
    ("io.pressured.NoSuchCgroup": a row of an error-name table).
+
+6. The Python module (client/python/pressured, read with ast) spells no
+   name that io.pressured.varlink (or org.varlink.service) does not
+   declare: the fields of each class made by _record or _event against
+   the type or method reply of its name, member names in dict displays,
+   subscripts, get() and "in", strings compared with an enum attribute,
+   the kinds given to _event(), and full method and error names. Its
+   enums and errors come from the generated pressured/_vocabulary.py.
+   Exempt: the module's own names (PYTHON_OWN) and the 0.4 contract's
+   names the interface does not declare yet (PYTHON_PENDING; one the
+   interface declares is reported, to come off the list).
+
+7. Every JSON member name that the C code of JSON_DIRS writes as a
+   literal (the key of json_object_get/set/del, of json_pack and
+   json_unpack formats, and of the functions that pass a parameter on as
+   one: event.c's set(), libpressure's get_u64(), pressurectl's
+   jget_str() and so on, found by the check) is a field the interface
+   declares, a member of varlink's messages, or one JSON_ALLOWED lists for
+   its file with why (pressurectl's own --json documents, libpressure's
+   local error); an allowance its file no longer uses is reported. The names are not
+   generated as constants: a check keeps the hundreds of call sites
+   readable and still fails the build on a name the interface lacks.
 
 Definitions and their line ranges come from Universal Ctags, call sites from
 cscope. A call site is credited to the function whose lines hold it, and the
@@ -53,6 +76,7 @@ Exit status: 0 when the rules hold, 1 when one does not (the report says
 what to change), 77 when ctags or cscope is missing.
 """
 import argparse
+import ast
 import io
 import itertools
 import os
@@ -94,7 +118,7 @@ ALLOW_UNUSED = (
 SKIP = 77
 
 # daemon/'s layers, bottom up; daemon/ itself (manager.c, main.c) is on top.
-LAYERS = ('common', 'model', 'protocol', 'sources', 'registry', 'server')
+LAYERS = ('common', 'model', 'sources', 'registry', 'protocol', 'server')
 # Headers made by the build, and the layer they belong to.
 GENERATED_HEADERS = {'io.pressured.varlink.h': 'protocol', 'config-build.h': 'common',
                      'vocabulary-idl.h': 'common'}
@@ -590,9 +614,9 @@ def layer_of(rel):
     return head if '/' in rel and head in LAYERS else ''
 
 
-# Layers that fail in types and the protocol headers that would name the wire for them.
-WIRE_FREE = ('common', 'model', 'sources', 'registry')
-WIRE_HEADERS = ('varlink-error.h', 'subscribe.h')
+# The layers below protocol/, which know no JSON, and the headers that would bring it.
+WIRE_FREE = LAYERS[:LAYERS.index('protocol')]
+JSON_HEADERS = ('jansson.h',)
 
 
 def check_includes(root, out):
@@ -615,11 +639,12 @@ def check_includes(root, out):
             mine = layer_of(rel)
             with open(path, errors='replace') as f:
                 for lineno, line in enumerate(f, 1):
-                    m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
-                    if m and mine in WIRE_FREE and os.path.basename(m.group(1)) in WIRE_HEADERS:
-                        bad.append(f'  daemon/{rel}:{lineno}: includes {m.group(1)}, the wire, in {mine}/ '
-                                   f'(fail with a SourceFailure; the server names it)')
+                    j = re.match(r'\s*#\s*include\s+[<"]([^>"]+)[>"]', line)
+                    if j and mine in WIRE_FREE and os.path.basename(j.group(1)) in JSON_HEADERS:
+                        bad.append(f'  daemon/{rel}:{lineno}: includes {j.group(1)} in {mine}/, below protocol/ '
+                                   f'(report a typed event or a SourceFailure; protocol/ writes the JSON)')
                         continue
+                    m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
                     if not m or os.path.basename(m.group(1)) not in headers:
                         continue
                     theirs = headers[os.path.basename(m.group(1))]
@@ -683,6 +708,379 @@ def check_vocabulary(root, out):
     return not bad
 
 
+# ---------------------------------------------------------------------------
+# Rule 6: the Python module spells no protocol name the interface lacks.
+
+PYTHON_PACKAGE = 'client/python/pressured'
+# The members of a varlink message itself, around the interface's fields.
+VARLINK_MEMBERS = ('method', 'parameters', 'more', 'oneway', 'upgrade', 'continues', 'error')
+# Keys the module uses that are not members of a message: the units of
+# PsiTrigger.parse() ("150ms"), the metadata of its dataclass fields, and a
+# class's annotations.
+PYTHON_NOT_MEMBERS = ('us', 'ms', 's', 'convert', '__annotations__')
+# Attributes of the module's objects that hold a value of an enum of the
+# interface: a string compared with one must be one of its values. Not
+# "state": the module's own streams have a state of their own.
+PYTHON_ENUM_ATTRIBUTES = ('level', 'peak_level', 'kind', 'source', 'resource', 'stall', 'mode', 'previous')
+# Classes of the module named otherwise than the type they read: the
+# method whose reply they are.
+PYTHON_REPLY_CLASSES = {'Status': 'io.pressured.GetStatus', 'Protection': 'io.pressured.GetProtection',
+                        'Headroom': 'io.pressured.GetHeadroom', 'Info': 'org.varlink.service.GetInfo'}
+# The module's own names, never on the wire: ReconnectedEvent (kind
+# "reconnected", with "attempts") that a subscription makes when it
+# connected again by itself, LevelWatch's "reconnected" flag, the base
+# Event and UnknownEvent for a kind the module does not know.
+PYTHON_OWN = {'field': {'attempts', 'reconnected'}, 'kind': {'reconnected'},
+              'type': {'Event', 'ReconnectedEvent', 'UnknownEvent'}}
+# Names of the 0.4 contract (CONTRACT.md section 9: the level stream and
+# GetHeadroom) that the module has and io.pressured.varlink does not
+# declare yet. The check fails once the interface declares one: then it
+# comes off this list, and from then on only the interface vouches for it.
+PYTHON_PENDING = {}
+
+
+def load_varlink_idl():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import varlink_idl
+    return varlink_idl
+
+
+class Vocabulary:
+    """What the interface and org.varlink.service declare, by what it is."""
+
+    def __init__(self, root):
+        idl = load_varlink_idl()
+        with open(os.path.join(root, INTERFACE_IDL), errors='replace') as f:
+            ifaces = [idl.parse(f.read()), idl.parse(idl.ORG_VARLINK_SERVICE)]
+        self.structs = {}   # type name or full method name -> its fields
+        self.values = {}    # field name -> the values of its enums
+        for i in ifaces:
+            named = [(n, t) for n, t in i.types.items() if t[0] == 'struct']
+            named += [(f'{i.name}.{n}', out) for n, (inp, out) in i.methods.items()]
+            named += [(f'{i.name}.{n}()', inp) for n, (inp, out) in i.methods.items()]
+            named += [(f'{i.name}.{n}', st) for n, st in i.errors.items()]
+            for name, st in named:
+                self.structs[name] = st[1]
+                for field, t in st[1].items():
+                    while t[0] == 'optional':
+                        t = t[1]
+                    if t[0] == 'enum':
+                        self.values.setdefault(field, set()).update(t[1])
+        self.names = {'field': {f for st in self.structs.values() for f in st},
+                      'kind': {k for n, st in self.structs.items() if n.endswith('Event')
+                               for k in st.get('kind', ('', ()))[1]},
+                      'value': {v for vs in self.values.values() for v in vs},
+                      'method': {f'{i.name}.{n}' for i in ifaces for n in i.methods},
+                      'error': {f'{i.name}.{n}' for i in ifaces for n in i.errors},
+                      'type': {n for n in self.structs if '.' not in n}}
+
+    def allows(self, what, name, values=None):
+        known = values if values is not None else self.names[what]
+        return name in known or name in PYTHON_OWN.get(what, ()) or name in PYTHON_PENDING.get(what, ())
+
+    def stale(self):
+        """The pending names the interface declares now."""
+        return sorted(f'{what} "{n}"' for what, names in PYTHON_PENDING.items()
+                      for n in names if n in self.names[what] or
+                      (what == 'type' and PYTHON_REPLY_CLASSES.get(n) in self.structs))
+
+
+def python_class_fields(voc, cls):
+    """The fields the interface declares for the module's class @cls, or
+    None where it declares none (the module's own or a pending class)."""
+    if cls.name == 'Event':
+        events = [set(st) for n, st in voc.structs.items() if n.endswith('Event')]
+        return set.intersection(*events) if events else set()
+    st = voc.structs.get(PYTHON_REPLY_CLASSES.get(cls.name, cls.name))
+    return set(st) if st is not None else None
+
+
+def python_records(tree):
+    """The module's classes that read a type of the wire (made by _record or _event)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            decos = [d.func if isinstance(d, ast.Call) else d for d in node.decorator_list]
+            if any(isinstance(d, ast.Name) and d.id in ('_record', '_event') for d in decos):
+                yield node
+
+
+def python_record_names(voc, tree, bad):
+    for cls in python_records(tree):
+        declared = python_class_fields(voc, cls)
+        if declared is None and not voc.allows('type', cls.name):
+            bad(cls, cls.name, 'a class named after no type or method of the interface')
+        for st in cls.body:
+            if not isinstance(st, ast.AnnAssign) or not isinstance(st.target, ast.Name):
+                continue
+            name = st.target.id
+            if name == 'raw' or 'ClassVar' in ast.unparse(st.annotation):
+                continue
+            if declared is not None and name not in declared and name not in PYTHON_OWN['field']:
+                bad(st, name, f'a field {cls.name} does not have in the interface')
+            elif declared is None and not voc.allows('field', name):
+                bad(st, name, 'a field the interface does not declare')
+
+
+def python_keys(node):
+    """The string constants @node uses as member names of a message: keys of
+    a dict display, subscripts, d.get(KEY) (not os.environ's) and KEY in d."""
+    if isinstance(node, ast.Dict):
+        return [k for k in node.keys if k is not None]
+    if isinstance(node, ast.Subscript):
+        return [node.slice]
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == 'get'
+            and node.args and 'environ' not in ast.unparse(node.func.value)):
+        return node.args[:1]
+    if isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+        return [node.left]
+    return []
+
+
+def python_enum_values(node):
+    """(attribute, string constant) of a comparison of an enum attribute with a string."""
+    if not isinstance(node, ast.Compare) or not isinstance(node.left, ast.Attribute):
+        return []
+    if node.left.attr not in PYTHON_ENUM_ATTRIBUTES:
+        return []
+    out = []
+    for c in node.comparators:
+        for e in (c.elts if isinstance(c, (ast.Tuple, ast.List, ast.Set)) else [c]):
+            out.append((node.left.attr, e))
+    return out
+
+
+def is_str(node):
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def python_spelled_names(voc, tree, bad):
+    qualified = re.compile(r'(io\.pressured|org\.varlink\.service)\.\w+')
+    for node in ast.walk(tree):
+        for k in python_keys(node):
+            if (is_str(k) and k.value not in VARLINK_MEMBERS + PYTHON_NOT_MEMBERS
+                    and not voc.allows('field', k.value)):
+                bad(k, k.value, 'a member name the interface does not declare')
+        for attr, v in python_enum_values(node):
+            known = voc.names['kind'] if attr == 'kind' else voc.values.get(attr, set())
+            if is_str(v) and not voc.allows('kind' if attr == 'kind' else 'value', v.value, known):
+                bad(v, v.value, f'a value of "{attr}" the interface does not declare')
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == '_event'
+                and node.args and is_str(node.args[0]) and not voc.allows('kind', node.args[0].value)):
+            bad(node, node.args[0].value, 'an event kind the interface does not declare')
+        if is_str(node) and qualified.fullmatch(node.value) and not (
+                voc.allows('method', node.value) or voc.allows('error', node.value)):
+            bad(node, node.value, 'a method or error the interface does not declare')
+
+
+def check_python(root, out):
+    """Rule 6. Returns True when the Python module spells no name the interface lacks."""
+    pkg = os.path.join(root, PYTHON_PACKAGE)
+    if not os.path.isdir(pkg):
+        return True
+    voc = Vocabulary(root)
+    problems = []
+    for name in sorted(os.listdir(pkg)):
+        if not name.endswith('.py'):
+            continue
+        rel = os.path.join(PYTHON_PACKAGE, name)
+        with open(os.path.join(root, rel)) as f:
+            tree = ast.parse(f.read(), rel)
+
+        def bad(node, name, what, rel=rel):
+            problems.append(f'  {rel}:{node.lineno}: "{name}": {what}')
+        python_record_names(voc, tree, bad)
+        python_spelled_names(voc, tree, bad)
+    stale = voc.stale()
+    if problems:
+        print('Names in the Python module that io.pressured.varlink does not declare (take them from '
+              'pressured._vocabulary, or declare them in the interface first):', file=out)
+        for p in problems:
+            print(p, file=out)
+    if stale:
+        print('PYTHON_PENDING in check-structure.py lists names the interface declares now; '
+              'take them off: ' + ', '.join(stale), file=out)
+    return not problems and not stale
+
+
+# ---------------------------------------------------------------------------
+# Rule 7: the C code reads and writes only JSON members the interface declares.
+
+JSON_DIRS = ('daemon/protocol', 'daemon/server', 'client')
+# jansson's calls that take a member name as their second argument.
+JSON_KEY_CALLS = ('json_object_get', 'json_object_set', 'json_object_set_new', 'json_object_del',
+                  'json_object_set_nocheck', 'json_object_set_new_nocheck')
+# jansson's calls whose format string names members: (name, index of the format).
+JSON_FORMAT_CALLS = {'json_pack': 0, 'json_unpack': 1, 'json_pack_ex': 2, 'json_unpack_ex': 3}
+# Member names the C code may use that io.pressured.varlink does not
+# declare, by the file (its name, wherever it lies in JSON_DIRS) that uses
+# them: JSON that is not the interface's. An entry the file no longer uses
+# is reported too.
+JSON_ALLOWED = {
+    # libpressure's own error DaemonNotRunning (nothing answered; never
+    # sent by the daemon) carries the socket it tried.
+    'pressure-result.c': ('socket',),
+    # pressurectl --json: its error objects on stderr (pressurectl(1)).
+    'error-text.c': ('socket', 'errno', 'message', 'command', 'notice'),
+    # pressurectl notify: --dry-run --json lines and its error message.
+    'notify.c': ('action', 'id', 'urgency', 'summary', 'body', 'message'),
+    # pressurectl history --json: whether the episode is still going on.
+    'history.c': ('active',),
+    # pressurectl top --json: its own document (the view, the sort, the
+    # per-cgroup rows with cpu and io pressure, rates, the roots).
+    'top.c': ('message', 'cpu_psi', 'io_psi', 'reachable', 'active_episodes', 'reclaim_cgroups',
+              'events_read_per_sec', 'events_delivered_per_sec', 'protection_error', 'kills_error',
+              'depth', 'hierarchy', 'cpu_some_avg10', 'io_some_avg10', 'killed', 'changed', 'iteration',
+              'sort', 'view', 'system', 'daemon', 'v2', 'v1_memory', 'roots', 'cgroups', 'mem_available',
+              'mem_total', 'current'),
+}
+
+
+def c_call_args(text, start):
+    """The arguments of the call whose '(' is at @start, split at its own
+    commas, and the offset after its ')'."""
+    depth, args, cur, i = 0, [], [], start + 1
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            j = i + 1
+            while j < len(text) and text[j] != '"':
+                j += 2 if text[j] == '\\' else 1
+            cur.append(text[i:j + 1])
+            i = j + 1
+            continue
+        if ch in '([{':
+            depth += 1
+        elif ch in ')]}':
+            if depth == 0:
+                args.append(''.join(cur).strip())
+                return args, i + 1
+            depth -= 1
+        elif ch == ',' and depth == 0:
+            args.append(''.join(cur).strip())
+            cur = []
+            i += 1
+            continue
+        cur.append(ch)
+        i += 1
+    return args, i
+
+
+def c_literal(arg):
+    """The value of @arg if it is a string literal (adjacent ones joined), else None."""
+    parts = re.fullmatch(r'(?:\s*"(?:[^"\\]|\\.)*")+\s*', arg or '')
+    return ''.join(re.findall(r'"((?:[^"\\]|\\.)*)"', arg)) if parts else None
+
+
+def json_format_keys(fmt, args):
+    """The member names a jansson format @fmt gives as literals among @args
+    (the arguments after it): the "s" of a key inside {}. Each value takes
+    one argument but "n" none, and "s#" or "s%" two; "?", "*", "+" and "!"
+    take none."""
+    keys, stack, k, i = [], [], 0, 0
+    while i < len(fmt):
+        ch = fmt[i]
+        i += 1
+        if ch in '{[':
+            if stack and stack[-1][0] == '{':
+                stack[-1][1] = True
+            stack.append([ch, True])
+        elif ch in '}]':
+            stack.pop()
+        elif ch in 'sbiIfFoOn':
+            in_object = stack and stack[-1][0] == '{'
+            if in_object and stack[-1][1]:
+                if k < len(args) and c_literal(args[k]) is not None:
+                    keys.append(c_literal(args[k]))
+                stack[-1][1] = False
+                k += 1
+                continue
+            if in_object:
+                stack[-1][1] = True
+            k += 0 if ch == 'n' else 2 if i < len(fmt) and fmt[i] in '#%' else 1
+    return keys
+
+
+C_FUNCTION_RE = re.compile(r'^(static\s+)?[A-Za-z_][\w \t*]*?\b(\w+)\(([^)]*)\)\s*\{(.*?)^\}', re.M | re.S)
+
+
+def json_key_calls(wrappers, path):
+    """{function: index of its member-name argument} as the file @path sees
+    @wrappers: the non-static ones and its own static ones."""
+    return {k[1] if isinstance(k, tuple) else k: v for k, v in wrappers.items()
+            if not isinstance(k, tuple) or k[0] == path}
+
+
+def json_key_wrappers(texts):
+    """Functions that hand a string parameter to a jansson call as a member
+    name, or to another such function: {name: index} for the non-static
+    ones, {(file, name): index} for the static ones of each file of @texts
+    ({file: text})."""
+    wrappers = {name: 1 for name in JSON_KEY_CALLS}
+    for _ in range(3):  # wrappers of wrappers
+        for path, text in texts.items():
+            calls = json_key_calls(wrappers, path)
+            for m in C_FUNCTION_RE.finditer(text):
+                for index, param in enumerate(m.group(3).split(',')):
+                    name = re.findall(r'\w+', param)[-1:]
+                    if 'char' not in param or not name:
+                        continue
+                    for callee, at in calls.items():
+                        before = r'[^,()]*(?:\([^()]*\))?[^,()]*,' * at
+                        if re.search(rf'\b{callee}\s*\({before}\s*\(?{name[0]}\)?\s*[,)]', m.group(4)):
+                            wrappers[(path, m.group(2)) if m.group(1) else m.group(2)] = index
+    return wrappers
+
+
+def json_member_names(text, wrappers=None, path=None):
+    """(offset, name) of every member name literal the C code @text reads or
+    writes, through jansson or one of its @wrappers (json_key_wrappers())."""
+    out = []
+    names = json_key_calls(wrappers or {name: 1 for name in JSON_KEY_CALLS}, path)
+    calls = '|'.join(sorted(names) + list(JSON_FORMAT_CALLS))
+    for m in re.finditer(rf'(?<![\w.>])({calls})\s*\(', text):
+        args, _ = c_call_args(text, m.end() - 1)
+        if m.group(1) in JSON_FORMAT_CALLS:
+            at = JSON_FORMAT_CALLS[m.group(1)]
+            fmt = c_literal(args[at]) if len(args) > at else None
+            if fmt is not None:
+                out += [(m.start(), k) for k in json_format_keys(fmt, args[at + 1:])]
+        elif len(args) > names[m.group(1)] and c_literal(args[names[m.group(1)]]) is not None:
+            out.append((m.start(), c_literal(args[names[m.group(1)]])))
+    return out
+
+
+def check_json_members(root, out, allowed=None):
+    """Rule 7. Returns True when every member name literal of JSON_DIRS is
+    declared by the interface or allowed for its file, and every allowed
+    name is used."""
+    if not os.path.exists(os.path.join(root, INTERFACE_IDL)):
+        return True
+    known = Vocabulary(root).names['field'] | set(VARLINK_MEMBERS)
+    allowed = JSON_ALLOWED if allowed is None else allowed
+    bad, used, texts = [], set(), {}
+    for path in source_files(root, list(JSON_DIRS)):
+        with open(path, errors='replace') as f:
+            texts[path] = re.sub(r'/\*.*?\*/|//[^\n]*', lambda c: '\n' * c.group(0).count('\n'), f.read(),
+                                 flags=re.S)
+    wrappers = json_key_wrappers(texts)
+    for path, text in texts.items():
+        rel, base = os.path.relpath(path, root), os.path.basename(path)
+        for offset, name in json_member_names(text, wrappers, path):
+            if name in allowed.get(base, ()):
+                used.add((base, name))
+            elif name not in known:
+                bad.append(f'  {rel}:{text.count(chr(10), 0, offset) + 1}: "{name}"')
+    stale = sorted(f'{b}: "{n}"' for b, names in allowed.items() for n in names if (b, n) not in used)
+    if bad:
+        print('JSON member names that io.pressured.varlink does not declare (declare them, or list '
+              'them in JSON_ALLOWED with why they are not the interface\'s):', file=out)
+        for b in bad:
+            print(b, file=out)
+    if stale:
+        print('JSON_ALLOWED lists names their file does not use: ' + ', '.join(stale), file=out)
+    return not bad and not stale
+
+
 def check(root, graph_out=False, list_long=False, out=sys.stdout, allow=None):
     """Run both checks on root. Returns 0 or 1; raises Trouble."""
     daemon_files = c_files(root, 'daemon')
@@ -708,13 +1106,16 @@ def check(root, graph_out=False, list_long=False, out=sys.stdout, allow=None):
     ok = check_lengths(defs, out, allow) and ok
     ok = check_includes(root, out) and ok
     ok = check_vocabulary(root, out) and ok
+    ok = check_python(root, out) and ok
+    ok = check_json_members(root, out) and ok
     ok = used and ok
     if ok:
         print(f'structure: no call cycle between the {len(daemon_files)} files '
               f'of daemon/; no function over {MAX_LINES} lines in '
               f'{len(all_files)} files of daemon/ and client/; no include '
               f'reaching up a layer; no function without a user; no protocol name '
-              f'written again in client/', file=out)
+              f'written again in client/; no name in the Python module and no JSON member name '
+              f'in {", ".join(JSON_DIRS)} that the interface lacks', file=out)
     return 0 if ok else 1
 
 
@@ -811,6 +1212,138 @@ FIXTURE_CLEAN = {
         }
     ''',
 }
+
+
+FIXTURE_PYTHON_IDL = """
+    interface io.pressured
+    type Trigger (level: ?(low, medium, critical), window_us: int)
+    type PressureEvent (kind: (pressure), cgroup: string, level: ?(low, medium, critical))
+    type HeadroomEvent (kind: (headroom), cgroup: string, usage_bytes: int)
+    method GetStatus() -> (version: string)
+    method Subscribe(cgroup: ?string) -> (event: object)
+    error NoSuchCgroup (cgroup: string)
+    """
+
+FIXTURE_PYTHON = {
+    PYTHON_PACKAGE + '/types.py': """
+        import os
+        _UNITS = {'us': 1}
+        @_record
+        class Trigger(_Record):
+            level: str = None
+            window_ms: int = None
+            raw: dict = _raw()
+        @_record
+        class Status(_Record):
+            version: str = None
+            uptime_us: int = None
+        @_event('pressure')
+        class PressureEvent(Event):
+            level: str = None
+        @_event('pressur')
+        class PressurEvent(Event):
+            level: str = None
+        @_event('reconnected', register=False)
+        class ReconnectedEvent(Event):
+            attempts: int = None
+        def f(msg, ev):
+            home = os.environ.get('HOME')
+            if 'error' in msg and msg.get('parameters') and msg['continues']:
+                return {'cgroup': '/', 'levle': 'low', 'method': 'io.pressured.GetStatus'}
+            if ev.level == 'medium' or ev.level in ('low', 'hihg') or ev.kind == 'pressure':
+                return 'io.pressured.NoSuchCgroup', 'io.pressured.GetStatsu', ev.state == 'ended'
+        """,
+}
+
+
+def expect_python(tmp, expect):
+    """Rule 6 on a small package: what it reports, and a stale PYTHON_PENDING."""
+    global PYTHON_PENDING
+    root = os.path.join(tmp, 'python')
+    write_tree(root, dict(FIXTURE_PYTHON, **{INTERFACE_IDL: FIXTURE_PYTHON_IDL}))
+    buf = io.StringIO()
+    saved, PYTHON_PENDING = PYTHON_PENDING, {'field': {'usage_bytes'}}
+    try:
+        ok = check_python(root, buf)
+    finally:
+        PYTHON_PENDING = saved
+    report = buf.getvalue()
+    rel = PYTHON_PACKAGE + '/types.py'
+    want = [f'{rel}:6: "window_ms": a field Trigger does not have in the interface',
+            f'{rel}:11: "uptime_us": a field Status does not have in the interface',
+            f'{rel}:16: "PressurEvent": a class named after no type or method of the interface',
+            f'{rel}:15: "pressur": an event kind the interface does not declare',
+            f'{rel}:24: "levle": a member name the interface does not declare',
+            f'{rel}:25: "hihg": a value of "level" the interface does not declare',
+            f'{rel}:26: "io.pressured.GetStatsu": a method or error the interface does not declare',
+            'PYTHON_PENDING in check-structure.py lists names the interface declares now; '
+            'take them off: field "usage_bytes"']
+    missing = [w for w in want if w not in report]
+    expect(not ok and not missing and report.count('\n  ') == len(want) - 1,
+           'the Python module: a field a type lacks, a class of no type, an unknown kind, member '
+           'name, enum value and method are flagged; the module\'s own names, varlink\'s members, '
+           'os.environ and a stream state are not; a pending name the interface declares is stale'
+           + (f': missing {missing}' if missing else ''))
+
+
+FIXTURE_JSON = {
+    INTERFACE_IDL: FIXTURE_PYTHON_IDL,
+    'daemon/protocol/event.c': """
+        json_t *f(const char *key, json_t *o) {
+                /* json_object_get(o, "in_a_comment") */
+                json_object_get(o, "level");
+                json_object_get(o, key);
+                json_object_set_new(o, "lvel", json_string("not_a_key"));
+                json_unpack(o, "{s:s, s?I}", "kind", &a, "sequ", &b);
+                return json_pack("{s:s, s:{s:n, s:[s, s]}, s:o}", "method", "io.pressured.GetStatus",
+                                 "parameters", "cgroup", "windw_us", "low", g(a, b),
+                                 "more", o);
+        }
+        """,
+    'daemon/server/status.c': """
+        static bool put(json_t *o, const char *key, json_t *v) {
+                return json_object_set_new(o, key, v) == 0;
+        }
+        bool wrap(json_t *o, const char *name) {
+                return put(o, name, json_null());
+        }
+        void h(json_t *o) {
+                put(o, "vrsion", json_null());
+                wrap(o, "uptme_us");
+                put(o, "version", json_null());
+        }
+        """,
+    'client/top.c': """
+        static void put(json_t *o, const char *k, const char *v) {
+                json_object_set_new(o, "rows", json_string(v));
+        }
+        void g(json_t *o) {
+                put(o, "not_a_key", "x");
+                wrap(o, "windw");
+                json_object_set_new(o, "rows", json_array());
+                json_object_set_new(o, "window_us", json_integer(1));
+        }
+        """,
+}
+
+
+def expect_json_members(tmp, expect):
+    """Rule 7 on a small tree: undeclared member names, allowed ones and a stale allowance."""
+    root = os.path.join(tmp, 'json')
+    write_tree(root, FIXTURE_JSON)
+    buf = io.StringIO()
+    ok = check_json_members(root, buf, {'top.c': ('rows', 'columns'), 'event.c': ('sequ',)})
+    report = buf.getvalue()
+    want = ['  daemon/protocol/event.c:5: "lvel"', '  daemon/protocol/event.c:7: "windw_us"',
+            '  daemon/server/status.c:8: "vrsion"', '  daemon/server/status.c:9: "uptme_us"',
+            '  client/top.c:6: "windw"',
+            'JSON_ALLOWED lists names their file does not use: top.c: "columns"']
+    with open(os.devnull, 'w') as devnull:
+        clean = check_json_members(os.path.join(tmp, 'python'), devnull, {})
+    expect(not ok and clean and all(w in report for w in want) and report.count('\n  ') == 5,
+           'JSON member names: an undeclared key of json_object_set_new(), of a nested '
+           'json_pack(), of a static wrapper in its file and of a wrapper of it anywhere are flagged; declared ones, varlink\'s members, values, keys in a variable or '
+           'a comment, and a name allowed for its file are not; an allowance no longer used is')
 
 
 def write_tree(root, files):
@@ -970,6 +1503,7 @@ def self_test():
             'daemon/server/methods.c': '#include "varlink-error.h"\n#include "subscribe.h"\n',
             'daemon/sources/source.c': '#include "varlink-error.h"\n',
             'daemon/registry/registration.h': '#pragma once\n#include "subscribe.h"\n',
+            'daemon/protocol/event.c': '#include <jansson.h>\n',
         })
         with open(os.devnull, 'w') as devnull:
             both = check_includes(wire, devnull)
@@ -981,7 +1515,29 @@ def self_test():
             server = check_includes(wire, devnull)
         expect(not both and not registry and server,
                'sources/ including varlink-error.h and registry/ including subscribe.h are flagged '
-               '(though protocol/ is below them); server/ including both is not')
+               '(protocol/ is above them); server/ including both and protocol/ including jansson.h are not')
+
+        json = os.path.join(tmp, 'json')
+        write_tree(json, {
+            'daemon/model/event-data.h': '#pragma once\n#include <stdint.h>\n',
+            'daemon/sources/source.h': '#pragma once\n#include <jansson.h>\n',
+            'daemon/registry/registration.c': '  #  include "jansson.h"\n',
+            'daemon/server/methods.c': '#include <jansson.h>\n',
+        })
+        buf = io.StringIO()
+        dirty = check_includes(json, buf)
+        report = buf.getvalue()
+        os.remove(os.path.join(json, 'daemon/sources/source.h'))
+        os.remove(os.path.join(json, 'daemon/registry/registration.c'))
+        with open(os.devnull, 'w') as devnull:
+            clean = check_includes(json, devnull)
+        expect(not dirty and clean and 'daemon/sources/source.h:2: includes jansson.h in sources/' in report and
+               'daemon/registry/registration.c:1: includes jansson.h in registry/' in report and
+               report.count('\n  ') == 2,
+               'jansson.h included in sources/ (<>) and registry/ ("") is flagged; in server/ it is not')
+
+        expect_python(tmp, expect)
+        expect_json_members(tmp, expect)
 
     print(f'self-test: {"FAILED" if failures else "passed"}')
     return 1 if failures else 0

@@ -29,6 +29,7 @@
 #include "pressure-conn.h"
 #include "pressure-event.h"
 #include "pressure.h"
+#include "selector.h"
 #include "util.h"
 
 #define SYSTEM_SOCKET "/run/pressured/io.pressured"
@@ -37,18 +38,9 @@
 #define BACKOFF_MAX_USEC (1 * USEC_PER_SEC)
 #define CALL_TIMEOUT_DEFAULT_USEC (25 * USEC_PER_SEC)
 
-typedef enum SelectorSource {
-        SELECTOR_LEVEL,
-        SELECTOR_PSI,
-        SELECTOR_VMPRESSURE,
-        SELECTOR_MEMORY_EVENTS,
-        SELECTOR_PROTECTION,
-        SELECTOR_KILLS,
-} SelectorSource;
-
 struct pressure_selector {
         char *cgroup;
-        SelectorSource source;
+        Selector source;
         pressure_level level;
         pressure_stall stall;
         uint64_t threshold_us, window_us;
@@ -71,6 +63,8 @@ struct pressure_subscription {
         pressure_client *client;
         pressure_subscription *next;
         char *request;
+        /* A level stream: its first event is a level event, not a subscribed one. */
+        bool levels;
         pressure_event_handler handler;
         void *userdata;
         pressure_destroy_callback destroy;
@@ -80,6 +74,7 @@ struct pressure_subscription {
         union {
                 pressure_status_handler status;
                 pressure_protection_handler protection;
+                pressure_headroom_handler headroom;
                 pressure_inject_handler inject;
                 pressure_reply_handler reply;
         } callback;
@@ -250,6 +245,16 @@ _public_ int pressure_selector_set_kills(pressure_selector *s) {
 }
 
 /**
+ * pressure_selector_set_levels - select the cgroup's level stream.
+ */
+_public_ int pressure_selector_set_levels(pressure_selector *s) {
+        if (!s)
+                return -EINVAL;
+        s->source = SELECTOR_LEVELS;
+        return 0;
+}
+
+/**
  * pressure_selector_set_min_interval_ms - coalesce events; 0 turns it off.
  */
 _public_ int pressure_selector_set_min_interval_ms(pressure_selector *s, uint64_t interval_ms) {
@@ -313,6 +318,10 @@ static int selector_to_request(const pressure_selector *s, char **ret) {
                 break;
         case SELECTOR_KILLS:
                 if (json_object_set_new(params, "kills", json_true()) < 0)
+                        return -ENOMEM;
+                break;
+        case SELECTOR_LEVELS:
+                if (json_object_set_new(params, "levels", json_true()) < 0)
                         return -ENOMEM;
                 break;
         }
@@ -644,6 +653,7 @@ static int subscription_alloc(pressure_client *c, const pressure_selector *selec
         s->handler = handler;
         s->userdata = userdata;
         s->backoff_usec = BACKOFF_MIN_USEC;
+        s->levels = selector->source == SELECTOR_LEVELS;
         r = selector_to_request(selector, &s->request);
         if (r < 0) {
                 subscription_destroy(s);
@@ -888,8 +898,11 @@ static int subscription_handle(pressure_subscription *s, json_t *msg) {
         last = !json_is_true(cont);
         if (!event || event_parse(event, &e) < 0)
                 return subscription_fail(s, -EBADMSG);
+        /* A level stream has level events and its end only; the first says it is live. */
+        if (s->levels && e.kind != PRESSURE_EVENT_LEVEL && e.kind != PRESSURE_EVENT_REMOVED)
+                return subscription_fail(s, -EBADMSG);
         if (s->state == SUBSCRIPTION_PENDING) {
-                if (e.kind != PRESSURE_EVENT_SUBSCRIBED)
+                if (e.kind != (s->levels ? PRESSURE_EVENT_LEVEL : PRESSURE_EVENT_SUBSCRIBED))
                         return subscription_fail(s, -EBADMSG);
                 s->state = SUBSCRIPTION_LIVE;
                 s->confirmed = true;
@@ -1248,6 +1261,29 @@ _public_ int pressure_client_get_protection(pressure_client *c, const char *cgro
 }
 
 /**
+ * pressure_client_get_headroom - GetHeadroom(cgroup).
+ */
+_public_ int pressure_client_get_headroom(pressure_client *c, const char *cgroup, pressure_headroom **ret_headroom,
+                                          pressure_error **ret_error) {
+        _cleanup_json_ json_t *params = NULL;
+        json_t *reply = NULL;
+        int r;
+
+        if (ret_error)
+                *ret_error = NULL;
+        if (!c || !ret_headroom)
+                return return_error(-EINVAL, NULL, ret_error);
+        r = cgroup_params(cgroup, PRESSURE_RESOURCE_NONE, PRESSURE_LEVEL_NONE, &params);
+        if (r < 0)
+                return return_error(r, NULL, ret_error);
+        r = client_call_json(c, "io.pressured.GetHeadroom", params, &reply, ret_error);
+        if (r < 0)
+                return r;
+        r = headroom_new(reply, ret_headroom);
+        return r < 0 ? return_error(r, NULL, ret_error) : 0;
+}
+
+/**
  * pressure_client_inject - Inject(cgroup, level).
  */
 _public_ int pressure_client_inject(pressure_client *c, const char *cgroup, pressure_level level,
@@ -1339,6 +1375,21 @@ static int complete_protection(pressure_call *call, json_t *params, const pressu
                 return subscription_fail(s, r);
         r = s->callback.protection(call, p, NULL, s->userdata);
         pressure_protection_unref(p);
+        return r;
+}
+
+static int complete_headroom(pressure_call *call, json_t *params, const pressure_error *error) {
+        pressure_subscription *s = &call->s;
+        pressure_headroom *h = NULL;
+        int r;
+
+        if (error)
+                return s->callback.headroom(call, NULL, error, s->userdata);
+        r = headroom_new(json_incref(params), &h);
+        if (r < 0)
+                return subscription_fail(s, r);
+        r = s->callback.headroom(call, h, NULL, s->userdata);
+        pressure_headroom_unref(h);
         return r;
 }
 
@@ -1442,6 +1493,28 @@ _public_ int pressure_client_get_protection_async(pressure_client *c, const char
         if (r < 0)
                 return r;
         call->s.callback.protection = callback;
+        call_link(c, call, ret_call);
+        return 0;
+}
+
+/**
+ * pressure_client_get_headroom_async - GetHeadroom(cgroup) without waiting.
+ */
+_public_ int pressure_client_get_headroom_async(pressure_client *c, const char *cgroup,
+                                                pressure_headroom_handler callback, void *userdata,
+                                                pressure_call **ret_call) {
+        _cleanup_json_ json_t *params = NULL;
+        pressure_call *call;
+        int r;
+
+        if (!c || !callback)
+                return -EINVAL;
+        r = cgroup_params(cgroup, PRESSURE_RESOURCE_NONE, PRESSURE_LEVEL_NONE, &params);
+        if (r >= 0)
+                r = call_start(c, "io.pressured.GetHeadroom", params, complete_headroom, userdata, &call);
+        if (r < 0)
+                return r;
+        call->s.callback.headroom = callback;
         call_link(c, call, ret_call);
         return 0;
 }

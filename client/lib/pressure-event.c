@@ -22,6 +22,14 @@ static const NameRef level_names[] = {
         [PRESSURE_LEVEL_CRITICAL] = NAME_REF(idl_level_table, IDL_LEVEL_CRITICAL),
 };
 
+/* A level stream's levels: "normal" is NONE, the others are the portable levels' values. */
+static const NameRef stream_level_names[] = {
+        [PRESSURE_LEVEL_NORMAL] = NAME_REF(idl_stream_level_table, IDL_STREAM_LEVEL_NORMAL),
+        [PRESSURE_LEVEL_LOW] = NAME_REF(idl_stream_level_table, IDL_STREAM_LEVEL_LOW),
+        [PRESSURE_LEVEL_MEDIUM] = NAME_REF(idl_stream_level_table, IDL_STREAM_LEVEL_MEDIUM),
+        [PRESSURE_LEVEL_CRITICAL] = NAME_REF(idl_stream_level_table, IDL_STREAM_LEVEL_CRITICAL),
+};
+
 static const NameRef stall_names[] = {
         [PRESSURE_STALL_SOME] = NAME_REF(idl_psi_stall_table, IDL_PSI_STALL_SOME),
         [PRESSURE_STALL_FULL] = NAME_REF(idl_psi_stall_table, IDL_PSI_STALL_FULL),
@@ -53,6 +61,7 @@ static const NameRef kind_names[] = {
         [PRESSURE_EVENT_CLEARED] = NAME_REF(idl_event_kind_table, IDL_EVENT_KIND_CLEARED),
         [PRESSURE_EVENT_KILLED] = NAME_REF(idl_event_kind_table, IDL_EVENT_KIND_KILLED),
         [PRESSURE_EVENT_TRIGGER_CHANGED] = NAME_REF(idl_event_kind_table, IDL_EVENT_KIND_TRIGGER_CHANGED),
+        [PRESSURE_EVENT_LEVEL] = NAME_REF(idl_event_kind_table, IDL_EVENT_KIND_LEVEL),
 };
 
 static const NameRef state_names[] = {
@@ -161,7 +170,13 @@ int source_from_string(const char *s) {
         return INDEX_OF(source_names, s);
 }
 
-/* A non-negative integer; a float is truncated (the protocol's "int" may arrive as 1.0). */
+/* 2^64: the first float a uint64_t cannot hold. */
+#define U64_LIMIT_DOUBLE 18446744073709551616.0
+
+/*
+ * A non-negative integer; a float is truncated (the protocol's "int" may
+ * arrive as 1.0), one too large for 64 bits is malformed.
+ */
 static int get_u64(json_t *o, const char *key, uint64_t *ret) {
         json_t *v = json_object_get(o, key);
 
@@ -174,7 +189,7 @@ static int get_u64(json_t *o, const char *key, uint64_t *ret) {
                 *ret = (uint64_t) i;
                 return 1;
         }
-        if (json_is_real(v) && json_real_value(v) >= 0) {
+        if (json_is_real(v) && json_real_value(v) >= 0 && json_real_value(v) < U64_LIMIT_DOUBLE) {
                 *ret = (uint64_t) json_real_value(v);
                 return 1;
         }
@@ -526,13 +541,12 @@ static int unavailable_kill_sources_parse(json_t *state, json_t **ret) {
         return 0;
 }
 
-enum { EVENT_KIND = 0 }; /* its index in event_fields */
+enum { EVENT_KIND = 0, EVENT_CGROUP = 1 }; /* their indexes in event_fields */
 
 static const Field event_fields[] = {
         [EVENT_KIND] = ENUM_FIELD(pressure_event, kind, kind_names),
-        FIELD(FIELD_STRING, pressure_event, cgroup),
+        [EVENT_CGROUP] = FIELD(FIELD_STRING, pressure_event, cgroup),
         ENUM_FIELD(pressure_event, source, source_names),
-        ENUM_FIELD(pressure_event, level, level_names),
         FIELD(FIELD_U64, pressure_event, seq),
         FIELD(FIELD_U64, pressure_event, count),
         FIELD(FIELD_U64, pressure_event, missed),
@@ -546,6 +560,30 @@ static const Field event_fields[] = {
         FIELD(FIELD_STRING, pressure_event, reason),
 };
 
+/*
+ * The "level" of @e, by the names of its kind: a level stream's include
+ * "normal" and must be there with the cgroup (its headroom and reclaim
+ * target may be null); 0 or -EBADMSG.
+ */
+static int level_parse(json_t *v, pressure_event *e, int mask) {
+        int r;
+
+        if (e->kind != PRESSURE_EVENT_LEVEL)
+                return get_enum(v, "level", level_names, ELEMENTSOF(level_names), (int *) &e->level) < 0 ? -EBADMSG : 0;
+        r = get_enum(v, "level", stream_level_names, ELEMENTSOF(stream_level_names), (int *) &e->level);
+        if (r <= 0 || !(mask & (1 << EVENT_CGROUP)))
+                return -EBADMSG;
+        r = get_u64(v, "headroom_bytes", &e->headroom_bytes);
+        if (r < 0)
+                return -EBADMSG;
+        e->has_headroom = r;
+        r = get_u64(v, "reclaim_target_bytes", &e->reclaim_target_bytes);
+        if (r < 0)
+                return -EBADMSG;
+        e->has_reclaim_target = r;
+        return 0;
+}
+
 int event_parse(json_t *v, pressure_event *ret) {
         pressure_event e = { .cgroup = "/" };
         json_t *x;
@@ -553,7 +591,8 @@ int event_parse(json_t *v, pressure_event *ret) {
 
         mask = PARSE_FIELDS(v, event_fields, &e);
         if (mask < 0 || !(mask & (1 << EVENT_KIND)) ||
-            e.kind == PRESSURE_EVENT_RECONNECTED || e.kind == PRESSURE_EVENT_ERROR)
+            e.kind == PRESSURE_EVENT_RECONNECTED || e.kind == PRESSURE_EVENT_ERROR ||
+            level_parse(v, &e, mask) < 0)
                 return -EBADMSG;
 
         if (PARSE_OPTIONAL(v, "trigger", trigger_parse, &e.trigger) < 0 ||
@@ -637,7 +676,7 @@ _public_ pressure_resource pressure_event_get_resource(const pressure_event *e) 
 }
 
 /**
- * pressure_event_get_level - the level of a pressure or cleared event.
+ * pressure_event_get_level - the level of a pressure, cleared or level event.
  */
 _public_ pressure_level pressure_event_get_level(const pressure_event *e) {
         return e ? e->level : PRESSURE_LEVEL_NONE;
@@ -843,6 +882,30 @@ _public_ const char *pressure_event_get_unavailable_kill_source(const pressure_e
         if (ret_reason)
                 *ret_reason = json_string_value(json_object_get(x, "reason"));
         return json_string_value(json_object_get(x, "source"));
+}
+
+/**
+ * pressure_event_get_headroom_bytes - a level event's headroom; -ENODATA for null and other kinds.
+ */
+_public_ int pressure_event_get_headroom_bytes(const pressure_event *e, uint64_t *ret) {
+        if (!e || !ret)
+                return -EINVAL;
+        if (e->kind != PRESSURE_EVENT_LEVEL || !e->has_headroom)
+                return -ENODATA;
+        *ret = e->headroom_bytes;
+        return 0;
+}
+
+/**
+ * pressure_event_get_reclaim_target_bytes - a level event's reclaim target; -ENODATA for null and other kinds.
+ */
+_public_ int pressure_event_get_reclaim_target_bytes(const pressure_event *e, uint64_t *ret) {
+        if (!e || !ret)
+                return -EINVAL;
+        if (e->kind != PRESSURE_EVENT_LEVEL || !e->has_reclaim_target)
+                return -ENODATA;
+        *ret = e->reclaim_target_bytes;
+        return 0;
 }
 
 /**

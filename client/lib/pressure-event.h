@@ -90,6 +90,8 @@ struct pressure_event {
         int has_episode;
         pressure_episode episode;
         const char *killed_by, *reason; /* KILLED */
+        int has_headroom, has_reclaim_target; /* LEVEL: the two below are not null */
+        uint64_t headroom_bytes, reclaim_target_bytes;
         json_t *kill_sources;        /* SUBSCRIBED to kills: an array of strings, or NULL */
         json_t *unavailable_kill_sources; /* ... the others: an array of {source, reason}, or NULL */
         const pressure_error *error; /* ERROR */
@@ -151,6 +153,8 @@ int error_name_to_errno(const char *name);
 /* status_new, protection_new - a result from a reply's parameters (taken over); -EBADMSG, -ENOMEM. */
 int status_new(json_t *params, pressure_status **ret);
 int protection_new(json_t *params, pressure_protection **ret);
+/* headroom_new - GetHeadroom()'s result from its reply's parameters (taken over); -EBADMSG, -ENOMEM. */
+int headroom_new(json_t *params, pressure_headroom **ret);
 
 /* The protocol name of an enum value, or NULL. */
 const char *stall_name(pressure_stall stall);

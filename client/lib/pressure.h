@@ -63,9 +63,19 @@ typedef struct pressure_protection pressure_protection;
 typedef struct pressure_status pressure_status;
 typedef struct pressure_registration pressure_registration;
 typedef struct pressure_reclaim pressure_reclaim;
+/* libpressure 1.4. */
+typedef struct pressure_headroom pressure_headroom;
+typedef struct pressure_monitor pressure_monitor;
 
 typedef enum pressure_level {
         PRESSURE_LEVEL_NONE = 0, /* not present */
+        /*
+         * libpressure 1.4: the "normal" of a level stream (PRESSURE_EVENT_LEVEL,
+         * pressure_monitor): no pressure. The same value as NONE, so that
+         * NORMAL < LOW < MEDIUM < CRITICAL; pressure_level_to_string() gives
+         * it no name (NULL, as ever for NONE).
+         */
+        PRESSURE_LEVEL_NORMAL = PRESSURE_LEVEL_NONE,
         PRESSURE_LEVEL_LOW,
         PRESSURE_LEVEL_MEDIUM,
         PRESSURE_LEVEL_CRITICAL
@@ -142,7 +152,15 @@ typedef enum pressure_event_kind {
          * level of a level subscription another trigger; the stream goes on
          * from it: pressure_event_get_trigger(), pressure_event_is_adjusted().
          */
-        PRESSURE_EVENT_TRIGGER_CHANGED
+        PRESSURE_EVENT_TRIGGER_CHANGED,
+        /*
+         * libpressure 1.4: the memory level of a level stream
+         * (pressure_selector_set_levels()), first the level now, then one per
+         * change: pressure_event_get_level() (NORMAL included),
+         * pressure_event_get_headroom_bytes(),
+         * pressure_event_get_reclaim_target_bytes(), pressure_event_get_missed().
+         */
+        PRESSURE_EVENT_LEVEL
 } pressure_event_kind;
 
 /* The counters of memory.events. */
@@ -196,6 +214,9 @@ typedef int (*pressure_inject_handler)(pressure_call *call, uint64_t delivered,
 /* Reload() and generic calls: @parameters_json is the reply's parameters, or NULL on error. */
 typedef int (*pressure_reply_handler)(pressure_call *call, const char *parameters_json,
                                       const pressure_error *error, void *userdata);
+/* libpressure 1.4: GetHeadroom(). */
+typedef int (*pressure_headroom_handler)(pressure_call *call, pressure_headroom *headroom,
+                                         const pressure_error *error, void *userdata);
 
 /* ---- Subscription selectors ---------------------------------------------- */
 
@@ -236,6 +257,14 @@ int pressure_selector_set_min_interval_ms(pressure_selector *selector, uint64_t 
  * CPU and IO with the other sources.
  */
 int pressure_selector_set_resource(pressure_selector *selector, pressure_resource resource);
+/*
+ * libpressure 1.4: the cgroup's memory level with hysteresis and its
+ * headroom, a stream of PRESSURE_EVENT_LEVEL (the first one instead of
+ * SUBSCRIBED, the level now), memory only. A daemon before 0.4 refuses
+ * it: -EINVAL, the error org.varlink.service.InvalidParameter with the
+ * parameter "levels". pressure_monitor_new() does all of this for you.
+ */
+int pressure_selector_set_levels(pressure_selector *selector);
 
 /* ---- Clients --------------------------------------------------------------- */
 
@@ -349,6 +378,13 @@ int pressure_client_inject_resource(pressure_client *client, const char *cgroup,
 /* Any method; @params_json: the parameters object or NULL; *ret_json: the reply's parameters (free()). */
 int pressure_client_call(pressure_client *client, const char *method, const char *params_json,
                          char **ret_json, pressure_error **ret_error);
+/*
+ * libpressure 1.4: GetHeadroom(cgroup), how far @cgroup (NULL or "/": the
+ * whole system) can grow before its nearest memory limit. A daemon before
+ * 0.4 answers org.varlink.service.MethodNotFound (-ENXIO).
+ */
+int pressure_client_get_headroom(pressure_client *client, const char *cgroup, pressure_headroom **ret_headroom,
+                                 pressure_error **ret_error);
 
 /*
  * Asynchronous calls: send the call and return at once; the callback runs
@@ -375,6 +411,10 @@ int pressure_client_reexecute_async(pressure_client *client, pressure_reply_hand
                                     pressure_call **ret_call);
 int pressure_client_call_async(pressure_client *client, const char *method, const char *params_json,
                                pressure_reply_handler callback, void *userdata, pressure_call **ret_call);
+/* libpressure 1.4. */
+int pressure_client_get_headroom_async(pressure_client *client, const char *cgroup,
+                                       pressure_headroom_handler callback, void *userdata,
+                                       pressure_call **ret_call);
 /* Cancel a call whose callback has not run; accepts NULL, returns NULL. */
 pressure_call *pressure_call_free(pressure_call *call);
 pressure_client *pressure_call_get_client(pressure_call *call);
@@ -421,7 +461,10 @@ pressure_event_kind pressure_event_get_kind(const pressure_event *event);
 /* "/" for the whole system. */
 const char *pressure_event_get_cgroup(const pressure_event *event);
 pressure_source pressure_event_get_source(const pressure_event *event);
-/* PRESSURE: the level; CLEARED, TRIGGER_CHANGED: the level of the subscription; else NONE. */
+/*
+ * PRESSURE: the level; CLEARED, TRIGGER_CHANGED: the level of the
+ * subscription; LEVEL (1.4): the level now, NORMAL included; else NONE.
+ */
 pressure_level pressure_event_get_level(const pressure_event *event);
 /*
  * libpressure 1.1: the resource of SUBSCRIBED, PRESSURE and CLEARED (MEMORY
@@ -488,6 +531,14 @@ const char *pressure_event_get_kill_source(const pressure_event *event, size_t i
 size_t pressure_event_get_n_unavailable_kill_sources(const pressure_event *event);
 const char *pressure_event_get_unavailable_kill_source(const pressure_event *event, size_t i,
                                                        const char **ret_reason);
+/*
+ * libpressure 1.4. LEVEL: how far the cgroup can still grow before its
+ * nearest limit, and how much to free to get back to the comfort margin of
+ * its level (0 at NORMAL), in bytes. Return 0, or -ENODATA when the daemon
+ * cannot know (null) and for other kinds.
+ */
+int pressure_event_get_headroom_bytes(const pressure_event *event, uint64_t *ret);
+int pressure_event_get_reclaim_target_bytes(const pressure_event *event, uint64_t *ret);
 /* The event as received, JSON text; NULL for RECONNECTED and ERROR. */
 const char *pressure_event_get_json(const pressure_event *event);
 
@@ -583,6 +634,80 @@ uint64_t pressure_reclaim_get_floor_bytes(const pressure_reclaim *reclaim);
  */
 int pressure_reclaim_get_stall_pct(const pressure_reclaim *reclaim, double *ret);
 int pressure_reclaim_get_io_stall_pct(const pressure_reclaim *reclaim, double *ret);
+
+/*
+ * libpressure 1.4: GetHeadroom(). The cgroup's memory use; the limit with
+ * the least room (memory.max or memory.high of it or an ancestor) and the
+ * cgroup that sets it; the headroom (that room, at most the machine's
+ * MemAvailable) and the reclaim target (to get back to the margin of the
+ * cgroup's level). The integer getters return 0, or -ENODATA where the
+ * daemon answered null (no limit on the path; the cgroup is NULL then).
+ */
+pressure_headroom *pressure_headroom_ref(pressure_headroom *headroom);
+pressure_headroom *pressure_headroom_unref(pressure_headroom *headroom);
+void pressure_headroom_unrefp(pressure_headroom **p);
+uint64_t pressure_headroom_get_usage_bytes(const pressure_headroom *headroom);
+int pressure_headroom_get_limit_bytes(const pressure_headroom *headroom, uint64_t *ret);
+const char *pressure_headroom_get_limiting_cgroup(const pressure_headroom *headroom);
+int pressure_headroom_get_headroom_bytes(const pressure_headroom *headroom, uint64_t *ret);
+int pressure_headroom_get_reclaim_target_bytes(const pressure_headroom *headroom, uint64_t *ret);
+/* The reply's parameters as JSON text. */
+const char *pressure_headroom_get_json(const pressure_headroom *headroom);
+
+/* ---- Monitors (libpressure 1.4) ------------------------------------------------ */
+
+/*
+ * A pressure_monitor follows one cgroup's memory level and headroom (a
+ * level stream) on a client of its own and calls one handler: with
+ * PRESSURE_EVENT_LEVEL for the level now, then for every change; with
+ * PRESSURE_EVENT_RECONNECTED when the daemon came back after it went away
+ * (a LEVEL event with the level then follows); and last with
+ * PRESSURE_EVENT_REMOVED (the cgroup is gone) or PRESSURE_EVENT_ERROR
+ * (pressure_event_get_error(); -EOPNOTSUPP from a daemon before 0.4).
+ * While the daemon is away the monitor retries with the client's backoff
+ * and the program's loop sleeps in between. A negative return value of the
+ * handler is returned by pressure_monitor_process().
+ */
+typedef int (*pressure_monitor_handler)(pressure_monitor *monitor, const pressure_event *event, void *userdata);
+
+/* sd-event's loop, from <systemd/sd-event.h>; libpressure does not link libsystemd. */
+struct sd_event;
+
+/*
+ * pressure_monitor_new - a monitor of @cgroup (NULL or "/": the whole
+ * system). It starts with pressure_monitor_start() or when attached.
+ * Returns 0, -EINVAL or -ENOMEM.
+ */
+int pressure_monitor_new(pressure_monitor **ret, const char *cgroup, pressure_monitor_handler handler,
+                         void *userdata);
+pressure_monitor *pressure_monitor_ref(pressure_monitor *monitor);
+/* Ends the stream and detaches from the loop with the last reference; accepts NULL, returns NULL. */
+pressure_monitor *pressure_monitor_unref(pressure_monitor *monitor);
+void pressure_monitor_unrefp(pressure_monitor **p);
+/* The monitor's own client: set its socket (or reconnect) before the monitor starts. */
+pressure_client *pressure_monitor_get_client(pressure_monitor *monitor);
+/* Subscribe (waiting for the daemon if it does not run yet); -EALREADY the second time. */
+int pressure_monitor_start(pressure_monitor *monitor);
+/*
+ * Attach to an sd-event loop (NULL: the thread's default) at @priority,
+ * and start. libpressure finds sd-event in the program (it does not link
+ * libsystemd): -EOPNOTSUPP when the program has no libsystemd. -EBUSY if
+ * attached already.
+ */
+int pressure_monitor_attach_event(pressure_monitor *monitor, struct sd_event *event, int64_t priority);
+int pressure_monitor_detach_event(pressure_monitor *monitor);
+/* Other loops: watch pressure_monitor_get_fd() for POLLIN and call pressure_monitor_process(). */
+int pressure_monitor_get_fd(pressure_monitor *monitor);
+int pressure_monitor_process(pressure_monitor *monitor);
+/* The last level; -ENODATA until the first LEVEL event. */
+int pressure_monitor_get_level(const pressure_monitor *monitor, pressure_level *ret);
+/* The last headroom and reclaim target; -ENODATA until the first LEVEL event and where it said null. */
+int pressure_monitor_get_headroom_bytes(const pressure_monitor *monitor, uint64_t *ret);
+int pressure_monitor_get_reclaim_target_bytes(const pressure_monitor *monitor, uint64_t *ret);
+/* How often the stream was re-established after the daemon went away. */
+uint64_t pressure_monitor_get_reconnects(const pressure_monitor *monitor);
+/* 1 until the stream has ended (REMOVED, ERROR), 0 after. */
+int pressure_monitor_is_active(const pressure_monitor *monitor);
 
 /* ---- Names ----------------------------------------------------------------- */
 

@@ -11,6 +11,7 @@ int cmd_history(int argc, char **argv);         /* history.c */
 int cmd_watch(int argc, char **argv);           /* watch.c */
 int cmd_protection(int argc, char **argv);      /* protection.c */
 int cmd_reclaim(int argc, char **argv);         /* reclaim.c */
+int cmd_headroom(int argc, char **argv);         /* headroom.c */
 int cmd_inject(int argc, char **argv);          /* inject.c */
 int cmd_reload(int argc, char **argv);          /* reload.c */
 int cmd_reexec(int argc, char **argv);          /* reexec.c */

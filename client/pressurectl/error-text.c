@@ -195,6 +195,12 @@ static void say_interface_not_found(FILE *f, const char *command, json_t *p) {
 
 static void say_invalid_parameter(FILE *f, const char *command, json_t *p) {
         (void) command;
+        /* The selector of a level stream, new in 0.4: an older daemon knows no such parameter. */
+        if (streq_ptr(json_string_value(json_object_get(p, "parameter")), "levels")) {
+                fputs("The daemon does not serve level streams (watch --levels): it is older than pressured 0.4; "
+                      "update pressured and restart it.", f);
+                return;
+        }
         fputs("The daemon rejected the parameter ", f);
         put(f, p, "parameter");
         fputs(" of the call: pressurectl and pressured may be of different versions; use the same version of both.",

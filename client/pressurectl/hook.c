@@ -26,6 +26,7 @@
 #include "cli.h"
 #include "hook.h"
 #include "util.h"
+#include "vocabulary.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
@@ -285,16 +286,8 @@ static void hook_spawn(Hook *h, const HookEvent *ev, uint64_t coalesced) {
         }
 }
 
-int hook_submit(Hook *h, const pressure_event *e) {
-        HookEvent ev;
-        int r;
-
-        r = hook_event_copy(e, &ev);
-        if (r < 0) {
-                cli_notice("hook: cannot keep event seq %" PRIu64 ": %s",
-                        pressure_event_get_seq(e), strerror(-r));
-                return r;
-        }
+/* Run @ev (taken over) at once, or keep it for the next run while one is going on. */
+static int hook_submit_copy(Hook *h, HookEvent ev) {
         if (h->pid > 0) {
                 /* A run is going on: this event replaces the waiting one, and stands for it too. */
                 hook_event_clear(&h->pending);
@@ -305,6 +298,36 @@ int hook_submit(Hook *h, const pressure_event *e) {
         hook_spawn(h, &ev, 1);
         hook_event_clear(&ev);
         return 0;
+}
+
+int hook_submit(Hook *h, const pressure_event *e) {
+        HookEvent ev;
+        int r;
+
+        r = hook_event_copy(e, &ev);
+        if (r < 0) {
+                cli_notice("hook: cannot keep event seq %" PRIu64 ": %s",
+                        pressure_event_get_seq(e), strerror(-r));
+                return r;
+        }
+        return hook_submit_copy(h, ev);
+}
+
+int hook_submit_level(Hook *h, const char *cgroup, const char *level, uint64_t seq, uint64_t missed,
+                      const char *json) {
+        /* HookEvent holds static names: those of the interface. */
+        HookEvent ev = { .kind = IDL_EVENT_KIND_NAME(LEVEL), .level = "", .source = "", .cgroup = strdup(cgroup),
+                         .json = strdup(json), .seq = seq, .missed = missed };
+
+        for (size_t i = 0; i < _IDL_STREAM_LEVEL_MAX; i++)
+                if (streq(level, idl_stream_level_table[i]))
+                        ev.level = idl_stream_level_table[i];
+        if (!ev.cgroup || !ev.json) {
+                hook_event_clear(&ev);
+                cli_notice("hook: cannot keep event seq %" PRIu64 ": %s", seq, strerror(ENOMEM));
+                return -ENOMEM;
+        }
+        return hook_submit_copy(h, ev);
 }
 
 int hook_get_fd(const Hook *h) {

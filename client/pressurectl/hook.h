@@ -47,6 +47,15 @@ void hook_freep(Hook **h);
  */
 int hook_submit(Hook *h, const pressure_event *e);
 
+/*
+ * hook_submit_level - hand a level event of a level stream to the hook, as
+ * hook_submit() does: $PRESSURE_KIND is "level", $PRESSURE_LEVEL @level
+ * ("normal" to "critical"; empty for a name this version does not know),
+ * $PRESSURE_SOURCE empty, $PRESSURE_SYNTHETIC 0, $PRESSURE_EVENT @json.
+ */
+int hook_submit_level(Hook *h, const char *cgroup, const char *level, uint64_t seq, uint64_t missed,
+                      const char *json);
+
 /* An fd readable when the running hook may have ended (a signalfd); -1 when none runs. */
 int hook_get_fd(const Hook *h);
 

@@ -25,6 +25,7 @@ static void help(void) {
                "  watch [CGROUP] [SELECTOR]   subscribe and print events\n"
                "  protection [CGROUP]         protection tree\n"
                "  reclaim [CGROUP]            the proactive reclaim controller\n"
+               "  headroom [CGROUP]           memory usage, nearest limit and headroom\n"
                "  inject [CGROUP] --level L   send a synthetic event\n"
                "  reload                      reload the daemon's configuration\n"
                "  reexec                      execute the daemon anew, keeping every connection\n"
@@ -55,6 +56,7 @@ int main(int argc, char **argv) {
                 { "watch",      cmd_watch },
                 { "protection", cmd_protection },
                 { "reclaim",    cmd_reclaim },
+                { "headroom",   cmd_headroom },
                 { "inject",     cmd_inject },
                 { "reload",     cmd_reload },
                 { "reexec",     cmd_reexec },

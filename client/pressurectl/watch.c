@@ -23,6 +23,7 @@
 #include "pressure.h"
 #include "trigger.h"
 #include "util.h"
+#include "watch-levels.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
@@ -419,6 +420,9 @@ typedef struct WatchOptions {
         unsigned selectors;     /* how many of --level, --psi, ... were given */
         bool no_episodes;       /* the selector's events have no episodes (--memory-events, --protection) */
         bool not_psi;           /* the selector is no PSI one (--vmpressure, --memory-events, --protection) */
+        bool levels;            /* --levels: a level stream (watch-levels.c) instead of a subscription */
+        char *cgroup;           /* CGROUP in its normal form, NULL for the whole system */
+        bool has_min_interval;
         pressure_resource resource; /* --resource, memory by default */
         uint64_t count;         /* --count, 0 for none */
         bool until_cleared;
@@ -441,14 +445,20 @@ static void watch_help(void) {
                "     --memory-events        changes of memory.events\n"
                "     --protection           changes of the effective-protection state\n"
                "     --kills                processes killed for lack of memory in CGROUP or\n"
-               "                            below it, by the kernel or by systemd-oomd\n\n"
+               "                            below it, by the kernel or by systemd-oomd\n"
+               "     --levels               the memory level (normal, low, medium, critical)\n"
+               "                            with headroom and reclaim target: the level now,\n"
+               "                            then one line per change (pressured 0.4 or later)\n\n"
                "  -r --resource R           what --level and --psi watch: memory (default), cpu\n"
                "                            or io pressure\n\n"
                "Options:\n"
-               "  -n --count N              exit 0 after N events (the confirmation does not count)\n"
+               "  -n --count N              exit 0 after N events (the confirmation does not count;\n"
+               "                            with --levels, the level now does)\n"
                "     --until-cleared        exit 0 when the pressure episode is over (\"cleared\")\n"
                "  -t --timeout SEC          exit 124 if they have not arrived within SEC seconds\n"
-               "     --min-interval MS      at most one event per MS milliseconds\n"
+               "     --min-interval MS      at most one event per MS milliseconds (not with\n"
+               "                            --levels: the daemon holds a level for [Levels]\n"
+               "                            StepDownSec= instead)\n"
                "     --wait                 wait for the daemon if it is not running yet\n"
                "     --json                 print the events as received, one JSON object per line,\n"
                "                            the \"subscribed\" one first; no header\n\n"
@@ -459,7 +469,10 @@ static void watch_help(void) {
                "                            in $PRESSURE_KIND, $PRESSURE_LEVEL, $PRESSURE_CGROUP,\n"
                "                            $PRESSURE_SOURCE, $PRESSURE_SEQ, $PRESSURE_MISSED,\n"
                "                            $PRESSURE_SYNTHETIC, $PRESSURE_EVENT (JSON) and\n"
-               "                            $PRESSURE_COALESCED (events in this run, 1 or more)\n"
+               "                            $PRESSURE_COALESCED (events in this run, 1 or more);\n"
+               "                            for --levels $PRESSURE_KIND is \"level\", $PRESSURE_LEVEL\n"
+               "                            normal to critical, $PRESSURE_SOURCE empty, and the\n"
+               "                            headroom is in $PRESSURE_EVENT\n"
                "     --exec-timeout SEC     SIGTERM a run after SEC seconds, SIGKILL it after as\n"
                "                            long again (at most 5 s more)\n");
 }
@@ -504,6 +517,9 @@ static int watch_parse_selector(WatchOptions *o, int opt, const char *arg) {
                 (void) pressure_selector_set_kills(o->sel);
                 o->no_episodes = o->not_psi = true;
                 break;
+        case 'L':
+                o->levels = o->no_episodes = o->not_psi = true;
+                break;
         }
         o->selectors++;
         return 0;
@@ -532,6 +548,7 @@ static int watch_parse_option(WatchOptions *o, int opt, const char *arg) {
                 if (parse_uint(arg, INT32_MAX, &u) < 0 || pressure_selector_set_min_interval_ms(o->sel, u) < 0)
                         return usage_error("watch ", "invalid interval '%s', expected milliseconds from 0 to %d", arg,
                                            INT32_MAX);
+                o->has_min_interval = true;
                 return 0;
         case 'w':
                 o->wait_for_daemon = true;
@@ -573,6 +590,7 @@ static int watch_parse(int argc, char **argv, WatchOptions *o) {
                 { "memory-events", no_argument,       NULL, 'm' },
                 { "protection",    no_argument,       NULL, 'P' },
                 { "kills",         no_argument,       NULL, 'K' },
+                { "levels",        no_argument,       NULL, 'L' },
                 { "count",         required_argument, NULL, 'n' },
                 { "timeout",       required_argument, NULL, 't' },
                 { "min-interval",  required_argument, NULL, 'i' },
@@ -606,21 +624,25 @@ static int watch_parse(int argc, char **argv, WatchOptions *o) {
                         watch_help();
                         return 0;
                 }
-                r = opt && strchr("lpvmPK", opt) ? watch_parse_selector(o, opt, optarg) : watch_parse_option(o, opt, optarg);
+                r = opt && strchr("lpvmPKL", opt) ? watch_parse_selector(o, opt, optarg) : watch_parse_option(o, opt, optarg);
                 if (r != 0)
                         return r;
         }
         if (o->selectors > 1)
                 return usage_error("watch ",
-                                   "give at most one of --level, --psi, --vmpressure, --memory-events, --protection, --kills");
+                                   "give at most one of --level, --psi, --vmpressure, --memory-events, --protection, --kills, "
+                                   "--levels");
         if (o->resource != PRESSURE_RESOURCE_MEMORY && o->resource != PRESSURE_RESOURCE_NONE && o->not_psi)
                 return usage_error("watch ",
                                    "--resource %s needs --level or --psi: the other selectors watch memory only",
                                    pressure_resource_to_string(o->resource));
+        if (o->levels && o->has_min_interval)
+                return usage_error("watch ", "--min-interval does not go with --levels: the daemon holds each level "
+                                   "for [Levels] StepDownSec= instead");
         if (o->until_cleared && o->no_episodes)
                 return usage_error("watch ", "--until-cleared needs a pressure selector (--level, --psi, --vmpressure)");
         if (optind < argc) {
-                r = cgroup_arg("watch ", argv[optind], NULL);
+                r = cgroup_arg("watch ", argv[optind], &o->cgroup);
                 if (r != 0)
                         return r;
                 (void) pressure_selector_set_cgroup(o->sel, argv[optind++]);
@@ -651,7 +673,12 @@ static int watch_start(const WatchOptions *o) {
                 w.hook = hook;
         }
 
-        r = watch_run(c, o->sel, &w, o->deadline);
+        if (o->levels)
+                r = watch_levels_run(c, &(LevelWatchOptions) { .cgroup = o->cgroup, .count = o->count,
+                                                               .deadline = o->deadline,
+                                                               .wait_for_daemon = o->wait_for_daemon, .hook = hook });
+        else
+                r = watch_run(c, o->sel, &w, o->deadline);
         if (hook) {
                 /* A watch that ended well runs the event still waiting; any end waits for the run going on. */
                 if (r != 0)
@@ -669,5 +696,6 @@ int cmd_watch(int argc, char **argv) {
         if (r < 0)
                 r = watch_start(&o);
         pressure_selector_free(o.sel);
+        free(o.cgroup);
         return r;
 }

@@ -56,6 +56,7 @@ typedef enum ConfigType {
         CONFIG_CGROUP_GLOBS,    /* char *, space-separated cgroup path globs (cgroup-glob.h) */
         CONFIG_PERCENT,         /* uint32_t parts per million, written "0.1%", in [min, max] */
         CONFIG_BOOL,            /* bool, yes/no (true/false, on/off, 1/0 accepted) */
+        CONFIG_MARGIN,          /* Margin, a percentage or a size */
 } ConfigType;
 
 typedef struct ConfigKey {
@@ -82,6 +83,10 @@ static const ConfigKey config_keys[] = {
         KEY("Levels",     "VmpressureMode",      CONFIG_VMPRESSURE_MODE, vmpressure_mode, 0, 0),
         KEY("Levels",     "ClearAfterSec",       CONFIG_SECONDS,         clear_after_usec, 0, 3600 * USEC_PER_SEC),
         KEY("Levels",     "ClearRatio",          CONFIG_RATIO,           clear_ratio_ppm, 1, 1000000),
+        KEY("Levels",     "StepDownSec",         CONFIG_SECONDS,         step_down_usec, 0, 3600 * USEC_PER_SEC),
+        KEY("Levels",     "MarginLow",           CONFIG_MARGIN,          margins[LEVEL_LOW], 0, 0),
+        KEY("Levels",     "MarginMedium",        CONFIG_MARGIN,          margins[LEVEL_MEDIUM], 0, 0),
+        KEY("Levels",     "MarginCritical",      CONFIG_MARGIN,          margins[LEVEL_CRITICAL], 0, 0),
         KEY("Limits",     "MaxClients",          CONFIG_UNSIGNED,        max_clients, 1, 1000000),
         KEY("Limits",     "MaxClientsPerUser",   CONFIG_UNSIGNED,        max_clients_per_user, 1, 1000000),
         KEY("Limits",     "MaxMessageBytes",     CONFIG_SIZE,            max_message_bytes, 1 * KIB, 16 * MIB),
@@ -126,6 +131,12 @@ static void config_init_defaults(Config *c) {
                 .vmpressure_mode = VMPRESSURE_MODE_HIERARCHY,
                 .clear_after_usec = 0,
                 .clear_ratio_ppm = 500000,
+                .step_down_usec = 2 * USEC_PER_SEC,
+                .margins = {
+                        [LEVEL_LOW] = { true, 50000 },          /* 5% */
+                        [LEVEL_MEDIUM] = { true, 100000 },      /* 10% */
+                        [LEVEL_CRITICAL] = { true, 200000 },    /* 20% */
+                },
                 .history_episodes = 16,
                 .max_clients = 4096,
                 .max_clients_per_user = 128,
@@ -642,6 +653,22 @@ static int config_value_parse_cgroup_globs(const ConfigKey *k, void *field, cons
         return replace_string(field, value);
 }
 
+/* CONFIG_MARGIN: a percentage (of the limit or MemTotal) or a size. */
+static int config_value_parse_margin(const ConfigKey *k, void *field, const char *value,
+                                     char *reason, size_t reason_size) {
+        Margin m = { .percent = value[strlen(value) - 1] == '%' };
+
+        if (m.percent ? parse_percent_ppm(value, &m.value) < 0
+                      : parse_size(value, &m.value) < 0 || m.value > CONFIG_MARGIN_SIZE_MAX) {
+                snprintf(reason, reason_size,
+                         "must be a percentage between 0%% and 100%%, e.g. \"10%%\", "
+                         "or a size of at most 1048576G (bytes, or with suffix K, M, G)");
+                return -EINVAL;
+        }
+        *(Margin *) field = m;
+        return 0;
+}
+
 /* The parser for each ConfigType. */
 static const ConfigValueParser config_value_parsers[] = {
         [CONFIG_SOCKET]          = config_value_parse_path,
@@ -660,6 +687,7 @@ static const ConfigValueParser config_value_parsers[] = {
         [CONFIG_CGROUP_GLOBS]    = config_value_parse_cgroup_globs,
         [CONFIG_PERCENT]         = config_value_parse_percent,
         [CONFIG_BOOL]            = config_value_parse_bool,
+        [CONFIG_MARGIN]          = config_value_parse_margin,
 };
 
 /*
@@ -1274,6 +1302,13 @@ static void config_format_value(FILE *f, const ConfigKey *k, const void *field) 
                 format_percent(*(const uint32_t *) field, tmp[2], sizeof(tmp[2]));
                 fputs(tmp[2], f);
                 break;
+        case CONFIG_MARGIN: {
+                const Margin *m = field;
+
+                (m->percent ? format_percent : format_size)(m->value, tmp[2], sizeof(tmp[2]));
+                fputs(tmp[2], f);
+                break;
+        }
         case CONFIG_TRISTATE: {
                 RecursiveProtection v = *(const RecursiveProtection *) field;
 

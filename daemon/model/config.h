@@ -45,6 +45,15 @@ typedef enum RecursiveProtection {
 /* The largest [Limits] HistoryEpisodes= accepted. */
 #define CONFIG_HISTORY_EPISODES_MAX 1024
 
+/* A [Levels] Margin*=: a percentage of a base (the limit, or MemTotal) or a size. */
+typedef struct Margin {
+        bool percent;
+        uint64_t value;            /* parts per million of the base, or bytes */
+} Margin;
+
+/* The largest Margin*= size: 1 PiB. */
+#define CONFIG_MARGIN_SIZE_MAX (UINT64_C(1) << 50)
+
 typedef struct Config {
         /* [Daemon] */
         char *socket_path;         /* NULL: built-in default */
@@ -57,6 +66,8 @@ typedef struct Config {
         VmpressureMode vmpressure_mode;
         uint64_t clear_after_usec;  /* episode hold period; 0: two windows of the trigger (2 s for vmpressure) */
         uint32_t clear_ratio_ppm;   /* PSI episodes clear below threshold × this / 1e6 */
+        uint64_t step_down_usec;    /* a level stream's level holds this long after its last event (+ the window) */
+        Margin margins[_LEVEL_MAX]; /* the headroom to get back to at each level */
 
         /* [Limits] */
         unsigned max_clients;

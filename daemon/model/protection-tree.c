@@ -1023,68 +1023,16 @@ void protection_reader_get_stats(const ProtectionReader *r, ProtectionReaderStat
                         r->stats.opens + r->stats.closes;
 }
 
-/* JSON. */
-
-static json_t *json_bytes(uint64_t v, bool unlimited_is_null) {
-        if (v == PROTECTION_UNLIMITED && unlimited_is_null)
-                return json_null();
-        /* Finite values beyond the JSON integer range cannot come from a kernel. */
-        return json_integer(v > (uint64_t) INT64_MAX ? INT64_MAX : (json_int_t) v);
-}
-
-int protection_node_to_json(const ProtectionNode *node, json_t **ret) {
-        _cleanup_free_ char *path = NULL;
-        ProtectionValues v;
-        json_t *o;
-        int k;
-
-        k = protection_node_path(node, &path);
-        if (k < 0)
-                return k;
-        protection_node_get(node, &v);
-        o = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s}",
-                      "cgroup", path,
-                      "usage", json_bytes(v.usage, false),
-                      "min", json_bytes(v.min, true),
-                      "low", json_bytes(v.low, true),
-                      "emin", json_bytes(v.emin, true),
-                      "elow", json_bytes(v.elow, true),
-                      "min_usage", json_bytes(v.min_usage, false),
-                      "low_usage", json_bytes(v.low_usage, false),
-                      "children_min_usage", json_bytes(v.children_min_usage, false),
-                      "children_low_usage", json_bytes(v.children_low_usage, false),
-                      "state", protection_state_to_string(v.state));
-        if (!o)
-                return -ENOMEM;
-        *ret = o;
-        return 0;
-}
-
-int protection_reader_get_nodes_json(ProtectionReader *r, const char *cgroup, json_t **ret) {
-        json_t *array;
+int protection_reader_foreach(ProtectionReader *r, const char *cgroup, ProtectionNodeFn fn, void *userdata) {
         ProtectionNode *top;
         int k;
 
         k = protection_reader_track(r, cgroup);
         if (k < 0)
                 return k;
-
-        array = json_array();
         top = protection_tree_lookup(r->tree, cgroup);
-        if (!array)
-                k = -ENOMEM;
-        for (ProtectionNode *i = top; k >= 0 && i; i = protection_node_next(i, top)) {
-                json_t *o;
-
-                k = protection_node_to_json(i, &o);
-                if (k >= 0 && json_array_append_new(array, o) < 0)
-                        k = -ENOMEM;
-        }
+        for (ProtectionNode *i = top; k >= 0 && i; i = protection_node_next(i, top))
+                k = fn(i, userdata);
         (void) protection_reader_untrack(r, cgroup);
-        if (k < 0) {
-                json_decref(array);
-                return k;
-        }
-        *ret = array;
-        return 0;
+        return k < 0 ? k : 0;
 }

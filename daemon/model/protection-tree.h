@@ -39,7 +39,6 @@
  */
 #pragma once
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -180,18 +179,13 @@ ProtectionNode *protection_reader_lookup(ProtectionReader *r, const char *cgroup
 /* protection_reader_get_stats - the work counters since creation. */
 void protection_reader_get_stats(const ProtectionReader *r, ProtectionReaderStats *ret);
 
-/*
- * protection_reader_get_nodes_json - the one-shot read behind
- * GetProtection(cgroup): tracks @cgroup for the duration of the call and
- * returns a JSON array of PROTECTION_NODE objects of its subtree, parents
- * before children. Errors as protection_reader_track().
- */
-int protection_reader_get_nodes_json(ProtectionReader *r, const char *cgroup, json_t **ret);
+/* Called for each node protection_reader_foreach() visits; a negative errno stops the walk. */
+typedef int (*ProtectionNodeFn)(const ProtectionNode *node, void *userdata);
 
 /*
- * protection_node_to_json - the contract's PROTECTION_NODE: cgroup, usage,
- * min, low, emin, elow, min_usage, low_usage, children_min_usage,
- * children_low_usage (bytes; null for an unlimited value), state.
- * Returns 0 or -ENOMEM.
+ * protection_reader_foreach - the one-shot read behind
+ * GetProtection(cgroup): tracks @cgroup for the duration of the call and
+ * calls @fn for each node of its subtree, parents before children. Returns
+ * 0, the first negative value of @fn, or an error as protection_reader_track().
  */
-int protection_node_to_json(const ProtectionNode *node, json_t **ret);
+int protection_reader_foreach(ProtectionReader *r, const char *cgroup, ProtectionNodeFn fn, void *userdata);

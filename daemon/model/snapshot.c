@@ -72,7 +72,11 @@ enum {
         C_OUTPUT,
         C_SUBSCRIPTION,
         C_OWES_REEXECUTE,
+        C_LEVELS,
 };
+
+/* Tags inside C_LEVELS. */
+enum { L_CGROUP = 1, L_SEQ, L_MISSED, L_SENT, L_WAITING };
 
 enum {
         S_REGISTRATION = 1,
@@ -316,6 +320,17 @@ static void w_subscription(Writer *w, const SnapshotSubscription *s) {
         w_end(w, mark);
 }
 
+static void w_levels(Writer *w, const SnapshotLevels *l) {
+        size_t mark = w_begin(w, C_LEVELS);
+
+        w_str(w, L_CGROUP, l->cgroup);
+        w_num(w, L_SEQ, l->seq);
+        w_num(w, L_MISSED, l->missed);
+        w_signed(w, L_SENT, l->sent);
+        w_num(w, L_WAITING, l->waiting);
+        w_end(w, mark);
+}
+
 static void w_client(Writer *w, const SnapshotClient *c) {
         size_t mark = w_begin(w, T_CLIENT);
 
@@ -335,6 +350,8 @@ static void w_client(Writer *w, const SnapshotClient *c) {
         }
         if (c->has_subscription)
                 w_subscription(w, &c->subscription);
+        if (c->has_levels)
+                w_levels(w, &c->levels);
         w_num(w, C_OWES_REEXECUTE, c->owes_reexecute);
         w_end(w, mark);
 }
@@ -791,7 +808,7 @@ static int r_subscription(const Span *v, SnapshotClient *c) {
         uint16_t tag;
         int k;
 
-        if (c->has_subscription)
+        if (c->has_subscription || c->has_levels)
                 return -EBADMSG; /* one stream per connection */
         c->has_subscription = true;
         sub->level = _LEVEL_INVALID;
@@ -801,6 +818,39 @@ static int r_subscription(const Span *v, SnapshotClient *c) {
         if (k < 0)
                 return k;
         return sub->registration > 0 ? 0 : -EBADMSG;
+}
+
+static int r_levels_field(uint16_t tag, const Span *f, SnapshotLevels *l) {
+        switch (tag) {
+        case L_CGROUP:
+                return r_str(f, &l->cgroup);
+        case L_SEQ:
+                return r_u64(f, &l->seq);
+        case L_MISSED:
+                return r_u64(f, &l->missed);
+        case L_SENT:
+                return R_ENUM(f, -1, 4, l->sent);
+        case L_WAITING:
+                return r_bool(f, &l->waiting);
+        }
+        return 0;
+}
+
+static int r_levels(const Span *v, SnapshotClient *c) {
+        Span s = *v, f;
+        uint16_t tag;
+        int k;
+
+        if (c->has_subscription || c->has_levels)
+                return -EBADMSG; /* one stream per connection */
+        c->has_levels = true;
+        c->levels.sent = -1;
+        while ((k = r_next(&s, &tag, &f)) > 0)
+                if ((k = r_levels_field(tag, &f, &c->levels)) < 0)
+                        return k;
+        if (k < 0)
+                return k;
+        return c->levels.cgroup ? 0 : -EBADMSG;
 }
 
 static int r_output(const Span *v, SnapshotClient *c) {
@@ -846,6 +896,8 @@ static int r_client_field(uint16_t tag, const Span *f, SnapshotClient *c) {
                 return r_subscription(f, c);
         case C_OWES_REEXECUTE:
                 return r_bool(f, &c->owes_reexecute);
+        case C_LEVELS:
+                return r_levels(f, c);
         }
         return 0;
 }
@@ -1125,6 +1177,7 @@ void snapshot_client_done(SnapshotClient *c) {
                 free(c->output[i].bytes.data);
         free(c->output);
         free(c->subscription.pending.data);
+        free(c->levels.cgroup);
         *c = (SnapshotClient) {};
 }
 

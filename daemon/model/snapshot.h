@@ -71,6 +71,15 @@ typedef struct SnapshotSubscription {
         uint64_t pending_count;
 } SnapshotSubscription;
 
+/* A client's level stream (Subscribe "levels"). */
+typedef struct SnapshotLevels {
+        char *cgroup;                /* as the peer named it */
+        uint64_t seq;                /* events sent */
+        uint64_t missed;             /* changes folded since the last one sent */
+        int32_t sent;                /* the level last sent (level-machine.h StreamLevel), -1 none */
+        bool waiting;                /* a change waited for the client to read */
+} SnapshotLevels;
+
 /* A connection to the varlink socket. */
 typedef struct SnapshotClient {
         uint64_t id;
@@ -83,6 +92,8 @@ typedef struct SnapshotClient {
         size_t n_output;
         bool has_subscription;
         SnapshotSubscription subscription;
+        bool has_levels;             /* a level stream; never with a subscription */
+        SnapshotLevels levels;
         bool owes_reexecute;         /* its Reexecute call is answered by the next process */
 } SnapshotClient;
 

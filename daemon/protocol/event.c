@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Event JSON builders and the shared serialized body of an event. */
+#include <inttypes.h>
+
 #include "event.h"
 #include "util.h"
 #include "varlink.h"
@@ -213,30 +215,34 @@ char *event_removed_message(const char *cgroup, uint64_t seq, size_t *ret_size) 
         return params ? varlink_reply_new(params, false, ret_size) : NULL;
 }
 
-Body *event_body_new(json_t *event, uint64_t monotonic_us) {
-        _cleanup_free_ char *tmp = NULL;
+/* What a serialization fits into without a second pass; most events are far smaller. */
+#define BODY_STACK_SIZE 2048
+
+/* Serialize @event (stolen; NULL gives NULL) into a new Body with @flags. */
+static Body *body_from_json(json_t *event, uint64_t monotonic_us, unsigned flags, int level) {
+        _cleanup_free_ char *big = NULL;
+        char stack[BODY_STACK_SIZE];
+        const char *text = stack;
         size_t n;
         Body *b;
 
         if (!event)
                 return NULL;
-        n = json_dumpb(event, NULL, 0, VARLINK_JSON_FLAGS);
+        n = json_dumpb(event, stack, sizeof(stack), VARLINK_JSON_FLAGS);
+        /* Larger than the stack buffer (a deep protection node, a long path): size known, dump again. */
+        if (n > sizeof(stack)) {
+                big = malloc(n);
+                if (big && json_dumpb(event, big, n, VARLINK_JSON_FLAGS) != n)
+                        big = (free(big), NULL);
+                text = big;
+        }
+        json_decref(event);
         /* The event object without its opening brace, closed by "}}" and the NUL:
          * the per-subscriber prefix supplies the envelope and the first fields. */
-        b = n >= 2 ? malloc(sizeof(Body) + n + 2) : NULL;
-        tmp = b ? malloc(n) : NULL;
-        if (!tmp) {
-                free(b);
-                json_decref(event);
+        b = text && n >= 2 ? malloc(sizeof(Body) + n + 2) : NULL;
+        if (!b)
                 return NULL;
-        }
-        /* The second pass allocates too and may fail where the first did not. */
-        if (json_dumpb(event, tmp, n, VARLINK_JSON_FLAGS) != n) {
-                free(b);
-                json_decref(event);
-                return NULL;
-        }
-        memcpy(b->data, tmp + 1, n - 1);
+        memcpy(b->data, text + 1, n - 1);
         b->data[n - 1] = '}';
         b->data[n] = '}';
         b->data[n + 1] = 0;
@@ -244,13 +250,219 @@ Body *event_body_new(json_t *event, uint64_t monotonic_us) {
         b->n_ref = 1;
         b->views = b->next_view = NULL;
         b->view_root = NULL;
-        b->flags = json_object_get(event, "level") ? BODY_HAS_LEVEL : 0;
-        if (streq_ptr(json_string_value(json_object_get(event, "kind")), IDL_EVENT_KIND_NAME(CLEARED)) ||
-            streq_ptr(json_string_value(json_object_get(event, "kind")), IDL_EVENT_KIND_NAME(TRIGGER_CHANGED)))
-                b->flags |= BODY_NO_COUNT; /* these merge no notifications */
+        b->flags = flags;
+        b->level = level;
         b->monotonic_us = monotonic_us;
-        json_decref(event);
         return b;
+}
+
+static json_t *json_bytes(uint64_t v, bool unlimited_is_null) {
+        if (v == PROTECTION_UNLIMITED && unlimited_is_null)
+                return json_null();
+        /* Finite values beyond the JSON integer range cannot come from a kernel. */
+        return json_integer(v > (uint64_t) INT64_MAX ? INT64_MAX : (json_int_t) v);
+}
+
+int protection_node_to_json(const ProtectionNode *node, json_t **ret) {
+        _cleanup_free_ char *path = NULL;
+        ProtectionValues v;
+        json_t *o;
+        int k;
+
+        k = protection_node_path(node, &path);
+        if (k < 0)
+                return k;
+        protection_node_get(node, &v);
+        o = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s}",
+                      "cgroup", path,
+                      "usage", json_bytes(v.usage, false),
+                      "min", json_bytes(v.min, true),
+                      "low", json_bytes(v.low, true),
+                      "emin", json_bytes(v.emin, true),
+                      "elow", json_bytes(v.elow, true),
+                      "min_usage", json_bytes(v.min_usage, false),
+                      "low_usage", json_bytes(v.low_usage, false),
+                      "children_min_usage", json_bytes(v.children_min_usage, false),
+                      "children_low_usage", json_bytes(v.children_low_usage, false),
+                      "state", protection_state_to_string(v.state));
+        if (!o)
+                return -ENOMEM;
+        *ret = o;
+        return 0;
+}
+
+int protection_node_append_json(const ProtectionNode *node, void *userdata) {
+        json_t *o;
+        int k;
+
+        k = protection_node_to_json(node, &o);
+        if (k >= 0 && json_array_append_new(userdata, o) < 0)
+                k = -ENOMEM;
+        return k;
+}
+
+/* @node as JSON; NULL for none, or when out of memory: the event goes without it. */
+static json_t *node_json(const ProtectionNode *node) {
+        json_t *j;
+
+        return node && protection_node_to_json(node, &j) >= 0 ? j : NULL;
+}
+
+static json_t *pressure_json(const EventData *e) {
+        const PressureSample *p = &e->pressure;
+        bool injected = p->source < 0, ok = true;
+        json_t *o, *psi = p->psi ? psi_stats_to_json(p->psi) : NULL;
+
+        if (p->psi && !psi)
+                return NULL;
+        o = event_pressure_new(e->cgroup, injected ? IDL_SOURCE_NAME(INJECT) : source_type_to_string(p->source),
+                               p->resource, psi, e->realtime_us, e->monotonic_us);
+        if (o && p->level >= 0 && p->level < _LEVEL_MAX)
+                ok = set(o, "level", json_string(level_to_string(p->level)));
+        if (o && ok && injected)
+                ok = set(o, "synthetic", json_true());
+        /* A tracked cgroup's node rides along; without memory the event goes without it. */
+        if (o && ok && p->protection) {
+                json_t *node = node_json(p->protection);
+
+                ok = !node || set(o, "protection", node);
+        }
+        return finish(o, ok);
+}
+
+static json_t *protection_json(const EventData *e) {
+        /* Without memory for the node, the change is still worth reporting. */
+        return event_protection_new(e->cgroup, protection_state_to_string(e->protection.state),
+                                    protection_state_to_string(e->protection.previous),
+                                    node_json(e->protection.node), e->realtime_us,
+                                    e->monotonic_us);
+}
+
+/* The "kill_sources" and "unavailable_kill_sources" of @st into @o. */
+static bool kills_state_json(json_t *o, const SubscribedState *st) {
+        json_t *heard = json_array(), *missing = json_array();
+        bool ok = heard && missing;
+
+        if (ok && st->kernel_kills)
+                ok = json_array_append_new(heard, json_string("kernel")) == 0;
+        else if (ok)
+                ok = json_array_append_new(missing, json_pack("{s:s, s:s}", "source", "kernel", "reason",
+                                                              st->kernel_reason)) == 0;
+        if (ok && st->oomd_kills)
+                ok = json_array_append_new(heard, json_string("systemd-oomd")) == 0;
+        else if (ok)
+                ok = json_array_append_new(missing, json_pack("{s:s, s:s}", "source", "systemd-oomd", "reason",
+                                                              st->oomd_reason)) == 0;
+        if (!ok) {
+                json_decref(heard);
+                json_decref(missing);
+                return false;
+        }
+        /* set() releases what it could not add; @missing is released here if it never gets there. */
+        if (!set(o, "kill_sources", heard)) {
+                json_decref(missing);
+                return false;
+        }
+        return set(o, "unavailable_kill_sources", missing);
+}
+
+json_t *subscribed_state_json(const SubscribedState *st) {
+        json_t *o = json_object();
+        bool ok = o;
+
+        if (ok && st->has_psi)
+                ok = set(o, "psi", psi_stats_to_json(&st->psi));
+        if (ok && st->has_counters)
+                ok = set(o, "counters", memory_events_to_json(&st->counters));
+        if (ok && st->node) {
+                json_t *node;
+
+                ok = protection_node_to_json(st->node, &node) >= 0 && set(o, "node", node);
+        }
+        if (ok && st->has_kills)
+                ok = kills_state_json(o, st);
+        if (ok && st->episode)
+                ok = set(o, "episode", event_episode_json(st->episode, st->episode_psi, false, st->now_us,
+                                                          st->realtime_us));
+        return finish(o, ok);
+}
+
+/* A "level" event (LevelEvent) without "seq" and "missed", which the prefix adds. */
+static json_t *level_json(const EventData *e) {
+        const LevelChange *c = &e->level_change;
+
+        return json_pack("{s:s, s:s, s:s, s:o, s:o, s:I, s:I}", "kind", IDL_EVENT_KIND_NAME(LEVEL),
+                         "cgroup", e->cgroup, "level", stream_level_to_string(c->level),
+                         "headroom_bytes", c->headroom ? json_integer((json_int_t) *c->headroom) : json_null(),
+                         "reclaim_target_bytes",
+                         c->reclaim_target ? json_integer((json_int_t) *c->reclaim_target) : json_null(),
+                         "time_us", (json_int_t) e->realtime_us, "monotonic_us", (json_int_t) e->monotonic_us);
+}
+
+json_t *event_data_json(const EventData *e) {
+        switch (e->kind) {
+        case EVENT_PRESSURE:
+                return pressure_json(e);
+        case EVENT_MEMORY_EVENTS:
+                return event_memory_events_new(e->cgroup, e->memory_events.counters, e->memory_events.delta,
+                                               e->realtime_us, e->monotonic_us);
+        case EVENT_PROTECTION:
+                return protection_json(e);
+        case EVENT_KILLED:
+                return event_killed_new(e->cgroup, e->killed.by, e->killed.reason, e->realtime_us,
+                                        e->monotonic_us);
+        case EVENT_CLEARED:
+                return event_cleared_new(e->cgroup, e->cleared.source, e->cleared.resource, e->cleared.episode,
+                                         e->realtime_us, e->monotonic_us);
+        case EVENT_TRIGGER_CHANGED: {
+                const TriggerChange *t = &e->trigger_changed;
+
+                return event_trigger_changed_new(e->cgroup, t->source, t->resource, event_trigger_new(&t->trigger),
+                                                 t->adjusted_reason != NULL, t->adjusted_reason, e->realtime_us,
+                                                 e->monotonic_us);
+        }
+        case EVENT_LEVEL:
+                return level_json(e);
+        default:
+                return NULL;
+        }
+}
+
+Body *event_data_body(const EventData *e, uint64_t read_us) {
+        unsigned flags = 0;
+        int level = -1;
+
+        if (e->kind == EVENT_PRESSURE && e->pressure.level >= 0 && e->pressure.level < _LEVEL_MAX) {
+                flags |= BODY_HAS_LEVEL;
+                level = (int) e->pressure.level;
+        }
+        if (e->kind == EVENT_CLEARED || e->kind == EVENT_TRIGGER_CHANGED || e->kind == EVENT_LEVEL)
+                flags |= BODY_NO_COUNT; /* these merge no notifications */
+        return body_from_json(event_data_json(e), read_us, flags, level);
+}
+
+size_t event_prefix(char buf[static OUT_PREFIX_MAX], const Body *body, uint64_t seq, uint64_t missed, uint64_t count,
+                    Level level) {
+        bool has_level = level >= 0 && level < _LEVEL_MAX;
+        int n;
+
+        if (body->flags & BODY_NO_COUNT)
+                n = snprintf(buf, OUT_PREFIX_MAX,
+                             "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":%" PRIu64
+                             ",\"missed\":%" PRIu64 ",%s%s%s",
+                             seq, missed, has_level ? "\"level\":\"" : "",
+                             has_level ? level_to_string(level) : "", has_level ? "\"," : "");
+        else if (has_level && !(body->flags & BODY_HAS_LEVEL))
+                n = snprintf(buf, OUT_PREFIX_MAX,
+                             "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":%" PRIu64
+                             ",\"missed\":%" PRIu64 ",\"count\":%" PRIu64 ",\"level\":\"%s\",",
+                             seq, missed, count, level_to_string(level));
+        else
+                n = snprintf(buf, OUT_PREFIX_MAX,
+                             "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":%" PRIu64
+                             ",\"missed\":%" PRIu64 ",\"count\":%" PRIu64 ",",
+                             seq, missed, count);
+        return (size_t) n;
 }
 
 int event_view_init(EventView *v, const char *root) {
@@ -329,6 +541,7 @@ Body *event_body_view(Body *body, const EventView *v) {
                 return body_unref(out);
         out->size = view_copy(body->data, body->size, out->data, v);
         out->flags = body->flags;
+        out->level = body->level;
         out->monotonic_us = body->monotonic_us;
         /* @body keeps it for the next peer with this root, the caller gets a reference. */
         out->next_view = body->views;

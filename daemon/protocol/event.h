@@ -14,20 +14,13 @@
 #include <stdint.h>
 
 #include "episode.h"
+#include "protection-tree.h"
+#include "event-data.h"
 #include "kernfile.h"
 #include "outqueue.h"
 #include "source-type.h"
 #include "trigger.h"
 #include "util.h"
-
-/* What a "trigger" object describes: the kernel registration used. */
-typedef struct EventTrigger {
-        SourceType type;
-        PsiTrigger psi;             /* SOURCE_PSI */
-        Level vm_level;             /* SOURCE_VMPRESSURE */
-        VmpressureMode vm_mode;
-        Level level;                /* the portable level asked for, or _LEVEL_INVALID */
-} EventTrigger;
 
 /* event_trigger_new - {"psi": {...}} or {"vmpressure": {...}}, plus "level" if set. */
 json_t *event_trigger_new(const EventTrigger *t) _warn_unused_result_;
@@ -123,12 +116,45 @@ json_t *event_trigger_changed_new(const char *cgroup, SourceType source, Resourc
 char *event_removed_message(const char *cgroup, uint64_t seq, size_t *ret_size) _warn_unused_result_;
 
 /*
- * event_body_new - serialize @event once into the Body every subscriber's
- * queue shares (the object without its opening brace; each subscriber's
- * prefix supplies the envelope, "seq", "missed" and "count"). Steals
- * @event; NULL @event gives NULL.
+ * protection_node_to_json - the contract's PROTECTION_NODE: cgroup, usage,
+ * min, low, emin, elow, min_usage, low_usage, children_min_usage,
+ * children_low_usage (bytes; null for an unlimited value), state.
+ * Returns 0 or -ENOMEM.
  */
-Body *event_body_new(json_t *event, uint64_t monotonic_us) _warn_unused_result_;
+int protection_node_to_json(const ProtectionNode *node, json_t **ret);
+
+/* protection_node_append_json - a ProtectionNodeFn: append @node's PROTECTION_NODE to the array @userdata. */
+int protection_node_append_json(const ProtectionNode *node, void *userdata);
+
+/*
+ * subscribed_state_json - the "state" object of a "subscribed" event: "psi",
+ * "counters", "node" or "kill_sources" and "unavailable_kill_sources" as
+ * the source has them, then "episode"; {} for none. NULL when out of memory,
+ * never a picture with a part missing.
+ */
+json_t *subscribed_state_json(const SubscribedState *st) _warn_unused_result_;
+
+/* event_data_json - the JSON object of the typed event @e (the fields of its
+ * kind, in the interface's order); NULL when out of memory. */
+json_t *event_data_json(const EventData *e) _warn_unused_result_;
+
+/*
+ * event_data_body - @e serialized once into the Body every subscriber
+ * shares, its flags taken from the struct; NULL when out of memory.
+ * @read_us: when the notification was read (CLOCK_MONOTONIC), for the
+ *           latency figures; 0 for an event no notification caused
+ */
+Body *event_data_body(const EventData *e, uint64_t read_us) _warn_unused_result_;
+
+/*
+ * event_prefix - the start of one subscriber's message for @body: the
+ * envelope ({"continues":true,"parameters":{"event":{), "seq", "missed",
+ * "count" unless the body says it merges none, and the subscriber's
+ * @level unless the body carries its own or it is _LEVEL_INVALID. The body
+ * closes what the prefix opens. Returns its length (under OUT_PREFIX_MAX).
+ */
+size_t event_prefix(char buf[static OUT_PREFIX_MAX], const Body *body, uint64_t seq, uint64_t missed, uint64_t count,
+                    Level level);
 
 /*
  * How a peer in a cgroup namespace sees the cgroups events name: its root

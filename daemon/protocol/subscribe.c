@@ -79,6 +79,24 @@ static int parse_vmpressure(json_t *v, SubscribeRequest *r, VarlinkError *e) {
         return 0;
 }
 
+/* The selector a boolean parameter @key stands for, or -1. */
+static int flag_selector(const char *key) {
+        static const struct {
+                const char *name;
+                Selector selector;
+        } flags[] = {
+                { "memory_events", SELECTOR_MEMORY_EVENTS },
+                { "protection", SELECTOR_PROTECTION },
+                { "kills", SELECTOR_KILLS },
+                { "levels", SELECTOR_LEVELS },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(flags); i++)
+                if (streq(key, flags[i].name))
+                        return (int) flags[i].selector;
+        return -1;
+}
+
 int subscribe_request_parse(json_t *params, SubscribeRequest *ret, VarlinkError *e) {
         SubscribeRequest r = { .selector = -1, .resource = RESOURCE_MEMORY, .level = _LEVEL_INVALID };
         const char *key, *selector_name = NULL;
@@ -124,15 +142,13 @@ int subscribe_request_parse(json_t *params, SubscribeRequest *ret, VarlinkError 
                                 return k;
                         is_selector = true;
                         r.selector = SELECTOR_VMPRESSURE;
-                } else if (streq(key, "memory_events") || streq(key, "protection") || streq(key, "kills")) {
+                } else if ((k = flag_selector(key)) >= 0) {
                         if (!json_is_boolean(v))
                                 return varlink_error_invalid_parameter(e, key);
                         if (json_is_false(v))
                                 continue;
                         is_selector = true;
-                        r.selector = streq(key, "protection") ? SELECTOR_PROTECTION :
-                                     streq(key, "kills")      ? SELECTOR_KILLS :
-                                                                SELECTOR_MEMORY_EVENTS;
+                        r.selector = (Selector) k;
                 } else
                         return varlink_error_invalid_parameter(e, key);
 
@@ -145,10 +161,12 @@ int subscribe_request_parse(json_t *params, SubscribeRequest *ret, VarlinkError 
         }
         if (!selector_name)
                 return varlink_error_invalid_parameter(e, "level");
-        /* cpu and io pressure exist only as PSI: vmpressure, memory.events,
-         * protection and kills are memory's alone. */
+        /* cpu and io pressure exist only as PSI: the other sources are memory's alone. */
         if (r.resource != RESOURCE_MEMORY && r.selector != SELECTOR_LEVEL && r.selector != SELECTOR_PSI)
                 return varlink_error_invalid_parameter(e, "resource");
+        /* A level stream folds changes a client has not read: no interval on top. */
+        if (r.selector == SELECTOR_LEVELS && r.min_interval_usec > 0)
+                return varlink_error_invalid_parameter(e, "min_interval_ms");
 
         v = json_object_get(params, "cgroup");
         k = cgroup_path_normalize(json_is_string(v) ? json_string_value(v) : NULL, &r.cgroup);

@@ -28,12 +28,13 @@ typedef struct SubscribeRequest {
 
 /*
  * subscribe_request_parse - check every selector and modifier of a
- * Subscribe call. Exactly one selector (level, psi, vmpressure,
+ * Subscribe call. Exactly one selector (level, levels, psi, vmpressure,
  * memory_events, protection, kills) must be given; unknown parameters and wrong
  * types are InvalidParameter naming the parameter; "resource" ("memory",
  * the default, "cpu" or "io") other than "memory" goes with "level" and
  * "psi" only (not with vmpressure, memory_events, protection or
- * kills), else it is InvalidParameter "resource"; a bad cgroup path is
+ * kills), else it is InvalidParameter "resource"; "levels" with a
+ * min_interval_ms other than 0 is InvalidParameter "min_interval_ms"; a bad cgroup path is
  * InvalidCgroupPath; a PSI trigger outside the kernel's rules is
  * InvalidTrigger. Returns 0 or a negative errno with @e filled.
  */

@@ -2,7 +2,6 @@
 /* Episodes of registrations in the event loop; see registration-episode.h. */
 #include <inttypes.h>
 
-#include "event.h"
 #include "log.h"
 #include "registration-episode.h"
 
@@ -101,7 +100,10 @@ static void episode_cleared(Registration *r, const EpisodeRecord *rec) {
 
         if (r->registry->hooks && r->registry->hooks->changed)
                 r->registry->hooks->changed(r->registry->hooks_userdata);
-        body = event_body_new(event_cleared_new(r->src.cgroup, r->src.type, r->src.resource, rec, rt, mono), mono);
+        body = r->registry->serialize(&(const EventData) {
+                .kind = EVENT_CLEARED, .cgroup = r->src.cgroup, .realtime_us = rt, .monotonic_us = mono,
+                .cleared = { .source = r->src.type, .resource = r->src.resource, .episode = rec },
+        }, mono);
         if (!body) {
                 log_ratelimited(LOG_WARNING, ENOMEM, NULL, 10, 1,
                                 "Failed to serialize a cleared event, dropping it: %m");
@@ -197,44 +199,6 @@ void registration_episode_adopt(Registration *to, const Registration *from) {
                 to->episode.cur.peak_known = false;
         }
         episode_arm(to);
-}
-
-/**
- * registration_episode_json - the active episode
- * @r: the registration
- *
- * Returns {"active_since_us", "duration_us", "events", "peak"/"peak_level"},
- * or NULL when no episode is active (or out of memory).
- */
-json_t *registration_episode_json(const Registration *r) {
-        if (!registration_has_episodes(r) || !r->episode.active)
-                return NULL;
-        return event_episode_json(&r->episode.cur, r->src.type == SOURCE_PSI, false,
-                                  now_usec(CLOCK_MONOTONIC), now_usec(CLOCK_REALTIME));
-}
-
-/**
- * registration_history_json - the history ring as a list, oldest first
- * @r: the registration
- */
-json_t *registration_history_json(const Registration *r) {
-        uint64_t mono = now_usec(CLOCK_MONOTONIC), rt = now_usec(CLOCK_REALTIME);
-        json_t *a = json_array();
-
-        if (!a)
-                return NULL;
-        for (size_t i = 0; i < r->history.n; i++) {
-                json_t *ep = event_episode_json(episode_history_get(&r->history, i), r->src.type == SOURCE_PSI,
-                                                true, mono, rt);
-
-                /* Each entry says its resource, so it can be read apart from its registration. */
-                if (!ep || json_object_set_new(ep, "resource", json_string(resource_to_string(r->src.resource))) < 0 ||
-                    json_array_append_new(a, ep) < 0) {
-                        json_decref(a);
-                        return NULL;
-                }
-        }
-        return a;
 }
 
 /**

@@ -10,7 +10,6 @@
  */
 #pragma once
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -58,8 +57,3 @@ int registration_episode_export(const Registration *r, SnapshotRegistration *ret
 /* registration_episode_restore - @r's episode and history as @saved has them, after init. */
 void registration_episode_restore(Registration *r, const SnapshotRegistration *saved);
 
-/* registration_episode_json - the active episode of @r, or NULL if none. */
-json_t *registration_episode_json(const Registration *r);
-
-/* registration_history_json - @r's cleared episodes, oldest first. */
-json_t *registration_history_json(const Registration *r);

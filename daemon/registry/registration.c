@@ -7,7 +7,6 @@
 #include <inttypes.h>
 #include <sys/stat.h>
 
-#include "event.h"
 #include "log.h"
 #include "registration.h"
 #include "registration-episode.h"
@@ -62,8 +61,9 @@ static ino_t dir_inode(int dirfd) {
         return dirfd >= 0 && fstat(dirfd, &st) == 0 ? st.st_ino : 0;
 }
 
-void registry_init(Registry *reg, SourceEnv *env, const Config *config, Counters *counters) {
-        *reg = (Registry) { .env = env, .config = config, .counters = counters };
+void registry_init(Registry *reg, SourceEnv *env, const Config *config, Counters *counters,
+                   EventSerializeFn serialize) {
+        *reg = (Registry) { .env = env, .serialize = serialize, .config = config, .counters = counters };
 }
 
 void registry_done(Registry *reg) {
@@ -101,11 +101,10 @@ static uint64_t registration_deliver(Registration *r, Body *body, uint64_t count
         return delivered;
 }
 
-/* Serialize @event once (stealing it) and fan it out. */
-static void registration_publish(Registration *r, json_t *event, uint64_t monotonic_us, uint64_t count) {
-        Body *body = event_body_new(event, monotonic_us);
+/* Serialize @event once and fan it out. */
+static void registration_publish(Registration *r, const EventData *event, uint64_t count) {
+        Body *body = r->registry->serialize(event, event->monotonic_us);
 
-        /* event_body_new() takes NULL for an event that could not be built. */
         if (!body) {
                 log_ratelimited(LOG_WARNING, ENOMEM, NULL, 10, 1, "Failed to serialize an event, dropping it: %m");
                 return;
@@ -121,23 +120,22 @@ static void on_source_kick(Source *s) {
 static void on_source_pressure(Source *s, const PsiStats *psi, uint64_t realtime_us, uint64_t monotonic_us,
                                uint64_t count) {
         Registration *r = registration_from_source(s);
-        json_t *event = event_pressure_new(s->cgroup, source_type_to_string(s->type), s->resource,
-                                           psi ? psi_stats_to_json(psi) : NULL, realtime_us, monotonic_us);
 
         counter_inc(r->registry->counters, COUNTER_EVENTS_READ);
         /* The episode takes its stall total from the sample: the file is not read again. */
         registration_episode_event(r, monotonic_us, _LEVEL_INVALID, psi);
-        /* A tracked cgroup's protection node rides along. */
-        protection_source_enrich(s->env->protection, s->cgroup, event);
-        registration_publish(r, event, monotonic_us, count);
+        registration_publish(r, &(const EventData) {
+                .kind = EVENT_PRESSURE, .cgroup = s->cgroup, .realtime_us = realtime_us, .monotonic_us = monotonic_us,
+                .pressure = {
+                        .source = s->type, .resource = s->resource, .psi = psi, .level = _LEVEL_INVALID,
+                        /* A tracked cgroup's protection node rides along. */
+                        .protection = protection_source_lookup(s->env->protection, s->cgroup),
+                },
+        }, count);
 }
 
-static void on_source_event(Source *s, json_t *event, uint64_t monotonic_us) {
-        registration_publish(registration_from_source(s), event, monotonic_us, 1);
-}
-
-static void on_source_event_count(Source *s, json_t *event, uint64_t monotonic_us, uint64_t count) {
-        registration_publish(registration_from_source(s), event, monotonic_us, count);
+static void on_source_event(Source *s, const EventData *event, uint64_t count) {
+        registration_publish(registration_from_source(s), event, count);
 }
 
 static void on_source_removed(Source *s) {
@@ -148,7 +146,6 @@ static const SourceCallbacks registration_source_callbacks = {
         .kick = on_source_kick,
         .pressure = on_source_pressure,
         .event = on_source_event,
-        .event_count = on_source_event_count,
         .removed = on_source_removed,
 };
 
@@ -442,10 +439,14 @@ static void listener_tell_trigger(Listener *l, Registration *r, bool adjusted) {
         if (!l->ops->trigger_changed)
                 return;
         /* No read time: the latency figures are those of kernel notifications. */
-        body = event_body_new(event_trigger_changed_new(r->src.cgroup, r->src.type, r->src.resource,
-                                                        registration_trigger_json(r, l), adjusted,
-                                                        adjusted ? POLICY_REASON_UNPRIVILEGED : NULL, rt, mono),
-                              0);
+        body = r->registry->serialize(&(const EventData) {
+                .kind = EVENT_TRIGGER_CHANGED, .cgroup = r->src.cgroup, .realtime_us = rt, .monotonic_us = mono,
+                .trigger_changed = {
+                        .source = r->src.type, .resource = r->src.resource,
+                        .trigger = registration_trigger(r, l),
+                        .adjusted_reason = adjusted ? POLICY_REASON_UNPRIVILEGED : NULL,
+                },
+        }, 0);
         if (!body) {
                 log_ratelimited(LOG_WARNING, ENOMEM, NULL, 10, 1,
                                 "Failed to tell a subscriber on %s of its new trigger, ignoring: %m", r->src.cgroup);
@@ -510,37 +511,27 @@ void registry_reconfigure(Registry *reg, const Config *old, const Config *config
                 registration_episode_reconfigure(r);
 }
 
-json_t *registration_trigger_json(const Registration *r, const Listener *l) {
-        EventTrigger t = {
+EventTrigger registration_trigger(const Registration *r, const Listener *l) {
+        return (EventTrigger) {
                 .type = r->src.type,
                 .psi = r->src.used,
                 .vm_level = r->src.vm_level,
                 .vm_mode = r->src.vm_mode,
                 .level = l && l->by_level ? l->level : _LEVEL_INVALID,
         };
-
-        return event_trigger_new(&t);
 }
 
-int registration_state_json(Registration *r, json_t **ret) {
-        json_t *state, *episode;
-        int k = source_state(&r->src, &state);
+int registration_state(Registration *r, SubscribedState *ret) {
+        int k = source_state(&r->src, ret);
 
         if (k < 0)
                 return k;
-        /* registration_episode_json() is NULL without an active episode. */
-        if (!registration_has_episodes(r) || !r->episode.active) {
-                *ret = state;
-                return 0;
+        if (registration_has_episodes(r) && r->episode.active) {
+                ret->episode = &r->episode.cur;
+                ret->episode_psi = r->src.type == SOURCE_PSI;
+                ret->now_us = now_usec(CLOCK_MONOTONIC);
+                ret->realtime_us = now_usec(CLOCK_REALTIME);
         }
-        episode = registration_episode_json(r);
-        if (!state)
-                state = json_object();
-        if (!state || json_object_set_new(state, "episode", episode) < 0) {
-                json_decref(state);
-                return -ENOMEM;
-        }
-        *ret = state;
         return 0;
 }
 

@@ -2,8 +2,10 @@
 /*
  * The registry layer. A Registration is one kernel registration (a
  * Source: cgroup, source, trigger), made by the first listener and closed
- * when the last one leaves; every identical Listener shares it. An event a
- * source reports is serialized once and fanned out to every listener
+ * when the last one leaves; every identical Listener shares it. The typed
+ * event a source reports (enriched with the cgroup's protection node) is
+ * serialized once, by the EventSerializeFn the owner handed down from
+ * protocol/, and the Body fanned out to every listener
  * through its ListenerOps: a varlink subscription queues it (with its own
  * drop accounting and coalescing), a memory-pressure proxy client writes
  * one byte. The registry never touches a socket: listeners do.
@@ -16,7 +18,6 @@
 #pragma once
 
 #include <event2/event.h>
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -25,7 +26,8 @@
 #include "counters.h"
 #include "episode.h"
 #include "list.h"
-#include "outqueue.h"
+#include "body.h"
+#include "event-data.h"
 #include "policy.h"
 #include "source.h"
 #include "trigger.h"
@@ -99,8 +101,15 @@ typedef struct RegistryHooks {
         void (*changed)(void *userdata);                   /* an episode began or ended */
 } RegistryHooks;
 
+/*
+ * Serializes the typed event @e once into the Body every listener shares;
+ * @read_us as Body.monotonic_us. NULL when out of memory.
+ */
+typedef Body *(*EventSerializeFn)(const EventData *e, uint64_t read_us);
+
 struct Registry {
         SourceEnv *env;
+        EventSerializeFn serialize;
         const Config *config;
         Counters *counters;
         Registration *registrations;
@@ -111,8 +120,13 @@ struct Registry {
         bool handed_over;           /* the next process has every registration: closing one removes nothing */
 };
 
-/* registry_init - an empty registry over @env, under @config, counting in @counters. */
-void registry_init(Registry *reg, SourceEnv *env, const Config *config, Counters *counters);
+/*
+ * registry_init - an empty registry over @env, under @config, counting in
+ * @counters, serializing its events with @serialize (the protocol's
+ * event_data_body(), handed down by the owner).
+ */
+void registry_init(Registry *reg, SourceEnv *env, const Config *config, Counters *counters,
+                   EventSerializeFn serialize);
 
 /* registry_done - every registration must be gone already (listeners release them); checks nothing. */
 void registry_done(Registry *reg);
@@ -197,15 +211,15 @@ int registration_export(const Registration *r, SnapshotRegistration *ret);
 /* registration_release - close and free @r if no listener uses it any more. */
 void registration_release(Registration *r);
 
-/* registration_trigger_json - the "trigger" object of @r; @l adds the listener's level. */
-json_t *registration_trigger_json(const Registration *r, const Listener *l);
+/* registration_trigger - the trigger of @r; @l adds the listener's level. */
+EventTrigger registration_trigger(const Registration *r, const Listener *l);
 
 /*
- * registration_state_json - the current picture for "subscribed": the
- * source's and the episode, in @ret (NULL if there is none). Returns 0 or
- * -ENOMEM, never a picture with a part missing.
+ * registration_state - the current picture for "subscribed": the source's
+ * and the active episode, in @ret (valid until @r changes). Returns 0 or
+ * -ENOMEM.
  */
-int registration_state_json(Registration *r, json_t **ret);
+int registration_state(Registration *r, SubscribedState *ret);
 
 /*
  * listener_attach - add @l to @r's listeners (@r was acquired for it).

@@ -234,6 +234,17 @@ void client_stream_ended(Client *c) {
                 client_process(c);
 }
 
+void client_stream_end(Client *c, char *msg, size_t size) {
+        if (msg && !c->dead)
+                (void) client_send_owned(c, msg, size);
+        else {
+                free(msg);
+                if (!c->dead)
+                        client_kill(c); /* the stream cannot end as it should */
+        }
+        client_stream_ended(c);
+}
+
 static void client_pause_reading(Client *c, bool pause) {
         if (pause == c->read_paused)
                 return;

@@ -189,3 +189,10 @@ void client_stream_start(Client *c, void *stream, ClientStreamFreeFn stream_free
 
 /* client_stream_ended - @c's stream is over (the stream freed itself): answer the calls that waited behind it. */
 void client_stream_ended(Client *c);
+
+/*
+ * client_stream_end - the last message of @c's stream (the stream freed
+ * itself already): @msg (@size bytes, taken over; NULL when it could not
+ * be made, and then @c is closed), then client_stream_ended().
+ */
+void client_stream_end(Client *c, char *msg, size_t size);

@@ -70,25 +70,13 @@ static const sd_bus_vtable lmm_vtable[] = {
 };
 
 /*
- * The level an event stands for: an injected event says it in its body;
- * a kernel one is the level of the registration's trigger.
+ * The level an event stands for: an injected event carries its own; a
+ * kernel one is the level of the registration's trigger.
  */
 static Level event_level(const Body *body, const Listener *l) {
-        _cleanup_free_ char *text = NULL;
-        json_t *event, *v;
-        Level level = l->level;
-
-        if (!(body->flags & BODY_HAS_LEVEL))
-                return level;
-        /* The body is the event's members without the opening brace. */
-        if (asprintf(&text, "{%s", body->data) < 0)
-                return level;
-        event = json_loads(text, JSON_DISABLE_EOF_CHECK, NULL);
-        v = json_object_get(event, "level");
-        if (json_is_string(v) && level_from_string(json_string_value(v)) >= 0)
-                level = level_from_string(json_string_value(v));
-        json_decref(event);
-        return level;
+        if ((body->flags & BODY_HAS_LEVEL) && body->level >= 0 && body->level < _LEVEL_MAX)
+                return (Level) body->level;
+        return l->level;
 }
 
 static bool lmm_deliver(Listener *l, Body *body, uint64_t count) {

@@ -2,7 +2,7 @@
 /*
  * The varlink methods: org.varlink.service (GetInfo,
  * GetInterfaceDescription) and io.pressured (Subscribe, GetStatus,
- * GetProtection, Inject, Reload), with source selection and the
+ * GetProtection, GetHeadroom, Inject, Reload), with source selection and the
  * authorization rules of the contract.
  */
 #include <fcntl.h>
@@ -13,6 +13,7 @@
 #include "config-build.h"
 #include "io.pressured.varlink.h"
 #include "event.h"
+#include "headroom.h"
 #include "log.h"
 #include "methods.h"
 #include "oomd-watch.h"
@@ -285,12 +286,15 @@ static void error_to_view(VarlinkError *e, const char *real, const char *path) {
 /* The first message of a stream, with "continues"; NULL when out of memory. */
 static char *subscribed_message(Registration *r, const Subscription *s, bool adjusted, const char *reason,
                                 size_t *ret_size) {
+        EventTrigger t = registration_trigger(r, &s->listener);
+        SubscribedState st;
         json_t *ev, *params, *trigger, *state;
 
-        trigger = registration_trigger_json(r, &s->listener);
-        if (!trigger)
+        if (registration_state(r, &st) < 0)
                 return NULL;
-        if (registration_state_json(r, &state) < 0) {
+        trigger = event_trigger_new(&t);
+        state = trigger ? subscribed_state_json(&st) : NULL;
+        if (!state) {
                 json_decref(trigger);
                 return NULL;
         }
@@ -374,6 +378,91 @@ void methods_done(Methods *ms) {
         ms->kills_timer = NULL;
 }
 
+/*
+ * The tracker of the level stream @req asks for, on the cgroup with the
+ * real paths @real: the one that follows it already, or a new one on the
+ * three [Levels] registrations. Each level is resolved and authorized as
+ * a Subscribe with "level" would be, also when the tracker exists.
+ */
+static int levels_tracker(Methods *ms, Client *c, const SubscribeRequest *req, const RealCgroups *real,
+                          LevelTracker **ret, VarlinkError *e) {
+        const LevelTarget target = {
+                .cgroup = req->cgroup, .real_v2 = real->v2, .real_v1 = real->v1,
+                .view_v2 = cgroup_view_root(&c->view, false), .view_v1 = cgroup_view_root(&c->view, true),
+        };
+        Registration *regs[_LEVEL_MAX] = {};
+        LevelTracker *t = level_streams_find(ms->levels, &target);
+        int k = 0;
+
+        for (Level l = 0; l < _LEVEL_MAX && k >= 0; l++) {
+                SubscribeRequest one = *req;
+                _cleanup_close_ int dirfd = -1;
+                SourceFailure f = {};
+                RegistrationKey key;
+                char reason[POLICY_REASON_MAX];
+                bool adjusted;
+
+                one.selector = SELECTOR_LEVEL;
+                one.level = l;
+                k = resolve_request(ms, c, &one, real, &key, &dirfd, e);
+                if (k < 0 || t)
+                        continue;
+                k = registration_acquire_for(ms->registry, &key, dirfd, c->uid, false, &regs[l], &adjusted, reason,
+                                             &f);
+                if (k < 0) {
+                        varlink_error_from_failure(e, &f, key.cgroup);
+                        error_to_view(e, key.cgroup, req->cgroup);
+                }
+        }
+        if (k < 0) {
+                for (Level l = 0; l < _LEVEL_MAX; l++)
+                        if (regs[l])
+                                registration_release(regs[l]);
+                return k;
+        }
+        if (!t)
+                k = level_tracker_new(ms->levels, &target, regs, &t);
+        if (k >= 0)
+                *ret = t;
+        return k;
+}
+
+static int subscribe_levels(Methods *ms, Client *c, const SubscribeRequest *req, const RealCgroups *real,
+                            VarlinkError *e) {
+        LevelTracker *t;
+        int k = levels_tracker(ms, c, req, real, &t, e);
+
+        if (k < 0)
+                return k;
+        k = level_stream_start(t, c);
+        if (k >= 0)
+                log_debug("Client %" PRIu64 " follows the level of %s.", c->id, req->cgroup);
+        return k;
+}
+
+int methods_levels_adopt(Methods *ms, Client *c, const SnapshotLevels *snap) {
+        _cleanup_(subscribe_request_done) SubscribeRequest req = { .selector = SELECTOR_LEVELS,
+                                                                   .resource = RESOURCE_MEMORY };
+        _cleanup_(real_cgroups_done) RealCgroups real = {};
+        _cleanup_(varlink_error_done) VarlinkError e = {};
+        LevelTracker *t;
+        int k;
+
+        k = cgroup_path_normalize(snap->cgroup, &req.cgroup);
+        if (k >= 0)
+                k = peer_to_real(c, false, req.cgroup, NULL, &real.v2, &e);
+        if (k >= 0)
+                k = peer_to_real(c, true, req.cgroup, NULL, &real.v1, &e);
+        if (k >= 0)
+                k = levels_tracker(ms, c, &req, &real, &t, &e);
+        if (k < 0) {
+                log_debug("The level stream of client %" PRIu64 " on %s cannot go on (%s): %s", c->id, snap->cgroup,
+                          strna(e.name), strerror(-k));
+                return k;
+        }
+        return level_stream_adopt(t, c, snap);
+}
+
 static int method_subscribe(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
         _cleanup_(subscribe_request_done) SubscribeRequest req = {};
         _cleanup_(real_cgroups_done) RealCgroups real = {};
@@ -399,6 +488,8 @@ static int method_subscribe(Methods *ms, Client *c, VarlinkCall *call, VarlinkEr
         k = peer_to_real(c, false, req.cgroup, given, &real.v2, e);
         if (k >= 0)
                 k = peer_to_real(c, true, req.cgroup, given, &real.v1, e);
+        if (k >= 0 && req.selector == SELECTOR_LEVELS)
+                return subscribe_levels(ms, c, &req, &real, e);
         if (k >= 0)
                 k = resolve_request(ms, c, &req, &real, &key, &dirfd, e);
         if (k < 0)
@@ -468,19 +559,14 @@ static bool may_inject(const Methods *ms, const Client *c) {
  */
 static Body *inject_body(Methods *ms, const char *cgroup, bool enrich, Resource resource, Level level, uint64_t rt,
                          uint64_t mono) {
-        json_t *ev = event_pressure_new(cgroup, IDL_SOURCE_NAME(INJECT), resource, NULL, rt, mono);
-
-        if (!ev)
-                return NULL;
-        if (json_object_set_new(ev, "level", json_string(level_to_string(level))) < 0 ||
-            json_object_set_new(ev, "synthetic", json_true()) < 0) {
-                json_decref(ev);
-                return NULL;
-        }
-        /* Like a kernel event: say whether the cgroup was protected. */
-        if (enrich)
-                protection_source_enrich(ms->protection, cgroup, ev);
-        return event_body_new(ev, mono);
+        return event_data_body(&(const EventData) {
+                .kind = EVENT_PRESSURE, .cgroup = cgroup, .realtime_us = rt, .monotonic_us = mono,
+                .pressure = {
+                        .source = _SOURCE_INVALID, .resource = resource, .level = level,
+                        /* Like a kernel event: say whether the cgroup was protected. */
+                        .protection = enrich ? protection_source_lookup(ms->protection, cgroup) : NULL,
+                },
+        }, mono);
 }
 
 /*
@@ -642,7 +728,12 @@ static int method_get_protection(Methods *ms, Client *c, VarlinkCall *call, Varl
         if (!has_memory_controller(fd, streq(cgroup, "/")))
                 return varlink_error_source_unavailable(e, -EOPNOTSUPP, "protection", SOURCE_REASON_NO_MEMORY_CONTROLLER);
 
-        k = protection_source_read(m->protection, cgroup, &nodes);
+        nodes = json_array();
+        if (!nodes)
+                return -ENOMEM;
+        k = protection_source_read(m->protection, cgroup, protection_node_append_json, nodes);
+        if (k < 0)
+                json_decref(nodes);
         if (k == -ENOMEM)
                 return k;
         if (k < 0)
@@ -653,6 +744,73 @@ static int method_get_protection(Methods *ms, Client *c, VarlinkCall *call, Varl
                 return k;
         }
         return reply(c, call, json_pack("{s:o}", "nodes", nodes));
+}
+
+/* A value of GetHeadroom's answer: the number, or null when it is not known. */
+static json_t *json_optional_integer(bool known, uint64_t v) {
+        return known ? json_integer((json_int_t) (v > INT64_MAX ? INT64_MAX : v)) : json_null();
+}
+
+/* GetHeadroom's answer from @h, for peer @c; @level is the cgroup's level, or negative when none is known. */
+static json_t *headroom_answer(const Methods *m, const Client *c, const Headroom *h, int level) {
+        const char *limiting = h->limiting_cgroup;
+        uint64_t target = 0;
+        bool has_target = level >= 0 && headroom_reclaim_target(h, m->config, level, &target);
+
+        if (limiting)
+                limiting = cgroup_view_from_real(cgroup_view_root(&c->view, h->v1), limiting);
+        if (h->limiting_cgroup && !limiting)
+                return NULL;
+        return json_pack("{s:o, s:o, s:o, s:o, s:o}",
+                         "usage_bytes", json_optional_integer(true, h->usage_bytes),
+                         "limit_bytes", json_optional_integer(h->has_limit, h->limit_bytes),
+                         "limiting_cgroup", limiting ? json_string(limiting) : json_null(),
+                         "headroom_bytes", json_optional_integer(h->known, h->headroom_bytes),
+                         "reclaim_target_bytes", json_optional_integer(has_target, target));
+}
+
+static int method_get_headroom(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
+        static const char *const allowed[] = { "cgroup", NULL };
+        const HeadroomFiles files = { .v2 = ms->v2, .v1 = ms->v1, .meminfo = "/proc/meminfo" };
+        _cleanup_(varlink_error_done) VarlinkError ignored = {};
+        _cleanup_free_ char *peer = NULL, *v2 = NULL, *v1 = NULL;
+        _cleanup_(headroom_done) Headroom h = {};
+        SourceFailure f;
+        int k, level;
+
+        k = check_params(call->parameters, allowed, e);
+        if (k >= 0)
+                k = get_cgroup_param(call->parameters, &peer, e);
+        if (k >= 0)
+                k = peer_to_real(c, false, peer, NULL, &v2, e);
+        if (k < 0)
+                return k;
+        if (peer_to_real(c, true, peer, NULL, &v1, &ignored) == -ENOMEM)
+                return -ENOMEM;
+        k = headroom_read(&files, v2, v1, cgroup_view_root(&c->view, false), cgroup_view_root(&c->view, true),
+                          &h, &f);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0) {
+                varlink_error_from_failure(e, &f, peer);
+                return k;
+        }
+        /* The level of a stream that follows the cgroup; none: no reclaim target. */
+        level = v2 ? level_streams_level_of(ms->levels, v2) : -ENOENT;
+        return reply(c, call, headroom_answer(ms, c, &h, level));
+}
+
+unsigned methods_level_headroom(void *userdata, const LevelTarget *t, StreamLevel level, uint64_t *ret_headroom,
+                                uint64_t *ret_target) {
+        Methods *ms = userdata;
+        const HeadroomFiles files = { .v2 = ms->v2, .v1 = ms->v1, .meminfo = "/proc/meminfo" };
+        _cleanup_(headroom_done) Headroom h = {};
+        SourceFailure f;
+
+        if (headroom_read(&files, t->real_v2, t->real_v1, t->view_v2, t->view_v1, &h, &f) < 0 || !h.known)
+                return 0;
+        *ret_headroom = h.headroom_bytes;
+        return 1u | (headroom_reclaim_target(&h, ms->config, (int) level, ret_target) ? 2u : 0u);
 }
 
 static int method_get_info(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
@@ -695,6 +853,7 @@ static const struct {
         { "io.pressured.Subscribe", method_subscribe },
         { "io.pressured.GetStatus", method_get_status },
         { "io.pressured.GetProtection", method_get_protection },
+        { "io.pressured.GetHeadroom", method_get_headroom },
         { "io.pressured.Inject", method_inject },
         { "io.pressured.Reload", method_reload },
         { "io.pressured.Reexecute", method_reexecute },

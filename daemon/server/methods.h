@@ -2,7 +2,7 @@
 /*
  * The varlink methods: org.varlink.service (GetInfo,
  * GetInterfaceDescription) and io.pressured (Subscribe, GetStatus,
- * GetProtection, Inject, Reload), with the authorization rules of the
+ * GetProtection, GetHeadroom, Inject, Reload), with the authorization rules of the
  * contract. The manager installs methods_dispatch() as the clients'
  * dispatch callback, and hands in what lies outside this layer (reloading
  * the configuration) as a callback too.
@@ -12,6 +12,7 @@
 #include "cgroup.h"
 #include "client.h"
 #include "config.h"
+#include "level-stream.h"
 #include "counters.h"
 #include "registration.h"
 #include "source-protection.h"
@@ -21,6 +22,7 @@
 typedef struct Methods {
         const Config *config;
         Registry *registry;
+        LevelStreams *levels;
         ProtectionSource *protection;   /* NULL without a cgroup2 hierarchy */
         const Hierarchy *v2;
         const Hierarchy *v1;
@@ -54,6 +56,22 @@ void methods_kills_settled(void *userdata);
  * started now if that is known. Returns 0 or -ENOMEM.
  */
 int methods_kills_adopt(Methods *ms, struct Subscription *s);
+
+/*
+ * methods_levels_adopt - the level stream a previous process described in
+ * @snap for client @c: its cgroup resolved and checked again as Subscribe
+ * does, on the registrations taken over. Returns 0, or a negative errno
+ * when it cannot go on (the cgroup is gone: the caller ends the stream).
+ */
+int methods_levels_adopt(Methods *ms, Client *c, const SnapshotLevels *snap);
+
+/*
+ * methods_level_headroom - the headroom of a level stream's cgroup as
+ * GetHeadroom reads it, and the reclaim target at @level (a
+ * LevelHeadroomFn; @userdata is the Methods).
+ */
+unsigned methods_level_headroom(void *userdata, const LevelTarget *t, StreamLevel level, uint64_t *ret_headroom,
+                                uint64_t *ret_target);
 
 /* methods_done - free what the methods hold beyond the clients (which must be gone). */
 void methods_done(Methods *ms);

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 
 #include "config-build.h"
+#include "event.h"
 #include "log.h"
 #include "metrics-cgroup.h"
 #include "metrics-text.h"
@@ -54,8 +55,41 @@ static json_t *status_fast_users_json(const StatusContext *m) {
         return users;
 }
 
+/*
+ * The active episode of @r: {"active_since_us", "duration_us", "events", "peak"/"peak_level"},
+ * or NULL when no episode is active (or out of memory).
+ */
+static json_t *registration_episode_json(const Registration *r) {
+        if (!registration_has_episodes(r) || !r->episode.active)
+                return NULL;
+        return event_episode_json(&r->episode.cur, r->src.type == SOURCE_PSI, false,
+                                  now_usec(CLOCK_MONOTONIC), now_usec(CLOCK_REALTIME));
+}
+
+/* The history ring of @r as a list, oldest first; NULL when out of memory. */
+static json_t *registration_history_json(const Registration *r) {
+        uint64_t mono = now_usec(CLOCK_MONOTONIC), rt = now_usec(CLOCK_REALTIME);
+        json_t *a = json_array();
+
+        if (!a)
+                return NULL;
+        for (size_t i = 0; i < r->history.n; i++) {
+                json_t *ep = event_episode_json(episode_history_get(&r->history, i), r->src.type == SOURCE_PSI,
+                                                true, mono, rt);
+
+                /* Each entry says its resource, so it can be read apart from its registration. */
+                if (!ep || json_object_set_new(ep, "resource", json_string(resource_to_string(r->src.resource))) < 0 ||
+                    json_array_append_new(a, ep) < 0) {
+                        json_decref(a);
+                        return NULL;
+                }
+        }
+        return a;
+}
+
 /* One entry of "registrations", naming @cgroup as the caller sees it; NULL when out of memory, never a partial one. */
 static json_t *status_registration_json(const Registration *r, const char *cgroup) {
+        EventTrigger t = registration_trigger(r, NULL);
         json_t *proxied = json_array(), *o;
         Listener *l;
         bool ok;
@@ -72,7 +106,7 @@ static json_t *status_registration_json(const Registration *r, const char *cgrou
         o = json_pack("{s:s, s:s, s:s, s:o, s:I, s:o}", "cgroup", cgroup,
                       "source", source_type_to_string(r->src.type),
                       "resource", resource_to_string(r->src.resource),
-                      "trigger", registration_trigger_json(r, NULL),
+                      "trigger", event_trigger_new(&t),
                       "subscribers", (json_int_t) (r->n_subscribers + r->n_kicked),
                       "proxied", proxied);
         ok = o;

@@ -1,37 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Varlink subscriptions: one registration listener per Subscribe stream. */
-#include <inttypes.h>
-
 #include "event.h"
 #include "log.h"
 #include "subscription.h"
 
 static Subscription *subscription_of(Listener *l) {
         return (Subscription *) l;
-}
-
-static size_t format_prefix(const Subscription *s, const Body *body, uint64_t count, char *buf) {
-        const Listener *l = &s->listener;
-        bool has_level = l->level >= 0;
-        int n;
-
-        if (body->flags & BODY_NO_COUNT)
-                n = snprintf(buf, OUT_PREFIX_MAX,
-                             "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":%" PRIu64
-                             ",\"missed\":%" PRIu64 ",%s%s%s",
-                             s->seq, s->missed, has_level ? "\"level\":\"" : "",
-                             has_level ? level_to_string(l->level) : "", has_level ? "\"," : "");
-        else if (has_level && !(body->flags & BODY_HAS_LEVEL))
-                n = snprintf(buf, OUT_PREFIX_MAX,
-                             "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":%" PRIu64
-                             ",\"missed\":%" PRIu64 ",\"count\":%" PRIu64 ",\"level\":\"%s\",",
-                             s->seq, s->missed, count, level_to_string(l->level));
-        else
-                n = snprintf(buf, OUT_PREFIX_MAX,
-                             "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":%" PRIu64
-                             ",\"missed\":%" PRIu64 ",\"count\":%" PRIu64 ",",
-                             s->seq, s->missed, count);
-        return (size_t) n;
 }
 
 /* What the live page says of @s: events generated, and whether one is held back. */
@@ -58,7 +32,7 @@ static bool subscription_send(Subscription *s, Body *body, uint64_t count, size_
 
         s->seq++;
         subscription_live(s);
-        n = format_prefix(s, body, count, prefix);
+        n = event_prefix(prefix, body, s->seq, s->missed, count, s->listener.level);
         if (s->view.root) {
                 /* Only a peer in a cgroup namespace pays for its own copy of the event. */
                 own = event_body_view(body, &s->view);
@@ -175,14 +149,7 @@ static void subscription_removed(Listener *l, Registration *r) {
                                           s->seq + 1, &size);
 
         subscription_free(s);
-        if (msg && !c->dead)
-                (void) client_send_owned(c, msg, size);
-        else {
-                free(msg);
-                if (!c->dead)
-                        client_kill(c); /* the stream cannot end as it should */
-        }
-        client_stream_ended(c);
+        client_stream_end(c, msg, size);
 }
 
 static void subscription_stream_free(void *stream) {

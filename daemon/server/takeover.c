@@ -221,6 +221,7 @@ static int build_registrations(Takeover *t, Snapshot *s) {
 /* One client: its queues within what is left of @budget, its stream with what the queues left out. */
 static int build_client(Client *c, bool complete, uint64_t *budget, SnapshotClient *ret) {
         Subscription *sub = subscription_of_client(c);
+        LevelStream *ls = level_stream_of_client(c);
         uint64_t dropped = 0;
         int k;
 
@@ -229,6 +230,14 @@ static int build_client(Client *c, bool complete, uint64_t *budget, SnapshotClie
                 return k;
         for (size_t i = 0; i < ret->n_output; i++)
                 *budget -= ret->output[i].bytes.size < *budget ? ret->output[i].bytes.size : *budget;
+        if (ls) {
+                k = level_stream_export(ls, &ret->levels);
+                if (k < 0)
+                        return k;
+                ret->has_levels = true;
+                ret->levels.missed += dropped;
+                return 0;
+        }
         if (!sub || !sub->listener.reg || sub->listener.reg->removed)
                 return 0;
         k = subscription_export(sub, &ret->subscription);
@@ -611,6 +620,13 @@ static bool crash_adjust(const Takeover *t, SnapshotClient *sc) {
         if (!l || (l->flags & (LIVE_SLOT_PARTIAL | LIVE_SLOT_INPUT)))
                 return false;
         sc->owes_reexecute = false;
+        if (sc->has_levels) {
+                /* What it was last sent is not known: the level now goes to it as news. */
+                sc->levels.seq = l->seq;
+                sc->levels.sent = -1;
+                sc->levels.waiting = false;
+                return true;
+        }
         if (!sc->has_subscription)
                 return true;
         s->seq = l->seq;
@@ -654,6 +670,18 @@ static int resumed_add(Takeover *t, Client *c) {
         return 0;
 }
 
+/* A level stream: followed again, or ended as for a cgroup that is gone. */
+static void restore_levels(Takeover *t, Client *c, const SnapshotClient *sc) {
+        size_t size;
+        char *msg;
+
+        if (methods_levels_adopt(t->env.methods, c, &sc->levels) >= 0)
+                return;
+        msg = event_removed_message(sc->levels.cgroup, sc->levels.seq + 1, &size);
+        if (!msg || client_send_owned(c, msg, size) < 0)
+                client_kill(c);
+}
+
 /* One client and its stream. */
 static void restore_client(Takeover *t, int fd, SnapshotClient *sc) {
         Registration *r = sc->has_subscription ? adopted_find(t, sc->subscription.registration) : NULL;
@@ -674,6 +702,10 @@ static void restore_client(Takeover *t, int fd, SnapshotClient *sc) {
                 return;
         }
         t->stats.connections++;
+        if (sc->has_levels) {
+                restore_levels(t, c, sc);
+                return;
+        }
         if (!sc->has_subscription)
                 return;
         if (!r) {

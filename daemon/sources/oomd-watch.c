@@ -2,7 +2,6 @@
 /* The shared match on systemd-oomd's Killed signal. */
 #include <stdlib.h>
 
-#include "event.h"
 #include "kills.h"
 #include "log.h"
 #include "oomd-watch.h"
@@ -104,6 +103,10 @@ static void oomd_watch_settle(OomdWatch *w) {
 /* Hand one kill to every source at or above the killed cgroup. */
 static void oomd_watch_deliver(OomdWatch *w, const char *cgroup, const char *reason) {
         uint64_t mono = now_usec(CLOCK_MONOTONIC), rt = now_usec(CLOCK_REALTIME);
+        const EventData event = {
+                .kind = EVENT_KILLED, .cgroup = cgroup, .realtime_us = rt, .monotonic_us = mono,
+                .killed = { .by = "systemd-oomd", .reason = reason },
+        };
         Source *s, *n;
 
         counter_inc(w->counters, COUNTER_KILLS_SYSTEMD_OOMD);
@@ -111,7 +114,7 @@ static void oomd_watch_deliver(OomdWatch *w, const char *cgroup, const char *rea
         /* Subscribers that stop reading are freed from the loop, not here. */
         LIST_FOREACH_SAFE(tracked, s, n, w->sources)
                 if (kills_covers(s->cgroup, cgroup))
-                        s->cb->event_count(s, event_killed_new(cgroup, "systemd-oomd", reason, rt, mono), mono, 1);
+                        s->cb->event(s, &event, 1);
 }
 
 static int on_killed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {

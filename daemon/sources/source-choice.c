@@ -153,6 +153,7 @@ int source_choose(Selector selector, const CgroupFacts *f, SourceType *ret, Sour
                 return source_failure_invalid_cgroup_path(e, k);
         switch (selector) {
         case SELECTOR_LEVEL:
+        case SELECTOR_LEVELS: /* each of its three levels as "level" */
                 return choose_level(f, ret, e);
         case SELECTOR_PSI:
                 if (!f->system && only_in_v1(f))

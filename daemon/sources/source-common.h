@@ -6,7 +6,6 @@
  */
 #pragma once
 
-#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 

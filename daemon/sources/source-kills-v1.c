@@ -18,7 +18,6 @@
 #include <sys/stat.h>
 
 #include "cgroupfs.h"
-#include "event.h"
 #include "kills.h"
 #include "log.h"
 #include "source-kills-v1.h"
@@ -91,7 +90,10 @@ static void kills_v1_check(Source *s) {
         mono = now_usec(CLOCK_MONOTONIC);
         rt = now_usec(CLOCK_REALTIME);
         counter_add(s->env->counters, COUNTER_KILLS_KERNEL, rise);
-        s->cb->event_count(s, event_killed_new(s->cgroup, "kernel", "oom_kill", rt, mono), mono, rise);
+        s->cb->event(s, &(const EventData) {
+                .kind = EVENT_KILLED, .cgroup = s->cgroup, .realtime_us = rt, .monotonic_us = mono,
+                .killed = { .by = "kernel", .reason = "oom_kill" },
+        }, rise);
 }
 
 /* Arm the next re-read, or drop the timer when none is due. */

@@ -29,7 +29,6 @@
 #include <sys/stat.h>
 
 #include "cgroupfs.h"
-#include "event.h"
 #include "kills.h"
 #include "log.h"
 #include "oomd-watch.h"
@@ -58,7 +57,10 @@ static void kills_report(Source *s, const char *cgroup, uint64_t count) {
         uint64_t mono = now_usec(CLOCK_MONOTONIC), rt = now_usec(CLOCK_REALTIME);
 
         counter_add(s->env->counters, COUNTER_KILLS_KERNEL, count);
-        s->cb->event_count(s, event_killed_new(cgroup, "kernel", "oom_kill", rt, mono), mono, count);
+        s->cb->event(s, &(const EventData) {
+                .kind = EVENT_KILLED, .cgroup = cgroup, .realtime_us = rt, .monotonic_us = mono,
+                .killed = { .by = "kernel", .reason = "oom_kill" },
+        }, count);
 }
 
 /* Re-read the oom_kill of top-level cgroup @t and report a rise. */
@@ -337,31 +339,15 @@ static const char *kills_kernel_reason(const Source *s, char *buf, size_t size) 
         return buf;
 }
 
-/* Add {"source": @source, "reason": @reason} to @list. */
-static bool append_unavailable(json_t *list, const char *source, const char *reason) {
-        return json_array_append_new(list, json_pack("{s:s, s:s}", "source", source, "reason", reason)) == 0;
-}
-
-static int kills_state(Source *s, json_t **ret) {
-        json_t *list = json_array(), *missing = json_array();
-        bool ok = list && missing;
-        char reason[512];
-
-        if (ok && kills_kernel_active(s))
-                ok = json_array_append_new(list, json_string("kernel")) == 0;
-        else if (ok)
-                ok = append_unavailable(missing, "kernel", kills_kernel_reason(s, reason, sizeof(reason)));
-        if (ok && oomd_watch_active(s->env->oomd))
-                ok = json_array_append_new(list, json_string("systemd-oomd")) == 0;
-        else if (ok)
-                ok = append_unavailable(missing, "systemd-oomd",
-                                        oomd_watch_describe_inactive(s->env->oomd, reason, sizeof(reason)));
-        *ret = ok ? json_pack("{s:o, s:o}", "kill_sources", list, "unavailable_kill_sources", missing) : NULL;
-        if (!*ret) {
-                json_decref(list);
-                json_decref(missing);
-        }
-        return *ret ? 0 : -ENOMEM;
+static int kills_state(Source *s, SubscribedState *ret) {
+        ret->has_kills = true;
+        ret->kernel_kills = kills_kernel_active(s);
+        if (!ret->kernel_kills)
+                (void) kills_kernel_reason(s, ret->kernel_reason, sizeof(ret->kernel_reason));
+        ret->oomd_kills = oomd_watch_active(s->env->oomd);
+        if (!ret->oomd_kills)
+                (void) oomd_watch_describe_inactive(s->env->oomd, ret->oomd_reason, sizeof(ret->oomd_reason));
+        return 0;
 }
 
 /* Kills while nobody watched: counted from the oom_kill a previous process last read. */

@@ -8,7 +8,6 @@
 #include <fcntl.h>
 
 #include "log.h"
-#include "event.h"
 #include "source-common.h"
 
 static void memory_events_on_ready(evutil_socket_t fd, short what, void *userdata) {
@@ -17,7 +16,6 @@ static void memory_events_on_ready(evutil_socket_t fd, short what, void *userdat
         MemoryEvents now, delta = {};
         bool changed = false;
         uint64_t rt, mono;
-        json_t *event;
 
         if (!source_drain_check(s, env->v2))
                 return;
@@ -45,8 +43,10 @@ static void memory_events_on_ready(evutil_socket_t fd, short what, void *userdat
         if (!changed)
                 return;
 
-        event = event_memory_events_new(s->cgroup, &now, &delta, rt, mono);
-        s->cb->event(s, event, mono);
+        s->cb->event(s, &(const EventData) {
+                .kind = EVENT_MEMORY_EVENTS, .cgroup = s->cgroup, .realtime_us = rt, .monotonic_us = mono,
+                .memory_events = { .counters = &now, .delta = &delta },
+        }, 1);
 }
 
 static int memory_events_open(Source *s, int given, SourceFailure *e) {
@@ -80,9 +80,10 @@ static int memory_events_open(Source *s, int given, SourceFailure *e) {
         return 0;
 }
 
-static int memory_events_state(Source *s, json_t **ret) {
-        *ret = json_pack("{s:o}", "counters", memory_events_to_json(&s->last_events));
-        return *ret ? 0 : -ENOMEM;
+static int memory_events_state(Source *s, SubscribedState *ret) {
+        ret->has_counters = true;
+        ret->counters = s->last_events;
+        return 0;
 }
 
 /* Counters that rose while nobody watched make one event, as soon as the loop runs. */

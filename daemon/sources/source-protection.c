@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* The protection source: tracked cgroups, the refresh timer, GetProtection, enrichment. */
-#include "event.h"
 #include "log.h"
 #include "protection-tree.h"
 #include "source.h"
@@ -26,7 +25,6 @@ static void on_change(ProtectionReader *reader, const ProtectionChange *change, 
 
         LIST_FOREACH_SAFE(tracked, s, n, p->tracked) {
                 uint64_t rt, mono;
-                json_t *event, *node = NULL;
 
                 if (!streq(s->cgroup, change->cgroup))
                         continue;
@@ -41,11 +39,10 @@ static void on_change(ProtectionReader *reader, const ProtectionChange *change, 
                 mono = now_usec(CLOCK_MONOTONIC);
                 rt = now_usec(CLOCK_REALTIME);
                 counter_inc(p->counters, COUNTER_EVENTS_READ);
-                if (change->node && protection_node_to_json(change->node, &node) < 0)
-                        node = NULL;
-                event = event_protection_new(s->cgroup, protection_state_to_string(change->state),
-                                             protection_state_to_string(change->previous), node, rt, mono);
-                s->cb->event(s, event, mono);
+                s->cb->event(s, &(const EventData) {
+                        .kind = EVENT_PROTECTION, .cgroup = s->cgroup, .realtime_us = rt, .monotonic_us = mono,
+                        .protection = { .state = change->state, .previous = change->previous, .node = change->node },
+                }, 1);
         }
 }
 
@@ -148,17 +145,9 @@ static void protection_close(Source *s) {
                 reader_drop_if_unused(p);
 }
 
-static int protection_state(Source *s, json_t **ret) {
-        ProtectionSource *p = s->env->protection;
-        ProtectionNode *node = p->reader ? protection_reader_lookup(p->reader, s->cgroup) : NULL;
-        json_t *j = NULL;
-
-        if (!node)
-                return 0;
-        if (protection_node_to_json(node, &j) < 0)
-                return -ENOMEM;
-        *ret = json_pack("{s:o}", "node", j);
-        return *ret ? 0 : -ENOMEM;
+static int protection_state(Source *s, SubscribedState *ret) {
+        ret->node = protection_source_lookup(s->env->protection, s->cgroup);
+        return 0;
 }
 
 /* A state that changed while nobody watched is reported as a change from the one last reported. */
@@ -227,26 +216,19 @@ void protection_source_configure(ProtectionSource *p, bool recursive, uint64_t r
                 log_warning("Failed to re-arm the protection refresh timer; the tree is refreshed on the next change.");
 }
 
-int protection_source_read(ProtectionSource *p, const char *cgroup, json_t **ret_nodes) {
+int protection_source_read(ProtectionSource *p, const char *cgroup, ProtectionNodeFn fn, void *userdata) {
         int k;
 
         k = reader_ensure(p);
         if (k < 0)
                 return k;
-        k = protection_reader_get_nodes_json(p->reader, cgroup, ret_nodes);
+        k = protection_reader_foreach(p->reader, cgroup, fn, userdata);
         reader_drop_if_unused(p);
         return k;
 }
 
-void protection_source_enrich(ProtectionSource *p, const char *cgroup, json_t *event) {
-        ProtectionNode *node;
-        json_t *j;
-
-        if (!p || !p->reader || !event)
-                return;
-        node = protection_reader_lookup(p->reader, cgroup);
-        if (node && protection_node_to_json(node, &j) >= 0)
-                json_object_set_new(event, "protection", j);
+const ProtectionNode *protection_source_lookup(ProtectionSource *p, const char *cgroup) {
+        return p && p->reader ? protection_reader_lookup(p->reader, cgroup) : NULL;
 }
 
 void protection_source_counters(const ProtectionSource *p, uint64_t *ret_applied, uint64_t *ret_skipped) {

@@ -10,11 +10,11 @@
 #pragma once
 
 #include <event2/event.h>
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "counters.h"
+#include "protection-tree.h"
 
 typedef struct ProtectionSource ProtectionSource;
 
@@ -32,11 +32,14 @@ ProtectionSource *protection_source_free(ProtectionSource *p);
 /* protection_source_configure - apply RefreshSec= and RecursiveProtection= (after a reload). */
 void protection_source_configure(ProtectionSource *p, bool recursive, uint64_t refresh_usec);
 
-/* protection_source_read - the nodes of @cgroup's subtree, parents first (GetProtection). */
-int protection_source_read(ProtectionSource *p, const char *cgroup, json_t **ret_nodes);
+/*
+ * protection_source_read - call @fn for each node of @cgroup's subtree,
+ * parents first (GetProtection); errors as protection_reader_foreach().
+ */
+int protection_source_read(ProtectionSource *p, const char *cgroup, ProtectionNodeFn fn, void *userdata);
 
-/* protection_source_enrich - add "protection": NODE to @event if @cgroup is tracked. */
-void protection_source_enrich(ProtectionSource *p, const char *cgroup, json_t *event);
+/* protection_source_lookup - the node of @cgroup if it is tracked (valid until the next refresh), or NULL. */
+const ProtectionNode *protection_source_lookup(ProtectionSource *p, const char *cgroup);
 
 /* protection_source_counters - propagation counters since start. */
 void protection_source_counters(const ProtectionSource *p, uint64_t *ret_applied, uint64_t *ret_skipped);

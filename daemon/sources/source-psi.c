@@ -20,7 +20,6 @@
 #include <sys/statfs.h>
 
 #include "log.h"
-#include "event.h"
 #include "source-common.h"
 
 static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
@@ -168,16 +167,13 @@ static int psi_adopt(Source *s, int fd, SourceFailure *e) {
         return 0;
 }
 
-static int psi_state(Source *s, json_t **ret) {
-        PsiStats stats;
-        int k = psi_stats_read(s->fd, &stats);
+static int psi_state(Source *s, SubscribedState *ret) {
+        int k = psi_stats_read(s->fd, &ret->psi);
 
         if (k == -ENOMEM)
                 return k;
-        if (k < 0)
-                return 0; /* nothing to show */
-        *ret = json_pack("{s:o}", "psi", psi_stats_to_json(&stats));
-        return *ret ? 0 : -ENOMEM;
+        ret->has_psi = k >= 0; /* else nothing to show */
+        return 0;
 }
 
 const SourceOps source_psi_ops = {

@@ -10,7 +10,6 @@
 #include <sys/eventfd.h>
 
 #include "log.h"
-#include "event.h"
 #include "source-common.h"
 
 /*

@@ -113,8 +113,8 @@ void source_close(Source *s) {
         s->cgroup = NULL;
 }
 
-int source_state(Source *s, json_t **ret) {
-        *ret = NULL;
+int source_state(Source *s, SubscribedState *ret) {
+        *ret = (SubscribedState) {};
         return s->ops && s->ops->state ? s->ops->state(s, ret) : 0;
 }
 

@@ -27,13 +27,13 @@
 #pragma once
 
 #include <event2/event.h>
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "cgroup.h"
 #include "counters.h"
+#include "event-data.h"
 #include "kernfile.h"
 #include "list.h"
 #include "snapshot.h"
@@ -68,10 +68,9 @@ typedef struct SourceCallbacks {
          * the source has none (vmpressure) or they could not be read; valid during the call. */
         void (*pressure)(Source *s, const PsiStats *psi, uint64_t realtime_us, uint64_t monotonic_us,
                          uint64_t count);
-        /* Any other event, built by the source (stolen; NULL when out of memory). */
-        void (*event)(Source *s, json_t *event, uint64_t monotonic_us);
-        /* The same for an event that stands for @count occurrences (kills). */
-        void (*event_count)(Source *s, json_t *event, uint64_t monotonic_us, uint64_t count);
+        /* Any other event, typed (valid during the call), standing for @count
+         * occurrences (kills; 1 for the others). */
+        void (*event)(Source *s, const EventData *event, uint64_t count);
         /* The cgroup is gone. */
         void (*removed)(Source *s);
 } SourceCallbacks;
@@ -125,9 +124,9 @@ typedef struct SourceOps {
         /* Release what open() made beyond fd, aux_fd and ev (which the
          * registration closes itself); optional. */
         void (*close)(Source *s);
-        /* The current picture for the "subscribed" reply in @ret, NULL if
-         * there is none; optional. Returns 0 or -ENOMEM. */
-        int (*state)(Source *s, json_t **ret);
+        /* The current picture for the "subscribed" reply, filled into @ret
+         * (zeroed by the caller); optional. Returns 0 or -ENOMEM. */
+        int (*state)(Source *s, SubscribedState *ret);
         /* Take over the kernel registration @fd a previous process made
          * (its trigger written, its eventfd registered); optional: without
          * it, or without an fd, the registration is opened anew. */
@@ -192,8 +191,8 @@ int source_store_fd(const Source *s);
 /* source_close - drop the kernel registration of @s; idempotent. */
 void source_close(Source *s);
 
-/* source_state - the current picture for the "subscribed" reply in @ret, or NULL; 0 or -ENOMEM. */
-int source_state(Source *s, json_t **ret);
+/* source_state - the current picture for the "subscribed" reply in @ret (zeroed first); 0 or -ENOMEM. */
+int source_state(Source *s, SubscribedState *ret);
 
 /* source_read_psi - the PSI averages and totals of a PSI source's pressure file. */
 int source_read_psi(const Source *s, PsiStats *ret);

@@ -111,6 +111,29 @@ static void test_fields_absent(void) {
         ASSERT_OK(unlink(record));
 }
 
+static void test_level_events(void) {
+        _cleanup_free_ char *got = NULL;
+        pressure_event e = event(3);
+        Hook *h = NULL;
+
+        /* A level event of watch --levels: kind "level", no source, not synthetic; a level name this
+         * version does not know is left empty; it coalesces with the events before it. */
+        ASSERT_OK(hook_new(record_argv, 0, &h));
+        ASSERT_OK(hook_submit_level(h, "/b", "normal", 1, 0, "{\"kind\":\"level\"}"));
+        ASSERT_OK(hook_submit(h, &e));
+        ASSERT_OK(hook_submit_level(h, "/b", "critical", 4, 2, "{\"level\":\"critical\"}"));
+        hook_drain(h);
+        ASSERT_OK(hook_submit_level(h, "/b", "dire", 5, 0, "{}"));
+        hook_drain(h);
+        got = read_record();
+        ASSERT_STREQ(got,
+                     "1|1|level|normal|/b||0|0|{\"kind\":\"level\"}||/dev/null|arg one\n"
+                     "4|2|level|critical|/b||2|0|{\"level\":\"critical\"}||/dev/null|arg one\n"
+                     "5|1|level||/b||0|0|{}||/dev/null|arg one\n");
+        hook_free(h);
+        ASSERT_OK(unlink(record));
+}
+
 static void test_drop_pending(void) {
         _cleanup_free_ char *got = NULL;
         Hook *h = NULL;
@@ -184,6 +207,7 @@ int main(void) {
 
         test_environment_and_coalescing();
         test_fields_absent();
+        test_level_events();
         test_drop_pending();
         test_spawn_failure();
         test_free_kills();

@@ -25,7 +25,8 @@ _Static_assert(PRESSURE_PROTECTION_NONE == 1 && PRESSURE_PROTECTION_MIN == 3, "p
 _Static_assert(PRESSURE_RECLAIM_PROBING == 1 && PRESSURE_RECLAIM_UNSUPPORTED == 4, "pressure_reclaim_state");
 _Static_assert(PRESSURE_EVENT_SUBSCRIBED == 0 && PRESSURE_EVENT_REMOVED == 4 && PRESSURE_EVENT_RECONNECTED == 5 &&
                PRESSURE_EVENT_ERROR == 6 && PRESSURE_EVENT_CLEARED == 7 && PRESSURE_EVENT_KILLED == 8 &&
-               PRESSURE_EVENT_TRIGGER_CHANGED == 9, "pressure_event_kind");
+               PRESSURE_EVENT_TRIGGER_CHANGED == 9 && PRESSURE_EVENT_LEVEL == 10, "pressure_event_kind");
+_Static_assert(PRESSURE_LEVEL_NORMAL == PRESSURE_LEVEL_NONE, "a level stream's normal is no pressure");
 
 /* Values 0..LAST of a public enum are named by @to_string. */
 typedef const char *(*ToString)(int v);
@@ -94,7 +95,28 @@ static void test_enums(void) {
         CHECK_ENUM("protection state", idl_protection_state_table, state_name, PRESSURE_PROTECTION_MIN);
         CHECK_ENUM("reclaim state", voc_reclaim_state_table, reclaim_name, PRESSURE_RECLAIM_UNSUPPORTED);
         check_enum("event kind", idl_event_kind_table, ELEMENTSOF(idl_event_kind_table), voc_local_event_kind_table,
-                   ELEMENTSOF(voc_local_event_kind_table), kind_name, PRESSURE_EVENT_TRIGGER_CHANGED);
+                   ELEMENTSOF(voc_local_event_kind_table), kind_name, PRESSURE_EVENT_LEVEL);
+}
+
+/*
+ * A level event reads every level of the interface's LevelEvent: "normal"
+ * as NORMAL, the others as the portable level of that name.
+ */
+static void test_stream_levels(void) {
+        for (size_t i = 0; i < ELEMENTSOF(idl_stream_level_table); i++) {
+                json_t *v = json_pack("{s:s, s:s, s:s}", "kind", IDL_EVENT_KIND_NAME(LEVEL), "cgroup", "/",
+                                      "level", idl_stream_level_table[i]);
+                pressure_event e;
+
+                ASSERT_TRUE(v != NULL);
+                ASSERT_OK(event_parse(v, &e));
+                if (i == IDL_STREAM_LEVEL_NORMAL)
+                        ASSERT_TRUE(pressure_event_get_level(&e) == PRESSURE_LEVEL_NORMAL);
+                else
+                        ASSERT_STREQ(pressure_level_to_string(pressure_event_get_level(&e)), idl_stream_level_table[i]);
+                json_decref(v);
+        }
+        ASSERT_TRUE(pressure_level_to_string(PRESSURE_LEVEL_NORMAL) == NULL);
 }
 
 /* The two public parsers read every name back to its value, and refuse others. */
@@ -138,6 +160,7 @@ static void test_errors(void) {
 
 int main(void) {
         test_enums();
+        test_stream_levels();
         test_from_string();
         test_errors();
         return 0;

@@ -6,7 +6,7 @@ A peer runs in a uniquely named cgroup2 directory D inside a new cgroup
 namespace (unshare -C: its root is its own cgroup; unshare -Cm with cgroup2
 mounted inside: the root comes from that mount, even after the peer moved
 deeper; unshare -U too, as an unprivileged user). Its "/" is D for
-Subscribe, Inject, GetStatus, GetProtection and history; it cannot climb
+Subscribe, Inject, GetStatus, GetProtection, GetHeadroom and history; it cannot climb
 above D; a host peer naming D and the namespaced peer naming "/" share one
 registration. The same script, run with --agent, is the namespaced peer:
 it carries out varlink calls that the test sends it as JSON lines.
@@ -207,6 +207,32 @@ def check_own_root(d, name, v2dir):
         peer.stop()
 
 
+def check_levels(d, name, v2dir):
+    """A level stream from the namespace: on its "/", named "/", sharing the
+    three registrations with a host peer that follows the real path."""
+    peer = Peer(['unshare', '-C'] + agent_cmd(d.socket), v2dir)
+    host = pt.Varlink(d.socket)
+    try:
+        peer.connect('levels')
+        ev = peer.subscribe('levels', levels=True)['parameters']['event']
+        pt.check_eq((ev['kind'], ev['cgroup'], ev['level'], ev['seq']), ('level', '/', 'normal', 1),
+                    'the namespaced peer follows its "/"')
+        ev = host.subscribe(levels=True, cgroup=name)['parameters']['event']
+        pt.check_eq((ev['kind'], ev['cgroup']), ('level', name), 'the host peer follows the real path')
+        regs = [r for r in d.status()['registrations'] if r['cgroup'] == name]
+        pt.check_eq(len(regs), 3, 'both follow one set of three registrations')
+        d.inject('low', name)
+        ev = peer.recv('levels', timeout=10)['parameters']['event']
+        pt.check_eq((ev['cgroup'], ev['level'], ev['seq']), ('/', 'low', 2), 'the change, named "/" in the namespace')
+        ev = host.recv(timeout=pt.scaled(10))['parameters']['event']
+        pt.check_eq((ev['cgroup'], ev['level'], ev['seq']), (name, 'low', 2), 'and on the real path on the host')
+        r = peer.subscribe('x', levels=True, cgroup='/..') if peer.connect('x') is None else None
+        pt.check_eq(r.get('error'), 'io.pressured.InvalidCgroupPath', 'no level stream above the namespace root')
+    finally:
+        host.close()
+        peer.stop()
+
+
 def next_cleared(peer):
     ev = peer.recv('sub', timeout=30)['parameters']['event']
     return ev if ev['kind'] == 'cleared' else None
@@ -327,6 +353,43 @@ def check_protection(name, v2dir):
                 peer.stop()
 
 
+def check_headroom(name, v2dir):
+    """GetHeadroom from the namespace: the walk stops at the peer's root, whose limit it sees even
+    where an ancestor outside is tighter, and names the limiting cgroup as the peer does."""
+    inner = os.path.join(v2dir, 'hr')
+    os.mkdir(inner)
+    mib = 1 << 20
+    try:
+        with tempfile.TemporaryDirectory(prefix='pressured-fake-') as root:
+            pt.make_fake_tree(root, {'/': {'current': GIB}, name: {'current': 100 * mib},
+                                     name + '/hr': {'current': 50 * mib}, name + '/hr/job': {'current': 10 * mib}})
+            for cg, mx in ((name, 120 * mib), (name + '/hr', 200 * mib), (name + '/hr/job', 'max')):
+                for f, v in (('memory.max', mx), ('memory.high', 'max')):
+                    with open(os.path.join(root, cg.lstrip('/'), f), 'w') as fp:
+                        fp.write(f'{v}\n')
+            with pt.Daemon(cgroup_root=root) as d:
+                peer = Peer(['unshare', '-C'] + agent_cmd(d.socket), inner)
+                try:
+                    peer.connect('p')
+                    want = {'usage_bytes': 10 * mib, 'limit_bytes': 200 * mib, 'limiting_cgroup': '/',
+                            'headroom_bytes': 150 * mib, 'reclaim_target_bytes': None}
+                    r = peer.call('p', 'io.pressured.GetHeadroom', {'cgroup': '/job'})
+                    pt.check_eq(r.get('parameters'), want, 'GetHeadroom "/job" sees its root\'s limit, named "/"')
+                    r = peer.call('p', 'io.pressured.GetHeadroom', {})
+                    pt.check_eq(r.get('parameters'), dict(want, usage_bytes=50 * mib), 'GetHeadroom of its root')
+                    r = peer.call('p', 'io.pressured.GetHeadroom', {'cgroup': '/..'})
+                    pt.check_eq(r.get('error'), 'io.pressured.InvalidCgroupPath', 'no climbing above the root')
+                    host = pt.Varlink(d.socket)
+                    r = host.call_sync('io.pressured.GetHeadroom', {'cgroup': name + '/hr/job'})
+                    pt.check_eq((r['parameters']['limiting_cgroup'], r['parameters']['headroom_bytes']),
+                                (name, 20 * mib), 'the host sees the tighter ancestor')
+                    host.close()
+                finally:
+                    peer.stop()
+    finally:
+        pt.remove_cgroup(inner)
+
+
 def check_proxy(name, v2dir):
     """The memory-pressure socket reads the peer's cgroup from /proc in the daemon's view: a namespaced
     peer watches its own real cgroup, and GetStatus names it as each peer sees it."""
@@ -444,11 +507,13 @@ def main():
             pt.skip('PSI is not available in cgroup2 directories (memory.pressure missing)')
         with pt.Daemon(config_text='[Levels]\nClearAfterSec=1\n') as d:
             check_own_root(d, name, v2dir)
+            check_levels(d, name, v2dir)
             check_mounted_root(d, name, v2dir)
             check_user_namespace(d, name, v2dir)
             check_peer_gone(d)
             check_huge_mountinfo(d, v2dir)
         check_protection(name, v2dir)
+        check_headroom(name, v2dir)
         check_proxy(name, v2dir)
         check_unknown_namespace(name, v2dir)
     finally:

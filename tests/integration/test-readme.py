@@ -6,12 +6,14 @@
 - The C example (the fenced block whose first line is
   "/* README example: cache-service.c */") is client/lib/examples/cache-service.c
   from its first #include on; it is compiled with cc against the built
-  libpressure and run against a daemon started here: an injected medium
-  event prints the medium line and, when its episode ends, the cleared
-  line, never the critical one; an injected critical event then prints
-  the critical line.
+  libpressure and libsystemd and run against a daemon started here: its
+  monitor's level stream is the one subscription; an injected medium
+  prints the medium line and, when the level is back to normal, the line
+  that says so, never the critical one; an injected critical then prints
+  the critical line. Against a daemon without level streams (before 0.4)
+  it says so and exits with 1.
 - The Python example ("# README example: subscribe.py") runs with the
-  module pressured of the source tree (client/python) and otherwise the
+  module pressured of the build tree (client/python) and otherwise the
   standard library only, and prints the subscription, the injected event
   and the end of the episode.
 - Every key of the effective configuration (pressured --dump-config) is in
@@ -35,7 +37,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
-from pressured_test import (BUILD_ROOT, PRESSURED, PRESSURECTL, SOURCE_ROOT, Daemon,  # noqa: E402
+from pressured_test import (BUILD_ROOT, PRESSURED, PRESSURECTL, SOURCE_ROOT, Daemon, Varlink,  # noqa: E402
                             check, finish, scaled, skip_part)
 
 README = os.path.join(SOURCE_ROOT, 'README.md')
@@ -134,6 +136,54 @@ def sanitizers():
     return 'none'
 
 
+def serves_levels(daemon):
+    """Whether the daemon has level streams: one before 0.4 answers InvalidParameter "levels"."""
+    v = Varlink(daemon.socket)
+    try:
+        r = v.subscribe(levels=True)
+    finally:
+        v.close()
+    if 'error' in r:
+        check(r['error'] == 'org.varlink.service.InvalidParameter' and
+              r.get('parameters', {}).get('parameter') == 'levels', 'a daemon without level streams says so', r)
+        return False
+    check(r['parameters']['event']['kind'] == 'level', 'a level stream starts with the level', r)
+    return True
+
+
+def check_old_daemon(proc):
+    """The example against a daemon before 0.4: the reason on stderr, exit status 1."""
+    try:
+        _, err = proc.communicate(timeout=scaled(15))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        check(False, 'the C example ends against a daemon without level streams')
+        return
+    check(proc.returncode == 1 and 'pressured is older than 0.4' in err.decode(errors='replace'),
+          'the C example says the daemon is too old', (proc.returncode, err))
+
+
+def check_levels(daemon, out):
+    """The example's lines for injected levels on "/", in an attempt the kernel stayed quiet through."""
+    wait_subscribed(daemon, 1)
+    # The example watches the whole system: real pressure on this machine
+    # (another program's) changes its level too, so only an attempt the
+    # kernel stayed quiet through tells that medium does not reach critical.
+    for _ in range(5):
+        since = len(out.lines)
+        read = daemon.status()['counters']['events_read']
+        run_episode(daemon, out, ['medium'],
+                    [r'^memory pressure: dropping the cache$', r'^pressure over: the cache may grow again$'], since)
+        if daemon.status()['counters']['events_read'] == read:
+            check(not any('saving state' in line for line in out.lines[since:]),
+                  'a medium level does not say critical', out.lines[since:])
+            break
+    else:
+        check(False, 'the kernel stayed quiet through one of 5 medium injections')
+    run_episode(daemon, out, ['critical'], [r'^critical memory pressure: saving state$'], len(out.lines))
+
+
 def check_c_example(text, daemon, tmp):
     body = fenced_block(text, '/* README example: cache-service.c */')
     with open(os.path.join(SOURCE_ROOT, 'client', 'lib', 'examples', 'cache-service.c')) as f:
@@ -155,7 +205,7 @@ def check_c_example(text, daemon, tmp):
     san_flags = [] if san == 'none' else [f'-fsanitize={san}']
     r = subprocess.run([cc, '-std=gnu11', '-Wall', '-Werror', '-Wno-unused-parameter'] + san_flags +
                        ['-I', os.path.join(SOURCE_ROOT, 'client', 'lib'), src, '-o', exe,
-                        '-L', libdir, '-lpressure'], capture_output=True, text=True)
+                        '-L', libdir, '-lpressure', '-lsystemd'], capture_output=True, text=True)
     check(r.returncode == 0, 'the C example compiles', r.stderr)
     env = dict(os.environ, PRESSURED_SOCKET=daemon.socket, LD_LIBRARY_PATH=libdir)
     if san_flags:
@@ -164,26 +214,10 @@ def check_c_example(text, daemon, tmp):
     proc = subprocess.Popen(['stdbuf', '-oL', exe], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out = Output(proc)
     try:
-        wait_subscribed(daemon, 2)
-        # A medium injection reaches the medium handler only: the episode
-        # ends (its cleared comes after the event on the same connection)
-        # without the critical one having said anything. The example
-        # watches the whole system: a real event (another program's
-        # pressure on this machine) reaches both handlers, so only an
-        # attempt the kernel stayed quiet through tells.
-        for _ in range(5):
-            since = len(out.lines)
-            read = daemon.status()['counters']['events_read']
-            run_episode(daemon, out, ['medium'],
-                        [r'^memory pressure: dropping the cache$',
-                         r'^pressure over after \d+\.\d s: the cache may grow again$'], since)
-            if daemon.status()['counters']['events_read'] == read:
-                check(not any('saving state' in line for line in out.lines[since:]),
-                      'a medium injection does not reach the critical handler', out.lines[since:])
-                break
+        if serves_levels(daemon):
+            check_levels(daemon, out)
         else:
-            check(False, 'the kernel stayed quiet through one of 5 medium injections')
-        run_episode(daemon, out, ['critical'], [r'^critical memory pressure: saving state$'], len(out.lines))
+            check_old_daemon(proc)
     finally:
         out.stop()
         wait_subscribed_gone(daemon)
@@ -204,7 +238,7 @@ def check_python_example(text, daemon, tmp):
     check('pressured' in imports and imports - {'pressured'} <= set(sys.stdlib_module_names),
           'the Python example uses the module pressured and the standard library only', imports)
     env = dict(os.environ, PRESSURED_SOCKET=daemon.socket,
-               PYTHONPATH=os.path.join(SOURCE_ROOT, 'client', 'python'))
+               PYTHONPATH=os.path.join(BUILD_ROOT, 'client', 'python'))
     proc = subprocess.Popen([sys.executable, src], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out = Output(proc)
     try:

@@ -13,6 +13,7 @@
 #include "event.h"
 #include "kernfile.h"
 #include "peer-view.h"
+#include "test-body.h"
 #include "tests.h"
 #include "util.h"
 
@@ -185,7 +186,7 @@ static json_t *parse_body(const Body *b) {
 
 static void check_view(json_t *event, const char *root, const char *want_cgroup, const char *want_node) {
         _cleanup_(event_view_done) EventView v = {};
-        Body *b = event_body_new(event, 42), *out;
+        Body *b = test_body_new(event, 42, 0), *out;
         json_t *o, *ev;
 
         ASSERT_TRUE(b);
@@ -250,7 +251,7 @@ static void test_body_view(void) {
                 ASSERT_OK(event_view_init(&v1, "/a"));
                 ASSERT_OK(event_view_init(&v1_again, "/a"));
                 ASSERT_OK(event_view_init(&v2, "/a/b"));
-                b = event_body_new(event_pressure_new("/a/b/c", "psi", RESOURCE_MEMORY, NULL, 1, 2), 2);
+                b = test_body_new(event_pressure_new("/a/b/c", "psi", RESOURCE_MEMORY, NULL, 1, 2), 2, 0);
                 ASSERT_TRUE(b);
                 a = event_body_view(b, &v1);
                 a_again = event_body_view(b, &v1_again);
@@ -271,7 +272,7 @@ static void test_body_view(void) {
         /* No root: the same body, one more reference. */
         ASSERT_OK(event_view_init(&none, "/"));
         ASSERT_TRUE(none.root == NULL);
-        b = event_body_new(event_pressure_new("/a", "psi", RESOURCE_MEMORY, NULL, 1, 2), 2);
+        b = test_body_new(event_pressure_new("/a", "psi", RESOURCE_MEMORY, NULL, 1, 2), 2, 0);
         same = event_body_view(b, &none);
         ASSERT_TRUE(same == b);
         ASSERT_EQ(b->n_ref, 2);

@@ -193,6 +193,9 @@ static void test_longest_values(void) {
                 { "Levels", "VmpressureMode", "hierarchy", true },
                 { "Levels", "ClearAfterSec", "3600s", false },
                 { "Levels", "ClearRatio", "0.999999", false },
+                { "Levels", "MarginLow", "100%", true },
+                { "Levels", "MarginMedium", "1048576G", true },
+                { "Levels", "MarginCritical", "1125899906842624", false },
                 { "Limits", "MaxClients", "1000000", true },
                 { "Limits", "MaxClientsPerUser", "1000000", true },
                 { "Limits", "MaxMessageBytes", "16777216", false },
@@ -371,6 +374,32 @@ static void test_value_forms(void) {
         }
 }
 
+/* [Levels] Margin*=: a percentage or a size, each formatted back as given; empty restores the default. */
+static void test_margins(void) {
+        _cleanup_(config_freep) Config *c = config_new_default();
+        _cleanup_free_ char *text = NULL;
+
+        ASSERT_TRUE(c->margins[LEVEL_LOW].percent && c->margins[LEVEL_LOW].value == 50000);
+        ASSERT_TRUE(c->margins[LEVEL_MEDIUM].percent && c->margins[LEVEL_MEDIUM].value == 100000);
+        ASSERT_TRUE(c->margins[LEVEL_CRITICAL].percent && c->margins[LEVEL_CRITICAL].value == 200000);
+        ASSERT_OK(config_parse_string(c, "x", "[Levels]\nMarginLow=0%\nMarginMedium=512M\nMarginCritical=12.5%\n",
+                                      NULL));
+        ASSERT_TRUE(c->margins[LEVEL_LOW].percent && c->margins[LEVEL_LOW].value == 0);
+        ASSERT_TRUE(!c->margins[LEVEL_MEDIUM].percent);
+        ASSERT_U64_EQ(c->margins[LEVEL_MEDIUM].value, UINT64_C(512) << 20);
+        ASSERT_TRUE(c->margins[LEVEL_CRITICAL].percent && c->margins[LEVEL_CRITICAL].value == 125000);
+        text = config_format(c);
+        ASSERT_TRUE(text);
+        ASSERT_TRUE(strstr(text, "MarginLow=0%\nMarginMedium=512M\nMarginCritical=12.5%\n"));
+        ASSERT_OK(config_parse_string(c, "x", "[Levels]\nMarginLow=0\nMarginCritical=1500\n", NULL));
+        ASSERT_TRUE(!c->margins[LEVEL_LOW].percent && c->margins[LEVEL_LOW].value == 0);
+        ASSERT_TRUE(!c->margins[LEVEL_CRITICAL].percent && c->margins[LEVEL_CRITICAL].value == 1500);
+        ASSERT_OK(config_parse_string(c, "x", "[Levels]\nMarginLow=\nMarginMedium=\nMarginCritical=\n", NULL));
+        ASSERT_TRUE(c->margins[LEVEL_LOW].percent && c->margins[LEVEL_LOW].value == 50000);
+        ASSERT_TRUE(c->margins[LEVEL_MEDIUM].percent && c->margins[LEVEL_MEDIUM].value == 100000);
+        ASSERT_TRUE(c->margins[LEVEL_CRITICAL].percent && c->margins[LEVEL_CRITICAL].value == 200000);
+}
+
 static void test_listen_address(void) {
         struct sockaddr_storage ss;
         socklen_t len = 0;
@@ -539,6 +568,17 @@ static void test_errors(void) {
                     F "2: [Reclaim] TargetStall=: must be a percentage between 0.0001% and 100%, e.g. \"0.1%\"");
         check_error("[Reclaim]\nTargetStall=0%\n",
                     F "2: [Reclaim] TargetStall=: must be a percentage between 0.0001% and 100%, e.g. \"0.1%\"");
+#define MARGIN_ERROR "must be a percentage between 0% and 100%, e.g. \"10%\", " \
+                     "or a size of at most 1048576G (bytes, or with suffix K, M, G)"
+        check_error("[Levels]\nMarginLow=101%\n", F "2: [Levels] MarginLow=: " MARGIN_ERROR);
+        check_error("[Levels]\nMarginMedium=-1%\n", F "2: [Levels] MarginMedium=: " MARGIN_ERROR);
+        check_error("[Levels]\nMarginCritical=1048577G\n", F "2: [Levels] MarginCritical=: " MARGIN_ERROR);
+        check_error("[Levels]\nMarginCritical=1125899906842625\n", F "2: [Levels] MarginCritical=: " MARGIN_ERROR);
+        check_error("[Levels]\nMarginLow=lots\n", F "2: [Levels] MarginLow=: " MARGIN_ERROR);
+        check_error("[Levels]\nMarginLow=%\n", F "2: [Levels] MarginLow=: " MARGIN_ERROR);
+        check_error("[Levels]\nMarginLow=10%M\n", F "2: [Levels] MarginLow=: " MARGIN_ERROR);
+        check_error("[Levels]\nMarginLow=18446744073709551616\n", F "2: [Levels] MarginLow=: " MARGIN_ERROR);
+#undef MARGIN_ERROR
         check_error("[Reclaim]\nMaxStep=101%\n",
                     F "2: [Reclaim] MaxStep=: must be a percentage between 0.0001% and 100%, e.g. \"0.1%\"");
         check_error("[Reclaim]\nMaxStep=0.00001%\n",
@@ -647,6 +687,10 @@ static void test_format_roundtrip(void) {
                      "VmpressureMode=hierarchy\n"
                      "ClearAfterSec=0\n"
                      "ClearRatio=0.5\n"
+                     "StepDownSec=2\n"
+                     "MarginLow=5%\n"
+                     "MarginMedium=10%\n"
+                     "MarginCritical=20%\n"
                      "\n"
                      "[Limits]\n"
                      "MaxClients=4096\n"
@@ -1029,6 +1073,7 @@ int main(void) {
         test_value_forms();
         test_longest_values();
         test_listen_address();
+        test_margins();
         test_errors();
         test_ini_edge_cases();
         test_format_roundtrip();

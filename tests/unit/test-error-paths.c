@@ -33,6 +33,7 @@
 #include "subscription.h"
 #include "test-capture.h"
 #include "test-registry-fixture.h"
+#include "test-body.h"
 #include "tests.h"
 #include "util.h"
 
@@ -541,7 +542,7 @@ static void test_idle_timer_refused(void) {
 }
 
 static bool deliver(Subscription *s, uint64_t count) {
-        Body *body = event_body_new(json_pack("{s:s, s:s}", "kind", "memory_events", "cgroup", "/x"), 0);
+        Body *body = test_body_new(json_pack("{s:s, s:s}", "kind", "memory_events", "cgroup", "/x"), 0, 0);
         bool delivered;
 
         ASSERT_TRUE(body);
@@ -615,7 +616,7 @@ static Registration *registration_make(Fixture *f, const char *cgroup) {
 }
 
 static uint64_t inject_low(Fixture *f, const char *cgroup) {
-        Body *body = event_body_new(event_pressure_new(cgroup, "inject", RESOURCE_MEMORY, NULL, 1, now_usec(CLOCK_MONOTONIC)), 0);
+        Body *body = test_body_new(event_pressure_new(cgroup, "inject", RESOURCE_MEMORY, NULL, 1, now_usec(CLOCK_MONOTONIC)), 0, 0);
         uint64_t n;
 
         ASSERT_TRUE(body);
@@ -710,7 +711,7 @@ static void test_namespaced_peer(void) {
         json_decref(ev);
 
         /* The shared body exists; the peer's copy of it cannot be made. */
-        body = event_body_new(json_pack("{s:s, s:s}", "kind", "memory_events", "cgroup", "/x"), 0);
+        body = test_body_new(json_pack("{s:s, s:s}", "kind", "memory_events", "cgroup", "/x"), 0, 0);
         ASSERT_TRUE(body);
         fail_inject_reset();
         fail_inject_after(FAIL_MALLOC, 1);

@@ -131,6 +131,22 @@ static void test_fallback_and_escaping(void) {
         free(s);
 }
 
+static void test_invalid_parameter(void) {
+        json_t *p = json_pack("{s:s}", "parameter", "levels");
+        char *s = error_sentence("watch", "org.varlink.service.InvalidParameter", p);
+
+        /* "levels" is the selector a daemon before 0.4 does not know: say that, not "a parameter". */
+        ASSERT_STREQ(s, "The daemon does not serve level streams (watch --levels): it is older than pressured 0.4; "
+                        "update pressured and restart it.");
+        free(s);
+        json_decref(p);
+        p = json_pack("{s:s}", "parameter", "min_interval_ms");
+        s = error_sentence("watch", "org.varlink.service.InvalidParameter", p);
+        assert_contains(s, "The daemon rejected the parameter min_interval_ms of the call");
+        free(s);
+        json_decref(p);
+}
+
 static void test_permission_denied(void) {
         json_t *p = json_pack("{s:s}", "reason", "Inject is reserved to root and the InjectGroup= group");
         char *s = error_sentence("inject", "io.pressured.PermissionDenied", p);
@@ -346,6 +362,7 @@ int main(int argc, char **argv) {
         ASSERT_TRUE(check_declared(argv[1]) >= 8);
         ASSERT_TRUE(check_declared(argv[2]) >= 6);
         test_fallback_and_escaping();
+        test_invalid_parameter();
         test_permission_denied();
         test_hints();
         test_describe();

@@ -7,6 +7,7 @@
 #include "event.h"
 #include "fail-inject.h"
 #include "tests.h"
+#include "varlink.h"
 #include "util.h"
 
 /* @o has exactly the keys of the NULL-terminated @keys. */
@@ -84,7 +85,10 @@ static void test_shapes(void) {
         ASSERT_TRUE(!event_killed_new("/a", "systemd-oomd", "\xff", 1, 2));
         {
                 /* The body carries no count of its own: each subscriber's prefix adds it. */
-                Body *b = event_body_new(event_killed_new("/a", "kernel", "oom_kill", 1, 2), 2);
+                Body *b = event_data_body(&(const EventData) {
+                        .kind = EVENT_KILLED, .cgroup = "/a", .realtime_us = 1, .monotonic_us = 2,
+                        .killed = { .by = "kernel", .reason = "oom_kill" },
+                }, 2);
 
                 ASSERT_TRUE(b && !(b->flags & (BODY_NO_COUNT | BODY_HAS_LEVEL)) && !strstr(b->data, "count"));
                 body_unref(b);
@@ -114,9 +118,13 @@ static void test_removed_and_body(void) {
         free(msg);
 
         /* The body is the event without its opening brace, closed by "}}". */
-        b = event_body_new(event_pressure_new("/a", "psi", RESOURCE_MEMORY, NULL, 1, 2), 2);
+        b = event_data_body(&(const EventData) {
+                .kind = EVENT_PRESSURE, .cgroup = "/a", .realtime_us = 1, .monotonic_us = 2,
+                .pressure = { .source = SOURCE_PSI, .resource = RESOURCE_MEMORY, .level = _LEVEL_INVALID },
+        }, 2);
         ASSERT_TRUE(b);
         ASSERT_EQ(b->flags & BODY_HAS_LEVEL, 0);
+        ASSERT_U64_EQ(b->monotonic_us, 2);
         ASSERT_EQ(b->size, strlen(b->data) + 1);
         {
                 _cleanup_free_ char *whole = NULL;
@@ -128,7 +136,124 @@ static void test_removed_and_body(void) {
                 json_decref(o);
         }
         body_unref(b);
-        ASSERT_TRUE(!event_body_new(NULL, 0));
+        /* A kind the serializer does not know is no event. */
+        ASSERT_TRUE(!event_data_body(&(const EventData) { .kind = _EVENT_KIND_MAX, .cgroup = "/a" }, 0));
+}
+
+/* The body of a typed event is its JSON, serialized once, whatever its size. */
+static void check_body_is_json(const EventData *e, unsigned flags) {
+        _cleanup_free_ char *text = NULL;
+        json_t *o = event_data_json(e);
+        Body *b = event_data_body(e, 9);
+        size_t n;
+
+        ASSERT_TRUE(o && b);
+        text = json_dumps(o, VARLINK_JSON_FLAGS);
+        json_decref(o);
+        n = strlen(text);
+        ASSERT_EQ(b->size, n + 2);
+        ASSERT_TRUE(memcmp(b->data, text + 1, n - 1) == 0);
+        ASSERT_STREQ(b->data + n - 1, "}}");
+        ASSERT_EQ(b->flags, flags);
+        ASSERT_U64_EQ(b->monotonic_us, 9);
+        body_unref(b);
+}
+
+/* protocol/ writes the whole envelope: the prefix opens it, the body closes it. */
+static void test_prefix(void) {
+        char buf[OUT_PREFIX_MAX];
+        Body b = { .flags = 0 };
+
+        ASSERT_EQ(event_prefix(buf, &b, 3, 1, 2, _LEVEL_INVALID), strlen(buf));
+        ASSERT_STREQ(buf, "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":3,\"missed\":1,\"count\":2,");
+        (void) event_prefix(buf, &b, 3, 1, 2, LEVEL_LOW);
+        ASSERT_STREQ(buf, "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":3,\"missed\":1,\"count\":2,"
+                          "\"level\":\"low\",");
+        b.flags = BODY_HAS_LEVEL;
+        (void) event_prefix(buf, &b, 3, 1, 2, LEVEL_LOW);
+        ASSERT_STREQ(buf, "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":3,\"missed\":1,\"count\":2,");
+        b.flags = BODY_NO_COUNT;
+        (void) event_prefix(buf, &b, 3, 1, 2, LEVEL_CRITICAL);
+        ASSERT_STREQ(buf, "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":3,\"missed\":1,"
+                          "\"level\":\"critical\",");
+        (void) event_prefix(buf, &b, UINT64_MAX, UINT64_MAX, UINT64_MAX, _LEVEL_INVALID);
+        ASSERT_STREQ(buf, "{\"continues\":true,\"parameters\":{\"event\":{\"seq\":18446744073709551615,"
+                          "\"missed\":18446744073709551615,");
+}
+
+static void test_typed(void) {
+        _cleanup_free_ char *deep = malloc(3001);
+        PsiStats st = { .some = { .avg10 = 1234, .total_us = 5 }, .has_some = true };
+        EpisodeRecord rec = { .start_us = 1, .end_us = 4, .events = 2, .peak = LEVEL_LOW + 1 };
+        MemoryEvents me = { .present = 1u << MEMORY_EVENT_OOM, .value = { [MEMORY_EVENT_OOM] = 3 } };
+        EventData e = {
+                .kind = EVENT_PRESSURE, .cgroup = "/a", .realtime_us = 1, .monotonic_us = 2,
+                .pressure = { .source = SOURCE_PSI, .resource = RESOURCE_IO, .psi = &st, .level = _LEVEL_INVALID },
+        };
+        json_t *o;
+
+        check_body_is_json(&e, 0);
+        /* Beyond the stack buffer (a deep cgroup): the second pass. */
+        ASSERT_TRUE(deep);
+        deep[0] = '/';
+        memset(deep + 1, 'x', 2999);
+        deep[3000] = 0;
+        e.cgroup = deep;
+        check_body_is_json(&e, 0);
+        e.cgroup = "/a";
+
+        /* Injected: "inject", its level and "synthetic", in this order. */
+        e.pressure = (PressureSample) { .source = _SOURCE_INVALID, .resource = RESOURCE_MEMORY, .level = LEVEL_MEDIUM };
+        o = event_data_json(&e);
+        CHECK_KEYS(o, "kind", "cgroup", "source", "time_us", "monotonic_us", "resource", "level", "synthetic");
+        ASSERT_STREQ(json_string_value(json_object_get(o, "source")), "inject");
+        json_decref(o);
+        check_body_is_json(&e, BODY_HAS_LEVEL);
+
+        check_body_is_json(&(const EventData) {
+                .kind = EVENT_MEMORY_EVENTS, .cgroup = "/a", .memory_events = { .counters = &me, .delta = &me },
+        }, 0);
+        check_body_is_json(&(const EventData) {
+                .kind = EVENT_PROTECTION, .cgroup = "/a",
+                .protection = { .state = PROTECTION_STATE_LOW, .previous = PROTECTION_STATE_NONE },
+        }, 0);
+        check_body_is_json(&(const EventData) {
+                .kind = EVENT_CLEARED, .cgroup = "/a",
+                .cleared = { .source = SOURCE_VMPRESSURE, .resource = RESOURCE_MEMORY, .episode = &rec },
+        }, BODY_NO_COUNT);
+        e = (EventData) {
+                .kind = EVENT_TRIGGER_CHANGED, .cgroup = "/a",
+                .trigger_changed = {
+                        .source = SOURCE_PSI, .resource = RESOURCE_MEMORY,
+                        .trigger = { .type = SOURCE_PSI, .psi = { PSI_STALL_SOME, 150000, 2000000 }, .level = LEVEL_LOW },
+                        .adjusted_reason = "rounded",
+                },
+        };
+        o = event_data_json(&e);
+        CHECK_KEYS(o, "kind", "cgroup", "source", "time_us", "monotonic_us", "resource", "trigger", "adjusted",
+                   "adjusted_reason");
+        ASSERT_TRUE(json_is_true(json_object_get(o, "adjusted")));
+        json_decref(o);
+        check_body_is_json(&e, BODY_NO_COUNT);
+
+        /* The "subscribed" state: each part the source has, in order, {} for none. */
+        {
+                SubscribedState ss = { .has_kills = true, .oomd_kills = true, .kernel_reason = "no memory.events" };
+                _cleanup_free_ char *text = NULL;
+
+                o = subscribed_state_json(&ss);
+                text = json_dumps(o, JSON_COMPACT);
+                ASSERT_STREQ(text, "{\"kill_sources\":[\"systemd-oomd\"],\"unavailable_kill_sources\":"
+                                   "[{\"source\":\"kernel\",\"reason\":\"no memory.events\"}]}");
+                json_decref(o);
+                ss = (SubscribedState) { .has_counters = true, .counters = me, .episode = &rec, .now_us = 5 };
+                o = subscribed_state_json(&ss);
+                CHECK_KEYS(o, "counters", "episode");
+                json_decref(o);
+                o = subscribed_state_json(&(const SubscribedState) {});
+                ASSERT_EQ(json_object_size(o), 0);
+                json_decref(o);
+        }
 }
 
 static void test_episodes(void) {
@@ -146,7 +271,11 @@ static void test_episodes(void) {
         ASSERT_EQ(json_integer_value(json_object_get(o, "duration_us")), 4000000);
         ASSERT_EQ(json_integer_value(json_object_get(o, "events")), 3);
         ASSERT_TRUE(json_real_value(json_object_get(o, "peak")) == 12.5);
-        b = event_body_new(o, 5000000);
+        json_decref(o);
+        b = event_data_body(&(const EventData) {
+                .kind = EVENT_CLEARED, .cgroup = "/a", .realtime_us = 7, .monotonic_us = 5000000,
+                .cleared = { .source = SOURCE_PSI, .resource = RESOURCE_CPU, .episode = &psi },
+        }, 5000000);
         ASSERT_TRUE(b);
         ASSERT_EQ(b->flags & BODY_NO_COUNT, BODY_NO_COUNT);
         body_unref(b);
@@ -186,7 +315,10 @@ static void test_episodes(void) {
         json_decref(o);
 
         /* A pressure event keeps its count. */
-        b = event_body_new(event_pressure_new("/a", "psi", RESOURCE_MEMORY, NULL, 1, 2), 2);
+        b = event_data_body(&(const EventData) {
+                .kind = EVENT_PRESSURE, .cgroup = "/a", .realtime_us = 1, .monotonic_us = 2,
+                .pressure = { .source = SOURCE_PSI, .resource = RESOURCE_MEMORY, .level = _LEVEL_INVALID },
+        }, 2);
         ASSERT_EQ(b->flags & BODY_NO_COUNT, 0);
         body_unref(b);
 }
@@ -229,6 +361,22 @@ static json_t *build(int which, json_t *stolen, json_t *other) {
         case 8:
                 json_decref(stolen);
                 return event_killed_new("/a", "kernel", "oom_kill", 1, 2);
+        case 9: {
+                SubscribedState state = {
+                        .has_psi = true, .psi = st, .has_counters = true, .counters = me, .has_kills = true,
+                        .oomd_kills = true, .kernel_reason = "no memory.events", .episode = &rec, .now_us = 5,
+                        .realtime_us = 6,
+                };
+
+                json_decref(stolen);
+                return subscribed_state_json(&state);
+        }
+        case 10:
+                json_decref(stolen);
+                return event_data_json(&(const EventData) {
+                        .kind = EVENT_PRESSURE, .cgroup = "/a", .pressure = {
+                                .source = _SOURCE_INVALID, .psi = &st, .level = LEVEL_LOW },
+                });
         default:
                 json_decref(stolen);
                 return event_cleared_new("/a", SOURCE_PSI, RESOURCE_MEMORY, &rec, 1, 2);
@@ -236,7 +384,7 @@ static json_t *build(int which, json_t *stolen, json_t *other) {
 }
 
 static void test_out_of_memory(void) {
-        for (int which = 0; which <= 9; which++) {
+        for (int which = 0; which <= 11; which++) {
                 _cleanup_free_ char *full = NULL;
 
                 for (unsigned n = 1;; n++) {
@@ -265,28 +413,35 @@ static void test_out_of_memory(void) {
                 }
         }
 
-        /* The body: each allocation of serializing failing gives NULL, the event released. */
-        for (unsigned n = 1;; n++) {
-                json_t *ev = event_pressure_new("/a", "inject", RESOURCE_MEMORY, NULL, 1, 2);
-                bool injected;
-                Body *b;
+        /* The body: each allocation of serializing failing gives NULL, for a small
+         * event and for one beyond the stack buffer (its second pass). */
+        for (int big = 0; big < 2; big++)
+                for (unsigned n = 1;; n++) {
+                        char cgroup[3001] = "/a";
+                        const EventData ev = {
+                                .kind = EVENT_PRESSURE, .cgroup = cgroup, .realtime_us = 1, .monotonic_us = 2,
+                                .pressure = { .source = _SOURCE_INVALID, .resource = RESOURCE_MEMORY,
+                                              .level = LEVEL_LOW },
+                        };
+                        bool injected;
+                        Body *b;
 
-                ASSERT_TRUE(ev);
-                json_incref(ev);
-                fail_inject_reset();
-                fail_inject_after(FAIL_ALLOC, n);
-                b = event_body_new(ev, 2);
-                injected = fail_inject_fired(FAIL_ALLOC) > 0;
-                fail_inject_reset();
-                ASSERT_EQ(ev->refcount, 1);
-                json_decref(ev);
-                if (!injected) {
-                        ASSERT_TRUE(b && b->size > 2 && b->data[b->size - 1] == 0);
-                        body_unref(b);
-                        break;
+                        if (big) {
+                                memset(cgroup + 1, 'x', sizeof(cgroup) - 2);
+                                cgroup[sizeof(cgroup) - 1] = 0;
+                        }
+                        fail_inject_reset();
+                        fail_inject_after(FAIL_ALLOC, n);
+                        b = event_data_body(&ev, 2);
+                        injected = fail_inject_fired(FAIL_ALLOC) > 0;
+                        fail_inject_reset();
+                        if (!injected) {
+                                ASSERT_TRUE(b && b->size > (big ? 3000u : 2u) && b->data[b->size - 1] == 0);
+                                body_unref(b);
+                                break;
+                        }
+                        ASSERT_TRUE(b == NULL);
                 }
-                ASSERT_TRUE(b == NULL);
-        }
 
         for (unsigned n = 1;; n++) {
                 size_t size = 7;
@@ -310,6 +465,8 @@ int main(void) {
         test_shapes();
         test_episodes();
         test_removed_and_body();
+        test_typed();
+        test_prefix();
         test_out_of_memory();
         return 0;
 }

@@ -18,6 +18,7 @@
 #include "low-memory-monitor.h"
 #include "test-capture.h"
 #include "test-registry-fixture.h"
+#include "test-body.h"
 #include "tests.h"
 #include "util.h"
 
@@ -74,7 +75,7 @@ static Body *inject_body(Level level) {
 
         ASSERT_TRUE(ev);
         ASSERT_OK(json_object_set_new(ev, "level", json_string(level_to_string(level))));
-        return event_body_new(ev, 1);
+        return test_body_new(ev, 1, BODY_HAS_LEVEL);
 }
 
 static void test_enable_disable(void) {

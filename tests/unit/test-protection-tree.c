@@ -10,6 +10,7 @@
 #include <ftw.h>
 #include <sys/stat.h>
 
+#include "event.h"
 #include "protection-tree.h"
 #include "tests.h"
 
@@ -314,6 +315,27 @@ static void test_reader(void) {
         ASSERT_EQ(count_fds(), fds_before);
 }
 
+/* GetProtection's read: the PROTECTION_NODE array of @cgroup's subtree. */
+static int get_nodes_json(ProtectionReader *r, const char *cgroup, json_t **ret) {
+        json_t *nodes = json_array();
+        int k;
+
+        ASSERT_TRUE(nodes);
+        k = protection_reader_foreach(r, cgroup, protection_node_append_json, nodes);
+        if (k < 0) {
+                json_decref(nodes);
+                return k;
+        }
+        *ret = nodes;
+        return 0;
+}
+
+static int stop_at_second(const ProtectionNode *node, void *userdata) {
+        unsigned *n = userdata;
+
+        return ++*n >= 2 ? -ENOSPC : 0;
+}
+
 static void test_json(void) {
         _cleanup_(protection_reader_freep) ProtectionReader *r = NULL;
         json_t *nodes, *o;
@@ -322,7 +344,7 @@ static void test_json(void) {
         unsigned fds_before = count_fds();
 
         ASSERT_OK(protection_reader_new(base, false, &r));
-        ASSERT_OK(protection_reader_get_nodes_json(r, "/a", &nodes));
+        ASSERT_OK(get_nodes_json(r, "/a", &nodes));
         ASSERT_EQ(protection_reader_n_tracked(r), 0); /* one-shot */
         ASSERT_EQ(count_fds(), fds_before + 1);
 
@@ -365,13 +387,22 @@ static void test_json(void) {
         }
         json_decref(nodes);
 
-        ASSERT_ERR(protection_reader_get_nodes_json(r, "/gone", &nodes), ENOENT);
-        ASSERT_OK(protection_reader_get_nodes_json(r, "/", &nodes));
+        ASSERT_ERR(get_nodes_json(r, "/gone", &nodes), ENOENT);
+        ASSERT_OK(get_nodes_json(r, "/", &nodes));
         o = json_array_get(nodes, 0);
         ASSERT_STREQ(json_string_value(json_object_get(o, "cgroup")), "/");
         ASSERT_EQ(json_integer_value(json_object_get(o, "emin")), 0);
         ASSERT_STREQ(json_string_value(json_object_get(o, "state")), "none");
         json_decref(nodes);
+
+        /* The walk stops at the first error of the callback, and untracks. */
+        {
+                unsigned n = 0;
+
+                ASSERT_ERR(protection_reader_foreach(r, "/a", stop_at_second, &n), ENOSPC);
+                ASSERT_EQ(n, 2);
+                ASSERT_EQ(protection_reader_n_tracked(r), 0);
+        }
 }
 
 /* Tracking a deep path reads the ancestors' siblings but not their subtrees. */

@@ -28,6 +28,7 @@
 #include "registration.h"
 #include "subscription.h"
 #include "test-registry-fixture.h"
+#include "test-body.h"
 #include "tests.h"
 #include "util.h"
 
@@ -146,7 +147,7 @@ static Registration *registration_make(Fixture *f, SourceType type, const char *
 }
 
 static Body *make_pressure_body(const char *cgroup) {
-        Body *b = event_body_new(event_pressure_new(cgroup, "psi", RESOURCE_MEMORY, NULL, 1, now_usec(CLOCK_MONOTONIC)), 0);
+        Body *b = test_body_new(event_pressure_new(cgroup, "psi", RESOURCE_MEMORY, NULL, 1, now_usec(CLOCK_MONOTONIC)), 0, 0);
 
         ASSERT_TRUE(b);
         return b;
@@ -161,6 +162,7 @@ typedef struct Fake {
         unsigned n_null;            /* deliveries without a body */
         uint64_t count;             /* sum of the counts handed over */
         const Body *last_body;
+        bool last_killed;           /* the last body was the kernel's kill in /test */
         unsigned n_cleared;
         unsigned cleared_flags;
         unsigned n_removed;
@@ -179,6 +181,7 @@ static bool fake_deliver(Listener *l, Body *body, uint64_t count) {
                 f->n_null++;
         f->count += count;
         f->last_body = body;
+        f->last_killed = body && strstr(body->data, "\"kind\":\"killed\",\"cgroup\":\"/test\",\"by\":\"kernel\"");
         return true;
 }
 
@@ -278,11 +281,16 @@ static void test_registry_fanout_and_release(void) {
         ASSERT_EQ(k.n_null, 1);
         ASSERT_EQ(a.n_delivered, 2);
 
-        /* event() fans out a source-built event with count 1. */
-        registry_cb->event(&r->src, event_pressure_new("/test", "psi", RESOURCE_MEMORY, NULL, 1, mono), mono);
+        /* event() serializes a source's typed event once and fans it out with its count. */
+        registry_cb->event(&r->src, &(const EventData) {
+                .kind = EVENT_KILLED, .cgroup = "/test", .realtime_us = 1, .monotonic_us = mono,
+                .killed = { .by = "kernel", .reason = "oom_kill" },
+        }, 1);
         ASSERT_EQ(a.n_delivered, 3);
         ASSERT_EQ(b.n_delivered, 3);
         ASSERT_U64_EQ(a.count, 5);
+        ASSERT_TRUE(a.last_body == b.last_body);
+        ASSERT_TRUE(a.last_killed);
         ASSERT_EQ(k.n_delivered, 2);
         ASSERT_EQ(other.n_delivered, 0);
 
@@ -815,7 +823,7 @@ static void test_cleared_reserve(void) {
 
         /* Small events fill the queue until even they no longer fit. */
         while (s->missed < 3) {
-                Body *body = event_body_new(json_pack("{s:s}", "kind", "pressure"), 0);
+                Body *body = test_body_new(json_pack("{s:s}", "kind", "pressure"), 0, 0);
                 size_t before = slow.client->out.bytes;
 
                 ASSERT_TRUE(body);
@@ -845,7 +853,7 @@ static void test_cleared_reserve(void) {
         /* Ordinary events still do not fit. (Handed to the subscription
          * directly: an injected one would start another episode.) */
         {
-                Body *body = event_body_new(json_pack("{s:s}", "kind", "pressure"), 0);
+                Body *body = test_body_new(json_pack("{s:s}", "kind", "pressure"), 0, 0);
 
                 ASSERT_TRUE(body);
                 ASSERT_TRUE(!s->listener.ops->deliver(&s->listener, body, 1));

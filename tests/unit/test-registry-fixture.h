@@ -37,7 +37,7 @@
                 ASSERT_TRUE((f)->config);                                                                 \
                 (f)->env = (SourceEnv) { .base = (f)->base, .v2 = &(f)->v2, .v1 = &(f)->v1,               \
                                          .counters = &(f)->counters };                                    \
-                registry_init(&(f)->reg, &(f)->env, (f)->config, &(f)->counters);                         \
+                registry_init(&(f)->reg, &(f)->env, (f)->config, &(f)->counters, event_data_body);                         \
         } while (0)
 
 /* Every registration must be gone by now. Closes the hierarchies. */

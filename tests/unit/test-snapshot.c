@@ -269,6 +269,14 @@ static void assert_client_eq(const SnapshotClient *a, const SnapshotClient *b) {
         ASSERT_EQ(a->has_subscription, b->has_subscription);
         if (a->has_subscription)
                 assert_subscription_eq(&a->subscription, &b->subscription);
+        ASSERT_EQ(a->has_levels, b->has_levels);
+        if (a->has_levels) {
+                assert_str_eq(a->levels.cgroup, b->levels.cgroup);
+                ASSERT_U64_EQ(a->levels.seq, b->levels.seq);
+                ASSERT_U64_EQ(a->levels.missed, b->levels.missed);
+                ASSERT_EQ(a->levels.sent, b->levels.sent);
+                ASSERT_EQ(a->levels.waiting, b->levels.waiting);
+        }
         ASSERT_EQ(a->owes_reexecute, b->owes_reexecute);
 }
 
@@ -391,6 +399,39 @@ static void reseal(char *buf, size_t n) {
                 buf[16 + i] = (char) (payload >> (8 * i));
                 buf[24 + i] = (char) (h >> (8 * i));
         }
+}
+
+/*
+ * A level stream comes back as it was (the v1 fixture, written before level
+ * streams, has none); it needs its cgroup, and a connection has one stream:
+ * a level stream or a subscription.
+ */
+static void test_levels(void) {
+        _cleanup_(snapshot_done) Snapshot s = {}, d = {}, r = {};
+        _cleanup_free_ char *buf = NULL;
+        size_t n;
+
+        s.clients = calloc(1, sizeof(*s.clients));
+        ASSERT_TRUE(s.clients);
+        s.n_clients = 1;
+        s.clients[0] = (SnapshotClient) {
+                .id = 39, .pid = 1, .has_levels = true,
+                .levels = { .cgroup = xstrdup("/app"), .seq = 5, .missed = 2, .sent = 3, .waiting = true },
+        };
+        encode(&s, &buf, &n);
+        ASSERT_OK(snapshot_decode(buf, n, &r));
+        assert_snapshot_eq(&s, &r);
+        free(buf);
+        free(s.clients[0].levels.cgroup);
+        s.clients[0].levels = (SnapshotLevels) { .sent = -1 };
+        encode(&s, &buf, &n);
+        ASSERT_ERR(snapshot_decode(buf, n, &d), EBADMSG);
+        free(buf);
+        s.clients[0].levels.cgroup = xstrdup("/");
+        s.clients[0].has_subscription = true;
+        s.clients[0].subscription.registration = 1;
+        encode(&s, &buf, &n);
+        ASSERT_ERR(snapshot_decode(buf, n, &d), EBADMSG);
 }
 
 static void test_truncated_and_changed(void) {
@@ -607,6 +648,7 @@ int main(int argc, char **argv) {
                 return 2;
         }
         test_round_trip();
+        test_levels();
         test_proxy_resources();
         test_truncated_and_changed();
         test_garbage();

@@ -79,6 +79,12 @@ static void test_valid(void) {
         ASSERT_OK(parse("{\"kills\":false,\"memory_events\":true}", &req, &e));
         ASSERT_EQ(req.selector, SELECTOR_MEMORY_EVENTS);
         subscribe_request_done(&req);
+        /* The level stream; min_interval_ms 0 is no interval. */
+        ASSERT_OK(parse("{\"levels\":true,\"cgroup\":\"/app\",\"resource\":\"memory\",\"min_interval_ms\":0}",
+                        &req, &e));
+        ASSERT_EQ(req.selector, SELECTOR_LEVELS);
+        ASSERT_STREQ(req.cgroup, "/app");
+        subscribe_request_done(&req);
 }
 
 static void test_invalid(void) {
@@ -96,6 +102,11 @@ static void test_invalid(void) {
         expect_error("{\"level\":\"low\",\"min_interval_ms\":3600001}", ip, "parameter", "min_interval_ms");
         expect_error("{\"memory_events\":\"yes\"}", ip, "parameter", "memory_events");
         expect_error("{\"kills\":1}", ip, "parameter", "kills");
+        expect_error("{\"levels\":\"yes\"}", ip, "parameter", "levels");
+        expect_error("{\"levels\":false}", ip, "parameter", "level");
+        expect_error("{\"levels\":true,\"kills\":true}", ip, "parameter", "kills");
+        expect_error("{\"levels\":true,\"min_interval_ms\":10}", ip, "parameter", "min_interval_ms");
+        expect_error("{\"levels\":true,\"resource\":\"io\"}", ip, "parameter", "resource");
         expect_error("{\"kills\":false}", ip, "parameter", "level");
         expect_error("{\"kills\":true,\"protection\":true}", ip, "parameter", "protection");
         expect_error("{\"level\":\"low\",\"kills\":true}", ip, "parameter", "kills");

@@ -628,6 +628,11 @@ def t_kernel_episodes_load():
     return kernel_test('test-episodes-load')
 
 
+@check('kernel test-levels-load: a level stream rises under a load in a 64M cgroup and comes back to normal')
+def t_kernel_levels_load():
+    return kernel_test('test-levels-load')
+
+
 # --- delegation ---------------------------------------------------------------
 
 def ensure_user(name):
@@ -1135,6 +1140,62 @@ def t_protection():
     pt.check(close(c, 29 * MIB) and close(d, 21 * MIB) and e <= 3 * MIB, 'not the selftest values', msg)
     pt.check(close(c + d, 50 * MIB), 'C + D is not B\'s 50M', msg)
     return msg
+
+
+def kernel_headroom(path):
+    """The kernel's view of @path's nearest limit: (usage, [(room, limit, cgroup)] up the tree)."""
+    rooms, c = [], path
+    usage = int(read(os.path.join(CGROOT, path.lstrip('/'), 'memory.current')))
+    while c != '/':
+        d = os.path.join(CGROOT, c.lstrip('/'))
+        cur = int(read(os.path.join(d, 'memory.current')))
+        limits = [int(v) for v in (read(os.path.join(d, 'memory.max')), read(os.path.join(d, 'memory.high')))
+                  if v != 'max']
+        if limits:
+            rooms.append((max(0, min(limits) - cur), min(limits), c))
+        c = os.path.dirname(c)
+    return usage, rooms
+
+
+def within(got, before, after, slack):
+    return min(before, after) - slack <= got <= max(before, after) + slack
+
+
+@check('GetHeadroom: memory.max and memory.high against the kernel\'s files')
+def t_headroom():
+    a = '/pvm-headroom'
+    rmcg(a)
+    mkcg(a, memory_max=96 * MIB)
+    write(os.path.join(CGROOT, a[1:], 'cgroup.subtree_control'), '+memory')
+    procs, notes = [], []
+    slack = 4 * MIB
+    try:
+        mkcg(a + '/high', memory_high=48 * MIB)
+        mkcg(a + '/plain')
+        hold = ('import sys; b = bytearray({} << 20); b[::4096] = b"x" * len(b[::4096]); '
+                'print("ready", flush=True); sys.stdin.read()')
+        for cg, mib_ in ((a + '/high', 32), (a + '/plain', 16)):
+            procs.append(run_in(cg, [sys.executable, '-c', hold.format(mib_)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True))
+            pt.check(procs[-1].stdout.readline().strip() == 'ready', f'the process in {cg} did not start')
+        wait_for(lambda: int(read(os.path.join(CGROOT, a[1:], 'memory.current'))) >= 48 * MIB, REPLY,
+                 'the usage to show')
+        for cg in (a + '/high', a + '/plain', a):
+            u0, r0 = kernel_headroom(cg)
+            h = call('io.pressured.GetHeadroom', {'cgroup': cg})
+            u1, r1 = kernel_headroom(cg)
+            room0, room1 = min(r0), min(r1)
+            pt.check(room0[1:] == room1[1:] == (h['limit_bytes'], h['limiting_cgroup']),
+                     f'{cg}: not the nearest limit', h, r0, r1)
+            pt.check(within(h['usage_bytes'], u0, u1, slack), f'{cg}: usage drifted', h, u0, u1)
+            pt.check(within(h['headroom_bytes'], room0[0], room1[0], slack), f'{cg}: headroom', h, room0, room1)
+            pt.check(h['reclaim_target_bytes'] is None, f'{cg}: a reclaim target without a level stream', h)
+            notes.append(f'{cg}: {mib(h["headroom_bytes"])} below {h["limiting_cgroup"]} ({mib(h["limit_bytes"])})')
+    finally:
+        for p in procs:
+            stop(p)
+        rmcg(a)
+    return '; '.join(notes)
 
 
 RECURSIVE = [('C', 0, 50), ('D', 0, 50)]

@@ -1,52 +1,55 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cache-service: a service that drops its cache when memory pressure
- * reaches "medium", lets it grow again when that episode is over, and
- * saves its state when pressure turns "critical".
- * Build: cc cache-service.c $(pkg-config --cflags --libs libpressure)
+ * cache-service: a service that follows the memory level with a
+ * pressure_monitor on its sd-event loop: it drops its cache when the level
+ * reaches "medium", lets it grow again back at "normal", and saves its
+ * state at "critical".
+ * Build: cc cache-service.c $(pkg-config --cflags --libs libpressure libsystemd)
  */
+#include <inttypes.h>
 #include <pressure.h>
 #include <stdio.h>
+#include <systemd/sd-event.h>
 
-static int on_event(pressure_subscription *sub, const pressure_event *ev, void *userdata) {
-        pressure_level level = *(pressure_level *) userdata;
-        pressure_event_kind kind = pressure_event_get_kind(ev);
+static int on_level(pressure_monitor *m, const pressure_event *ev, void *loop) {
+        static pressure_level last = PRESSURE_LEVEL_NORMAL;
+        pressure_level level = pressure_event_get_level(ev);
+        uint64_t headroom;
 
-        if (kind == PRESSURE_EVENT_PRESSURE && level == PRESSURE_LEVEL_MEDIUM)
-                printf("memory pressure: dropping the cache\n");
-        else if (kind == PRESSURE_EVENT_PRESSURE && level == PRESSURE_LEVEL_CRITICAL)
-                printf("critical memory pressure: saving state\n");
-        else if (kind == PRESSURE_EVENT_CLEARED && level == PRESSURE_LEVEL_MEDIUM)
-                printf("pressure over after %.1f s: the cache may grow again\n",
-                       pressure_episode_get_duration_us(pressure_event_get_episode(ev)) / 1e6);
-        else if (kind == PRESSURE_EVENT_ERROR)
-                fprintf(stderr, "subscription ended: %s\n", pressure_error_get_message(pressure_event_get_error(ev)));
-        return 0;
+        switch (pressure_event_get_kind(ev)) {
+        case PRESSURE_EVENT_LEVEL:
+                if (pressure_event_get_headroom_bytes(ev, &headroom) >= 0)
+                        printf("%" PRIu64 " MiB to the limit\n", headroom >> 20);
+                if (level > last && level == PRESSURE_LEVEL_CRITICAL)
+                        printf("critical memory pressure: saving state\n");
+                else if (level > last && level == PRESSURE_LEVEL_MEDIUM)
+                        printf("memory pressure: dropping the cache\n");
+                else if (level == PRESSURE_LEVEL_NORMAL && last >= PRESSURE_LEVEL_MEDIUM)
+                        printf("pressure over: the cache may grow again\n");
+                last = level;
+                return 0;
+        case PRESSURE_EVENT_RECONNECTED: /* the daemon restarted; the level follows */
+                return 0;
+        default: /* the cgroup is gone, or an error */
+                if (pressure_event_get_error(ev))
+                        fprintf(stderr, "%s\n", pressure_error_get_message(pressure_event_get_error(ev)));
+                return sd_event_exit(loop, 1);
+        }
 }
 
 int main(void) {
-        static pressure_level levels[] = { PRESSURE_LEVEL_MEDIUM, PRESSURE_LEVEL_CRITICAL };
-        pressure_client *client;
-        pressure_selector *sel;
-        pressure_error *error;
+        sd_event *loop = NULL;
+        pressure_monitor *m = NULL;
+        int r = sd_event_default(&loop);
 
-        if (pressure_client_new(&client) < 0)
-                return 1;
-        for (int i = 0; i < 2; i++) {
-                if (pressure_selector_new(&sel) < 0)
-                        return 1;
-                pressure_selector_set_level(sel, levels[i]);
-                int r = pressure_client_subscribe(client, sel, on_event, &levels[i], NULL, &error);
-                pressure_selector_free(sel);
-                if (r < 0) {
-                        fprintf(stderr, "subscribe: %s\n", pressure_error_get_message(error));
-                        return 1;
-                }
-        }
-
-        while (pressure_client_get_n_active(client) > 0)
-                if (pressure_client_wait(client, PRESSURE_TIMEOUT_INFINITE) < 0)
-                        break;
-        pressure_client_free(client);
-        return 0;
+        /* NULL: the whole system; a service would name its own cgroup. */
+        if (r >= 0)
+                r = pressure_monitor_new(&m, NULL, on_level, loop);
+        if (r >= 0)
+                r = pressure_monitor_attach_event(m, loop, SD_EVENT_PRIORITY_NORMAL);
+        if (r >= 0)
+                r = sd_event_loop(loop);
+        pressure_monitor_unref(m);
+        sd_event_unref(loop);
+        return r == 0 ? 0 : 1;
 }

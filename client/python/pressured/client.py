@@ -233,7 +233,8 @@ class Client:
     def get_headroom(self, cgroup=None):
         """io.pressured.GetHeadroom(): how far @cgroup (default: the whole
         system) can grow before its nearest limit, as a Headroom.
-        A daemon before 0.4 raises MethodNotFound."""
+        A daemon before 0.4 raises MethodNotFound; reclaim_target_bytes is
+        None while no level stream of the daemon follows the cgroup."""
         return Headroom.from_dict(self.call('io.pressured.GetHeadroom', _cgroup(cgroup)))
 
     def inject(self, level, cgroup=None, *, resource=None):

@@ -35,6 +35,8 @@ __all__ = [
     'MessageTooLarge', 'error_from_reply',
 ]
 
+from . import _vocabulary
+
 
 class PressuredError(Exception):
     """Base class of every error the pressured module raises."""
@@ -71,7 +73,6 @@ class VarlinkError(PressuredError):
 class NoSuchCgroup(VarlinkError):
     """io.pressured.NoSuchCgroup: the cgroup does not exist in the hierarchy
     the source needs. Attribute: ``cgroup``."""
-    PARAMETERS = ('cgroup',)
     DESCRIPTION = 'no such cgroup'
 
 
@@ -79,7 +80,6 @@ class InvalidCgroupPath(VarlinkError):
     """io.pressured.InvalidCgroupPath: the path is not absolute, contains
     "..", control characters or a symlink out of the hierarchy, or is too
     long. Attribute: ``cgroup``."""
-    PARAMETERS = ('cgroup',)
     DESCRIPTION = 'invalid cgroup path'
 
 
@@ -87,7 +87,6 @@ class PermissionDenied(VarlinkError):
     """io.pressured.PermissionDenied (attribute ``reason``): the caller, as
     the daemon sees it through SO_PEERCRED, may not do this; also
     org.varlink.service.PermissionDenied, which has no reason."""
-    PARAMETERS = ('reason',)
     DESCRIPTION = 'permission denied'
 
 
@@ -95,14 +94,12 @@ class SourceUnavailable(VarlinkError):
     """io.pressured.SourceUnavailable: the source cannot be used here, e.g.
     vmpressure without a cgroup v1 memory hierarchy. Attributes: ``source``,
     ``reason``."""
-    PARAMETERS = ('source', 'reason')
     DESCRIPTION = 'source unavailable'
 
 
 class InvalidTrigger(VarlinkError):
     """io.pressured.InvalidTrigger: the kernel or the daemon's rules reject
     the PSI or vmpressure trigger. Attribute: ``reason``."""
-    PARAMETERS = ('reason',)
     DESCRIPTION = 'invalid trigger'
 
 
@@ -110,7 +107,6 @@ class LimitExceeded(VarlinkError):
     """io.pressured.LimitExceeded: a configured limit was reached.
     Attributes: ``limit`` (the key, e.g. "MaxClients"), ``value`` (its
     value)."""
-    PARAMETERS = ('limit', 'value')
     DESCRIPTION = 'limit exceeded'
 
 
@@ -118,33 +114,28 @@ class ConfigurationRejected(VarlinkError):
     """io.pressured.ConfigurationRejected: Reload() could not load the
     configuration; the previous one stays in force. Attribute: ``reason``
     (file, line and key)."""
-    PARAMETERS = ('reason',)
     DESCRIPTION = 'configuration rejected'
 
 
 class InternalError(VarlinkError):
     """io.pressured.InternalError: the daemon failed for a reason of its own
     (e.g. out of memory); the call may be retried. Attribute: ``reason``."""
-    PARAMETERS = ('reason',)
     DESCRIPTION = 'internal error of the daemon'
 
 
 class InterfaceNotFound(VarlinkError):
     """org.varlink.service.InterfaceNotFound. Attribute: ``interface``."""
-    PARAMETERS = ('interface',)
     DESCRIPTION = 'no such interface'
 
 
 class MethodNotFound(VarlinkError):
     """org.varlink.service.MethodNotFound, e.g. a method this daemon is too
     old for. Attribute: ``method``."""
-    PARAMETERS = ('method',)
     DESCRIPTION = 'no such method'
 
 
 class MethodNotImplemented(VarlinkError):
     """org.varlink.service.MethodNotImplemented. Attribute: ``method``."""
-    PARAMETERS = ('method',)
     DESCRIPTION = 'method not implemented'
 
 
@@ -152,7 +143,6 @@ class InvalidParameter(VarlinkError):
     """org.varlink.service.InvalidParameter: a parameter is unknown or of
     the wrong type or value; also what a daemon that predates a Subscribe
     selector answers. Attribute: ``parameter``."""
-    PARAMETERS = ('parameter',)
     DESCRIPTION = 'invalid parameter'
 
 
@@ -162,22 +152,21 @@ class ExpectedMore(VarlinkError):
     DESCRIPTION = 'the method streams and needs "more": true'
 
 
-_BY_NAME = {
-    'io.pressured.NoSuchCgroup': NoSuchCgroup,
-    'io.pressured.InvalidCgroupPath': InvalidCgroupPath,
-    'io.pressured.PermissionDenied': PermissionDenied,
-    'io.pressured.SourceUnavailable': SourceUnavailable,
-    'io.pressured.InvalidTrigger': InvalidTrigger,
-    'io.pressured.LimitExceeded': LimitExceeded,
-    'io.pressured.ConfigurationRejected': ConfigurationRejected,
-    'io.pressured.InternalError': InternalError,
-    'org.varlink.service.InterfaceNotFound': InterfaceNotFound,
-    'org.varlink.service.MethodNotFound': MethodNotFound,
-    'org.varlink.service.MethodNotImplemented': MethodNotImplemented,
-    'org.varlink.service.InvalidParameter': InvalidParameter,
-    'org.varlink.service.PermissionDenied': PermissionDenied,
-    'org.varlink.service.ExpectedMore': ExpectedMore,
-}
+def _by_name():
+    """Each error of the interface (_vocabulary.ERRORS) to the class of its
+    short name, given the parameters the interface declares for it;
+    PermissionDenied gets those of both names."""
+    classes = {cls.__name__: cls for cls in VarlinkError.__subclasses__()}
+    by_name = {}
+    for name, parameters in _vocabulary.ERRORS.items():
+        cls = classes.get(name.rsplit('.', 1)[1])
+        if cls is not None:
+            cls.PARAMETERS += tuple(p for p in parameters if p not in cls.PARAMETERS)
+            by_name[name] = cls
+    return by_name
+
+
+_BY_NAME = _by_name()
 
 
 def error_from_reply(name, parameters):

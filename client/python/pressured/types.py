@@ -16,6 +16,7 @@ import dataclasses
 import re
 import typing
 
+from . import _vocabulary
 from .errors import ProtocolError
 
 __all__ = [
@@ -27,8 +28,9 @@ __all__ = [
     'LEVELS',
 ]
 
-#: The levels of a level stream, from none to the worst.
-LEVELS = ('normal', 'low', 'medium', 'critical')
+#: The levels of a level stream, from none to the worst: "normal", then the
+#: interface's portable levels.
+LEVELS = _vocabulary.STREAM_LEVEL
 
 
 def _field(convert=None, default=None):
@@ -105,7 +107,7 @@ class PsiTrigger(_Record):
         whole number with its unit us, ms or s: "some 150ms 2s"."""
         parts = text.split()
         durations = [_DURATION.fullmatch(p) for p in parts[1:]]
-        if len(parts) != 3 or parts[0] not in ('some', 'full') or not all(durations):
+        if len(parts) != 3 or parts[0] not in _vocabulary.PSI_STALL or not all(durations):
             raise ValueError(f'not a PSI trigger "STALL THRESHOLD WINDOW" (e.g. "some 150ms 2s"): {text!r}')
         threshold, window = (int(m.group(1)) * _UNITS[m.group(2)] for m in durations)
         return cls(stall=parts[0], threshold_us=threshold, window_us=window)
