@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         abort();
                 if (strstr(req.cgroup, "//") || strstr(req.cgroup, "/../") || strstr(req.cgroup, "/./"))
                         abort();
-                if (req.selector < SELECTOR_LEVEL || req.selector > SELECTOR_KILLS)
+                if (req.selector < SELECTOR_LEVEL || req.selector > SELECTOR_LEVELS)
                         abort();
                 subscribe_request_done(&req);
         } else if (k != -ENOMEM && !e.name)
