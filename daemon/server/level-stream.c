@@ -152,6 +152,7 @@ static void tracker_changed(LevelTracker *t) {
         LevelStream *s, *n;
         Body *b = tracker_event(t);
 
+        log_debug("Level of %s is now %s.", t->cgroup, stream_level_to_string(t->machine.level));
         tracker_arm_step_down(t);
         if (!b) {
                 log_ratelimited(LOG_WARNING, ENOMEM, NULL, 10, 1,

@@ -22,25 +22,6 @@
 #include "log.h"
 #include "source-common.h"
 
-/*
- * The notification was kicked: read the averages and report it. This runs
- * after every other wakeup of the same loop iteration has been kicked, so
- * what listens to the bare notification (proxied clients, the level of a
- * level stream, the LowMemoryMonitor signal) hears of all of them before
- * any file is read or any event is built.
- */
-static void psi_on_report(evutil_socket_t fd, short what, void *userdata) {
-        Source *s = userdata;
-        uint64_t count = s->woke;
-        PsiStats stats;
-
-        if (count == 0)
-                return;
-        s->woke = 0;
-        s->cb->pressure(s, psi_stats_read(s->fd, &stats) >= 0 ? &stats : NULL, s->woke_realtime_us,
-                        s->woke_monotonic_us, count);
-}
-
 static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
         Source *s = userdata;
         SourceEnv *env = s->env;
@@ -60,28 +41,7 @@ static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
                 s->cb->removed(s);
                 return;
         }
-        if (s->woke++ == 0) {
-                s->woke_monotonic_us = now_usec(CLOCK_MONOTONIC);
-                s->woke_realtime_us = now_usec(CLOCK_REALTIME);
-        }
-        /* Kicked first, so that what a kick makes ready runs before the report. */
-        s->cb->kick(s);
-        if (s->report)
-                event_active(s->report, EV_TIMEOUT, 0);
-        else
-                psi_on_report(-1, 0, s);
-}
-
-/* The event that reports a wakeup after the kicks; without it (no memory) a wakeup is reported at once. */
-static void psi_new_report(Source *s) {
-        s->report = event_new(s->env->base, -1, 0, psi_on_report, s);
-}
-
-static void psi_close(Source *s) {
-        if (s->report)
-                event_free(s->report);
-        s->report = NULL;
-        s->woke = 0;
+        source_notify(s, 1);
 }
 
 static int psi_write_trigger(int fd, const PsiTrigger *t) {
@@ -158,7 +118,6 @@ static int psi_open(Source *s, int dirfd, SourceFailure *e) {
         s->ev = event_new(env->base, epfd, EV_READ | EV_PERSIST, psi_on_ready, s);
         if (!s->ev || event_add(s->ev, NULL) < 0)
                 return -ENOMEM;
-        psi_new_report(s);
         s->fd = TAKE_FD(fd);
         s->aux_fd = TAKE_FD(epfd);
         return 0;
@@ -193,7 +152,6 @@ static int psi_adopt(Source *s, int fd, SourceFailure *e) {
         s->ev = event_new(s->env->base, epfd, EV_READ | EV_PERSIST, psi_on_ready, s);
         if (!s->ev || event_add(s->ev, NULL) < 0)
                 return -ENOMEM;
-        psi_new_report(s);
         log_debug("Took over the PSI trigger on %s%s.", s->cgroup, pending ? ", which fired meanwhile" : "");
         if (pending)
                 event_active(s->ev, EV_READ, 0);
@@ -213,7 +171,6 @@ static int psi_state(Source *s, SubscribedState *ret) {
 
 const SourceOps source_psi_ops = {
         .open = psi_open,
-        .close = psi_close,
         .state = psi_state,
         .adopt = psi_adopt,
 };

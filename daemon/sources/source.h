@@ -106,9 +106,9 @@ struct Source {
         ino_t dir_ino;              /* to tell a recreated cgroup from ours */
         struct event *ev;
         struct event *holdoff;      /* SOURCE_VMPRESSURE: re-arms ev after a pause */
-        struct event *report;       /* SOURCE_PSI: reads and reports the wakeups in woke */
-        uint64_t woke;              /* SOURCE_PSI: wakeups kicked and not yet reported */
-        uint64_t woke_realtime_us, woke_monotonic_us; /* SOURCE_PSI: the first of them */
+        struct event *report;       /* reports the notifications in woke (source_notify()) */
+        uint64_t woke;              /* notifications kicked and not yet reported */
+        uint64_t woke_realtime_us, woke_monotonic_us; /* the first of them */
 
         MemoryEvents last_events;   /* SOURCE_MEMORY_EVENTS; SOURCE_KILLS: its oom_kill */
         int last_state;             /* SOURCE_PROTECTION: ProtectionState, -1 unknown */

@@ -798,18 +798,19 @@ def levels_rows(rows, info, label):
     for key, name in LEVELS_CLIENTS:
         if not any(r.get(f'{key}_level') for r in rows):
             if key == 'c' and info.get('c_client', 'yes') != 'yes':
-                body.append([label, name, f"_{info['c_client']}_", '', '', ''])
+                body.append([label, name, f"_{info['c_client']}_", '', '', '', ''])
             continue
         first, _ = levels_stat(levels_values(rows, f'{key}_ms'))
         diffs = [float(r[f'{key}_ms']) - float(r['glib_ms']) for r in rows
                  if r.get(f'{key}_ms') not in (None, '') and r.get('glib_ms') not in (None, '')]
         later, behind[key] = levels_stat(diffs) if key != 'glib' else ('', None)
+        earlier = f'{sum(1 for d in diffs if d < 0)} of {len(diffs)}' if key != 'glib' else ''
         levels = sorted({r[f'{key}_level'] for r in rows if r.get(f'{key}_level')})
         heard = sum(1 for r in rows if r.get(f'{key}_level'))
-        body.append([label, name, f'{heard} of {len(rows)}', first, later, ', '.join(levels)])
+        body.append([label, name, f'{heard} of {len(rows)}', first, later, earlier, ', '.join(levels)])
     made, _ = levels_stat(levels_values(rows, 'daemon_ms'))
     if made != '–':
-        body.append([label, '_the daemon made the level event_', '', made, '', ''])
+        body.append([label, '_the daemon made the level event_', '', made, '', '', ''])
     return body, behind
 
 
@@ -853,7 +854,8 @@ def levels_section(out):
     if not body:
         return '_Not run._\n'
     text = table(['where', 'client', 'loads heard', 'first callback after the direct reader, ms',
-                  'later than GLib in the same load, ms', 'level of the first callback'], body)
+                  'later than GLib in the same load, ms', 'earlier than GLib in', 'level of the first callback'],
+                 body)
     text += ('\nMedians over the loads, with the range in brackets. *first callback after the direct reader*: '
              'from the direct reader\'s first wakeup in the load to the client\'s first callback with a level '
              'above normal (CLOCK_MONOTONIC in every process, taken first thing in each callback). The kernel '
@@ -862,7 +864,8 @@ def levels_section(out):
              'the event\'s own monotonic_us, as the Python and the C client received it, after the direct '
              'reader\'s wakeup. *later than GLib in the '
              'same load*: the client\'s time minus GLib\'s in the same load, which the reader\'s own '
-             'scheduling cancels out of; negative is earlier than GLib. The clients start in a rotating '
+             'scheduling cancels out of; negative is earlier than GLib. *earlier than GLib in*: the loads '
+             'where that difference is below zero. The clients start in a rotating '
              'order, one run each first. *level of the first callback*: the levels seen first over the loads; '
              'a level stream makes the events the daemon reads in one turn of its loop one change, to the '
              'highest level (pressured(8), "Level streams"): where the three triggers fire in the same kernel '
