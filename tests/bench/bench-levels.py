@@ -5,7 +5,9 @@
     tests/bench/bench-levels.py [--out DIR] [--runs N] [--loads N] [--load S] [--vm] [--c-client PATH]
 
 One daemon with `[DBus] LowMemoryMonitor=yes` and its default [Levels], and
-at once, all listening to the level of the whole system ("/"):
+at once, listening to the level of the whole system ("/"), GLib and one
+client of ours (python and c alternate from run to run; with --together
+all three):
 
   glib    GLib's own GMemoryMonitor (tests/vm/glib-memory-monitor.py,
           GIO_USE_MEMORY_MONITOR=dbus, Debian's /usr/bin/python3 with
@@ -20,7 +22,11 @@ at once, all listening to the level of the whole system ("/"):
 and a direct reader: this script with --role direct, memory locked, holding
 its own trigger on /proc/pressure/memory equal to the daemon's low level
 (read back from GetStatus: the three [Levels] registrations on "/", the
-`some` one with the smallest stall per window). Per run: wait until the
+`some` one with the smallest stall per window). Why GLib and one of ours
+by default: the daemon writes to one level stream after the other, and
+each write wakes its client, so with both clients of ours the second one
+also waits for the first one's wakeup, which GLib's one listener never
+does; a program follows its level with one client. Per run: wait until the
 system's memory `some` avg10 is below 1% (at most 180 s; the value at the
 start is recorded), start the daemon, start the clients (their order
 rotates from run to run), let them rest 20 s, then --loads times (default
@@ -386,12 +392,22 @@ def load_row(run, n, order, trigger, avg10, measured):
     return row
 
 
+def run_clients(run, names, together):
+    """The clients of run @run in the order they start: all of @names, each first, middle and last in turn;
+    or (the default) GLib and one client of ours, ours alternating from run to run and starting first
+    every other pair of runs."""
+    if together:
+        k = (run - 1) % len(names)
+        return names[k:] + names[:k]
+    ours = [n for n in names if n != 'glib']
+    pair = ['glib', ours[(run - 1) % len(ours)]]
+    return pair if ((run - 1) // len(ours)) % 2 == 0 else pair[::-1]
+
+
 def one_run(env, run, names, c_path, args):
     """The rows of run @run: one per load."""
     avg10 = wait_quiet()
-    # Rotate the start order: each client is first, middle and last in turn.
-    k = (run - 1) % len(names)
-    order = names[k:] + names[:k]
+    order = run_clients(run, names, args.together)
     socket = env.start()
     try:
         clients = start_clients(order, socket, env.env, c_path)
@@ -420,12 +436,14 @@ def summary(rows, names):
     print(f'\nfirst callback above normal after the direct reader\'s first wakeup, ms, over the {len(clean)} '
           f'loads of {len(rows)} with nothing heard before the load:')
     rows = clean
+    o = HEADER.index('order')
     for name in names:
         i = HEADER.index(f'{name}_ms')
-        vals = [float(r[i]) for r in rows if r[i] != '']
+        ran = [r for r in rows if name in r[o].split()]
+        vals = [float(r[i]) for r in ran if r[i] != '']
         if vals:
             print(f'  {name:7} median {statistics.median(vals):8.1f}  min {min(vals):8.1f}  '
-                  f'max {max(vals):8.1f}  ({len(vals)} of {len(rows)} loads)', flush=True)
+                  f'max {max(vals):8.1f}  ({len(vals)} of {len(ran)} loads)', flush=True)
         else:
             print(f'  {name:7} no callback in any run', flush=True)
 
@@ -448,6 +466,7 @@ def measure_all(args):
                 ['c_client_libpressure', linked_libpressure(c_path) if c_path else ''],
                 ['load', f'{LOAD_MB} MiB page-cache loop, limit {LOAD_MAX >> 20}M'],
                 ['load_max_s', args.load], ['runs', args.runs], ['loads_per_run', args.loads],
+                ['clients_per_run', 'all' if args.together else 'glib and one of ours'],
                 ['date', time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())], ['load_start', bl.loadavg()]]
         try:
             for run in range(1, args.runs + 1):
@@ -477,11 +496,14 @@ def main():
         p.add_argument('--loads', type=int, default=4, help='loads per daemon start')
         p.add_argument('--load', type=float, default=60.0, help='most seconds of load per run')
         p.add_argument('--c-client', help='the C client to run (default: the build\'s tests/bench/levels-client)')
+        p.add_argument('--together', action='store_true', help='GLib and both clients of ours in every run')
     args = bl.parse_args(__doc__.splitlines()[0], options)
     if not args.vm:
         measure_all(args)
         return
     fwd = ['--guest', '--runs', str(args.runs), '--loads', str(args.loads), '--load', str(args.load)]
+    if args.together:
+        fwd.append('--together')
     if args.c_client:
         fwd += ['--c-client', os.path.abspath(args.c_client)]
     os.makedirs(args.out, exist_ok=True)

@@ -766,8 +766,12 @@ LEVELS_TITLE = 'Level callbacks against GLib'
 LEVELS_INTRO = ('How soon a program hears that memory got tight, by the three ways a program can follow the '
                 'level: GLib\'s own GMemoryMonitor (`GIO_USE_MEMORY_MONITOR=dbus`, python3-gi) through '
                 '`[DBus] LowMemoryMonitor=yes`, the Python module\'s `watch_levels("/")`, and a C program '
-                'with a `pressure_monitor` on sd-event (tests/bench/levels-client.c), all listening at once to '
-                'one daemon with its default [Levels]. A direct reader holds its own trigger on '
+                'with a `pressure_monitor` on sd-event (tests/bench/levels-client.c), listening at once to '
+                'one daemon with its default [Levels]: GLib and one client of ours, Python and C alternating from '
+                'run to run. (The daemon writes to one level stream after the other and each write wakes its '
+                'client: with both of ours, the second would also wait for the first one\'s wakeup, which '
+                'GLib\'s one listener never does; a program follows its level with one client. '
+                '`--together` runs all three.) A direct reader holds its own trigger on '
                 '/proc/pressure/memory equal to the daemon\'s low level, and, once the clients have rested 20 s '
                 'and none heard anything for 6 s, a page-cache loop in a cgroup limited to 48M makes pressure '
                 'until every client heard it; after it, the levels step down and the clients rest 6 s before the '
@@ -800,14 +804,15 @@ def levels_rows(rows, info, label):
             if key == 'c' and info.get('c_client', 'yes') != 'yes':
                 body.append([label, name, f"_{info['c_client']}_", '', '', '', ''])
             continue
-        first, _ = levels_stat(levels_values(rows, f'{key}_ms'))
+        ran = [r for r in rows if key in r.get('order', key).split()]
+        first, _ = levels_stat(levels_values(ran, f'{key}_ms'))
         diffs = [float(r[f'{key}_ms']) - float(r['glib_ms']) for r in rows
                  if r.get(f'{key}_ms') not in (None, '') and r.get('glib_ms') not in (None, '')]
         later, behind[key] = levels_stat(diffs) if key != 'glib' else ('', None)
         earlier = f'{sum(1 for d in diffs if d < 0)} of {len(diffs)}' if key != 'glib' else ''
         levels = sorted({r[f'{key}_level'] for r in rows if r.get(f'{key}_level')})
-        heard = sum(1 for r in rows if r.get(f'{key}_level'))
-        body.append([label, name, f'{heard} of {len(rows)}', first, later, earlier, ', '.join(levels)])
+        heard = sum(1 for r in ran if r.get(f'{key}_level'))
+        body.append([label, name, f'{heard} of {len(ran)}', first, later, earlier, ', '.join(levels)])
     made, _ = levels_stat(levels_values(rows, 'daemon_ms'))
     if made != '–':
         body.append([label, '_the daemon made the level event_', '', made, '', '', ''])
@@ -825,7 +830,9 @@ def levels_where(info, label, rows):
     return (f"{label}: host `{info.get('machine', '?')}`, kernel {info.get('kernel', '?')}, {info.get('cpus', '?')} CPUs, "
             f"{int(info.get('memtotal_kib', 0)) // 1024:,} MiB, GLib {info.get('glib_version', '?')}, "
             f"Python {info.get('python', '?')}; the low level and the direct trigger `{', '.join(triggers)}`; "
-            f"{info.get('runs', '?')} runs of {info.get('loads_per_run', '1')} loads, {info.get('date', '')}, load average {info.get('load_start', '?')} "
+            f"{info.get('runs', '?')} runs of {info.get('loads_per_run', '1')} loads"
+            + (', all three clients in every run' if info.get('clients_per_run') == 'all' else '')
+            + f", {info.get('date', '')}, load average {info.get('load_start', '?')} "
             f"at the start and {info.get('load_end', '?')} at the end"
             + (f"; the C client linked {info['c_client_libpressure']}" if info.get('c_client_libpressure') else '')
             + '.')
