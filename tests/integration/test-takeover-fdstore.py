@@ -29,6 +29,11 @@ or registration that ended.
 - A state that cannot be read (garbage, a newer version) is logged, and
   the connections that came with it are closed, not misread; proxied ones
   stay, each on the resource of the socket it came through.
+- Level streams (on "/" and on a cgroup) across restarts and crashes: seq
+  goes on, the [Levels] registrations are taken over, not doubled; a
+  restart repeats nothing the client was told, a crash sends the level
+  now as news (held, unchanged, or stepped down while no process ran),
+  with missed 0 when nothing was lost.
 - A metrics address taken meanwhile: the new process serves on without
   /metrics, and a reload binds it.
 - $FDSTORE (systemd 254 and later): 0 keeps the daemon out of the store;
