@@ -872,8 +872,8 @@ def levels_section(out):
              'reader\'s wakeup. *later than GLib in the '
              'same load*: the client\'s time minus GLib\'s in the same load, which the reader\'s own '
              'scheduling cancels out of; negative is earlier than GLib. *earlier than GLib in*: the loads '
-             'where that difference is below zero. The clients start in a rotating '
-             'order, one run each first. *level of the first callback*: the levels seen first over the loads; '
+             'where that difference is below zero. GLib and the client of ours take '
+             'turns to start first, every other pair of runs (with `--together`, the three rotate). *level of the first callback*: the levels seen first over the loads; '
              'a level stream makes the events the daemon reads in one turn of its loop one change, to the '
              'highest level (pressured(8), "Level streams"): where the three triggers fire in the same kernel '
              'poll, its first level is critical.\n\n')
