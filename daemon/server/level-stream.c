@@ -152,6 +152,7 @@ static void tracker_changed(LevelTracker *t) {
         LevelStream *s, *n;
         Body *b = tracker_event(t);
 
+        log_debug("Level of %s is now %s.", t->cgroup, stream_level_to_string(t->machine.level));
         tracker_arm_step_down(t);
         if (!b) {
                 log_ratelimited(LOG_WARNING, ENOMEM, NULL, 10, 1,
@@ -354,17 +355,22 @@ static int stream_send(LevelStream *s, Body *b, StreamLevel level) {
         LevelStreams *ls = s->tracker->owner;
         char prefix[OUT_PREFIX_MAX];
         size_t n = event_prefix(prefix, b, s->seq + 1, s->missed, 0, _LEVEL_INVALID);
+        LiveSlot *l = client_live(s->client);
         int k;
 
+        /* Noted before the write: a successor after a crash never numbers another event the same. */
+        if (l)
+                l->seq = s->seq + 1;
         /* At most one level event is ever queued: no limit but the one. */
         k = client_send_event(s->client, prefix, n, b, s->seq + 1, 0);
-        if (k < 0)
+        if (k < 0) {
+                if (l)
+                        l->seq = s->seq;
                 return k;
+        }
         s->seq++;
         s->missed = 0;
         s->sent = level;
-        if (client_live(s->client))
-                client_live(s->client)->seq = s->seq;
         counter_inc(ls->counters, COUNTER_EVENTS_DELIVERED);
         return 0;
 }
@@ -483,6 +489,7 @@ int level_stream_export(const LevelStream *s, SnapshotLevels *ret) {
 
 int level_stream_adopt(LevelTracker *t, Client *c, const SnapshotLevels *snap) {
         LevelStream *s;
+        LiveSlot *l;
         int k = stream_new(t, c, &s);
 
         if (k < 0) {
@@ -493,6 +500,13 @@ int level_stream_adopt(LevelTracker *t, Client *c, const SnapshotLevels *snap) {
         s->seq = snap->seq;
         s->missed = snap->missed;
         s->sent = snap->sent >= 0 && snap->sent < _STREAM_LEVEL_MAX ? (StreamLevel) snap->sent : _STREAM_LEVEL_INVALID;
+        /* The live page of this process starts at what was sent: a crash before the next event numbers on. */
+        l = client_live(c);
+        if (l) {
+                l->seq = s->seq;
+                if (outqueue_is_empty(&c->out))
+                        l->written_seq = s->seq; /* else the restored queue notes it once written */
+        }
         client_stream_start(c, s, stream_free);
         /* What the previous process knew of the level is gone: the level now is the news, if it is news. */
         if (!t->body)

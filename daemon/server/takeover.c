@@ -623,6 +623,8 @@ static bool crash_adjust(const Takeover *t, SnapshotClient *sc) {
         if (sc->has_levels) {
                 /* What it was last sent is not known: the level now goes to it as news. */
                 sc->levels.seq = l->seq;
+                /* An event lost with the process counts as missed; what was folded before is in the news. */
+                sc->levels.missed = l->seq > l->written_seq ? l->seq - l->written_seq : 0;
                 sc->levels.sent = -1;
                 sc->levels.waiting = false;
                 return true;

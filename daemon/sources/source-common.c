@@ -98,3 +98,31 @@ bool source_drain_check(Source *s, const Hierarchy *h) {
         s->cb->removed(s);
         return false;
 }
+
+static void source_report(evutil_socket_t fd, short what, void *userdata) {
+        Source *s = userdata;
+        uint64_t count = s->woke;
+        PsiStats stats;
+
+        if (count == 0)
+                return;
+        s->woke = 0;
+        s->cb->pressure(s, source_read_psi(s, &stats) >= 0 ? &stats : NULL, s->woke_realtime_us,
+                        s->woke_monotonic_us, count);
+}
+
+void source_notify(Source *s, uint64_t count) {
+        if (s->woke == 0) {
+                s->woke_monotonic_us = now_usec(CLOCK_MONOTONIC);
+                s->woke_realtime_us = now_usec(CLOCK_REALTIME);
+        }
+        s->woke += count;
+        if (!s->report)
+                s->report = event_new(s->env->base, -1, 0, source_report, s);
+        /* Kicked first: what a kick makes ready is queued ahead of the report. */
+        s->cb->kick(s);
+        if (s->report)
+                event_active(s->report, EV_TIMEOUT, 0);
+        else
+                source_report(-1, 0, s); /* out of memory: reported at once */
+}

@@ -56,3 +56,13 @@ int source_watch_cgroup(int dirfd, const char *file);
  * removed() callback is called (which may free @s) and false returned.
  */
 bool source_drain_check(Source *s, const Hierarchy *h);
+
+/*
+ * source_notify - a pressure notification of @s's kernel registration,
+ * standing for @count: its listeners that take the bare notification
+ * are kicked now; the notification is reported (the averages read, the
+ * event built) once every notification of this turn of the loop has been
+ * kicked, so that what a kick makes ready runs before any of that.
+ * @s must stay until the report; source_close() drops one still pending.
+ */
+void source_notify(Source *s, uint64_t count);

@@ -26,14 +26,9 @@ static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
         Source *s = userdata;
         SourceEnv *env = s->env;
         struct epoll_event ev;
-        PsiStats stats;
-        uint64_t rt, mono;
         int n;
 
         n = epoll_wait(s->aux_fd, &ev, 1, 0);
-        mono = now_usec(CLOCK_MONOTONIC);
-        rt = now_usec(CLOCK_REALTIME);
-
         if (n > 0 && (ev.events & EPOLLERR)) {
                 /* The cgroup is gone (or PSI was switched off for it). */
                 if (!streq(s->cgroup, "/") && !cgroup_exists_as(env->v2, s->cgroup, s->dir_ino)) {
@@ -46,9 +41,7 @@ static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
                 s->cb->removed(s);
                 return;
         }
-        /* Proxied clients need only their byte: they do not wait for the PSI read and the event. */
-        s->cb->kick(s);
-        s->cb->pressure(s, psi_stats_read(s->fd, &stats) >= 0 ? &stats : NULL, rt, mono, 1);
+        source_notify(s, 1);
 }
 
 static int psi_write_trigger(int fd, const PsiTrigger *t) {

@@ -34,21 +34,15 @@ static void vmpressure_resume(evutil_socket_t fd, short what, void *userdata) {
 static void vmpressure_on_ready(evutil_socket_t fd, short what, void *userdata) {
         Source *s = userdata;
         SourceEnv *env = s->env;
-        uint64_t count, rt, mono;
+        uint64_t count;
 
         if (read(s->fd, &count, sizeof(count)) != sizeof(count))
                 return;
-        mono = now_usec(CLOCK_MONOTONIC);
-        rt = now_usec(CLOCK_REALTIME);
-
         if (!cgroup_exists_as(env->v1, s->cgroup, s->dir_ino)) {
                 s->cb->removed(s);
                 return;
         }
-
-        /* Proxied clients need only their byte: they do not wait for the event. */
-        s->cb->kick(s);
-        s->cb->pressure(s, NULL, rt, mono, count);
+        source_notify(s, count);
 
         if (!s->holdoff)
                 s->holdoff = evtimer_new(env->base, vmpressure_resume, s);

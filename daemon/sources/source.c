@@ -107,6 +107,10 @@ void source_close(Source *s) {
         if (s->ev)
                 event_free(s->ev);
         s->ev = NULL;
+        if (s->report)
+                event_free(s->report);
+        s->report = NULL;
+        s->woke = 0;
         s->fd = safe_close(s->fd);
         s->aux_fd = safe_close(s->aux_fd);
         free(s->cgroup);

@@ -60,9 +60,10 @@ typedef struct SourceEnv {
         SystemBus *bus;               /* the system bus, connected only while used */
 } SourceEnv;
 
-/* How a source reports to its owner; every callback may free the source. */
+/* How a source reports to its owner; every callback but kick may free the source. */
 typedef struct SourceCallbacks {
-        /* A kernel notification arrived; called first, before anything is read. */
+        /* A kernel notification arrived; called first, before anything is read. The only
+         * callback that must not free the source. */
         void (*kick)(Source *s);
         /* A pressure notification: @psi the averages and stall totals read with it, NULL if
          * the source has none (vmpressure) or they could not be read; valid during the call. */
@@ -105,6 +106,9 @@ struct Source {
         ino_t dir_ino;              /* to tell a recreated cgroup from ours */
         struct event *ev;
         struct event *holdoff;      /* SOURCE_VMPRESSURE: re-arms ev after a pause */
+        struct event *report;       /* reports the notifications in woke (source_notify()) */
+        uint64_t woke;              /* notifications kicked and not yet reported */
+        uint64_t woke_realtime_us, woke_monotonic_us; /* the first of them */
 
         MemoryEvents last_events;   /* SOURCE_MEMORY_EVENTS; SOURCE_KILLS: its oom_kill */
         int last_state;             /* SOURCE_PROTECTION: ProtectionState, -1 unknown */

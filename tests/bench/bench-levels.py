@@ -2,17 +2,19 @@
 # SPDX-License-Identifier: MIT
 """Level callbacks against GLib: from a direct PSI reader's wakeup to each client's first callback.
 
-    tests/bench/bench-levels.py [--out DIR] [--runs N] [--load S] [--vm] [--c-client PATH]
+    tests/bench/bench-levels.py [--out DIR] [--runs N] [--loads N] [--load S] [--vm] [--c-client PATH]
 
 One daemon with `[DBus] LowMemoryMonitor=yes` and its default [Levels], and
-at once, all listening to the level of the whole system ("/"):
+at once, listening to the level of the whole system ("/"), GLib and one
+client of ours (python and c alternate from run to run; with --together
+all three):
 
   glib    GLib's own GMemoryMonitor (tests/vm/glib-memory-monitor.py,
           GIO_USE_MEMORY_MONITOR=dbus, Debian's /usr/bin/python3 with
           python3-gi), hearing org.freedesktop.LowMemoryMonitor on the
           system bus;
   python  the Python module's blocking pressured.watch_levels("/") (this
-          script with --role python, client/python of the source tree);
+          script with --role python, client/python of the build tree);
   c       tests/bench/levels-client.c: a pressure_monitor of libpressure
           on sd-event. Built by meson where libpressure has the monitor
           (1.4); otherwise (or with --c-client PATH) the column says so.
@@ -20,18 +22,26 @@ at once, all listening to the level of the whole system ("/"):
 and a direct reader: this script with --role direct, memory locked, holding
 its own trigger on /proc/pressure/memory equal to the daemon's low level
 (read back from GetStatus: the three [Levels] registrations on "/", the
-`some` one with the smallest stall per window). Per run: wait until the
+`some` one with the smallest stall per window). Why GLib and one of ours
+by default: the daemon writes to one level stream after the other, and
+each write wakes its client, so with both clients of ours the second one
+also waits for the first one's wakeup, which GLib's one listener never
+does; a program follows its level with one client. Per run: wait until the
 system's memory `some` avg10 is below 1% (at most 180 s; the value at the
 start is recorded), start the daemon, start the clients (their order
-rotates from run to run), let them rest 20 s, start the reader, then a
-page-cache loop in a memory-limited cgroup (write a 160 MiB file, read it
-twice, again) until every client had a callback above normal or --load
-seconds (default 60) passed. The latency of a client is from the reader's first wakeup to its
+rotates from run to run), let them rest 20 s, then --loads times (default
+4): start the reader, then a page-cache loop in a memory-limited cgroup
+(write a 160 MiB file, read it twice, again) until every client had a
+callback above normal or --load seconds (default 60) passed, and stop
+both. The latency of a client is from the reader's first wakeup to its
 first callback above normal (CLOCK_MONOTONIC in every process); the
-clients' callbacks are timestamped first thing. Then everything stops.
-Before the load starts, no client may have heard anything for 6 s and
-every level stream must be at normal (other work on the machine can raise
-the system's pressure; at most 180 s of waiting): a run where that did not
+clients' callbacks are timestamped first thing. The Python and the C
+client also pass on the level event's own monotonic_us, when the daemon
+made it: daemon_ms is that time after the reader's wakeup. Then
+everything stops. Before each load starts, no client may have heard
+anything for 6 s and every level stream must be at normal (after a load:
+the level has stepped down; other work on the machine can raise the
+system's pressure; at most 180 s of waiting): a load where that did not
 hold is marked in the column callbacks_before_load (not 0), as its
 latencies are not comparable.
 
@@ -84,8 +94,8 @@ SETTLE_WAIT_S = 180.0
 QUIET_AVG10 = 1.0
 QUIET_WAIT_S = 180.0
 START_TIMEOUT = 120
-HEADER = (['where', 'run', 'order', 'trigger', 'avg10_start', 'callbacks_before_load', 'direct_wakeups', 'load_s']
-          + [f'{c}_{k}' for c in CLIENTS for k in ('ms', 'level')])
+HEADER = (['where', 'run', 'load', 'order', 'trigger', 'avg10_start', 'callbacks_before_load', 'direct_wakeups',
+           'load_s', 'daemon_ms'] + [f'{c}_{k}' for c in CLIENTS for k in ('ms', 'level')])
 
 
 def sh(*cmd, check=True):
@@ -118,19 +128,20 @@ def role_direct(trigger):
 
 
 def role_python(socket):
-    """pressured.watch_levels("/"): "ready LEVEL" for the level now, then "LEVEL MONOTONIC_US" per change."""
+    """pressured.watch_levels("/"): "ready LEVEL" for the level now, then "LEVEL MONOTONIC_US EVENT_US" per
+    change, EVENT_US the event's monotonic_us."""
     import pressured
     first = True
     for lv in pressured.watch_levels('/', socket=socket):
         t = now_us()
-        print(f'ready {lv.level}' if first else f'{lv.level} {t}', flush=True)
+        print(f'ready {lv.level}' if first else f'{lv.level} {t} {lv.monotonic_us}', flush=True)
         first = False
 
 
 # --- the clients ------------------------------------------------------------------
 
 class Client:
-    """A child printing "ready [LEVEL]" and then "LEVEL MONOTONIC_US" lines, read by a thread."""
+    """A child printing "ready [LEVEL]" and then "LEVEL MONOTONIC_US [EVENT_US]" lines, read by a thread."""
 
     def __init__(self, name, cmd, env):
         self.name = name
@@ -146,10 +157,10 @@ class Client:
 
     def _read(self):
         for line in self.p.stdout:
-            level, t = line.split()
+            level, t, *made = line.split()
             level = GLIB_LEVELS.get(int(level), level) if level.isdigit() else level
             with self.lock:
-                self.calls.append((level, int(t)))
+                self.calls.append((level, int(t), int(made[0]) if made else None))
 
     def disturbed(self, t_us):
         """Callbacks in the SETTLE_S before @t_us, plus one if the client's level at @t_us is above normal
@@ -189,7 +200,8 @@ def c_client_path(args):
 
 
 def start_clients(order, socket, env, c_path):
-    py_env = dict(env, PYTHONPATH=os.path.join(pt.SOURCE_ROOT, 'client', 'python'))
+    # The package as the build puts it together: with its generated _vocabulary.py.
+    py_env = dict(env, PYTHONPATH=os.path.join(pt.BUILD_ROOT, 'client', 'python'))
     cmds = {'glib': ([SYSTEM_PYTHON, GLIB_CLIENT], dict(env, GIO_USE_MEMORY_MONITOR='dbus')),
             'python': ([sys.executable, os.path.abspath(__file__), '--role', 'python', socket], py_env),
             'c': ([c_path, '--socket', socket], env)}
@@ -366,28 +378,11 @@ def measure(env, clients, trigger, args):
     return direct, load_s, before, {c.name: c.first_above_normal(start_us) for c in clients}
 
 
-def one_run(env, run, names, c_path, args):
-    avg10 = wait_quiet()
-    # Rotate the start order: each client is first, middle and last in turn.
-    k = (run - 1) % len(names)
-    order = names[k:] + names[:k]
-    socket = env.start()
-    try:
-        clients = start_clients(order, socket, env.env, c_path)
-        try:
-            for c in clients:
-                if c.start_level not in ('', 'normal'):
-                    print(f'the {c.name} client started at level {c.start_level}', flush=True)
-            trigger = low_trigger(socket)
-            time.sleep(REST_S)
-            settle(clients)
-            direct, load_s, before, first = measure(env, clients, trigger, args)
-        finally:
-            for c in clients:
-                c.close()
-    finally:
-        env.stop()
-    row = [env.where, run, ' '.join(order), trigger, f'{avg10:.2f}', before, len(direct), f'{load_s:.1f}']
+def load_row(run, n, order, trigger, avg10, measured):
+    direct, load_s, before, first = measured
+    made = [first[k][2] for k in ('python', 'c') if first.get(k) and first[k][2] is not None]
+    daemon = f'{(min(made) - direct[0]) / 1000:.1f}' if made and direct else ''
+    row = [run, n, ' '.join(order), trigger, f'{avg10:.2f}', before, len(direct), f'{load_s:.1f}', daemon]
     for name in CLIENTS:
         hit = first.get(name)
         if hit and direct:
@@ -397,18 +392,58 @@ def one_run(env, run, names, c_path, args):
     return row
 
 
+def run_clients(run, names, together):
+    """The clients of run @run in the order they start: all of @names, each first, middle and last in turn;
+    or (the default) GLib and one client of ours, ours alternating from run to run and starting first
+    every other pair of runs."""
+    if together:
+        k = (run - 1) % len(names)
+        return names[k:] + names[:k]
+    ours = [n for n in names if n != 'glib']
+    pair = ['glib', ours[(run - 1) % len(ours)]]
+    return pair if ((run - 1) // len(ours)) % 2 == 0 else pair[::-1]
+
+
+def one_run(env, run, names, c_path, args):
+    """The rows of run @run: one per load."""
+    avg10 = wait_quiet()
+    order = run_clients(run, names, args.together)
+    socket = env.start()
+    try:
+        clients = start_clients(order, socket, env.env, c_path)
+        try:
+            for c in clients:
+                if c.start_level not in ('', 'normal'):
+                    print(f'the {c.name} client started at level {c.start_level}', flush=True)
+            trigger = low_trigger(socket)
+            time.sleep(REST_S)
+            rows = []
+            for n in range(1, args.loads + 1):
+                settle(clients)
+                rows.append([env.where] + load_row(run, n, order, trigger, avg10,
+                                                   measure(env, clients, trigger, args)))
+        finally:
+            for c in clients:
+                c.close()
+    finally:
+        env.stop()
+    return rows
+
+
 def summary(rows, names):
     b = HEADER.index('callbacks_before_load')
     clean = [r for r in rows if r[b] == 0]
     print(f'\nfirst callback above normal after the direct reader\'s first wakeup, ms, over the {len(clean)} '
-          f'runs of {len(rows)} with nothing heard before the load:')
+          f'loads of {len(rows)} with nothing heard before the load:')
     rows = clean
+    o = HEADER.index('order')
     for name in names:
         i = HEADER.index(f'{name}_ms')
-        vals = [float(r[i]) for r in rows if r[i] != '']
+        ran = [r for r in rows if name in r[o].split()]
+        vals = [float(r[i]) for r in ran if r[i] != '']
         if vals:
             print(f'  {name:7} median {statistics.median(vals):8.1f}  min {min(vals):8.1f}  '
-                  f'max {max(vals):8.1f}  ({len(vals)} of {len(rows)} runs)', flush=True)
+                  f'max {max(vals):8.1f}  ({len(vals)} of {len(ran)} loads)', flush=True)
         else:
             print(f'  {name:7} no callback in any run', flush=True)
 
@@ -430,14 +465,17 @@ def measure_all(args):
                 ['python', sys.version.split()[0]], ['c_client', 'yes' if c_path else c_why],
                 ['c_client_libpressure', linked_libpressure(c_path) if c_path else ''],
                 ['load', f'{LOAD_MB} MiB page-cache loop, limit {LOAD_MAX >> 20}M'],
-                ['load_max_s', args.load], ['runs', args.runs],
+                ['load_max_s', args.load], ['runs', args.runs], ['loads_per_run', args.loads],
+                ['clients_per_run', 'all' if args.together else 'glib and one of ours'],
                 ['date', time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())], ['load_start', bl.loadavg()]]
         try:
             for run in range(1, args.runs + 1):
                 t0 = time.monotonic()
-                rows.append(one_run(env, run, names, c_path, args))
-                print(f'{env.where} run {run} ({time.monotonic() - t0:.0f} s): ' + ', '.join(
-                    f'{h}={v}' for h, v in zip(HEADER, rows[-1])), flush=True)
+                got = one_run(env, run, names, c_path, args)
+                rows += got
+                for row in got:
+                    print(f'{env.where} run {run} ({time.monotonic() - t0:.0f} s): ' + ', '.join(
+                        f'{h}={v}' for h, v in zip(HEADER, row)), flush=True)
         finally:
             info += [['load_end', bl.loadavg()]]
             emit = bl.emit_csv if args.guest else lambda n, h, r: bl.write_csv(args.out, n, h, r)
@@ -454,18 +492,23 @@ def main():
     def options(p):
         p.add_argument('--guest', action='store_true', help='run the steps here, inside the VM test bed')
         p.add_argument('--vm', action='store_true', help='boot the VM test bed and run there')
-        p.add_argument('--runs', type=int, default=10)
+        p.add_argument('--runs', type=int, default=10, help='daemon starts')
+        p.add_argument('--loads', type=int, default=4, help='loads per daemon start')
         p.add_argument('--load', type=float, default=60.0, help='most seconds of load per run')
         p.add_argument('--c-client', help='the C client to run (default: the build\'s tests/bench/levels-client)')
+        p.add_argument('--together', action='store_true', help='GLib and both clients of ours in every run')
     args = bl.parse_args(__doc__.splitlines()[0], options)
     if not args.vm:
         measure_all(args)
         return
-    fwd = ['--guest', '--runs', str(args.runs), '--load', str(args.load)]
+    fwd = ['--guest', '--runs', str(args.runs), '--loads', str(args.loads), '--load', str(args.load)]
+    if args.together:
+        fwd.append('--together')
     if args.c_client:
         fwd += ['--c-client', os.path.abspath(args.c_client)]
     os.makedirs(args.out, exist_ok=True)
-    sys.exit(bl.run_in_vm(__file__, fwd, args.out, 600 + int(args.runs * (QUIET_WAIT_S + args.load + 180))))
+    per_load = args.load + SETTLE_WAIT_S
+    sys.exit(bl.run_in_vm(__file__, fwd, args.out, 600 + int(args.runs * (QUIET_WAIT_S + 180 + args.loads * per_load))))
 
 
 if __name__ == '__main__':

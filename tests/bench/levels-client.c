@@ -7,9 +7,10 @@
  *     levels-client [--socket PATH] [CGROUP]
  *
  * Prints, flushed: "ready LEVEL" for the first level event (the level now), then
- * "LEVEL MONOTONIC_US" for every later one, LEVEL one of normal, low, medium,
- * critical, and CLOCK_MONOTONIC in microseconds taken first thing in the
- * handler. Exits 0 when stdin ends or on SIGTERM or SIGINT, 1 when the stream
+ * "LEVEL MONOTONIC_US EVENT_US" for every later one, LEVEL one of normal, low,
+ * medium, critical, MONOTONIC_US CLOCK_MONOTONIC in microseconds taken first
+ * thing in the handler, and EVENT_US the event's monotonic_us (when the daemon
+ * made it). Exits 0 when stdin ends or on SIGTERM or SIGINT, 1 when the stream
  * ends (the cgroup went away, the daemon refused it) or on an error.
  */
 #include <errno.h>
@@ -52,7 +53,8 @@ static int on_level(pressure_monitor *monitor, const pressure_event *event, void
                 if (c->seen++ == 0)
                         printf("ready %s\n", level_name(pressure_event_get_level(event)));
                 else
-                        printf("%s %llu\n", level_name(pressure_event_get_level(event)), (unsigned long long) t);
+                        printf("%s %llu %llu\n", level_name(pressure_event_get_level(event)), (unsigned long long) t,
+                               (unsigned long long) pressure_event_get_monotonic_us(event));
                 fflush(stdout);
                 return 0;
         case PRESSURE_EVENT_ERROR:

@@ -766,11 +766,16 @@ LEVELS_TITLE = 'Level callbacks against GLib'
 LEVELS_INTRO = ('How soon a program hears that memory got tight, by the three ways a program can follow the '
                 'level: GLib\'s own GMemoryMonitor (`GIO_USE_MEMORY_MONITOR=dbus`, python3-gi) through '
                 '`[DBus] LowMemoryMonitor=yes`, the Python module\'s `watch_levels("/")`, and a C program '
-                'with a `pressure_monitor` on sd-event (tests/bench/levels-client.c), all listening at once to '
-                'one daemon with its default [Levels]. A direct reader holds its own trigger on '
+                'with a `pressure_monitor` on sd-event (tests/bench/levels-client.c), listening at once to '
+                'one daemon with its default [Levels]: GLib and one client of ours, Python and C alternating from '
+                'run to run. (The daemon writes to one level stream after the other and each write wakes its '
+                'client: with both of ours, the second would also wait for the first one\'s wakeup, which '
+                'GLib\'s one listener never does; a program follows its level with one client. '
+                '`--together` runs all three.) A direct reader holds its own trigger on '
                 '/proc/pressure/memory equal to the daemon\'s low level, and, once the clients have rested 20 s '
-                'and none heard anything for 6 s, a page-cache loop in a cgroup limited to 48M makes pressure; '
-                'the daemon and the clients start afresh for each run. Reproduce with `tests/bench/bench-levels.py --out DIR` and '
+                'and none heard anything for 6 s, a page-cache loop in a cgroup limited to 48M makes pressure '
+                'until every client heard it; after it, the levels step down and the clients rest 6 s before the '
+                'next load. The daemon and the clients start afresh for each run of four loads. Reproduce with `tests/bench/bench-levels.py --out DIR` and '
                 '`tests/bench/bench-levels.py --vm --out DIR` (the VM test bed under TCG, about ten times slower '
                 'than this machine, with the installed pressured.service and the real system bus), then '
                 '`tests/bench/make-results.py --levels DIR --into tests/bench/results.md`.')
@@ -792,20 +797,25 @@ def levels_stat(vals):
 
 
 def levels_rows(rows, info, label):
-    """The table rows of one place, and {client: median of its lateness behind GLib in the same run}."""
+    """The table rows of one place, and {client: median of its lateness behind GLib in the same load}."""
     body, behind = [], {}
     for key, name in LEVELS_CLIENTS:
         if not any(r.get(f'{key}_level') for r in rows):
             if key == 'c' and info.get('c_client', 'yes') != 'yes':
-                body.append([label, name, f"_{info['c_client']}_", '', '', ''])
+                body.append([label, name, f"_{info['c_client']}_", '', '', '', ''])
             continue
-        first, _ = levels_stat(levels_values(rows, f'{key}_ms'))
+        ran = [r for r in rows if key in r.get('order', key).split()]
+        first, _ = levels_stat(levels_values(ran, f'{key}_ms'))
         diffs = [float(r[f'{key}_ms']) - float(r['glib_ms']) for r in rows
                  if r.get(f'{key}_ms') not in (None, '') and r.get('glib_ms') not in (None, '')]
         later, behind[key] = levels_stat(diffs) if key != 'glib' else ('', None)
+        earlier = f'{sum(1 for d in diffs if d < 0)} of {len(diffs)}' if key != 'glib' else ''
         levels = sorted({r[f'{key}_level'] for r in rows if r.get(f'{key}_level')})
-        heard = sum(1 for r in rows if r.get(f'{key}_level'))
-        body.append([label, name, f'{heard} of {len(rows)}', first, later, ', '.join(levels)])
+        heard = sum(1 for r in ran if r.get(f'{key}_level'))
+        body.append([label, name, f'{heard} of {len(ran)}', first, later, earlier, ', '.join(levels)])
+    made, _ = levels_stat(levels_values(rows, 'daemon_ms'))
+    if made != '–':
+        body.append([label, '_the daemon made the level event_', '', made, '', '', ''])
     return body, behind
 
 
@@ -820,7 +830,9 @@ def levels_where(info, label, rows):
     return (f"{label}: host `{info.get('machine', '?')}`, kernel {info.get('kernel', '?')}, {info.get('cpus', '?')} CPUs, "
             f"{int(info.get('memtotal_kib', 0)) // 1024:,} MiB, GLib {info.get('glib_version', '?')}, "
             f"Python {info.get('python', '?')}; the low level and the direct trigger `{', '.join(triggers)}`; "
-            f"{info.get('runs', '?')} runs, {info.get('date', '')}, load average {info.get('load_start', '?')} "
+            f"{info.get('runs', '?')} runs of {info.get('loads_per_run', '1')} loads"
+            + (', all three clients in every run' if info.get('clients_per_run') == 'all' else '')
+            + f", {info.get('date', '')}, load average {info.get('load_start', '?')} "
             f"at the start and {info.get('load_end', '?')} at the end"
             + (f"; the C client linked {info['c_client_libpressure']}" if info.get('c_client_libpressure') else '')
             + '.')
@@ -839,31 +851,35 @@ def levels_section(out):
         body += b
         left = len(every) - len(rows)
         notes.append(levels_where(info, label, every) + (
-            f' {left} of its {len(every)} runs are left out: a client heard something in the 6 s before the '
+            f' {left} of its {len(every)} loads are left out: a client heard something in the 6 s before the '
             'load, or a level stream was above normal when it began (other work on the machine).' if left else ''))
         late = [f'{name} {behind[k]:+.1f} ms' for k, name in LEVELS_CLIENTS if behind.get(k) is not None]
         if late:
             met = all(behind[k] <= 0 for k, _ in LEVELS_CLIENTS if behind.get(k) is not None)
-            goals.append(f'{label}: {verdict(met)} ({", ".join(late)} against GLib, medians of the same-run '
+            goals.append(f'{label}: {verdict(met)} ({", ".join(late)} against GLib, medians of the same-load '
                          'differences)')
     if not body:
         return '_Not run._\n'
-    text = table(['where', 'client', 'runs heard', 'first callback after the direct reader, ms',
-                  'later than GLib in the same run, ms', 'level of the first callback'], body)
-    text += ('\nMedians over the runs, with the range in brackets. *first callback after the direct reader*: '
+    text = table(['where', 'client', 'loads heard', 'first callback after the direct reader, ms',
+                  'later than GLib in the same load, ms', 'earlier than GLib in', 'level of the first callback'],
+                 body)
+    text += ('\nMedians over the loads, with the range in brackets. *first callback after the direct reader*: '
              'from the direct reader\'s first wakeup in the load to the client\'s first callback with a level '
              'above normal (CLOCK_MONOTONIC in every process, taken first thing in each callback). The kernel '
              'wakes the reader\'s trigger and the daemon\'s separately, and the processes share the CPUs, '
-             'so the reader can be scheduled after a client: a negative figure. *later than GLib in the '
-             'same run*: the client\'s time minus GLib\'s in the same run, which the reader\'s own '
-             'scheduling cancels out of; negative is earlier than GLib. The clients start in a rotating '
-             'order, one run each first. *level of the first callback*: the levels seen first over the runs; '
+             'so the reader can be scheduled after a client: a negative figure. *the daemon made the level event*: '
+             'the event\'s own monotonic_us, as the Python and the C client received it, after the direct '
+             'reader\'s wakeup. *later than GLib in the '
+             'same load*: the client\'s time minus GLib\'s in the same load, which the reader\'s own '
+             'scheduling cancels out of; negative is earlier than GLib. *earlier than GLib in*: the loads '
+             'where that difference is below zero. GLib and the client of ours take '
+             'turns to start first, every other pair of runs (with `--together`, the three rotate). *level of the first callback*: the levels seen first over the loads; '
              'a level stream makes the events the daemon reads in one turn of its loop one change, to the '
              'highest level (pressured(8), "Level streams"): where the three triggers fire in the same kernel '
              'poll, its first level is critical.\n\n')
     text += '\n'.join(f'- {n}' for n in notes) + '\n'
     if goals:
-        text += ('\nGoal, the level callbacks no later than GLib\'s (the median same-run difference at or '
+        text += ('\nGoal, the level callbacks no later than GLib\'s (the median same-load difference at or '
                  'below zero): ' + '; '.join(goals) + '.\n')
     return text
 

@@ -29,17 +29,24 @@ or registration that ended.
 - A state that cannot be read (garbage, a newer version) is logged, and
   the connections that came with it are closed, not misread; proxied ones
   stay, each on the resource of the socket it came through.
+- Level streams (on "/" and on a cgroup) across restarts and crashes: seq
+  goes on, the [Levels] registrations are taken over, not doubled; a
+  restart repeats nothing the client was told, a crash sends the level
+  now as news (held, unchanged, or stepped down while no process ran),
+  with missed 0 when nothing was lost.
 - A metrics address taken meanwhile: the new process serves on without
   /metrics, and a reload binds it.
 - $FDSTORE (systemd 254 and later): 0 keeps the daemon out of the store;
   a store too small for the limits is logged."""
 
+import fcntl
 import os
 import select
 import socket
 import struct
 import subprocess
 import sys
+import termios
 import time
 import urllib.request
 
@@ -238,6 +245,206 @@ def scenario_restart_and_crash(sm, sock, mp, quiet):
     for resource, peer in peers.items():
         pt.check_eq(peer.line(), 'eof', f'the {resource} pressure connection ends at a stop')
         peer.close()
+
+
+# [Levels] for the level-stream scenario: a short hold, and triggers (90 to 95 % of the window stalled) that no
+# real pressure in the quiet cgroup reaches, so that only injections move its level.
+LEVELS_CONF = '[Levels]\nStepDownSec=1\nLow=some 1800ms 2s\nMedium=some 1900ms 2s\nCritical=full 1900ms 2s\n'
+# How long an injected level holds: StepDownSec= plus the trigger's window.
+LEVEL_HOLD = 3.0
+
+
+class LevelStream:
+    """A level stream (Subscribe "levels") that checks each event it reads: a level, numbered on."""
+
+    def __init__(self, path, cgroup):
+        self.v = pt.Varlink(path, timeout=WAIT)
+        self.seq = 0
+        self.cgroup = cgroup
+        self.expect('normal', f'the first event on {cgroup} is the level now, no "subscribed"')
+
+    def next(self, what, timeout=WAIT):
+        """The next event: a level of this cgroup, numbered on with no gap."""
+        if self.seq == 0:
+            ev = self.v.subscribe(levels=True, cgroup=self.cgroup)['parameters']['event']
+        else:
+            ev = self.v.recv(timeout=timeout)['parameters']['event']
+        pt.check(ev['kind'] == 'level' and ev['cgroup'] == self.cgroup and ev['seq'] == self.seq + 1,
+                 f'{what}: a level event, seq {self.seq + 1}', ev)
+        self.seq += 1
+        return ev
+
+    def expect(self, level, what, timeout=WAIT):
+        ev = self.next(what, timeout)
+        pt.check(ev['level'] == level and ev['missed'] == 0, f'{what}: {level}, missed 0', ev)
+        return ev
+
+    def until(self, level, what, timeout=WAIT):
+        """Events, numbered on, until one at @level (real pressure on "/" may come in between)."""
+        end = time.monotonic() + timeout
+        while self.next(what, max(0.1, end - time.monotonic()))['level'] != level:
+            pass
+
+    def silent(self, timeout):
+        try:
+            ev = self.v.recv(timeout=timeout)
+        except TimeoutError:
+            return True
+        pt.check(False, f'no event on {self.cgroup}', ev)
+
+
+def unread(v):
+    """Bytes the daemon wrote to @v that it has not read."""
+    buf = bytearray(4)
+    fcntl.ioctl(v.sock.fileno(), termios.FIONREAD, buf)
+    return int.from_bytes(buf, sys.byteorder)
+
+
+def inject_level(path, cgroup, level):
+    return call(path, 'io.pressured.Inject', {'cgroup': cgroup, 'level': level})['parameters']['delivered']
+
+
+def check_level_regs(sock, cgroups, what):
+    """The three [Levels] registrations of each of @cgroups, one each, shared by the one stream on it."""
+    regs = [r for r in status(sock)['registrations'] if r['source'] == 'psi']
+    for cg in cgroups:
+        mine = [r for r in regs if r['cgroup'] == cg]
+        pt.check(len(mine) == 3 and all(r['subscribers'] == 1 for r in mine),
+                 f'{what}: three registrations on {cg}, one subscriber each', mine)
+
+
+def level_takeover(sm, sock, generation, clean, what):
+    st = status(sock)
+    pt.check_eq((st['generation'], st['takeover']['clean'], st['takeover']['connections'], st['takeover']['closed']),
+                (generation, clean, 2, 0), f'{what}: both level streams taken over')
+
+
+def wait_episodes_over(sock, cgroup):
+    """No episode active on @cgroup: the next injection begins them, and the state is written with it."""
+    pt.wait_for(lambda: not [r for r in status(sock)['registrations'] if r['cgroup'] == cgroup and r.get('episode')],
+                timeout=WAIT, what=f'the episodes on {cgroup} to clear')
+
+
+def news_after_crash(q, held, since, what):
+    """After a crash (just now), the level now goes to @q as news, nothing missed: @held while the hold
+    begun at @since lasts, normal once it ran out (a slow start, under valgrind); then it steps down."""
+    ev = q.next(what)
+    in_hold = time.monotonic() < since + LEVEL_HOLD - 0.5
+    pt.check(ev['missed'] == 0 and (ev['level'] == held if in_hold else ev['level'] in (held, 'normal')),
+             f'{what}: the level now, {held} while it holds, missed 0', ev)
+    if ev['level'] == held:
+        q.expect('normal', f'{what}: {held} steps down', LEVEL_HOLD + WAIT)
+
+
+def scenario_levels(tmp, sock, quiet):
+    """Level streams, on "/" and on the quiet cgroup, across restarts and
+    crashes: no end of file, no second first event, seq on without a gap,
+    and the three [Levels] registrations of each taken over, not doubled.
+    "/" feels the machine's real pressure too (a test that thrashes a small
+    cgroup stalls the whole of it), so its stream is held to what holds
+    under any pressure: numbered on, following an injection, told the
+    level after a crash; the quiet cgroup's is held to every event.
+    A restart carries what each client was last sent: a level still held
+    is no news. After a crash that is not known, and the level now is sent
+    as news, whether it held across the crash, stepped down while no
+    process ran, or did not change."""
+    conf = os.path.join(tmp, 'levels.conf')
+    with open(conf, 'w') as f:
+        f.write(LEVELS_CONF + '[Limits]\nIdleTimeoutSec=600\n')
+    with fdstore_test.ServiceManager(['--socket', sock, '--config', conf, '--log-level', 'info']) as sm:
+        sm.start()
+        root, q = LevelStream(sock, '/'), LevelStream(sock, quiet)
+        check_level_regs(sock, ('/', quiet), 'two level streams')
+        check_store(sm, status(sock), 'the store holds the level streams and their registrations')
+
+        # A restart while the quiet cgroup's level is critical: the client was told, so nothing is repeated;
+        # the new process steps it down once the hold the old one began runs out.
+        pt.check_eq(inject_level(sock, quiet, 'critical'), 3, 'critical reaches the three levels')
+        t0 = time.monotonic()
+        q.expect('critical', 'critical before the restart')
+        sm.restart()
+        restarted = time.monotonic()
+        level_takeover(sm, sock, 1, True, 'a restart')
+        check_level_regs(sock, ('/', quiet), 'after the restart')
+        q.expect('normal', 'after the restart, the level steps down: critical is not sent again', LEVEL_HOLD + WAIT)
+        if restarted < t0 + LEVEL_HOLD - 0.5:
+            pt.check(time.monotonic() >= t0 + LEVEL_HOLD - 0.3, 'the hold went on across the restart',
+                     time.monotonic() - t0)
+        pt.check(q.silent(0.5), 'nothing more on the quiet cgroup once it is back to normal')
+        pt.check_eq(inject_level(sock, '/', 'critical'), 3, 'critical on "/" reaches the three levels')
+        root.until('critical', 'the new process follows the level of "/"')
+        root.until('normal', 'and steps it down', LEVEL_HOLD + WAIT)
+        check_store(sm, status(sock), 'the store after the restart')
+
+        # A restart with nothing to tell, then a crash: the process killed had sent nothing itself, and its
+        # successor numbers on from what the one before sent. What the clients were last sent is not known
+        # after a crash, so the level now is news.
+        sm.restart()
+        level_takeover(sm, sock, 2, True, 'a restart at the same level')
+        pt.check(q.silent(0.5), 'nothing to tell after a restart at the same level')
+        status(sock)  # answered after the note of the last event: the live page has it
+        sm.crash()
+        level_takeover(sm, sock, 3, False, 'a crash')
+        check_level_regs(sock, ('/', quiet), 'after a crash')
+        root.next('after a crash, the level now on "/" is news')
+        q.expect('normal', 'after a crash, the level now on the quiet cgroup')
+
+        # A crash while a level holds: the episode its injection begins is in the state, so the new process
+        # holds the level too, says it, and steps it down.
+        wait_episodes_over(sock, quiet)
+        inject_level(sock, quiet, 'low')
+        t0 = time.monotonic()
+        q.expect('low', 'low before the crash')
+        status(sock)  # answered after the note of the last event: the live page has it
+        sm.crash()
+        level_takeover(sm, sock, 4, False, 'a crash while low holds')
+        news_after_crash(q, 'low', t0, 'after a crash while low holds')
+        root.next('after the second crash, the level now on "/" is news')
+
+        # A crash after a change was folded into another and sent: the state written in between says what was
+        # folded then, the live page what was sent since; the news after the crash has missed nothing.
+        wait_episodes_over(sock, quiet)
+        inject_level(sock, quiet, 'low')
+        pt.wait_for(lambda: unread(q.v) > 0, timeout=WAIT, what='low to reach the socket')
+        inject_level(sock, quiet, 'medium')  # waits for the client to read low
+        inject_level(sock, quiet, 'critical')  # replaces it
+        t0 = time.monotonic()
+        Stream(sock, cgroup=quiet, level='low').v.close()  # a stream that begins writes the state
+        q.expect('low', 'low, read late')
+        ev = q.next('then only the newest level')
+        pt.check(ev['level'] == 'critical' and ev['missed'] == 1, 'critical, with medium folded into it', ev)
+        status(sock)  # answered after the note of the last event: the live page has it
+        sm.crash()
+        level_takeover(sm, sock, 5, False, 'a crash after a fold')
+        news_after_crash(q, 'critical', t0, 'after a crash after a fold (told before the crash: missed 0)')
+        root.next('after the crash after a fold, the level now on "/" is news')
+
+        # The level steps down while no process runs: the client was sent critical, the new one starts at
+        # normal with nothing held, and sends it once, numbered on.
+        inject_level(sock, quiet, 'critical')
+        t0 = time.monotonic()
+        q.expect('critical', 'critical before the kill')
+        status(sock)  # answered after the note of the last event: the live page has it
+        sm.proc.kill()
+        sm.proc.wait()
+        sm.drain()
+        time.sleep(max(0.0, t0 + LEVEL_HOLD + 1.0 - time.monotonic()))  # the hold runs out with no process
+        sm.start()
+        level_takeover(sm, sock, 6, False, 'a start after the hold ran out')
+        q.expect('normal', 'the level that changed while no process ran, once')
+        root.next('the level now on "/" is news')
+        pt.check_eq(inject_level(sock, quiet, 'medium'), 2, 'medium reaches the medium and low levels')
+        q.expect('medium', 'the stream follows the level after the crash, nothing in between')
+        check_level_regs(sock, ('/', quiet), 'after the crashes')
+        check_store(sm, status(sock), 'the store after the crashes')
+
+        # The registrations go with the streams, and so do their fds in the store.
+        q.v.close()
+        root.v.close()
+        pt.wait_for(lambda: not [r for r in status(sock)['registrations'] if r['cgroup'] in ('/', quiet)],
+                    timeout=WAIT, what='the level registrations to go with the streams')
+        check_store(sm, status(sock), 'the store once the streams ended')
+        sm.stop()
 
 
 def scenario_undecided(sm, sock, quiet):
@@ -472,6 +679,7 @@ def main():
                                     'a newer version')
                 scenario_unreadable(sm, sock, mp, quiet, lambda good: good[:len(good) // 2], 'truncated')
             scenario_metrics_busy(tmp, sock, quiet)
+            scenario_levels(tmp, sock, quiet)
             scenario_store_size(args)
         finally:
             fdstore_test.shutil.rmtree(tmp, ignore_errors=True)

@@ -10,7 +10,11 @@ and reads back a 200 MB file in it:
   back to "normal" after the load stops, each a single change with seq
   going up by one and nothing missed (the test reads at once);
 - vmpressure (a cgroup that exists only in the v1 memory hierarchy): the
-  same.
+  same;
+- on both, the level goes out first: the daemon's log has the level's
+  change before the first pressure episode of the cgroup begins (both come
+  from the load's first kernel notification; the episode is the
+  notification's report, which waits until the level is sent).
 Skips (77) where the machine lacks the hierarchy; here it has both."""
 import os
 import sys
@@ -92,6 +96,19 @@ def follow(d, name, v1dir, v2dir, what, want_source):
         pt.check(ev['reclaim_target_bytes'] in (0, None), f'{what}: nothing to reclaim at normal', ev)
     finally:
         v.close()
+    check_level_first(d, name, what, up['level'])
+
+
+def check_level_first(d, name, what, level):
+    """The daemon's (debug) log: the first change of @name's level, to @level, before its first episode."""
+    lines = d.log().splitlines()
+    change = next((i for i, line in enumerate(lines) if f'Level of {name} is now {level}.' in line), None)
+    episode = next((i for i, line in enumerate(lines) if f'Pressure episode on {name} (' in line
+                    and line.rstrip().endswith('began.')), None)
+    pt.check(change is not None and episode is not None,
+             f'{what}: the log has the level change and the episode', change, episode)
+    pt.check(change < episode, f'{what}: the level goes out before the notification is reported',
+             lines[change], lines[episode])
 
 
 def main():
