@@ -1066,12 +1066,27 @@ static void reexec_failed(Takeover *t, int error) {
         }
 }
 
+/* Whether a kernel notification was kicked and its report is still queued in this turn of the loop. */
+static bool reports_pending(const Takeover *t) {
+        Registration *r;
+
+        LIST_FOREACH(registrations, r, t->env.registry->registrations)
+                if (r->src.woke > 0)
+                        return true;
+        return false;
+}
+
 static void on_reexec(evutil_socket_t fd, short what, void *userdata) {
         Takeover *t = userdata;
         _cleanup_(exec_fds_free) NamedFds fds = {};
         _cleanup_close_ int state = -1;
         int k;
 
+        /* The kernel will not tell the next process again: go behind the queued reports (and what they begin). */
+        if (reports_pending(t)) {
+                event_active(t->ev_reexec, 0, 0);
+                return;
+        }
         t->reexec_scheduled = false;
         if (t->clients)
                 client_server_reap(t->clients);
