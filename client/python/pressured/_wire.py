@@ -53,6 +53,10 @@ def _reject_constant(name):
     raise ValueError(f'{name} is not JSON')
 
 
+# One decoder for every message: json.loads() with an option makes a new one each time.
+_json_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def encode(message, limit=MAX_MESSAGE_BYTES):
     """@message as sent: compact JSON and its NUL. Raises MessageTooLarge
     over @limit bytes (NUL included)."""
@@ -83,14 +87,15 @@ class Decoder:
             return None
         if end + 1 > self.limit:
             raise errors.ProtocolError(f'a message from the daemon is over {self.limit} bytes')
-        data = bytes(self.buf[:end])
+        data = self.buf[:end]
         del self.buf[:end + 1]
         try:
-            msg = json.loads(data, parse_constant=_reject_constant)
-        except (ValueError, RecursionError) as e:
-            raise errors.ProtocolError(f'the daemon sent a message that is not JSON ({e}): {data[:200]!r}') from None
+            msg = _json_decoder.decode(data.decode())
+        except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
+            head = bytes(data[:200])
+            raise errors.ProtocolError(f'the daemon sent a message that is not JSON ({e}): {head!r}') from None
         if not isinstance(msg, dict):
-            raise errors.ProtocolError(f'the daemon sent a message that is not a JSON object: {data[:200]!r}')
+            raise errors.ProtocolError(f'the daemon sent a message that is not a JSON object: {bytes(data[:200])!r}')
         return msg
 
     @property

@@ -44,7 +44,11 @@ def _raw():
 
 
 def _record(cls):
-    return dataclasses.dataclass(frozen=True, kw_only=True)(cls)
+    cls = dataclasses.dataclass(frozen=True, kw_only=True)(cls)
+    # What from_dict() fills, worked out once: (name, default, convert) per field.
+    cls._plan = tuple((f.name, None if f.default is dataclasses.MISSING else f.default, f.metadata.get('convert'))
+                      for f in dataclasses.fields(cls) if f.name != 'raw')
+    return cls
 
 
 class _Record:
@@ -56,17 +60,20 @@ class _Record:
         or holds a wrong type where an object or list is expected."""
         if not isinstance(d, dict):
             raise ProtocolError(f'expected a JSON object for {cls.__name__}, got {d!r:.200}')
+        # Filled as __init__ would, without its one object.__setattr__() per
+        # field of a frozen dataclass: events are made on the way to the
+        # program's callback. No type here has a __post_init__.
         values = {}
-        for f in dataclasses.fields(cls):
-            if f.name == 'raw':
-                continue
-            v = d.get(f.name)
+        for name, default, convert in cls._plan:
+            v = d.get(name)
             if v is None:
-                v = f.default if f.default is not dataclasses.MISSING else None
-            elif 'convert' in f.metadata:
-                v = f.metadata['convert'](v)
-            values[f.name] = v
-        return cls(raw=d, **values)
+                v = default
+            elif convert is not None:
+                v = convert(v)
+            values[name] = v
+        obj = object.__new__(cls)
+        obj.__dict__.update(values, raw=d)
+        return obj
 
 
 def _object(cls):
