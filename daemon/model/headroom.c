@@ -66,12 +66,27 @@ static int meminfo_field(const char *text, const char *key, uint64_t *ret) {
         return -EBADMSG;
 }
 
-/* MemTotal and MemAvailable of @path, in bytes. Returns 0, -EBADMSG or the errno of reading. */
-static int read_meminfo(const char *path, uint64_t *ret_total, uint64_t *ret_available) {
+/*
+ * MemTotal and MemAvailable of @files, in bytes: one pread() of the open
+ * file when there is one (/proc/meminfo makes its whole text for one
+ * read), else the path opened and read. Returns 0, -EBADMSG or the errno
+ * of reading.
+ */
+static int read_meminfo(const HeadroomFiles *files, uint64_t *ret_total, uint64_t *ret_available) {
         char buf[16384];
-        ssize_t n = read_small_at(AT_FDCWD, path, buf, sizeof(buf));
+        ssize_t n;
         int k;
 
+        if (files->meminfo_fd && *files->meminfo_fd >= 0) {
+                n = pread(*files->meminfo_fd, buf, sizeof(buf), 0);
+                if (n < 0)
+                        n = -errno;
+                else if ((size_t) n == sizeof(buf))
+                        n = -EFBIG;
+                else
+                        buf[n] = 0;
+        } else
+                n = read_small_at(AT_FDCWD, files->meminfo, buf, sizeof(buf));
         if (n == -EFBIG)
                 return -EBADMSG;
         if (n < 0)
@@ -243,25 +258,21 @@ static void bound_by_machine(Headroom *h, const HeadroomLimit *l, bool machine, 
         }
 }
 
-int headroom_read(const HeadroomFiles *files, const char *real_v2, const char *real_v1, const char *stop_v2,
-                  const char *stop_v1, Headroom *ret, SourceFailure *f) {
+/* The headroom of @real in the hierarchy @v1 says, which serves it. */
+static int read_in(const HeadroomFiles *files, bool v1, const char *real, const char *stop, Headroom *ret,
+                   SourceFailure *f) {
         HeadroomLimit l = {};
         uint64_t total = 0, available = 0;
-        bool v1 = false, machine;
-        const char *real;
+        bool machine;
         int k;
 
         *ret = (Headroom) {};
-        k = pick_hierarchy(files, real_v2, real_v1, &v1, f);
-        if (k < 0)
-                return k;
-        real = v1 ? real_v1 : real_v2;
-        machine = read_meminfo(files->meminfo, &total, &available) >= 0;
+        machine = read_meminfo(files, &total, &available) >= 0;
         if (streq(real, "/") && !machine)
                 return source_failure_unavailable(f, -EBADMSG, "headroom", "/proc/meminfo cannot be read");
         if (streq(real, "/"))
                 ret->usage_bytes = total > available ? total - available : 0;
-        k = walk(v1 ? files->v1 : files->v2, v1, real, v1 ? stop_v1 : stop_v2, &ret->usage_bytes, &l, f);
+        k = walk(v1 ? files->v1 : files->v2, v1, real, stop, &ret->usage_bytes, &l, f);
         if (k < 0) {
                 free(l.cgroup);
                 return k;
@@ -275,6 +286,35 @@ int headroom_read(const HeadroomFiles *files, const char *real_v2, const char *r
         }
         free(l.cgroup);
         return 0;
+}
+
+int headroom_read_hinted(const HeadroomFiles *files, const char *real_v2, const char *real_v1, const char *stop_v2,
+                         const char *stop_v1, HeadroomHint *hint, Headroom *ret, SourceFailure *f) {
+        bool v1 = false;
+        int k;
+
+        if (hint && *hint != HEADROOM_HINT_NONE) {
+                v1 = *hint == HEADROOM_HINT_V1;
+                if ((v1 ? real_v1 : real_v2) && (v1 ? files->v1 : files->v2)) {
+                        k = read_in(files, v1, v1 ? real_v1 : real_v2, v1 ? stop_v1 : stop_v2, ret, f);
+                        if (k >= 0 || k == -ENOMEM)
+                                return k;
+                }
+                /* Gone from there, or moved: probe as for a first read. */
+                *hint = HEADROOM_HINT_NONE;
+        }
+        *ret = (Headroom) {};
+        k = pick_hierarchy(files, real_v2, real_v1, &v1, f);
+        if (k >= 0)
+                k = read_in(files, v1, v1 ? real_v1 : real_v2, v1 ? stop_v1 : stop_v2, ret, f);
+        if (k >= 0 && hint)
+                *hint = v1 ? HEADROOM_HINT_V1 : HEADROOM_HINT_V2;
+        return k;
+}
+
+int headroom_read(const HeadroomFiles *files, const char *real_v2, const char *real_v1, const char *stop_v2,
+                  const char *stop_v1, Headroom *ret, SourceFailure *f) {
+        return headroom_read_hinted(files, real_v2, real_v1, stop_v2, stop_v1, NULL, ret, f);
 }
 
 void headroom_done(Headroom *h) {

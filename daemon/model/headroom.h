@@ -2,7 +2,8 @@
 /*
  * Headroom: how far a cgroup can still grow before the nearest memory
  * limit, read from cgroupfs and /proc/meminfo on each call (nothing is
- * registered with the kernel, nothing is kept), and the reclaim target of
+ * registered with the kernel; a caller may keep /proc/meminfo open and
+ * remember which hierarchy served a cgroup), and the reclaim target of
  * a pressure level: how much to free to get back to the level's margin.
  *
  * The hierarchy. cgroup2 when the cgroup there has memory.current (or is
@@ -50,7 +51,19 @@ typedef struct HeadroomFiles {
         const Hierarchy *v2;        /* fd -1: none */
         const Hierarchy *v1;        /* fd -1: none */
         const char *meminfo;        /* "/proc/meminfo" */
+        const int *meminfo_fd;      /* open on meminfo, read at offset 0; NULL or -1: open the path */
 } HeadroomFiles;
+
+/*
+ * Which hierarchy served the last read of a cgroup, for a caller that
+ * reads the same cgroup again and again (a level tracker): the next read
+ * goes there without probing.
+ */
+typedef enum HeadroomHint {
+        HEADROOM_HINT_NONE,
+        HEADROOM_HINT_V2,
+        HEADROOM_HINT_V1,
+} HeadroomHint;
 
 typedef struct Headroom {
         uint64_t usage_bytes;
@@ -80,6 +93,19 @@ typedef struct Headroom {
  */
 int headroom_read(const HeadroomFiles *files, const char *real_v2, const char *real_v1, const char *stop_v2,
                   const char *stop_v1, Headroom *ret, SourceFailure *f);
+
+/*
+ * headroom_read_hinted - headroom_read() for a cgroup read before: with
+ * *@hint set, the hierarchy it names is read without probing which one
+ * serves the cgroup (opening it, looking for the usage file, the root's
+ * cgroup.controllers); if that read fails, the cgroup is probed and read
+ * as headroom_read() does. *@hint is then set to the hierarchy read, or
+ * cleared on failure. The controller moves between hierarchies only
+ * while no cgroup uses it, so a read that succeeds where the hint points
+ * is the one a probe would have made.
+ */
+int headroom_read_hinted(const HeadroomFiles *files, const char *real_v2, const char *real_v1, const char *stop_v2,
+                         const char *stop_v1, HeadroomHint *hint, Headroom *ret, SourceFailure *f);
 
 /* headroom_done - free what @h holds; it may be read again into. */
 void headroom_done(Headroom *h);

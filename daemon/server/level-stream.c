@@ -29,6 +29,7 @@ struct LevelStreams {
         LevelTracker *trackers;
         unsigned n_trackers;
         unsigned n_streams;
+        int meminfo_fd;             /* the headroom reader's, closed with the last tracker */
 };
 
 struct LevelTracker {
@@ -36,6 +37,7 @@ struct LevelTracker {
         char *cgroup, *real_v2, *real_v1, *view_v2, *view_v1;
         TrackerListener levels[_LEVEL_MAX];
         LevelMachine machine;
+        HeadroomHint headroom_hint; /* which hierarchy its headroom was last read from */
         struct event *settle;       /* reports the events of one loop iteration as one change */
         struct event *step_down;    /* pending while above normal */
         Body *body;                 /* the event of the current level; NULL before the first change */
@@ -64,7 +66,7 @@ int level_streams_new(struct event_base *base, Registry *registry, Counters *cou
 
         if (!ls)
                 return -ENOMEM;
-        *ls = (LevelStreams) { .base = base, .registry = registry, .counters = counters };
+        *ls = (LevelStreams) { .base = base, .registry = registry, .counters = counters, .meminfo_fd = -1 };
         *ret = ls;
         return 0;
 }
@@ -114,6 +116,9 @@ static Body *tracker_event(LevelTracker *t) {
         uint64_t headroom = 0, reclaim = 0, mono = now_usec(CLOCK_MONOTONIC);
         unsigned known = 0;
         EventData e;
+
+        target.hint = &t->headroom_hint;
+        target.meminfo_fd = &ls->meminfo_fd;
 
         if (ls->headroom)
                 known = ls->headroom(ls->headroom_userdata, &target, t->machine.level, &headroom, &reclaim);
@@ -230,6 +235,8 @@ static void tracker_free(LevelTracker *t) {
         body_unref(t->body);
         LIST_REMOVE(trackers, ls->trackers, t);
         ls->n_trackers--;
+        if (ls->n_trackers == 0)
+                ls->meminfo_fd = safe_close(ls->meminfo_fd);
         free(t->cgroup);
         free(t->real_v2);
         free(t->real_v1);

@@ -25,6 +25,7 @@
 
 #include "client.h"
 #include "counters.h"
+#include "headroom.h"
 #include "level-machine.h"
 #include "registration.h"
 #include "snapshot.h"
@@ -40,6 +41,9 @@ typedef struct LevelTarget {
         const char *real_v1;        /* and in the v1 memory one */
         const char *view_v2;        /* the peer's namespace roots; NULL: the daemon's view */
         const char *view_v1;
+        HeadroomHint *hint;         /* the tracker's, kept across its events; NULL: probe each time */
+        int *meminfo_fd;            /* /proc/meminfo, for the reader to open once and keep while a
+                                     * tracker lives (-1: not open); NULL: opened at each read */
 } LevelTarget;
 
 /*

@@ -803,11 +803,16 @@ static int method_get_headroom(Methods *ms, Client *c, VarlinkCall *call, Varlin
 unsigned methods_level_headroom(void *userdata, const LevelTarget *t, StreamLevel level, uint64_t *ret_headroom,
                                 uint64_t *ret_target) {
         Methods *ms = userdata;
-        const HeadroomFiles files = { .v2 = ms->v2, .v1 = ms->v1, .meminfo = "/proc/meminfo" };
+        const HeadroomFiles files = { .v2 = ms->v2, .v1 = ms->v1, .meminfo = "/proc/meminfo",
+                                      .meminfo_fd = t->meminfo_fd };
         _cleanup_(headroom_done) Headroom h = {};
         SourceFailure f;
 
-        if (headroom_read(&files, t->real_v2, t->real_v1, t->view_v2, t->view_v1, &h, &f) < 0 || !h.known)
+        /* A level event is on its way to its clients: as few system calls as can be. */
+        if (t->meminfo_fd && *t->meminfo_fd < 0)
+                *t->meminfo_fd = open(files.meminfo, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (headroom_read_hinted(&files, t->real_v2, t->real_v1, t->view_v2, t->view_v1, t->hint, &h, &f) < 0 ||
+            !h.known)
                 return 0;
         *ret_headroom = h.headroom_bytes;
         return 1u | (headroom_reclaim_target(&h, ms->config, (int) level, ret_target) ? 2u : 0u);

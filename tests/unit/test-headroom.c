@@ -304,6 +304,79 @@ static void test_errors(void) {
         ASSERT_OK(chmod(strcat(strcpy((char[PATH_MAX]) {}, base), "/v2/a"), 0755));
 }
 
+/* What a level tracker reads with: the hierarchy remembered, /proc/meminfo kept open. */
+static int read_hinted(const char *cg, const int *meminfo_fd, HeadroomHint *hint, Headroom *h, SourceFailure *f) {
+        HeadroomFiles files = { .v2 = &v2, .v1 = &v1, .meminfo = meminfo, .meminfo_fd = meminfo_fd };
+
+        headroom_done(h);
+        return headroom_read_hinted(&files, cg, cg, NULL, NULL, hint, h, f);
+}
+
+static void test_hinted(void) {
+        _cleanup_(headroom_done) Headroom h = {};
+        HeadroomHint hint = HEADROOM_HINT_NONE;
+        SourceFailure f;
+        int fd = open(meminfo, O_RDONLY | O_CLOEXEC), none = -1;
+        char path[PATH_MAX];
+
+        ASSERT_TRUE(fd >= 0);
+        /* The first read probes and remembers; the next goes straight there, with the same answer. */
+        ASSERT_OK(read_hinted("/a/b/c", &fd, &hint, &h, &f));
+        ASSERT_EQ(hint, HEADROOM_HINT_V2);
+        ASSERT_STREQ(h.limiting_cgroup, "/a/b");
+        ASSERT_U64_EQ(h.headroom_bytes, 200 * M);
+        ASSERT_OK(read_hinted("/a/b/c", &fd, &hint, &h, &f));
+        ASSERT_EQ(hint, HEADROOM_HINT_V2);
+        ASSERT_TRUE(!h.v1 && h.known && h.headroom_bytes == 200 * M);
+        ASSERT_OK(read_hinted("/v1only/q", &fd, &(HeadroomHint) { HEADROOM_HINT_NONE }, &h, &f));
+        ASSERT_TRUE(h.v1 && h.headroom_bytes == 412 * M);
+
+        /* The kept meminfo is read afresh each time (the machine bounds "/free"). */
+        ASSERT_OK(read_hinted("/free", &fd, &hint, &h, &f));
+        ASSERT_U64_EQ(h.headroom_bytes, 4 * G);
+        set_meminfo(8 * G / 1024, 3 * G / 1024);
+        ASSERT_OK(read_hinted("/free", &fd, &hint, &h, &f));
+        ASSERT_U64_EQ(h.headroom_bytes, 3 * G);
+        ASSERT_OK(read_hinted("/", &fd, &hint, &h, &f));
+        ASSERT_TRUE(h.known && h.headroom_bytes == 3 * G && h.usage_bytes == 5 * G);
+        /* Not kept (-1): the path, as headroom_read() does. */
+        ASSERT_OK(read_hinted("/", &none, &hint, &h, &f));
+        ASSERT_TRUE(h.known && h.headroom_bytes == 3 * G);
+        set_meminfo(8 * G / 1024, 4 * G / 1024);
+
+        /* The hint is stale: the cgroup left cgroup2's memory controller. Probed again, found in v1. */
+        make_v1("/moved", 10 * M, 100 * M);
+        make_v2("/moved", 20 * M, 200 * M, UINT64_MAX);
+        hint = HEADROOM_HINT_NONE;
+        ASSERT_OK(read_hinted("/moved", &fd, &hint, &h, &f));
+        ASSERT_TRUE(hint == HEADROOM_HINT_V2 && !h.v1 && h.headroom_bytes == 180 * M);
+        snprintf(path, sizeof(path), "%s/v2/moved/memory.current", base);
+        ASSERT_OK(unlink(path) < 0 ? -errno : 0);
+        ASSERT_OK(read_hinted("/moved", &fd, &hint, &h, &f));
+        ASSERT_TRUE(hint == HEADROOM_HINT_V1 && h.v1 && h.headroom_bytes == 90 * M);
+        /* Gone from both: the error a probe gives, and the hint forgotten. */
+        snprintf(path, sizeof(path), "%s/v1/moved/memory.usage_in_bytes", base);
+        ASSERT_OK(unlink(path) < 0 ? -errno : 0);
+        ASSERT_ERR(read_hinted("/moved", &fd, &hint, &h, &f), EOPNOTSUPP);
+        ASSERT_EQ(hint, HEADROOM_HINT_NONE);
+        ASSERT_EQ(f.kind, SOURCE_FAILURE_UNAVAILABLE);
+        /* A hint to a hierarchy the cgroup is not named in: probed. */
+        hint = HEADROOM_HINT_V1;
+        {
+                HeadroomFiles files = { .v2 = &v2, .v1 = &v1, .meminfo = meminfo, .meminfo_fd = &fd };
+
+                headroom_done(&h);
+                ASSERT_OK(headroom_read_hinted(&files, "/a/b", NULL, NULL, NULL, &hint, &h, &f));
+                ASSERT_TRUE(hint == HEADROOM_HINT_V2 && h.headroom_bytes == 200 * M);
+        }
+        /* A kept fd that cannot be read: as an unreadable /proc/meminfo, "/" is not known. */
+        close(fd);
+        fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_ERR(read_hinted("/", &fd, &hint, &h, &f), EBADMSG);
+        ASSERT_EQ(f.kind, SOURCE_FAILURE_UNAVAILABLE);
+        close(fd);
+}
+
 /* Every allocation of a read fails in turn: -ENOMEM, nothing leaked. */
 static void test_out_of_memory(void) {
         for (unsigned n = 1;; n++) {
@@ -386,6 +459,7 @@ int main(void) {
         test_stop();
         test_v1();
         test_errors();
+        test_hinted();
         test_out_of_memory();
         test_margins();
         hierarchy_close(&v2);
