@@ -12,7 +12,8 @@
   sent and then only the newest level, with "missed" counting the
   changes folded; nothing stale in between.
 - Every subscriber of a cgroup shares the three [Levels] registrations
-  with "level" subscribers; the registrations go with the last stream.
+  with "level" subscribers; the registrations go with the last stream,
+  and so does the /proc/meminfo the headroom is read from.
 - Errors: "levels" with another selector, with min_interval_ms, with a
   resource other than memory, not a boolean; a cgroup that does not
   exist; a cgroup not delegated to the caller; the removal of the cgroup
@@ -49,9 +50,16 @@ def level_regs(d, cg):
                   for r in d.status()['registrations'] if r['cgroup'] == cg)
 
 
+def meminfo_open(d):
+    return '/proc/meminfo' in d.fds().values()
+
+
 def check_first(d, cg):
+    pt.check(not meminfo_open(d), 'no level stream: /proc/meminfo is not open', d.fds())
     v, first = levels(d, cg)
     try:
+        # The headroom reader keeps it while a stream lives.
+        pt.check(meminfo_open(d), 'a level stream: /proc/meminfo kept open', d.fds())
         pt.check(first['kind'] == 'level' and first['level'] == 'normal' and first['seq'] == 1 and
                  first['missed'] == 0 and first['cgroup'] == cg, 'the first event is the level now', first)
         for key in ('headroom_bytes', 'reclaim_target_bytes', 'time_us', 'monotonic_us'):
@@ -68,6 +76,7 @@ def check_first(d, cg):
         v.close()
     pt.wait_for(lambda: not [r for r in d.status()['registrations'] if r['cgroup'] == cg], timeout=WAIT,
                 what='the registrations to go with the last stream')
+    pt.check(not meminfo_open(d), '/proc/meminfo closed with the last stream', d.fds())
 
 
 def check_steps(d, cg):
