@@ -25,7 +25,9 @@ comparison with low-memory-monitor made by one run of bench-lmm.py.
 
 --levels OUT_DIR --into RESULTS_MD does the same for the level callbacks of
 GLib, the Python module and a C monitor made by bench-levels.py here and
-with --vm (both in one OUT_DIR).
+with --vm (both in one OUT_DIR), with what a client adds after the
+daemon's write (bench-python-event.py, here and --vm, same OUT_DIR) when
+its files are there.
 
 --ns-fanout OUT_DIR --into RESULTS_MD does the same for subscribers in a
 cgroup namespace, measured by one run of bench-ns-fanout.py.
@@ -884,8 +886,46 @@ def levels_section(out):
     return text
 
 
+def percentile(values, p):
+    """The @p-th percentile (nearest rank) of @values, as benchlib's."""
+    v = sorted(values)
+    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+
+
+PYEVENT_CLIENTS = (('module', 'Python watch_levels()'), ('asyncio', 'Python watch_levels_async()'),
+                   ('bare', 'Python, recv() and json.loads() only'), ('c', 'C pressure_monitor'))
+
+
+def python_event_section(out):
+    """The client's own part (bench-python-event.py), when its CSV files are in @out; '' otherwise."""
+    body, notes = [], []
+    for where, label in LEVELS_WHERE:
+        rows = load(out, f'python-event-{where}.csv')
+        if not rows:
+            continue
+        info = {r['key']: r['value'] for r in (load(out, f'python-event-{where}-info.csv') or [])}
+        for key, name in PYEVENT_CLIENTS:
+            vals = [int(r['latency_us']) for r in rows if r['client'] == key]
+            if vals:
+                body.append([label, name, f'{statistics.median(vals):,.0f}', f'{percentile(vals, 10):,.0f}',
+                             f'{percentile(vals, 90):,.0f}', len(vals)])
+        notes.append(f"{label}: host `{info.get('machine', '?')}`, {info.get('cpus', '?')} CPUs, Python "
+                     f"{info.get('python', '?')}; {info.get('rounds', '?')} rounds of {info.get('events', '?')} "
+                     f"events per client, {info.get('idle_s', '?')} s apart, {info.get('date', '')}.")
+    if not body:
+        return ''
+    text = ('\n#### What the client adds\n\nFrom the write of a level event to the client\'s callback, µs, '
+            'with a stand-in for the daemon that writes one event a second (the client\'s caches cold, as when '
+            'pressure comes after a quiet spell): `tests/bench/bench-python-event.py [--vm] --out DIR` into the '
+            'same DIR. The bare reader is the least a Python program does; the module\'s own part is the '
+            'difference.\n\n')
+    text += table(['where', 'client', 'median', 'p10', 'p90', 'events'], body)
+    return text + '\n' + '\n'.join(f'- {n}' for n in notes) + '\n'
+
+
 def splice_levels(out, path):
-    splice_generated(path, 'levels', 'bench-levels.py', LEVELS_TITLE, LEVELS_INTRO, levels_section(out))
+    splice_generated(path, 'levels', 'bench-levels.py', LEVELS_TITLE, LEVELS_INTRO,
+                     levels_section(out) + python_event_section(out))
 
 
 def proxy(out):
