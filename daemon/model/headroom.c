@@ -258,9 +258,10 @@ static void bound_by_machine(Headroom *h, const HeadroomLimit *l, bool machine, 
         }
 }
 
-/* The headroom of @real in the hierarchy @v1 says, which serves it. */
-static int read_in(const HeadroomFiles *files, bool v1, const char *real, const char *stop, Headroom *ret,
-                   SourceFailure *f) {
+/* The headroom of the cgroup in the hierarchy @v1 says, which serves it: its path and stop there. */
+static int read_in(const HeadroomFiles *files, bool v1, const char *real_v1, const char *real_v2,
+                   const char *stop_v1, const char *stop_v2, Headroom *ret, SourceFailure *f) {
+        const char *real = v1 ? real_v1 : real_v2, *stop = v1 ? stop_v1 : stop_v2;
         HeadroomLimit l = {};
         uint64_t total = 0, available = 0;
         bool machine;
@@ -290,13 +291,12 @@ static int read_in(const HeadroomFiles *files, bool v1, const char *real, const 
 
 int headroom_read_hinted(const HeadroomFiles *files, const char *real_v2, const char *real_v1, const char *stop_v2,
                          const char *stop_v1, HeadroomHint *hint, Headroom *ret, SourceFailure *f) {
-        bool v1 = false;
+        bool v1 = hint && *hint == HEADROOM_HINT_V1;
         int k;
 
         if (hint && *hint != HEADROOM_HINT_NONE) {
-                v1 = *hint == HEADROOM_HINT_V1;
                 if ((v1 ? real_v1 : real_v2) && (v1 ? files->v1 : files->v2)) {
-                        k = read_in(files, v1, v1 ? real_v1 : real_v2, v1 ? stop_v1 : stop_v2, ret, f);
+                        k = read_in(files, v1, real_v1, real_v2, stop_v1, stop_v2, ret, f);
                         if (k >= 0 || k == -ENOMEM)
                                 return k;
                 }
@@ -306,7 +306,7 @@ int headroom_read_hinted(const HeadroomFiles *files, const char *real_v2, const 
         *ret = (Headroom) {};
         k = pick_hierarchy(files, real_v2, real_v1, &v1, f);
         if (k >= 0)
-                k = read_in(files, v1, v1 ? real_v1 : real_v2, v1 ? stop_v1 : stop_v2, ret, f);
+                k = read_in(files, v1, real_v1, real_v2, stop_v1, stop_v2, ret, f);
         if (k >= 0 && hint)
                 *hint = v1 ? HEADROOM_HINT_V1 : HEADROOM_HINT_V2;
         return k;
