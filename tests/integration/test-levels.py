@@ -163,6 +163,10 @@ def check_reexecute(d, cg):
         d.inject('medium', cg)
         ev = event(v)
         pt.check(ev['level'] == 'medium' and ev['seq'] == 4, 'the new process follows the level', ev)
+        # The kept /proc/meminfo went with the old process (close-on-exec): the new one reads its own.
+        pt.check((ev['headroom_bytes'] is None) == (first['headroom_bytes'] is None),
+                 'the new process reads the headroom as the old one did', first, ev)
+        pt.check(meminfo_open(d), 'the new process keeps its own /proc/meminfo open', d.fds())
     finally:
         v.close()
 
