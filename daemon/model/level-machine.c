@@ -50,6 +50,28 @@ bool level_machine_event(LevelMachine *m, Level level, uint64_t now_usec, uint64
         return true;
 }
 
+void level_machine_note(LevelMachine *m, Level level, uint64_t hold_usec) {
+        if (level < 0 || level >= _LEVEL_MAX)
+                return;
+        /* 0 means none noted: a hold of 0 is the microsecond level_machine_event() makes of it. */
+        if (hold_usec == 0)
+                hold_usec = 1;
+        if (hold_usec > m->noted_usec[level])
+                m->noted_usec[level] = hold_usec;
+}
+
+bool level_machine_settle(LevelMachine *m, uint64_t now_usec) {
+        bool changed = false;
+
+        for (Level l = 0; l < _LEVEL_MAX; l++) {
+                if (m->noted_usec[l] == 0)
+                        continue;
+                changed |= level_machine_event(m, l, now_usec, m->noted_usec[l]);
+                m->noted_usec[l] = 0;
+        }
+        return changed;
+}
+
 bool level_machine_tick(LevelMachine *m, uint64_t now_usec) {
         StreamLevel l;
 

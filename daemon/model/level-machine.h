@@ -40,6 +40,7 @@ const char *stream_level_to_string(StreamLevel l);
 typedef struct LevelMachine {
         StreamLevel level;              /* the current one */
         uint64_t until_usec[_LEVEL_MAX];/* CLOCK_MONOTONIC end of each level's hold; 0 never held */
+        uint64_t noted_usec[_LEVEL_MAX];/* the hold of each level's event noted since the last settle; 0 none */
 } LevelMachine;
 
 /* level_machine_init - a machine at normal. */
@@ -50,6 +51,21 @@ void level_machine_init(LevelMachine *m);
  * @hold_usec. Returns true if the level changed (it can only rise).
  */
 bool level_machine_event(LevelMachine *m, Level level, uint64_t now_usec, uint64_t hold_usec);
+
+/*
+ * level_machine_note - an event at @level, held for @hold_usec, that takes
+ * its time from the next level_machine_settle(): the events read in one
+ * turn of the caller's loop are one change at one time, so levels that
+ * heard of one pressure together (an injected level reaches its own and
+ * those below) end their holds together and step down together.
+ */
+void level_machine_note(LevelMachine *m, Level level, uint64_t hold_usec);
+
+/*
+ * level_machine_settle - every event noted since the last settle, at
+ * @now_usec (level_machine_event()). Returns true if the level changed.
+ */
+bool level_machine_settle(LevelMachine *m, uint64_t now_usec);
 
 /*
  * level_machine_tick - the level at @now_usec: steps down when holds ran

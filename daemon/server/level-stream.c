@@ -38,7 +38,7 @@ struct LevelTracker {
         TrackerListener levels[_LEVEL_MAX];
         LevelMachine machine;
         HeadroomHint headroom_hint; /* which hierarchy its headroom was last read from */
-        struct event *settle;       /* reports the events of one loop iteration as one change */
+        struct event *settle;       /* settles the events of one loop iteration as one change */
         struct event *step_down;    /* pending while above normal */
         Body *body;                 /* the event of the current level; NULL before the first change */
         LevelStream *streams;
@@ -172,13 +172,19 @@ static void tracker_changed(LevelTracker *t) {
 }
 
 static void on_settle(evutil_socket_t fd, short what, void *userdata) {
-        tracker_changed(userdata);
+        LevelTracker *t = userdata;
+
+        if (level_machine_settle(&t->machine, now_usec(CLOCK_MONOTONIC)))
+                tracker_changed(t);
 }
 
 static void on_step_down(evutil_socket_t fd, short what, void *userdata) {
         LevelTracker *t = userdata;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        /* Events of this turn that wait to settle count first: they may hold the level. */
+        bool raised = level_machine_settle(&t->machine, now);
 
-        if (level_machine_tick(&t->machine, now_usec(CLOCK_MONOTONIC)))
+        if (level_machine_tick(&t->machine, now) || raised)
                 tracker_changed(t);
         else
                 tracker_arm_step_down(t);
@@ -197,11 +203,13 @@ static bool tracker_deliver(Listener *l, Body *body, uint64_t count) {
         /*
          * A kernel notification comes bare; an injected event reaches the
          * listener of its level and those below with one body. Either way
-         * the level is the listener's, and the change is reported once the
-         * loop has delivered what it read together.
+         * the level is the listener's. What the loop delivered together
+         * settles together, at one time: one change, and holds that end
+         * together (an injected medium steps down to normal, not by way
+         * of low because low heard of it a moment later).
          */
-        if (level_machine_event(&t->machine, l->level, now_usec(CLOCK_MONOTONIC), registration_hold_usec(l->reg)))
-                event_active(t->settle, EV_TIMEOUT, 0);
+        level_machine_note(&t->machine, l->level, registration_hold_usec(l->reg));
+        event_active(t->settle, EV_TIMEOUT, 0);
         return true;
 }
 

@@ -133,6 +133,52 @@ static void test_psi_above(void) {
         ASSERT_TRUE(level_psi_above(&st, &(PsiTrigger) { PSI_STALL_SOME, UINT32_MAX, UINT32_MAX }));
 }
 
+/*
+ * Events noted in one turn settle at one time: an injected medium that
+ * reaches low and medium steps down straight to normal however late the
+ * step-down runs, where the same events at two times go by way of low.
+ */
+static void test_settle(void) {
+        LevelMachine m;
+
+        level_machine_init(&m);
+        ASSERT_TRUE(!level_machine_settle(&m, 1 * S)); /* nothing noted */
+        level_machine_note(&m, LEVEL_LOW, HOLD);
+        level_machine_note(&m, LEVEL_MEDIUM, HOLD);
+        ASSERT_EQ(m.level, STREAM_LEVEL_NORMAL); /* nothing before the settle */
+        ASSERT_TRUE(level_machine_settle(&m, 3 * S));
+        ASSERT_EQ(m.level, STREAM_LEVEL_MEDIUM);
+        ASSERT_U64_EQ(level_machine_next_usec(&m), 3 * S + HOLD);
+        ASSERT_TRUE(!level_machine_settle(&m, 4 * S)); /* a settle applies what was noted once */
+        ASSERT_TRUE(level_machine_tick(&m, 3 * S + HOLD));
+        ASSERT_EQ(m.level, STREAM_LEVEL_NORMAL);
+
+        /* Delivered a moment apart, low outlives medium by that moment. */
+        level_machine_init(&m);
+        ASSERT_TRUE(level_machine_event(&m, LEVEL_MEDIUM, 3 * S, HOLD));
+        (void) level_machine_event(&m, LEVEL_LOW, 3 * S + 5000, HOLD);
+        ASSERT_TRUE(level_machine_tick(&m, 3 * S + HOLD));
+        ASSERT_EQ(m.level, STREAM_LEVEL_LOW);
+
+        /* Noted twice, the longer hold counts; a zero hold is a microsecond; out of range is ignored. */
+        level_machine_init(&m);
+        level_machine_note(&m, LEVEL_CRITICAL, HOLD);
+        level_machine_note(&m, LEVEL_CRITICAL, 2 * HOLD);
+        level_machine_note(&m, LEVEL_CRITICAL, HOLD);
+        level_machine_note(&m, LEVEL_LOW, 0);
+        level_machine_note(&m, (Level) _LEVEL_MAX, HOLD);
+        level_machine_note(&m, (Level) -1, HOLD);
+        ASSERT_TRUE(level_machine_settle(&m, 10 * S));
+        ASSERT_EQ(m.level, STREAM_LEVEL_CRITICAL);
+        ASSERT_U64_EQ(level_machine_next_usec(&m), 10 * S + 2 * HOLD);
+        ASSERT_U64_EQ(m.until_usec[LEVEL_LOW], 10 * S + 1);
+        ASSERT_U64_EQ(m.until_usec[LEVEL_MEDIUM], 0);
+        /* Noted at a level already held: no change, the hold grows. */
+        level_machine_note(&m, LEVEL_CRITICAL, 3 * HOLD);
+        ASSERT_TRUE(!level_machine_settle(&m, 10 * S));
+        ASSERT_U64_EQ(level_machine_next_usec(&m), 10 * S + 3 * HOLD);
+}
+
 int main(void) {
         test_psi_above();
         test_names();
@@ -141,5 +187,6 @@ int main(void) {
         test_hysteresis();
         test_hold();
         test_late_event();
+        test_settle();
         return 0;
 }
