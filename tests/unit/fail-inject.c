@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Failure injection for unit tests (see fail-inject.h): the --wrap
- * targets of malloc, calloc, realloc, strdup, strndup and event_add, and
+ * targets of malloc, calloc, realloc, strdup, strndup, event_add and
+ * event_new, and
  * the allocator handed to jansson.
  */
 #include <errno.h>
@@ -60,6 +61,8 @@ void *__real_realloc(void *p, size_t size);
 char *__real_strdup(const char *s);
 char *__real_strndup(const char *s, size_t n);
 int __real_event_add(struct event *ev, const struct timeval *timeout);
+struct event *__real_event_new(struct event_base *base, evutil_socket_t fd, short what, event_callback_fn cb,
+                               void *arg);
 
 void *__wrap_malloc(size_t size);
 void *__wrap_calloc(size_t n, size_t size);
@@ -67,6 +70,8 @@ void *__wrap_realloc(void *p, size_t size);
 char *__wrap_strdup(const char *s);
 char *__wrap_strndup(const char *s, size_t n);
 int __wrap_event_add(struct event *ev, const struct timeval *timeout);
+struct event *__wrap_event_new(struct event_base *base, evutil_socket_t fd, short what, event_callback_fn cb,
+                               void *arg);
 
 void *__wrap_malloc(size_t size) {
         return alloc_fails(FAIL_MALLOC) ? NULL : __real_malloc(size);
@@ -90,6 +95,15 @@ char *__wrap_strndup(const char *s, size_t n) {
 
 int __wrap_event_add(struct event *ev, const struct timeval *timeout) {
         return hit(FAIL_EVENT_ADD) ? -1 : __real_event_add(ev, timeout);
+}
+
+struct event *__wrap_event_new(struct event_base *base, evutil_socket_t fd, short what, event_callback_fn cb,
+                               void *arg) {
+        if (hit(FAIL_EVENT_NEW)) {
+                errno = ENOMEM;
+                return NULL;
+        }
+        return __real_event_new(base, fd, what, cb, arg);
 }
 
 static void *json_malloc(size_t size) {

@@ -5,7 +5,7 @@
  * memory, a libevent registration refused).
  *
  * How it works. The test is linked with -Wl,--wrap=SYMBOL for malloc,
- * calloc, realloc, strdup, strndup and event_add, so every call to those
+ * calloc, realloc, strdup, strndup, event_add and event_new, so every call to those
  * from the test and from the daemon's static library goes through this
  * module first (calls made inside glibc, libevent or jansson themselves
  * are not affected: their references were resolved when those libraries
@@ -42,7 +42,7 @@
  * error path that leaks fails there.
  *
  * A failing event_add() returns -1 like libevent does; a failing
- * allocation returns NULL with errno ENOMEM. Not thread-safe; unit tests
+ * event_new() or allocation returns NULL with errno ENOMEM. Not thread-safe; unit tests
  * are single-threaded.
  */
 #pragma once
@@ -54,6 +54,7 @@ typedef enum FailKind {
         FAIL_JSON_ALLOC, /* jansson's allocations (json_object(), json_dumps(), ...) */
         FAIL_ALLOC,      /* either of the two above: one count over both */
         FAIL_EVENT_ADD,  /* libevent's event_add() */
+        FAIL_EVENT_NEW,  /* libevent's event_new() (and evtimer_new(), a macro of it) */
         _FAIL_KIND_MAX,
 } FailKind;
 

@@ -15,6 +15,9 @@
  * peer reads EOF) instead of being left stalled. A coalescing timer that
  * cannot be armed counts its event as missed; an episode timer that cannot
  * be armed is logged and the registration goes on delivering.
+ *
+ * A refused event_new(): a kernel notification whose report cannot wait
+ * for the end of the loop's turn is reported at once.
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -29,6 +32,7 @@
 #include "methods.h"
 #include "registration-episode.h"
 #include "registration.h"
+#include "source-common.h"
 #include "status.h"
 #include "subscription.h"
 #include "test-capture.h"
@@ -675,6 +679,54 @@ static void test_episode_timer_refused(void) {
 }
 
 /*
+ * A kernel notification is reported at the end of the loop's turn, by an
+ * event made at the first one. Without that event (out of memory) it is
+ * reported at once, count and all, and the next notification makes it.
+ */
+static void test_report_event_refused(void) {
+        SubscribeRequest req = { .selector = SELECTOR_LEVEL, .level = LEVEL_LOW };
+        Fixture fx;
+        Registration *r;
+        Subscription *s;
+        json_t *ev;
+        Peer p;
+
+        fixture_init(&fx);
+        peer_open(&fx, &p, 0);
+        r = registration_make(&fx, "/test");
+        ASSERT_OK(subscription_new(p.client, &fx.counters, r, &req, &s));
+        subscription_start(s);
+
+        fail_inject_reset();
+        fail_inject_after(FAIL_EVENT_NEW, 1);
+        source_notify(&r->src, 2);
+        ASSERT_EQ(fail_inject_fired(FAIL_EVENT_NEW), 1);
+        fail_inject_reset();
+        ASSERT_TRUE(r->src.report == NULL);
+        ASSERT_U64_EQ(r->src.woke, 0); /* reported already, not waiting for the turn */
+        ASSERT_U64_EQ(fx.counters.value[COUNTER_EVENTS_READ], 1);
+        ev = next_event(&fx, &p);
+        ASSERT_STREQ(json_string_value(json_object_get(ev, "kind")), "pressure");
+        ASSERT_EQ(ev_int(ev, "seq"), 1);
+        ASSERT_EQ(ev_int(ev, "count"), 2);
+        json_decref(ev);
+
+        /* Next time the event is made, and the report waits for the turn. */
+        source_notify(&r->src, 1);
+        ASSERT_TRUE(r->src.report != NULL);
+        ASSERT_U64_EQ(r->src.woke, 1);
+        ASSERT_U64_EQ(fx.counters.value[COUNTER_EVENTS_READ], 1);
+        ev = next_event(&fx, &p);
+        ASSERT_EQ(ev_int(ev, "seq"), 2);
+        ASSERT_EQ(ev_int(ev, "count"), 1);
+        json_decref(ev);
+        ASSERT_U64_EQ(r->src.woke, 0);
+        ASSERT_U64_EQ(fx.counters.value[COUNTER_EVENTS_READ], 2);
+        peer_close(&p);
+        fixture_done(&fx);
+}
+
+/*
  * A peer in a cgroup namespace rooted at /x: every allocation of its
  * translations may fail, and an event it cannot have copied is dropped
  * and counted like one its queue could not take.
@@ -743,6 +795,7 @@ int main(void) {
         test_idle_timer_refused();
         test_coalesce_timer_refused();
         test_episode_timer_refused();
+        test_report_event_refused();
         test_namespaced_peer();
         return 0;
 }
