@@ -6,6 +6,8 @@
  * the allocator handed to jansson.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <event2/event.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -63,6 +65,7 @@ char *__real_strndup(const char *s, size_t n);
 int __real_event_add(struct event *ev, const struct timeval *timeout);
 struct event *__real_event_new(struct event_base *base, evutil_socket_t fd, short what, event_callback_fn cb,
                                void *arg);
+int __real_open64(const char *path, int flags, ...);
 
 void *__wrap_malloc(size_t size);
 void *__wrap_calloc(size_t n, size_t size);
@@ -72,6 +75,7 @@ char *__wrap_strndup(const char *s, size_t n);
 int __wrap_event_add(struct event *ev, const struct timeval *timeout);
 struct event *__wrap_event_new(struct event_base *base, evutil_socket_t fd, short what, event_callback_fn cb,
                                void *arg);
+int __wrap_open64(const char *path, int flags, ...);
 
 void *__wrap_malloc(size_t size) {
         return alloc_fails(FAIL_MALLOC) ? NULL : __real_malloc(size);
@@ -104,6 +108,23 @@ struct event *__wrap_event_new(struct event_base *base, evutil_socket_t fd, shor
                 return NULL;
         }
         return __real_event_new(base, fd, what, cb, arg);
+}
+
+int __wrap_open64(const char *path, int flags, ...) {
+        mode_t mode = 0;
+
+        if (flags & (O_CREAT | O_TMPFILE)) {
+                va_list ap;
+
+                va_start(ap, flags);
+                mode = va_arg(ap, mode_t);
+                va_end(ap);
+        }
+        if (hit(FAIL_OPEN)) {
+                errno = EMFILE;
+                return -1;
+        }
+        return __real_open64(path, flags, mode);
 }
 
 static void *json_malloc(size_t size) {

@@ -5,7 +5,8 @@
  * memory, a libevent registration refused).
  *
  * How it works. The test is linked with -Wl,--wrap=SYMBOL for malloc,
- * calloc, realloc, strdup, strndup, event_add and event_new, so every call to those
+ * calloc, realloc, strdup, strndup, event_add, event_new and open64 (the
+ * open() of a build with 64-bit file offsets), so every call to those
  * from the test and from the daemon's static library goes through this
  * module first (calls made inside glibc, libevent or jansson themselves
  * are not affected: their references were resolved when those libraries
@@ -42,7 +43,8 @@
  * error path that leaks fails there.
  *
  * A failing event_add() returns -1 like libevent does; a failing
- * event_new() or allocation returns NULL with errno ENOMEM. Not thread-safe; unit tests
+ * event_new() or allocation returns NULL with errno ENOMEM; a failing
+ * open() returns -1 with errno EMFILE (out of file descriptors). Not thread-safe; unit tests
  * are single-threaded.
  */
 #pragma once
@@ -55,6 +57,7 @@ typedef enum FailKind {
         FAIL_ALLOC,      /* either of the two above: one count over both */
         FAIL_EVENT_ADD,  /* libevent's event_add() */
         FAIL_EVENT_NEW,  /* libevent's event_new() (and evtimer_new(), a macro of it) */
+        FAIL_OPEN,       /* open() (open64 with 64-bit file offsets, as meson builds): EMFILE */
         _FAIL_KIND_MAX,
 } FailKind;
 

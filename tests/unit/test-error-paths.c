@@ -18,6 +18,9 @@
  *
  * A refused event_new(): a kernel notification whose report cannot wait
  * for the end of the loop's turn is reported at once.
+ *
+ * A refused open(): a level stream's headroom is read from /proc/meminfo
+ * by its path when the copy kept open cannot be opened.
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -727,6 +730,42 @@ static void test_report_event_refused(void) {
 }
 
 /*
+ * Level streams keep /proc/meminfo open for their headroom. When it cannot
+ * be opened (out of file descriptors), the headroom is read by the path as
+ * GetHeadroom reads it, and the next level event opens it again.
+ */
+static void test_meminfo_open_refused(void) {
+        HeadroomHint hint = HEADROOM_HINT_NONE;
+        int fd = -1;
+        LevelTarget t = { .cgroup = "/", .real_v2 = "/", .real_v1 = "/", .hint = &hint, .meminfo_fd = &fd };
+        uint64_t headroom = 0, target = 0;
+        Fixture fx;
+        char path[128];
+        unsigned known;
+
+        fixture_init(&fx);
+        write_file(fx.root, "/cgroup.controllers", "memory\n"); /* a root that has the controller */
+        fail_inject_reset();
+        fail_inject_after(FAIL_OPEN, 1);
+        known = methods_level_headroom(&fx.methods, &t, STREAM_LEVEL_NORMAL, &headroom, &target);
+        ASSERT_EQ(fail_inject_fired(FAIL_OPEN), 1);
+        fail_inject_reset();
+        ASSERT_EQ(fd, -1);
+        ASSERT_TRUE(known & 1u); /* MemAvailable for the whole system, all the same */
+        ASSERT_TRUE(headroom > 0);
+
+        headroom = 0;
+        known = methods_level_headroom(&fx.methods, &t, STREAM_LEVEL_NORMAL, &headroom, &target);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_TRUE(known & 1u);
+        ASSERT_TRUE(headroom > 0);
+        ASSERT_OK(close(fd));
+        snprintf(path, sizeof(path), "%s/cgroup.controllers", fx.root);
+        ASSERT_OK(unlink(path));
+        fixture_done(&fx);
+}
+
+/*
  * A peer in a cgroup namespace rooted at /x: every allocation of its
  * translations may fail, and an event it cannot have copied is dropped
  * and counted like one its queue could not take.
@@ -796,6 +835,7 @@ int main(void) {
         test_coalesce_timer_refused();
         test_episode_timer_refused();
         test_report_event_refused();
+        test_meminfo_open_refused();
         test_namespaced_peer();
         return 0;
 }
