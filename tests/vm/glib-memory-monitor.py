@@ -11,7 +11,12 @@ GIO_USE_MEMORY_MONITOR=dbus: it watches org.freedesktop.LowMemoryMonitor on
 the system bus) and prints, flushed:
   - "ready" once org.freedesktop.LowMemoryMonitor has an owner and a proxy
     of our own, made after the monitor's, is in place: the monitor's proxy
-    and signal match were set up before it on the same connection;
+    and signal match were set up before it on the same connection. Our
+    name watch takes the steps of the monitor's (GLib watches the name with
+    G_BUS_NAME_WATCHER_FLAGS_AUTO_START: StartServiceByName, then
+    GetNameOwner), one after it, so each of our replies comes after the
+    monitor's; a watch without that flag would see the name one round trip
+    sooner and could say "ready" before the monitor listens;
   - "LEVEL MONOTONIC_US" for each low-memory-warning: the level GLib passes
     (50, 100 or 255) and CLOCK_MONOTONIC in microseconds when the callback ran.
 Exits when stdin is closed, or on SIGTERM or SIGINT. Exit 2 if the default
@@ -59,7 +64,7 @@ def main():
         Gio.DBusProxy.new(connection, Gio.DBusProxyFlags.DO_NOT_AUTO_START, None, NAME, PATH, NAME, None,
                           proxy_ready, None)
 
-    Gio.bus_watch_name(Gio.BusType.SYSTEM, NAME, Gio.BusNameWatcherFlags.NONE, appeared, None)
+    Gio.bus_watch_name(Gio.BusType.SYSTEM, NAME, Gio.BusNameWatcherFlags.AUTO_START, appeared, None)
 
     def stdin_closed(*_args):
         loop.quit()
