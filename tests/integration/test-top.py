@@ -865,6 +865,18 @@ def row_sgr(screen, name):
     return set()
 
 
+def column_cells(screen, title):
+    """{first word of a table row: the 7 columns that end under the column header @title}, or {}
+    when the table has no such column (yet)."""
+    lines = screen.splitlines()
+    header = next((ln for ln in lines if ln.startswith('CGROUP')), '')
+    if title not in header:
+        return {}
+    end = header.index(title) + len(title)
+    return {ln.split()[0]: ln[end - 7:end].strip() for ln in lines[lines.index(header) + 1:]
+            if ln.strip() and not ln.startswith('s sort')}
+
+
 def test_screen_episode(tmp, width, height):
     """An episode on / in the full screen: its duration in the EPISODE column, the row in
     red, bold only in the refresh it began; - everywhere once it cleared."""
@@ -902,9 +914,16 @@ def test_screen_reclaim(tmp, width, height):
     try:
         with tt.Terminal(width, height) as term:
             start_top(term, root, tmp, socket=fake.path)
-            # A capture may catch a redraw halfway (the daemon line written, the column header not
-            # yet): wait for the whole of it.
-            screen = term.wait_for(lambda s: 'idle' in s and 'daemon fake' in s and ('RECLAIM' in s or width < 100),
+
+            def reclaim_shown(cells):
+                return cells.get('app') == '300M' and cells.get('idle') == 'n/a' and cells.get('/') == '-'
+
+            # A capture may catch a redraw halfway: the daemon line written and the column header
+            # not yet, or the rows' changed cells written from the top down to some row only. Wait
+            # for the whole of it; at 100 columns and more, for the RECLAIM cells as well (or fail
+            # with the last screen).
+            screen = term.wait_for(lambda s: 'idle' in s and 'daemon fake' in s and
+                                   (width < 100 or reclaim_shown(column_cells(s, 'RECLAIM'))),
                                    'the rows with the daemon up')
             lines = screen.splitlines()
             header = next(ln for ln in lines if ln.startswith('CGROUP'))
@@ -914,11 +933,8 @@ def test_screen_reclaim(tmp, width, height):
             else:
                 check(header.rstrip().endswith('+OOMK RECLAIM'), 'the RECLAIM column last', header)
                 check((' CPU ' in header) == (width >= 200), 'CPU and IO only where they fit as well', header)
-                end = header.index('RECLAIM') + len('RECLAIM')
-                cells = {ln.split()[0]: ln[end - 7:end].strip() for ln in lines[lines.index(header) + 1:]
-                         if ln.strip() and not ln.startswith('s sort')}
-                check(cells['app'] == '300M' and cells['idle'] == 'n/a' and cells['/'] == '-',
-                      'the cells under RECLAIM', cells)
+                check(reclaim_shown(column_cells(screen, 'RECLAIM')), 'the cells under RECLAIM',
+                      column_cells(screen, 'RECLAIM'))
             # s up to "reclaim": siblings by the bytes reclaimed, those the controller holds first.
             term.send(*['s'] * 8)
 
@@ -950,7 +966,15 @@ def test_screen_kills(tmp, width, height):
             screen = term.wait_for(lambda s: 'idle' in s and 'daemon fake' in s, 'the rows with the daemon up')
             # The kill came with the subscription; wait for a refresh that has taken it in.
             term.wait_for(lambda s: 31 in row_sgr(s, '/'), 'the killed / row in red', escapes=True)
-            screen = term.wait_for(lambda s: 'idle' in s and ('KILLED' in s or width < 100), 'the table')
+
+            def kills_shown(cells):
+                return (re.fullmatch(r'[0-9]+s', cells.get('web', '')) is not None and
+                        re.fullmatch(r'[0-9]+s', cells.get('/', '')) is not None and
+                        cells.get('db') == '-' and cells.get('idle') == '-')
+            # That refresh writes its changed cells from the top down: the red / row can be on the
+            # screen before the rows under it. Wait for the whole of it (or fail with the last screen).
+            screen = term.wait_for(lambda s: 'idle' in s and (width < 100 or kills_shown(column_cells(s, 'KILLED'))),
+                                   'the table')
             lines = screen.splitlines()
             header = next(ln for ln in lines if ln.startswith('CGROUP'))
             check(all(len(ln) <= width for ln in lines), 'fits the terminal', screen)
@@ -959,11 +983,8 @@ def test_screen_kills(tmp, width, height):
             else:
                 check(header.rstrip().endswith('+OOMK  KILLED'), 'the KILLED column last', header)
                 check((' CPU ' in header) == (width >= 200), 'CPU and IO only where they fit as well', header)
-                end = header.index('KILLED') + len('KILLED')
-                cells = {ln.split()[0]: ln[end - 7:end].strip() for ln in lines[lines.index(header) + 1:]
-                         if ln.strip() and not ln.startswith('s sort')}
-                check(re.fullmatch(r'[0-9]+s', cells['web']) and re.fullmatch(r'[0-9]+s', cells['/']) and
-                      cells['db'] == '-' and cells['idle'] == '-', 'the cells under KILLED', cells)
+                check(kills_shown(column_cells(screen, 'KILLED')), 'the cells under KILLED',
+                      column_cells(screen, 'KILLED'))
             term.send('q')
             term.wait_text('EXIT=0')
     finally:
