@@ -983,4 +983,12 @@ class FakeVarlinkServer:
                 pass
 
     def close(self):
+        """Stop listening. The accepting thread ends before the socket's descriptor is given
+        up: a server made next can get the same number, and a thread about to accept() on it
+        would serve that one's clients with this one's answers."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes accept() with EINVAL
+        except OSError:
+            pass
+        self.thread.join()
         self.sock.close()
