@@ -188,6 +188,31 @@ def finish():
     print('ok', flush=True)
 
 
+SYSTEMD_SID = os.environ.get('PRESSURED_SYSTEMD_SID', os.path.join(BUILD_ROOT, 'systemd-sid'))
+
+
+def systemd_sid(part=None):
+    """The root of Debian sid's systemd (262 or later) unpacked by
+    tests/sid/fetch-systemd-sid.sh into $PRESSURED_SYSTEMD_SID (the build
+    tree's systemd-sid; tests/run-all.sh fetches it first), fetched now if
+    it is not there yet. Where the Debian mirror cannot give it: with
+    @part, skip_part(@part + the reason) and return None; without, skip
+    the test. Any other failure of the fetch fails the test."""
+    ok = os.path.join(SYSTEMD_SID, 'ok')
+    if not os.path.exists(ok):
+        script = os.path.join(SOURCE_ROOT, 'tests', 'sid', 'fetch-systemd-sid.sh')
+        r = subprocess.run([script, SYSTEMD_SID], capture_output=True, text=True)
+        if r.returncode == 2:
+            reason = 'sid\'s systemd cannot be fetched: ' + (r.stderr.strip().splitlines() or ['no reason'])[-1]
+            if part is None:
+                skip(reason)
+            skip_part(f'{part}: {reason}')
+            return None
+        if r.returncode != 0:
+            fail(f'{script} {SYSTEMD_SID} exited {r.returncode}: {r.stderr.strip()}')
+    return os.path.join(SYSTEMD_SID, 'root')
+
+
 def check(cond, what, *values):
     """Assert with a message that shows the values."""
     if not cond:
