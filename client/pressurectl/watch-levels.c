@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "error-text.h"
+#include "prekill.h"
 #include "watch-levels.h"
 #include "util.h"
 #include "vocabulary.h"
@@ -120,7 +121,24 @@ static void stream_error(LevelStream *s, json_t *msg) {
         s->exit_code = error_report(stderr, arg_json, "watch", s->socket, denied ? -EACCES : -EIO, name, params);
 }
 
-/* One message of the stream: a level event, "removed", or the daemon's error. */
+/* A warning before a kill: printed, then the hook runs for it, or it is acknowledged now. */
+static void stream_prekill(LevelStream *s, json_t *ev, const char *line) {
+        HookPrekill p = { .cgroup = strna(jget_str(ev, "cgroup")), .json = line,
+                          .id = jget_u64(ev, "id"), .deadline_us = jget_u64(ev, "deadline_us"),
+                          .seq = jget_u64(ev, "seq"), .missed = jget_u64(ev, "missed") };
+
+        if (arg_json)
+                printf("%s\n", line);
+        else
+                prekill_print(stdout, jget_u64(ev, "time_us"), p.cgroup, jget_str(ev, "by"), p.deadline_us, p.missed);
+        fflush(stdout);
+        if (s->o->hook)
+                (void) hook_submit_prekill(s->o->hook, &p);
+        else
+                (void) prekill_acknowledge(s->client, p.id, p.deadline_us);
+}
+
+/* One message of the stream: a level event, a warning, "removed", or the daemon's error. */
 static int stream_message(LevelStream *s, const char *text) {
         _cleanup_json_ json_t *msg = json_loads(text, 0, NULL);
         json_t *ev = json_object_get(json_object_get(msg, "parameters"), "event");
@@ -131,12 +149,19 @@ static int stream_message(LevelStream *s, const char *text) {
                 stream_error(s, msg);
                 return 0;
         }
-        if (!streq_ptr(kind, IDL_EVENT_KIND_NAME(LEVEL)) && !streq_ptr(kind, IDL_EVENT_KIND_NAME(REMOVED)))
+        if (!streq_ptr(kind, IDL_EVENT_KIND_NAME(LEVEL)) && !streq_ptr(kind, IDL_EVENT_KIND_NAME(REMOVED)) &&
+            !streq_ptr(kind, IDL_EVENT_KIND_NAME(PREKILL)))
                 return -EBADMSG;
         s->retry_usec = RETRY_FIRST_USEC; /* the daemon serves again */
         line = json_dumps(ev, JSON_DUMP_FLAGS); /* for --json and the hook's $PRESSURE_EVENT */
         if (!line)
                 return -ENOMEM;
+        if (streq(kind, IDL_EVENT_KIND_NAME(PREKILL))) {
+                stream_prekill(s, ev, line);
+                if (++s->received == s->o->count)
+                        s->exit_code = 0;
+                return 0;
+        }
         if (arg_json)
                 printf("%s\n", line);
         else
