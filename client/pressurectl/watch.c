@@ -471,7 +471,9 @@ static void watch_help(void) {
                "     --memory-events        changes of memory.events\n"
                "     --protection           changes of the effective-protection state\n"
                "     --kills                processes killed for lack of memory in CGROUP or\n"
-               "                            below it, by the kernel or by systemd-oomd\n"
+               "                            below it, by the kernel or by systemd-oomd, and\n"
+               "                            systemd-oomd's warnings before a kill (prekill,\n"
+               "                            acknowledged at once, or when the hook's run is over)\n"
                "     --levels               the memory level (normal, low, medium, critical)\n"
                "                            with headroom and reclaim target: the level now,\n"
                "                            then one line per change (pressured 0.4 or later)\n\n"
@@ -498,7 +500,10 @@ static void watch_help(void) {
                "                            $PRESSURE_COALESCED (events in this run, 1 or more);\n"
                "                            for --levels $PRESSURE_KIND is \"level\", $PRESSURE_LEVEL\n"
                "                            normal to critical, $PRESSURE_SOURCE empty, and the\n"
-               "                            headroom is in $PRESSURE_EVENT\n"
+               "                            headroom is in $PRESSURE_EVENT; a warning before a\n"
+               "                            kill runs at once, with $PRESSURE_KIND \"prekill\" and\n"
+               "                            $PRESSURE_DEADLINE_US, and is acknowledged when the\n"
+               "                            run exits or is terminated at the deadline\n"
                "     --exec-timeout SEC     SIGTERM a run after SEC seconds, SIGKILL it after as\n"
                "                            long again (at most 5 s more)\n");
 }
