@@ -36,6 +36,8 @@
 #include "pressure.h"
 
 static int exit_code = -1;
+/* Asynchronous acknowledgements sent and not answered yet. */
+static unsigned acks_pending;
 
 static void save(uint64_t id) {
         const char *path = getenv("PREKILL_SAVE");
@@ -68,6 +70,7 @@ static int on_acknowledged(pressure_call *call, const char *json, const pressure
         (void) call;
         (void) json;
         print_ack((uint64_t) (uintptr_t) userdata, error);
+        acks_pending--;
         return 0;
 }
 
@@ -109,10 +112,14 @@ static int on_event(pressure_subscription *sub, const pressure_event *e, void *u
         else if (pressure_event_get_prekill_id(e, &id) >= 0) {
                 print_prekill(e, id);
                 save(id);
-                if (async)
-                        (void) pressure_client_acknowledge_prekill_async(c, id, on_acknowledged, (void *) (uintptr_t) id,
-                                                                         NULL);
-                else {
+                if (async) {
+                        int r = pressure_client_acknowledge_prekill_async(c, id, on_acknowledged,
+                                                                          (void *) (uintptr_t) id, NULL);
+                        if (r < 0)
+                                printf("ack-failed %" PRIu64 " %d -\n", id, r);
+                        else
+                                acks_pending++;
+                } else {
                         (void) pressure_client_acknowledge_prekill(c, id, &error);
                         print_ack(id, error);
                         pressure_error_free(error);
@@ -143,9 +150,9 @@ static int run_kills(const char *cgroup, bool async) {
         fflush(stdout);
         while (r >= 0 && exit_code < 0)
                 r = pressure_client_wait(c, PRESSURE_TIMEOUT_INFINITE);
-        /* What the last asynchronous acknowledgement answered, before the client goes. */
-        while (r >= 0 && async && pressure_client_wait(c, 200000) > 0)
-                ;
+        /* What the asynchronous acknowledgements answered, before the client goes (each call times out). */
+        while (r >= 0 && acks_pending > 0)
+                r = pressure_client_wait(c, PRESSURE_TIMEOUT_INFINITE);
         pressure_error_free(error);
         pressure_selector_free(s);
         pressure_client_free(c);

@@ -160,6 +160,14 @@ def fake(tmp, name, **kw):
     return Fake(os.path.join(tmp, name + '.sock'), **kw)
 
 
+def ctl(*args, socket, env=None, timeout=WAIT):
+    """pressurectl --socket SOCKET ARGS..., under the tests' wrapper (valgrind) if there is one."""
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run(pt.WRAPPER + [pt.PRESSURECTL, '--socket', socket] + list(args), capture_output=True,
+                          text=True, env=e, timeout=timeout)
+
+
 def expect(res, code, what):
     check(res.returncode == code, f'{what}: exit {res.returncode}, expected {code}', res.stdout, res.stderr)
     return res
@@ -177,7 +185,7 @@ def check_prekill_line(line, seconds, what):
 def test_watch_kills(tmp):
     f = fake(tmp, 'watch')
     try:
-        res = expect(pt.run_ctl('watch', '--kills', '/app.slice', socket=f.path, env=UTC, timeout=WAIT), 0,
+        res = expect(ctl('watch', '--kills', '/app.slice', socket=f.path, env=UTC, timeout=WAIT), 0,
                      'watch --kills')
         lines = res.stdout.splitlines()
         check(len(lines) == 4 and lines[3].endswith(' /app.slice removed'), 'the header, the warning, the kill, the end',
@@ -193,7 +201,7 @@ def test_watch_kills(tmp):
               'AcknowledgePrekill with the warning\'s id', ack)
 
         f.acks.clear()
-        res = expect(pt.run_ctl('--json', 'watch', '--kills', '/app.slice', socket=f.path, timeout=WAIT), 0,
+        res = expect(ctl('--json', 'watch', '--kills', '/app.slice', socket=f.path, timeout=WAIT), 0,
                      'watch --kills --json')
         events = [json.loads(x) for x in res.stdout.splitlines()]
         check([e['kind'] for e in events] == ['subscribed', 'prekill', 'killed', 'removed'], '--json: every event',
@@ -205,7 +213,7 @@ def test_watch_kills(tmp):
 
         # --count counts the warning as an event.
         f.acks.clear()
-        res = expect(pt.run_ctl('watch', '--kills', '--count', '1', socket=f.path, env=UTC, timeout=WAIT), 0,
+        res = expect(ctl('watch', '--kills', '--count', '1', socket=f.path, env=UTC, timeout=WAIT), 0,
                      '--count 1')
         check(len(res.stdout.splitlines()) == 2 and [a[0] for a in f.acks] == [41], '--count 1 ends at the warning',
               res.stdout, f.acks)
@@ -216,7 +224,7 @@ def test_watch_kills(tmp):
 def test_watch_levels(tmp):
     f = fake(tmp, 'levels')
     try:
-        res = expect(pt.run_ctl('watch', '--levels', '/app.slice', socket=f.path, env=UTC, timeout=WAIT), 0,
+        res = expect(ctl('watch', '--levels', '/app.slice', socket=f.path, env=UTC, timeout=WAIT), 0,
                      'watch --levels')
         lines = res.stdout.splitlines()
         check(len(lines) == 3 and ' normal ' in lines[0] and lines[2].endswith('removed'),
@@ -225,7 +233,7 @@ def test_watch_levels(tmp):
         check([a[0] for a in f.acks] == [41], 'acknowledged at once', f.acks)
 
         f.acks.clear()
-        res = expect(pt.run_ctl('--json', 'watch', '--levels', '/app.slice', socket=f.path, timeout=WAIT), 0,
+        res = expect(ctl('--json', 'watch', '--levels', '/app.slice', socket=f.path, timeout=WAIT), 0,
                      'watch --levels --json')
         kinds = [json.loads(x)['kind'] for x in res.stdout.splitlines()]
         check(kinds == ['level', 'prekill', 'removed'], '--json: the warning as sent', kinds)
@@ -233,8 +241,8 @@ def test_watch_levels(tmp):
 
         f.acks.clear()
         out = os.path.join(tmp, 'levels-env')
-        res = expect(pt.run_ctl('watch', '--levels', '/app.slice', '--exec', 'sh', '-c',
-                                f'env | grep ^PRESSURE_ | sort > {out}.$PRESSURE_KIND', socket=f.path,
+        res = expect(ctl('watch', '--levels', '/app.slice', '--exec', 'sh', '-c',
+                                f'{{ {DUMP} }} > {out}.$PRESSURE_KIND', socket=f.path,
                                 timeout=WAIT), 0, 'watch --levels --exec')
         env = hook_env(out + '.prekill')
         check(env['PRESSURE_KIND'] == 'prekill' and env['PRESSURE_DEADLINE_US'] == str(f.deadlines[41])
@@ -244,6 +252,13 @@ def test_watch_levels(tmp):
         check([a[0] for a in f.acks] == [41], '--levels --exec: acknowledged after the run', f.acks)
     finally:
         f.close()
+
+
+# A hook's line of what it got, with the shell's builtins only (under valgrind, every program the hook runs
+# is checked too): each variable that is set, as NAME=VALUE.
+DUMP = ' '.join(f'[ -n "${{{v}+x}}" ] && printf "%s\\n" "{v}=${v}";' for v in (
+    'PRESSURE_KIND', 'PRESSURE_LEVEL', 'PRESSURE_CGROUP', 'PRESSURE_SOURCE', 'PRESSURE_SEQ', 'PRESSURE_MISSED',
+    'PRESSURE_SYNTHETIC', 'PRESSURE_EVENT', 'PRESSURE_COALESCED', 'PRESSURE_DEADLINE_US')) + ' :;'
 
 
 def hook_env(path):
@@ -258,9 +273,9 @@ def test_exec(tmp):
     out = os.path.join(tmp, 'exec-env')
     try:
         # The hook saves its state (slowly) and exits: the acknowledgement comes after, with the file there.
-        script = (f'env | grep ^PRESSURE_ | sort > {out}.$PRESSURE_KIND; '
+        script = (f'{{ {DUMP} }} > {out}.$PRESSURE_KIND; '
                   f'if [ "$PRESSURE_KIND" = prekill ]; then sleep 0.3; echo state > {saved}; fi')
-        res = expect(pt.run_ctl('watch', '--kills', '/app.slice', '--exec', 'sh', '-c', script, socket=f.path,
+        res = expect(ctl('watch', '--kills', '/app.slice', '--exec', 'sh', '-c', script, socket=f.path,
                                 timeout=WAIT), 0, 'watch --kills --exec')
         env = hook_env(out + '.prekill')
         event = json.loads(env['PRESSURE_EVENT'])
@@ -283,7 +298,7 @@ def test_exec_deadline(tmp):
     f = fake(tmp, 'deadline', warnings=((42, seconds, VICTIM),))
     try:
         start = now_us()
-        res = expect(pt.run_ctl('watch', '--kills', '/app.slice', '--exec', 'sh', '-c',
+        res = expect(ctl('watch', '--kills', '/app.slice', '--exec', 'sh', '-c',
                                 '[ "$PRESSURE_KIND" = prekill ] && exec sleep 60; :', socket=f.path,
                                 timeout=WAIT + seconds), 0, 'a hook past the deadline')
         check(len(f.acks) == 1 and f.acks[0][0] == 42 and f.acks[0][1] >= f.deadlines[42],
@@ -296,7 +311,7 @@ def test_exec_deadline(tmp):
         # An --exec-timeout before the deadline: terminated and acknowledged then.
         f.warnings = [(43, 20.0, VICTIM)]
         f.acks.clear()
-        res = expect(pt.run_ctl('watch', '--kills', '/app.slice', '--exec-timeout', '0.5', '--exec', 'sh', '-c',
+        res = expect(ctl('watch', '--kills', '/app.slice', '--exec-timeout', '0.5', '--exec', 'sh', '-c',
                                 '[ "$PRESSURE_KIND" = prekill ] && exec sleep 60; :', socket=f.path,
                                 timeout=WAIT), 0, '--exec-timeout before the deadline')
         check([a[0] for a in f.acks] == [43] and f.acks[0][1] < f.deadlines[43],
@@ -307,7 +322,7 @@ def test_exec_deadline(tmp):
 
         # A warning that comes after its deadline is not run for.
         f.warnings = [(44, -1.0, VICTIM)]
-        res = expect(pt.run_ctl('watch', '--kills', '/app.slice', '--exec', 'touch', os.path.join(tmp, 'ran'),
+        res = expect(ctl('watch', '--kills', '/app.slice', '--exec', 'touch', os.path.join(tmp, 'ran'),
                                 socket=f.path, timeout=WAIT), 0, 'a late warning')
         check('warning 44 came after its deadline' in res.stderr, 'said', res.stderr)
     finally:
@@ -323,12 +338,12 @@ def test_ack_errors(tmp):
                                    'io.pressured.AcknowledgePrekill')):
             f.mode = mode
             f.acks.clear()
-            res = expect(pt.run_ctl('watch', '--kills', '/app.slice', socket=f.path, env=UTC, timeout=WAIT), 0,
+            res = expect(ctl('watch', '--kills', '/app.slice', socket=f.path, env=UTC, timeout=WAIT), 0,
                          f'watch --kills, acknowledgement {mode}')
             check(f'pressurectl: {said}' in res.stderr.splitlines(), f'{mode}: said', res.stderr)
             check(len(res.stdout.splitlines()) == 4, f'{mode}: the watch goes on to the kill', res.stdout)
         f.mode = 'no-such'
-        res = expect(pt.run_ctl('--json', 'watch', '--kills', socket=f.path, timeout=WAIT), 0, 'in JSON')
+        res = expect(ctl('--json', 'watch', '--kills', socket=f.path, timeout=WAIT), 0, 'in JSON')
         notice = json.loads(res.stderr.splitlines()[0])
         check(notice == {'notice': 'cannot acknowledge warning 41: No such warning before a kill: 41'},
               '--json: a notice object', res.stderr)
@@ -374,13 +389,13 @@ def test_status(tmp):
     try:
         f.status = {'version': '0.5.0', 'uptime_us': 1, 'clients': 1, 'subscriptions': 0, 'registrations': [],
                     'counters': {}, 'prekill': {'warned': 3, 'acknowledged': 2, 'deadline_reached': 1, 'pending': 0}}
-        res = expect(pt.run_ctl('status', socket=f.path), 0, 'status')
+        res = expect(ctl('status', socket=f.path), 0, 'status')
         check('Warnings before a kill: 3 warned, 2 acknowledged, 1 deadline reached, 0 pending' in res.stdout,
               'status: the counters', res.stdout)
-        res = expect(pt.run_ctl('--json', 'status', socket=f.path), 0, 'status --json')
+        res = expect(ctl('--json', 'status', socket=f.path), 0, 'status --json')
         check(json.loads(res.stdout)['prekill'] == f.status['prekill'], '--json: passed through', res.stdout)
         del f.status['prekill']
-        res = expect(pt.run_ctl('status', socket=f.path), 0, 'status of a daemon before 0.5')
+        res = expect(ctl('status', socket=f.path), 0, 'status of a daemon before 0.5')
         check('Warnings before a kill' not in res.stdout, 'nothing from a daemon that does not count', res.stdout)
     finally:
         f.close()
