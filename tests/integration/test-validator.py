@@ -214,7 +214,7 @@ BAD = [
     ('bad enum value: level', ev(changed(PRESSURE, ('level',), 'extreme')), SUB, True,
      "event.level: expected one of (low, medium, critical), received 'extreme'"),
     ('bad enum value: kind', ev(changed(PRESSURE, ('kind',), 'panic')), SUB, True,
-     "event.kind: expected one of (subscribed, pressure, memory_events, protection, killed, cleared, trigger_changed, removed, level), "
+     "event.kind: expected one of (subscribed, pressure, memory_events, protection, killed, prekill, cleared, trigger_changed, removed, level), "
      "received 'panic'"),
     ('killed by someone else', ev(changed(KILLED, ('by',), 'earlyoom')), SUB, True,
      "event.by: expected one of (kernel, systemd-oomd), received 'earlyoom'"),
