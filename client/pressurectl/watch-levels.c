@@ -149,9 +149,12 @@ static int stream_message(LevelStream *s, const char *text) {
                 stream_error(s, msg);
                 return 0;
         }
-        if (!streq_ptr(kind, IDL_EVENT_KIND_NAME(LEVEL)) && !streq_ptr(kind, IDL_EVENT_KIND_NAME(REMOVED)) &&
-            !streq_ptr(kind, IDL_EVENT_KIND_NAME(PREKILL)))
+        if (!kind)
                 return -EBADMSG;
+        /* A kind of a later daemon is not this version's to show: the stream goes on without it. */
+        if (!streq(kind, IDL_EVENT_KIND_NAME(LEVEL)) && !streq(kind, IDL_EVENT_KIND_NAME(REMOVED)) &&
+            !streq(kind, IDL_EVENT_KIND_NAME(PREKILL)))
+                return 0;
         s->retry_usec = RETRY_FIRST_USEC; /* the daemon serves again */
         line = json_dumps(ev, JSON_DUMP_FLAGS); /* for --json and the hook's $PRESSURE_EVENT */
         if (!line)

@@ -17,6 +17,7 @@ acknowledgement, or the warning's deadline, before the kill follows):
 - pressurectl notify: a critical notification naming the unit, the
   acknowledgement, the kill replacing it; one whose kill does not come is
   closed;
+- pressurectl top: acknowledged at once (it has nothing to save);
 - pressurectl status: the counters, and nothing from a daemon before 0.5;
 - libpressure (tests/integration/prekill-probe.c): a kills subscription
   acknowledging blocking and asynchronously, the errors of each, and a
@@ -79,6 +80,7 @@ class Fake(pt.FakeVarlinkServer):
     def __init__(self, path, warnings=((41, 20.0, VICTIM),)):
         self.warnings = list(warnings)
         self.mode = 'ok'
+        self.extra = []  # events sent right after the first
         self.hold = False
         self.closing = threading.Event()
         self.saved = None
@@ -114,7 +116,7 @@ class Fake(pt.FakeVarlinkServer):
 
     def events(self, first, cgroup):
         """The stream: @first, each warning and (on a kills stream) its kill, "removed"."""
-        yield stream([first])
+        yield stream([first] + self.extra)
         seq = 1
         for id, seconds, victim, *kill in self.warnings:
             yield stream([self.warning(id, seconds, victim, seq)])
@@ -223,6 +225,8 @@ def test_watch_kills(tmp):
 
 def test_watch_levels(tmp):
     f = fake(tmp, 'levels')
+    # A kind of a later daemon: not shown, and the stream goes on.
+    f.extra = [{'kind': 'from_the_future', 'cgroup': '/app.slice', 'seq': 2}]
     try:
         res = expect(ctl('watch', '--levels', '/app.slice', socket=f.path, env=UTC, timeout=WAIT), 0,
                      'watch --levels')
@@ -381,6 +385,23 @@ def test_notify(tmp):
         check('cannot acknowledge' not in n.stderr(), 'NoSuchPrekill past the deadline goes unsaid', n.stderr())
     finally:
         check(n.stop() == 0, 'exit 0 on SIGTERM', n.stderr())
+        f.close()
+
+
+def test_top(tmp):
+    """top's whole-system kills subscription gets the warning: top has nothing to save and acknowledges at once."""
+    f = fake(tmp, 'top')
+    f.hold = True
+    root = os.path.join(tmp, 'top-root')
+    os.makedirs(root)
+    try:
+        res = expect(ctl('top', '--json', '--iterations', '3', '-d', '0.5', '--no-protection', '--cgroup-root', root,
+                         socket=f.path), 0, 'top')
+        check([a[0] for a in f.acks] == [41] and f.acks[0][1] < f.deadlines[41], 'top: acknowledged at once',
+              f.acks)
+        check(json.loads(res.stdout.splitlines()[-1])['daemon']['kill_sources'] == ['systemd-oomd'],
+              'top goes on with its kills subscription', res.stdout)
+    finally:
         f.close()
 
 
@@ -557,6 +578,7 @@ def main():
         test_exec_deadline(tmp)
         test_ack_errors(tmp)
         test_notify(tmp)
+        test_top(tmp)
         test_status(tmp)
         test_libpressure(tmp)
         test_python(tmp)
