@@ -43,6 +43,15 @@ IN_VM = os.environ.get('PRESSURED_VM') == '1'
 SLOW_FACTOR = 10 if WRAPPER or IN_VM else 1
 
 
+def install_dir(option):
+    """The absolute directory the build installs into for meson's @option
+    ('sysconfdir', 'datadir', 'sbindir', ...): what the daemon of that build
+    reads (<sysconfdir>/pressured) where the vm test bed installs it."""
+    with open(os.path.join(BUILD_ROOT, 'meson-info', 'intro-buildoptions.json')) as f:
+        opts = {o['name']: o['value'] for o in json.load(f)}
+    return os.path.join(opts['prefix'], opts[option])
+
+
 def _mountinfo(mountinfo):
     """The text of /proc/self/mountinfo, or @mountinfo if given ('' if unreadable)."""
     if mountinfo is not None:
