@@ -6,8 +6,10 @@
   client/, systemd/, conf/, tests/, meson.build, meson_options.txt,
   README.md, NEWS.md, LICENSE and dotfiles);
 - one version: meson.build's is the one `pressured --version`,
-  `pressurectl --version` and libpressure.pc say, the one every man page
-  names in its footer, and the one NEWS.md's first heading is about.
+  `pressurectl --version` and libpressure.pc's `pressured_version` say,
+  the one every man page names in its footer, and the one NEWS.md's first
+  heading is about. (libpressure's own version, the .pc's Version, is
+  checked with its ABI by tests/client/check-symbols.py.)
 
 Usage: check-release.py (PRESSURED_SOURCE_ROOT and PRESSURED_BUILD_ROOT
 set, as meson test does)."""
@@ -92,11 +94,12 @@ def check_version(version):
     pc = os.path.join(BUILD, 'meson-private', 'libpressure.pc')
     try:
         with open(pc) as f:
-            pc_version = next((line.split(':', 1)[1].strip() for line in f if line.startswith('Version:')), None)
+            pc_version = next((line.split('=', 1)[1].strip() for line in f
+                               if line.startswith('pressured_version=')), None)
     except OSError:
         pc_version = None
     if pc_version != version:
-        fail(f'libpressure.pc says Version: {pc_version}, not {version}')
+        fail(f'libpressure.pc says pressured_version={pc_version}, not {version}')
 
 
 def main():
