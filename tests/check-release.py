@@ -6,7 +6,8 @@
   client/, systemd/, conf/, tests/, meson.build, meson_options.txt,
   README.md, NEWS.md, LICENSE and dotfiles);
 - one version: meson.build's is the one `pressured --version`,
-  `pressurectl --version` and libpressure.pc's `pressured_version` say,
+  `pressurectl --version`, libpressure.pc's `pressured_version` and the
+  Python module's `pressured.__version__` say,
   the one every man page names in its footer, and the one NEWS.md's first
   heading is about. (libpressure's own version, the .pc's Version, is
   checked with its ABI by tests/client/check-symbols.py.)
@@ -90,6 +91,16 @@ def check_version(version):
             out = str(e)
         if out != f'{prog} {version}':
             fail(f'{prog} --version says {out!r}, not "{prog} {version}"')
+
+    # The module as the build put it together (the tests' PYTHONPATH).
+    try:
+        out = subprocess.run([sys.executable, '-c', 'import pressured; print(pressured.__version__)'],
+                             capture_output=True, text=True, timeout=30)
+        py_version = out.stdout.strip() or out.stderr.strip().splitlines()[-1]
+    except (OSError, IndexError) as e:
+        py_version = str(e)
+    if py_version != version:
+        fail(f'pressured.__version__ is {py_version!r}, not {version!r}')
 
     pc = os.path.join(BUILD, 'meson-private', 'libpressure.pc')
     try:
