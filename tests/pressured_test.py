@@ -596,7 +596,7 @@ def have_bash_completion(what):
 def complete(words):
     """What pressurectl's bash completion offers for the command line @words,
     whose last word is the one being completed (have_bash_completion() first)."""
-    comp = os.path.join(SOURCE_ROOT, 'client', 'pressurectl', 'pressurectl.bash-completion')
+    comp = os.path.join(BUILD_ROOT, 'client', 'pressurectl', 'completion', 'pressurectl')
     line = ' '.join(words)
     script = (f'source {BASH_COMPLETION}; source {comp}; COMP_WORDS=({" ".join(shlex.quote(w) for w in words)}); '
               f'COMP_CWORD={len(words) - 1}; COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; '
