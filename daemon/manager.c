@@ -561,12 +561,13 @@ static int signals_setup(Manager *m);
  */
 static void manager_check_fdstore(const Manager *m) {
         const char *e = getenv("FDSTORE");
-        uint64_t max, need = (uint64_t) m->config->max_clients + m->config->max_registrations + 10;
+        uint64_t max, need = (uint64_t) m->config->max_clients + m->config->max_registrations +
+                             2 * ((uint64_t) m->config->prekill_max_calls + HOOK_EXTRA_CONNECTIONS) + 10;
 
         if (!e || safe_atou64(e, &max) < 0 || max == 0 || max >= need)
                 return;
         log_warning("FileDescriptorStoreMax=%" PRIu64 " of the service is below the %" PRIu64
-                    " fds [Limits] MaxClients= and MaxRegistrations= may need: a restart closes what does not fit.",
+                    " fds [Limits] MaxClients=, MaxRegistrations= and [Prekill] MaxCalls= may need: a restart closes what does not fit.",
                     max, need);
 }
 
