@@ -269,8 +269,7 @@ static void hook_dispatch(HookConn *h, const VarlinkCall *call) {
                 log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 3,
                                 "Hook connection %" PRIu64 " (uid %u) is over [Prekill] MaxCalls=%u + %d, refusing its call.",
                                 h->id, (unsigned) h->uid, h->server->config->prekill_max_calls, HOOK_EXTRA_CONNECTIONS);
-                k = varlink_error_limit_exceeded(&e, -EUSERS, "MaxCalls",
-                                                 h->server->config->prekill_max_calls + HOOK_EXTRA_CONNECTIONS);
+                k = varlink_error_limit_exceeded(&e, -EUSERS, "MaxCalls", h->server->config->prekill_max_calls);
                 h->closing = true;
         } else if (streq(call->method, HOOK_INTERFACE ".Notify"))
                 k = hook_notify(h, call, &e);
