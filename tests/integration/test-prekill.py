@@ -361,6 +361,7 @@ def part_limits(tmp, tree):
                  'three to warn over MaxWarnings=2')
         check(all(pk.quiet(s) for s in streams), 'a call over MaxWarnings= warns nobody')
         streams.pop().close()
+        pk.wait_clients(d, 2)
         oomd.notify(v)
         ident = prekill_events(streams)[0]['id']
         second = pk.Oomd(hook)
