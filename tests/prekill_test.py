@@ -131,6 +131,17 @@ class Peer:
     def close(self, name):
         return self.ask('close', name)
 
+    def connect(self, name, path):
+        return self.ask('connect', name, path)
+
+    def call(self, name, method, params=None, timeout=10):
+        """A call on a raw connection (made with connect()): its answer, unchecked."""
+        return self.ask('call', name, method, params or {}, pt.scaled(timeout))
+
+    def closed(self, name, timeout=10):
+        """Whether the daemon closes the raw connection @name within @timeout (and sends nothing first)."""
+        return self.ask('closed', name, pt.scaled(timeout))
+
     def stop(self):
         self.proc.kill()
         self.proc.communicate()
@@ -164,6 +175,24 @@ def _serve(sock):
             elif op == 'byte':
                 conns[req[1]].settimeout(req[2])
                 out = len(conns[req[1]].recv(16))
+            elif op == 'connect':
+                conns[req[1]] = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                conns[req[1]].connect(req[2])
+                out = True
+            elif op == 'call':
+                c = conns[req[1]]
+                c.settimeout(req[4])
+                c.sendall(json.dumps({'method': req[2], 'parameters': req[3]}).encode() + b'\0')
+                data = b''
+                while not data.endswith(b'\0'):
+                    chunk = c.recv(65536)
+                    if not chunk:
+                        raise EOFError('closed before the answer')
+                    data += chunk
+                out = json.loads(data[:-1])
+            elif op == 'closed':
+                conns[req[1]].settimeout(req[2])
+                out = conns[req[1]].recv(100) == b''
             elif op == 'pending':
                 out = readable(conns[req[1]])
             elif op == 'close':

@@ -436,7 +436,7 @@ static void hook_accept_one(HookServer *s, int fd) {
                 safe_close(fd);
                 return;
         }
-        refuse = s->n_conns - s->n_refused >= limit;
+        refuse = s->n_conns - s->n_refused >= limit && !s->ops->trusted(cred.uid, s->ops_userdata);
         if (refuse && s->n_refused >= limit) {
                 log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 3,
                                 "Too many connections on the hook socket, closing one of uid %u at once.",

@@ -13,7 +13,9 @@
  * Connections beyond [Prekill] MaxCalls= + 4 are accepted, answered
  * LimitExceeded on their first call and closed; one that sends nothing is
  * closed after RequestTimeoutSec=. As many again are taken so; beyond
- * that a connection is closed at once.
+ * that a connection is closed at once. Connections of the callers the
+ * owner trusts (root, systemd-oomd's user) are never refused so: another
+ * user holding connections cannot keep systemd-oomd out.
  */
 #pragma once
 
@@ -74,6 +76,8 @@ typedef struct HookOps {
         int (*notify)(HookConn *h, const char *cgroup, bool oneway, VarlinkError *e, void *userdata);
         /* @h closes while it is owed the answer of warning h->owed. */
         void (*abandoned)(HookConn *h, void *userdata);
+        /* Whether a peer of @uid may call Notify: its connections are never refused for their number. */
+        bool (*trusted)(uid_t uid, void *userdata);
 } HookOps;
 
 /* Who is told as connections come and go, and change (the takeover); every callback is optional. */

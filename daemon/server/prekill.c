@@ -372,9 +372,14 @@ static const ClientServerHooks prekill_client_hooks = {
         .stream = on_client_stream,
 };
 
+static bool prekill_trusted(uid_t uid, void *userdata) {
+        return prekill_may_warn(uid);
+}
+
 static const HookOps prekill_hook_ops = {
         .notify = prekill_on_notify,
         .abandoned = prekill_abandoned,
+        .trusted = prekill_trusted,
 };
 
 /* ---- the object ---- */
