@@ -182,6 +182,7 @@ static int stream_message(LevelStream *s, const char *text) {
 
 /* Read what is there and handle each whole message; -ECONNRESET when the daemon hung up. */
 static int stream_read(LevelStream *s) {
+        size_t start = 0;
         ssize_t n;
         char *end;
 
@@ -191,14 +192,18 @@ static int stream_read(LevelStream *s) {
         if (n == 0)
                 return -ECONNRESET;
         s->len += (size_t) n;
-        while (s->exit_code < 0 && (end = memchr(s->buf, 0, s->len))) {
-                size_t used = (size_t) (end - s->buf) + 1;
-                int r = stream_message(s, s->buf);
+        /* Every whole message first, then what is left of the next one to the front, once: moved over
+         * itself only when it is longer than what was consumed. */
+        while (s->exit_code < 0 && (end = memchr(s->buf + start, 0, s->len - start))) {
+                int r = stream_message(s, s->buf + start);
 
                 if (r < 0)
                         return r;
-                memmove(s->buf, s->buf + used, s->len - used);
-                s->len -= used;
+                start = (size_t) (end - s->buf) + 1;
+        }
+        if (start > 0) {
+                memmove(s->buf, s->buf + start, s->len - start);
+                s->len -= start;
         }
         return s->len == sizeof(s->buf) ? -EMSGSIZE : 0;
 }
