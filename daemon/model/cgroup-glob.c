@@ -184,16 +184,8 @@ static int parse_psi(const char *text, void *ret) {
         return psi_stats_parse(text, ret);
 }
 
-static int parse_oom_kills(const char *text, void *ret) {
-        MemoryEvents e;
-        int r = memory_events_parse(text, &e);
-
-        if (r < 0)
-                return r;
-        if (!(e.present & (1u << MEMORY_EVENT_OOM_KILL)))
-                return -EBADMSG;
-        *(uint64_t *) ret = e.value[MEMORY_EVENT_OOM_KILL];
-        return 0;
+static int parse_events(const char *text, void *ret) {
+        return memory_events_parse(text, ret);
 }
 
 static int parse_current(const char *text, void *ret) {
@@ -219,10 +211,14 @@ static int sample_read(Walk *w, int dfd, CgroupSample *s) {
                         return r;
                 s->has_psi[i] = r > 0;
         }
-        r = read_one(w, dfd, "memory.events", parse_oom_kills, &s->oom_kills);
+        r = read_one(w, dfd, "memory.events", parse_events, &s->events);
         if (r < 0)
                 return r;
-        s->has_oom_kills = r > 0;
+        s->has_events = r > 0;
+        s->has_oom_kills = s->has_events && (s->events.present & (1u << MEMORY_EVENT_OOM_KILL));
+        s->oom_kills = s->events.value[MEMORY_EVENT_OOM_KILL];
+        if (s->has_events && !s->has_oom_kills)
+                scrape_error(w, w->path, "memory.events", -EBADMSG);
         r = read_one(w, dfd, "memory.current", parse_current, &s->memory_current);
         if (r < 0)
                 return r;
@@ -243,7 +239,7 @@ static int walk_visit(Walk *w, int dfd, const char *path) {
         if (sample_read(w, dfd, &s) < 0)
                 return 0; /* removed while we read it */
         if (!s.has_psi[CGROUP_RESOURCE_MEMORY] && !s.has_psi[CGROUP_RESOURCE_IO] &&
-            !s.has_psi[CGROUP_RESOURCE_CPU] && !s.has_oom_kills && !s.has_memory_current)
+            !s.has_psi[CGROUP_RESOURCE_CPU] && !s.has_events && !s.has_memory_current)
                 return 0; /* nothing to report: removed before its files were opened */
         if (o->n_samples == w->allocated) {
                 size_t want = w->allocated ? w->allocated * 2 : 64;

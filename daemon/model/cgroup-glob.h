@@ -75,6 +75,8 @@ typedef struct CgroupSample {
         bool has_psi[_CGROUP_RESOURCE_MAX];
         uint64_t oom_kills;                     /* memory.events oom_kill */
         bool has_oom_kills;
+        MemoryEvents events;                    /* all of memory.events, for systemd-report */
+        bool has_events;
         uint64_t memory_current;                /* bytes */
         bool has_memory_current;
 } CgroupSample;

@@ -8,7 +8,7 @@
 #include <sys/eventfd.h>
 
 #include "cgroup-walk.h"
-#include "metrics-cgroup.h"
+#include "log.h"
 #include "util.h"
 
 struct CgroupWalk {
@@ -18,6 +18,8 @@ struct CgroupWalk {
         CgroupScrape scrape;    /* written by the thread, read after the join */
         struct evbuffer *text;  /* likewise: the families written from @scrape */
         int result;
+        CgroupWalkWriteFn write;
+        void *write_userdata;
         CgroupWalkDoneFn done;
         void *userdata;
 
@@ -34,20 +36,35 @@ static void *walk_main(void *userdata) {
         w->result = cgroup_scrape(w->root_fd, w->globs, w->max, &w->scrape);
         /* Used by this thread alone until the loop has joined it. */
         w->text = evbuffer_new();
-        if (w->text)
-                metrics_write_cgroups(w->text, &w->scrape);
+        if (w->text && w->write(w->text, &w->scrape, w->write_userdata) < 0) {
+                evbuffer_free(w->text);
+                w->text = NULL;
+        }
         (void) !write(w->efd, &one, sizeof(one));
         return NULL;
 }
 
-/* On the loop: the thread wrote the eventfd as its last act. */
-static void on_walk_done(evutil_socket_t fd, short what, void *userdata) {
-        CgroupWalk *w = userdata;
-
+void cgroup_walk_finish(CgroupWalk *w) {
+        if (!w)
+                return;
         pthread_join(w->thread, NULL);
         w->thread_started = false;
         w->done(&w->scrape, w->text, w->result, w->userdata);
         cgroup_walk_free(w);
+}
+
+/* On the loop: the thread wrote the eventfd as its last act. */
+static void on_walk_done(evutil_socket_t fd, short what, void *userdata) {
+        cgroup_walk_finish(userdata);
+}
+
+void cgroup_walk_log(const CgroupScrape *s, int result, const char *what) {
+        if (result < 0)
+                log_warning_errno(result, "Failed to walk the cgroup tree for %s, ignoring: %m", what);
+        if (s->errors.count > 0)
+                log_warning_errno(s->errors.first_error,
+                                  "Failed to read %u cgroup file(s) for %s, the first %s, ignoring: %m",
+                                  s->errors.count, what, s->errors.first_path);
 }
 
 /* Start the thread with every signal blocked: they belong to the main thread's loop. */
@@ -65,8 +82,8 @@ static int walk_start_thread(CgroupWalk *w) {
         return 0;
 }
 
-int cgroup_walk_start(struct event_base *base, int root_fd, CgroupGlobs *g, size_t max,
-                      CgroupWalkDoneFn done, void *userdata, CgroupWalk **ret) {
+int cgroup_walk_start(struct event_base *base, int root_fd, CgroupGlobs *g, size_t max, CgroupWalkWriteFn write,
+                      void *write_userdata, CgroupWalkDoneFn done, void *userdata, CgroupWalk **ret) {
         CgroupWalk *w = calloc(1, sizeof(*w));
         int r;
 
@@ -74,7 +91,8 @@ int cgroup_walk_start(struct event_base *base, int root_fd, CgroupGlobs *g, size
                 cgroup_globs_free(g);
                 return -ENOMEM;
         }
-        *w = (CgroupWalk) { .globs = g, .max = max, .done = done, .userdata = userdata, .efd = -1 };
+        *w = (CgroupWalk) { .globs = g, .max = max, .write = write, .write_userdata = write_userdata, .done = done,
+                            .userdata = userdata, .efd = -1 };
         w->root_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
         if (w->root_fd < 0) {
                 r = -errno;
