@@ -46,6 +46,13 @@ void varlink_call_done(VarlinkCall *c);
 char *varlink_reply_new(json_t *params, bool continues, size_t *ret_size) _warn_unused_result_;
 
 /*
+ * varlink_reply_new_exact - varlink_reply_new() writing every real number
+ * with the 17 significant digits that give back the same double, for
+ * values a reader compares with the kernel's (systemd-report's metrics).
+ */
+char *varlink_reply_new_exact(json_t *params, bool continues, size_t *ret_size) _warn_unused_result_;
+
+/*
  * varlink_error_new - serialize {"error": @error, "parameters": @params}
  * plus the NUL. Steals @params (NULL means {}) on every path, like
  * varlink_reply_new(), and fails (NULL) the same way, also when @error is
@@ -53,5 +60,6 @@ char *varlink_reply_new(json_t *params, bool continues, size_t *ret_size) _warn_
  */
 char *varlink_error_new(const char *error, json_t *params, size_t *ret_size) _warn_unused_result_;
 
-/* Dump flags used for everything the daemon sends. */
+/* Dump flags used for everything the daemon sends, but for varlink_reply_new_exact()'s. */
 #define VARLINK_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(6) | JSON_ENSURE_ASCII)
+#define VARLINK_JSON_FLAGS_EXACT (JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_ENSURE_ASCII)
