@@ -21,6 +21,7 @@
 #include "proxy.h"
 #include "reclaim-controller.h"
 #include "registration.h"
+#include "report.h"
 #include "socket-util.h"
 #include "socket-watch.h"
 #include "source-protection.h"
@@ -47,6 +48,7 @@ struct Manager {
         Registry registry;
         ClientServer *clients;
         ProxyServer *proxy;         /* the pressure proxy sockets, NULL when all are off */
+        ReportServer *report;       /* systemd-report's socket, NULL when off */
         SocketWatch *socket_watch;  /* the varlink socket we bound, watched; NULL if inherited */
         LowMemoryMonitor *lmm;      /* [DBus] LowMemoryMonitor= */
         LevelStreams *levels;       /* Subscribe "levels" */
@@ -54,7 +56,7 @@ struct Manager {
         StatusContext status;
         MetricsServer *metrics;
         Takeover *takeover;         /* restarts, crashes and Reexecute without anyone noticing */
-        bool bound_socket, bound_proxy[_RESOURCE_MAX]; /* this process bound them (else inherited) */
+        bool bound_socket, bound_proxy[_RESOURCE_MAX], bound_report; /* this process bound them (else inherited) */
 
         char *socket_path;          /* the varlink socket we bound and must unlink, or NULL */
         struct event *ev_sigterm, *ev_sigint, *ev_sighup;
@@ -79,6 +81,7 @@ static void manager_set_config(Manager *m, Config *c) {
         if (m->clients)
                 m->clients->config = c;
         proxy_set_config(m->proxy, c);
+        report_server_set_config(m->report, c);
 }
 
 static int strdup_opt(const char *s, char **ret) {
@@ -172,8 +175,13 @@ Manager *manager_free(Manager *m) {
         m->socket_watch = socket_watch_free(m->socket_watch);
         /* The next process serves the socket files. */
         handed_over = m->takeover && takeover_detached(m->takeover);
-        if (handed_over)
+        if (handed_over) {
                 proxy_forget_paths(m->proxy);
+                report_server_forget_path(m->report);
+        }
+        /* Its Lists under way are answered as far as their sockets take it. */
+        report_server_stop_walk(m->report);
+        m->report = report_server_free(m->report);
         /* Every registration goes with its last listener; handed over, the kernel keeps them. */
         m->registry.handed_over = handed_over;
         m->clients = client_server_free(m->clients);
@@ -288,9 +296,11 @@ static int manager_take_fd(int fd) {
  * gets the pressure proxy sockets by resource, -1 where none came.
  * Returns 1 if there is one, 0 if none, or a negative errno (logged).
  */
-static int manager_inherited_fds(NamedFds *fds, int *ret_varlink_fd, int ret_proxy_fds[static _RESOURCE_MAX]) {
-        int varlink_fd = named_fds_take(fds, "varlink"), proxy_fds[_RESOURCE_MAX];
-        bool any = varlink_fd >= 0, ok = true;
+static int manager_inherited_fds(NamedFds *fds, int *ret_varlink_fd, int ret_proxy_fds[static _RESOURCE_MAX],
+                                 int *ret_report_fd) {
+        int varlink_fd = named_fds_take(fds, "varlink"), proxy_fds[_RESOURCE_MAX],
+            report_fd = named_fds_take(fds, REPORT_FD_NAME);
+        bool any = varlink_fd >= 0 || report_fd >= 0, ok = true;
 
         for (Resource r = 0; r < _RESOURCE_MAX; r++)
                 any = (proxy_fds[r] = named_fds_take(fds, proxy_fd_name(r))) >= 0 || any;
@@ -318,14 +328,17 @@ static int manager_inherited_fds(NamedFds *fds, int *ret_varlink_fd, int ret_pro
                 ok = manager_take_fd(varlink_fd) >= 0;
         for (Resource r = 0; r < _RESOURCE_MAX; r++)
                 ok = ok && (proxy_fds[r] < 0 || manager_take_fd(proxy_fds[r]) >= 0);
+        ok = ok && (report_fd < 0 || manager_take_fd(report_fd) >= 0);
         if (!ok) {
                 safe_close(varlink_fd);
                 for (Resource r = 0; r < _RESOURCE_MAX; r++)
                         safe_close(proxy_fds[r]);
+                safe_close(report_fd);
                 return -EINVAL;
         }
         *ret_varlink_fd = varlink_fd;
         memcpy(ret_proxy_fds, proxy_fds, sizeof(proxy_fds));
+        *ret_report_fd = report_fd;
         return 1;
 }
 
@@ -392,13 +405,61 @@ static char *manager_proxy_path(const Manager *m, Resource resource) {
         return p;
 }
 
+/* Serve systemd-report's protocol on @fd (taken over), bound by us at @path or inherited. */
+static int manager_start_report(Manager *m, int fd, const char *path) {
+        int k = report_server_new(m->base, m->config, &m->status, fd, path, &m->report);
+
+        if (k < 0)
+                return k;
+        if (path)
+                log_info("Serving metrics for systemd-report on %s.", path);
+        else
+                log_info("Serving metrics for systemd-report on the socket passed by the service manager.");
+        return 0;
+}
+
+/* Bind and serve systemd-report's socket at @path; NULL leaves it off. */
+static int manager_bind_report(Manager *m, const char *path) {
+        int fd, k;
+
+        if (!path) {
+                log_debug("The %s socket is off.", REPORT_FD_NAME);
+                return 0;
+        }
+        /* Anyone may read the metrics, as systemd's own report sockets let them. */
+        k = socket_listen_unix(path, m->user_mode ? 0600 : 0666, m->user_mode ? 0700 : 0755, NULL, &fd);
+        if (k == -EADDRINUSE)
+                return log_error_errno(k, "Another process is serving %s; not taking it over.", path);
+        if (k < 0)
+                return log_error_errno(k, "Failed to listen on %s: %m", path);
+        m->bound_report = true;
+        return manager_start_report(m, fd, path);
+}
+
+/*
+ * Where systemd-report's socket goes: [Report] Socket= ("": off), else
+ * CONFIG_REPORT_SOCKET_DEFAULT for the system daemon on its default
+ * varlink socket. Off for --user, and for a daemon on another socket: a
+ * second instance must not take the first one's name in systemd-report's
+ * directory.
+ */
+static const char *manager_report_path(const Manager *m) {
+        const char *p = m->config->report_socket;
+
+        if (p)
+                return p[0] ? p : NULL;
+        if (m->user_mode || !streq(m->socket_path_arg, CONFIG_SOCKET_DEFAULT))
+                return NULL;
+        return CONFIG_REPORT_SOCKET_DEFAULT;
+}
+
 static int manager_serve(Manager *m, int fd) {
         return client_server_new(m->base, m->config, fd, methods_dispatch, &m->methods, &m->clients);
 }
 
 /* Serve the inherited listening sockets; the paths a previous process bound stay ours to unlink. */
 static int manager_serve_inherited(Manager *m, int varlink_fd, int proxy_fds[static _RESOURCE_MAX],
-                                   char *const proxy_paths[static _RESOURCE_MAX]) {
+                                   char *const proxy_paths[static _RESOURCE_MAX], int report_fd) {
         const char *own = takeover_socket_path(m->takeover);
         int k;
 
@@ -417,6 +478,11 @@ static int manager_serve_inherited(Manager *m, int varlink_fd, int proxy_fds[sta
                         k = manager_bind_proxy(m, r, proxy_paths[r]);
                 proxy_fds[r] = safe_close(proxy_fds[r]);
         }
+        if (k >= 0 && report_fd >= 0)
+                k = manager_start_report(m, TAKE_FD(report_fd), takeover_report_path(m->takeover));
+        else if (k >= 0 && m->config->report_socket)
+                k = manager_bind_report(m, manager_report_path(m));
+        safe_close(report_fd);
         if (k >= 0)
                 log_info("Serving on the socket %s.", takeover_generation(m->takeover) > 0 ?
                          "taken over from the previous process" : "passed by the service manager");
@@ -432,17 +498,17 @@ static int manager_listen(Manager *m, NamedFds *fds) {
         _cleanup_(proxy_paths_free) char *proxy_paths[_RESOURCE_MAX] = {};
         const char *path = m->socket_path_arg;
         mode_t mode = m->user_mode ? 0600 : 0666, dir_mode = m->user_mode ? 0700 : 0755;
-        int varlink_fd = -1, proxy_fds[_RESOURCE_MAX] = { -1, -1, -1 }, fd, k;
+        int varlink_fd = -1, proxy_fds[_RESOURCE_MAX] = { -1, -1, -1 }, report_fd = -1, fd, k;
         bool replaced;
 
         for (Resource r = 0; r < _RESOURCE_MAX; r++)
                 if (!(proxy_paths[r] = manager_proxy_path(m, r)))
                         return log_error_errno(ENOMEM, "Out of memory.");
-        k = manager_inherited_fds(fds, &varlink_fd, proxy_fds);
+        k = manager_inherited_fds(fds, &varlink_fd, proxy_fds, &report_fd);
         if (k < 0)
                 return k;
         if (k > 0)
-                return manager_serve_inherited(m, varlink_fd, proxy_fds, proxy_paths);
+                return manager_serve_inherited(m, varlink_fd, proxy_fds, proxy_paths, report_fd);
 
         if (socket_unix_is_live(path) > 0)
                 return log_error_errno(EADDRINUSE, "Another pressured is already serving %s; not taking it over.", path);
@@ -453,6 +519,9 @@ static int manager_listen(Manager *m, NamedFds *fds) {
                 if (k < 0)
                         return k;
         }
+        k = manager_bind_report(m, manager_report_path(m));
+        if (k < 0)
+                return k;
         /* System mode: anyone may connect; access control is per call. */
         k = socket_listen_unix(path, mode, dir_mode, &replaced, &fd);
         if (k == -EADDRINUSE)
@@ -528,6 +597,7 @@ int manager_start(Manager *m) {
                 bound_proxy_paths[r] = m->bound_proxy[r] ? m->proxy->sockets[r].path : NULL;
         takeover_set_servers(m->takeover, m->clients, m->proxy, m->reclaim, m->bound_socket ? m->socket_path : NULL,
                              bound_proxy_paths);
+        takeover_set_report(m->takeover, m->report, m->bound_report);
         takeover_restore(m->takeover, &fds);
         /* A bus that is not there is retried: only out of memory fails. */
         k = low_memory_monitor_set_enabled(m->lmm, m->config->dbus_low_memory_monitor);
