@@ -334,6 +334,9 @@ static void client_process(Client *c) {
 
                 if (c->out.bytes > m->config->output_buffer_bytes) {
                         /* The client does not read its answers: stop reading its calls. */
+                        if (!c->read_paused)
+                                log_debug("Client %" PRIu64 " does not read its replies (%zu bytes queued), "
+                                          "its calls wait.", c->id, c->out.bytes);
                         client_pause_reading(c, true);
                         break;
                 }

@@ -420,8 +420,9 @@ void report_server_forget_path(ReportServer *s) {
 }
 
 void report_server_stop_walk(ReportServer *s) {
-        if (!s)
+        if (!s || !s->walking)
                 return;
+        log_debug("Finishing the cgroup walk of systemd-report's List before the process stops or executes anew.");
         /* Its reply is queued, and written now as far as each socket takes it. */
         cgroup_walk_finish(s->walking);
 }
