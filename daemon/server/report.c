@@ -288,17 +288,24 @@ static void on_next(evutil_socket_t fd, short what, void *userdata) {
         report_walk_next(userdata);
 }
 
-static int report_list(ReportServer *s, Client *c, VarlinkCall *call, VarlinkError *e) {
+/* List and Describe take no parameter and need "more": 1 to answer @call, 0 for a oneway one, or the error. */
+static int report_check_call(const VarlinkCall *call, VarlinkError *e) {
         static const char *const allowed[] = { NULL };
-        ReportCall *rc;
         int k = service_check_params(call->parameters, allowed, e);
 
         if (k < 0)
                 return k;
         if (!call->more)
                 return varlink_error_expected_more(e);
-        if (call->oneway)
-                return 0;
+        return !call->oneway;
+}
+
+static int report_list(ReportServer *s, Client *c, VarlinkCall *call, VarlinkError *e) {
+        ReportCall *rc;
+        int k = report_check_call(call, e);
+
+        if (k <= 0)
+                return k;
         rc = calloc(1, sizeof(*rc));
         if (!rc)
                 return -ENOMEM;
@@ -310,15 +317,10 @@ static int report_list(ReportServer *s, Client *c, VarlinkCall *call, VarlinkErr
 }
 
 static int report_describe(ReportServer *s, Client *c, VarlinkCall *call, VarlinkError *e) {
-        static const char *const allowed[] = { NULL };
-        int k = service_check_params(call->parameters, allowed, e);
+        int k = report_check_call(call, e);
 
-        if (k < 0)
+        if (k <= 0)
                 return k;
-        if (!call->more)
-                return varlink_error_expected_more(e);
-        if (call->oneway)
-                return 0;
         k = client_send_event(c, "", 0, s->describe, 0, 0);
         return k == -ENOBUFS ? -ENOMEM : k;
 }

@@ -11,7 +11,8 @@
  * Calls on a connection are answered in order, a List's whole reply
  * before the next call, so a connection has one List at a time. A client
  * that does not read has its calls left unread once its replies exceed
- * [Limits] OutputBufferBytes= and is closed at IdleTimeoutSec=.
+ * [Limits] OutputBufferBytes=, and is closed when a call has waited so
+ * for RequestTimeoutSec=.
  *
  * List reads when it is called, never before: the daemon's own values at
  * once, on the loop; the cgroups of [Metrics] Cgroups= (and MaxCgroups=)

@@ -72,20 +72,20 @@ def stream(v, method):
             return out
 
 
-def list_metrics(path):
+def stream_once(path, method):
     v = pt.Varlink(path)
     try:
-        return stream(v, 'io.systemd.Metrics.List')
+        return stream(v, method)
     finally:
         v.close()
+
+
+def list_metrics(path):
+    return stream_once(path, 'io.systemd.Metrics.List')
 
 
 def describe(path):
-    v = pt.Varlink(path)
-    try:
-        return stream(v, 'io.systemd.Metrics.Describe')
-    finally:
-        v.close()
+    return stream_once(path, 'io.systemd.Metrics.Describe')
 
 
 def key(m):
@@ -756,7 +756,9 @@ def main():
         make_tree(root)
         cgroups = '/ /system.slice /system.slice/*.service /system.slice/*/payload'
         reclaim = '[Reclaim]\nCgroups=/system.slice/bar.service\nInterval=100ms\n'
-        with report_daemon(cgroups, reclaim + '[Limits]\nOutputBufferBytes=64K\n', cgroup_root=root) as d:
+        # Calls a client does not read wait RequestTimeoutSec= at most: longer than the slow reader's part.
+        limits = '[Limits]\nOutputBufferBytes=64K\nRequestTimeoutSec=600\n'
+        with report_daemon(cgroups, reclaim + limits, cgroup_root=root) as d:
             metrics = check_fake_values(d, root)
             check_reclaim(d)
             families = check_describe(d, metrics)
