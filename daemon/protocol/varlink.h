@@ -60,6 +60,9 @@ char *varlink_reply_new_exact(json_t *params, bool continues, size_t *ret_size) 
  */
 char *varlink_error_new(const char *error, json_t *params, size_t *ret_size) _warn_unused_result_;
 
+/* The description of org.varlink.service, which every socket of the daemon serves. */
+extern const char varlink_service_description[];
+
 /* Dump flags used for everything the daemon sends, but for varlink_reply_new_exact()'s. */
 #define VARLINK_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(6) | JSON_ENSURE_ASCII)
 #define VARLINK_JSON_FLAGS_EXACT (JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_ENSURE_ASCII)

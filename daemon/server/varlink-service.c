@@ -6,27 +6,6 @@
 #include "log.h"
 #include "varlink-service.h"
 
-static const char org_varlink_service_description[] =
-        "# The Varlink Service Interface is provided by every varlink service.\n"
-        "interface org.varlink.service\n"
-        "\n"
-        "method GetInfo() -> (\n"
-        "  vendor: string,\n"
-        "  product: string,\n"
-        "  version: string,\n"
-        "  url: string,\n"
-        "  interfaces: []string\n"
-        ")\n"
-        "\n"
-        "method GetInterfaceDescription(interface: string) -> (description: string)\n"
-        "\n"
-        "error InterfaceNotFound (interface: string)\n"
-        "error MethodNotFound (method: string)\n"
-        "error MethodNotImplemented (method: string)\n"
-        "error InvalidParameter (parameter: string)\n"
-        "error PermissionDenied ()\n"
-        "error ExpectedMore ()\n";
-
 #define ORG_VARLINK_SERVICE "org.varlink.service"
 
 int service_check_params(json_t *params, const char *const *allowed, VarlinkError *e) {
@@ -117,7 +96,7 @@ int service_get_interface_description(const VarlinkService *s, Client *c, Varlin
                         return service_reply(c, call, json_pack("{s:s}", "description", s->interfaces[i].description),
                                              true);
         if (streq(name, ORG_VARLINK_SERVICE))
-                return service_reply(c, call, json_pack("{s:s}", "description", org_varlink_service_description),
+                return service_reply(c, call, json_pack("{s:s}", "description", varlink_service_description),
                                      true);
         return varlink_error_interface_not_found(e, name);
 }
