@@ -284,6 +284,14 @@ size_t report_fit(const ReportCgroup *cgroups, size_t n, size_t max_metrics) {
         return k;
 }
 
+/* Whether @s can be a JSON string: a cgroup's name may be any bytes but "/", and JSON is UTF-8. */
+static bool json_writable(const char *s) {
+        json_t *j = json_string(s);
+
+        json_decref(j);
+        return j;
+}
+
 int report_write_list(struct evbuffer *out, const ReportDaemon *d, const ReportCgroup *cgroups, size_t n,
                       uint64_t omitted) {
         Writer w = { .out = out };
@@ -292,6 +300,10 @@ int report_write_list(struct evbuffer *out, const ReportDaemon *d, const ReportC
         for (size_t i = 0; i < n && w.error >= 0; i++) {
                 const char *path = cgroups[i].sample->path, *object = cgroup_path_unit(path) ?: path;
 
+                if (!json_writable(object)) {
+                        omitted++;
+                        continue;
+                }
                 put_cgroup_psi(&w, object, cgroups[i].sample);
                 put_cgroup_memory(&w, object, &cgroups[i]);
         }

@@ -76,8 +76,9 @@ size_t report_fit(const ReportCgroup *cgroups, size_t n, size_t max_metrics);
 /*
  * report_write_list - List's replies into @out: every message with its
  * NUL, "continues" on all but the last (io.pressured.Report.CgroupsOmitted,
- * @omitted). @cgroups are those report_fit() kept. Returns 0 or -ENOMEM
- * (@out then holds part of it).
+ * @omitted and those of @cgroups left out here). @cgroups are those
+ * report_fit() kept; one whose path is no UTF-8 (JSON cannot name it) is
+ * left out and counted. Returns 0 or -ENOMEM (@out then holds part of it).
  */
 int report_write_list(struct evbuffer *out, const ReportDaemon *d, const ReportCgroup *cgroups, size_t n,
                       uint64_t omitted);

@@ -233,6 +233,23 @@ static void test_fit(void) {
         ASSERT_TRUE(report_cgroup_wants_memory(&samples[0]) && !report_cgroup_wants_memory(&samples[1]));
 }
 
+/* A cgroup whose name is no UTF-8 cannot be an object: it is left out and counted. */
+static void test_not_utf8(void) {
+        _cleanup_(evbuffer_freep) struct evbuffer *out = evbuffer_new();
+        ReportDaemon d = daemon_values();
+        CgroupSample bad = samples[1];
+        ReportCgroup c[2] = { { .sample = &bad }, { .sample = &samples[1] } };
+        json_t *list;
+
+        bad.path = (char *) "/system.slice/caf\xe9";
+        ASSERT_OK(report_write_list(out, &d, c, 2, 5));
+        list = messages(out);
+        ASSERT_EQ(value_of(list, REPORT_FAMILY_OMITTED, NULL, NULL), 6);
+        ASSERT_TRUE(find(list, "io.pressured.Pressure.Avg10", "/system.slice", "{\"resource\":\"cpu\",\"type\":\"some\"}"));
+        ASSERT_EQ(json_array_size(list), _COUNTER_MAX + 4 + _SOURCE_MAX + 4 + 1);
+        json_decref(list);
+}
+
 /* What report_fit() counts is what report_write_list() writes with everything read. */
 static void test_fit_matches_list(void) {
         _cleanup_(evbuffer_freep) struct evbuffer *out = evbuffer_new();
@@ -258,5 +275,6 @@ int main(void) {
         test_list();
         test_fit();
         test_fit_matches_list();
+        test_not_utf8();
         return 0;
 }
