@@ -138,6 +138,9 @@ typedef struct Walk {
         const CgroupGlobs *globs;
         CgroupScrape *out;
         size_t max, allocated;
+        const CgroupWeigh *weigh;                       /* NULL: no budget */
+        size_t weight;                                  /* of the samples kept */
+        bool full;                                      /* a sample went over the budget: no more are read */
         const char *path;                               /* the cgroup being read */
         GlobSet alive[CGROUP_GLOB_DEPTH_MAX + 1];       /* per depth: the patterns still able to match */
         bool match[CGROUP_GLOB_DEPTH_MAX + 1];          /* per depth: the entered cgroup matches */
@@ -226,12 +229,32 @@ static int sample_read(Walk *w, int dfd, CgroupSample *s) {
         return 0;
 }
 
+/* Whether no more cgroups are read: @max of them kept, or the budget full. */
+static bool walk_full(const Walk *w) {
+        return w->out->n_samples >= w->max || w->full;
+}
+
+/* Whether the sample @s fits in the budget; if so it is counted in. */
+static bool walk_weigh(Walk *w, const CgroupSample *s) {
+        size_t n;
+
+        if (!w->weigh)
+                return true;
+        n = w->weigh->weight(s, w->weigh->userdata);
+        if (n > w->weigh->budget - w->weight) {
+                w->full = true;
+                return false;
+        }
+        w->weight += n;
+        return true;
+}
+
 /* A matching cgroup: read it while there is room, else count it. Returns 0 or -ENOMEM. */
 static int walk_visit(Walk *w, int dfd, const char *path) {
         CgroupScrape *o = w->out;
         CgroupSample s = {};
 
-        if (o->n_samples >= w->max) {
+        if (walk_full(w)) {
                 o->omitted++;
                 return 0;
         }
@@ -241,6 +264,11 @@ static int walk_visit(Walk *w, int dfd, const char *path) {
         if (!s.has_psi[CGROUP_RESOURCE_MEMORY] && !s.has_psi[CGROUP_RESOURCE_IO] &&
             !s.has_psi[CGROUP_RESOURCE_CPU] && !s.has_events && !s.has_memory_current)
                 return 0; /* nothing to report: removed before its files were opened */
+        s.path = (char *) path; /* for the weight only */
+        if (!walk_weigh(w, &s)) {
+                o->omitted++;
+                return 0;
+        }
         if (o->n_samples == w->allocated) {
                 size_t want = w->allocated ? w->allocated * 2 : 64;
                 CgroupSample *p;
@@ -270,7 +298,7 @@ static int walk_enter(const char *parent _unused_, unsigned depth, const char *n
         w->alive[depth] = next;
         w->match[depth] = globs_any_depth(w->globs, next, depth, false);
         w->deeper[depth] = globs_any_depth(w->globs, next, depth, true);
-        if (w->match[depth] && !w->deeper[depth] && w->out->n_samples >= w->max) {
+        if (w->match[depth] && !w->deeper[depth] && walk_full(w)) {
                 w->out->omitted++; /* beyond the cut: counted without opening it */
                 return 0;
         }
@@ -294,6 +322,11 @@ static void walk_error(const char *parent, const char *name, int error, void *us
 }
 
 int cgroup_scrape(int root_fd, const CgroupGlobs *g, size_t max, CgroupScrape *ret) {
+        return cgroup_scrape_weighed(root_fd, g, max, NULL, ret);
+}
+
+int cgroup_scrape_weighed(int root_fd, const CgroupGlobs *g, size_t max, const CgroupWeigh *weigh,
+                          CgroupScrape *ret) {
         _cleanup_free_ Walk *w = NULL;
         CgroupfsWalk walk;
         int r;
@@ -304,7 +337,7 @@ int cgroup_scrape(int root_fd, const CgroupGlobs *g, size_t max, CgroupScrape *r
         w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
-        *w = (Walk) { .globs = g, .out = ret, .max = max };
+        *w = (Walk) { .globs = g, .out = ret, .max = max, .weigh = weigh };
         w->alive[0] = globs_all(g);
         w->match[0] = globs_any_depth(g, w->alive[0], 0, false);
         w->deeper[0] = globs_any_depth(g, w->alive[0], 0, true);

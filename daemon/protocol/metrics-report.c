@@ -256,8 +256,7 @@ bool report_cgroup_wants_memory(const CgroupSample *s) {
         return s->has_memory_current;
 }
 
-/* The most metrics @c takes: what report_write_list() writes for it with everything read. */
-static size_t cgroup_metrics(const ReportCgroup *c) {
+size_t report_cgroup_metrics(const ReportCgroup *c) {
         const CgroupSample *s = c->sample;
         size_t n = 0;
 
@@ -271,17 +270,10 @@ static size_t cgroup_metrics(const ReportCgroup *c) {
         return n + (c->has_reclaim ? 1 : 0);
 }
 
-size_t report_fit(const ReportCgroup *cgroups, size_t n, size_t max_metrics) {
-        size_t own = daemon_metrics() + 1, left = max_metrics > own ? max_metrics - own : 0, k;
+size_t report_cgroup_budget(size_t max_metrics) {
+        size_t own = daemon_metrics() + 1;
 
-        for (k = 0; k < n; k++) {
-                size_t need = cgroup_metrics(&cgroups[k]);
-
-                if (need > left)
-                        break;
-                left -= need;
-        }
-        return k;
+        return max_metrics > own ? max_metrics - own : 0;
 }
 
 /* Whether @s can be a JSON string: a cgroup's name may be any bytes but "/", and JSON is UTF-8. */

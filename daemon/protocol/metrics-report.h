@@ -66,19 +66,26 @@ typedef struct ReportCgroup {
 bool report_cgroup_wants_memory(const CgroupSample *s);
 
 /*
- * report_fit - how many of @cgroups (in walk order) go whole into a List
- * reply of at most @max_metrics metrics, counting for each what it would
- * take with every value read (protection and headroom where
- * report_cgroup_wants_memory(), reclaim where has_reclaim is set already).
+ * report_cgroup_metrics - how many metrics @c takes in a List reply with
+ * every value read: protection and headroom where
+ * report_cgroup_wants_memory(), reclaim where has_reclaim is set already.
+ * The walk weighs each cgroup so (cgroup_scrape_weighed()).
  */
-size_t report_fit(const ReportCgroup *cgroups, size_t n, size_t max_metrics);
+size_t report_cgroup_metrics(const ReportCgroup *c);
+
+/*
+ * report_cgroup_budget - how many metrics the cgroups of a List reply of
+ * at most @max_metrics may take together: what the daemon's own and the
+ * omitted count leave (0 when they take it all).
+ */
+size_t report_cgroup_budget(size_t max_metrics);
 
 /*
  * report_write_list - List's replies into @out: every message with its
  * NUL, "continues" on all but the last (io.pressured.Report.CgroupsOmitted,
- * @omitted and those of @cgroups left out here). @cgroups are those
- * report_fit() kept; one whose path is no UTF-8 (JSON cannot name it) is
- * left out and counted. Returns 0 or -ENOMEM (@out then holds part of it).
+ * @omitted and those of @cgroups left out here). @cgroups are those the
+ * walk kept within report_cgroup_budget(); one whose path is no UTF-8
+ * (JSON cannot name it) is left out and counted. Returns 0 or -ENOMEM (@out then holds part of it).
  */
 int report_write_list(struct evbuffer *out, const ReportDaemon *d, const ReportCgroup *cgroups, size_t n,
                       uint64_t omitted);

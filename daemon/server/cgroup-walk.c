@@ -15,6 +15,8 @@ struct CgroupWalk {
         int root_fd;            /* our duplicate */
         CgroupGlobs *globs;
         size_t max;
+        CgroupWeigh weigh;
+        bool weighed;
         CgroupScrape scrape;    /* written by the thread, read after the join */
         struct evbuffer *text;  /* likewise: the families written from @scrape */
         int result;
@@ -33,7 +35,7 @@ static void *walk_main(void *userdata) {
         CgroupWalk *w = userdata;
         uint64_t one = 1;
 
-        w->result = cgroup_scrape(w->root_fd, w->globs, w->max, &w->scrape);
+        w->result = cgroup_scrape_weighed(w->root_fd, w->globs, w->max, w->weighed ? &w->weigh : NULL, &w->scrape);
         /* Used by this thread alone until the loop has joined it. */
         w->text = evbuffer_new();
         if (w->text && w->write(w->text, &w->scrape, w->write_userdata) < 0) {
@@ -82,8 +84,9 @@ static int walk_start_thread(CgroupWalk *w) {
         return 0;
 }
 
-int cgroup_walk_start(struct event_base *base, int root_fd, CgroupGlobs *g, size_t max, CgroupWalkWriteFn write,
-                      void *write_userdata, CgroupWalkDoneFn done, void *userdata, CgroupWalk **ret) {
+int cgroup_walk_start(struct event_base *base, int root_fd, CgroupGlobs *g, size_t max, const CgroupWeigh *weigh,
+                      CgroupWalkWriteFn write, void *write_userdata, CgroupWalkDoneFn done, void *userdata,
+                      CgroupWalk **ret) {
         CgroupWalk *w = calloc(1, sizeof(*w));
         int r;
 
@@ -91,8 +94,9 @@ int cgroup_walk_start(struct event_base *base, int root_fd, CgroupGlobs *g, size
                 cgroup_globs_free(g);
                 return -ENOMEM;
         }
-        *w = (CgroupWalk) { .globs = g, .max = max, .write = write, .write_userdata = write_userdata, .done = done,
-                            .userdata = userdata, .efd = -1 };
+        *w = (CgroupWalk) { .globs = g, .max = max, .weigh = weigh ? *weigh : (CgroupWeigh) {}, .weighed = weigh,
+                            .write = write, .write_userdata = write_userdata, .done = done, .userdata = userdata,
+                            .efd = -1 };
         w->root_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
         if (w->root_fd < 0) {
                 r = -errno;

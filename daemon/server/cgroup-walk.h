@@ -48,14 +48,16 @@ typedef void (*CgroupWalkDoneFn)(const CgroupScrape *s, struct evbuffer *text, i
  * @root_fd: duplicated; the caller keeps its own
  * @g: taken in every case
  * @max: as for cgroup_scrape()
+ * @weigh: as for cgroup_scrape_weighed() (copied; its userdata used by the thread), or NULL
  * @write: what the thread writes after the walk, with @write_userdata
  * @done: called on the loop after it, with @userdata
  *
  * Returns 0, -ENOMEM, or the negative errno of fcntl(), eventfd() or
  * pthread_create().
  */
-int cgroup_walk_start(struct event_base *base, int root_fd, CgroupGlobs *g, size_t max, CgroupWalkWriteFn write,
-                      void *write_userdata, CgroupWalkDoneFn done, void *userdata, CgroupWalk **ret);
+int cgroup_walk_start(struct event_base *base, int root_fd, CgroupGlobs *g, size_t max, const CgroupWeigh *weigh,
+                      CgroupWalkWriteFn write, void *write_userdata, CgroupWalkDoneFn done, void *userdata,
+                      CgroupWalk **ret);
 
 /*
  * cgroup_walk_finish - wait for the thread and call back now, on the loop,

@@ -143,7 +143,8 @@ static void walk_next(MetricsServer *s) {
         s->n_batch = s->n_waiting;
         s->n_waiting = 0;
         if (s->walk && s->walk(s->userdata, &root_fd, &g, &max)) {
-                r = cgroup_walk_start(s->base, root_fd, g, max, write_cgroups, NULL, on_walk_done, s, &s->walking);
+                r = cgroup_walk_start(s->base, root_fd, g, max, NULL, write_cgroups, NULL, on_walk_done, s,
+                                      &s->walking);
                 if (r >= 0)
                         return;
                 log_ratelimited(LOG_WARNING, -r, NULL, 60, 1,

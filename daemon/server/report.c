@@ -42,7 +42,6 @@ typedef struct ReportJob {
         size_t n_reclaim;
         Hierarchy v2;                   /* a copy, with a descriptor of its own */
         bool recursive;                 /* memory_recursiveprot */
-        size_t max_metrics;
 } ReportJob;
 
 struct ReportServer {
@@ -84,7 +83,6 @@ static int report_job_new(ReportServer *s, ReportJob **ret) {
                 return -ENOMEM;
         j->v2.fd = -1;
         status_report_daemon(m, &j->daemon);
-        j->max_metrics = s->config->report_max_metrics;
         j->recursive = config_recursive_protection(s->config, m->mount_recursiveprot);
         if (m->reclaim)
                 k = reclaim_controller_export(m->reclaim, &j->reclaim, &j->n_reclaim);
@@ -153,26 +151,34 @@ static void report_read_headroom(const ReportJob *j, ReportCgroup *cgroups, size
         }
 }
 
-/* On the walk's thread (a CgroupWalkWriteFn): read the rest of the cgroups that fit, write List's reply. */
+/* @s with what the job knows of it beyond its files: whether proactive reclaim has it. */
+static ReportCgroup report_cgroup(const ReportJob *j, const CgroupSample *s) {
+        const SnapshotReclaim key = { .cgroup = s->path };
+        const SnapshotReclaim *r = j->n_reclaim == 0 ? NULL :
+                bsearch(&key, j->reclaim, j->n_reclaim, sizeof(key), reclaim_compare);
+
+        return (ReportCgroup) { .sample = s, .has_reclaim = r, .reclaimed_bytes = r ? r->reclaimed : 0 };
+}
+
+/* On the walk's thread: the metrics a cgroup just read takes (a CgroupWeigh weight). */
+static size_t report_walk_weight(const CgroupSample *s, void *userdata) {
+        ReportCgroup c = report_cgroup(userdata, s);
+
+        return report_cgroup_metrics(&c);
+}
+
+/* On the walk's thread (a CgroupWalkWriteFn): read the rest of the cgroups kept, write List's reply. */
 static int report_walk_write(struct evbuffer *out, const CgroupScrape *scrape, void *userdata) {
         const ReportJob *j = userdata;
         _cleanup_free_ ReportCgroup *cgroups = calloc(scrape->n_samples ?: 1, sizeof(ReportCgroup));
-        size_t n;
 
         if (!cgroups)
                 return -ENOMEM;
-        for (size_t i = 0; i < scrape->n_samples; i++) {
-                const SnapshotReclaim key = { .cgroup = scrape->samples[i].path };
-                const SnapshotReclaim *r = j->n_reclaim == 0 ? NULL :
-                        bsearch(&key, j->reclaim, j->n_reclaim, sizeof(key), reclaim_compare);
-
-                cgroups[i] = (ReportCgroup) { .sample = &scrape->samples[i], .has_reclaim = r,
-                                              .reclaimed_bytes = r ? r->reclaimed : 0 };
-        }
-        n = report_fit(cgroups, scrape->n_samples, j->max_metrics);
-        report_read_protection(j, cgroups, n);
-        report_read_headroom(j, cgroups, n);
-        return report_write_list(out, &j->daemon, cgroups, n, scrape->omitted + (scrape->n_samples - n));
+        for (size_t i = 0; i < scrape->n_samples; i++)
+                cgroups[i] = report_cgroup(j, &scrape->samples[i]);
+        report_read_protection(j, cgroups, scrape->n_samples);
+        report_read_headroom(j, cgroups, scrape->n_samples);
+        return report_write_list(out, &j->daemon, cgroups, scrape->n_samples, scrape->omitted);
 }
 
 static void report_call_free(void *stream) {
@@ -250,7 +256,7 @@ static void report_walk_next(ReportServer *s) {
         CgroupGlobs *globs = NULL;
         bool any = false;
         ReportCall *rc;
-        size_t max;
+        CgroupWeigh weigh;
         int k;
 
         if (s->walking || s->delivering)
@@ -262,12 +268,12 @@ static void report_walk_next(ReportServer *s) {
         k = report_job_new(s, &s->job);
         if (k < 0)
                 return report_deliver(s, NULL);
-        /* Each cgroup takes one metric at least: no more can fit. */
-        max = s->config->metrics_max_cgroups < s->config->report_max_metrics ? s->config->metrics_max_cgroups :
-                                                                                s->config->report_max_metrics;
+        /* Whole cgroups in walk order, as many as their metrics fit: none read beyond. */
+        weigh = (CgroupWeigh) { .weight = report_walk_weight, .userdata = s->job,
+                                .budget = report_cgroup_budget(s->config->report_max_metrics) };
         if (report_walk_globs(s, &globs)) {
-                k = cgroup_walk_start(s->base, s->job->v2.fd, globs, max, report_walk_write, s->job,
-                                      report_walk_done, s, &s->walking);
+                k = cgroup_walk_start(s->base, s->job->v2.fd, globs, s->config->metrics_max_cgroups, &weigh,
+                                      report_walk_write, s->job, report_walk_done, s, &s->walking);
                 if (k >= 0)
                         return;
                 log_ratelimited(LOG_WARNING, -k, NULL, 60, 1,

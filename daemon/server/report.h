@@ -16,10 +16,12 @@
  *
  * List reads when it is called, never before: the daemon's own values at
  * once, on the loop; the cgroups of [Metrics] Cgroups= (and MaxCgroups=)
- * on a thread (cgroup-walk.h, the walk /metrics makes), which then reads
- * the effective protection (a protection reader of its own, for the
- * cgroups alone, protection-tree.h) and the headroom (headroom.h) of each
- * cgroup that fits in [Report] MaxMetrics= and writes the whole reply. On
+ * on a thread (cgroup-walk.h, the walk /metrics makes), each weighed by
+ * the metrics it takes so that the walk reads no cgroup beyond [Report]
+ * MaxMetrics=; then the thread reads the effective protection (a
+ * protection reader of its own, for the cgroups alone, protection-tree.h)
+ * and the headroom (headroom.h) of the cgroups kept and writes the whole
+ * reply. On
  * the loop that reply, one buffer, is sent to every List that waited for
  * this walk. Lists that arrive during a walk share the next one, so their
  * values are read after they asked. Between calls nothing is read and

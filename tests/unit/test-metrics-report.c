@@ -210,29 +210,6 @@ static void test_list(void) {
         json_decref(list);
 }
 
-/* Whole cgroups in walk order: the first that does not fit and all after it are left out. */
-static void test_fit(void) {
-        size_t own = _COUNTER_MAX + 4 + _SOURCE_MAX + 1;
-        ReportCgroup c[3] = { { .sample = &samples[0], .has_reclaim = true }, { .sample = &samples[1] },
-                              { .sample = &samples[2] } };
-        /* With everything read: 20 PSI (io has no full line), 6 events, current, protection (3), headroom, reclaim. */
-        size_t first = 20 + 6 + 1 + 3 + 1 + 1, second = 4, third = 2 + 5;
-
-        ASSERT_EQ(report_fit(c, 3, own + first + second + third), 3);
-        ASSERT_EQ(report_fit(c, 3, own + first + second + third - 1), 2);
-        ASSERT_EQ(report_fit(c, 3, own + first + second), 2);
-        ASSERT_EQ(report_fit(c, 3, own + first + second - 1), 1);
-        ASSERT_EQ(report_fit(c, 3, own + first), 1);
-        ASSERT_EQ(report_fit(c, 3, own + first - 1), 0);
-        /* The second would fit alone: the cut is a prefix, the order is kept. */
-        ASSERT_EQ(report_fit(c, 3, own + second + third), 0);
-        ASSERT_EQ(report_fit(c + 1, 2, own + second + third), 2);
-        /* The daemon's own are never cut: too small a bound holds no cgroup. */
-        ASSERT_EQ(report_fit(c, 3, 1), 0);
-        ASSERT_EQ(report_fit(c, 0, 0), 0);
-        ASSERT_TRUE(report_cgroup_wants_memory(&samples[0]) && !report_cgroup_wants_memory(&samples[1]));
-}
-
 /* A cgroup whose name is no UTF-8 cannot be an object: it is left out and counted. */
 static void test_not_utf8(void) {
         _cleanup_(evbuffer_freep) struct evbuffer *out = evbuffer_new();
@@ -250,8 +227,26 @@ static void test_not_utf8(void) {
         json_decref(list);
 }
 
-/* What report_fit() counts is what report_write_list() writes with everything read. */
-static void test_fit_matches_list(void) {
+/* What a cgroup weighs in the walk, and the budget the daemon's own metrics leave. */
+static void test_budget(void) {
+        size_t own = _COUNTER_MAX + 4 + _SOURCE_MAX + 1;
+        ReportCgroup c[3] = { { .sample = &samples[0], .has_reclaim = true }, { .sample = &samples[1] },
+                              { .sample = &samples[2] } };
+
+        /* With everything read: 20 PSI (io has no full line), 6 events, current, protection (3), headroom, reclaim. */
+        ASSERT_EQ(report_cgroup_metrics(&c[0]), 20 + 6 + 1 + 3 + 1 + 1);
+        ASSERT_EQ(report_cgroup_metrics(&c[1]), 4);
+        ASSERT_EQ(report_cgroup_metrics(&c[2]), 2 + 5);
+        ASSERT_EQ(report_cgroup_budget(1024), 1024 - own);
+        ASSERT_EQ(report_cgroup_budget(16384), 16384 - own);
+        /* The daemon's own are never cut: too small a bound leaves the cgroups nothing. */
+        ASSERT_EQ(report_cgroup_budget(own), 0);
+        ASSERT_EQ(report_cgroup_budget(1), 0);
+        ASSERT_TRUE(report_cgroup_wants_memory(&samples[0]) && !report_cgroup_wants_memory(&samples[1]));
+}
+
+/* What a cgroup weighs is what report_write_list() writes for it with everything read. */
+static void test_weight_matches_list(void) {
         _cleanup_(evbuffer_freep) struct evbuffer *out = evbuffer_new();
         ReportDaemon d = daemon_values();
         ReportCgroup c[3] = {
@@ -260,21 +255,19 @@ static void test_fit_matches_list(void) {
                 { .sample = &samples[2], .has_protection = true, .has_headroom = true },
         };
         json_t *list;
-        size_t n;
 
         ASSERT_OK(report_write_list(out, &d, c, 3, 0));
         list = messages(out);
-        n = json_array_size(list);
-        ASSERT_EQ(report_fit(c, 3, n), 3);
-        ASSERT_EQ(report_fit(c, 3, n - 1), 2);
+        ASSERT_EQ(json_array_size(list), 1024 - report_cgroup_budget(1024) + report_cgroup_metrics(&c[0]) +
+                  report_cgroup_metrics(&c[1]) + report_cgroup_metrics(&c[2]));
         json_decref(list);
 }
 
 int main(void) {
         make_samples();
         test_list();
-        test_fit();
-        test_fit_matches_list();
+        test_budget();
+        test_weight_matches_list();
         test_not_utf8();
         return 0;
 }
