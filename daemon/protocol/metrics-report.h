@@ -42,7 +42,15 @@
 
 struct evbuffer;
 
-/* The daemon's own values, read on the loop when List was called. */
+/*
+ * The daemon's own values, read on the loop when List was called. Not
+ * here yet: the pre-kill hook's counters (GetStatus "prekill",
+ * pressured_prekill_total{outcome}), kept apart from the counter table by
+ * the pre-kill work, which is not on main as this is written; once it is,
+ * they become io.pressured.Daemon.Prekill (counter, fields
+ * outcome=acknowledged|deadline|nobody) and Daemon.PrekillPending (gauge),
+ * read by status_report_daemon().
+ */
 typedef struct ReportDaemon {
         uint64_t counters[_COUNTER_MAX];        /* status_counters() */
         uint64_t takeovers;                     /* the generation */
