@@ -44,8 +44,11 @@ typedef int (*CgroupWalkWriteFn)(struct evbuffer *out, const CgroupScrape *s, vo
 typedef void (*CgroupWalkDoneFn)(const CgroupScrape *s, struct evbuffer *text, int result, void *userdata);
 
 /*
- * cgroup_walk_start - read the cgroups matching @g below @root_fd on a thread.
- * @root_fd: duplicated; the caller keeps its own
+ * cgroup_walk_start - read the cgroups matching @g below @root_fd, and what
+ * the v1 memory hierarchy below @v1_root_fd knows of them
+ * (cgroup_scrape_v1()), on a thread.
+ * @root_fd, @v1_root_fd: duplicated, the caller keeps its own; -1 for a
+ *      hierarchy the host does not have
  * @g: taken in every case
  * @max: as for cgroup_scrape()
  * @weigh: as for cgroup_scrape_weighed() (copied; its userdata used by the thread), or NULL
@@ -55,9 +58,9 @@ typedef void (*CgroupWalkDoneFn)(const CgroupScrape *s, struct evbuffer *text, i
  * Returns 0, -ENOMEM, or the negative errno of fcntl(), eventfd() or
  * pthread_create().
  */
-int cgroup_walk_start(struct event_base *base, int root_fd, CgroupGlobs *g, size_t max, const CgroupWeigh *weigh,
-                      CgroupWalkWriteFn write, void *write_userdata, CgroupWalkDoneFn done, void *userdata,
-                      CgroupWalk **ret);
+int cgroup_walk_start(struct event_base *base, int root_fd, int v1_root_fd, CgroupGlobs *g, size_t max,
+                      const CgroupWeigh *weigh, CgroupWalkWriteFn write, void *write_userdata, CgroupWalkDoneFn done,
+                      void *userdata, CgroupWalk **ret);
 
 /*
  * cgroup_walk_finish - wait for the thread and call back now, on the loop,

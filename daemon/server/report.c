@@ -272,7 +272,8 @@ static void report_walk_next(ReportServer *s) {
         weigh = (CgroupWeigh) { .weight = report_walk_weight, .userdata = s->job,
                                 .budget = report_cgroup_budget(s->config->report_max_metrics) };
         if (report_walk_globs(s, &globs)) {
-                k = cgroup_walk_start(s->base, s->job->v2.fd, globs, s->config->metrics_max_cgroups, &weigh,
+                /* The cgroup2 hierarchy's files only: v1's figures are /metrics' alone for now. */
+                k = cgroup_walk_start(s->base, s->job->v2.fd, -1, globs, s->config->metrics_max_cgroups, &weigh,
                                       report_walk_write, s->job, report_walk_done, s, &s->walking);
                 if (k >= 0)
                         return;
