@@ -117,7 +117,7 @@ static void put_message(Writer *w, json_t *params, bool last) {
                 w->error = -ENOMEM;
                 return;
         }
-        msg = varlink_reply_new_exact(params, !last, &n);
+        msg = varlink_reply_new_decimal(params, !last, &n);
         if (!msg || evbuffer_add(w->out, msg, n) < 0)
                 w->error = -ENOMEM;
         free(msg);

@@ -138,8 +138,8 @@ char *varlink_reply_new(json_t *params, bool continues, size_t *ret_size) {
         return reply_new(params, continues, VARLINK_JSON_FLAGS, ret_size);
 }
 
-char *varlink_reply_new_exact(json_t *params, bool continues, size_t *ret_size) {
-        return reply_new(params, continues, VARLINK_JSON_FLAGS_EXACT, ret_size);
+char *varlink_reply_new_decimal(json_t *params, bool continues, size_t *ret_size) {
+        return reply_new(params, continues, VARLINK_JSON_FLAGS_DECIMAL, ret_size);
 }
 
 char *varlink_error_new(const char *error, json_t *params, size_t *ret_size) {

@@ -41,6 +41,11 @@ static json_t *messages(struct evbuffer *out) {
         return list;
 }
 
+/* Whether the messages in @out hold @text. */
+static bool has_text(struct evbuffer *out, const char *text) {
+        return memmem(evbuffer_pullup(out, -1), evbuffer_get_length(out), text, strlen(text));
+}
+
 /* The metric of @list with @name, @object (NULL: none) and @fields (a JSON text, NULL: none), or NULL. */
 static json_t *find(json_t *list, const char *name, const char *object, const char *fields) {
         json_t *want = fields ? json_loads(fields, 0, NULL) : NULL, *m, *found = NULL;
@@ -157,6 +162,10 @@ static void test_list(void) {
         json_t *list;
 
         ASSERT_OK(report_write_list(out, &d, c, 3, 42));
+        /* Reals as the kernel's files write them, not the 17 digits of their doubles. */
+        ASSERT_TRUE(has_text(out, "\"value\":4.750067}"));
+        ASSERT_TRUE(has_text(out, "\"value\":1.23}"));
+        ASSERT_TRUE(has_text(out, "\"value\":18446744.073709}"));
         list = messages(out);
         /* The daemon's: one per counter, the gauges, one registration count per source; the cgroups'; the end. */
         ASSERT_EQ(json_array_size(list), _COUNTER_MAX + 4 + _SOURCE_MAX + (20 + 6 + 1 + 3 + 1 + 1) + 4 + (2 + 1) + 1);
