@@ -333,6 +333,8 @@ class Validator:
                 required.add('level')
         if kind == 'killed':
             self.check_killed(event, path)
+        if kind == 'prekill':
+            self.check_prekill(event, path)
         if kind == 'subscribed' and event.get('source') == 'kills':
             # A kills stream says who can report kills, possibly nobody.
             sources = event['state'].get('kill_sources')
@@ -357,6 +359,16 @@ class Validator:
             _fail(f'{path}.reason', 'a non-empty string', event['reason'])
         if event['count'] < 1:
             _fail(f'{path}.count', 'at least 1', event['count'])
+
+    def check_prekill(self, event, path):
+        """A "prekill" event: by systemd-oomd (the only caller of the hook), a
+        warning id from 1, a deadline after the call was read."""
+        if event['by'] != 'systemd-oomd':
+            _fail(f'{path}.by', '"systemd-oomd"', event['by'])
+        if event['id'] < 1:
+            _fail(f'{path}.id', 'at least 1', event['id'])
+        if event['deadline_us'] <= event['monotonic_us']:
+            _fail(f'{path}.deadline_us', f'after monotonic_us {event["monotonic_us"]}', event['deadline_us'])
 
     RECLAIM_STATES = ('probing', 'backing-off', 'at-floor', 'unsupported')
 
@@ -448,6 +460,9 @@ def served_interfaces(source_root):
 
 
 def default_validator(source_root=None):
-    """A Validator for the interfaces the daemon serves (from the source tree) and org.varlink.service."""
+    """A Validator for the interfaces the daemon serves (from the source tree:
+    io.pressured, the pre-kill hook's io.systemd.oom.Prekill, whose errors
+    are io.pressured's, systemd-report's io.systemd.Metrics) and
+    org.varlink.service."""
     root = source_root or os.path.join(os.path.dirname(__file__), '..')
     return Validator(*served_interfaces(root), parse(ORG_VARLINK_SERVICE))

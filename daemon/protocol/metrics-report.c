@@ -72,6 +72,9 @@ static const ReportFamily cgroup_families[_FAMILY_CGROUP_MAX] = {
 /* The daemon's own families beyond the counter table. */
 enum {
         FAMILY_CLIENTS,
+        FAMILY_PREKILL,
+        FAMILY_PREKILL_PENDING,
+        FAMILY_PREKILL_WARNED,
         FAMILY_PROXIED_CLIENTS,
         FAMILY_REGISTRATIONS,
         FAMILY_SUBSCRIPTIONS,
@@ -81,6 +84,13 @@ enum {
 
 static const ReportFamily daemon_families[_FAMILY_DAEMON_MAX] = {
         [FAMILY_CLIENTS] = { PREFIX "Daemon.Clients", "gauge", "Connected varlink clients" },
+        [FAMILY_PREKILL] = { PREFIX "Daemon.Prekill", "counter",
+                "Calls of systemd-oomd's pre-kill hook answered: when every warned subscriber acknowledged or "
+                "went away, at the deadline, or at once with nobody to warn (type=acknowledged|deadline|nobody)" },
+        [FAMILY_PREKILL_PENDING] = { PREFIX "Daemon.PrekillPending", "gauge",
+                "Calls of systemd-oomd's pre-kill hook waiting for their answer" },
+        [FAMILY_PREKILL_WARNED] = { PREFIX "Daemon.PrekillWarned", "counter",
+                "Calls of systemd-oomd's pre-kill hook that warned at least one subscriber" },
         [FAMILY_PROXIED_CLIENTS] = { PREFIX "Daemon.ProxiedClients", "gauge",
                 "Clients of the memory, cpu and io pressure sockets" },
         [FAMILY_REGISTRATIONS] = { PREFIX "Daemon.Registrations", "gauge",
@@ -181,6 +191,24 @@ static void counter_description(Counter c, char *buf, size_t size) {
                 snprintf(buf + o, size - o, ")");
 }
 
+/* The pre-kill hook's calls: answered by why, waiting, and those that warned somebody. */
+static void put_prekill(Writer *w, const ReportDaemon *d) {
+        const struct {
+                const char *type;
+                uint64_t value;
+        } answered[] = {
+                { "acknowledged", d->prekill.acknowledged },
+                { "deadline", d->prekill.deadline_reached },
+                { "nobody", d->prekill.nobody },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(answered); i++)
+                put(w, daemon_families[FAMILY_PREKILL].name, NULL, json_pack("{s:s}", "type", answered[i].type),
+                    json_u64(answered[i].value), false);
+        put(w, daemon_families[FAMILY_PREKILL_PENDING].name, NULL, NULL, json_u64(d->prekill_pending), false);
+        put(w, daemon_families[FAMILY_PREKILL_WARNED].name, NULL, NULL, json_u64(d->prekill.warned), false);
+}
+
 static void put_daemon(Writer *w, const ReportDaemon *d) {
         char name[128];
 
@@ -192,6 +220,7 @@ static void put_daemon(Writer *w, const ReportDaemon *d) {
                     false);
         }
         put(w, daemon_families[FAMILY_CLIENTS].name, NULL, NULL, json_u64(d->clients), false);
+        put_prekill(w, d);
         put(w, daemon_families[FAMILY_PROXIED_CLIENTS].name, NULL, NULL, json_u64(d->proxied_clients), false);
         for (SourceType t = 0; t < _SOURCE_MAX; t++)
                 put(w, daemon_families[FAMILY_REGISTRATIONS].name, NULL,
@@ -200,9 +229,9 @@ static void put_daemon(Writer *w, const ReportDaemon *d) {
         put(w, daemon_families[FAMILY_TAKEOVERS].name, NULL, NULL, json_u64(d->takeovers), false);
 }
 
-/* The daemon's own metrics: one per counter, the gauges, one registration count per source. */
+/* The daemon's own metrics: one per counter, one per family of its own, but per source and per pre-kill answer. */
 static size_t daemon_metrics(void) {
-        return _COUNTER_MAX + (_FAMILY_DAEMON_MAX - 1) + _SOURCE_MAX;
+        return _COUNTER_MAX + (_FAMILY_DAEMON_MAX - 2) + _SOURCE_MAX + 3;
 }
 
 /* A PSI line's four metrics: its total and its three averages. */

@@ -37,25 +37,20 @@
 
 #include "cgroup-glob.h"
 #include "counters.h"
+#include "prekill-book.h"
 #include "protection.h"
 #include "source-type.h"
 
 struct evbuffer;
 
-/*
- * The daemon's own values, read on the loop when List was called. Not
- * here yet: the pre-kill hook's counters (GetStatus "prekill",
- * pressured_prekill_total{outcome}), kept apart from the counter table by
- * the pre-kill work, which is not on main as this is written; once it is,
- * they become io.pressured.Daemon.Prekill (counter, fields
- * outcome=acknowledged|deadline|nobody) and Daemon.PrekillPending (gauge),
- * read by status_report_daemon().
- */
+/* The daemon's own values, read on the loop when List was called. */
 typedef struct ReportDaemon {
         uint64_t counters[_COUNTER_MAX];        /* status_counters() */
         uint64_t takeovers;                     /* the generation */
         uint64_t clients, subscriptions, proxied_clients;
         uint64_t registrations[_SOURCE_MAX];
+        PrekillCounters prekill;                /* systemd-oomd's pre-kill hook's calls (GetStatus "prekill") */
+        uint64_t prekill_pending;
 } ReportDaemon;
 
 /* One cgroup of the walk: its sample, and what was read of it beyond. */

@@ -2,7 +2,8 @@
 /*
  * The varlink methods: org.varlink.service (GetInfo,
  * GetInterfaceDescription) and io.pressured (Subscribe, GetStatus,
- * GetProtection, GetHeadroom, Inject, Reload), with source selection and the
+ * GetProtection, GetHeadroom, Inject, Reload, Reexecute, AcknowledgePrekill),
+ * with source selection and the
  * authorization rules of the contract.
  */
 #include <fcntl.h>
@@ -765,6 +766,24 @@ unsigned methods_level_headroom(void *userdata, const LevelTarget *t, StreamLeve
         return 1u | (headroom_reclaim_target(&h, ms->config, (int) level, ret_target) ? 2u : 0u);
 }
 
+static int method_acknowledge_prekill(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
+        static const char *const allowed[] = { "id", NULL };
+        json_t *v = json_object_get(call->parameters, "id");
+        json_int_t id;
+        int k;
+
+        k = check_params(call->parameters, allowed, e);
+        if (k < 0)
+                return k;
+        if (!json_is_integer(v))
+                return varlink_error_invalid_parameter(e, "id");
+        id = json_integer_value(v);
+        /* Whose it is, the peer's credentials say: any connection of the warned subscriber's user. */
+        if (id <= 0 || prekill_acknowledge(ms->prekill, (uint64_t) id, c->uid, c->pid) < 0)
+                return varlink_error_no_such_prekill(e, id);
+        return reply(c, call, json_object());
+}
+
 static int method_get_info(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
         return service_get_info(&pressured_service, c, call, e);
 }
@@ -786,6 +805,7 @@ static const struct {
         { "io.pressured.Inject", method_inject },
         { "io.pressured.Reload", method_reload },
         { "io.pressured.Reexecute", method_reexecute },
+        { "io.pressured.AcknowledgePrekill", method_acknowledge_prekill },
 };
 
 

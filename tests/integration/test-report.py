@@ -36,6 +36,7 @@ import threading
 sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
 import pressured_test as pt  # noqa: E402
 import fdstore_test  # noqa: E402
+import prekill_test  # noqa: E402
 
 fail = pt.fail
 MAKE_TREE = os.path.join(os.environ['PRESSURED_SOURCE_ROOT'], 'tests', 'make-fake-cgroup-tree.py')
@@ -52,10 +53,13 @@ def report_config(path, cgroups=None, extra=''):
     return text
 
 
-def report_daemon(cgroups=None, extra='', **kw):
+def report_daemon(cgroups=None, extra='', prekill=False, **kw):
+    """A daemon serving the report socket d.report (and with @prekill the pre-kill hook on d.prekill)."""
     d = pt.Daemon(**kw)
     d.report = os.path.join(d.tmpdir, 'io.pressured.report')
-    d.write_config(report_config(d.report, cgroups, extra))
+    d.prekill = os.path.join(d.tmpdir, 'prekill')
+    d.write_config(report_config(d.report, cgroups, extra) +
+                   ('[Prekill]\nSocket=%s\n' % d.prekill if prekill else ''))
     return d
 
 
@@ -271,9 +275,22 @@ def check_describe(d, metrics):
 
 
 def check_daemon_values(d, metrics):
-    """The daemon's own metrics equal GetStatus's counters."""
+    """The daemon's own metrics equal GetStatus's counters; a call of the pre-kill hook counts."""
+    oomd = prekill_test.Oomd(d.prekill)
+    try:
+        pt.check_eq(oomd.call_sync('/system.slice/foo.service'), {'parameters': {}}, 'Notify with nobody to warn')
+    finally:
+        oomd.close()
+    metrics = list_metrics(d.report)
     got = by_key(metrics)
     status = d.status()
+    pt.check_eq(got[('io.pressured.Daemon.Prekill', None, json.dumps({'type': 'nobody'}))], 1,
+                'Prekill answered at once, nobody to warn')
+    pt.check_eq(got[('io.pressured.Daemon.Prekill', None, json.dumps({'type': 'acknowledged'}))],
+                status['prekill']['acknowledged'], 'Prekill acknowledged')
+    pt.check_eq(got[('io.pressured.Daemon.PrekillWarned', None, 'null')], status['prekill']['warned'], 'PrekillWarned')
+    pt.check_eq(got[('io.pressured.Daemon.PrekillPending', None, 'null')], status['prekill']['pending'],
+                'PrekillPending')
     pt.check_eq(got[('io.pressured.Daemon.EventsRead', None, 'null')], status['counters']['events_read'],
                 'EventsRead')
     pt.check_eq(got[('io.pressured.Daemon.Kills', None, json.dumps({'by': 'kernel'}))],
@@ -777,7 +794,7 @@ def main():
         reclaim = '[Reclaim]\nCgroups=/system.slice/bar.service\nInterval=100ms\n'
         # Calls a client does not read wait RequestTimeoutSec= at most: longer than the slow reader's part.
         limits = '[Limits]\nOutputBufferBytes=64K\nRequestTimeoutSec=600\n'
-        with report_daemon(cgroups, reclaim + limits, cgroup_root=root) as d:
+        with report_daemon(cgroups, reclaim + limits, prekill=True, cgroup_root=root) as d:
             metrics = check_fake_values(d, root)
             check_reclaim(d)
             families = check_describe(d, metrics)

@@ -73,6 +73,9 @@ static double value_of(json_t *list, const char *name, const char *object, const
         return json_number_value(json_object_get(m, "value"));
 }
 
+/* The daemon's own metrics: one per counter, 4 gauges and Takeovers, one per source, the pre-kill hook's 5. */
+#define OWN (_COUNTER_MAX + 4 + _SOURCE_MAX + 5)
+
 static CgroupSample samples[3];
 
 static void make_samples(void) {
@@ -107,6 +110,8 @@ static ReportDaemon daemon_values(void) {
                 d.counters[c] = 100 + c;
         for (SourceType t = 0; t < _SOURCE_MAX; t++)
                 d.registrations[t] = 200 + t;
+        d.prekill = (PrekillCounters) { .warned = 7, .acknowledged = 5, .deadline_reached = 1, .nobody = 9 };
+        d.prekill_pending = 1;
         return d;
 }
 
@@ -168,7 +173,7 @@ static void test_list(void) {
         ASSERT_TRUE(has_text(out, "\"value\":18446744.073709}"));
         list = messages(out);
         /* The daemon's: one per counter, the gauges, one registration count per source; the cgroups'; the end. */
-        ASSERT_EQ(json_array_size(list), _COUNTER_MAX + 4 + _SOURCE_MAX + (20 + 6 + 1 + 3 + 1 + 1) + 4 + (2 + 1) + 1);
+        ASSERT_EQ(json_array_size(list), OWN + (20 + 6 + 1 + 3 + 1 + 1) + 4 + (2 + 1) + 1);
         ASSERT_TRUE(streq(json_string_value(json_object_get(json_array_get(list, json_array_size(list) - 1), "name")),
                           REPORT_FAMILY_OMITTED));
         ASSERT_EQ(value_of(list, REPORT_FAMILY_OMITTED, NULL, NULL), 42);
@@ -179,6 +184,11 @@ static void test_list(void) {
                   200 + SOURCE_KILLS);
         ASSERT_EQ(value_of(list, "io.pressured.Daemon.Takeovers", NULL, NULL), 2);
         ASSERT_EQ(value_of(list, "io.pressured.Daemon.ProxiedClients", NULL, NULL), 5);
+        ASSERT_EQ(value_of(list, "io.pressured.Daemon.Prekill", NULL, "{\"type\":\"acknowledged\"}"), 5);
+        ASSERT_EQ(value_of(list, "io.pressured.Daemon.Prekill", NULL, "{\"type\":\"deadline\"}"), 1);
+        ASSERT_EQ(value_of(list, "io.pressured.Daemon.Prekill", NULL, "{\"type\":\"nobody\"}"), 9);
+        ASSERT_EQ(value_of(list, "io.pressured.Daemon.PrekillWarned", NULL, NULL), 7);
+        ASSERT_EQ(value_of(list, "io.pressured.Daemon.PrekillPending", NULL, NULL), 1);
 
         /* A unit's cgroup is named by the unit, as systemd's io.systemd.CGroup names it. */
         ASSERT_TRUE(value_of(list, "io.pressured.Pressure.StallSeconds", "foo.service",
@@ -232,13 +242,13 @@ static void test_not_utf8(void) {
         list = messages(out);
         ASSERT_EQ(value_of(list, REPORT_FAMILY_OMITTED, NULL, NULL), 6);
         ASSERT_TRUE(find(list, "io.pressured.Pressure.Avg10", "/system.slice", "{\"resource\":\"cpu\",\"type\":\"some\"}"));
-        ASSERT_EQ(json_array_size(list), _COUNTER_MAX + 4 + _SOURCE_MAX + 4 + 1);
+        ASSERT_EQ(json_array_size(list), OWN + 4 + 1);
         json_decref(list);
 }
 
 /* What a cgroup weighs in the walk, and the budget the daemon's own metrics leave. */
 static void test_budget(void) {
-        size_t own = _COUNTER_MAX + 4 + _SOURCE_MAX + 1;
+        size_t own = OWN + 1;
         ReportCgroup c[3] = { { .sample = &samples[0], .has_reclaim = true }, { .sample = &samples[1] },
                               { .sample = &samples[2] } };
 

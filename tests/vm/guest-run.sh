@@ -59,12 +59,15 @@ step() {
         systemctl reload dbus.service || fail "reloading the system bus failed"
         # daemon-reload above has loaded the units: spare enable a second reload.
         systemctl enable --now --no-reload pressured.socket pressured-memory-pressure.socket \
-                pressured-cpu-pressure.socket pressured-io-pressure.socket || fail "enabling the sockets failed"
+                pressured-cpu-pressure.socket pressured-io-pressure.socket pressured-prekill.socket ||
+                fail "enabling the sockets failed"
         step "socket started"
         systemctl is-active --quiet pressured.socket || fail "pressured.socket is not listening"
         systemctl is-active --quiet pressured-memory-pressure.socket ||
                 fail "pressured-memory-pressure.socket is not listening"
         test -S /run/pressured/io.pressured || fail "no socket at /run/pressured/io.pressured"
+        test -S /run/systemd/oomd.prekill.hook/pressured ||
+                fail "no socket at /run/systemd/oomd.prekill.hook/pressured (pressured-prekill.socket)"
 } >&3 2>&3
 
 # The command, with the caller's working directory and PRESSURED_* variables.
