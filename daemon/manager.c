@@ -400,12 +400,28 @@ static int manager_start_prekill(Manager *m, int fd, const char *path) {
 }
 
 /*
- * Bind and serve the hook at @path (NULL: off). A socket that cannot be
- * bound leaves the hook off, said once: the daemon serves on without it.
+ * Bind a socket the daemon can do without (the pre-kill hook's,
+ * systemd-report's) at @path, for @what, with the system daemon's mode
+ * 0666. One that cannot be bound is said once and left off: the daemon
+ * serves on without it. Returns the fd, or -1.
  */
-static int manager_bind_prekill(Manager *m, const char *path) {
+static int manager_bind_optional(Manager *m, const char *path, const char *what) {
         mode_t mode, dir_mode;
         int fd, k;
+
+        manager_socket_modes(m, 0666, &mode, &dir_mode);
+        k = socket_listen_unix(path, mode, dir_mode, NULL, &fd);
+        if (k < 0) {
+                log_error("Cannot serve %s on %s, going on without it: %s", what, path,
+                          k == -EADDRINUSE ? "another process serves it" : strerror(-k));
+                return -1;
+        }
+        return fd;
+}
+
+/* Bind and serve the hook at @path (NULL: off), if it can be bound. */
+static int manager_bind_prekill(Manager *m, const char *path) {
+        int fd;
 
         if (!path) {
                 log_debug("The pre-kill hook socket is off.");
@@ -413,13 +429,9 @@ static int manager_bind_prekill(Manager *m, const char *path) {
         }
         /* Anyone may connect to the system daemon's (systemd-oomd reaches it with CAP_DAC_OVERRIDE anyway);
          * Notify checks the caller. */
-        manager_socket_modes(m, 0666, &mode, &dir_mode);
-        k = socket_listen_unix(path, mode, dir_mode, NULL, &fd);
-        if (k < 0) {
-                log_error("Cannot serve systemd-oomd's pre-kill hook on %s, going on without it: %s", path,
-                          k == -EADDRINUSE ? "another process serves it" : strerror(-k));
+        fd = manager_bind_optional(m, path, "systemd-oomd's pre-kill hook");
+        if (fd < 0)
                 return 0;
-        }
         m->bound_prekill = true;
         return manager_start_prekill(m, fd, path);
 }
@@ -502,41 +514,34 @@ static int manager_start_report(Manager *m, int fd, const char *path) {
         return 0;
 }
 
-/* Bind and serve systemd-report's socket at @path; NULL leaves it off. */
+/* Bind and serve systemd-report's socket at @path (NULL: off), if it can be bound. */
 static int manager_bind_report(Manager *m, const char *path) {
-        mode_t mode, dir_mode;
-        int fd, k;
+        int fd;
 
         if (!path) {
                 log_debug("The %s socket is off.", REPORT_FD_NAME);
                 return 0;
         }
         /* Anyone may read the system daemon's metrics, as systemd's own report sockets let them. */
-        manager_socket_modes(m, 0666, &mode, &dir_mode);
-        k = socket_listen_unix(path, mode, dir_mode, NULL, &fd);
-        if (k == -EADDRINUSE)
-                return log_error_errno(k, "Another process is serving %s; not taking it over.", path);
-        if (k < 0)
-                return log_error_errno(k, "Failed to listen on %s: %m", path);
+        fd = manager_bind_optional(m, path, "metrics for systemd-report");
+        if (fd < 0)
+                return 0;
         m->bound_report = true;
         return manager_start_report(m, fd, path);
 }
 
 /*
  * Where systemd-report's socket goes: [Report] Socket= ("": off), else
- * CONFIG_REPORT_SOCKET_DEFAULT for the system daemon on its default
- * varlink socket. Off for --user, and for a daemon on another socket: a
- * second instance must not take the first one's name in systemd-report's
- * directory.
+ * CONFIG_REPORT_SOCKET_DEFAULT for the system daemon. Off for --user, and
+ * with --socket: a private instance must not take the system daemon's
+ * name in systemd-report's directory (as for the pre-kill hook).
  */
 static const char *manager_report_path(const Manager *m) {
         const char *p = m->config->report_socket;
 
         if (p)
                 return p[0] ? p : NULL;
-        if (m->user_mode || !streq(m->socket_path_arg, CONFIG_SOCKET_DEFAULT))
-                return NULL;
-        return CONFIG_REPORT_SOCKET_DEFAULT;
+        return m->user_mode || m->socket_given ? NULL : CONFIG_REPORT_SOCKET_DEFAULT;
 }
 
 static int manager_serve(Manager *m, int fd) {

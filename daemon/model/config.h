@@ -32,7 +32,7 @@ typedef enum RecursiveProtection {
 
 /* The varlink socket without --socket, --user or [Daemon] Socket=. */
 #define CONFIG_SOCKET_DEFAULT "/run/pressured/io.pressured"
-/* [Report] Socket= for the system daemon on CONFIG_SOCKET_DEFAULT: where systemd-report looks. */
+/* [Report] Socket= for the system daemon: where systemd-report looks. */
 #define CONFIG_REPORT_SOCKET_DEFAULT "/run/systemd/report/io.pressured"
 
 /* The range and default of [Metrics] MaxCgroups=. */

@@ -19,7 +19,8 @@ one. A Reexecute with a List held in its walk answers it and keeps the
 socket; with the fd store (a restart) the socket the daemon bound comes
 back; one passed by the service manager is served and left in place.
 The default path: /run/systemd/report/io.pressured for the system daemon
-on its default socket (in a private mount namespace), off with --user.
+(in a private mount namespace), off with --user; one that cannot be bound
+is left off, the daemon serving on.
 Last, real cgroups: systemd-report's values equal the kernel's files."""
 
 import ctypes
@@ -730,6 +731,13 @@ def check_default_path(tmp):
     finally:
         proc.terminate()
         proc.wait(timeout=pt.scaled(30))
+    # A socket that cannot be bound: said once and left off, the daemon serves on.
+    d = report_daemon()
+    d.write_config(report_config('/proc/no-such-dir/io.pressured'))
+    with d:
+        pt.check('version' in d.status(), 'the daemon serves without its report socket')
+        pt.check_eq(d.log().count('Cannot serve metrics for systemd-report on /proc/no-such-dir/io.pressured, '
+                                  'going on without it'), 1, 'the unbound report socket, said once')
     runtime = os.path.join(tmp, 'user-runtime')
     os.makedirs(runtime, mode=0o700)
     d = pt.Daemon(args=['--user'], env={'XDG_RUNTIME_DIR': runtime}, socket_path=os.path.join(runtime, 'x'))
