@@ -117,18 +117,23 @@ int usage_error(const char *command, const char *fmt, ...) {
  * @ret: its normal form, or NULL
  */
 int cgroup_arg(const char *command, const char *arg, char **ret) {
+        CgroupPathProblem problem;
         char *normal = NULL;
         int r;
 
         if (streq(arg, ""))
                 return usage_error(command, "empty cgroup: give an absolute path such as /system.slice, "
                                    "or leave it out for the whole system");
+        problem = cgroup_path_check(arg);
+        if (problem != CGROUP_PATH_OK) {
+                _cleanup_free_ char *shown = cgroup_path_escape(arg);
+
+                return usage_error(command, "invalid cgroup '%s': %s; give an absolute path such as "
+                                   "/system.slice/foo.service", shown ?: "?", cgroup_path_problem_to_string(problem));
+        }
         r = cgroup_path_normalize(arg, &normal);
-        if (r == -ENOMEM)
-                return cli_fail("cgroup", r, "%s", strerror(-r));
         if (r < 0)
-                return usage_error(command, "invalid cgroup '%s': give an absolute path such as "
-                                   "/system.slice/foo.service, without '.' or '..' components", arg);
+                return cli_fail("cgroup", r, "%s", strerror(-r));
         if (ret)
                 *ret = normal;
         else
@@ -265,8 +270,10 @@ const char *format_duration(char buf[static 64], uint64_t usec) {
 int report_error(pressure_client *c, int r, const char *what, const pressure_error *error) {
         _cleanup_(pressure_status_unrefp) pressure_status *status = NULL;
 
-        /* The cgroup is in none of the daemon's hierarchies: the sentence names them. */
-        if (streq_ptr(pressure_error_get_name(error), IDL_ERROR_NAME(NO_SUCH_CGROUP)) &&
+        /* The sentence of a cgroup in none of the daemon's hierarchies names them; that of a path
+         * the daemon found no cgroup directory at says what is there. */
+        if ((streq_ptr(pressure_error_get_name(error), IDL_ERROR_NAME(NO_SUCH_CGROUP)) ||
+             streq_ptr(pressure_error_get_name(error), IDL_ERROR_NAME(INVALID_CGROUP_PATH))) &&
             pressure_client_get_status(c, &status, NULL) >= 0) {
                 _cleanup_json_ json_t *reply = json_loads(pressure_status_get_json(status), 0, NULL);
                 json_t *cg = json_object_get(reply, "cgroup");

@@ -74,10 +74,11 @@ void cli_set_args(char **argv);
 
 /*
  * cgroup_arg - check @arg, the CGROUP of @command ("watch ", with its
- * space): an absolute path with no "." or ".." component and no control
- * character ("/" is the whole system; "" is a mistake, not "/"). Returns 0
+ * space) by cgroup_path_check(), the rules the daemon and libpressure
+ * apply ("/" is the whole system; "" is a mistake, not "/"). Returns 0
  * with its normal form (repeated and trailing slashes removed) in *@ret
- * unless @ret is NULL, or the exit status of a usage error it reported.
+ * unless @ret is NULL, or the exit status of a usage error that names
+ * the rule @arg breaks: nothing is sent to the daemon.
  */
 int cgroup_arg(const char *command, const char *arg, char **ret);
 

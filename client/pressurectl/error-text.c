@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cgroup.h"
 #include "cli.h"
 #include "error-text.h"
 #include "util.h"
@@ -75,12 +76,41 @@ static void say_no_such_cgroup(FILE *f, const char *command, json_t *p) {
                       "check the path, e.g. with systemd-cgls.", f);
 }
 
+/* What is at the well-formed @path beneath the hierarchy @root, as the daemon's open finds it. */
+static CgroupPathProblem probe_cgroup_path(const char *root, const char *path) {
+        _cleanup_free_ char *normal = NULL;
+        Hierarchy h = { .fd = -1 };
+        int fd;
+
+        if (!root || cgroup_path_normalize(path, &normal) < 0 || hierarchy_open(&h, root) < 0)
+                return CGROUP_PATH_OK;
+        fd = hierarchy_open_cgroup(&h, normal);
+        hierarchy_close(&h);
+        if (fd >= 0) {
+                close(fd);
+                return CGROUP_PATH_OK;
+        }
+        return cgroup_path_problem_from_errno(fd);
+}
+
 static void say_invalid_cgroup_path(FILE *f, const char *command, json_t *p) {
+        const char *cgroup = get_str(p, "cgroup");
+        CgroupPathProblem problem = cgroup ? cgroup_path_check(cgroup) : CGROUP_PATH_OK;
+
         (void) command;
+        /* The reason travels in the daemon's log, not on the wire: the rule the path breaks, else
+         * what is there in the hierarchies the daemon named (error_text_set_roots()). */
+        if (cgroup && problem == CGROUP_PATH_OK)
+                problem = probe_cgroup_path(root_v2, cgroup);
+        if (cgroup && problem == CGROUP_PATH_OK)
+                problem = probe_cgroup_path(root_v1, cgroup);
         fputs("Invalid cgroup path '", f);
         put(f, p, "cgroup");
-        fputs("': give an absolute path below the hierarchy's root, such as /system.slice/foo.service, "
-              "without '..', control characters or symlinks leading out.", f);
+        if (problem != CGROUP_PATH_OK)
+                fprintf(f, "': %s.", cgroup_path_problem_to_string(problem));
+        else
+                fputs("': the daemon found no cgroup directory there: a file, a symbolic link or another mount "
+                      "is on the way.", f);
 }
 
 static void say_permission_denied(FILE *f, const char *command, json_t *p) {

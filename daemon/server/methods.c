@@ -892,6 +892,15 @@ static const char *error_why(const VarlinkError *e) {
         return NULL;
 }
 
+/* The one line of a call refused with @e: its main parameter (escaped: a client wrote it) and its detail. */
+static void log_refused(const Client *c, const VarlinkCall *call, const VarlinkError *e) {
+        _cleanup_free_ char *why = error_why(e) ? cgroup_path_escape(error_why(e)) : NULL;
+
+        /* The detail first: a long parameter does not cut it off the line. */
+        log_debug("%s from client %" PRIu64 " failed: %s%s%s%s%s%s", call->method, c->id, e->name,
+                  e->detail ? " (" : "", e->detail ?: "", e->detail ? ")" : "", why ? ": " : "", why ?: "");
+}
+
 void methods_dispatch(Client *c, VarlinkCall *call, void *userdata) {
         Methods *ms = userdata;
         VarlinkError e = {};
@@ -912,8 +921,7 @@ void methods_dispatch(Client *c, VarlinkCall *call, void *userdata) {
                 log_error_errno(k, "Failed to handle %s: %m", call->method);
                 varlink_error_internal(&e, k);
         } else
-                log_debug("%s from client %" PRIu64 " failed: %s%s%s", call->method, c->id, e.name,
-                          error_why(&e) ? ": " : "", error_why(&e) ?: "");
+                log_refused(c, call, &e);
         if (reply_error(c, call, &e) < 0)
                 client_kill(c); /* not even the error could be queued */
 }

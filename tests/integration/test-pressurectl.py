@@ -395,39 +395,62 @@ def test_protection():
     shutil.rmtree(root, ignore_errors=True)
 
 
+# Each CGROUP pressurectl refuses itself, and what it says: the rule the path breaks.
+BAD_CGROUPS = (
+    ('', 'empty cgroup'),
+    ('a', "invalid cgroup 'a': it is not absolute: a cgroup path starts with '/'"),
+    ('/a/../b', "invalid cgroup '/a/../b': it has a '..' component"),
+    ('/a/./b', "invalid cgroup '/a/./b': it has a '.' component"),
+    (os.fsdecode(b'/a\xff'), "invalid cgroup '/a\\xff': it is not valid UTF-8"),
+    ('/a\tb', "invalid cgroup '/a\\x09b': it contains a control character, such as a tab or a newline"),
+    ('/' + 'x' * 256, "invalid cgroup '/" + 'x' * 256 + "': a component of it is longer than 255 bytes"),
+    ('/' + 'a/' * 2100, "invalid cgroup '/" + 'a/' * 2100 + "': it is longer than 4096 bytes"),
+)
+
+
 def test_cgroup_arguments():
-    """A CGROUP that is no absolute path is a usage error of every command that takes one, found by
-    pressurectl (exit 2); the daemon's InvalidCgroupPath (a symlink leading out of the hierarchy,
-    which only the daemon can see) is one too, while NoSuchCgroup stays an error of the daemon (1)."""
+    """A CGROUP that no daemon accepts is a usage error of every command that takes one, found by
+    pressurectl before it talks to the daemon (exit 2, even with no daemon at the socket), naming
+    the rule it breaks; the daemon's InvalidCgroupPath (a symlink or a file on the way, which only
+    the daemon can see) is one too, with what is there, while NoSuchCgroup stays an error of the
+    daemon (1)."""
     root = tempfile.mkdtemp(prefix='pressurectl-cg-')
     pt.make_fake_tree(root, {'/': dict(current=1 << 30), '/a': dict(current=4096)})
     os.symlink('/tmp', os.path.join(root, 'esc'))
     commands = {
         'watch': lambda cg: ['watch', cg, '--memory-events', '--count', '1', '--timeout', '5'],
+        'watch --levels': lambda cg: ['watch', cg, '--levels', '--count', '1', '--timeout', '5'],
+        'watch --kills': lambda cg: ['watch', '--kills', cg, '--count', '1', '--timeout', '5'],
         'inject': lambda cg: ['inject', cg, '--level', 'low'],
         'protection': lambda cg: ['protection', cg],
+        'headroom': lambda cg: ['headroom', cg],
         'history': lambda cg: ['history', cg],
         'reclaim': lambda cg: ['reclaim', cg],
         'top': lambda cg: ['top', cg, '--batch', '--iterations', '1', '--cgroup-root', root],
         'notify': lambda cg: ['notify', '--cgroup', cg, '--dry-run'],
     }
+    nobody = os.path.join(root, 'no-daemon')
     with pt.Daemon(cgroup_root=root) as d:
-        for name, args in commands.items():
-            for bad, says in (('', 'empty cgroup'), ('a', "invalid cgroup 'a'"), ('/a/../b', "invalid cgroup '/a/../b'"),
-                              ('/a/./b', "invalid cgroup '/a/./b'")):
-                res = expect(pt.run_ctl(*args(bad), socket=d.socket), 2, f'{name} {bad!r}')
-                check(res.stderr.startswith(f'pressurectl: {says}') and
-                      res.stderr.endswith(f"Try 'pressurectl {name} --help'.\n") and res.stdout == '',
-                      f'{name} {bad!r}: what is wrong, and where to look', res.stderr)
-                res = expect(pt.run_ctl('--json', *args(bad), socket=d.socket), 2, f'--json {name} {bad!r}')
+        for label, args in commands.items():
+            name = label.split()[0]
+            for bad, says in BAD_CGROUPS:
+                for sock in (d.socket, nobody):
+                    res = expect(pt.run_ctl(*args(bad), socket=sock), 2, f'{label} {bad[:20]!r}')
+                    check(res.stderr.startswith(f'pressurectl: {says}') and
+                          res.stderr.endswith(f"Try 'pressurectl {name} --help'.\n") and res.stdout == '',
+                          f'{label} {bad[:20]!r}: what is wrong, and where to look', res.stderr[:300])
+                res = expect(pt.run_ctl('--json', *args(bad), socket=d.socket), 2, f'--json {label} {bad[:20]!r}')
                 err = error_object(res)
                 check(err['error'] == 'pressurectl.UsageError' and err['parameters']['command'] == name and
                       err['parameters']['reason'].startswith(says) and res.stdout == '',
-                      f'--json {name} {bad!r}: a JSON usage error', err)
-        for name in ('watch', 'protection'):
+                      f'--json {label} {bad[:20]!r}: a JSON usage error', err)
+        for name in ('watch', 'protection', 'headroom'):
             res = expect(pt.run_ctl(*commands[name]('/esc'), socket=d.socket), 2, f'{name} through a symlink')
-            check(res.stderr.startswith(f"pressurectl: {name}: Invalid cgroup path '/esc'"), 'the daemon\'s word',
-                  res.stderr)
+            check(res.stderr == f"pressurectl: {name}: Invalid cgroup path '/esc': it goes through a symbolic "
+                                'link.\n', 'the daemon\'s word, with what is there', res.stderr)
+            res = expect(pt.run_ctl(*commands[name]('/a/memory.current'), socket=d.socket), 2, f'{name} on a file')
+            check(res.stderr == f"pressurectl: {name}: Invalid cgroup path '/a/memory.current': it names a file, "
+                                'not a cgroup directory.\n', 'a file is no cgroup', res.stderr)
             res = expect(pt.run_ctl('--json', *commands[name]('/esc'), socket=d.socket), 2, f'--json {name} /esc')
             check(error_object(res)['error'] == 'io.pressured.InvalidCgroupPath', 'as JSON', res.stderr)
             expect(pt.run_ctl(*commands[name]('/nope'), socket=d.socket), 1, f'{name} of a missing cgroup')
