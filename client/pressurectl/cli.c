@@ -300,10 +300,28 @@ int client_open(const char *command, pressure_client **ret) {
                 r = pressure_client_set_user(c);
         if (r < 0) {
                 pressure_client_free(c);
+                if (r == -ENXIO && !arg_socket)
+                        return user_socket_error(command);
                 return usage_error("", "cannot use the %s socket: %s", arg_socket ? "given" : "user", strerror(-r));
         }
         *ret = c;
         return 0;
+}
+
+/**
+ * user_socket_error - report --user without $XDG_RUNTIME_DIR
+ * @command: the command ("watch")
+ *
+ * The daemon and the Python module explain it alike. Returns EXIT_USAGE.
+ */
+int user_socket_error(const char *command) {
+        _cleanup_free_ char *cmd = NULL;
+
+        if (asprintf(&cmd, "%s ", command) < 0)
+                cmd = NULL;
+        return usage_error(cmd ?: "", "--user: $XDG_RUNTIME_DIR is not set to an absolute path, so there is no "
+                           "per-user daemon to find (pressured --user listens in $XDG_RUNTIME_DIR/pressured); "
+                           "run in a login session that sets it, or give the socket with --socket");
 }
 
 /* Handle a common option; returns true if it was one. */

@@ -149,6 +149,9 @@ int report_error(pressure_client *c, int r, const char *what, const pressure_err
 /* A client on the socket the command line names, for @command ("watch"); returns 0 or the exit status. */
 int client_open(const char *command, pressure_client **ret);
 
+/* --user of @command without $XDG_RUNTIME_DIR: a usage error that says why there is no socket. */
+int user_socket_error(const char *command);
+
 /* "some 150ms 2s" into its stall, threshold and window; -EINVAL if it is none. */
 int parse_psi_option(const char *spec, pressure_stall *ret_stall, uint64_t *ret_threshold,
                      uint64_t *ret_window);

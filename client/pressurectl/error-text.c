@@ -118,6 +118,8 @@ static void say_permission_denied(FILE *f, const char *command, json_t *p) {
                 fputs("Only root and members of the InjectGroup= group may inject events; try sudo.", f);
         else if (command && streq(command, "reload"))
                 fputs("Only root may reload the daemon's configuration; try sudo.", f);
+        else if (command && streq(command, "reexec"))
+                fputs("Only root may make the daemon execute itself anew; try sudo.", f);
         else {
                 fputs("Permission denied: ", f);
                 put(f, p, "reason");

@@ -122,6 +122,51 @@ def test_unreachable():
     os.rmdir(tmp)
 
 
+USER_EXPLAINED = ('--user: $XDG_RUNTIME_DIR is not set to an absolute path, so there is no per-user daemon to '
+                  'find (pressured --user listens in $XDG_RUNTIME_DIR/pressured)')
+
+
+def ctl_env(*args, env):
+    """pressurectl with exactly the environment @env (plus PATH)."""
+    return subprocess.run([pt.PRESSURECTL] + list(args), capture_output=True, text=True, timeout=10,
+                          env=dict(env, PATH=os.environ.get('PATH', '/usr/bin:/bin')))
+
+
+def test_socket_choice():
+    """memory-pressure-env names the pressure socket next to the daemon's socket as every other
+    command finds it: --socket, else --user, else $PRESSURED_SOCKET, else the system's. --user
+    without $XDG_RUNTIME_DIR is a usage error that says why, from every command as from the
+    daemon and the Python module; tests/run-daemon.sh for a user refuses likewise, before it
+    builds or starts anything."""
+    def watch_of(*args, env):
+        res = ctl_env('--json', *args, 'memory-pressure-env', '--resource', 'io', env=env)
+        check(res.returncode == 0, 'memory-pressure-env', args, env, res.stderr)
+        return json.loads(res.stdout)['IO_PRESSURE_WATCH']
+    env = {'PRESSURED_SOCKET': '/srv/p/io.pressured', 'XDG_RUNTIME_DIR': '/run/user/4711'}
+    pt.check_eq(watch_of(env=env), '/srv/p/io-pressure', '$PRESSURED_SOCKET')
+    pt.check_eq(watch_of('--socket', '/x/y', env=env), '/x/io-pressure', '--socket over $PRESSURED_SOCKET')
+    pt.check_eq(watch_of('--user', env=env), '/run/user/4711/pressured/io-pressure', '--user over $PRESSURED_SOCKET')
+    pt.check_eq(watch_of(env={}), '/run/pressured/io-pressure', 'the system daemon\'s by default')
+    for args in (['status'], ['memory-pressure-env'], ['notify', '--dry-run'], ['watch', '--count', '1']):
+        for runtime in ({}, {'XDG_RUNTIME_DIR': 'relative'}):
+            res = ctl_env('--user', *args, env=runtime)
+            check(res.returncode == 2 and res.stderr.startswith(f'pressurectl: {USER_EXPLAINED}') and
+                  f"Try 'pressurectl {args[0]} --help'." in res.stderr, f'{args[0]} --user {runtime}: explained',
+                  res.returncode, res.stderr)
+    script = os.path.join(pt.SOURCE_ROOT, 'tests', 'run-daemon.sh')
+    try:
+        nobody = pwd.getpwnam('nobody')
+    except KeyError:
+        pt.skip_part('no user "nobody" to run tests/run-daemon.sh as')
+        return
+    res = subprocess.run(['setpriv', f'--reuid={nobody.pw_uid}', f'--regid={nobody.pw_gid}', '--clear-groups',
+                          script], capture_output=True, text=True, timeout=120,
+                         env={'PATH': os.environ.get('PATH', '/usr/bin:/bin')})
+    check(res.returncode == 2 and USER_EXPLAINED in res.stderr and res.stdout == '',
+          'run-daemon.sh as a user without $XDG_RUNTIME_DIR refuses at once, saying why', res.returncode,
+          res.stdout[-500:], res.stderr[-500:])
+
+
 def start_watch(d, *args):
     """Start a watch once the daemon has no subscription left from before."""
     pt.wait_for(lambda: d.status()['subscriptions'] == 0, what='earlier watches to go')
@@ -349,6 +394,14 @@ def test_denied(d):
     res = expect(pt.run_ctl('reload', socket=d.socket, user='nobody'), 4, 'reload as nobody')
     check(res.stderr == "pressurectl: reload: Only root may reload the daemon's configuration; try sudo.\n",
           'who may reload', res.stderr)
+    # reexec is root's, and has nothing to do with delegated cgroups.
+    res = expect(pt.run_ctl('reexec', socket=d.socket, user='nobody'), 4, 'reexec as nobody')
+    check(res.stderr == 'pressurectl: reexec: Only root may make the daemon execute itself anew; try sudo.\n',
+          'who may reexec', res.stderr)
+    err = error_object(expect(pt.run_ctl('--json', 'reexec', socket=d.socket, user='nobody'), 4, 'reexec --json'))
+    check(err['error'] == 'io.pressured.PermissionDenied' and err['parameters'] ==
+          {'reason': 'Reexecute is reserved to root'} and 'delegated' not in err['message'],
+          'reexec as JSON: the daemon\'s reason kept, no word of delegation', err)
     # The whole-system level source is open to everybody.
     expect(pt.run_ctl('watch', '--level', 'low', '--timeout', '0.2', socket=d.socket, user='nobody'), 124,
            'watch as nobody')
@@ -517,6 +570,7 @@ def main():
         pt.skip(f'{pt.PRESSURECTL} is not built')
     test_usage()
     test_unreachable()
+    test_socket_choice()
     with pt.quiet_cgroup() as cg, pt.Daemon() as d:
         test_watch_and_inject(d, cg)
         test_watch_timeout(d, cg)
