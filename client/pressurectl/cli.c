@@ -286,6 +286,28 @@ int report_error(pressure_client *c, int r, const char *what, const pressure_err
 }
 
 
+/**
+ * cgroup_check_exists - whether the daemon knows @cgroup, which nothing in its answer to @command named
+ * @c: the client
+ * @command: the command ("history")
+ * @cgroup: the CGROUP of the command line
+ *
+ * Asks GetHeadroom(), which reads and registers nothing. Returns -1 unless the daemon answers
+ * NoSuchCgroup or InvalidCgroupPath (another error says nothing of the path: no memory
+ * controller there, a daemon before 0.4), else the exit status of that error, reported (1, 2).
+ */
+int cgroup_check_exists(pressure_client *c, const char *command, const char *cgroup) {
+        _cleanup_(pressure_headroom_unrefp) pressure_headroom *h = NULL;
+        _cleanup_(pressure_error_freep) pressure_error *error = NULL;
+        int r = pressure_client_get_headroom(c, cgroup, &h, &error);
+
+        /* Only what says the path names no cgroup: the headroom itself may be unavailable there. */
+        if (r >= 0 || !(streq_ptr(pressure_error_get_name(error), IDL_ERROR_NAME(NO_SUCH_CGROUP)) ||
+                        streq_ptr(pressure_error_get_name(error), IDL_ERROR_NAME(INVALID_CGROUP_PATH))))
+                return -1;
+        return report_error(c, r, command, error);
+}
+
 /* A client on the socket the command line names, for @command ("watch"); returns 0 or the exit status. */
 int client_open(const char *command, pressure_client **ret) {
         pressure_client *c = NULL;

@@ -149,6 +149,12 @@ int report_error(pressure_client *c, int r, const char *what, const pressure_err
 /* A client on the socket the command line names, for @command ("watch"); returns 0 or the exit status. */
 int client_open(const char *command, pressure_client **ret);
 
+/*
+ * Whether the daemon knows @cgroup, which nothing in its answer to @command named: -1 if so, else
+ * the exit status of its error (NoSuchCgroup: 1), reported.
+ */
+int cgroup_check_exists(pressure_client *c, const char *command, const char *cgroup);
+
 /* --user of @command without $XDG_RUNTIME_DIR: a usage error that says why there is no socket. */
 int user_socket_error(const char *command);
 

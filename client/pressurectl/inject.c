@@ -75,7 +75,7 @@ int cmd_inject(int argc, char **argv) {
         if (r < 0)
                 return report_error(c, r, "inject", error);
         if (arg_json)
-                printf("{\"delivered\": %" PRIu64 "}\n", delivered);
+                printf("{\"delivered\":%" PRIu64 "}\n", delivered);
         else
                 printf("Delivered to %" PRIu64 " subscriber%s.\n", delivered, delivered == 1 ? "" : "s");
         return 0;

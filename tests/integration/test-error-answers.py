@@ -104,7 +104,7 @@ def test_injected_peak(d, cg):
         pt.check(res.returncode == 0 and 'peak unknown' in res.stdout and '%' not in res.stdout,
                  'history: peak unknown', res.stdout, res.stderr)
         res = ctl(d, '--json', 'history', cg)
-        eps = [json.loads(line) for line in res.stdout.splitlines()]
+        eps = json.loads(res.stdout)['history']
         pt.check(eps and eps[-1]['peak'] is None, 'history --json: peak null', res.stdout)
     finally:
         sub.close()

@@ -59,15 +59,29 @@ def test_usage():
     # A number out of its range names the range.
     for args, says in ((['watch', '--count', '0'], "invalid count '0', expected a whole number from 1 to "
                                                    "18446744073709551615"),
-                       (['watch', '--timeout', '2e9'], "invalid timeout '2e9', expected seconds from 0 to 1000000000"),
-                       (['watch', '--min-interval', '2147483648'], "invalid interval '2147483648', expected "
-                                                                   "milliseconds from 0 to 2147483647"),
+                       (['watch', '--timeout', '2e9'], "invalid timeout '2e9', expected seconds over 0, at most "
+                                                       "1000000000 (fractions allowed); leave --timeout out"),
+                       # A timeout of 0 is refused by every option that takes one, with the same words.
+                       (['watch', '--timeout', '0'], "invalid timeout '0', expected seconds over 0, at most "
+                                                     "1000000000 (fractions allowed); leave --timeout out"),
+                       (['watch', '--levels', '--timeout', '0ms'], "invalid timeout '0ms', expected seconds over 0"),
                        (['watch', '--exec-timeout', '0', '--exec', 'true'], "invalid exec timeout '0', expected "
-                                                                            "seconds over 0, at most 1000000000"),
+                                                                            "seconds over 0, at most 1000000000 "
+                                                                            "(fractions allowed); leave "
+                                                                            "--exec-timeout out"),
+                       (['watch', '--min-interval', '2147483648'], "invalid interval '2147483648', expected a "
+                                                                   "duration in whole milliseconds from 0 to "
+                                                                   "2147483647ms"),
+                       (['watch', '--min-interval', '1.5ms'], "invalid interval '1.5ms', expected a duration in "
+                                                              "whole milliseconds"),
+                       (['watch', '--min-interval', '250us'], "invalid interval '250us', expected a duration in "
+                                                              "whole milliseconds"),
+                       (['watch', '--min-interval', 'soon'], "invalid interval 'soon', expected a duration"),
                        (['top', '--batch', '-d', '90000'], "invalid delay '90000', expected seconds from 0 to 86400"),
                        (['top', '--batch', '-d', '1441min'], "invalid delay '1441min', expected seconds from 0 to "
                                                              "86400"),
-                       (['watch', '--timeout', '1h'], "invalid timeout '1h', expected seconds from 0 to 1000000000"),
+                       (['watch', '--timeout', '1h'], "invalid timeout '1h', expected seconds over 0, at most "
+                                                      "1000000000"),
                        (['top', '--batch', '--iterations', '0'], "invalid iterations '0', expected a whole number "
                                                                  "from 1 to"),
                        (['inject', '--level', 'high'], "invalid level 'high', expected low, medium or critical")):
@@ -167,6 +181,31 @@ def test_socket_choice():
           res.stdout[-500:], res.stderr[-500:])
 
 
+def test_min_interval():
+    """watch --min-interval takes a duration as every other option, a bare number still counting
+    milliseconds: what it sends the daemon (a stand-in that records the call)."""
+    tmp = tempfile.mkdtemp(prefix='pressurectl-interval-')
+    calls = []
+
+    def respond(call):
+        calls.append(call)
+        return [{'parameters': {'event': {'kind': 'subscribed', 'cgroup': '/', 'source': 'psi', 'trigger': {},
+                                          'adjusted': False, 'state': {}}}, 'continues': True},
+                {'parameters': {'event': {'kind': 'removed', 'cgroup': '/'}}}]
+    fake = pt.FakeVarlinkServer(os.path.join(tmp, 'fake.sock'), respond)
+    try:
+        for arg, ms in (('500ms', 500), ('2s', 2000), ('1.5s', 1500), ('250', 250), ('0', 0), ('1min', 60000)):
+            calls.clear()
+            expect(pt.run_ctl('watch', '--min-interval', arg, '--timeout', '10', socket=fake.path), 0,
+                   f'--min-interval {arg}')
+            sub = [c for c in calls if c['method'] == 'io.pressured.Subscribe']
+            check(len(sub) == 1 and sub[0]['parameters'].get('min_interval_ms', 0) == ms,
+                  f'--min-interval {arg} is {ms} ms', calls)
+    finally:
+        fake.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def start_watch(d, *args):
     """Start a watch once the daemon has no subscription left from before."""
     pt.wait_for(lambda: d.status()['subscriptions'] == 0, what='earlier watches to go')
@@ -207,7 +246,7 @@ def test_watch_and_inject(d, cg):
     proc = start_watch(d, cg, '--level', 'critical', '--count', '2')
     check(wait_subscribed(d, proc), 'watch subscribed', proc.returncode)
     res = expect(pt.run_ctl('--json', 'inject', cg, '--level', 'critical', socket=d.socket), 0, 'inject --json')
-    check(json.loads(res.stdout) == {'delivered': 1}, 'inject --json', res.stdout)
+    check(res.stdout == '{"delivered":1}\n', 'inject --json, compact like every other object', res.stdout)
     expect(pt.run_ctl('inject', cg, '--level', 'critical', socket=d.socket), 0, 'second inject')
     out, err = proc.communicate(timeout=10)
     check(proc.returncode == 0, 'watch --count 2 exits 0', proc.returncode, out, err)
@@ -339,6 +378,9 @@ def json_lines(res, what):
         except ValueError:
             raise AssertionError(f'{what}: a line of stdout is no JSON: {line!r}') from None
     check(all(isinstance(o, dict) for o in objs), f'{what}: one object per line', res.stdout)
+    # Compact, as every object pressurectl prints: no space after a separator.
+    check(not any('": ' in line or ', "' in line for line in res.stdout.splitlines()), f'{what}: compact',
+          res.stdout[:300])
     pt.check_eq(res.stderr, '', f'{what}: nothing on stderr')
     return objs
 
@@ -357,7 +399,7 @@ def test_json_mode(d, cg):
                  ['memory-pressure-env', '--psi', 'full 150ms 1s'], ['-V'], ['--version']):
         res = expect(pt.run_ctl('--json', *args, socket=d.socket), 0, f'--json {" ".join(args)}')
         objs = json_lines(res, f'--json {" ".join(args)}')
-        check(len(objs) >= (0 if args[0] in ('history', 'protection') else 1), f'{args}: an object', res.stdout)
+        check(len(objs) == 1, f'{args}: one object', res.stdout)
     env = json_lines(pt.run_ctl('--json', 'memory-pressure-env', socket=d.socket), 'memory-pressure-env')[0]
     check(env['MEMORY_PRESSURE_WATCH'] == os.path.join(os.path.dirname(d.socket), 'memory-pressure') and
           base64.b64decode(env['MEMORY_PRESSURE_WRITE']) == b'some 200000 2000000\0',
@@ -553,14 +595,25 @@ def test_episodes():
             pt.validate({'parameters': {'event': ev}, 'continues': True}, 'io.pressured.Subscribe', True,
                         {'level': 'medium', 'cgroup': cg})
         res = expect(pt.run_ctl('--json', 'history', socket=d.socket), 0, 'history --json')
-        hist = [json.loads(line) for line in res.stdout.splitlines()]
+        hist = json.loads(res.stdout)['history']
         check(len(hist) == 1 and hist[0]['cgroup'] == cg and hist[0]['source'] == 'psi' and
               hist[0]['active'] is False and hist[0]['events'] == 1, 'one ended episode as JSON', hist)
         res = expect(pt.run_ctl('history', socket=d.socket), 0, 'history')
         check(res.stdout.startswith(f'{cg} psi (') and ' .. ' in res.stdout and '1 event' in res.stdout,
               'the human history', res.stdout)
-        res = expect(pt.run_ctl('history', '/nothing-here', socket=d.socket), 0, 'history of another cgroup')
-        check('No registration with episodes on /nothing-here' in res.stdout, 'filtered by cgroup', res.stdout)
+        res = expect(pt.run_ctl('history', '/', socket=d.socket), 0, 'history of another cgroup')
+        check(res.stdout == 'No registration with episodes on /.\n', 'filtered by cgroup', res.stdout)
+        pt.check_eq(expect(pt.run_ctl('--json', 'history', '/', socket=d.socket), 0, 'history --json of "/"').stdout,
+                    '{"history":[]}\n', 'an empty list, as reclaim --json gives')
+        # A cgroup that does not exist is the daemon's NoSuchCgroup (exit 1), for history as for the others.
+        for cmd in ('history', 'reclaim'):
+            res = expect(pt.run_ctl(cmd, '/nothing-here', socket=d.socket), 1, f'{cmd} of a missing cgroup')
+            check(res.stdout == '' and res.stderr.startswith(f'pressurectl: {cmd}: No cgroup /nothing-here: '),
+                  f'{cmd}: the daemon\'s sentence', res.stdout, res.stderr)
+            err = error_object(expect(pt.run_ctl('--json', cmd, '/nothing-here', socket=d.socket), 1,
+                                      f'{cmd} --json of a missing cgroup'))
+            pt.check_eq((err['error'], err['parameters']), ('io.pressured.NoSuchCgroup', {'cgroup': '/nothing-here'}),
+                        f'{cmd} --json: the daemon\'s error')
         keep.close()
 
 
@@ -571,6 +624,7 @@ def main():
     test_usage()
     test_unreachable()
     test_socket_choice()
+    test_min_interval()
     with pt.quiet_cgroup() as cg, pt.Daemon() as d:
         test_watch_and_inject(d, cg)
         test_watch_timeout(d, cg)
