@@ -3,7 +3,7 @@
 """What the daemon answers where there is nothing to answer with.
 
 - Inject on a cgroup that does not exist is NoSuchCgroup (pressurectl:
-  exit 1 and the sentence), not "Delivered to 0 subscribers".
+  exit 1 and the sentence), not "Delivered 0 times".
 - An episode made only of injected events has its peak unknown: null in
   GetStatus (active and history), in "subscribed" and in "cleared";
   `pressurectl history` says "peak unknown", `watch` "peak=unknown".
