@@ -891,7 +891,7 @@ static void test_shipped_conf(void) {
         unsigned keys = 0;
 
         if (!src) {
-                fprintf(stderr, "test_shipped_conf: skipped, PRESSURED_SOURCE_ROOT not set\n");
+                test_skip_part("PRESSURED_SOURCE_ROOT is not set: the check of conf/pressured.conf did not run");
                 return;
         }
         ASSERT_TRUE(asprintf(&path, "%s/conf/pressured.conf", src) > 0);
@@ -1084,5 +1084,5 @@ int main(void) {
         test_load_out_of_memory();
 
         rm_rf(tmpdir);
-        return 0;
+        return test_finish();
 }
