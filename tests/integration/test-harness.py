@@ -13,7 +13,9 @@ test_skip_part() and main() returns test_finish(), 77 then; no C test
 prints that it skips and goes on as a pass, or returns early as root.
 test-system-bus leaves its private bus groups out only where dbus-daemon
 is not installed and CI is not true. tests/ci-count.py, which
-tests/run-all.sh adds up each run with, lists the parts left out."""
+tests/run-all.sh adds up each run with, lists the parts left out. The
+tests of "nothing happened" in test-reclaim, test-low-memory-monitor and
+test-levels wait on a sync point, not on a fixed sleep."""
 import glob
 import json
 import os
@@ -122,6 +124,20 @@ def test_system_bus_part():
         check(r.returncode not in (0, 77), 'under CI=true without dbus-daemon: a failure', r.returncode, r.stdout)
 
 
+# Tests whose checks that nothing happened wait on a sync point (an answered call, a step of a
+# cgroup that always takes one, the daemon waiting with no timer armed), never on the clock.
+NO_FIXED_SLEEP = ('integration/test-reclaim.py', 'integration/test-low-memory-monitor.py',
+                  'integration/test-levels.py')
+
+
+def test_no_fixed_sleep():
+    for rel in NO_FIXED_SLEEP:
+        with open(os.path.join(TESTS, rel)) as f:
+            text = f.read()
+        check('time.sleep(' not in text, f'{rel} waits on the clock', rel)
+    print(f'{len(NO_FIXED_SLEEP)} tests without a fixed sleep', flush=True)
+
+
 def test_ci_count():
     """tests/ci-count.py adds a run up and lists every part left out, with its test and reason."""
     tests = [
@@ -152,6 +168,7 @@ def main():
     test_verdicts()
     test_every_script_finishes()
     test_c_tests_report_parts()
+    test_no_fixed_sleep()
     test_system_bus_part()
     test_ci_count()
     pt.finish()
