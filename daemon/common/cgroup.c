@@ -208,16 +208,18 @@ int hierarchy_open_cgroup(const Hierarchy *h, const char *path) {
         if (errno != ENOSYS && errno != EPERM)
                 return -errno; /* ENOTDIR: the path names a file */
 
-        /* No openat2(): walk component by component, refusing symlinks. */
+        /* No openat2() (before Linux 5.6, or under valgrind): walk component by component, refusing
+         * symlinks and other mounts as its RESOLVE_NO_SYMLINKS and RESOLVE_NO_XDEV do. */
         {
                 _cleanup_close_ int cur = -1;
                 _cleanup_free_ char *copy = strdup(rel);
                 char *save = NULL, *c;
+                struct stat root, st;
 
                 if (!copy)
                         return -ENOMEM;
                 cur = openat(h->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (cur < 0)
+                if (cur < 0 || fstat(cur, &root) < 0)
                         return -errno;
                 for (c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
                         int next;
@@ -225,17 +227,18 @@ int hierarchy_open_cgroup(const Hierarchy *h, const char *path) {
                         if (streq(c, "."))
                                 continue;
                         next = openat(cur, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (next < 0 && errno == ENOTDIR) {
-                                struct stat st;
-
+                        if (next < 0 && errno == ENOTDIR)
                                 /* A symlink (refused like openat2() does) or a file (no cgroup). */
                                 return fstatat(cur, c, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISLNK(st.st_mode) ?
                                                -ENOTDIR : -ELOOP;
-                        }
                         if (next < 0)
                                 return -errno;
                         safe_close(cur);
                         cur = next;
+                        if (fstat(cur, &st) < 0)
+                                return -errno;
+                        if (st.st_dev != root.st_dev)
+                                return -EXDEV;
                 }
                 return TAKE_FD(cur);
         }
