@@ -66,7 +66,9 @@ static void test_defaults(void) {
         ASSERT_U64_EQ(c->levels[LEVEL_MEDIUM].threshold_us, 100000);
         ASSERT_U64_EQ(c->levels[LEVEL_MEDIUM].window_us, 1000000);
         ASSERT_EQ(c->levels[LEVEL_CRITICAL].stall, PSI_STALL_FULL);
-        ASSERT_U64_EQ(c->levels[LEVEL_CRITICAL].threshold_us, 100000);
+        /* Distinct from Medium=: a one-task cgroup, whose some and full stall are one, passes through
+         * medium before critical (pressured.conf(5), [Levels]). */
+        ASSERT_U64_EQ(c->levels[LEVEL_CRITICAL].threshold_us, 300000);
         ASSERT_U64_EQ(c->levels[LEVEL_CRITICAL].window_us, 1000000);
         ASSERT_EQ(c->vmpressure_mode, VMPRESSURE_MODE_HIERARCHY);
         ASSERT_EQ(c->max_clients, 4096);
@@ -683,7 +685,7 @@ static void test_format_roundtrip(void) {
                      "[Levels]\n"
                      "Low=some 70ms 1s\n"
                      "Medium=some 100ms 1s\n"
-                     "Critical=full 100ms 1s\n"
+                     "Critical=full 300ms 1s\n"
                      "VmpressureMode=hierarchy\n"
                      "ClearAfterSec=0\n"
                      "ClearRatio=0.5\n"
