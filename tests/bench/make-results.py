@@ -970,7 +970,7 @@ def thresholds_candidates(rows, label):
         def med(key):
             vals = [float(r[key]) for r in rs if r[key] not in ('', None)]
             if not vals:
-                return f'never ({len(rs)} runs)'
+                return f'never ({len(rs)} run{"" if len(rs) == 1 else "s"})'
             return num(statistics.median(vals), 1) + ('' if len(vals) == len(rs) else f' ({len(vals)} of {len(rs)})')
         gaps = [float(r['gap_ms']) for r in rs if r['gap_ms'] not in ('', None)]
         body.append([label, workload, cand, f"`{rs[0]['low']}` / `{rs[0]['medium']}` / `{rs[0]['critical']}`",
