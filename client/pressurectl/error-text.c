@@ -326,7 +326,14 @@ char *error_sentence(const char *command, const char *name, json_t *params) {
                 return NULL;
         if (known)
                 sentences[error](f, command, params);
-        if (!known && strncmp(name, "pressurectl.", strlen("pressurectl.")) == 0)
+        if (!known && streq(name, PRESSURE_ERROR_INVALID_CGROUP_PATH)) {
+                /* libpressure's own: the rule the path breaks, found before anything was sent. */
+                fputs("Invalid cgroup path '", f);
+                put(f, params, "cgroup");
+                fputs("': ", f);
+                put(f, params, "reason");
+                fputs(".", f);
+        } else if (!known && strncmp(name, "pressurectl.", strlen("pressurectl.")) == 0)
                 say_local(f, name, params);
         else if (!known) {
                 char *text = params ? json_dumps(params, JSON_DUMP_FLAGS | JSON_ENCODE_ANY) : NULL;
@@ -345,9 +352,10 @@ char *error_sentence(const char *command, const char *name, json_t *params) {
         return buf;
 }
 
-/* Whether the daemon's error @name says that a value the user typed is wrong: a usage error (exit 2). */
+/* Whether the error @name says that a value the user typed is wrong: a usage error (exit 2). */
 static bool error_is_usage(const char *name) {
-        return streq(name, IDL_ERROR_NAME(INVALID_TRIGGER)) || streq(name, IDL_ERROR_NAME(INVALID_CGROUP_PATH));
+        return streq(name, IDL_ERROR_NAME(INVALID_TRIGGER)) || streq(name, IDL_ERROR_NAME(INVALID_CGROUP_PATH)) ||
+               streq(name, PRESSURE_ERROR_INVALID_CGROUP_PATH);
 }
 
 /* The name and parameters of pressurectl's own failure @r at @socket; sets *@ret_exit. */
@@ -398,8 +406,10 @@ json_t *error_describe(const char *command, const char *socket, int r, const cha
         json_t *p, *o;
         char *message;
 
-        /* libpressure's own names are failures on this side, which pressurectl names itself. */
-        if (name && strncmp(name, "libpressure.", strlen("libpressure.")) == 0)
+        /* libpressure's own names are failures on this side, which pressurectl names itself; but for
+         * a cgroup path it refused, the same usage error pressurectl's own check gives. */
+        if (name && strncmp(name, "libpressure.", strlen("libpressure.")) == 0 &&
+            !streq(name, PRESSURE_ERROR_INVALID_CGROUP_PATH))
                 name = NULL;
         if (name) {
                 p = params ? json_loads(params, JSON_DECODE_ANY, NULL) : NULL;

@@ -265,6 +265,12 @@ static void test_describe(void) {
         json_decref(o);
         ASSERT_EQ(describe(-EINVAL, "io.pressured.InvalidCgroupPath", "{\"cgroup\":\"/x\"}", "/s", &o), EXIT_USAGE);
         json_decref(o);
+        /* And libpressure's, which refused the path before sending it: the same usage error, its reason. */
+        ASSERT_EQ(describe(-EINVAL, "libpressure.InvalidCgroupPath",
+                           "{\"cgroup\":\"/\\\\xff\",\"reason\":\"it is not valid UTF-8\"}", "/s", &o), EXIT_USAGE);
+        ASSERT_STREQ(member(o, "error"), "libpressure.InvalidCgroupPath");
+        ASSERT_STREQ(member(o, "message"), "Invalid cgroup path '/\\xff': it is not valid UTF-8.");
+        json_decref(o);
         ASSERT_EQ(describe(-ENODEV, "io.pressured.SourceUnavailable", "{\"source\":\"psi\",\"reason\":\"r\"}", "/s",
                            &o), EXIT_DAEMON_ERROR);
         json_decref(o);
