@@ -788,6 +788,31 @@ def remove_cgroup(d):
             time.sleep(0.05)
 
 
+# The epoll_wait() system calls and the argument that is their timeout, by machine (asm/unistd.h).
+_EPOLL_WAIT = {'x86_64': {'232': 4, '281': 4}, 'aarch64': {'22': 4}}
+
+
+def epoll_wait_timeout(pid):
+    """The timeout (ms; -1: none) of the epoll_wait() the main thread of
+    @pid is blocked in, from /proc/PID/syscall; None while it is not
+    blocked in one (running, or in another system call). -1 proves that it
+    has no timer armed and will wake only for I/O: a test's proof that an
+    idle daemon stays idle, without waiting on the clock. Skips (exit 77)
+    on a machine this does not know the system calls of."""
+    calls = _EPOLL_WAIT.get(os.uname().machine)
+    if calls is None:
+        skip(f'no table of the epoll_wait() system calls for {os.uname().machine}')
+    try:
+        with open(f'/proc/{pid}/syscall') as f:
+            fields = f.read().split()
+    except OSError:
+        return None
+    if not fields or fields[0] not in calls:
+        return None
+    t = int(fields[calls[fields[0]]], 16) & 0xffffffff  # fields[N]: the Nth argument
+    return -1 if t == 0xffffffff else t
+
+
 def process_context_switches(pid):
     """Voluntary plus involuntary context switches of every thread of @pid."""
     total = 0
