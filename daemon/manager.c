@@ -358,16 +358,29 @@ static int manager_start_proxy(Manager *m, Resource resource, int fd, const char
         return 0;
 }
 
+/*
+ * The modes of a socket the daemon binds, and of the directory it makes for
+ * it: a system daemon's @system_mode (who may do what is decided per call,
+ * or by the peer's cgroup) in a 0755 directory; a per-user daemon's every
+ * socket is its user's alone, 0600 in a 0700 directory, whatever it serves.
+ */
+static void manager_socket_modes(const Manager *m, mode_t system_mode, mode_t *ret_mode, mode_t *ret_dir_mode) {
+        *ret_mode = m->user_mode ? 0600 : system_mode;
+        *ret_dir_mode = m->user_mode ? 0700 : 0755;
+}
+
 /* Bind and serve the socket of @resource at @path; NULL or "" leaves it off. */
 static int manager_bind_proxy(Manager *m, Resource resource, const char *path) {
+        mode_t mode, dir_mode;
         int fd, k;
 
         if (!path || !path[0]) {
                 log_debug("The %s socket is off.", proxy_fd_name(resource));
                 return 0;
         }
-        /* Any service may connect; each gets only its own cgroup. */
-        k = socket_listen_unix(path, 0666, 0755, NULL, &fd);
+        /* Any service may connect to the system daemon's; each gets only its own cgroup. */
+        manager_socket_modes(m, 0666, &mode, &dir_mode);
+        k = socket_listen_unix(path, mode, dir_mode, NULL, &fd);
         if (k == -EADDRINUSE)
                 return log_error_errno(k, "Another process is serving %s; not taking it over.", path);
         if (k < 0)
@@ -400,15 +413,16 @@ static int manager_serve(Manager *m, int fd) {
 static int manager_serve_inherited(Manager *m, int varlink_fd, int proxy_fds[static _RESOURCE_MAX],
                                    char *const proxy_paths[static _RESOURCE_MAX]) {
         const char *own = takeover_socket_path(m->takeover);
+        mode_t mode, dir_mode;
         int k;
 
         k = manager_serve(m, varlink_fd);
         if (k >= 0 && own && !(m->socket_path = strdup(own)))
                 k = log_error_errno(ENOMEM, "Out of memory.");
         /* A socket this daemon bound itself before a Reexecute is watched as it was. */
+        manager_socket_modes(m, 0666, &mode, &dir_mode);
         if (k >= 0 && own)
-                (void) socket_watch_new(m->base, m->clients, own, m->user_mode ? 0600 : 0666,
-                                        m->user_mode ? 0700 : 0755, &m->socket_watch);
+                (void) socket_watch_new(m->base, m->clients, own, mode, dir_mode, &m->socket_watch);
         /* Without a proxy fd, bind only a configured path: the default one belongs to the socket unit. */
         for (Resource r = 0; r < _RESOURCE_MAX; r++) {
                 if (k >= 0 && proxy_fds[r] >= 0)
@@ -431,7 +445,7 @@ static void proxy_paths_free(char *(*paths)[_RESOURCE_MAX]) {
 static int manager_listen(Manager *m, NamedFds *fds) {
         _cleanup_(proxy_paths_free) char *proxy_paths[_RESOURCE_MAX] = {};
         const char *path = m->socket_path_arg;
-        mode_t mode = m->user_mode ? 0600 : 0666, dir_mode = m->user_mode ? 0700 : 0755;
+        mode_t mode, dir_mode;
         int varlink_fd = -1, proxy_fds[_RESOURCE_MAX] = { -1, -1, -1 }, fd, k;
         bool replaced;
 
@@ -454,6 +468,7 @@ static int manager_listen(Manager *m, NamedFds *fds) {
                         return k;
         }
         /* System mode: anyone may connect; access control is per call. */
+        manager_socket_modes(m, 0666, &mode, &dir_mode);
         k = socket_listen_unix(path, mode, dir_mode, &replaced, &fd);
         if (k == -EADDRINUSE)
                 return log_error_errno(k, "Another pressured is already serving %s; not taking it over.", path);

@@ -6,8 +6,11 @@
   client/, systemd/, conf/, tests/, meson.build, meson_options.txt,
   README.md, NEWS.md, LICENSE and dotfiles);
 - one version: meson.build's is the one `pressured --version`,
-  `pressurectl --version` and libpressure.pc say, the one every man page
-  names in its footer, and the one NEWS.md's first heading is about.
+  `pressurectl --version`, libpressure.pc's `pressured_version` and the
+  Python module's `pressured.__version__` say,
+  the one every man page names in its footer, and the one NEWS.md's first
+  heading is about. (libpressure's own version, the .pc's Version, is
+  checked with its ABI by tests/client/check-symbols.py.)
 
 Usage: check-release.py (PRESSURED_SOURCE_ROOT and PRESSURED_BUILD_ROOT
 set, as meson test does)."""
@@ -89,14 +92,25 @@ def check_version(version):
         if out != f'{prog} {version}':
             fail(f'{prog} --version says {out!r}, not "{prog} {version}"')
 
+    # The module as the build put it together (the tests' PYTHONPATH).
+    try:
+        out = subprocess.run([sys.executable, '-c', 'import pressured; print(pressured.__version__)'],
+                             capture_output=True, text=True, timeout=30)
+        py_version = out.stdout.strip() or out.stderr.strip().splitlines()[-1]
+    except (OSError, IndexError) as e:
+        py_version = str(e)
+    if py_version != version:
+        fail(f'pressured.__version__ is {py_version!r}, not {version!r}')
+
     pc = os.path.join(BUILD, 'meson-private', 'libpressure.pc')
     try:
         with open(pc) as f:
-            pc_version = next((line.split(':', 1)[1].strip() for line in f if line.startswith('Version:')), None)
+            pc_version = next((line.split('=', 1)[1].strip() for line in f
+                               if line.startswith('pressured_version=')), None)
     except OSError:
         pc_version = None
     if pc_version != version:
-        fail(f'libpressure.pc says Version: {pc_version}, not {version}')
+        fail(f'libpressure.pc says pressured_version={pc_version}, not {version}')
 
 
 def main():

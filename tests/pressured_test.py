@@ -43,6 +43,15 @@ IN_VM = os.environ.get('PRESSURED_VM') == '1'
 SLOW_FACTOR = 10 if WRAPPER or IN_VM else 1
 
 
+def install_dir(option):
+    """The absolute directory the build installs into for meson's @option
+    ('sysconfdir', 'datadir', 'sbindir', ...): what the daemon of that build
+    reads (<sysconfdir>/pressured) where the vm test bed installs it."""
+    with open(os.path.join(BUILD_ROOT, 'meson-info', 'intro-buildoptions.json')) as f:
+        opts = {o['name']: o['value'] for o in json.load(f)}
+    return os.path.join(opts['prefix'], opts[option])
+
+
 def _mountinfo(mountinfo):
     """The text of /proc/self/mountinfo, or @mountinfo if given ('' if unreadable)."""
     if mountinfo is not None:
@@ -595,7 +604,7 @@ def have_bash_completion(what):
 def complete(words):
     """What pressurectl's bash completion offers for the command line @words,
     whose last word is the one being completed (have_bash_completion() first)."""
-    comp = os.path.join(SOURCE_ROOT, 'client', 'pressurectl', 'pressurectl.bash-completion')
+    comp = os.path.join(BUILD_ROOT, 'client', 'pressurectl', 'completion', 'pressurectl')
     line = ' '.join(words)
     script = (f'source {BASH_COMPLETION}; source {comp}; COMP_WORDS=({" ".join(shlex.quote(w) for w in words)}); '
               f'COMP_CWORD={len(words) - 1}; COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; '

@@ -35,7 +35,7 @@ packages=(meson ninja-build gcc g++ clang libclang-rt-14-dev pkg-config python3
           libncurses-dev tmux dbus-daemon dunst xvfb python3-gi gir1.2-glib-2.0
           qemu-system-x86 busybox-static cpio kmod e2fsprogs passwd debootstrap
           dbus systemd-oomd low-memory-monitor
-          universal-ctags cscope groff-base)
+          universal-ctags cscope groff-base mandoc zsh fish)
 if [ "${SKIP_APT:-0}" != 1 ]; then
         echo "== Installing dependencies"
         export DEBIAN_FRONTEND=noninteractive

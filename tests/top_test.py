@@ -102,6 +102,15 @@ def make_v1_tree(root, nodes):
         write(os.path.join(d, 'cgroup.procs'), '')
 
 
+def cut(name, width):
+    """@name as top shows it in @width columns: whole, or cut in the middle with an ellipsis
+    (a third of the room for its start, the rest for its end)."""
+    if len(name) <= width or width < 3:
+        return name[:width]
+    head = (width - 1) // 3
+    return name[:head] + '\u2026' + name[len(name) - (width - 1 - head):]
+
+
 def have_tmux():
     return shutil.which('tmux') is not None
 

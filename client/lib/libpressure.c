@@ -25,7 +25,6 @@
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 
-#include "config-build.h"
 #include "pressure-conn.h"
 #include "pressure-event.h"
 #include "pressure.h"
@@ -518,10 +517,11 @@ _public_ int pressure_client_set_call_timeout(pressure_client *c, uint64_t timeo
 }
 
 /**
- * pressure_version - the library version.
+ * pressure_version - the library's own version (libpressure.pc's, the
+ * file's: libpressure.so.1.4.0 says "1.4.0"), not pressured's.
  */
 _public_ const char *pressure_version(void) {
-        return PACKAGE_VERSION;
+        return LIBPRESSURE_VERSION;
 }
 
 /* The deadline of a call made now; PRESSURE_TIMEOUT_INFINITE (or anything reaching past the clock's range) is none. */

@@ -21,6 +21,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <langinfo.h>
 #include <locale.h>
 #include <poll.h>
 #include <signal.h>
@@ -147,6 +148,7 @@ typedef struct Top {
         SortKey sort;
         bool flat;
         bool show_protection;
+        const char *ellipsis; /* where a name is cut: "…" in a UTF-8 locale, else "~" (one column either way) */
         bool shown[_COL_MAX]; /* the columns of the table drawn or printed (columns_batch(), columns_screen()) */
         int indent;          /* columns of indentation per tree level: 2, or 1 on a narrow screen */
         char filter[128];
@@ -154,6 +156,7 @@ typedef struct Top {
         /* data */
         pressure_client *client;
         TopSnapshot snap;
+        bool v2_memory;      /* a cgroup of the snapshot has cgroup2's memory controller: protection exists */
         TopSystem sys;
         TopDaemon daemon;
         int snapshot_error;  /* negative errno of the last top_snapshot_read() */
@@ -288,6 +291,25 @@ static const char *fmt_reclaim(char buf[static FORMAT_SIZE_MAX], const TopCgroup
         return fmt_size(buf, cg->rc_reclaimed);
 }
 
+/* The characters of the UTF-8 text @s up to byte @bytes: every byte but continuation bytes. */
+static int utf8_chars(const char *s, size_t bytes) {
+        int n = 0;
+
+        for (size_t i = 0; i < bytes && s[i]; i++)
+                n += ((unsigned char) s[i] & 0xC0) != 0x80;
+        return n;
+}
+
+/* The byte where character @k of the UTF-8 text @s begins (its end if it has fewer). */
+static size_t utf8_offset(const char *s, int k) {
+        size_t i = 0;
+
+        for (; s[i]; i++)
+                if (((unsigned char) s[i] & 0xC0) != 0x80 && k-- == 0)
+                        break;
+        return i;
+}
+
 /* The indentation and name of a row as shown. */
 static void row_name(const Top *t, const TopCgroup *cg, int *ret_indent, const char **ret_name) {
         if (t->flat) {
@@ -309,7 +331,7 @@ static int name_width(const Top *t, int avail) {
                 int indent;
 
                 row_name(t, cg, &indent, &name);
-                w = MAX(w, indent + (int) strlen(name));
+                w = MAX(w, indent + utf8_chars(name, SIZE_MAX));
         }
         if (avail >= 0 && w > avail)
                 w = MAX(avail, 6);
@@ -365,19 +387,47 @@ static const char *format_cell(const Top *t, const TopCgroup *cg, TopColumn c, c
         }
 }
 
+/*
+ * @name in @width columns at @buf, padded: where it is longer, cut in the middle, a third of the
+ * room for its start and the rest for its end with t->ellipsis between, so that a parent and its
+ * child (in the flat view, the child's path is the parent's and more) never show the same text.
+ * Returns the bytes written (snprintf's way).
+ */
+static int format_name(const Top *t, char *buf, size_t size, const char *name, int width) {
+        int chars = utf8_chars(name, SIZE_MAX), head, tail;
+
+        if (chars <= width || width < 3)
+                return snprintf(buf, size, "%.*s%*s", (int) utf8_offset(name, MIN(chars, width)), name,
+                                width - MIN(chars, width), "");
+        head = (width - 1) / 3;
+        tail = width - 1 - head;
+        return snprintf(buf, size, "%.*s%s%s", (int) utf8_offset(name, head), name, t->ellipsis,
+                        name + utf8_offset(name, chars - tail));
+}
+
 static void format_row(const Top *t, const TopCgroup *cg, char *buf, size_t size, int nw) {
         const char *name;
-        int indent, len, n;
+        int indent, n;
 
         row_name(t, cg, &indent, &name);
-        len = MAX(nw - indent, 0);
-        n = snprintf(buf, size, "%*s%-*.*s", indent, "", len, len, name);
+        n = snprintf(buf, size, "%*s", indent, "");
+        if (n >= 0 && (size_t) n < size)
+                n += format_name(t, buf + n, size - (size_t) n, name, MAX(nw - indent, 0));
         for (TopColumn c = 0; c < _COL_MAX; c++) {
                 char cell[16];
 
                 if (t->shown[c] && n >= 0 && (size_t) n < size)
                         n += snprintf(buf + n, size - (size_t) n, " %*s", columns[c].width, format_cell(t, cg, c, cell));
         }
+}
+
+/*
+ * Whether the protection columns are shown and GetProtection is asked: asked for (p,
+ * --no-protection), and where there is protection to show, cgroup2's memory controller (a
+ * hybrid host's memory controller is v1's, which has no effective protection).
+ */
+static bool protection_shown(const Top *t) {
+        return t->show_protection && t->v2_memory;
 }
 
 /* Whether column @c shows the sort key (the three counters for "events"). */
@@ -404,7 +454,7 @@ static bool column_applies(const Top *t, TopColumn c) {
         switch (c) {
         case COL_EMIN:
         case COL_ELOW:
-                return t->show_protection;
+                return protection_shown(t);
         case COL_RECLAIM:
                 return t->daemon.reclaim_cgroups > 0;
         case COL_KILLED:
@@ -457,9 +507,69 @@ static void format_header_cpu_io(const Top *t, char line[static MAX_WIDTH]) {
                  t->sys.has_io_psi ? fmt_psi(b[1], true, psi_percent(t->sys.io_some_avg10)) : "-");
 }
 
-/* The header lines above the table. */
-static void format_header(const Top *t, char lines[HEADER_LINES][MAX_WIDTH]) {
+/*
+ * Append @sep and @clause to the line @buf if they fit in @width columns with room for the
+ * ellipsis after them, else @sep and @brief if given and they fit; else mark @buf as cut
+ * (*@cut). Once a clause is left out, every later one is, so that none shows without the ones
+ * before it.
+ */
+static void add_clause(char *buf, int width, const char *sep, const char *clause, const char *brief, bool *cut) {
+        size_t len = strlen(buf);
+        int room = width - 2 - utf8_chars(buf, SIZE_MAX) - utf8_chars(sep, SIZE_MAX);
+
+        if (*cut)
+                return;
+        if (utf8_chars(clause, SIZE_MAX) > room)
+                clause = brief && utf8_chars(brief, SIZE_MAX) <= room ? brief : NULL;
+        if (clause)
+                snprintf(buf + len, MAX_WIDTH - len, "%s%s", sep, clause);
+        else
+                *cut = true;
+}
+
+/*
+ * The daemon's line in @width columns: whole where it fits; else whole clauses only, an error
+ * of the daemon said in a word where its sentence does not fit, and the ellipsis where clauses
+ * were left out. Never a sentence cut in the middle.
+ */
+static void format_daemon_line(const Top *t, char line[static MAX_WIDTH], int width) {
         const TopDaemon *d = &t->daemon;
+        char part[3][MAX_WIDTH];
+        bool cut = false;
+
+        if (!d->reachable) {
+                snprintf(line, MAX_WIDTH, "daemon down");
+                add_clause(line, width, ": ", d->error, NULL, &cut);
+                if (protection_shown(t))
+                        add_clause(line, width, " ", "(protection columns empty)", NULL, &cut);
+        } else {
+                snprintf(line, MAX_WIDTH, "daemon %s: %" PRIu64 " client%s", d->version, d->clients,
+                         d->clients == 1 ? "" : "s");
+                snprintf(part[0], sizeof(part[0]), "%" PRIu64 " registration%s", d->registrations,
+                         d->registrations == 1 ? "" : "s");
+                add_clause(line, width, ", ", part[0], NULL, &cut);
+                snprintf(part[0], sizeof(part[0]), "%" PRIu64 " active episode%s", d->episodes,
+                         d->episodes == 1 ? "" : "s");
+                add_clause(line, width, ", ", part[0], NULL, &cut);
+                if (d->have_rates)
+                        snprintf(part[0], sizeof(part[0]), "events %.1f/s read, %.1f/s delivered", d->read_rate,
+                                 d->delivered_rate);
+                else
+                        snprintf(part[0], sizeof(part[0]), "events -/s read, -/s delivered");
+                add_clause(line, width, ", ", part[0], NULL, &cut);
+                snprintf(part[1], sizeof(part[1]), "protection: %s", d->protection_error);
+                if (d->protection_error[0])
+                        add_clause(line, width, "; ", part[1], "protection: unavailable", &cut);
+                snprintf(part[2], sizeof(part[2]), "kills: %s", t->kills_error);
+                if (t->kills_error[0])
+                        add_clause(line, width, "; ", part[2], "kills: unavailable", &cut);
+        }
+        if (cut)
+                snprintf(line + strlen(line), MAX_WIDTH - strlen(line), " %s", t->ellipsis);
+}
+
+/* The header lines above the table; the daemon's in @width columns. */
+static void format_header(const Top *t, char lines[HEADER_LINES][MAX_WIDTH], int width) {
         char b[2][16], tb[32], delay[32];
         struct tm tm;
         time_t now = (time_t) (t->time_usec / USEC_PER_SEC);
@@ -482,22 +592,7 @@ static void format_header(const Top *t, char lines[HEADER_LINES][MAX_WIDTH]) {
                          fmt_size(b[0], t->sys.mem_available), fmt_size(b[1], t->sys.mem_total));
         format_header_cpu_io(t, lines[2]);
 
-        if (!d->reachable)
-                snprintf(lines[3], MAX_WIDTH, "daemon down: %s (protection columns empty)", d->error);
-        else {
-                char rates[96] = "events -/s read, -/s delivered";
-
-                if (d->have_rates)
-                        snprintf(rates, sizeof(rates), "events %.1f/s read, %.1f/s delivered", d->read_rate,
-                                 d->delivered_rate);
-                snprintf(lines[3], MAX_WIDTH,
-                         "daemon %s: %" PRIu64 " client%s, %" PRIu64 " registration%s, "
-                         "%" PRIu64 " active episode%s, %s%s%s%s%s",
-                         d->version, d->clients, d->clients == 1 ? "" : "s", d->registrations,
-                         d->registrations == 1 ? "" : "s", d->episodes, d->episodes == 1 ? "" : "s", rates,
-                         d->protection_error[0] ? "; protection: " : "", d->protection_error,
-                         t->kills_error[0] ? "; kills: " : "", t->kills_error);
-        }
+        format_daemon_line(t, lines[3], width);
 
         if (t->snapshot_error < 0)
                 snprintf(lines[4], MAX_WIDTH, "cgroups: cannot read %s: %s", t->subtree, strerror(-t->snapshot_error));
@@ -888,6 +983,14 @@ static int kills_read(Top *t) {
         return 0;
 }
 
+/* Whether some cgroup of @snap has its memory figures from cgroup2: the memory controller is there. */
+static bool snapshot_v2_memory(const TopSnapshot *snap) {
+        for (size_t i = 0; i < snap->n_cgroups; i++)
+                if (!snap->cgroups[i].mem_v1 && snap->cgroups[i].current != TOP_NONE)
+                        return true;
+        return false;
+}
+
 /* Read everything once: system, cgroups, daemon. */
 static int top_refresh(Top *t) {
         TopSnapshot snap = {};
@@ -907,10 +1010,11 @@ static int top_refresh(Top *t) {
                 TopSnapshot old = t->snap;
 
                 t->snap = snap;
+                t->v2_memory = snapshot_v2_memory(&t->snap);
                 query_status(t);
                 t->kills_marked = top_kills_apply(t->kills, &t->snap);
                 mark_episode_changes(t, &old);
-                if (t->show_protection && t->daemon.reachable)
+                if (protection_shown(t) && t->daemon.reachable)
                         query_protection(t, &old);
                 top_snapshot_done(&old);
         } else {
@@ -929,7 +1033,7 @@ static void print_text(Top *t) {
         int nw = name_width(t, -1);
 
         columns_batch(t);
-        format_header(t, header);
+        format_header(t, header, MAX_WIDTH - 1);
         if (t->refreshes > 1)
                 printf("\n");
         for (int i = 0; i < HEADER_LINES; i++)
@@ -1059,7 +1163,7 @@ static json_t *json_cgroup(const Top *t, const TopCgroup *cg) {
         set_opt(c, "current", json_size(cg->current));
         set_opt(c, "high", json_size(cg->high));
         set_opt(c, "max", json_size(cg->max));
-        if (t->show_protection) {
+        if (protection_shown(t)) {
                 set_opt(c, "emin", json_size(cg->emin));
                 set_opt(c, "elow", json_size(cg->elow));
         }
@@ -1209,14 +1313,19 @@ static void screen_end(Screen *s) {
         fflush(stdout);
 }
 
+/* Draw @line at row @y, at most @cols columns of it (its UTF-8 characters, not its bytes). */
+static void add_line(int y, const char *line, int cols) {
+        mvaddnstr(y, 0, line, (int) utf8_offset(line, cols));
+}
+
 static void draw(Top *t, Screen *s) {
         char header[HEADER_LINES][MAX_WIDTH], line[MAX_WIDTH];
         int rows = LINES, cols = MIN(COLS, MAX_WIDTH - 1), table_rows, nw;
 
         erase();
-        format_header(t, header);
+        format_header(t, header, cols);
         for (int i = 0; i < HEADER_LINES && i < rows; i++)
-                mvaddnstr(i, 0, header[i], cols);
+                add_line(i, header[i], cols);
         columns_screen(t, cols);
         /* Where the names do not fit, indent by one column per level: more of each name shows. */
         t->indent = 2;
@@ -1249,19 +1358,20 @@ static void draw(Top *t, Screen *s) {
 
                 format_row(t, cg, line, sizeof(line), nw);
                 attron(a);
-                mvaddnstr(HEADER_LINES + 1 + i, 0, line, cols);
+                add_line(HEADER_LINES + 1 + i, line, cols);
                 attroff(a);
         }
         if (rows > 1) {
                 if (s->editing)
                         snprintf(line, sizeof(line), "filter by path: %s_   (Enter keeps it, Esc cancels)", t->filter);
                 else
-                        snprintf(line, sizeof(line),
-                                 "s sort (%s)  / filter  t %s  p %s protection  arrows scroll  q quit",
+                        snprintf(line, sizeof(line), "s sort (%s)  / filter  t %s  %s%s%sarrows scroll  q quit",
                                  sort_names[t->sort], t->flat ? "tree" : "flat",
-                                 t->show_protection ? "hide" : "show");
+                                 /* no protection to show without cgroup2's memory controller */
+                                 t->v2_memory ? "p " : "", t->v2_memory ? (t->show_protection ? "hide" : "show") : "",
+                                 t->v2_memory ? " protection  " : "");
                 attron(A_REVERSE);
-                mvaddnstr(rows - 1, 0, line, cols);
+                add_line(rows - 1, line, cols);
                 attroff(A_REVERSE);
         }
         refresh();
@@ -1308,7 +1418,7 @@ static bool handle_key(Top *t, Screen *s, int ch, bool *ret_refetch) {
                 break;
         case 'p':
                 t->show_protection = !t->show_protection;
-                *ret_refetch = t->show_protection;
+                *ret_refetch = protection_shown(t);
                 break;
         case KEY_DOWN:
         case 'j':
@@ -1410,6 +1520,7 @@ static int run_screen(Top *t) {
         r = screen_start(&s);
         if (r < 0)
                 return r;
+        t->ellipsis = streq(nl_langinfo(CODESET), "UTF-8") ? "\u2026" : "~";
 
         r = top_refresh(t);
         next = now_usec(CLOCK_MONOTONIC) + t->delay_usec;
@@ -1634,7 +1745,7 @@ static void raise_fd_budget(void) {
 int top_main(int argc, char **argv, const char *socket, bool user, bool json) {
         _cleanup_(top_done) Top t = {
                 .socket = socket, .user = user, .json = json,
-                .delay_usec = USEC_PER_SEC, .show_protection = true, .indent = 2,
+                .delay_usec = USEC_PER_SEC, .show_protection = true, .indent = 2, .ellipsis = "~",
         };
         bool roots_given = false;
         int r;

@@ -567,3 +567,44 @@ int psi_stats_read(int fd, PsiStats *ret) {
 int memory_events_read(int fd, MemoryEvents *ret) {
         return read_and_parse(fd, memory_events_parse_any, ret);
 }
+
+/* The oom_kill line of the v1 cgroup @dfd: 1 and *@ret, 0 without one. */
+static int v1_oom_kill(int dfd, uint64_t *ret) {
+        char buf[256];
+
+        if (read_small_at(dfd, "memory.oom_control", buf, sizeof(buf)) < 0)
+                return 0;
+        return flat_keyed_value(buf, "oom_kill", ret) >= 0;
+}
+
+static int v1_oom_enter(const char *parent _unused_, unsigned depth _unused_, const char *name,
+                        void *userdata _unused_) {
+        return name[0] != '.';
+}
+
+static int v1_oom_visit(int dfd, const char *path _unused_, unsigned depth _unused_, void *userdata) {
+        uint64_t *sum = userdata, v;
+
+        if (v1_oom_kill(dfd, &v) > 0)
+                *sum += v;
+        return 0;
+}
+
+int v1_oom_kills_subtree(int dirfd, uint64_t *ret) {
+        uint64_t sum = 0;
+        CgroupfsWalk w = {
+                .max_depth = V1_OOM_DEPTH_MAX,
+                .max_count = V1_OOM_SUBTREE_MAX,
+                .enter = v1_oom_enter,
+                .visit = v1_oom_visit,
+                .userdata = &sum,
+        };
+
+        if (v1_oom_kill(dirfd, &(uint64_t) { 0 }) == 0)
+                return 0;
+        /* A cgroup removed meanwhile ends the walk: what was read of it is all there is. */
+        if (cgroupfs_walk(dirfd, &w) == -ENOMEM)
+                return -ENOMEM;
+        *ret = sum;
+        return 1;
+}

@@ -123,3 +123,23 @@ int mountinfo_cgroup_ns_root(const char *text, bool v1_memory, const char *cgrou
  * output may be NULL if absent. Returns 0, -EBADMSG or -ENOMEM.
  */
 int proc_cgroup_parse(const char *text, char **ret_v2_path, char **ret_v1_memory_path);
+
+/* The cgroups below one that v1_oom_kills_subtree() reads at most, and how deep. */
+#define V1_OOM_SUBTREE_MAX 1024
+#define V1_OOM_DEPTH_MAX 16
+
+/**
+ * v1_oom_kills_subtree - the kernel's OOM kills in a cgroup of the v1
+ * memory hierarchy and below it: the sum of the oom_kill lines of their
+ * memory.oom_control. v1 counts a kill only in the victim's own cgroup,
+ * where cgroup2's memory.events adds it up the tree; the sum says the same
+ * as memory.events would.
+ * @dirfd: the cgroup's directory
+ * @ret: the sum; at most V1_OOM_SUBTREE_MAX cgroups below it are
+ *       read
+ *
+ * Returns 1; 0 if the cgroup's own memory.oom_control has no oom_kill
+ * line (not a v1 memory cgroup, or a kernel before 4.13); or -ENOMEM. @ret
+ * is untouched unless 1 is returned.
+ */
+int v1_oom_kills_subtree(int dirfd, uint64_t *ret);

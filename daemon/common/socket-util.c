@@ -56,6 +56,7 @@ int socket_listen_unix(const char *path, mode_t mode, mode_t dir_mode, bool *ret
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_close_ int fd = -1;
         bool replaced = false;
+        mode_t old_umask;
         int k;
 
         if (strlen(path) >= sizeof(sa.sun_path))
@@ -73,8 +74,13 @@ int socket_listen_unix(const char *path, mode_t mode, mode_t dir_mode, bool *ret
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
-        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                return -errno;
+        /* Created with no more than @mode, so that a private socket is never open to others, not even
+         * until the chmod (which gives a public one what the umask took). */
+        old_umask = umask(~mode & 0777);
+        k = bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 ? -errno : 0;
+        (void) umask(old_umask);
+        if (k < 0)
+                return k;
         if (chmod(path, mode) < 0 || listen(fd, SOMAXCONN) < 0) {
                 k = -errno;
                 (void) unlink(path);

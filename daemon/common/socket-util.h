@@ -13,7 +13,8 @@ int socket_unix_is_live(const char *path);
  * stream socket at @path. The missing directories above it are made (the
  * last one with @dir_mode, the others 0755). A socket file that nobody
  * serves is replaced; one that answers is left alone.
- * @mode: the socket file's mode
+ * @mode: the socket file's mode, which it never exceeds (bound under a
+ *        umask of its complement)
  * @ret_replaced: optional; whether a stale socket file was removed
  * @ret_fd: the socket
  *

@@ -138,6 +138,7 @@ typedef struct Walk {
         const CgroupGlobs *globs;
         CgroupScrape *out;
         size_t max, allocated;
+        bool v1;                                        /* the cgroup v1 memory hierarchy */
         const char *path;                               /* the cgroup being read */
         GlobSet alive[CGROUP_GLOB_DEPTH_MAX + 1];       /* per depth: the patterns still able to match */
         bool match[CGROUP_GLOB_DEPTH_MAX + 1];          /* per depth: the entered cgroup matches */
@@ -204,6 +205,20 @@ static int parse_current(const char *text, void *ret) {
         return r;
 }
 
+/* Fill @s from the files of the cgroup v1 memory cgroup at @dfd. Returns 0, -ENODEV if it vanished, or -ENOMEM. */
+static int sample_read_v1(Walk *w, int dfd, CgroupSample *s) {
+        int r = read_one(w, dfd, "memory.usage_in_bytes", parse_current, &s->memory_current);
+
+        if (r < 0)
+                return r;
+        s->has_memory_current = r > 0;
+        r = v1_oom_kills_subtree(dfd, &s->oom_kills);
+        if (r < 0)
+                return r;
+        s->has_oom_kills = r > 0;
+        return 0;
+}
+
 /* Fill @s from the files of the cgroup at @dfd. Returns 0, or -ENODEV if it vanished. */
 static int sample_read(Walk *w, int dfd, CgroupSample *s) {
         static const char *const psi_files[_CGROUP_RESOURCE_MAX] = {
@@ -213,6 +228,8 @@ static int sample_read(Walk *w, int dfd, CgroupSample *s) {
         };
         int r;
 
+        if (w->v1)
+                return sample_read_v1(w, dfd, s);
         for (size_t i = 0; i < _CGROUP_RESOURCE_MAX; i++) {
                 r = read_one(w, dfd, psi_files[i], parse_psi, &s->psi[i]);
                 if (r < 0)
@@ -234,13 +251,17 @@ static int sample_read(Walk *w, int dfd, CgroupSample *s) {
 static int walk_visit(Walk *w, int dfd, const char *path) {
         CgroupScrape *o = w->out;
         CgroupSample s = {};
+        int r;
 
         if (o->n_samples >= w->max) {
                 o->omitted++;
                 return 0;
         }
         w->path = path;
-        if (sample_read(w, dfd, &s) < 0)
+        r = sample_read(w, dfd, &s);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
                 return 0; /* removed while we read it */
         if (!s.has_psi[CGROUP_RESOURCE_MEMORY] && !s.has_psi[CGROUP_RESOURCE_IO] &&
             !s.has_psi[CGROUP_RESOURCE_CPU] && !s.has_oom_kills && !s.has_memory_current)
@@ -297,7 +318,7 @@ static void walk_error(const char *parent, const char *name, int error, void *us
         scrape_error(userdata, parent, name, error);
 }
 
-int cgroup_scrape(int root_fd, const CgroupGlobs *g, size_t max, CgroupScrape *ret) {
+static int scrape_tree(int root_fd, bool v1, const CgroupGlobs *g, size_t max, CgroupScrape *ret) {
         _cleanup_free_ Walk *w = NULL;
         CgroupfsWalk walk;
         int r;
@@ -308,7 +329,7 @@ int cgroup_scrape(int root_fd, const CgroupGlobs *g, size_t max, CgroupScrape *r
         w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
-        *w = (Walk) { .globs = g, .out = ret, .max = max };
+        *w = (Walk) { .globs = g, .out = ret, .max = max, .v1 = v1 };
         w->alive[0] = globs_all(g);
         w->match[0] = globs_any_depth(g, w->alive[0], 0, false);
         w->deeper[0] = globs_any_depth(g, w->alive[0], 0, true);
@@ -322,6 +343,76 @@ int cgroup_scrape(int root_fd, const CgroupGlobs *g, size_t max, CgroupScrape *r
         r = cgroupfs_walk(root_fd, &walk);
         ret->dirs_listed = walk.dirs_listed;
         return r;
+}
+
+int cgroup_scrape(int root_fd, const CgroupGlobs *g, size_t max, CgroupScrape *ret) {
+        return scrape_tree(root_fd, false, g, max, ret);
+}
+
+/* A byte's place in the walk's order: the end of a path first, then "/", then the others. */
+static int path_rank(char c) {
+        return c == 0 ? 0 : c == '/' ? 1 : 2 + (unsigned char) c;
+}
+
+/* The order of the walk (depth first, siblings by strcmp()) as a comparison of two paths. */
+static int path_cmp(const char *a, const char *b) {
+        for (; *a && *a == *b; a++, b++)
+                ;
+        return path_rank(*a) - path_rank(*b);
+}
+
+/* Give @to what only v1 has of the same cgroup: its memory figures where cgroup2 has none. */
+static void sample_merge(CgroupSample *to, CgroupSample *v1) {
+        if (!to->has_memory_current && v1->has_memory_current) {
+                to->memory_current = v1->memory_current;
+                to->has_memory_current = true;
+        }
+        if (!to->has_oom_kills && v1->has_oom_kills) {
+                to->oom_kills = v1->oom_kills;
+                to->has_oom_kills = true;
+        }
+        free(v1->path);
+        v1->path = NULL;
+}
+
+/* Merge the two sorted sample lists of @s and @v1 into @s, keeping the first @max; @v1 is emptied. */
+static int scrape_merge(CgroupScrape *s, CgroupScrape *v1, size_t max) {
+        size_t i = 0, j = 0, n = 0;
+        CgroupSample *all = calloc(s->n_samples + v1->n_samples + 1, sizeof(*all));
+
+        if (!all)
+                return -ENOMEM;
+        while (i < s->n_samples || j < v1->n_samples) {
+                int c = i == s->n_samples ? 1 : j == v1->n_samples ? -1 :
+                        path_cmp(s->samples[i].path, v1->samples[j].path);
+
+                if (c == 0)
+                        sample_merge(&s->samples[i], &v1->samples[j++]);
+                all[n++] = c <= 0 ? s->samples[i++] : v1->samples[j++];
+        }
+        for (; n > max; n--, s->omitted++)
+                free(all[n - 1].path);
+        free(s->samples);
+        s->samples = all;
+        s->n_samples = n;
+        s->omitted += v1->omitted;
+        s->dirs_listed += v1->dirs_listed;
+        if (s->errors.count == 0)
+                s->errors = v1->errors;
+        else
+                s->errors.count += v1->errors.count;
+        free(v1->samples);
+        *v1 = (CgroupScrape) {};
+        return 0;
+}
+
+int cgroup_scrape_v1(int v1_root_fd, const CgroupGlobs *g, size_t max, CgroupScrape *s) {
+        CgroupScrape v1;
+        int r = scrape_tree(v1_root_fd, true, g, max, &v1), k;
+
+        k = scrape_merge(s, &v1, max);
+        cgroup_scrape_done(&v1);
+        return r < 0 ? r : k;
 }
 
 void cgroup_scrape_done(CgroupScrape *s) {

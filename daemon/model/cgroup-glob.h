@@ -106,5 +106,22 @@ typedef struct CgroupScrape {
  */
 int cgroup_scrape(int root_fd, const CgroupGlobs *g, size_t max, CgroupScrape *ret);
 
+/*
+ * cgroup_scrape_v1 - add what the cgroup v1 memory hierarchy knows of the
+ * cgroups matching @g to @s, a cgroup_scrape() of the cgroup2 tree (or a
+ * zeroed one: a host without it). For each matching v1 cgroup:
+ * memory.usage_in_bytes as memory_current and the kills of
+ * memory.oom_control, summed over its subtree as memory.events counts them
+ * (v1_oom_kills_subtree()), as oom_kills; given to the cgroup2 sample of
+ * the same path where that has none (a hybrid host's cgroup2 has no
+ * memory controller), or added as a sample of its own, in walk order
+ * (a cgroup only in v1). At most @max samples stay; the matches beyond are
+ * counted in omitted, per hierarchy.
+ * @v1_root_fd: a directory fd on the v1 memory hierarchy or a fake tree
+ *
+ * Returns 0, -ENOMEM (@s still valid), or the negative errno of opening the root.
+ */
+int cgroup_scrape_v1(int v1_root_fd, const CgroupGlobs *g, size_t max, CgroupScrape *s);
+
 /* cgroup_scrape_done - free what cgroup_scrape() filled in and zero @s. */
 void cgroup_scrape_done(CgroupScrape *s);

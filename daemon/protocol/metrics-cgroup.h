@@ -6,11 +6,13 @@
  *   pressured_cgroup_pressure_{memory,io,cpu}_waiting_seconds_total   counter, PSI "some" total
  *   pressured_cgroup_pressure_{memory,io,cpu}_stalled_seconds_total   counter, PSI "full" total
  *   pressured_cgroup_memory_oom_kills_total                           counter, memory.events oom_kill
+ *                                                                       (v1: memory.oom_control's, subtree sum)
  *   pressured_cgroup_memory_current_bytes                             gauge, memory.current
+ *                                                                       (v1: memory.usage_in_bytes)
  *   pressured_cgroup_series_omitted_cgroups                           gauge, matches beyond MaxCgroups=
  *
- * Each labelled cgroup="PATH" (relative to the cgroup2 root, "/" for the
- * root). A family with no sample (no cgroup has the file) is left out;
+ * Each labelled cgroup="PATH" (relative to the cgroup2 root, or to the v1
+ * memory hierarchy's for a cgroup only there; "/" for the root). A family with no sample (no cgroup has the file) is left out;
  * the cpu stalled family appears only for cgroups whose cpu.pressure has a
  * "full" line.
  */

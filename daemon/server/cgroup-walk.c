@@ -12,7 +12,8 @@
 #include "util.h"
 
 struct CgroupWalk {
-        int root_fd;            /* our duplicate */
+        int root_fd;            /* our duplicate of the cgroup2 root, or -1 */
+        int v1_root_fd;         /* likewise of the v1 memory hierarchy, or -1 */
         CgroupGlobs *globs;
         size_t max;
         CgroupScrape scrape;    /* written by the thread, read after the join */
@@ -31,7 +32,14 @@ static void *walk_main(void *userdata) {
         CgroupWalk *w = userdata;
         uint64_t one = 1;
 
-        w->result = cgroup_scrape(w->root_fd, w->globs, w->max, &w->scrape);
+        if (w->root_fd >= 0)
+                w->result = cgroup_scrape(w->root_fd, w->globs, w->max, &w->scrape);
+        if (w->v1_root_fd >= 0 && w->result != -ENOMEM) {
+                int r = cgroup_scrape_v1(w->v1_root_fd, w->globs, w->max, &w->scrape);
+
+                if (w->result >= 0)
+                        w->result = r;
+        }
         /* Used by this thread alone until the loop has joined it. */
         w->text = evbuffer_new();
         if (w->text)
@@ -65,7 +73,13 @@ static int walk_start_thread(CgroupWalk *w) {
         return 0;
 }
 
-int cgroup_walk_start(struct event_base *base, int root_fd, CgroupGlobs *g, size_t max,
+/* A duplicate of @fd, or -1 for -1. Returns 0 or a negative errno. */
+static int dup_root(int fd, int *ret) {
+        *ret = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        return fd >= 0 && *ret < 0 ? -errno : 0;
+}
+
+int cgroup_walk_start(struct event_base *base, int root_fd, int v1_root_fd, CgroupGlobs *g, size_t max,
                       CgroupWalkDoneFn done, void *userdata, CgroupWalk **ret) {
         CgroupWalk *w = calloc(1, sizeof(*w));
         int r;
@@ -74,10 +88,12 @@ int cgroup_walk_start(struct event_base *base, int root_fd, CgroupGlobs *g, size
                 cgroup_globs_free(g);
                 return -ENOMEM;
         }
-        *w = (CgroupWalk) { .globs = g, .max = max, .done = done, .userdata = userdata, .efd = -1 };
-        w->root_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
-        if (w->root_fd < 0) {
-                r = -errno;
+        *w = (CgroupWalk) { .globs = g, .max = max, .done = done, .userdata = userdata, .efd = -1,
+                            .root_fd = -1, .v1_root_fd = -1 };
+        r = dup_root(root_fd, &w->root_fd);
+        if (r >= 0)
+                r = dup_root(v1_root_fd, &w->v1_root_fd);
+        if (r < 0) {
                 cgroup_walk_free(w);
                 return r;
         }
@@ -110,6 +126,7 @@ CgroupWalk *cgroup_walk_free(CgroupWalk *w) {
                 event_free(w->ev);
         safe_close(w->efd);
         safe_close(w->root_fd);
+        safe_close(w->v1_root_fd);
         if (w->text)
                 evbuffer_free(w->text);
         cgroup_scrape_done(&w->scrape);

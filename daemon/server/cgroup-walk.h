@@ -35,15 +35,18 @@ typedef struct CgroupWalk CgroupWalk;
 typedef void (*CgroupWalkDoneFn)(const CgroupScrape *s, struct evbuffer *text, int result, void *userdata);
 
 /*
- * cgroup_walk_start - read the cgroups matching @g below @root_fd on a thread.
- * @root_fd: duplicated; the caller keeps its own
+ * cgroup_walk_start - read the cgroups matching @g below @root_fd, and what
+ * the v1 memory hierarchy below @v1_root_fd knows of them
+ * (cgroup_scrape_v1()), on a thread.
+ * @root_fd, @v1_root_fd: duplicated, the caller keeps its own; -1 for a
+ *      hierarchy the host does not have
  * @g: taken in every case
  * @max: as for cgroup_scrape()
  *
  * Returns 0, -ENOMEM, or the negative errno of fcntl(), eventfd() or
  * pthread_create().
  */
-int cgroup_walk_start(struct event_base *base, int root_fd, CgroupGlobs *g, size_t max,
+int cgroup_walk_start(struct event_base *base, int root_fd, int v1_root_fd, CgroupGlobs *g, size_t max,
                       CgroupWalkDoneFn done, void *userdata, CgroupWalk **ret);
 
 /* cgroup_walk_free - wait for the thread, drop the result without calling back; NULL-safe, returns NULL. */

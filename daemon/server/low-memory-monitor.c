@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "config-build.h"
 #include "event.h"
 #include "log.h"
 #include "low-memory-monitor.h"
@@ -209,7 +210,7 @@ static int on_request_name(sd_bus_message *reply, void *userdata, sd_bus_error *
                 /* Most likely the policy file is not installed: it is our setup, not someone else's name. */
                 m->state = LMM_NAME_TAKEN;
                 log_error("The system bus refused pressured the name " LOW_MEMORY_MONITOR_NAME " (%s: %s); is "
-                          "io.pressured.LowMemoryMonitor.conf installed in /usr/share/dbus-1/system.d/?",
+                          "io.pressured.LowMemoryMonitor.conf installed in " PRESSURED_DBUSPOLICYDIR "/?",
                           e->name, strna(e->message));
                 return 0;
         }

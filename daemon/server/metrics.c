@@ -134,15 +134,15 @@ static void on_walk_done(const CgroupScrape *cgroups, struct evbuffer *text, int
 static void walk_next(MetricsServer *s) {
         CgroupGlobs *g = NULL;
         size_t max = 0;
-        int root_fd = -1, r;
+        int root_fd = -1, v1_root_fd = -1, r;
 
         if (s->walking || s->n_waiting == 0)
                 return;
         memcpy(s->batch, s->waiting, s->n_waiting * sizeof(s->waiting[0]));
         s->n_batch = s->n_waiting;
         s->n_waiting = 0;
-        if (s->walk && s->walk(s->userdata, &root_fd, &g, &max)) {
-                r = cgroup_walk_start(s->base, root_fd, g, max, on_walk_done, s, &s->walking);
+        if (s->walk && s->walk(s->userdata, &root_fd, &v1_root_fd, &g, &max)) {
+                r = cgroup_walk_start(s->base, root_fd, v1_root_fd, g, max, on_walk_done, s, &s->walking);
                 if (r >= 0)
                         return;
                 log_ratelimited(LOG_WARNING, -r, NULL, 60, 1,

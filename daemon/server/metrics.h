@@ -33,10 +33,13 @@ typedef void (*MetricsCollectFn)(struct evbuffer *out, struct evbuffer *cgroups,
 
 /*
  * Called on the loop when a scrape arrives: whether the cgroup tree is to
- * be read for it. If so, *ret_root_fd is the tree (duplicated for the
- * walk), *ret_globs the patterns (taken) and *ret_max the cap.
+ * be read for it. If so, *ret_root_fd is the cgroup2 tree and
+ * *ret_v1_root_fd the v1 memory hierarchy (either -1 where there is none;
+ * both duplicated for the walk), *ret_globs the patterns (taken) and
+ * *ret_max the cap.
  */
-typedef bool (*MetricsWalkFn)(void *userdata, int *ret_root_fd, CgroupGlobs **ret_globs, size_t *ret_max);
+typedef bool (*MetricsWalkFn)(void *userdata, int *ret_root_fd, int *ret_v1_root_fd, CgroupGlobs **ret_globs,
+                              size_t *ret_max);
 
 /* Caps that keep a slow or hostile HTTP client from hurting the daemon. */
 #define METRICS_TIMEOUT_SEC 10

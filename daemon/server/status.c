@@ -305,20 +305,24 @@ static void status_write_psi_metrics(struct evbuffer *out, const StatusContext *
 /*
  * The per-cgroup families ([Metrics] Cgroups=) are read for each scrape,
  * off the loop (metrics.c): nothing is kept or watched between scrapes.
- * Nothing at all without patterns or a cgroup2 hierarchy.
+ * Both hierarchies where the host has them (the v1 memory hierarchy
+ * gives what a hybrid host's cgroup2 has no memory controller for);
+ * nothing at all without patterns or any hierarchy.
  */
-bool status_metrics_walk(void *userdata, int *ret_root_fd, CgroupGlobs **ret_globs, size_t *ret_max) {
+bool status_metrics_walk(void *userdata, int *ret_root_fd, int *ret_v1_root_fd, CgroupGlobs **ret_globs,
+                         size_t *ret_max) {
         const StatusContext *m = userdata;
-        int r;
+        int v2 = m->v2 ? m->v2->fd : -1, v1 = m->v1 ? m->v1->fd : -1, r;
 
-        if (!m->config->metrics_cgroups || !m->v2 || m->v2->fd < 0)
+        if (!m->config->metrics_cgroups || (v2 < 0 && v1 < 0))
                 return false;
         r = cgroup_globs_parse(m->config->metrics_cgroups, ret_globs, NULL);
         if (r < 0) {
                 log_ratelimited(LOG_WARNING, -r, NULL, 60, 1, "Failed to parse [Metrics] Cgroups=, ignoring: %m");
                 return false;
         }
-        *ret_root_fd = m->v2->fd;
+        *ret_root_fd = v2;
+        *ret_v1_root_fd = v1;
         *ret_max = m->config->metrics_max_cgroups;
         return true;
 }

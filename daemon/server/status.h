@@ -63,4 +63,5 @@ json_t *status_json(const StatusContext *m, const CgroupView *view);
 void status_write_metrics(struct evbuffer *out, struct evbuffer *cgroups, void *userdata);
 
 /* status_metrics_walk - whether a scrape reads the cgroup tree, and how (a MetricsWalkFn). */
-bool status_metrics_walk(void *userdata, int *ret_root_fd, CgroupGlobs **ret_globs, size_t *ret_max);
+bool status_metrics_walk(void *userdata, int *ret_root_fd, int *ret_v1_root_fd, CgroupGlobs **ret_globs,
+                         size_t *ret_max);

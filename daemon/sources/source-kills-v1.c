@@ -17,14 +17,10 @@
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 
-#include "cgroupfs.h"
+#include "kernfile.h"
 #include "kills.h"
 #include "log.h"
 #include "source-kills-v1.h"
-
-/* Cgroups read below the subscribed one per notification, and how deep. */
-#define KILLS_V1_SUBTREE_MAX 1024
-#define KILLS_V1_DEPTH_MAX 16
 
 static const uint64_t recheck_usec[] = { 50 * USEC_PER_MSEC, 500 * USEC_PER_MSEC, 5 * USEC_PER_SEC };
 
@@ -39,49 +35,14 @@ struct KillsV1 {
         uint64_t oom_kill;          /* the subtree's sum at the last reading */
 };
 
-/* The oom_kill line of the cgroup @dirfd: 1 and *@ret, 0 without one. */
-static int read_oom_kill(int dirfd, uint64_t *ret) {
-        _cleanup_close_ int fd = openat(dirfd, "memory.oom_control", O_RDONLY | O_CLOEXEC);
-        MemoryEvents me;
-
-        if (fd < 0 || memory_events_read(fd, &me) < 0 || !(me.present & (1u << MEMORY_EVENT_OOM_KILL)))
-                return 0;
-        *ret = me.value[MEMORY_EVENT_OOM_KILL];
-        return 1;
-}
-
-static int sum_enter(const char *parent _unused_, unsigned depth _unused_, const char *name, void *userdata _unused_) {
-        return name[0] != '.';
-}
-
-static int sum_visit(int dfd, const char *path _unused_, unsigned depth _unused_, void *userdata) {
-        uint64_t *sum = userdata, v;
-
-        if (read_oom_kill(dfd, &v) > 0)
-                *sum += v;
-        return 0;
-}
-
-/* The oom_kill of @dirfd and of the cgroups below it, at most KILLS_V1_SUBTREE_MAX of them. */
-static uint64_t sum_subtree(int dirfd) {
-        uint64_t sum = 0;
-        CgroupfsWalk w = {
-                .max_depth = KILLS_V1_DEPTH_MAX,
-                .max_count = KILLS_V1_SUBTREE_MAX,
-                .enter = sum_enter,
-                .visit = sum_visit,
-                .userdata = &sum,
-        };
-
-        (void) cgroupfs_walk(dirfd, &w); /* out of memory: the sum so far */
-        return sum;
-}
-
 /* Read the subtree's kills and report a rise as one "killed" event by the kernel. */
 static void kills_v1_check(Source *s) {
         KillsV1 *v = s->kills_v1;
-        uint64_t sum = sum_subtree(v->dirfd), rise, mono, rt;
+        uint64_t sum = 0, rise, mono, rt;
 
+        /* Out of memory, no rise now: the next notification or re-read counts it. */
+        if (v1_oom_kills_subtree(v->dirfd, &sum) == -ENOMEM)
+                return;
         counter_inc(s->env->counters, COUNTER_EVENTS_READ);
         rise = kills_rise(true, v->oom_kill, sum);
         v->oom_kill = sum;
@@ -167,7 +128,6 @@ static int kills_v1_register(Source *s, KillsV1 *v) {
 int kills_v1_open(Source *s) {
         KillsV1 *v;
         struct stat st;
-        uint64_t own;
         int k;
 
         if (!s->env->v1 || s->env->v1->fd < 0 || streq(s->cgroup, "/"))
@@ -181,12 +141,14 @@ int kills_v1_open(Source *s) {
                 v->why = v->dirfd;
                 return 0;
         }
-        if (fstat(v->dirfd, &st) < 0 || read_oom_kill(v->dirfd, &own) == 0) {
+        k = fstat(v->dirfd, &st) < 0 ? 0 : v1_oom_kills_subtree(v->dirfd, &v->oom_kill);
+        if (k < 0)
+                return k;
+        if (k == 0) {
                 v->why = -ENODATA;
                 return 0;
         }
         v->ino = st.st_ino;
-        v->oom_kill = sum_subtree(v->dirfd);
         k = kills_v1_register(s, v);
         if (k == -ENOMEM)
                 return k;

@@ -66,7 +66,7 @@ LOAD_MB = 160
 NAME = 'org.freedesktop.LowMemoryMonitor'
 SERVICE = 'pressured.service'
 LMM_SERVICE = 'low-memory-monitor.service'
-DROPIN = '/etc/pressured/pressured.conf.d/90-bench-lmm.conf'
+DROPIN = os.path.join(bl.pt.install_dir('sysconfdir'), 'pressured/pressured.conf.d/90-bench-lmm.conf')
 TRIGGER_TEXT = 'some 70000 1000000'
 GLIB_CLIENT = os.path.join(here, '..', 'vm', 'glib-memory-monitor.py')
 # GLib's worker threads end 15 s after their last task: let start-up settle.

@@ -221,8 +221,9 @@ def guest(args):
     if not bl.in_vm():
         pt.skip('runs inside tests/vm/run.sh (PRESSURED_VM=1)')
     rounds, n, regs = (5, 200, 20) if args.quick else (20, 1000, 100)
-    os.makedirs('/etc/pressured/pressured.conf.d', exist_ok=True)
-    with open('/etc/pressured/pressured.conf.d/90-bench-takeover.conf', 'w') as f:
+    dropins = os.path.join(pt.install_dir('sysconfdir'), 'pressured', 'pressured.conf.d')
+    os.makedirs(dropins, exist_ok=True)
+    with open(os.path.join(dropins, '90-bench-takeover.conf'), 'w') as f:
         f.write(CONFIG)
     # Twenty restarts in a row are past systemd's default start limit (5 starts in 10 s), after which it
     # fails the unit and empties its fd store; an administrator never restarts that often.

@@ -82,7 +82,7 @@ def check_python_install(dest):
     pydir = os.path.normpath(pydir)
     installed = dest + pydir
     sources = os.path.join(pt.SOURCE_ROOT, 'client', 'python', 'pressured')
-    want = sorted([f for f in os.listdir(sources) if f.endswith('.py')] + ['_vocabulary.py'])
+    want = sorted([f for f in os.listdir(sources) if f.endswith('.py')] + ['_version.py', '_vocabulary.py'])
     got = sorted(os.listdir(os.path.join(installed, 'pressured'))) if os.path.isdir(installed) else []
     check(got == want, f'the module is installed in {pydir}', got, want)
     with open(os.path.join(pt.BUILD_ROOT, 'meson-info', 'intro-buildoptions.json')) as f:
@@ -174,11 +174,12 @@ def main():
             if python:
                 exe, pydir = python
                 out = run([exe, '-c', 'import pressured, sys; print(pressured.__file__); '
-                           'print(pressured.Client(sys.argv[1]).get_status().version)', d.socket],
-                          env=dict(os.environ, PYTHONPATH=pydir)).split('\n')
+                           'print(pressured.Client(sys.argv[1]).get_status().version); print(pressured.__version__)',
+                           d.socket], env=dict(os.environ, PYTHONPATH=pydir)).split('\n')
                 check(out[0].startswith(pydir + '/pressured/'), 'the installed module was used', out)
-                check(out[1] == pt.first_line([pt.PRESSURED, '--version']).split()[-1], 'it reached the daemon',
-                      out)
+                version = pt.first_line([pt.PRESSURED, '--version']).split()[-1]
+                check(out[1] == version, 'it reached the daemon', out)
+                check(out[2] == version, 'the installed module says its version in __version__', out, version)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     pt.finish()

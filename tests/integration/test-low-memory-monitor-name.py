@@ -12,6 +12,7 @@ releases it. A bus without pressured's policy refuses the name: the log
 names the policy file. A level the registry refuses (MaxRegistrations=)
 is logged and left out."""
 
+import json
 import os
 import sys
 import tempfile
@@ -90,8 +91,12 @@ def part_no_policy():
     """A bus without pressured's policy file refuses the name."""
     with bt.PrivateBus(tempfile.mkdtemp(prefix='pressured-bus-'), policy=False) as bus, \
             pt.Daemon(config_text=bt.lmm_config(True), env={'DBUS_SYSTEM_BUS_ADDRESS': bus.address}) as d:
-        pt.wait_for(lambda: 'io.pressured.LowMemoryMonitor.conf installed' in d.log(), timeout=pt.scaled(20),
-                    what='the log line naming the policy file')
+        # Where this build installs it, which the line names.
+        with open(os.path.join(pt.BUILD_ROOT, 'meson-info', 'intro-installed.json')) as f:
+            where = next(os.path.dirname(v) for k, v in json.load(f).items()
+                         if k.endswith('/io.pressured.LowMemoryMonitor.conf'))
+        pt.wait_for(lambda: f'io.pressured.LowMemoryMonitor.conf installed in {where}/?' in d.log(),
+                    timeout=pt.scaled(20), what=f'the log line naming the policy file in {where}')
         pt.check('org.freedesktop.DBus.Error.AccessDenied' in d.log(), 'the log gives the bus\'s error')
         pt.check_eq(d.status()['dbus']['low_memory_monitor'], 'name-taken', 'GetStatus dbus')
         subscribe_and_inject(d).close()

@@ -150,7 +150,10 @@ def fake_tree_checks(tmp):
                                                                           if os.path.isdir(os.path.join(d, n))])
     port = pt.free_port()
     patterns = '/ /cg1/* /cg2/*/*'
-    d = pt.Daemon(config_text=config(port, patterns), cgroup_root=root)
+    # The fake tree is the only hierarchy: an empty v1 one, not the machine's (test-metrics-v1 reads that).
+    no_v1 = os.path.join(tmp, 'no-v1')
+    os.mkdir(no_v1)
+    d = pt.Daemon(config_text=config(port, patterns), cgroup_root=root, cgroup_v1_root=no_v1)
     with d:
         tm.wait_listening(port)
         kept = check_scrape(port, root, patterns, 1000)

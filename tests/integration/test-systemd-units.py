@@ -7,15 +7,21 @@ install rules put the units, the drop-in example and the man page where
 the documentation says. The fd store is as large as the limits need and
 fits under the fd limit the daemon starts with. The desktop notifier's user unit verifies in a
 user manager, belongs to the graphical session and goes to the user unit
-directory."""
+directory. The per-user daemon's user units (systemd/user/) verify in a
+user manager, activate `pressured --user` on its four sockets in
+$XDG_RUNTIME_DIR/pressured, 0600 in 0700, and go to the user unit
+directory; started the way they say (systemd-socket-activate with their
+sockets and names), the daemon serves `pressurectl --user`."""
 
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
 import pressured_test as pt  # noqa: E402
@@ -64,13 +70,120 @@ def exposure(unit_path, cwd):
     return float(m.group(1)), out
 
 
+def user_units():
+    """The per-user daemon's units as built: the service, then its four sockets."""
+    return [os.path.join(pt.BUILD_ROOT, 'systemd', 'user', 'pressured.service')] + \
+        [os.path.join(SOURCE_ROOT, 'systemd', 'user', n) for n in
+         ('pressured.socket', 'pressured-memory-pressure.socket', 'pressured-cpu-pressure.socket',
+          'pressured-io-pressure.socket')]
+
+
+def check_user_units():
+    """pressured --user under the user's service manager: what the units say, and that it works."""
+    service_path, *socket_paths = user_units()
+    with open(service_path) as f:
+        service_text = f.read()
+    if re.search(r'@[a-z_]+@', service_text):
+        fail('unsubstituted @variable@ in the built user unit pressured.service')
+    service = unit_settings(service_text)
+    exec_start = get(service, 'Service', 'ExecStart').split()
+    if not (exec_start[0].startswith('/') and exec_start[0].endswith('/pressured') and exec_start[1:] == ['--user']):
+        fail('the user unit pressured.service runs %s, not pressured --user' % exec_start)
+    for key, want in [('Type', 'notify'), ('Restart', 'on-failure'), ('ExecReload', '/bin/kill -HUP $MAINPID')]:
+        if get(service, 'Service', key) != want:
+            fail('the user unit pressured.service %s=%s, want %s' % (key, get(service, 'Service', key), want))
+    sockets = {}   # fd name -> path under %t
+    for path in socket_paths:
+        name = os.path.basename(path)
+        with open(path) as f:
+            sock = unit_settings(f.read())
+        fdname = get(sock, 'Socket', 'FileDescriptorName')
+        want_fdname = 'varlink' if name == 'pressured.socket' else name[len('pressured-'):-len('.socket')]
+        for key, want in [('ListenStream', '%t/pressured/' + ('io.pressured' if fdname == 'varlink' else fdname)),
+                          ('FileDescriptorName', want_fdname), ('SocketMode', '0600'), ('DirectoryMode', '0700')]:
+            if get(sock, 'Socket', key) != want:
+                fail('the user unit %s %s=%s, want %s' % (name, key, get(sock, 'Socket', key), want))
+        if get(sock, 'Install', 'WantedBy') != 'sockets.target':
+            fail('the user unit %s is not wanted by sockets.target' % name)
+        if name != 'pressured.socket' and get(sock, 'Socket', 'Service') != 'pressured.service':
+            fail('the user unit %s does not activate pressured.service' % name)
+        if name not in get(service, 'Service', 'Sockets').split():
+            fail('the user unit pressured.service Sockets= lacks %s' % name)
+        sockets[fdname] = get(sock, 'Socket', 'ListenStream')
+
+    with tempfile.TemporaryDirectory(prefix='pressured-user-daemon-') as tmp:
+        runtime = os.path.join(tmp, 'runtime')
+        os.mkdir(runtime, 0o700)
+        with open(os.path.join(tmp, 'pressured.service'), 'w') as f:
+            f.write(re.sub(r'(?m)^ExecStart=\S+', 'ExecStart=' + pt.PRESSURED, service_text))
+        for path in socket_paths:
+            shutil.copy(path, tmp)
+        names = [os.path.basename(p) for p in socket_paths] + ['pressured.service']
+        r = run(['systemd-analyze', '--user', 'verify', '--man=no'] + names, cwd=tmp,
+                env=dict(os.environ, XDG_RUNTIME_DIR=runtime))
+        complaints = [line for line in (r.stdout + r.stderr).splitlines() if 'pressured' in line]
+        if r.returncode != 0 or complaints:
+            fail('systemd-analyze --user verify of the per-user daemon\'s units (rc %d):\n%s%s'
+                 % (r.returncode, r.stdout, r.stderr))
+        run_user_daemon(tmp, runtime, sockets, exec_start[1:])
+
+
+def run_user_daemon(tmp, runtime, sockets, args):
+    """Start the built daemon as the user units start it: their sockets,
+    by their names, in a runtime directory; pressurectl --user finds it."""
+    tool = shutil.which('systemd-socket-activate')
+    if not tool:
+        pt.skip_part('the per-user daemon started on its units\' sockets: systemd-socket-activate is not installed')
+        return
+    os.mkdir(os.path.join(runtime, 'pressured'), 0o700)
+    names = list(sockets)
+    cmd = [tool] + [a for n in names for a in ('-l', sockets[n].replace('%t', runtime))]
+    cmd += ['--fdname=' + ':'.join(names), '-E', 'XDG_RUNTIME_DIR=' + runtime, pt.PRESSURED] + args
+    env = {k: v for k, v in os.environ.items()
+           if k not in ('LISTEN_FDS', 'LISTEN_PID', 'LISTEN_FDNAMES', 'NOTIFY_SOCKET', 'PRESSURED_SOCKET')}
+    env['XDG_RUNTIME_DIR'] = runtime
+    with open(os.path.join(tmp, 'daemon.log'), 'w+') as log:
+        p = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
+        try:
+            varlink = os.path.join(runtime, 'pressured', 'io.pressured')
+            pt.wait_for(lambda: os.path.exists(varlink) or p.poll() is not None, timeout=pt.scaled(15),
+                        what='systemd-socket-activate listening')
+            deadline = time.monotonic() + pt.scaled(15)
+            while True:
+                r = run([pt.PRESSURECTL, '--user', '--json', 'status'], env=env)
+                if r.returncode == 0 or p.poll() is not None or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            if r.returncode != 0:
+                log.seek(0)
+                fail('pressurectl --user status against the activated per-user daemon (rc %d): %s\n%s'
+                     % (r.returncode, r.stderr, log.read()))
+            # Every socket came from the "service manager", none was bound by the daemon itself.
+            log.seek(0)
+            text = log.read()
+            want = ['Serving on the socket passed by the service manager'] + [
+                'Serving the %s protocol on the socket passed by the service manager' % n for n in names
+                if n != 'varlink']
+            if any(w not in text for w in want) or 'pressured: info: Listening on' in text:
+                fail('the per-user daemon did not serve on the sockets of its units:\n' + text)
+            p.send_signal(signal.SIGTERM)
+            if p.wait(pt.scaled(15)) != 0:
+                fail('the per-user daemon exited %d on SIGTERM' % p.returncode)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    print('the per-user daemon serves pressurectl --user on the sockets of its user units')
+
+
 def main():
     if not shutil.which('systemd-analyze'):
         pt.skip('systemd-analyze is not installed')
 
     built_service = os.path.join(pt.BUILD_ROOT, 'systemd', 'pressured.service')
     socket_unit = os.path.join(SOURCE_ROOT, 'systemd', 'pressured.socket')
-    dropin = os.path.join(SOURCE_ROOT, 'systemd', 'pressured-metrics.conf')
+    # Built: it names the configuration file's installed path.
+    dropin = os.path.join(pt.BUILD_ROOT, 'systemd', 'pressured-metrics.conf')
     with open(built_service) as f:
         service_text = f.read()
     with open(socket_unit) as f:
@@ -233,9 +346,16 @@ def main():
             fail('metrics drop-in example installed to %s' % dest(dropin))
         if not os.path.dirname(dest(notify_unit)).endswith('/systemd/user'):
             fail('pressured-notify.service installed to %s, not a systemd user unit directory' % dest(notify_unit))
-        man = dest(os.path.join(SOURCE_ROOT, 'daemon', 'pressured.8'))
+        man = dest(os.path.join(pt.BUILD_ROOT, 'daemon', 'pressured.8'))
         if not man.endswith('/man8/pressured.8'):
             fail('pressured.8 installed to %s' % man)
+        user_dir = os.path.dirname(dest(notify_unit))
+        for unit in user_units():
+            if os.path.dirname(dest(unit)) != user_dir:
+                fail('the user unit %s is installed to %s, not with pressured-notify.service in %s'
+                     % (os.path.basename(unit), dest(unit), user_dir))
+
+    check_user_units()
 
     pt.finish()
 

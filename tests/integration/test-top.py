@@ -682,6 +682,10 @@ def test_v1_merged(tmp):
                      socket=no_daemon(tmp))
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith('  both'))
     check(line.split()[1:5] == ['1', '64M', '96M', '128M'], 'V=1 marks v1 numbers in the table', line)
+    # No cgroup2 memory controller, no effective protection: no EMIN/ELOW columns, no emin in JSON.
+    header = next(ln for ln in res.stdout.splitlines() if ln.startswith('CGROUP'))
+    check('EMIN' not in header and 'ELOW' not in header, 'no protection columns without cgroup2 memory', header)
+    check(all('emin' not in c and 'elow' not in c for c in first['cgroups']), 'no emin/elow in --json', first)
 
 
 # ---- the full screen in tmux ----------------------------------------------------------------------
@@ -724,7 +728,7 @@ def test_screen(tmp, width, height):
         check(lines[1].startswith('memory PSI') and lines[2].startswith('cpu PSI') and
               lines[3].startswith('daemon down'), 'header lines', lines[:5])
         check(len(lines) <= height and all(len(ln) <= width for ln in lines), 'fits the terminal', lines)
-        check(table_names(screen)[:2] == ['/', LONG if width >= 120 else LONG[:len(table_names(screen)[1])]],
+        check(table_names(screen)[:2] == ['/', LONG if width >= 120 else tt.cut(LONG, len(table_names(screen)[1]))],
               'sorted by some avg10', table_names(screen))
         check(['app', 'web', 'db', 'idle'] == [n for n in table_names(screen) if n in ('app', 'web', 'db', 'idle')],
               'tree rows', table_names(screen))
@@ -735,7 +739,8 @@ def test_screen(tmp, width, height):
         else:
             check(' CPU ' in header and ' IO ' in header, 'the cpu and io columns where they fit', header)
         if width < 120:
-            check(LONG not in screen and LONG[:8] in screen, 'long names cut to fit 80 columns', screen)
+            check(LONG not in screen and tt.cut(LONG, 8) in screen, 'long names cut in the middle to fit 80 columns',
+                  screen)
             check(' app ' in screen and '  web ' in screen and '   web ' not in screen,
                   'indented by one column per level where names do not fit', screen)
         else:
@@ -745,7 +750,7 @@ def test_screen(tmp, width, height):
         term.send('s')
         screen = term.wait_for(lambda s: 'sort: full' in s, 'sort: full')
         names = table_names(screen)
-        check(names.index('app') < [i for i, n in enumerate(names) if n.startswith('batch')][0],
+        check(names.index('app') < [i for i, n in enumerate(names) if n.startswith('ba')][0],
               'sorted by full avg10', names)
         # s again: by usage: the long one (1G) first again; then events, then path, then back to some.
         term.send('s')
@@ -839,9 +844,67 @@ def test_screen_narrow(tmp, width, height):
             widths = {'V': 1, 'EPISODE': 7, 'RECLAIM': 7, 'KILLED': 7}
             names = len(header.rstrip()) - sum(1 + widths.get(w, 5) for w in header.split()[1:])
             check(names >= 8, f'sort {key}: the names keep at least 8 columns', header)
-            check(LONG not in screen and LONG[:names - 1] in screen, 'long names cut to fit', screen)
+            check(LONG not in screen and tt.cut(LONG, names - 1) in screen, 'long names cut in the middle to fit',
+                  screen)
             if width <= 50:
                 check('+HIGH' not in header or key == 'events', f'sort {key}: +HIGH gave way first', header)
+        term.send('q')
+        term.wait_text('EXIT=0')
+
+
+def check_daemon_line(line, width, clauses, what):
+    """The daemon's line of a screen @width wide: all of @clauses (regexes, in order), or the first
+    few of them whole and the ellipsis; never a sentence cut in the middle."""
+    line = line.rstrip()
+    check(len(line) <= width, f'{what}: the daemon line fits', line)
+    forms = [''.join(clauses[:k]) for k in range(1, len(clauses) + 1)]
+    if re.fullmatch(forms[-1], line):
+        return line
+    check(line.endswith(' \u2026') and any(re.fullmatch(f, line[:-2]) for f in forms),
+          f'{what}: the daemon line cut between clauses, ending with the ellipsis', line)
+    return line
+
+
+def test_screen_cut(tmp, width):
+    """Names and the daemon's line on a narrow screen: a parent and its child (flat view: the
+    child's path is the parent's and more) cut in the middle to different texts; the daemon's line
+    whole clauses only; and on a hybrid layout (memory from v1) no protection columns."""
+    root = make_tree(tmp)
+    child = '/' + LONG + '/child-of-the-long-one'
+    tt.make_v2_tree(root, {child: dict(current=8 * M, high='max', max='max', min=0, low=0, some=29.0, full=0.0)})
+    with tt.Terminal(width, 24) as term:
+        start_top(term, root, tmp)
+        screen = term.wait_for(lambda s: 'idle' in s, 'the cgroup rows')
+        lines = screen.splitlines()
+        check_daemon_line(lines[3], width, [r'daemon down', r': Cannot reach pressured at \S+: [^()]*',
+                                            r' \(protection columns empty\)'], 'no daemon')
+        term.send('t')
+        screen = term.wait_for(lambda s: ' t tree ' in s, 'the flat view')
+        names = table_names(screen)
+        shown = [n for n in names if '\u2026' in n]
+        w = len(shown[0]) if shown else 0
+        check(sorted(shown) == sorted([tt.cut('/' + LONG, w), tt.cut(child, w)]) and len(set(shown)) == 2,
+              'parent and child cut in the middle, to different texts', names)
+        term.send('q')
+        term.wait_text('EXIT=0')
+
+    with pt.Daemon(cgroup_root=root) as d, tt.Terminal(width, 24) as term:
+        start_top(term, root, tmp, socket=d.socket)
+        screen = term.wait_for(lambda s: 'idle' in s and 'daemon down' not in s, 'the rows, the daemon up')
+        check_daemon_line(screen.splitlines()[3], width,
+                          [r'daemon \S+: \d+ clients?', r', \d+ registrations?', r', \d+ active episodes?',
+                           r', events \S+/s read, \S+/s delivered'], 'the daemon up')
+        term.send('q')
+        term.wait_text('EXIT=0')
+
+    v2, v1 = os.path.join(tmp, 'unified'), os.path.join(tmp, 'memory')
+    tt.make_v2_tree(v2, {'/': dict(some=1.0, full=0.5), '/both': dict(some=9.0, full=4.5)})
+    tt.make_v1_tree(v1, {'/': dict(usage=900 * M), '/both': dict(usage=64 * M)})
+    with tt.Terminal(width, 24) as term:
+        start_top(term, v2, tmp, extra=f'--cgroup-v1-root {v1}')
+        screen = term.wait_for(lambda s: 'both' in s, 'the hybrid rows')
+        check('EMIN' not in screen and 'ELOW' not in screen and 'protection' not in screen.splitlines()[-1],
+              'hybrid: no protection columns, no protection key', screen)
         term.send('q')
         term.wait_text('EXIT=0')
 
@@ -940,7 +1003,7 @@ def test_screen_reclaim(tmp, width, height):
 
             def reclaim_order(names):
                 return (names[:2] == ['/', 'app'] and names.index('db') < names.index('web') < names.index('idle') and
-                        names.index('idle') < [i for i, n in enumerate(names) if n.startswith('batch')][0])
+                        names.index('idle') < [i for i, n in enumerate(names) if n.startswith('ba')][0])
             # A capture may catch the key line of the new order over rows of the old one (a slow
             # build redraws row by row): wait for a whole frame in the new order, or fail with the last.
             screen = term.wait_for(lambda s: 's sort (reclaim)' in s and reclaim_order(table_names(s)),
@@ -1044,7 +1107,7 @@ def main():
                     lambda tmp: test_screen_kills(tmp, 80, 24), lambda tmp: test_screen_kills(tmp, 100, 30),
                     lambda tmp: test_screen_kills(tmp, 200, 50),
                     lambda tmp: test_screen_narrow(tmp, 50, 24), lambda tmp: test_screen_narrow(tmp, 80, 24),
-                    lambda tmp: test_screen_narrow(tmp, 36, 24)]
+                    lambda tmp: test_screen_narrow(tmp, 36, 24), lambda tmp: test_screen_cut(tmp, 50)]
     if tt.have_tmux():
         tests += screen_tests
     else:

@@ -2,7 +2,9 @@
 /*
  * Tests for [Metrics] Cgroups=: pattern parsing, and the pruned and sorted
  * walk that matches them over a fake tree in a temporary directory (MaxCgroups=
- * cut, missing and broken files, a cgroup without files), and the
+ * cut, missing and broken files, a cgroup without files), what a fake v1
+ * memory hierarchy adds to it (merged in walk order, kills summed over the
+ * subtree, cgroups only in v1), and the
  * per-cgroup exposition byte for byte (escaping, seconds, left-out
  * families, the omitted gauge).
  */
@@ -234,12 +236,110 @@ static void test_walk(void) {
         cgroup_scrape_done(&s);
 }
 
-/* Every allocation of parsing and of a walk fails in turn: -ENOMEM, nothing leaks. */
+/* ---- what the cgroup v1 memory hierarchy adds (cgroup_scrape_v1()) ---- */
+
+static char v1tree[] = "/tmp/test-cgroup-glob-v1-XXXXXX";
+
+/* A v1 memory cgroup: memory.usage_in_bytes @usage, memory.oom_control with @kills in oom_kill. */
+static void v1_cgroup(const char *rel, int usage, int kills) {
+        char path[512], text[128];
+        int fd;
+
+        snprintf(path, sizeof(path), "%s%s", v1tree, rel);
+        ASSERT_TRUE(streq(rel, "") || mkdir(path, 0755) == 0);
+        snprintf(path, sizeof(path), "%s%s/memory.usage_in_bytes", v1tree, rel);
+        snprintf(text, sizeof(text), "%d\n", usage);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        ASSERT_TRUE(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t) strlen(text));
+        close(fd);
+        snprintf(path, sizeof(path), "%s%s/memory.oom_control", v1tree, rel);
+        snprintf(text, sizeof(text), "oom_kill_disable 0\nunder_oom 0\noom_kill %d\n", kills);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        ASSERT_TRUE(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t) strlen(text));
+        close(fd);
+}
+
+/*
+ *   /            9000   0       /a/v1only    50  2   (only in v1)
+ *   /a           100    1       /a/v1only/k   5  4
+ *   /a-b         1      0       (only in v1; sorts after all of /a)
+ *   /c           70     0       (in the cgroup2 tree without files)
+ *   /d           80     3       (cgroup2 has its cpu.pressure only)
+ */
+static void make_v1_tree(void) {
+        ASSERT_TRUE(mkdtemp(v1tree) != NULL);
+        v1_cgroup("", 9000, 0);
+        v1_cgroup("/a", 100, 1);
+        v1_cgroup("/a/v1only", 50, 2);
+        v1_cgroup("/a/v1only/k", 5, 4);
+        v1_cgroup("/a-b", 1, 0);
+        v1_cgroup("/c", 70, 0);
+        v1_cgroup("/d", 80, 3);
+}
+
+static void scrape_both(const char *patterns, size_t max, bool with_v2, CgroupScrape *ret) {
+        CgroupGlobs *g = globs(patterns);
+        int fd = open(tree, O_PATH | O_DIRECTORY | O_CLOEXEC), v1 = open(v1tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+        ASSERT_TRUE(fd >= 0 && v1 >= 0);
+        *ret = (CgroupScrape) {};
+        if (with_v2)
+                ASSERT_OK(cgroup_scrape(fd, g, max, ret));
+        ASSERT_OK(cgroup_scrape_v1(v1, g, max, ret));
+        close(fd);
+        close(v1);
+        cgroup_globs_free(g);
+}
+
+static void assert_memory(const CgroupSample *s, uint64_t current, uint64_t kills) {
+        ASSERT_TRUE(s->has_memory_current && s->has_oom_kills);
+        ASSERT_U64_EQ(s->memory_current, current);
+        ASSERT_U64_EQ(s->oom_kills, kills);
+}
+
+static void test_v1(void) {
+        static const char *const merged[] = { "/", "/a", "/a/.hidden", "/a/v1only", "/a/x", "/a/y", "/a-b", "/b",
+                                              "/c", "/d" };
+        static const char *const only_v1[] = { "/", "/a", "/a/v1only", "/a-b", "/c", "/d" };
+        CgroupScrape s;
+
+        make_v1_tree();
+        /* One list in walk order; cgroup2's figures stay where it has them (/a), v1 gives what it lacks:
+         * the root's kills, summed over the whole v1 tree as memory.events would count them. */
+        scrape_both("/ /* /a/*", 100, true, &s);
+        assert_paths(&s, merged, ELEMENTSOF(merged));
+        assert_memory(&s.samples[0], 123, 0 + 1 + 2 + 4 + 0 + 0 + 3);
+        assert_memory(&s.samples[1], 4096, 1);
+        ASSERT_TRUE(s.samples[1].has_psi[CGROUP_RESOURCE_MEMORY]);
+        assert_memory(&s.samples[3], 50, 2 + 4);
+        ASSERT_TRUE(!s.samples[3].has_psi[CGROUP_RESOURCE_MEMORY] && !s.samples[3].has_psi[CGROUP_RESOURCE_CPU]);
+        assert_memory(&s.samples[6], 1, 0);
+        assert_memory(&s.samples[8], 70, 0);
+        assert_memory(&s.samples[9], 80, 3);
+        ASSERT_TRUE(s.samples[9].has_psi[CGROUP_RESOURCE_CPU]);
+        ASSERT_U64_EQ(s.samples[9].psi[CGROUP_RESOURCE_CPU].some.total_us, 7);
+        ASSERT_EQ(s.omitted, 0);
+        cgroup_scrape_done(&s);
+
+        /* MaxCgroups= holds for the merged list; what either walk and the merge left out is counted. */
+        scrape_both("/ /* /a/*", 4, true, &s);
+        assert_paths(&s, merged, 4);
+        ASSERT_TRUE(s.omitted >= ELEMENTSOF(merged) - 4);
+        cgroup_scrape_done(&s);
+
+        /* A host with the v1 memory hierarchy alone. */
+        scrape_both("/ /* /a/*", 100, false, &s);
+        assert_paths(&s, only_v1, ELEMENTSOF(only_v1));
+        assert_memory(&s.samples[0], 9000, 10);
+        cgroup_scrape_done(&s);
+}
+
+/* Every allocation of parsing and of a walk of both trees fails in turn: -ENOMEM, nothing leaks. */
 static void test_out_of_memory(void) {
-        int fd = open(tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        int fd = open(tree, O_PATH | O_DIRECTORY | O_CLOEXEC), v1 = open(v1tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
         unsigned n;
 
-        ASSERT_TRUE(fd >= 0);
+        ASSERT_TRUE(fd >= 0 && v1 >= 0);
         for (n = 1;; n++) {
                 CgroupGlobs *g = NULL;
                 CgroupScrape s = {};
@@ -251,11 +351,13 @@ static void test_out_of_memory(void) {
                 r = cgroup_globs_parse("/ /* /a/*/* /?/?", &g, NULL);
                 if (r >= 0)
                         r = cgroup_scrape(fd, g, 100, &s);
+                if (r >= 0)
+                        r = cgroup_scrape_v1(v1, g, 100, &s);
                 injected = fail_inject_fired(FAIL_MALLOC) > 0;
                 fail_inject_reset();
                 if (!injected) {
                         ASSERT_OK(r);
-                        ASSERT_EQ(s.n_samples, 8);
+                        ASSERT_EQ(s.n_samples, 8 + 3); /* and /a/v1only/k, /a-b, /c of v1 */
                         cgroup_scrape_done(&s);
                         cgroup_globs_free(g);
                         break;
@@ -266,6 +368,7 @@ static void test_out_of_memory(void) {
         }
         ASSERT_TRUE(n > 5);
         close(fd);
+        close(v1);
 }
 
 /* ---- the exposition ---- */
@@ -332,8 +435,10 @@ int main(void) {
         test_parse();
         make_tree();
         test_walk();
+        test_v1();
         test_out_of_memory();
         (void) nftw(tree, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        (void) nftw(v1tree, rm_one, 16, FTW_DEPTH | FTW_PHYS);
         test_exposition();
         return 0;
 }

@@ -31,7 +31,8 @@ SOCKET = '/run/pressured/io.pressured'
 CGROOT = '/sys/fs/cgroup'
 SCRATCH = os.environ.get('PRESSURED_VM_SCRATCH', '/var/tmp')
 SERVICE = 'pressured.service'
-CONF_DIR = '/etc/pressured'
+# The configuration of the build run.sh installed (/usr/local/etc/pressured for the default prefix).
+CONF_DIR = os.path.join(pt.install_dir('sysconfdir'), 'pressured')
 DROPIN_DIR = '/etc/systemd/system/pressured.service.d'
 MIB = 1 << 20
 # Deadlines: generous, the guest is emulated.
@@ -1884,8 +1885,7 @@ PROACTIVE_SLACK = 8 * MIB
 METRICS_LISTEN = '127.0.0.1:9466'
 METRICS_CONF_DROPIN = os.path.join(CONF_DIR, 'pressured.conf.d', '90-pvm-metrics.conf')
 METRICS_UNIT_DROPIN = '/etc/systemd/system/pressured.service.d/metrics.conf'
-METRICS_EXAMPLES = ['/usr/local/share/doc/pressured/examples/pressured-metrics.conf',
-                    '/usr/share/doc/pressured/examples/pressured-metrics.conf']
+METRICS_EXAMPLES = [os.path.join(pt.install_dir('datadir'), 'doc/pressured/examples/pressured-metrics.conf')]
 
 
 def metrics_on():

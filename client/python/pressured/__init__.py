@@ -44,6 +44,8 @@ been missed. Errors of the daemon are exceptions named after them
 (NoSuchCgroup, PermissionDenied, InvalidParameter, ...), all
 PressuredError; a daemon that is not running is DaemonNotRunning.
 
+``pressured.__version__`` is the release of pressured the module came with.
+
 See pressured.py(3) for the whole manual.
 """
 from .aio import AsyncClient, AsyncLevelWatch, AsyncSubscription, watch_levels_async
@@ -59,6 +61,7 @@ from .types import (LEVELS, CgroupInfo, ClearedEvent, DBusStatus, Episode, Event
                     ReclaimEntry, ReconnectedEvent, Registration, RemovedEvent, State, Status,
                     SubscribedEvent, Takeover, Trigger, UnknownEvent, Vmpressure, parse_event)
 from ._wire import SYSTEM_SOCKET, socket_path
+from ._version import __version__
 
 __all__ = [
     # clients and subscriptions
