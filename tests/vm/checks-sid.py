@@ -23,7 +23,7 @@ everything runs about ten times slower under TCG.
 import json
 import os
 import select
-import signal
+import stat
 import subprocess
 import sys
 import time
@@ -342,38 +342,73 @@ def t_restart():
 # --- systemd-oomd 262 -----------------------------------------------------------------
 
 OOMD_CONF = '/etc/systemd/oomd.conf.d/90-pvm.conf'
+# oomd waits this long for its pre-kill hooks (the daemon answers a margin before).
+OOMD_PREKILL_TIMEOUT = '5s'
 OOMD_SLICE = 'pvmoomd.slice'
 VICTIM = 'pvm-victim.service'
-# The victim as a service that saves its state on a warning arranges
-# itself (tests/README.md): its main process in a subgroup of its own
-# (DelegateSubgroup=), the hog in another one under memory.max so that only
-# the hog is throttled, and OOMPolicy=kill (memory.oom.group=1) so that
-# systemd-oomd kills the whole service.
+HOOK = '/run/systemd/oomd.prekill.hook/pressured'
+# The victim is laid out as a service that saves its state on a warning
+# must be (tests/README.md): its main process, the saver, in a subgroup of
+# its own (DelegateSubgroup=), the hog in another one under memory.max so
+# that only the hog is throttled, and OOMPolicy=kill (memory.oom.group=1)
+# so that systemd-oomd kills the whole service. The saver is `pressurectl
+# watch --kills --exec` on the service's own cgroup (libpressure): on a
+# "prekill" its hook writes the state file, and pressurectl acknowledges
+# when the hook exits. The hog starts once the check has seen the saver
+# subscribed (the go file).
 VICTIM_SCRIPT = '/run/pvm-victim.sh'
+VICTIM_GO = '/run/pvm-victim.go'
+VICTIM_STATE = '{scratch}/pvm-victim.state'
 VICTIM_TEXT = """cg=/sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup)
 cg=${{cg%/main}}
 echo +memory > "$cg/cgroup.subtree_control" 2>/dev/null
 mkdir "$cg/hog" && echo 64M > "$cg/hog/memory.max" || exit 1
+{pressurectl} watch "${{cg#/sys/fs/cgroup}}" --kills --exec /bin/sh -c \\
+        '[ "$PRESSURE_KIND" = prekill ] || exit 0; echo "$PRESSURE_EVENT" > {state}.new && sync {state}.new && mv {state}.new {state}' &
+while [ ! -e {go} ]; do sleep 0.1; done
 f={scratch}/pvm-oomd-load
 sh -c "echo \\$\\$ > $cg/hog/cgroup.procs
 while :; do dd if=/dev/zero of=$f bs=1M count=160 status=none; cat $f > /dev/null; cat $f > /dev/null; done" &
-exec sleep infinity
+wait
 """
+# What t_oomd_kill saw, for t_oomd_prekill.
+OOMD = {}
 
 
-def oomd_log(since):
-    out = sh('journalctl', '-o', 'cat', '--no-pager', '--since', since, '-u', 'systemd-oomd.service').stdout
-    return out.splitlines()
+def oomd_journal(since):
+    """systemd-oomd's journal entries since @since, as dicts."""
+    out = sh('journalctl', '-o', 'json', '--no-pager', '--since', since, '-u', 'systemd-oomd.service').stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def oomd_lines(since, text):
+    return [e for e in oomd_journal(since) if text in str(e.get('MESSAGE', ''))]
+
+
+def has_prekill():
+    return 'prekill' in call('io.pressured.GetStatus')
+
+
+def victim_subscribed(cg):
+    return any(r['cgroup'] == cg and r['source'] == 'kills' and r['subscribers'] >= 1
+               for r in call('io.pressured.GetStatus')['registrations'])
 
 
 @check('systemd-oomd 262 (real) kills a service under memory pressure in a slice with '
        'ManagedOOMMemoryPressure=kill; `pressurectl watch --kills` prints killed by systemd-oomd')
 def t_oomd_kill():
+    prekill = has_prekill()
+    state = VICTIM_STATE.format(scratch=base.SCRATCH)
+    for f in (state, VICTIM_GO):
+        if os.path.exists(f):
+            os.unlink(f)
     os.makedirs(os.path.dirname(OOMD_CONF), exist_ok=True)
-    write(OOMD_CONF, f'[OOM]\nDefaultMemoryPressureDurationSec={base.OOMD_DURATION}\n')
+    write(OOMD_CONF, f'[OOM]\nDefaultMemoryPressureDurationSec={base.OOMD_DURATION}\n'
+                     f'PrekillHookTimeoutSec={OOMD_PREKILL_TIMEOUT}\n')
     write(os.path.join(UNIT_DIR, OOMD_SLICE),
           f'[Slice]\nManagedOOMMemoryPressure=kill\nManagedOOMMemoryPressureLimit={base.OOMD_LIMIT}\n')
-    write(VICTIM_SCRIPT, VICTIM_TEXT.format(scratch=base.SCRATCH))
+    write(VICTIM_SCRIPT, VICTIM_TEXT.format(scratch=base.SCRATCH, pressurectl=pt.PRESSURECTL, state=state,
+                                            go=VICTIM_GO))
     write(os.path.join(UNIT_DIR, VICTIM),
           f'[Service]\nSlice={OOMD_SLICE}\nDelegate=yes\nDelegateSubgroup=main\nOOMPolicy=kill\n'
           f'ExecStart=/bin/sh {VICTIM_SCRIPT}\n')
@@ -384,7 +419,10 @@ def t_oomd_kill():
     since = time.strftime('%Y-%m-%d %H:%M:%S')
     # The first kills subscription connects the daemon to the bus: wait for one that lists systemd-oomd.
     wait_for(base.oomd_listed, REPLY, 'a kills subscription listing systemd-oomd')
-    watch = subprocess.Popen([pt.PRESSURECTL, '--json', 'watch', '/' + OOMD_SLICE, '--kills', '--count', '1',
+    before = call('io.pressured.GetStatus').get('prekill')
+    # With the pre-kill hook the warning comes first, then the kill.
+    count = 2 if prekill else 1
+    watch = subprocess.Popen([pt.PRESSURECTL, '--json', 'watch', '/' + OOMD_SLICE, '--kills', '--count', str(count),
                               '--timeout', str(int(4 * EVENT))], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
     try:
@@ -393,28 +431,32 @@ def t_oomd_kill():
             watch.wait()
             raise AssertionError(f'pressurectl watch --kills did not subscribe: {first!r}, exit {watch.returncode}: '
                                  f'{watch.stderr.read().strip()}')
-        t0 = time.monotonic()
         sh('systemctl', 'start', VICTIM)
         cg = show('ControlGroup', VICTIM)
         pt.check_eq(cg, f'/{OOMD_SLICE}/{VICTIM}', 'the victim\'s cgroup')
+        wait_for(lambda: victim_subscribed(cg), REPLY, 'the saver in the victim subscribed to its kills')
         wait_for(lambda: f'/{OOMD_SLICE}' in sh('oomctl', 'dump', check=False).stdout, REPLY,
                  f'oomctl dump lists /{OOMD_SLICE}')
+        t0 = time.monotonic()
+        write(VICTIM_GO, '')
         out, err = watch.communicate(timeout=4 * EVENT + REPLY)
         took = time.monotonic() - t0
         pt.check_eq(watch.returncode, 0, f'pressurectl watch --kills: {err.strip()}')
-        ev = json.loads(out.splitlines()[-1])
+        events = [json.loads(line) for line in out.splitlines() if line.startswith('{')]
+        ev = events[-1]
         for k, want in (('kind', 'killed'), ('by', 'systemd-oomd'), ('reason', 'memory-pressure')):
             pt.check_eq(ev.get(k), want, f'{k} of the killed event')
         pt.check(ev['cgroup'] == cg or ev['cgroup'].startswith(cg + '/'), 'the killed cgroup is not the victim', ev)
         try:
-            killed = wait_for(lambda: [line for line in oomd_log(since) if 'for killing due to memory pressure' in line],
-                              REPLY, 'systemd-oomd logging the kill')
+            marked = wait_for(lambda: oomd_lines(since, 'for killing due to memory pressure'), REPLY,
+                              'systemd-oomd logging the kill')
         except TimeoutError:
             raise AssertionError('systemd-oomd logged no "Marked ... for killing due to memory pressure": '
-                                 + ' | '.join(oomd_log(since)[-10:]))
+                                 + ' | '.join(str(e.get('MESSAGE')) for e in oomd_journal(since)[-10:]))
         wait_for(lambda: show('ActiveState', VICTIM) in ('failed', 'inactive'), REPLY, 'the victim ended')
-        return (f'killed {took:.1f} s after the victim started; pressurectl: {ev["cgroup"]} by {ev["by"]}, '
-                f'{ev["reason"]}; oomd: "{killed[0]}"; the service {show("ActiveState", VICTIM)}, '
+        OOMD.update(cg=cg, since=since, events=events, killed=ev, before=before, state=state)
+        return (f'killed {took:.1f} s after the hog started; pressurectl: {ev["cgroup"]} by {ev["by"]}, '
+                f'{ev["reason"]}; oomd: "{marked[0]["MESSAGE"]}"; the service {show("ActiveState", VICTIM)}, '
                 f'Result={show("Result", VICTIM)}')
     finally:
         if watch.poll() is None:
@@ -426,6 +468,51 @@ def t_oomd_kill():
             os.unlink(os.path.join(base.SCRATCH, 'pvm-oomd-load'))
         except FileNotFoundError:
             pass
+
+
+def only(entries, what):
+    pt.check(len(entries) == 1, f'systemd-oomd logged {what} {len(entries)} times', [e.get('MESSAGE') for e in entries])
+    return entries[0]
+
+
+@check('systemd-oomd 262\'s pre-kill hook through pressured: the saver in the victim hears prekill through '
+       'libpressure, writes its state and acknowledges; oomd\'s journal shows the hook finished before the kill')
+def t_oomd_prekill():
+    if not has_prekill():
+        raise SystemExit('the daemon has no pre-kill hook (GetStatus has no prekill): [Prekill] comes with the '
+                         'daemon\'s pre-kill work')
+    pt.check('killed' in OOMD, 'no kill to look at (t_oomd_kill failed)')
+    st = os.lstat(HOOK)
+    pt.check(stat.S_ISSOCK(st.st_mode), f'{HOOK} is not a socket file (oomd skips links)', oct(st.st_mode))
+    cg, killed = OOMD['cg'], OOMD['killed']
+    warning = OOMD['events'][-2]
+    for k, want in (('kind', 'prekill'), ('cgroup', cg), ('by', 'systemd-oomd')):
+        pt.check_eq(warning.get(k), want, f'{k} of the warning before the kill')
+    pt.check(warning['deadline_us'] > warning['monotonic_us'], 'the deadline is not after the warning', warning)
+    pt.check(os.path.exists(OOMD['state']), 'the saver\'s state file is not there after the kill')
+    saved = json.loads(read(OOMD['state']))
+    pt.check_eq((saved['kind'], saved['id']), ('prekill', warning['id']), 'the warning the saver saved')
+    written_us = os.stat(OOMD['state']).st_mtime_ns // 1000
+    invoked = only([e for e in oomd_lines(OOMD['since'], 'Invoking oomd prekill hook')
+                    if 'pressured' in e['MESSAGE'] and e['MESSAGE'].endswith(f'for cgroup {cg}')],
+                   'the call of pressured\'s hook')
+    finished = only(oomd_lines(OOMD['since'], f'oomd prekill hook finished for cgroup {cg}'), 'the hook finished')
+    errors = oomd_lines(OOMD['since'], 'oomd prekill hook for')
+    pt.check(not errors, 'systemd-oomd logged an error of the hook', [e.get('MESSAGE') for e in errors])
+    t_invoked, t_finished = int(invoked['__REALTIME_TIMESTAMP']), int(finished['__REALTIME_TIMESTAMP'])
+    pt.check(t_invoked <= written_us <= t_finished, 'the state was not written between the hook\'s call and its end',
+             t_invoked, written_us, t_finished)
+    pt.check(int(finished['__MONOTONIC_TIMESTAMP']) <= killed['monotonic_us'],
+             'the hook finished after the kill was heard', finished['__MONOTONIC_TIMESTAMP'], killed['monotonic_us'])
+    after = call('io.pressured.GetStatus')['prekill']
+    before = OOMD['before']
+    pt.check(after['warned'] > before['warned'] and after['acknowledged'] > before['acknowledged'],
+             'GetStatus prekill did not count a warning acknowledged', before, after)
+    pt.check_eq(after['deadline_reached'], before['deadline_reached'], 'warnings answered at their deadline')
+    return (f'{HOOK}: oomd called it for {cg}; state written {(written_us - t_invoked) / 1000:.0f} ms after the '
+            f'call, hook finished {(t_finished - written_us) / 1000:.0f} ms later, '
+            f'{(killed["monotonic_us"] - int(finished["__MONOTONIC_TIMESTAMP"])) / 1000:.0f} ms before the kill was '
+            f'heard; GetStatus prekill {after}')
 
 
 # --- on the host ---------------------------------------------------------------------
