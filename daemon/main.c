@@ -203,6 +203,7 @@ static int run(const Args *a, Config *config, char **argv) {
                 .cgroup_root = a->cgroup_root,
                 .cgroup_v1_root = a->cgroup_v1_root,
                 .user_mode = a->user,
+                .socket_given = a->socket != NULL,
                 .log_level_override = a->log_level,
                 .exe = exe,
                 .argv = argv,

@@ -18,6 +18,7 @@
 #include "methods.h"
 #include "metrics.h"
 #include "oomd-watch.h"
+#include "prekill.h"
 #include "proxy.h"
 #include "reclaim-controller.h"
 #include "registration.h"
@@ -35,6 +36,7 @@ struct Manager {
         char *socket_path_arg;      /* where to bind the varlink socket */
         char *cgroup_root_arg, *cgroup_v1_root_arg;
         bool user_mode;
+        bool socket_given;          /* --socket: no system-wide hook socket by default */
         int log_level_override;
 
         Hierarchy v2, v1;
@@ -50,11 +52,12 @@ struct Manager {
         SocketWatch *socket_watch;  /* the varlink socket we bound, watched; NULL if inherited */
         LowMemoryMonitor *lmm;      /* [DBus] LowMemoryMonitor= */
         LevelStreams *levels;       /* Subscribe "levels" */
+        Prekill *prekill;           /* systemd-oomd's pre-kill hook and its warnings */
         Methods methods;
         StatusContext status;
         MetricsServer *metrics;
         Takeover *takeover;         /* restarts, crashes and Reexecute without anyone noticing */
-        bool bound_socket, bound_proxy[_RESOURCE_MAX]; /* this process bound them (else inherited) */
+        bool bound_socket, bound_proxy[_RESOURCE_MAX], bound_prekill; /* this process bound them (else inherited) */
 
         char *socket_path;          /* the varlink socket we bound and must unlink, or NULL */
         struct event *ev_sigterm, *ev_sigint, *ev_sighup;
@@ -79,6 +82,7 @@ static void manager_set_config(Manager *m, Config *c) {
         if (m->clients)
                 m->clients->config = c;
         proxy_set_config(m->proxy, c);
+        prekill_set_config(m->prekill, c);
 }
 
 static int strdup_opt(const char *s, char **ret) {
@@ -98,6 +102,7 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
         m->config = config;
         m->log_level_override = o->log_level_override;
         m->user_mode = o->user_mode;
+        m->socket_given = o->socket_given;
         m->v1.fd = m->v2.fd = -1;
         m->status.start_monotonic = now_usec(CLOCK_MONOTONIC);
         m->base = event_base_new();
@@ -118,7 +123,10 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
                 return -ENOMEM;
         }
         /* systemd-oomd's kills: on the bus only while a kills source exists. */
-        if (oomd_watch_new(m->env.bus, &m->counters, &m->env.oomd) < 0) {
+        if (oomd_watch_new(m->env.bus, &m->counters, &m->env.oomd) < 0 ||
+            prekill_new(&(PrekillEnv) { .base = m->base, .config = config, .registry = &m->registry,
+                                        .levels = m->levels, .v2 = &m->v2, .v1 = &m->v1, .oomd_root = "/" },
+                        &m->prekill) < 0) {
                 manager_free(m);
                 return -ENOMEM;
         }
@@ -129,6 +137,7 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
                 .bus = m->env.bus,
                 .v2 = &m->v2,
                 .v1 = &m->v1,
+                .prekill = &m->prekill->book,
                 .start_monotonic = m->status.start_monotonic,
         };
         m->methods = (Methods) {
@@ -138,6 +147,7 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
                 .v1 = &m->v1,
                 .counters = &m->counters,
                 .status = &m->status,
+                .prekill = m->prekill,
                 .reload = manager_reload_cb,
                 .reexecute = manager_reexecute_cb,
                 .userdata = m,
@@ -147,7 +157,8 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
         /* The first kills subscription's "subscribed" waits for systemd-oomd's picture. */
         oomd_watch_set_settled(m->env.oomd, methods_kills_settled, &m->methods);
         if (takeover_new(&(TakeoverEnv) { .base = m->base, .registry = &m->registry, .counters = &m->counters,
-                                          .methods = &m->methods, .status = &m->status }, &m->takeover) < 0 ||
+                                          .methods = &m->methods, .status = &m->status, .prekill = m->prekill },
+                         &m->takeover) < 0 ||
             takeover_set_exec(m->takeover, o->exe, o->argv) < 0) {
                 manager_free(m);
                 return -ENOMEM;
@@ -172,12 +183,18 @@ Manager *manager_free(Manager *m) {
         m->socket_watch = socket_watch_free(m->socket_watch);
         /* The next process serves the socket files. */
         handed_over = m->takeover && takeover_detached(m->takeover);
-        if (handed_over)
+        if (handed_over) {
                 proxy_forget_paths(m->proxy);
+                if (m->prekill)
+                        hook_server_forget_path(m->prekill->hook);
+        }
+        /* The warnings stop first: clients going away at the end answer no call of systemd-oomd. */
+        prekill_stop(m->prekill);
         /* Every registration goes with its last listener; handed over, the kernel keeps them. */
         m->registry.handed_over = handed_over;
         m->clients = client_server_free(m->clients);
         m->proxy = proxy_stop(m->proxy);
+        m->prekill = prekill_free(m->prekill);
         m->lmm = low_memory_monitor_free(m->lmm);
         m->levels = level_streams_free(m->levels);
         registry_done(&m->registry);
@@ -288,9 +305,11 @@ static int manager_take_fd(int fd) {
  * gets the pressure proxy sockets by resource, -1 where none came.
  * Returns 1 if there is one, 0 if none, or a negative errno (logged).
  */
-static int manager_inherited_fds(NamedFds *fds, int *ret_varlink_fd, int ret_proxy_fds[static _RESOURCE_MAX]) {
+static int manager_inherited_fds(NamedFds *fds, int *ret_varlink_fd, int ret_proxy_fds[static _RESOURCE_MAX],
+                                 int *ret_prekill_fd) {
         int varlink_fd = named_fds_take(fds, "varlink"), proxy_fds[_RESOURCE_MAX];
-        bool any = varlink_fd >= 0, ok = true;
+        int prekill_fd = named_fds_take(fds, PREKILL_FD_NAME);
+        bool any = varlink_fd >= 0 || prekill_fd >= 0, ok = true;
 
         for (Resource r = 0; r < _RESOURCE_MAX; r++)
                 any = (proxy_fds[r] = named_fds_take(fds, proxy_fd_name(r))) >= 0 || any;
@@ -318,15 +337,81 @@ static int manager_inherited_fds(NamedFds *fds, int *ret_varlink_fd, int ret_pro
                 ok = manager_take_fd(varlink_fd) >= 0;
         for (Resource r = 0; r < _RESOURCE_MAX; r++)
                 ok = ok && (proxy_fds[r] < 0 || manager_take_fd(proxy_fds[r]) >= 0);
+        ok = ok && (prekill_fd < 0 || manager_take_fd(prekill_fd) >= 0);
         if (!ok) {
                 safe_close(varlink_fd);
+                safe_close(prekill_fd);
                 for (Resource r = 0; r < _RESOURCE_MAX; r++)
                         safe_close(proxy_fds[r]);
                 return -EINVAL;
         }
         *ret_varlink_fd = varlink_fd;
+        *ret_prekill_fd = prekill_fd;
         memcpy(ret_proxy_fds, proxy_fds, sizeof(proxy_fds));
         return 1;
+}
+
+/*
+ * The modes of a socket the daemon binds, and of the directory it makes for
+ * it: a system daemon's @system_mode (who may do what is decided per call,
+ * or by the peer's cgroup) in a 0755 directory; a per-user daemon's every
+ * socket is its user's alone, 0600 in a 0700 directory, whatever it serves.
+ */
+static void manager_socket_modes(const Manager *m, mode_t system_mode, mode_t *ret_mode, mode_t *ret_dir_mode) {
+        *ret_mode = m->user_mode ? 0600 : system_mode;
+        *ret_dir_mode = m->user_mode ? 0700 : 0755;
+}
+
+/*
+ * Where the daemon binds the hook socket: [Prekill] Socket=, else the
+ * system's hook socket, but not under --user, with --socket (a private
+ * instance) or when the service manager passes the sockets (the default
+ * one is then the socket unit's). NULL: off.
+ */
+static const char *manager_prekill_path(const Manager *m, bool inherited) {
+        const char *path = m->config->prekill_socket;
+
+        if (path)
+                return path[0] ? path : NULL;
+        return inherited || m->user_mode || m->socket_given ? NULL : PREKILL_SOCKET_DEFAULT;
+}
+
+/* Serve the hook on @fd (taken over), bound by us at @path or inherited. */
+static int manager_start_prekill(Manager *m, int fd, const char *path) {
+        int k = prekill_listen(m->prekill, fd, path);
+
+        if (k < 0)
+                return log_error_errno(k, "Out of memory.");
+        if (path)
+                log_info("Serving systemd-oomd's pre-kill hook on %s.", path);
+        else
+                log_info("Serving systemd-oomd's pre-kill hook on the socket passed by the service manager.");
+        return 0;
+}
+
+/*
+ * Bind and serve the hook at @path (NULL: off). A socket that cannot be
+ * bound leaves the hook off, said once: the daemon serves on without it.
+ */
+static int manager_bind_prekill(Manager *m, const char *path) {
+        mode_t mode, dir_mode;
+        int fd, k;
+
+        if (!path) {
+                log_debug("The pre-kill hook socket is off.");
+                return 0;
+        }
+        /* Anyone may connect to the system daemon's (systemd-oomd reaches it with CAP_DAC_OVERRIDE anyway);
+         * Notify checks the caller. */
+        manager_socket_modes(m, 0666, &mode, &dir_mode);
+        k = socket_listen_unix(path, mode, dir_mode, NULL, &fd);
+        if (k < 0) {
+                log_error("Cannot serve systemd-oomd's pre-kill hook on %s, going on without it: %s", path,
+                          k == -EADDRINUSE ? "another process serves it" : strerror(-k));
+                return 0;
+        }
+        m->bound_prekill = true;
+        return manager_start_prekill(m, fd, path);
 }
 
 /* Serve the pressure protocol of @resource on @fd (taken over), bound by us at @path or inherited. */
@@ -356,17 +441,6 @@ static int manager_start_proxy(Manager *m, Resource resource, int fd, const char
                 log_info("Serving the %s protocol on the socket passed by the service manager.",
                          proxy_fd_name(resource));
         return 0;
-}
-
-/*
- * The modes of a socket the daemon binds, and of the directory it makes for
- * it: a system daemon's @system_mode (who may do what is decided per call,
- * or by the peer's cgroup) in a 0755 directory; a per-user daemon's every
- * socket is its user's alone, 0600 in a 0700 directory, whatever it serves.
- */
-static void manager_socket_modes(const Manager *m, mode_t system_mode, mode_t *ret_mode, mode_t *ret_dir_mode) {
-        *ret_mode = m->user_mode ? 0600 : system_mode;
-        *ret_dir_mode = m->user_mode ? 0700 : 0755;
 }
 
 /* Bind and serve the socket of @resource at @path; NULL or "" leaves it off. */
@@ -411,7 +485,7 @@ static int manager_serve(Manager *m, int fd) {
 
 /* Serve the inherited listening sockets; the paths a previous process bound stay ours to unlink. */
 static int manager_serve_inherited(Manager *m, int varlink_fd, int proxy_fds[static _RESOURCE_MAX],
-                                   char *const proxy_paths[static _RESOURCE_MAX]) {
+                                   char *const proxy_paths[static _RESOURCE_MAX], int prekill_fd) {
         const char *own = takeover_socket_path(m->takeover);
         mode_t mode, dir_mode;
         int k;
@@ -431,6 +505,11 @@ static int manager_serve_inherited(Manager *m, int varlink_fd, int proxy_fds[sta
                         k = manager_bind_proxy(m, r, proxy_paths[r]);
                 proxy_fds[r] = safe_close(proxy_fds[r]);
         }
+        if (k >= 0 && prekill_fd >= 0)
+                k = manager_start_prekill(m, TAKE_FD(prekill_fd), takeover_prekill_path(m->takeover));
+        else if (k >= 0)
+                k = manager_bind_prekill(m, manager_prekill_path(m, true));
+        safe_close(prekill_fd);
         if (k >= 0)
                 log_info("Serving on the socket %s.", takeover_generation(m->takeover) > 0 ?
                          "taken over from the previous process" : "passed by the service manager");
@@ -446,17 +525,17 @@ static int manager_listen(Manager *m, NamedFds *fds) {
         _cleanup_(proxy_paths_free) char *proxy_paths[_RESOURCE_MAX] = {};
         const char *path = m->socket_path_arg;
         mode_t mode, dir_mode;
-        int varlink_fd = -1, proxy_fds[_RESOURCE_MAX] = { -1, -1, -1 }, fd, k;
+        int varlink_fd = -1, proxy_fds[_RESOURCE_MAX] = { -1, -1, -1 }, prekill_fd = -1, fd, k;
         bool replaced;
 
         for (Resource r = 0; r < _RESOURCE_MAX; r++)
                 if (!(proxy_paths[r] = manager_proxy_path(m, r)))
                         return log_error_errno(ENOMEM, "Out of memory.");
-        k = manager_inherited_fds(fds, &varlink_fd, proxy_fds);
+        k = manager_inherited_fds(fds, &varlink_fd, proxy_fds, &prekill_fd);
         if (k < 0)
                 return k;
         if (k > 0)
-                return manager_serve_inherited(m, varlink_fd, proxy_fds, proxy_paths);
+                return manager_serve_inherited(m, varlink_fd, proxy_fds, proxy_paths, prekill_fd);
 
         if (socket_unix_is_live(path) > 0)
                 return log_error_errno(EADDRINUSE, "Another pressured is already serving %s; not taking it over.", path);
@@ -467,6 +546,9 @@ static int manager_listen(Manager *m, NamedFds *fds) {
                 if (k < 0)
                         return k;
         }
+        k = manager_bind_prekill(m, manager_prekill_path(m, false));
+        if (k < 0)
+                return k;
         /* System mode: anyone may connect; access control is per call. */
         manager_socket_modes(m, 0666, &mode, &dir_mode);
         k = socket_listen_unix(path, mode, dir_mode, &replaced, &fd);
@@ -497,12 +579,13 @@ static int signals_setup(Manager *m);
  */
 static void manager_check_fdstore(const Manager *m) {
         const char *e = getenv("FDSTORE");
-        uint64_t max, need = (uint64_t) m->config->max_clients + m->config->max_registrations + 10;
+        uint64_t max, need = (uint64_t) m->config->max_clients + m->config->max_registrations +
+                             2 * ((uint64_t) m->config->prekill_max_calls + HOOK_EXTRA_CONNECTIONS) + 10;
 
         if (!e || safe_atou64(e, &max) < 0 || max == 0 || max >= need)
                 return;
         log_warning("FileDescriptorStoreMax=%" PRIu64 " of the service is below the %" PRIu64
-                    " fds [Limits] MaxClients= and MaxRegistrations= may need: a restart closes what does not fit.",
+                    " fds [Limits] MaxClients=, MaxRegistrations= and [Prekill] MaxCalls= may need: a restart closes what does not fit.",
                     max, need);
 }
 
@@ -542,7 +625,9 @@ int manager_start(Manager *m) {
         for (Resource r = 0; r < _RESOURCE_MAX; r++)
                 bound_proxy_paths[r] = m->bound_proxy[r] ? m->proxy->sockets[r].path : NULL;
         takeover_set_servers(m->takeover, m->clients, m->proxy, m->reclaim, m->bound_socket ? m->socket_path : NULL,
-                             bound_proxy_paths);
+                             bound_proxy_paths, m->bound_prekill ? m->prekill->hook->path : NULL);
+        if (prekill_set_servers(m->prekill, m->clients, m->proxy) < 0)
+                return log_error_errno(ENOSPC, "Too many observers of the clients.");
         takeover_restore(m->takeover, &fds);
         /* A bus that is not there is retried: only out of memory fails. */
         k = low_memory_monitor_set_enabled(m->lmm, m->config->dbus_low_memory_monitor);

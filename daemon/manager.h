@@ -21,6 +21,7 @@ typedef struct ManagerOptions {
         const char *config_dropins; /* normally /etc/pressured/pressured.conf.d */
         const char *config_path;    /* --config, or NULL */
         const char *socket_path;    /* where to bind the varlink socket when not socket-activated */
+        bool socket_given;          /* --socket: a private instance, which binds no system-wide hook by default */
         const char *cgroup_root;    /* --cgroup-root, or NULL */
         const char *cgroup_v1_root; /* --cgroup-v1-root, or NULL */
         bool user_mode;             /* --user */

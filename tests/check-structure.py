@@ -120,7 +120,8 @@ SKIP = 77
 # daemon/'s layers, bottom up; daemon/ itself (manager.c, main.c) is on top.
 LAYERS = ('common', 'model', 'sources', 'registry', 'protocol', 'server')
 # Headers made by the build, and the layer they belong to.
-GENERATED_HEADERS = {'io.pressured.varlink.h': 'protocol', 'config-build.h': 'common',
+GENERATED_HEADERS = {'io.pressured.varlink.h': 'protocol', 'io.systemd.oom.Prekill.varlink.h': 'protocol',
+                     'config-build.h': 'common',
                      'vocabulary-idl.h': 'common'}
 # libpressure's enums whose values have protocol names (rule 5).
 VOCABULARY_ENUMS = ('pressure_level', 'pressure_stall', 'pressure_vmpressure_mode', 'pressure_source',

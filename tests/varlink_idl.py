@@ -329,6 +329,8 @@ class Validator:
                 required.add('level')
         if kind == 'killed':
             self.check_killed(event, path)
+        if kind == 'prekill':
+            self.check_prekill(event, path)
         if kind == 'subscribed' and event.get('source') == 'kills':
             # A kills stream says who can report kills, possibly nobody.
             sources = event['state'].get('kill_sources')
@@ -353,6 +355,16 @@ class Validator:
             _fail(f'{path}.reason', 'a non-empty string', event['reason'])
         if event['count'] < 1:
             _fail(f'{path}.count', 'at least 1', event['count'])
+
+    def check_prekill(self, event, path):
+        """A "prekill" event: by systemd-oomd (the only caller of the hook), a
+        warning id from 1, a deadline after the call was read."""
+        if event['by'] != 'systemd-oomd':
+            _fail(f'{path}.by', '"systemd-oomd"', event['by'])
+        if event['id'] < 1:
+            _fail(f'{path}.id', 'at least 1', event['id'])
+        if event['deadline_us'] <= event['monotonic_us']:
+            _fail(f'{path}.deadline_us', f'after monotonic_us {event["monotonic_us"]}', event['deadline_us'])
 
     RECLAIM_STATES = ('probing', 'backing-off', 'at-floor', 'unsupported')
 
@@ -431,8 +443,12 @@ class Validator:
 
 
 def default_validator(source_root=None):
-    """A Validator for io.pressured (from the source tree) and org.varlink.service."""
+    """A Validator for io.pressured and io.systemd.oom.Prekill (the pre-kill
+    hook's, whose errors are io.pressured's), from the source tree, and
+    org.varlink.service."""
     root = source_root or os.path.join(os.path.dirname(__file__), '..')
     with open(os.path.join(root, 'daemon', 'protocol', 'io.pressured.varlink')) as f:
         pressured = parse(f.read())
-    return Validator(pressured, parse(ORG_VARLINK_SERVICE))
+    with open(os.path.join(root, 'daemon', 'protocol', 'io.systemd.oom.Prekill.varlink')) as f:
+        prekill = parse(f.read())
+    return Validator(pressured, prekill, parse(ORG_VARLINK_SERVICE))

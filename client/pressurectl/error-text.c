@@ -172,6 +172,14 @@ static void say_internal_error(FILE *f, const char *command, json_t *p) {
         fputs("; try again, and see journalctl -u pressured.", f);
 }
 
+static void say_no_such_prekill(FILE *f, const char *command, json_t *p) {
+        (void) command;
+        fputs("No warning before a kill numbered ", f);
+        put(f, p, "id");
+        fputs(" waits for your acknowledgement: the daemon answered systemd-oomd already (acknowledged, or its "
+              "deadline passed), or it is not yours.", f);
+}
+
 static void say_method_not_found(FILE *f, const char *command, json_t *p) {
         (void) command;
         fputs("The daemon does not know the method ", f);
@@ -230,6 +238,7 @@ static void (*const sentences[_IDL_ERROR_MAX])(FILE *f, const char *command, jso
         [IDL_ERROR_LIMIT_EXCEEDED] = say_limit_exceeded,
         [IDL_ERROR_CONFIGURATION_REJECTED] = say_configuration_rejected,
         [IDL_ERROR_INTERNAL_ERROR] = say_internal_error,
+        [IDL_ERROR_NO_SUCH_PREKILL] = say_no_such_prekill,
         [IDL_ERROR_VARLINK_METHOD_NOT_FOUND] = say_method_not_found,
         [IDL_ERROR_VARLINK_METHOD_NOT_IMPLEMENTED] = say_method_not_implemented,
         [IDL_ERROR_VARLINK_INTERFACE_NOT_FOUND] = say_interface_not_found,

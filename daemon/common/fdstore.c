@@ -286,7 +286,10 @@ int live_page_adopt(int fd, LivePage *ret) {
         return 0;
 }
 
-/* The header: magic (8), version (4), reserved (4), clean serial (8), reserved (8). */
+/*
+ * The header: magic (8), version (4), reserved (4), clean serial (8), the
+ * last pre-kill warning id (8; reserved, thus 0, in pages of 0.4).
+ */
 void live_page_set_clean(LivePage *p, uint64_t serial) {
         if (p && p->map)
                 memcpy((char *) p->map + 16, &serial, sizeof(serial));
@@ -298,6 +301,19 @@ uint64_t live_page_clean(const LivePage *p) {
         if (p && p->map)
                 memcpy(&serial, (const char *) p->map + 16, sizeof(serial));
         return serial;
+}
+
+void live_page_set_mark(LivePage *p, uint64_t id) {
+        if (p && p->map)
+                memcpy((char *) p->map + 24, &id, sizeof(id));
+}
+
+uint64_t live_page_mark(const LivePage *p) {
+        uint64_t id = 0;
+
+        if (p && p->map)
+                memcpy(&id, (const char *) p->map + 24, sizeof(id));
+        return id;
 }
 
 void live_page_done(LivePage *p) {

@@ -124,6 +124,15 @@ int live_page_adopt(int fd, LivePage *ret);
 void live_page_set_clean(LivePage *p, uint64_t serial);
 uint64_t live_page_clean(const LivePage *p);
 
+/*
+ * live_page_set_mark / live_page_mark - the last pre-kill warning id the
+ * process gave (0: none, or a page of a version that did not keep it),
+ * noted before the warning goes out: a successor after a crash numbers on
+ * above it even if no checkpoint had the warning yet.
+ */
+void live_page_set_mark(LivePage *p, uint64_t id);
+uint64_t live_page_mark(const LivePage *p);
+
 /* live_page_done - unmap and close @p. */
 void live_page_done(LivePage *p);
 

@@ -57,6 +57,7 @@ typedef enum ConfigType {
         CONFIG_PERCENT,         /* uint32_t parts per million, written "0.1%", in [min, max] */
         CONFIG_BOOL,            /* bool, yes/no (true/false, on/off, 1/0 accepted) */
         CONFIG_MARGIN,          /* Margin, a percentage or a size */
+        CONFIG_OPT_SECONDS,     /* uint64_t usec like CONFIG_SECONDS, in [min, max]; empty: 0 (unset) */
 } ConfigType;
 
 typedef struct ConfigKey {
@@ -117,6 +118,12 @@ static const ConfigKey config_keys[] = {
         KEY("Reclaim",    "MaxStep",             CONFIG_PERCENT,         reclaim_max_step_ppm, 1, 1000000),
         KEY("Reclaim",    "MinSize",             CONFIG_SIZE,            reclaim_min_size, 0, UINT64_C(1) << 50),
         KEY("DBus",       "LowMemoryMonitor",    CONFIG_BOOL,            dbus_low_memory_monitor, 0, 0),
+        KEY("Prekill",    "Socket",              CONFIG_OPT_SOCKET,      prekill_socket, 0, 0),
+        KEY("Prekill",    "Deadline",            CONFIG_OPT_SECONDS,     prekill_deadline_usec,
+            CONFIG_PREKILL_DEADLINE_MIN, CONFIG_PREKILL_DEADLINE_MAX),
+        KEY("Prekill",    "MaxCalls",            CONFIG_UNSIGNED,        prekill_max_calls, 1, CONFIG_PREKILL_MAX_CALLS_MAX),
+        KEY("Prekill",    "MaxWarnings",         CONFIG_UNSIGNED,        prekill_max_warnings, 1,
+            CONFIG_PREKILL_MAX_WARNINGS_MAX),
 };
 
 static void config_init_defaults(Config *c) {
@@ -153,6 +160,8 @@ static void config_init_defaults(Config *c) {
                 .reclaim_interval_usec = CONFIG_RECLAIM_INTERVAL_DEFAULT,
                 .reclaim_max_step_ppm = CONFIG_RECLAIM_MAX_STEP_DEFAULT_PPM,
                 .reclaim_min_size = CONFIG_RECLAIM_MIN_SIZE_DEFAULT,
+                .prekill_max_calls = CONFIG_PREKILL_MAX_CALLS_DEFAULT,
+                .prekill_max_warnings = CONFIG_PREKILL_MAX_WARNINGS_DEFAULT,
         };
 }
 
@@ -179,6 +188,7 @@ Config *config_free(Config *c) {
         free(c->reclaim_cgroups);
         for (Resource r = 0; r < _RESOURCE_MAX; r++)
                 free(c->mp_sockets[r]);
+        free(c->prekill_socket);
         free(c);
         return NULL;
 }
@@ -527,7 +537,7 @@ static int config_value_parse_unsigned(const ConfigKey *k, void *field, const ch
         return 0;
 }
 
-/* CONFIG_SIZE, CONFIG_SECONDS: a size or a duration in [min, max]. */
+/* CONFIG_SIZE, CONFIG_SECONDS, CONFIG_OPT_SECONDS: a size or a duration in [min, max]. */
 static int config_value_parse_size_or_seconds(const ConfigKey *k, void *field, const char *value,
                                               char *reason, size_t reason_size) {
         bool is_size = k->type == CONFIG_SIZE;
@@ -688,6 +698,7 @@ static const ConfigValueParser config_value_parsers[] = {
         [CONFIG_PERCENT]         = config_value_parse_percent,
         [CONFIG_BOOL]            = config_value_parse_bool,
         [CONFIG_MARGIN]          = config_value_parse_margin,
+        [CONFIG_OPT_SECONDS]     = config_value_parse_size_or_seconds,
 };
 
 /*
@@ -1290,6 +1301,13 @@ static void config_format_value(FILE *f, const ConfigKey *k, const void *field) 
                 fputs(tmp[2], f);
                 break;
         case CONFIG_SECONDS:
+                format_seconds(*(const uint64_t *) field, tmp[2], sizeof(tmp[2]));
+                fputs(tmp[2], f);
+                break;
+        case CONFIG_OPT_SECONDS:
+                /* Unset is empty: what it then is depends on something else. */
+                if (*(const uint64_t *) field == 0)
+                        break;
                 format_seconds(*(const uint64_t *) field, tmp[2], sizeof(tmp[2]));
                 fputs(tmp[2], f);
                 break;

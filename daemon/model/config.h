@@ -42,6 +42,14 @@ typedef enum RecursiveProtection {
 #define CONFIG_RECLAIM_MAX_STEP_DEFAULT_PPM 10000   /* 1% */
 #define CONFIG_RECLAIM_MIN_SIZE_DEFAULT (UINT64_C(100) << 20)
 
+/* [Prekill]: the defaults and ranges of MaxCalls= and MaxWarnings=, the range of Deadline=. */
+#define CONFIG_PREKILL_MAX_CALLS_DEFAULT 16
+#define CONFIG_PREKILL_MAX_CALLS_MAX 1024
+#define CONFIG_PREKILL_MAX_WARNINGS_DEFAULT 4096
+#define CONFIG_PREKILL_MAX_WARNINGS_MAX 1000000
+#define CONFIG_PREKILL_DEADLINE_MIN (USEC_PER_MSEC)
+#define CONFIG_PREKILL_DEADLINE_MAX (3600 * USEC_PER_SEC)
+
 /* The largest [Limits] HistoryEpisodes= accepted. */
 #define CONFIG_HISTORY_EPISODES_MAX 1024
 
@@ -106,6 +114,12 @@ typedef struct Config {
 
         /* [DBus] */
         bool dbus_low_memory_monitor; /* serve org.freedesktop.LowMemoryMonitor on the system bus */
+
+        /* [Prekill] (systemd-oomd's pre-kill hook, server/prekill.h) */
+        char *prekill_socket;         /* Socket=; NULL: built-in default (off with --user); "": off */
+        uint64_t prekill_deadline_usec; /* Deadline=; 0: systemd-oomd's PrekillHookTimeoutSec= less a margin */
+        unsigned prekill_max_calls;   /* Notify calls waiting for their answer at once */
+        unsigned prekill_max_warnings; /* warned subscribers waited for at once, over every call */
 } Config;
 
 /* config_new_default - a Config holding the embedded defaults. */

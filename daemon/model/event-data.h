@@ -27,6 +27,7 @@ typedef enum EventKind {
         EVENT_CLEARED,              /* an episode ended */
         EVENT_TRIGGER_CHANGED,      /* a reload moved a "level" subscription to another registration */
         EVENT_LEVEL,                /* a level stream's level, now or changed */
+        EVENT_PREKILL,              /* systemd-oomd is about to kill a cgroup (its pre-kill hook) */
         _EVENT_KIND_MAX,
 } EventKind;
 
@@ -84,6 +85,13 @@ typedef struct LevelChange {
         const uint64_t *reclaim_target; /* NULL: not known */
 } LevelChange;
 
+/* A warning before systemd-oomd kills the event's cgroup (prekill-book.h). */
+typedef struct PrekillSample {
+        const char *by;             /* "systemd-oomd" */
+        uint64_t id;                /* the warning, for AcknowledgePrekill() */
+        uint64_t deadline_us;       /* CLOCK_MONOTONIC */
+} PrekillSample;
+
 /* Room for why a kill source of a kills subscription is not heard (a sentence with a path or two). */
 #define KILL_REASON_MAX 512
 
@@ -118,5 +126,6 @@ typedef struct EventData {
                 ClearedEpisode cleared;
                 TriggerChange trigger_changed;
                 LevelChange level_change;
+                PrekillSample prekill;
         };
 } EventData;

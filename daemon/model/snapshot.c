@@ -30,6 +30,12 @@ enum {
         T_LIVE_NAME,
         T_CPU_PROXY_PATH,
         T_IO_PROXY_PATH,
+        T_PREKILL_PATH,              /* version 2 on */
+        T_NEXT_HOOK_ID,
+        T_PREKILL_LAST_ID,
+        T_PREKILL_COUNTERS,
+        T_PREKILL_WARNING,
+        T_HOOK,
 };
 
 /* The tag of each resource's proxy socket path (T_PROXY_PATH from before there were others). */
@@ -117,6 +123,11 @@ enum { EP_ACTIVE = 1, EP_CUR, EP_LAST_EVENT, EP_UNQUIET, EP_HAVE_SAMPLE, EP_SAMP
 enum { H_BUCKET = 1, H_COUNT, H_SUM };
 enum { O_SEQ = 1, O_BYTES };
 enum { RC_CGROUP = 1, RC_RECLAIMED, RC_LAST_STEP };
+/* The prekill counters; a warning and each subscriber it warned; a hook connection. */
+enum { K_WARNED = 1, K_ACKNOWLEDGED, K_DEADLINE_REACHED, K_NOBODY };
+enum { W_ID = 1, W_VICTIM, W_START, W_REALTIME, W_DEADLINE, W_HOOK, W_WARNED };
+enum { WD_CLIENT = 1, WD_UID, WD_PID, WD_STATE };
+enum { HK_ID = 1, HK_UID, HK_GID, HK_PID, HK_OWED, HK_REFUSED, HK_INPUT, HK_OUTPUT };
 
 static uint64_t fnv1a(const uint8_t *p, size_t n) {
         uint64_t h = UINT64_C(0xcbf29ce484222325);
@@ -384,6 +395,63 @@ static void w_latency(Writer *w, const MetricsHistogram *h) {
         w_end(w, mark);
 }
 
+static void w_prekill_counters(Writer *w, const PrekillCounters *c) {
+        size_t mark = w_begin(w, T_PREKILL_COUNTERS);
+
+        w_num(w, K_WARNED, c->warned);
+        w_num(w, K_ACKNOWLEDGED, c->acknowledged);
+        w_num(w, K_DEADLINE_REACHED, c->deadline_reached);
+        w_num(w, K_NOBODY, c->nobody);
+        w_end(w, mark);
+}
+
+static void w_prekill_warning(Writer *w, const SnapshotPrekillWarning *x) {
+        size_t mark = w_begin(w, T_PREKILL_WARNING);
+
+        w_u64(w, W_ID, x->id);
+        w_str(w, W_VICTIM, x->victim);
+        w_num(w, W_START, x->start_us);
+        w_num(w, W_REALTIME, x->realtime_us);
+        w_num(w, W_DEADLINE, x->deadline_us);
+        w_num(w, W_HOOK, x->hook);
+        for (size_t i = 0; i < x->n_warned; i++) {
+                size_t m = w_begin(w, W_WARNED);
+
+                w_u64(w, WD_CLIENT, x->warned[i].client);
+                w_u64(w, WD_UID, x->warned[i].uid);
+                w_signed(w, WD_PID, x->warned[i].pid);
+                w_num(w, WD_STATE, (uint64_t) x->warned[i].state);
+                w_end(w, m);
+        }
+        w_end(w, mark);
+}
+
+static void w_hook(Writer *w, const SnapshotHook *h) {
+        size_t mark = w_begin(w, T_HOOK);
+
+        w_u64(w, HK_ID, h->id);
+        w_u64(w, HK_UID, h->uid);
+        w_u64(w, HK_GID, h->gid);
+        w_signed(w, HK_PID, h->pid);
+        w_num(w, HK_OWED, h->owed);
+        w_num(w, HK_REFUSED, h->refused);
+        w_blob(w, HK_INPUT, &h->input);
+        w_blob(w, HK_OUTPUT, &h->output);
+        w_end(w, mark);
+}
+
+/* What version 2 added: the hook socket, its connections and the warnings. */
+static void w_prekill(Writer *w, const Snapshot *s) {
+        w_str(w, T_PREKILL_PATH, s->prekill_path);
+        w_num(w, T_NEXT_HOOK_ID, s->next_hook_id);
+        w_num(w, T_PREKILL_LAST_ID, s->prekill_last_id);
+        w_prekill_counters(w, &s->prekill_counters);
+        for (size_t i = 0; i < s->n_prekill_warnings; i++)
+                w_prekill_warning(w, &s->prekill_warnings[i]);
+        for (size_t i = 0; i < s->n_hooks; i++)
+                w_hook(w, &s->hooks[i]);
+}
+
 static void w_payload(Writer *w, const Snapshot *s) {
         w_num(w, T_SERIAL, s->serial);
         w_num(w, T_COMPLETE, s->complete);
@@ -414,6 +482,7 @@ static void w_payload(Writer *w, const Snapshot *s) {
                 w_num(w, RC_LAST_STEP, s->reclaim[i].last_step);
                 w_end(w, mark);
         }
+        w_prekill(w, s);
 }
 
 int snapshot_encode(const Snapshot *s, uint64_t max, char **ret, size_t *ret_size) {
@@ -1020,6 +1089,144 @@ static int r_latency(const Span *v, MetricsHistogram *h) {
         return 0;
 }
 
+static int r_prekill_counters(const Span *v, PrekillCounters *c) {
+        Span s = *v, f;
+        uint16_t tag;
+        int k;
+
+        while ((k = r_next(&s, &tag, &f)) > 0) {
+                if (tag == K_WARNED)
+                        k = r_u64(&f, &c->warned);
+                else if (tag == K_ACKNOWLEDGED)
+                        k = r_u64(&f, &c->acknowledged);
+                else if (tag == K_DEADLINE_REACHED)
+                        k = r_u64(&f, &c->deadline_reached);
+                else if (tag == K_NOBODY)
+                        k = r_u64(&f, &c->nobody);
+                if (k < 0)
+                        return k;
+        }
+        return k;
+}
+
+static int r_warned(const Span *v, SnapshotPrekillWarning *x) {
+        PrekillWarned *d = R_GROW(x->warned, x->n_warned, SNAPSHOT_ITEMS_MAX);
+        Span s = *v, f;
+        uint16_t tag;
+        int k;
+
+        if (!d)
+                return GROW_ERROR(x->n_warned, SNAPSHOT_ITEMS_MAX);
+        while ((k = r_next(&s, &tag, &f)) > 0) {
+                if (tag == WD_CLIENT)
+                        k = r_u64(&f, &d->client);
+                else if (tag == WD_UID)
+                        k = r_u32(&f, &d->uid);
+                else if (tag == WD_PID)
+                        k = R_ENUM(&f, 0, INT32_MAX, d->pid);
+                else if (tag == WD_STATE)
+                        k = R_ENUM(&f, 0, _PREKILL_WARNED_STATE_MAX, d->state);
+                if (k < 0)
+                        return k;
+        }
+        if (k < 0)
+                return k;
+        return d->client > 0 ? 0 : -EBADMSG;
+}
+
+static int r_prekill_warning_field(uint16_t tag, const Span *f, SnapshotPrekillWarning *x) {
+        switch (tag) {
+        case W_ID:
+                return r_u64(f, &x->id);
+        case W_VICTIM:
+                return r_str(f, &x->victim);
+        case W_START:
+                return r_u64(f, &x->start_us);
+        case W_REALTIME:
+                return r_u64(f, &x->realtime_us);
+        case W_DEADLINE:
+                return r_u64(f, &x->deadline_us);
+        case W_HOOK:
+                return r_u64(f, &x->hook);
+        case W_WARNED:
+                return r_warned(f, x);
+        }
+        return 0;
+}
+
+static int r_prekill_warning(const Span *v, Snapshot *snap) {
+        SnapshotPrekillWarning *x = R_GROW(snap->prekill_warnings, snap->n_prekill_warnings, SNAPSHOT_ITEMS_MAX);
+        Span s = *v, f;
+        uint16_t tag;
+        int k;
+
+        if (!x)
+                return GROW_ERROR(snap->n_prekill_warnings, SNAPSHOT_ITEMS_MAX);
+        while ((k = r_next(&s, &tag, &f)) > 0)
+                if ((k = r_prekill_warning_field(tag, &f, x)) < 0)
+                        return k;
+        if (k < 0)
+                return k;
+        return x->id > 0 && x->victim && x->victim[0] == '/' ? 0 : -EBADMSG;
+}
+
+static int r_hook_field(uint16_t tag, const Span *f, SnapshotHook *h) {
+        switch (tag) {
+        case HK_ID:
+                return r_u64(f, &h->id);
+        case HK_UID:
+                return r_u32(f, &h->uid);
+        case HK_GID:
+                return r_u32(f, &h->gid);
+        case HK_PID:
+                return R_ENUM(f, 0, INT32_MAX, h->pid);
+        case HK_OWED:
+                return r_u64(f, &h->owed);
+        case HK_REFUSED:
+                return r_bool(f, &h->refused);
+        case HK_INPUT:
+                return f->n > SNAPSHOT_HOOK_BYTES_MAX ? -EBADMSG : r_blob(f, &h->input);
+        case HK_OUTPUT:
+                return f->n > SNAPSHOT_HOOK_BYTES_MAX ? -EBADMSG : r_blob(f, &h->output);
+        }
+        return 0;
+}
+
+static int r_hook(const Span *v, Snapshot *snap) {
+        SnapshotHook *h = R_GROW(snap->hooks, snap->n_hooks, SNAPSHOT_ITEMS_MAX);
+        Span s = *v, f;
+        uint16_t tag;
+        int k;
+
+        if (!h)
+                return GROW_ERROR(snap->n_hooks, SNAPSHOT_ITEMS_MAX);
+        while ((k = r_next(&s, &tag, &f)) > 0)
+                if ((k = r_hook_field(tag, &f, h)) < 0)
+                        return k;
+        if (k < 0)
+                return k;
+        return h->id > 0 ? 0 : -EBADMSG;
+}
+
+/* The top-level fields of version 2 (0 for a tag that is none of them). */
+static int r_prekill_field(uint16_t tag, const Span *f, Snapshot *s) {
+        switch (tag) {
+        case T_PREKILL_PATH:
+                return r_str(f, &s->prekill_path);
+        case T_NEXT_HOOK_ID:
+                return r_u64(f, &s->next_hook_id);
+        case T_PREKILL_LAST_ID:
+                return r_u64(f, &s->prekill_last_id);
+        case T_PREKILL_COUNTERS:
+                return r_prekill_counters(f, &s->prekill_counters);
+        case T_PREKILL_WARNING:
+                return r_prekill_warning(f, s);
+        case T_HOOK:
+                return r_hook(f, s);
+        }
+        return 0;
+}
+
 static int r_top_field(uint16_t tag, const Span *f, Snapshot *s) {
         switch (tag) {
         case T_SERIAL:
@@ -1061,7 +1268,7 @@ static int r_top_field(uint16_t tag, const Span *f, Snapshot *s) {
         case T_RECLAIM:
                 return r_reclaim(f, s);
         }
-        return 0;
+        return r_prekill_field(tag, f, s);
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -1074,6 +1281,8 @@ static int cmp_u64(const void *a, const void *b) {
 _Static_assert(offsetof(SnapshotRegistration, id) == 0, "id first");
 _Static_assert(offsetof(SnapshotClient, id) == 0, "id first");
 _Static_assert(offsetof(SnapshotProxyClient, id) == 0, "id first");
+_Static_assert(offsetof(SnapshotPrekillWarning, id) == 0, "id first");
+_Static_assert(offsetof(SnapshotHook, id) == 0, "id first");
 
 /* Whether the @n ids at @base (@stride bytes apart) are all different. */
 static int ids_unique(const void *base, size_t n, size_t stride) {
@@ -1096,6 +1305,39 @@ static int ids_unique(const void *base, size_t n, size_t stride) {
 static bool registration_exists(const Snapshot *s, const uint64_t *sorted, uint64_t id) {
         return s->n_registrations > 0 &&
                bsearch(&id, sorted, s->n_registrations, sizeof(uint64_t), cmp_u64) != NULL;
+}
+
+static const SnapshotHook *hook_find(const Snapshot *s, uint64_t id) {
+        for (size_t i = 0; i < s->n_hooks; i++)
+                if (s->hooks[i].id == id)
+                        return &s->hooks[i];
+        return NULL;
+}
+
+/* Ids unique, the last id given above each warning's, and a warning and the hook connection it is owed to name each other. */
+static int snapshot_check_prekill(const Snapshot *s) {
+        int k;
+
+        if ((k = ids_unique(s->prekill_warnings, s->n_prekill_warnings, sizeof(*s->prekill_warnings))) < 0 ||
+            (k = ids_unique(s->hooks, s->n_hooks, sizeof(*s->hooks))) < 0)
+                return k;
+        for (size_t i = 0; i < s->n_prekill_warnings; i++) {
+                const SnapshotPrekillWarning *w = &s->prekill_warnings[i];
+                const SnapshotHook *h = w->hook ? hook_find(s, w->hook) : NULL;
+
+                if (w->id > s->prekill_last_id || (w->hook && (!h || h->owed != w->id)))
+                        return -EBADMSG;
+        }
+        for (size_t i = 0; i < s->n_hooks; i++) {
+                bool found = s->hooks[i].owed == 0;
+
+                for (size_t j = 0; j < s->n_prekill_warnings && !found; j++)
+                        found = s->prekill_warnings[j].id == s->hooks[i].owed &&
+                                s->prekill_warnings[j].hook == s->hooks[i].id;
+                if (!found)
+                        return -EBADMSG;
+        }
+        return 0;
 }
 
 /* Every id unique, and every reference to a registration names one. */
@@ -1122,7 +1364,7 @@ static int snapshot_check_references(const Snapshot *s) {
         for (size_t i = 0; i < s->n_proxies; i++)
                 if (s->proxies[i].registration && !registration_exists(s, regs, s->proxies[i].registration))
                         return -EBADMSG;
-        return 0;
+        return snapshot_check_prekill(s);
 }
 
 static int snapshot_check_header(const uint8_t *p, size_t size, uint32_t *ret_version) {
@@ -1181,6 +1423,18 @@ void snapshot_client_done(SnapshotClient *c) {
         *c = (SnapshotClient) {};
 }
 
+void snapshot_prekill_warning_done(SnapshotPrekillWarning *w) {
+        free(w->victim);
+        free(w->warned);
+        *w = (SnapshotPrekillWarning) {};
+}
+
+void snapshot_hook_done(SnapshotHook *h) {
+        free(h->input.data);
+        free(h->output.data);
+        *h = (SnapshotHook) {};
+}
+
 void snapshot_registration_done(SnapshotRegistration *r) {
         free(r->cgroup);
         for (size_t i = 0; i < r->n_tops; i++)
@@ -1212,5 +1466,12 @@ void snapshot_done(Snapshot *s) {
         for (size_t i = 0; i < s->n_reclaim; i++)
                 free(s->reclaim[i].cgroup);
         free(s->reclaim);
+        free(s->prekill_path);
+        for (size_t i = 0; i < s->n_prekill_warnings; i++)
+                snapshot_prekill_warning_done(&s->prekill_warnings[i]);
+        free(s->prekill_warnings);
+        for (size_t i = 0; i < s->n_hooks; i++)
+                snapshot_hook_done(&s->hooks[i]);
+        free(s->hooks);
         *s = (Snapshot) {};
 }

@@ -25,11 +25,18 @@
 #include "episode.h"
 #include "histogram.h"
 #include "kernfile.h"
+#include "prekill-book.h"
 #include "source-type.h"
 #include "trigger.h"
 
-/* The version this daemon writes; it reads 1 to SNAPSHOT_VERSION. */
-#define SNAPSHOT_VERSION 1
+/*
+ * The version this daemon writes; it reads 1 to SNAPSHOT_VERSION.
+ * 2: pre-kill warnings and the hook's connections. Their ids must never be
+ * given twice and the answers owed to systemd-oomd must be given: a reader
+ * of version 1 would skip both and hand the next process a state that
+ * breaks that promise, so it refuses the state instead.
+ */
+#define SNAPSHOT_VERSION 2
 #define SNAPSHOT_HEADER_SIZE 32
 /* The largest snapshot written or read, header included. */
 #define SNAPSHOT_SIZE_MAX (UINT64_C(256) << 20)
@@ -41,6 +48,7 @@
 #define SNAPSHOT_TOPS_MAX 256        /* top-level cgroups of a kills registration on "/" */
 #define SNAPSHOT_RECLAIM_MAX 100000  /* cgroups under proactive reclaim */
 #define SNAPSHOT_STRING_MAX 4096     /* a path or a name */
+#define SNAPSHOT_HOOK_BYTES_MAX (UINT64_C(1) << 20) /* a hook connection's unread input, or its unwritten output */
 
 typedef struct SnapshotBytes {
         char *data;                  /* NULL when empty */
@@ -111,6 +119,27 @@ typedef struct SnapshotProxyClient {
         uint64_t sent, dropped;
 } SnapshotProxyClient;
 
+/* A pre-kill warning waiting for its answer (prekill-book.h). */
+typedef struct SnapshotPrekillWarning {
+        uint64_t id;                 /* > 0 */
+        char *victim;
+        uint64_t start_us, realtime_us, deadline_us;
+        uint64_t hook;               /* the SnapshotHook owed the answer; 0: none */
+        PrekillWarned *warned;
+        size_t n_warned;
+} SnapshotPrekillWarning;
+
+/* A connection to the pre-kill hook socket. */
+typedef struct SnapshotHook {
+        uint64_t id;                 /* > 0 */
+        uint32_t uid, gid;
+        int32_t pid;
+        uint64_t owed;               /* the warning whose answer it waits for; 0: none */
+        bool refused;                /* over the connection limit: its first call is refused */
+        SnapshotBytes input;         /* received and not yet handled */
+        SnapshotBytes output;        /* left to write */
+} SnapshotHook;
+
 /* A top-level cgroup watched by a kills registration on "/". */
 typedef struct SnapshotKillsTop {
         char *name;
@@ -174,6 +203,14 @@ typedef struct Snapshot {
         size_t n_proxies;
         SnapshotReclaim *reclaim;
         size_t n_reclaim;
+        char *prekill_path;          /* the hook socket the daemon bound itself */
+        uint64_t next_hook_id;
+        uint64_t prekill_last_id;    /* the last warning id given */
+        PrekillCounters prekill_counters;
+        SnapshotPrekillWarning *prekill_warnings;
+        size_t n_prekill_warnings;
+        SnapshotHook *hooks;
+        size_t n_hooks;
 } Snapshot;
 
 /* snapshot_registration_done - free what @r holds and zero it. */
@@ -181,6 +218,12 @@ void snapshot_registration_done(SnapshotRegistration *r);
 
 /* snapshot_client_done - free what @c holds and zero it. */
 void snapshot_client_done(SnapshotClient *c);
+
+/* snapshot_prekill_warning_done - free what @w holds and zero it. */
+void snapshot_prekill_warning_done(SnapshotPrekillWarning *w);
+
+/* snapshot_hook_done - free what @h holds and zero it. */
+void snapshot_hook_done(SnapshotHook *h);
 
 /* snapshot_done - free everything @s holds and zero it. */
 void snapshot_done(Snapshot *s);

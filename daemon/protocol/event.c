@@ -399,6 +399,16 @@ static json_t *level_json(const EventData *e) {
                          "time_us", (json_int_t) e->realtime_us, "monotonic_us", (json_int_t) e->monotonic_us);
 }
 
+/* A "prekill" event (PrekillEvent) without "seq" and "missed", which the prefix adds. */
+static json_t *prekill_json(const EventData *e) {
+        const PrekillSample *p = &e->prekill;
+
+        return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I}", "kind", IDL_EVENT_KIND_NAME(PREKILL),
+                         "cgroup", e->cgroup, "by", p->by, "id", (json_int_t) p->id,
+                         "deadline_us", (json_int_t) p->deadline_us, "time_us", (json_int_t) e->realtime_us,
+                         "monotonic_us", (json_int_t) e->monotonic_us);
+}
+
 json_t *event_data_json(const EventData *e) {
         switch (e->kind) {
         case EVENT_PRESSURE:
@@ -423,6 +433,8 @@ json_t *event_data_json(const EventData *e) {
         }
         case EVENT_LEVEL:
                 return level_json(e);
+        case EVENT_PREKILL:
+                return prekill_json(e);
         default:
                 return NULL;
         }
@@ -436,7 +448,8 @@ Body *event_data_body(const EventData *e, uint64_t read_us) {
                 flags |= BODY_HAS_LEVEL;
                 level = (int) e->pressure.level;
         }
-        if (e->kind == EVENT_CLEARED || e->kind == EVENT_TRIGGER_CHANGED || e->kind == EVENT_LEVEL)
+        if (e->kind == EVENT_CLEARED || e->kind == EVENT_TRIGGER_CHANGED || e->kind == EVENT_LEVEL ||
+            e->kind == EVENT_PREKILL)
                 flags |= BODY_NO_COUNT; /* these merge no notifications */
         return body_from_json(event_data_json(e), read_us, flags, level);
 }

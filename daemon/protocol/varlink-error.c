@@ -59,6 +59,10 @@ int varlink_error_internal(VarlinkError *e, int error) {
         return set_string(e, error, IDL_ERROR_NAME(INTERNAL_ERROR), "reason", strerror(error < 0 ? -error : error));
 }
 
+int varlink_error_no_such_prekill(VarlinkError *e, int64_t id) {
+        return set(e, -ENOENT, IDL_ERROR_NAME(NO_SUCH_PREKILL), json_pack("{s:I}", "id", (json_int_t) id));
+}
+
 int varlink_error_invalid_parameter(VarlinkError *e, const char *parameter) {
         return set_string(e, -EINVAL, IDL_ERROR_NAME(VARLINK_INVALID_PARAMETER), "parameter", parameter);
 }

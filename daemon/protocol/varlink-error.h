@@ -43,6 +43,9 @@ int varlink_error_configuration_rejected(VarlinkError *e, int error, const char 
 /* io.pressured.InternalError (reason): the daemon failed (out of memory, ...); reason is strerror(@error). */
 int varlink_error_internal(VarlinkError *e, int error);
 
+/* io.pressured.NoSuchPrekill (id); returns -ENOENT. */
+int varlink_error_no_such_prekill(VarlinkError *e, int64_t id);
+
 /* org.varlink.service.InvalidParameter (parameter); returns -EINVAL. */
 int varlink_error_invalid_parameter(VarlinkError *e, const char *parameter);
 /* org.varlink.service.MethodNotFound (method); returns -ENOENT. */

@@ -136,3 +136,24 @@ char *varlink_reply_new(json_t *params, bool continues, size_t *ret_size) {
 char *varlink_error_new(const char *error, json_t *params, size_t *ret_size) {
         return dump_with_nul(message_new(error, params), ret_size);
 }
+
+const char varlink_service_description[] =
+        "# The Varlink Service Interface is provided by every varlink service.\n"
+        "interface org.varlink.service\n"
+        "\n"
+        "method GetInfo() -> (\n"
+        "  vendor: string,\n"
+        "  product: string,\n"
+        "  version: string,\n"
+        "  url: string,\n"
+        "  interfaces: []string\n"
+        ")\n"
+        "\n"
+        "method GetInterfaceDescription(interface: string) -> (description: string)\n"
+        "\n"
+        "error InterfaceNotFound (interface: string)\n"
+        "error MethodNotFound (method: string)\n"
+        "error MethodNotImplemented (method: string)\n"
+        "error InvalidParameter (parameter: string)\n"
+        "error PermissionDenied ()\n"
+        "error ExpectedMore ()\n";

@@ -53,5 +53,8 @@ char *varlink_reply_new(json_t *params, bool continues, size_t *ret_size) _warn_
  */
 char *varlink_error_new(const char *error, json_t *params, size_t *ret_size) _warn_unused_result_;
 
+/* The description of org.varlink.service, which every socket of the daemon serves. */
+extern const char varlink_service_description[];
+
 /* Dump flags used for everything the daemon sends. */
 #define VARLINK_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(6) | JSON_ENSURE_ASCII)

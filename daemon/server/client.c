@@ -9,6 +9,14 @@
 #include "log.h"
 #include "varlink-error.h"
 
+/* Call @fn of every observer that has one, with @args and its userdata. */
+#define CLIENT_SERVER_TELL(m, fn, ...)                                                          \
+        do {                                                                                    \
+                for (size_t _i = 0; _i < CLIENT_SERVER_HOOKS_MAX; _i++)                         \
+                        if ((m)->hooks[_i] && (m)->hooks[_i]->fn)                               \
+                                (m)->hooks[_i]->fn(__VA_ARGS__, (m)->hooks_userdata[_i]);       \
+        } while (0)
+
 static void client_arm_timer(Client *c);
 static void client_kick(Client *c);
 static void client_process(Client *c);
@@ -73,8 +81,7 @@ Client *client_free(Client *c) {
         cgroup_view_done(&c->view);
         if (c->dead)
                 LIST_REMOVE(dead, m->dead, c);
-        if (m->hooks && m->hooks->disconnected)
-                m->hooks->disconnected(c, m->hooks_userdata);
+        CLIENT_SERVER_TELL(m, disconnected, c);
         live_page_release(m->live, c->live_slot);
         LIST_REMOVE(clients, m->clients, c);
         m->n_clients--;
@@ -212,8 +219,7 @@ int client_send_event(Client *c, const char *prefix, size_t n, Body *body, uint6
 static void client_stream_changed(Client *c) {
         ClientServer *m = c->server;
 
-        if (m->hooks && m->hooks->stream)
-                m->hooks->stream(c, m->hooks_userdata);
+        CLIENT_SERVER_TELL(m, stream, c);
 }
 
 void client_stream_start(Client *c, void *stream, ClientStreamFreeFn stream_free) {
@@ -503,8 +509,7 @@ int client_new(ClientServer *m, int fd, const struct ucred *cred, Client **ret) 
 
         if (k < 0)
                 return k;
-        if (m->hooks && m->hooks->connected)
-                m->hooks->connected(c, m->hooks_userdata);
+        CLIENT_SERVER_TELL(m, connected, c);
         client_arm_timer(c);
         *ret = c;
         return 0;
@@ -711,8 +716,7 @@ int client_server_set_listener(ClientServer *s, int fd) {
         safe_close(s->listen_fd);
         s->ev_accept = ev;
         s->listen_fd = fd;
-        if (s->hooks && s->hooks->listener)
-                s->hooks->listener(s, s->hooks_userdata);
+        CLIENT_SERVER_TELL(s, listener, s);
         return 0;
 }
 
@@ -744,6 +748,16 @@ int client_server_new(struct event_base *base, const Config *config, int listen_
         }
         *ret = m;
         return 0;
+}
+
+int client_server_add_hooks(ClientServer *s, const ClientServerHooks *hooks, void *userdata) {
+        for (size_t i = 0; i < CLIENT_SERVER_HOOKS_MAX; i++)
+                if (!s->hooks[i]) {
+                        s->hooks[i] = hooks;
+                        s->hooks_userdata[i] = userdata;
+                        return 0;
+                }
+        return -ENOSPC;
 }
 
 ClientServer *client_server_free(ClientServer *m) {

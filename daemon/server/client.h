@@ -84,6 +84,9 @@ typedef struct ClientServerHooks {
         void (*listener)(ClientServer *s, void *userdata); /* the listening socket was replaced */
 } ClientServerHooks;
 
+/* Observers of the clients (client_server_add_hooks()): the takeover and the pre-kill warnings. */
+#define CLIENT_SERVER_HOOKS_MAX 2
+
 /* The varlink socket and its clients. */
 struct ClientServer {
         struct event_base *base;
@@ -103,9 +106,16 @@ struct ClientServer {
         UserCount *users;
         size_t n_users;
         LivePage *live;             /* what every connection was last told, for a successor after a crash; or NULL */
-        const ClientServerHooks *hooks;
-        void *hooks_userdata;
+        const ClientServerHooks *hooks[CLIENT_SERVER_HOOKS_MAX];
+        void *hooks_userdata[CLIENT_SERVER_HOOKS_MAX];
 };
+
+/*
+ * client_server_add_hooks - tell @hooks (with @userdata) as clients come,
+ * change their stream and go, after the observers added before. Returns
+ * 0, or -ENOSPC beyond CLIENT_SERVER_HOOKS_MAX.
+ */
+int client_server_add_hooks(ClientServer *s, const ClientServerHooks *hooks, void *userdata);
 
 /*
  * client_server_new - serve varlink on the listening socket @listen_fd

@@ -7,6 +7,7 @@
 #include <sys/ioctl.h>
 
 #include "event.h"
+#include "kills.h"
 #include "level-stream.h"
 #include "log.h"
 #include "util.h"
@@ -527,5 +528,38 @@ int level_stream_adopt(LevelTracker *t, Client *c, const SnapshotLevels *snap) {
         if (!t->body)
                 t->body = tracker_event(t);
         stream_offer(s);
+        return 0;
+}
+
+void level_streams_under(LevelStreams *ls, const char *victim, LevelStreamVisitFn fn, void *userdata) {
+        LevelTracker *t;
+        LevelStream *s;
+
+        LIST_FOREACH(trackers, t, ls->trackers) {
+                if (!kills_covers(victim, t->real_v2) && !kills_covers(victim, t->real_v1))
+                        continue;
+                LIST_FOREACH(streams, s, t->streams)
+                        if (!s->client->dead)
+                                fn(s, s->client, t->view_v2, userdata);
+        }
+}
+
+int level_stream_warn(LevelStream *s, Body *b) {
+        char prefix[OUT_PREFIX_MAX];
+        /* Numbered in the stream; what it folded is the next level event's to say. */
+        size_t n = event_prefix(prefix, b, s->seq + 1, 0, 0, _LEVEL_INVALID);
+        LiveSlot *l = client_live(s->client);
+        int k;
+
+        if (l)
+                l->seq = s->seq + 1;
+        k = client_send_event(s->client, prefix, n, b, s->seq + 1, 0);
+        if (k < 0) {
+                if (l)
+                        l->seq = s->seq;
+                return k;
+        }
+        s->seq++;
+        counter_inc(s->tracker->owner->counters, COUNTER_EVENTS_DELIVERED);
         return 0;
 }

@@ -89,6 +89,23 @@ int level_stream_start(LevelTracker *t, Client *c);
 /* level_stream_of_client - @c's active stream if it is a level stream, else NULL. */
 LevelStream *level_stream_of_client(const Client *c);
 
+/* Called for each stream level_streams_under() finds, with its client and its peer's cgroup2 namespace root (NULL: none). */
+typedef void (*LevelStreamVisitFn)(LevelStream *s, Client *c, const char *view_v2, void *userdata);
+
+/*
+ * level_streams_under - @fn for every stream (of a live client) whose
+ * cgroup is @victim or below it, in the cgroup2 or the v1 memory hierarchy.
+ */
+void level_streams_under(LevelStreams *ls, const char *victim, LevelStreamVisitFn fn, void *userdata);
+
+/*
+ * level_stream_warn - queue the warning @b (a "prekill" event naming
+ * cgroups as @s's peer does) as @s's next event, whatever its client has
+ * read; the level last sent stays what it was. Returns 0 or a negative
+ * errno (the client is being closed).
+ */
+int level_stream_warn(LevelStream *s, Body *b);
+
 /* level_stream_export - @s as a snapshot. Returns 0 or -ENOMEM. */
 int level_stream_export(const LevelStream *s, SnapshotLevels *ret);
 

@@ -2,7 +2,8 @@
 /*
  * The varlink methods: org.varlink.service (GetInfo,
  * GetInterfaceDescription) and io.pressured (Subscribe, GetStatus,
- * GetProtection, GetHeadroom, Inject, Reload), with source selection and the
+ * GetProtection, GetHeadroom, Inject, Reload, Reexecute, AcknowledgePrekill),
+ * with source selection and the
  * authorization rules of the contract.
  */
 #include <fcntl.h>
@@ -20,27 +21,6 @@
 #include "source-choice.h"
 #include "subscribe.h"
 #include "subscription.h"
-
-static const char org_varlink_service_description[] =
-        "# The Varlink Service Interface is provided by every varlink service.\n"
-        "interface org.varlink.service\n"
-        "\n"
-        "method GetInfo() -> (\n"
-        "  vendor: string,\n"
-        "  product: string,\n"
-        "  version: string,\n"
-        "  url: string,\n"
-        "  interfaces: []string\n"
-        ")\n"
-        "\n"
-        "method GetInterfaceDescription(interface: string) -> (description: string)\n"
-        "\n"
-        "error InterfaceNotFound (interface: string)\n"
-        "error MethodNotFound (method: string)\n"
-        "error MethodNotImplemented (method: string)\n"
-        "error InvalidParameter (parameter: string)\n"
-        "error PermissionDenied ()\n"
-        "error ExpectedMore ()\n";
 
 /*
  * Answer @call with @params (stolen). NULL @params is a reply that could
@@ -818,6 +798,24 @@ unsigned methods_level_headroom(void *userdata, const LevelTarget *t, StreamLeve
         return 1u | (headroom_reclaim_target(&h, ms->config, (int) level, ret_target) ? 2u : 0u);
 }
 
+static int method_acknowledge_prekill(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
+        static const char *const allowed[] = { "id", NULL };
+        json_t *v = json_object_get(call->parameters, "id");
+        json_int_t id;
+        int k;
+
+        k = check_params(call->parameters, allowed, e);
+        if (k < 0)
+                return k;
+        if (!json_is_integer(v))
+                return varlink_error_invalid_parameter(e, "id");
+        id = json_integer_value(v);
+        /* Whose it is, the peer's credentials say: any connection of the warned subscriber's user. */
+        if (id <= 0 || prekill_acknowledge(ms->prekill, (uint64_t) id, c->uid, c->pid) < 0)
+                return varlink_error_no_such_prekill(e, id);
+        return reply(c, call, json_object());
+}
+
 static int method_get_info(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
         static const char *const allowed[] = { NULL };
         int k = check_params(call->parameters, allowed, e);
@@ -845,7 +843,7 @@ static int method_get_interface_description(Methods *ms, Client *c, VarlinkCall 
         if (streq(json_string_value(v), "io.pressured"))
                 return reply(c, call, json_pack("{s:s}", "description", io_pressured_varlink));
         if (streq(json_string_value(v), "org.varlink.service"))
-                return reply(c, call, json_pack("{s:s}", "description", org_varlink_service_description));
+                return reply(c, call, json_pack("{s:s}", "description", varlink_service_description));
         return varlink_error_interface_not_found(e, json_string_value(v));
 }
 
@@ -862,6 +860,7 @@ static const struct {
         { "io.pressured.Inject", method_inject },
         { "io.pressured.Reload", method_reload },
         { "io.pressured.Reexecute", method_reexecute },
+        { "io.pressured.AcknowledgePrekill", method_acknowledge_prekill },
 };
 
 /* The error for a method nobody implements: an unknown method of our interfaces, or an unknown interface. */

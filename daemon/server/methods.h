@@ -2,7 +2,8 @@
 /*
  * The varlink methods: org.varlink.service (GetInfo,
  * GetInterfaceDescription) and io.pressured (Subscribe, GetStatus,
- * GetProtection, GetHeadroom, Inject, Reload), with the authorization rules of the
+ * GetProtection, GetHeadroom, Inject, Reload, Reexecute,
+ * AcknowledgePrekill), with the authorization rules of the
  * contract. The manager installs methods_dispatch() as the clients'
  * dispatch callback, and hands in what lies outside this layer (reloading
  * the configuration) as a callback too.
@@ -14,6 +15,7 @@
 #include "config.h"
 #include "level-stream.h"
 #include "counters.h"
+#include "prekill.h"
 #include "registration.h"
 #include "source-protection.h"
 #include "status.h"
@@ -28,6 +30,7 @@ typedef struct Methods {
         const Hierarchy *v1;
         Counters *counters;
         const StatusContext *status;
+        Prekill *prekill;               /* warnings before systemd-oomd kills (AcknowledgePrekill) */
         /* Re-read the configuration (Reload); @ret_error: why it was rejected. */
         int (*reload)(void *userdata, char **ret_error);
         /* Execute the binary anew (Reexecute), soon, from the loop; @c owes the

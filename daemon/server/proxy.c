@@ -16,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "kills.h"
 #include "log.h"
 #include "proxy.h"
 #include "socket-util.h"
@@ -592,6 +593,22 @@ static bool proxy_deliver(Listener *l, Body *body, uint64_t count) {
         p->dropped++;
         counter_inc(counters, COUNTER_PROXY_EVENTS_DROPPED);
         return false;
+}
+
+unsigned proxy_warn_under(ProxyServer *s, const char *victim) {
+        ProxyClient *p;
+        unsigned n = 0;
+
+        LIST_FOREACH(all, p, s ? s->clients : NULL) {
+                const Registration *r = p->listener.reg;
+
+                /* Its cgroup is its registration's; one that watches the whole system is in none. */
+                if (!r || streq(r->src.cgroup, "/") || !kills_covers(victim, r->src.cgroup))
+                        continue;
+                if (proxy_deliver(&p->listener, NULL, 1))
+                        n++;
+        }
+        return n;
 }
 
 /* The cgroup is gone: stay connected and silent, since closing would make sd-event spin. */

@@ -150,6 +150,14 @@ int proxy_client_export(const ProxyClient *p, SnapshotProxyClient *ret);
 /* proxy_set_config - the configuration after a reload. */
 void proxy_set_config(ProxyServer *s, const Config *config);
 
+/*
+ * proxy_warn_under - one pressure byte (never out-of-band data) to every
+ * proxied client whose cgroup (its registration's) is @victim or below
+ * it, in either hierarchy: systemd-oomd is about to kill it. Returns how
+ * many got it.
+ */
+unsigned proxy_warn_under(ProxyServer *s, const char *victim);
+
 /* proxy_client_of - the proxied client behind @l, or NULL if @l is another kind of listener. */
 const ProxyClient *proxy_client_of(const Listener *l);
 

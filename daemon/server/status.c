@@ -158,11 +158,22 @@ static json_t *status_takeover_json(const StatusContext *m) {
                          "clean", t->clean, "time_us", (json_int_t) t->time_us);
 }
 
+/* GetStatus "prekill": the calls of systemd-oomd's pre-kill hook. */
+static json_t *status_prekill_json(const StatusContext *m) {
+        static const PrekillBook none = {};
+        const PrekillBook *b = m->prekill ?: &none;
+
+        return json_pack("{s:I, s:I, s:I, s:I}", "warned", (json_int_t) b->counters.warned,
+                         "acknowledged", (json_int_t) b->counters.acknowledged,
+                         "deadline_reached", (json_int_t) b->counters.deadline_reached,
+                         "pending", (json_int_t) b->n_pending);
+}
+
 /* Every part is complete, or the whole reply is NULL: out of memory is never a partial success. */
 json_t *status_json(const StatusContext *m, const CgroupView *view) {
         json_t *regs = status_registrations_json(m, view), *counters = status_counters_json(m);
 
-        return json_pack("{s:s, s:I, s:I, s:o, s:I, s:I, s:I, s:o, s:{s:s?, s:s?, s:b}, s:o, s:{s:I, s:o}, s:o, s:o}",
+        return json_pack("{s:s, s:I, s:I, s:o, s:I, s:I, s:I, s:o, s:{s:s?, s:s?, s:b}, s:o, s:{s:I, s:o}, s:o, s:o, s:o}",
                          "version", PACKAGE_VERSION,
                          "uptime_us", (json_int_t) (now_usec(CLOCK_MONOTONIC) - m->start_monotonic),
                          "generation", (json_int_t) m->generation,
@@ -180,7 +191,8 @@ json_t *status_json(const StatusContext *m, const CgroupView *view) {
                          "max_per_user", (json_int_t) m->config->max_fast_triggers_per_user,
                          "users", status_fast_users_json(m),
                          "reclaim", reclaim_controller_status_json(m->reclaim, cgroup_view_root(view, false)),
-                         "dbus", low_memory_monitor_status_json(m->lmm, m->bus));
+                         "dbus", low_memory_monitor_status_json(m->lmm, m->bus),
+                         "prekill", status_prekill_json(m));
 }
 
 static void write_gauge(struct evbuffer *out, const char *name, const char *help, uint64_t v) {
@@ -230,6 +242,29 @@ static void status_write_counter_metrics(struct evbuffer *out, const StatusConte
         metrics_histogram_write(out, "pressured_delivery_latency_seconds",
                                 "Time from reading a notification to queueing it for a subscriber.",
                                 &m->counters->latency);
+}
+
+/* pressured_prekill_total: the calls of the pre-kill hook answered, by why. */
+static void status_write_prekill_metrics(struct evbuffer *out, const StatusContext *m) {
+        static const PrekillBook none = {};
+        const PrekillBook *b = m->prekill ?: &none;
+        const struct {
+                const char *outcome;
+                uint64_t value;
+        } rows[] = {
+                { "acknowledged", b->counters.acknowledged },
+                { "deadline", b->counters.deadline_reached },
+                { "nobody", b->counters.nobody },
+        };
+
+        metrics_write_header(out, "pressured_prekill_total", "counter",
+                             "Calls of systemd-oomd's pre-kill hook answered: every warned subscriber acknowledged "
+                             "or went away, the deadline passed, or nobody was to be warned.");
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                MetricsLabel l = { "outcome", rows[i].outcome };
+
+                metrics_write_sample_u64(out, "pressured_prekill_total", &l, 1, rows[i].value);
+        }
 }
 
 /* pressured_fast_triggers per uid, and the per-user limit. */
@@ -336,6 +371,7 @@ void status_write_metrics(struct evbuffer *out, struct evbuffer *cgroups, void *
         status_write_client_metrics(out, m);
         status_write_registration_metrics(out, m);
         status_write_counter_metrics(out, m, values);
+        status_write_prekill_metrics(out, m);
         status_write_fast_trigger_metrics(out, m);
         status_write_episode_metrics(out, m);
         status_write_psi_metrics(out, m);

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "counters.h"
 #include "low-memory-monitor.h"
+#include "prekill-book.h"
 #include "proxy.h"
 #include "reclaim-controller.h"
 #include "registration.h"
@@ -41,6 +42,7 @@ typedef struct StatusContext {
         const Counters *counters;
         const LowMemoryMonitor *lmm;        /* [DBus] LowMemoryMonitor=, and */
         const SystemBus *bus;               /* the system bus connection, for "dbus" */
+        const PrekillBook *prekill;         /* the pre-kill warnings, for "prekill"; NULL: none yet */
         const Hierarchy *v2;
         const Hierarchy *v1;
         bool mount_recursiveprot;           /* the cgroup2 mount's memory_recursiveprot */

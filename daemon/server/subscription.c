@@ -21,8 +21,12 @@ static void subscription_live(Subscription *s) {
                 l->flags &= ~LIVE_SLOT_HELD;
 }
 
-/* Queue one event for the subscriber now; false if it had to be dropped. */
-static bool subscription_send(Subscription *s, Body *body, uint64_t count, size_t limit) {
+/*
+ * Queue one event for the subscriber now; false if it had to be dropped.
+ * @viewed: @body names cgroups as the peer does already (else a peer in a
+ * cgroup namespace gets its own copy).
+ */
+static bool subscription_send_as(Subscription *s, Body *body, uint64_t count, size_t limit, bool viewed) {
         Client *c = s->client;
         const uint64_t read_usec = body->monotonic_us;
         char prefix[OUT_PREFIX_MAX];
@@ -33,7 +37,7 @@ static bool subscription_send(Subscription *s, Body *body, uint64_t count, size_
         s->seq++;
         subscription_live(s);
         n = event_prefix(prefix, body, s->seq, s->missed, count, s->listener.level);
-        if (s->view.root) {
+        if (s->view.root && !viewed) {
                 /* Only a peer in a cgroup namespace pays for its own copy of the event. */
                 own = event_body_view(body, &s->view);
                 if (!own) {
@@ -63,6 +67,10 @@ static bool subscription_send(Subscription *s, Body *body, uint64_t count, size_
         if (read_usec)
                 metrics_histogram_observe(&s->counters->latency, s->last_sent_usec - read_usec);
         return true;
+}
+
+static bool subscription_send(Subscription *s, Body *body, uint64_t count, size_t limit) {
+        return subscription_send_as(s, body, count, limit, false);
 }
 
 static void on_coalesce_timer(evutil_socket_t fd, short what, void *userdata) {
@@ -134,6 +142,21 @@ static bool subscription_cleared(Listener *l, Body *body) {
         if (s->client->dead)
                 return false;
         return subscription_send(s, body, 1, limit + SUBSCRIPTION_CLEARED_RESERVE_BYTES);
+}
+
+bool subscription_warn(Subscription *s, Body *body) {
+        const size_t limit = s->client->server->config->output_buffer_bytes;
+
+        if (s->client->dead)
+                return false;
+        /* It goes now: "subscribed" first if it waits, and the event held for its interval. */
+        if (s->waiting)
+                s->start(s, s->listener.reg);
+        if (s->pending)
+                on_coalesce_timer(-1, 0, s);
+        if (s->client->dead)
+                return false;
+        return subscription_send_as(s, body, 1, limit + SUBSCRIPTION_CLEARED_RESERVE_BYTES, true);
 }
 
 static void subscription_removed(Listener *l, Registration *r) {
@@ -325,6 +348,10 @@ int subscription_adopt(Client *c, Counters *counters, Registration *r, const Sna
         client_stream_start(c, s, subscription_stream_free);
         *ret = s;
         return 0;
+}
+
+Subscription *subscription_of_listener(Listener *l) {
+        return l->ops == &subscription_listener_ops ? subscription_of(l) : NULL;
 }
 
 Subscription *subscription_of_client(const Client *c) {

@@ -47,7 +47,7 @@ struct Subscription {
  * the pressure is over; only when the reserve is used up too is it dropped
  * and counted in "missed".
  */
-#define SUBSCRIPTION_CLEARED_RESERVE_BYTES 4096
+#define SUBSCRIPTION_CLEARED_RESERVE_BYTES 4096  /* and for a "prekill" warning */
 
 /*
  * subscription_new - a subscription of client @c to @r for @req, attached
@@ -88,6 +88,17 @@ int subscription_export(const Subscription *s, SnapshotSubscription *ret);
  */
 int subscription_adopt(Client *c, Counters *counters, Registration *r, const SnapshotSubscription *snap,
                        Subscription **ret);
+
+/*
+ * subscription_warn - send @s the warning @body (a "prekill" event, naming
+ * cgroups as @s's peer does) now: after its "subscribed" if that still
+ * waits and after an event held for its interval, with the reserve of
+ * "cleared" beyond OutputBufferBytes=. Returns true if it was queued.
+ */
+bool subscription_warn(Subscription *s, Body *body);
+
+/* subscription_of_listener - the subscription behind @l, or NULL if @l is another kind of listener. */
+Subscription *subscription_of_listener(Listener *l);
 
 /* subscription_of_client - @c's active stream if it is a subscription, else NULL. */
 Subscription *subscription_of_client(const Client *c);

@@ -42,12 +42,15 @@ struct Takeover {
         MetricsServer *metrics;
         char *socket_path;              /* bound by this daemon (this process or an earlier one) */
         char *proxy_paths[_RESOURCE_MAX];
+        char *prekill_path;
+        uint64_t prekill_mark;          /* the last warning id the live pages before said was given */
         bool store_listeners;           /* bound by this process: they go to the store */
         char *exe;
         char **argv;
         Registration **adopted;         /* parallel to snap.registrations; NULL where it failed */
         Client **resumed;               /* adopted clients, until takeover_finish() */
         size_t n_resumed;
+        size_t n_hooks;                 /* hook connections taken over */
         TakeoverStats stats;
 };
 
@@ -61,7 +64,7 @@ bool takeover_is_fd_name(const char *name) {
         if (streq(name, "live") || streq(name, "state") || (strncmp(name, "state-", 6) == 0 && name[6]) ||
             (strncmp(name, "live-", 5) == 0 && name[5]))
                 return true;
-        return strchr("cpr", name[0]) && name[0] && n > 0 && name[1 + n] == 0;
+        return strchr("cprh", name[0]) && name[0] && n > 0 && name[1 + n] == 0;
 }
 
 /* ---- keeping the store current ---- */
@@ -156,6 +159,36 @@ static const ProxyHooks takeover_proxy_hooks = {
         .connected = on_proxy_connected,
         .attached = on_proxy_attached,
         .disconnected = on_proxy_disconnected,
+};
+
+static void on_hook_connected(HookConn *h, void *userdata) {
+        store_add(userdata, h->fd, 'h', h->id, true);
+}
+
+static void on_hook_disconnected(HookConn *h, void *userdata) {
+        store_remove(userdata, 'h', h->id);
+        takeover_dirty(userdata);
+}
+
+static const HookHooks takeover_hook_hooks = {
+        .connected = on_hook_connected,
+        .disconnected = on_hook_disconnected,
+};
+
+static void on_checkpoint(evutil_socket_t fd, short what, void *userdata);
+
+/* A warning goes out: the state knows it first, whatever happens after. */
+static void on_prekill_checkpoint(void *userdata) {
+        on_checkpoint(-1, 0, userdata);
+}
+
+static void on_prekill_changed(void *userdata) {
+        takeover_dirty(userdata);
+}
+
+static const PrekillHooks takeover_prekill_hooks = {
+        .checkpoint = on_prekill_checkpoint,
+        .changed = on_prekill_changed,
 };
 
 /* A PSI trigger must not be polled by anyone else: the poll that sees an event clears it. */
@@ -303,6 +336,8 @@ static int takeover_build(Takeover *t, bool complete, Snapshot *s) {
         };
         if ((k = strdup_opt(t->live.fd >= 0 ? t->live_name : NULL, &s->live_name)) < 0 ||
             (k = strdup_opt(t->socket_path, &s->socket_path)) < 0 ||
+            (k = strdup_opt(t->prekill_path, &s->prekill_path)) < 0 ||
+            (t->env.prekill && (k = prekill_export(t->env.prekill, complete, s)) < 0) ||
             (k = strdup_opt(t->proxy_paths[RESOURCE_MEMORY], &s->proxy_paths[RESOURCE_MEMORY])) < 0 ||
             (k = strdup_opt(t->proxy_paths[RESOURCE_CPU], &s->proxy_paths[RESOURCE_CPU])) < 0 ||
             (k = strdup_opt(t->proxy_paths[RESOURCE_IO], &s->proxy_paths[RESOURCE_IO])) < 0 ||
@@ -463,6 +498,8 @@ static int takeover_read_live(Takeover *t, int fd) {
                 return 0;
         }
         t->clean = t->snap.complete && live_page_clean(&old) == t->snap.serial;
+        if (live_page_mark(&old) > t->prekill_mark)
+                t->prekill_mark = live_page_mark(&old);
         if (!t->clean) {
                 t->crash_slots = malloc(old.n_slots * sizeof(LiveSlot));
                 if (!t->crash_slots) {
@@ -477,6 +514,17 @@ static int takeover_read_live(Takeover *t, int fd) {
         return 0;
 }
 
+/* The last warning id a live page that goes with no state says was given (@fd closed): never given again. */
+static void stale_mark(Takeover *t, int fd) {
+        LivePage old = { .fd = -1 };
+
+        if (live_page_adopt(fd, &old) < 0)
+                return;
+        if (live_page_mark(&old) > t->prekill_mark)
+                t->prekill_mark = live_page_mark(&old);
+        live_page_done(&old);
+}
+
 /* Every live page among @fds: closed, its name dropped from the store once our state is there. */
 static int takeover_stale_lives(Takeover *t, NamedFds *fds) {
         uint64_t serial;
@@ -489,7 +537,7 @@ static int takeover_stale_lives(Takeover *t, NamedFds *fds) {
                         continue;
                 }
                 fds->fds[i] = fds->fds[--fds->n];
-                safe_close(f.fd);
+                stale_mark(t, f.fd);
                 /* A page stored by a process that crashed before its first state: our name is above it. */
                 if (strncmp(f.name, "live-", 5) == 0 && safe_atou64(f.name + 5, &serial) >= 0 && serial > t->serial)
                         t->serial = serial;
@@ -544,6 +592,8 @@ int takeover_inherit(Takeover *t, NamedFds *fds) {
         for (Resource r = 0; r < _RESOURCE_MAX; r++)
                 if (t->snap.proxy_paths[r] && !(t->proxy_paths[r] = strdup(t->snap.proxy_paths[r])))
                         return -ENOMEM;
+        if (t->snap.prekill_path && !(t->prekill_path = strdup(t->snap.prekill_path)))
+                return -ENOMEM;
         return 1;
 }
 
@@ -740,12 +790,60 @@ static void restore_clients(Takeover *t, NamedFds *fds) {
         }
 }
 
+/*
+ * After a crash: what the live page says of a hook connection. False if
+ * it cannot go on (an answer half-written, a call half-read, or nothing
+ * known of it); an answer it was owed and wholly written is not owed any
+ * more, and its warning owes it nobody.
+ */
+static bool crash_adjust_hook(Takeover *t, SnapshotHook *sh) {
+        const LiveSlot *l = crash_slot(t, sh->id | HOOK_LIVE_ID_BIT);
+
+        if (!l || (l->flags & (LIVE_SLOT_PARTIAL | LIVE_SLOT_INPUT)))
+                return false;
+        if (sh->owed && l->written_seq >= sh->owed) {
+                for (size_t i = 0; i < t->snap.n_prekill_warnings; i++)
+                        if (t->snap.prekill_warnings[i].hook == sh->id)
+                                t->snap.prekill_warnings[i].hook = 0;
+                sh->owed = 0;
+        }
+        return true;
+}
+
+/* The pre-kill hook's connections, then the warnings (whose answers they may be owed). */
+static void restore_prekill(Takeover *t, NamedFds *fds) {
+        Prekill *p = t->env.prekill;
+
+        for (size_t i = 0; p && i < t->snap.n_hooks; i++) {
+                SnapshotHook *sh = &t->snap.hooks[i];
+                int fd = take_fd(fds, 'h', sh->id);
+                HookConn *h;
+
+                if (fd < 0)
+                        continue; /* hung up while nobody watched */
+                /* hook_conn_adopt() closes the fd it cannot take; one the live page rules out is closed here. */
+                if (!t->clean && !crash_adjust_hook(t, sh))
+                        fd = safe_close(fd);
+                if (fd < 0 || hook_conn_adopt(p->hook, fd, sh, &h) < 0) {
+                        log_debug("Hook connection %" PRIu64 " cannot go on, closing it.", sh->id);
+                        store_remove(t, 'h', sh->id);
+                        t->stats.closed++;
+                        continue;
+                }
+                t->n_hooks++;
+        }
+        if (p && prekill_adopt(p, &t->snap, t->prekill_mark) < 0)
+                log_error("Out of memory taking over the pre-kill warnings; systemd-oomd's calls are answered now.");
+}
+
 /* New ids start above @name's, so that a name in the store is never used twice. */
 static void ids_above(Takeover *t, const char *name) {
         uint64_t id;
 
-        if (!strchr("cpr", name[0]) || safe_atou64(name + 1, &id) < 0)
+        if (!strchr("cprh", name[0]) || safe_atou64(name + 1, &id) < 0)
                 return;
+        if (name[0] == 'h' && t->env.prekill && id > t->env.prekill->hook->next_id)
+                t->env.prekill->hook->next_id = id;
         if (name[0] == 'c' && t->clients && id > t->clients->next_client_id)
                 t->clients->next_client_id = id;
         else if (name[0] == 'p' && t->proxy && id > t->proxy->next_id)
@@ -794,7 +892,7 @@ static void drop_leftovers(Takeover *t, NamedFds *fds) {
                 safe_close(f.fd);
                 if (t->fdstore)
                         (void) fdstore_remove(f.name);
-                if (f.name[0] == 'c' || f.name[0] == 'p')
+                if (f.name[0] == 'c' || f.name[0] == 'p' || f.name[0] == 'h')
                         t->stats.closed++;
         }
 }
@@ -828,6 +926,7 @@ void takeover_restore(Takeover *t, NamedFds *fds) {
                 restore_registrations(t, fds);
                 restore_proxies(t, fds);
                 restore_clients(t, fds);
+                restore_prekill(t, fds);
                 if (t->reclaim && reclaim_controller_restore(t->reclaim, t->snap.reclaim, t->snap.n_reclaim) < 0)
                         log_warning("Out of memory taking over the reclaim totals, they start from zero.");
         }
@@ -872,6 +971,7 @@ void takeover_finish(Takeover *t) {
                 finish_registrations(t);
                 /* What GetStatus says is in place before the first call is answered. */
                 t->stats.clean = t->clean;
+                t->stats.connections += t->n_hooks;
                 t->stats.time_us = now_usec(CLOCK_REALTIME);
                 t->env.status->generation = t->generation;
                 t->env.status->takeover = t->stats;
@@ -882,6 +982,9 @@ void takeover_finish(Takeover *t) {
                         reply_reexecuted(t->resumed[i]);
                 for (size_t i = 0; i < t->n_resumed; i++)
                         client_resume(t->resumed[i]);
+                /* Once the streams are back: a warned subscriber that is not went away. */
+                if (t->env.prekill)
+                        prekill_resume(t->env.prekill);
         }
         free(t->resumed);
         t->resumed = NULL;
@@ -900,6 +1003,9 @@ void takeover_finish(Takeover *t) {
                         if (t->proxy->sockets[r].fd >= 0 &&
                             fdstore_add(t->proxy->sockets[r].fd, proxy_fd_name(r), true) < 0)
                                 log_warning("Failed to hand the %s socket to the fd store.", proxy_fd_name(r));
+                if (t->prekill_path && t->env.prekill && t->env.prekill->hook->fd >= 0 &&
+                    fdstore_add(t->env.prekill->hook->fd, PREKILL_FD_NAME, true) < 0)
+                        log_warning("Failed to hand the pre-kill hook socket to the fd store.");
         }
         if (t->fdstore)
                 on_checkpoint(-1, 0, t);
@@ -915,6 +1021,8 @@ bool takeover_handover(Takeover *t) {
                 return false;
         if (t->clients)
                 client_server_reap(t->clients);
+        if (t->env.prekill)
+                hook_server_reap(t->env.prekill->hook);
         fd = takeover_write(t, true);
         k = fd < 0 ? fd : takeover_store_state(t, fd);
         if (k < 0)
@@ -944,6 +1052,10 @@ const char *takeover_proxy_path(const Takeover *t, Resource r) {
         return t->proxy_paths[r];
 }
 
+const char *takeover_prekill_path(const Takeover *t) {
+        return t->prekill_path;
+}
+
 /* ---- Reexecute ---- */
 
 void takeover_set_metrics(Takeover *t, MetricsServer *metrics) {
@@ -968,6 +1080,7 @@ static int exec_fds_collect(Takeover *t, int state, NamedFds *fds) {
         Registration *r;
         Client *c;
         ProxyClient *p;
+        HookConn *h;
         int k = named_fds_add(fds, t->fdstore && t->stored[0] ? t->stored : "state", state);
 
         if (k >= 0 && t->live.fd >= 0)
@@ -977,6 +1090,12 @@ static int exec_fds_collect(Takeover *t, int state, NamedFds *fds) {
         for (Resource res = 0; t->proxy && res < _RESOURCE_MAX; res++)
                 if (k >= 0 && t->proxy->sockets[res].fd >= 0)
                         k = named_fds_add(fds, proxy_fd_name(res), t->proxy->sockets[res].fd);
+        if (k >= 0 && t->env.prekill && t->env.prekill->hook->fd >= 0)
+                k = named_fds_add(fds, PREKILL_FD_NAME, t->env.prekill->hook->fd);
+        if (t->env.prekill)
+                LIST_FOREACH(conns, h, t->env.prekill->hook->conns)
+                        if (k >= 0 && !h->dead)
+                                k = exec_fds_add(fds, 'h', h->id, h->fd);
         LIST_FOREACH(registrations, r, t->env.registry->registrations)
                 if (k >= 0 && !r->removed)
                         k = exec_fds_add(fds, 'r', r->id, source_store_fd(&r->src));
@@ -1090,6 +1209,8 @@ static void on_reexec(evutil_socket_t fd, short what, void *userdata) {
         t->reexec_scheduled = false;
         if (t->clients)
                 client_server_reap(t->clients);
+        if (t->env.prekill)
+                hook_server_reap(t->env.prekill->hook);
         state = takeover_write(t, true);
         if (state < 0) {
                 reexec_failed(t, state);
@@ -1154,9 +1275,32 @@ int takeover_new(const TakeoverEnv *env, Takeover **ret) {
         return 0;
 }
 
+/* The pre-kill warnings: the live page for their ids and connections, and the store's hooks. */
+static void takeover_set_prekill(Takeover *t, const char *prekill_path) {
+        Prekill *p = t->env.prekill;
+
+        if (!p)
+                return;
+        if (prekill_path) {
+                free(t->prekill_path);
+                t->prekill_path = strdup(prekill_path);
+        }
+        if (t->live.fd >= 0) {
+                p->live = &t->live;
+                p->hook->live = &t->live;
+        }
+        if (!t->fdstore)
+                return;
+        p->hook->hooks = &takeover_hook_hooks;
+        p->hook->hooks_userdata = t;
+        p->hooks = &takeover_prekill_hooks;
+        p->hooks_userdata = t;
+}
+
 void takeover_set_servers(Takeover *t, ClientServer *clients, ProxyServer *proxy, ReclaimController *reclaim,
-                          const char *socket_path, const char *const proxy_paths[static _RESOURCE_MAX]) {
-        bool bound = socket_path;
+                          const char *socket_path, const char *const proxy_paths[static _RESOURCE_MAX],
+                          const char *prekill_path) {
+        bool bound = socket_path || prekill_path;
 
         t->clients = clients;
         t->proxy = proxy;
@@ -1173,14 +1317,13 @@ void takeover_set_servers(Takeover *t, ClientServer *clients, ProxyServer *proxy
                 bound = true;
         }
         t->store_listeners = t->fdstore && bound;
+        takeover_set_prekill(t, prekill_path);
         if (clients && t->live.fd >= 0)
                 clients->live = &t->live;
         if (!t->fdstore)
                 return;
-        if (clients) {
-                clients->hooks = &takeover_client_hooks;
-                clients->hooks_userdata = t;
-        }
+        if (clients)
+                (void) client_server_add_hooks(clients, &takeover_client_hooks, t);
         if (proxy) {
                 proxy->hooks = &takeover_proxy_hooks;
                 proxy->hooks_userdata = t;
@@ -1208,6 +1351,7 @@ Takeover *takeover_free(Takeover *t) {
         free(t->socket_path);
         for (Resource r = 0; r < _RESOURCE_MAX; r++)
                 free(t->proxy_paths[r]);
+        free(t->prekill_path);
         free(t->exe);
         for (size_t i = 0; t->argv && t->argv[i]; i++)
                 free(t->argv[i]);

@@ -6,11 +6,14 @@
  * same process, the path without a service manager).
  *
  * Under systemd (fdstore_enabled()) every varlink and pressure proxy
- * connection (of every resource) and every kernel registration fd (PSI trigger, vmpressure
- * eventfd) is handed to the store as it is made and taken out as it ends,
- * named "c<id>", "p<id>", "r<id>"; a checkpoint of the state (a sealed
+ * connection (of every resource), every connection of the pre-kill hook
+ * and every kernel registration fd (PSI trigger, vmpressure eventfd) is
+ * handed to the store as it is made and taken out as it ends, named
+ * "c<id>", "p<id>", "h<id>", "r<id>"; a checkpoint of the state (a sealed
  * memfd, "state-<serial>") follows every change of what streams exist,
- * and the live page ("live") says what each stream was last told. At
+ * and the live page ("live") says what each stream was last told; a
+ * pre-kill warning is in a checkpoint before its subscribers hear of it,
+ * so that its answer to systemd-oomd is given whatever happens. At
  * SIGTERM a complete snapshot (what was queued for each client
  * included) replaces the checkpoint. The next process finds it all among
  * its inherited fds, takes everything over and carries on: seq goes on,
@@ -33,6 +36,7 @@
 #include "fdstore.h"
 #include "methods.h"
 #include "metrics.h"
+#include "prekill.h"
 #include "proxy.h"
 #include "reclaim-controller.h"
 #include "registration.h"
@@ -47,6 +51,7 @@ typedef struct TakeoverEnv {
         Counters *counters;
         Methods *methods;
         StatusContext *status;
+        Prekill *prekill;
 } TakeoverEnv;
 
 /* takeover_new - the takeover bookkeeping of a daemon; nothing happens until takeover_inherit(). */
@@ -71,10 +76,12 @@ bool takeover_is_fd_name(const char *name);
  * takeover_set_servers - the servers, once they listen: hooks for the fd
  * store, the live page for the clients. @socket_path / @proxy_paths (one
  * per resource): the sockets the daemon bound itself (NULL: inherited), which go to the fd
- * store so that a restart without socket units finds them.
+ * store so that a restart without socket units finds them; @prekill_path
+ * the same for the pre-kill hook socket.
  */
 void takeover_set_servers(Takeover *t, ClientServer *clients, ProxyServer *proxy, ReclaimController *reclaim,
-                          const char *socket_path, const char *const proxy_paths[static _RESOURCE_MAX]);
+                          const char *socket_path, const char *const proxy_paths[static _RESOURCE_MAX],
+                          const char *prekill_path);
 
 /*
  * takeover_restore - take over the registrations, pressure proxy clients
@@ -97,6 +104,7 @@ uint64_t takeover_generation(const Takeover *t);
 /* takeover_socket_paths - the sockets a previous process bound itself (to unlink at a final stop), or NULL. */
 const char *takeover_socket_path(const Takeover *t);
 const char *takeover_proxy_path(const Takeover *t, Resource r);
+const char *takeover_prekill_path(const Takeover *t);
 
 /*
  * takeover_handover - SIGTERM with the fd store: a complete snapshot

@@ -36,6 +36,9 @@ cgroup namespace, measured by one run of bench-ns-fanout.py.
 injected events during /metrics scrapes made by one run of
 bench-scrape-delay.py.
 
+--prekill OUT_DIR --into RESULTS_MD does the same for the warnings before
+a kill measured by one run of bench-prekill.py.
+
 --metrics OUT_DIR --into RESULTS_MD puts the per-cgroup /metrics section
 made from one run of bench-metrics.py into RESULTS_MD in place of the
 previous one (between its markers), or before the before/after section,
@@ -320,6 +323,54 @@ def ns_fanout(out):
 def splice_ns_fanout(out, path):
     """Put the cgroup-namespace section of @out into the results file @path, between its markers."""
     splice_generated(path, 'ns-fanout', 'bench-ns-fanout.py', NS_FANOUT_TITLE, NS_FANOUT_INTRO, ns_fanout(out))
+
+
+# --- warnings before a kill (bench-prekill.py) ---------------------------------
+
+PREKILL_TITLE = 'Warnings before a kill'
+PREKILL_INTRO = ('What systemd-oomd\'s pre-kill hook costs: a stand-in for oomd calls Notify on the hook socket; '
+                 'N kills subscriptions on the victim, read with epoll by another process, get the "prekill" '
+                 'event; then all N acknowledgements go back to back on one connection and oomd gets its answer. '
+                 'Reproduce alone with `tests/bench/bench-prekill.py --out DIR` (as root, with '
+                 'PRESSURED_BUILD_ROOT and PRESSURED_SOURCE_ROOT set), then '
+                 '`tests/bench/make-results.py --prekill DIR --into tests/bench/results.md`.')
+
+
+def us_ms(v):
+    """Microseconds as milliseconds with two decimals."""
+    return num(float(v) / 1000, 2)
+
+
+def prekill(out):
+    rows = load(out, 'prekill.csv')
+    if not rows:
+        return f'_Not run: {status(out, "prekill")}._\n'
+    body = [[r['variant'], f"{int(r['subscribers']):,}", r['rounds'], us_ms(r['event_p50_us']),
+             us_ms(r['event_p99_us']), us_ms(r['event_max_us']), us_ms(r['last_p50_us']),
+             us_ms(r['answer_p50_us']), us_ms(r['answer_p99_us']), us_ms(r['answer_max_us']),
+             us_ms(r['acks_to_answer_p50_us'])] for r in rows]
+    text = run_line(kv(out, 'prekill-info.csv'))
+    text += table(['', 'subscribers', 'warnings', 'call to event ms (p50)', 'p99', 'max', 'call to last subscriber (p50)',
+                   'last acknowledgement to answer ms (p50)', 'p99', 'max', 'all acknowledgements to answer (p50)'],
+                  body)
+    text += ('\nCall to event: from the stand-in writing Notify to a subscriber reading its event, over every '
+             'subscriber of every warning (CLOCK_MONOTONIC in both processes). Last acknowledgement to answer: '
+             'from writing the last of the N AcknowledgePrekill calls to reading oomd\'s answer; all '
+             'acknowledgements: from writing the first. With the fd store a warning is written into the saved '
+             'state (a sealed memfd handed to the store) before its subscribers hear of it, so that a crash '
+             'cannot lose it; that is the difference between the two variants.\n')
+    nb = load(out, 'prekill-nobody.csv')
+    if nb:
+        text += ('\nNobody to warn: Notify on a cgroup nobody follows, from the call written to the answer read.\n\n'
+                 + table(['', 'calls', 'answer ms (p50)', 'p99', 'max'],
+                         [[r['variant'], r['calls'], us_ms(r['p50_us']), us_ms(r['p99_us']), us_ms(r['max_us'])]
+                          for r in nb]))
+    return text
+
+
+def splice_prekill(out, path):
+    """Put the warnings-before-a-kill section of @out into the results file @path, between its markers."""
+    splice_generated(path, 'prekill', 'bench-prekill.py', PREKILL_TITLE, PREKILL_INTRO, prekill(out))
 
 
 # --- events during a scrape (bench-scrape-delay.py) ------------------------------
@@ -1325,7 +1376,8 @@ def main():
     args = sys.argv[1:]
     ab = None
     splices = {'--reclaim': splice_reclaim, '--lmm': splice_lmm, '--levels': splice_levels, '--takeover': splice_takeover,
-               '--ns-fanout': splice_ns_fanout, '--scrape-delay': splice_scrape_delay, '--metrics': splice_metrics}
+               '--ns-fanout': splice_ns_fanout, '--scrape-delay': splice_scrape_delay, '--metrics': splice_metrics,
+               '--prekill': splice_prekill}
     if args[:1] and args[0] in splices:
         if len(args) != 4 or args[2] != '--into':
             sys.exit(f'Usage: make-results.py {args[0]} OUT_DIR --into RESULTS_MD')
@@ -1381,6 +1433,7 @@ def results(out):
         (SCRAPE_DELAY_TITLE, SCRAPE_DELAY_INTRO, scrape_delay),
         (NS_FANOUT_TITLE, NS_FANOUT_INTRO, ns_fanout),
         (TAKEOVER_TITLE, TAKEOVER_INTRO, takeover_section),
+        (PREKILL_TITLE, PREKILL_INTRO, prekill),
         ('Memory-pressure proxy', 'N sd-event clients (libsystemd 254) watching their cgroup\'s '
                                   'memory.pressure directly, or through pressured\'s memory-pressure socket, '
                                   'same trigger, same cgroup, under real reclaim.', proxy),

@@ -100,6 +100,7 @@ run takeover rc_of python3 "$here/bench-takeover.py" --out "$out"
 run metrics rc_of python3 "$here/bench-metrics.py" --out "$out"
 run scrape-delay rc_of python3 "$here/bench-scrape-delay.py" --out "$out"
 run ns-fanout rc_of python3 "$here/bench-ns-fanout.py" --out "$out"
+run prekill rc_of python3 "$here/bench-prekill.py" --out "$out"
 # This project's build in a memory-limited cgroup, here; then the thrash
 # steps and the daemon and pressurectl built the same way in the VM test bed
 # (tests/vm/run.sh; under TCG the whole tree takes about 1,000 s a build).

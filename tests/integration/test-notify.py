@@ -25,6 +25,7 @@ kernel."""
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -285,11 +286,15 @@ def test_kills_daemon(tmp):
                 os.pwrite(fd, b'low 0\nhigh 0\nmax 0\noom 1\noom_kill 3\n', 0)
             finally:
                 os.close(fd)
-            pt.wait_for(lambda: n.stdout(), timeout=WAIT, what='the kill shown')
             name = session.rsplit('/', 1)[1]
-            check(n.stdout() == f'show id=1 cgroup={session} urgency=normal summary="{name} was killed" '
-                                f'body="The kernel\'s OOM killer killed 3 processes in it: out of memory.\\n'
-                                f'{session}"\n', 'a kernel kill in the session, as notify shows it', n.stdout())
+            # Real pressure on the host may show its own notification on "/" first: only kills count here.
+            kills = lambda: [x for x in n.stdout().splitlines() if ' was killed" ' in x]  # noqa: E731
+            pt.wait_for(kills, timeout=WAIT, what='the kill shown')
+            check(re.fullmatch(rf'show id=\d+ cgroup={re.escape(session)} urgency=normal '
+                               rf'summary="{re.escape(name)} was killed" '
+                               rf'body="The kernel\'s OOM killer killed 3 processes in it: out of memory\.\\n'
+                               rf'{re.escape(session)}"', kills()[0]) and len(kills()) == 1,
+                  'a kernel kill in the session, as notify shows it', n.stdout())
         finally:
             check(n.stop() == 0, 'exit 0 on SIGTERM', n.stderr())
 

@@ -226,6 +226,25 @@ def main():
         for key in ('Sockets', 'Wants', 'After'):
             if name not in (get(service, 'Service' if key == 'Sockets' else 'Unit', key) or '').split():
                 fail('pressured.service %s= lacks %s' % (key, name))
+    # systemd-oomd's pre-kill hook: a socket file in oomd's directory, handed over as "prekill".
+    prekill_unit = os.path.join(SOURCE_ROOT, 'systemd', 'pressured-prekill.socket')
+    proxy_units.append(prekill_unit)
+    with open(prekill_unit) as f:
+        pk = unit_settings(f.read())
+    for key, want in [('ListenStream', '/run/systemd/oomd.prekill.hook/pressured'),
+                      ('FileDescriptorName', 'prekill'),
+                      ('Service', 'pressured.service'),
+                      ('SocketMode', '0666'),
+                      ('DirectoryMode', '0755')]:
+        if get(pk, 'Socket', key) != want:
+            fail('pressured-prekill.socket %s=%s, want %s' % (key, get(pk, 'Socket', key), want))
+    if get(pk, 'Install', 'WantedBy') != 'sockets.target':
+        fail('pressured-prekill.socket is not wanted by sockets.target')
+    for key in ('Sockets', 'Wants', 'After'):
+        if 'pressured-prekill.socket' not in (get(service, 'Service' if key == 'Sockets' else 'Unit', key) or '').split():
+            fail('pressured.service %s= lacks pressured-prekill.socket' % key)
+    if 'pressured-prekill.socket' not in get(service, 'Install', 'Also').split():
+        fail('enabling pressured.service does not enable pressured-prekill.socket')
     # No watchdog: it would wake the daemon with nobody subscribed.
     watchdog = [v for k, v in service.get('Service', []) if k == 'WatchdogSec']
     if watchdog:
@@ -242,8 +261,9 @@ def main():
     # The fd store holds a connection per client and a registration fd per trigger, and what it hands
     # back must fit under the soft fd limit the process starts with (systemd installs the fds first).
     store = int(get(service, 'Service', 'FileDescriptorStoreMax') or 0)
-    if store < 4096 + 1024 + 10:
-        fail('FileDescriptorStoreMax=%d is below MaxClients= + MaxRegistrations= + 10 at their defaults' % store)
+    if store < 4096 + 1024 + 2 * (16 + 4) + 10:
+        fail('FileDescriptorStoreMax=%d is below MaxClients= + MaxRegistrations= + twice MaxCalls= + 4 + 10 '
+             'at their defaults' % store)
     nofile = int((get(service, 'Service', 'LimitNOFILE') or '1024').split(':')[0])
     if nofile < store + 64:
         fail('LimitNOFILE=%d leaves no room for the %d fds of the store at a restart' % (nofile, store))
@@ -340,6 +360,8 @@ def main():
         unitdir = os.path.dirname(dest(built_service))
         if os.path.dirname(dest(socket_unit)) != unitdir:
             fail('pressured.socket and pressured.service go to different directories')
+        if os.path.dirname(dest(prekill_unit)) != unitdir:
+            fail('pressured-prekill.socket and pressured.service go to different directories')
         if not unitdir.endswith('/systemd/system'):
             fail('units installed to %s, not a systemd system unit directory' % unitdir)
         if not dest(dropin).endswith('/doc/pressured/examples/pressured-metrics.conf'):

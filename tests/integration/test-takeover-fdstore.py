@@ -595,7 +595,7 @@ def scenario_store_size(args):
         sm.stop()
     with fdstore_test.ServiceManager(args, fdstore_max=100) as sm:
         sm.start()
-        pt.check('FileDescriptorStoreMax=100 of the service is below the 5130 fds' in sm.log(),
+        pt.check('FileDescriptorStoreMax=100 of the service is below the 5170 fds' in sm.log(),
                  'a store too small for the limits is logged', sm.log())
         sm.stop()
 

@@ -35,6 +35,8 @@ CLEARED = {'kind': 'cleared', 'cgroup': '/', 'source': 'psi', 'resource': 'cpu',
            'time_us': 1, 'monotonic_us': 2, 'duration_us': 4000000, 'events': 2, 'peak': 7.5}
 KILLED = {'kind': 'killed', 'cgroup': '/system.slice/x.service', 'by': 'systemd-oomd', 'reason': 'memory-pressure',
           'count': 1, 'seq': 1, 'missed': 0, 'time_us': 1, 'monotonic_us': 2}
+PREKILL = {'kind': 'prekill', 'cgroup': '/system.slice/x.service', 'by': 'systemd-oomd', 'id': 3, 'deadline_us': 750002,
+           'seq': 4, 'missed': 0, 'time_us': 1, 'monotonic_us': 2}
 SUBSCRIBED_KILLS = {'kind': 'subscribed', 'cgroup': '/', 'source': 'kills', 'resource': 'memory', 'trigger': {},
                     'adjusted': False, 'state': {'kill_sources': ['kernel', 'systemd-oomd']}}
 EPISODE = {'active_since_us': 5, 'duration_us': 10, 'events': 1, 'peak': 12.5}
@@ -87,6 +89,10 @@ GOOD = [
     ('killed event by the kernel', ev(changed(changed(changed(KILLED, ('by',), 'kernel'), ('reason',), 'oom_kill'),
                                               ('count',), 3)), SUB, True),
     ('subscribed to kills', ev(SUBSCRIBED_KILLS), SUB, True, {'kills': True}),
+    ('a warning before a kill', ev(PREKILL), SUB, True, {'kills': True}),
+    ('the hook answers Notify', {'parameters': {}}, 'io.systemd.oom.Prekill.Notify', False),
+    ('the hook refuses a Notify with an error of io.pressured',
+     {'error': 'io.pressured.PermissionDenied', 'parameters': {'reason': 'x'}}, 'io.systemd.oom.Prekill.Notify', False),
     ('subscribed to kills, nobody can report', ev(changed(SUBSCRIBED_KILLS, ('state', 'kill_sources'), [])), SUB, True),
     ('a kills registration in GetStatus',
      {'parameters': changed(STATUS, ('registrations', 0), {'cgroup': '/', 'source': 'kills', 'resource': 'memory',
@@ -214,7 +220,8 @@ BAD = [
     ('bad enum value: level', ev(changed(PRESSURE, ('level',), 'extreme')), SUB, True,
      "event.level: expected one of (low, medium, critical), received 'extreme'"),
     ('bad enum value: kind', ev(changed(PRESSURE, ('kind',), 'panic')), SUB, True,
-     "event.kind: expected one of (subscribed, pressure, memory_events, protection, killed, cleared, trigger_changed, removed, level), "
+     "event.kind: expected one of (subscribed, pressure, memory_events, protection, killed, prekill, cleared, trigger_changed, "
+     "removed, level), "
      "received 'panic'"),
     ('killed by someone else', ev(changed(KILLED, ('by',), 'earlyoom')), SUB, True,
      "event.by: expected one of (kernel, systemd-oomd), received 'earlyoom'"),
@@ -225,6 +232,13 @@ BAD = [
     ('killed with an empty reason', ev(changed(KILLED, ('reason',), '')), SUB, True,
      'event.reason: expected a non-empty string'),
     ('killed with count 0', ev(changed(KILLED, ('count',), 0)), SUB, True, 'event.count: expected at least 1'),
+    ('a warning by someone else', ev(changed(PREKILL, ('by',), 'earlyoom')), SUB, True,
+     "event.by: expected \"systemd-oomd\", received 'earlyoom'"),
+    ('a warning numbered 0', ev(changed(PREKILL, ('id',), 0)), SUB, True, 'event.id: expected at least 1'),
+    ('a warning whose deadline is before its call', ev(changed(PREKILL, ('deadline_us',), 2)), SUB, True,
+     'event.deadline_us: expected after monotonic_us 2'),
+    ('a warning without its id', ev(changed(PREKILL, ('id',), DELETE)), SUB, True,
+     'event.id: required field of type int missing'),
     ('killed with a source', ev(changed(KILLED, ('source',), 'kills')), SUB, True,
      'event.source: field not declared by the interface'),
     ('kills subscription without kill_sources', ev(changed(SUBSCRIBED_KILLS, ('state',), {})), SUB, True,

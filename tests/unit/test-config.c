@@ -85,6 +85,10 @@ static void test_defaults(void) {
         ASSERT_U64_EQ(c->reclaim_interval_usec, 6000000);
         ASSERT_EQ(c->reclaim_max_step_ppm, 10000);
         ASSERT_U64_EQ(c->reclaim_min_size, UINT64_C(100) << 20);
+        ASSERT_TRUE(c->prekill_socket == NULL);
+        ASSERT_U64_EQ(c->prekill_deadline_usec, 0);
+        ASSERT_EQ(c->prekill_max_calls, 16);
+        ASSERT_EQ(c->prekill_max_warnings, 4096);
         ASSERT_TRUE(config_free(NULL) == NULL);
 }
 
@@ -120,7 +124,12 @@ static void test_all_keys(void) {
                 "[Policy]\n"
                 "InjectGroup=pressure-inject\n"
                 "[Metrics]\n"
-                "Listen=[::1]:9100\n", &error));
+                "Listen=[::1]:9100\n"
+                "[Prekill]\n"
+                "Socket=/run/test/prekill\n"
+                "Deadline=1.5s\n"
+                "MaxCalls=3\n"
+                "MaxWarnings=9\n", &error));
         ASSERT_TRUE(error == NULL);
         ASSERT_STREQ(c->socket_path, "/run/test/io.pressured");
         ASSERT_EQ(c->log_level, LOG_DEBUG);
@@ -144,6 +153,10 @@ static void test_all_keys(void) {
         ASSERT_EQ(c->recursive_protection, RECURSIVE_PROTECTION_YES);
         ASSERT_STREQ(c->inject_group, "pressure-inject");
         ASSERT_STREQ(c->metrics_listen, "[::1]:9100");
+        ASSERT_STREQ(c->prekill_socket, "/run/test/prekill");
+        ASSERT_U64_EQ(c->prekill_deadline_usec, 1500000);
+        ASSERT_EQ(c->prekill_max_calls, 3);
+        ASSERT_EQ(c->prekill_max_warnings, 9);
 }
 
 /* @n copies of @c. */
@@ -220,6 +233,10 @@ static void test_longest_values(void) {
                 { "Reclaim", "MaxStep", "100%", false },
                 { "Reclaim", "MinSize", "1125899906842624", false },
                 { "DBus", "LowMemoryMonitor", "yes", true },
+                { "Prekill", "Socket", socket, true },
+                { "Prekill", "Deadline", "3600s", false },
+                { "Prekill", "MaxCalls", "1024", true },
+                { "Prekill", "MaxWarnings", "1000000", true },
         };
 
         socket[0] = path[0] = '/';
@@ -546,6 +563,14 @@ static void test_errors(void) {
         check_error("[Protection]\nRecursiveProtection=maybe\n",
                     F "2: [Protection] RecursiveProtection=: must be yes, no or auto");
         check_error("[DBus]\nLowMemoryMonitor=auto\n", F "2: [DBus] LowMemoryMonitor=: must be yes or no");
+        check_error("[Prekill]\nSocket=relative\n", F "2: [Prekill] Socket=: must be an absolute path");
+        check_error("[Prekill]\nDeadline=0\n", F "2: [Prekill] Deadline=: must be between 0.001 and 3600 seconds");
+        check_error("# x\n[Prekill]\nDeadline=2 s\n", F "3: [Prekill] Deadline=: must be between 0.001 and 3600 seconds");
+        check_error("[Prekill]\nDeadline=3601\n", F "2: [Prekill] Deadline=: must be between 0.001 and 3600 seconds");
+        check_error("[Prekill]\nMaxCalls=0\n", F "2: [Prekill] MaxCalls=: must be a number between 1 and 1024");
+        check_error("[Prekill]\nMaxWarnings=1000001\n",
+                    F "2: [Prekill] MaxWarnings=: must be a number between 1 and 1000000");
+        check_error("[Prekill]\nHookTimeout=1s\n", F "2: [Prekill] HookTimeout=: unknown key");
         check_error("[Policy]\nMaxFastTriggersPerUser=-1\n",
                     F "2: [Policy] MaxFastTriggersPerUser=: must be a number between 0 and 1000000");
         check_error("[Policy]\nMaxFastTriggersPerUser=1000001\n",
@@ -728,7 +753,13 @@ static void test_format_roundtrip(void) {
                      "MinSize=100M\n"
                      "\n"
                      "[DBus]\n"
-                     "LowMemoryMonitor=no\n");
+                     "LowMemoryMonitor=no\n"
+                     "\n"
+                     "[Prekill]\n"
+                     "Socket=auto\n"
+                     "Deadline=\n"
+                     "MaxCalls=16\n"
+                     "MaxWarnings=4096\n");
 
         ASSERT_OK(config_parse_string(c, "x",
                 "[Daemon]\nSocket=/run/s\nLogLevel=debug\nCgroupRoot=/cg\n"
@@ -739,7 +770,8 @@ static void test_format_roundtrip(void) {
                 "[Protection]\nRefreshSec=1.000001\nRecursiveProtection=no\n"
                 "[Policy]\nInjectGroup=wheel\n[Metrics]\nListen=0.0.0.0:9100\nCgroups=/a/* /b\nMaxCgroups=5\n"
                 "[Reclaim]\nCgroups=/c/*.service\nTargetStall=0.0125%\nInterval=1.5\nMaxStep=12%\nMinSize=1500K\n"
-                "[DBus]\nLowMemoryMonitor=on\n",
+                "[DBus]\nLowMemoryMonitor=on\n"
+                "[Prekill]\nSocket=\nDeadline=750ms\nMaxCalls=2\n",
                 NULL));
         text2 = config_format(c);
         ASSERT_TRUE(text2);
@@ -762,6 +794,7 @@ static void test_format_roundtrip(void) {
         ASSERT_EQ(c->history_episodes, 0u);
         ASSERT_TRUE(strstr(text2, "[DBus]\nLowMemoryMonitor=yes\n"));
         ASSERT_TRUE(c->dbus_low_memory_monitor);
+        ASSERT_TRUE(strstr(text2, "[Prekill]\nSocket=\nDeadline=0.75\nMaxCalls=2\nMaxWarnings=4096\n"));
 
         /* What --dump-config prints reads back to the same configuration. */
         ASSERT_OK(config_parse_string(d, "dump", text2, NULL));

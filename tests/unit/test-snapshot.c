@@ -175,6 +175,40 @@ static void sample(Snapshot *s) {
         s->reclaim[0] = (SnapshotReclaim) { xstrdup("/system.slice"), 1 << 30, 1 << 20 };
 }
 
+/*
+ * What version 2 added: the hook socket, two connections (one owed the
+ * answer of a warning, one over the limit with input and output left),
+ * and two warnings (one owed to nobody), their subscribers in every state.
+ */
+static void sample_prekill(Snapshot *s) {
+        static const PrekillWarned warned[] = {
+                { .client = 39, .uid = 1000, .pid = 4711, .state = PREKILL_WAITING },
+                { .client = 40, .uid = 0, .pid = 1, .state = PREKILL_ACKNOWLEDGED },
+                { .client = 44, .uid = 1001, .pid = 99, .state = PREKILL_GONE },
+        };
+
+        s->prekill_path = xstrdup("/run/systemd/oomd.prekill.hook/pressured");
+        s->next_hook_id = 8;
+        s->prekill_last_id = 21;
+        s->prekill_counters = (PrekillCounters) { .warned = 20, .acknowledged = 11, .deadline_reached = 6,
+                                                  .nobody = 4 };
+        s->prekill_warnings = calloc(2, sizeof(*s->prekill_warnings));
+        s->hooks = calloc(2, sizeof(*s->hooks));
+        ASSERT_TRUE(s->prekill_warnings && s->hooks);
+        s->prekill_warnings[0] = (SnapshotPrekillWarning) {
+                .id = 21, .victim = xstrdup("/oom.slice/victim.service"), .start_us = 5000, .realtime_us = 6000,
+                .deadline_us = 755000, .hook = 7, .warned = malloc(sizeof(warned)), .n_warned = 3,
+        };
+        ASSERT_TRUE(s->prekill_warnings[0].warned);
+        memcpy(s->prekill_warnings[0].warned, warned, sizeof(warned));
+        s->prekill_warnings[1] = (SnapshotPrekillWarning) { .id = 19, .victim = xstrdup("/x"), .deadline_us = 1 };
+        s->n_prekill_warnings = 2;
+        s->hooks[0] = (SnapshotHook) { .id = 7, .uid = 0, .gid = 0, .pid = 321, .owed = 21 };
+        s->hooks[1] = (SnapshotHook) { .id = 5, .uid = 65534, .gid = 65534, .pid = 322, .refused = true,
+                                       .input = xbytes("{\"method\":\"x\"}"), .output = xbytes("half") };
+        s->n_hooks = 2;
+}
+
 static void assert_bytes_eq(const SnapshotBytes *a, const SnapshotBytes *b) {
         ASSERT_EQ(a->size, b->size);
         if (a->size)
@@ -280,6 +314,39 @@ static void assert_client_eq(const SnapshotClient *a, const SnapshotClient *b) {
         ASSERT_EQ(a->owes_reexecute, b->owes_reexecute);
 }
 
+static void assert_prekill_eq(const Snapshot *a, const Snapshot *b) {
+        assert_str_eq(a->prekill_path, b->prekill_path);
+        ASSERT_U64_EQ(a->next_hook_id, b->next_hook_id);
+        ASSERT_U64_EQ(a->prekill_last_id, b->prekill_last_id);
+        ASSERT_TRUE(memcmp(&a->prekill_counters, &b->prekill_counters, sizeof(a->prekill_counters)) == 0);
+        ASSERT_EQ(a->n_prekill_warnings, b->n_prekill_warnings);
+        for (size_t i = 0; i < a->n_prekill_warnings; i++) {
+                const SnapshotPrekillWarning *x = &a->prekill_warnings[i], *y = &b->prekill_warnings[i];
+
+                ASSERT_U64_EQ(x->id, y->id);
+                assert_str_eq(x->victim, y->victim);
+                ASSERT_U64_EQ(x->start_us, y->start_us);
+                ASSERT_U64_EQ(x->realtime_us, y->realtime_us);
+                ASSERT_U64_EQ(x->deadline_us, y->deadline_us);
+                ASSERT_U64_EQ(x->hook, y->hook);
+                ASSERT_EQ(x->n_warned, y->n_warned);
+                ASSERT_TRUE(x->n_warned == 0 || memcmp(x->warned, y->warned, x->n_warned * sizeof(PrekillWarned)) == 0);
+        }
+        ASSERT_EQ(a->n_hooks, b->n_hooks);
+        for (size_t i = 0; i < a->n_hooks; i++) {
+                const SnapshotHook *x = &a->hooks[i], *y = &b->hooks[i];
+
+                ASSERT_U64_EQ(x->id, y->id);
+                ASSERT_EQ(x->uid, y->uid);
+                ASSERT_EQ(x->gid, y->gid);
+                ASSERT_EQ(x->pid, y->pid);
+                ASSERT_U64_EQ(x->owed, y->owed);
+                ASSERT_EQ(x->refused, y->refused);
+                assert_bytes_eq(&x->input, &y->input);
+                assert_bytes_eq(&x->output, &y->output);
+        }
+}
+
 static void assert_snapshot_eq(const Snapshot *a, const Snapshot *b) {
         ASSERT_U64_EQ(a->serial, b->serial);
         ASSERT_EQ(a->complete, b->complete);
@@ -327,6 +394,7 @@ static void assert_snapshot_eq(const Snapshot *a, const Snapshot *b) {
                 ASSERT_U64_EQ(a->reclaim[i].reclaimed, b->reclaim[i].reclaimed);
                 ASSERT_U64_EQ(a->reclaim[i].last_step, b->reclaim[i].last_step);
         }
+        assert_prekill_eq(a, b);
 }
 
 static void encode(const Snapshot *s, char **ret, size_t *ret_size) {
@@ -385,6 +453,67 @@ static void test_proxy_resources(void) {
         ASSERT_EQ(d.proxies[1].resource, RESOURCE_CPU);
         ASSERT_EQ(d.proxies[2].resource, RESOURCE_IO);
         ASSERT_STREQ(d.proxy_paths[RESOURCE_IO], "/run/pressured/io-pressure");
+}
+
+/* Encode @s and expect the decoder to refuse it with @error. */
+static void expect_refused(const Snapshot *s, int error) {
+        _cleanup_free_ char *buf = NULL;
+        Snapshot d = {};
+        size_t n;
+
+        encode(s, &buf, &n);
+        ASSERT_ERR(snapshot_decode(buf, n, &d), error);
+}
+
+/*
+ * Version 2's warnings and hook connections come back as they were (the v1
+ * fixture has none), and what does not hold together is refused: a warning
+ * owed to a connection that is not there or owes another, a connection owed
+ * a warning that is not there, ids given twice or above the last one given,
+ * a state out of range, a relative victim, input over the bound.
+ */
+static void test_prekill(void) {
+        _cleanup_(snapshot_done) Snapshot s = {}, d = {};
+        _cleanup_free_ char *buf = NULL;
+        size_t n;
+
+        sample(&s);
+        sample_prekill(&s);
+        encode(&s, &buf, &n);
+        ASSERT_OK(snapshot_decode(buf, n, &d));
+        assert_snapshot_eq(&s, &d);
+        ASSERT_EQ(d.prekill_warnings[0].warned[2].state, PREKILL_GONE);
+
+        s.prekill_warnings[0].hook = 5;
+        expect_refused(&s, EBADMSG);
+        s.prekill_warnings[0].hook = 6;
+        expect_refused(&s, EBADMSG);
+        s.prekill_warnings[0].hook = 7;
+        s.hooks[1].owed = 19;
+        expect_refused(&s, EBADMSG);
+        s.hooks[1].owed = 0;
+        s.hooks[1].id = 7;
+        expect_refused(&s, EBADMSG);
+        s.hooks[1].id = 5;
+        s.prekill_warnings[1].id = 21;
+        expect_refused(&s, EBADMSG);
+        s.prekill_warnings[1].id = 22;
+        expect_refused(&s, EBADMSG);
+        s.prekill_warnings[1].id = 19;
+        s.prekill_warnings[0].warned[1].state = _PREKILL_WARNED_STATE_MAX;
+        expect_refused(&s, EBADMSG);
+        s.prekill_warnings[0].warned[1].state = PREKILL_ACKNOWLEDGED;
+        s.prekill_warnings[0].warned[0].client = 0;
+        expect_refused(&s, EBADMSG);
+        s.prekill_warnings[0].warned[0].client = 39;
+        s.prekill_warnings[1].victim[0] = 'x';
+        expect_refused(&s, EBADMSG);
+        s.prekill_warnings[1].victim[0] = '/';
+        free(s.hooks[1].input.data);
+        s.hooks[1].input.data = calloc(1, SNAPSHOT_HOOK_BYTES_MAX + 1);
+        ASSERT_TRUE(s.hooks[1].input.data);
+        s.hooks[1].input.size = SNAPSHOT_HOOK_BYTES_MAX + 1;
+        expect_refused(&s, EBADMSG);
 }
 
 /* Rewrite the header's size and checksum after @buf (of @n bytes) was changed. */
@@ -622,6 +751,8 @@ static void test_fixtures(const char *dir) {
                 ASSERT_OK(snapshot_decode(buf, n, &d));
                 ASSERT_EQ(d.version, v);
                 sample(&s);
+                if (v >= 2)
+                        sample_prekill(&s);
                 assert_snapshot_eq(&s, &d);
         }
 }
@@ -633,6 +764,7 @@ static int write_fixture(const char *path) {
         size_t n;
 
         sample(&s);
+        sample_prekill(&s);
         encode(&s, &buf, &n);
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0 || write(fd, buf, n) != (ssize_t) n)
@@ -656,6 +788,7 @@ int main(int argc, char **argv) {
         test_limits();
         test_references();
         test_unknown_tags();
+        test_prekill();
         test_fixtures(argv[1]);
         printf("ok\n");
         return 0;

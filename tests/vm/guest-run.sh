@@ -91,6 +91,8 @@ step() {
         systemctl is-active --quiet pressured-memory-pressure.socket ||
                 fail "pressured-memory-pressure.socket is not listening"
         test -S /run/pressured/io.pressured || fail "no socket at /run/pressured/io.pressured"
+        test -S /run/systemd/oomd.prekill.hook/pressured ||
+                fail "no socket at /run/systemd/oomd.prekill.hook/pressured (pressured-prekill.socket)"
 } >&3 2>&3
 
 # The command, with the caller's working directory and PRESSURED_* variables.

@@ -1,0 +1,515 @@
+/* SPDX-License-Identifier: MIT */
+/* Warnings before systemd-oomd kills: see prekill.h. */
+#include <inttypes.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include "event.h"
+#include "kills.h"
+#include "log.h"
+#include "oomd-conf.h"
+#include "prekill.h"
+#include "subscription.h"
+
+/* The user systemd-oomd runs as (User= of systemd-oomd.service). */
+#define PREKILL_OOMD_USER "systemd-oom"
+
+/* A subscriber a warning goes to: a kills subscription or a level stream. */
+typedef struct PrekillTarget {
+        Client *client;
+        Subscription *sub;
+        LevelStream *levels;
+        const char *view;           /* its peer's cgroup2 namespace root; NULL: the daemon's view */
+} PrekillTarget;
+
+typedef struct PrekillTargets {
+        PrekillTarget *items;
+        size_t n, alloc;
+        int error;                  /* -ENOMEM once an item could not be added */
+} PrekillTargets;
+
+/* The event as the peers of one namespace root name the victim. */
+typedef struct PrekillBody {
+        const char *view;
+        Body *body;
+} PrekillBody;
+
+/* ---- who may warn, and about what ---- */
+
+/* Whether @uid is root or the user systemd-oomd runs as, looked up now (it may come and go). */
+static bool prekill_may_warn(uid_t uid) {
+        struct passwd pw, *found = NULL;
+        char buf[4096];
+
+        if (uid == 0)
+                return true;
+        return getpwnam_r(PREKILL_OOMD_USER, &pw, buf, sizeof(buf), &found) == 0 && found && found->pw_uid == uid;
+}
+
+/* The canonical path of the victim @given, a cgroup in either hierarchy. */
+static int prekill_victim(const Prekill *p, const char *given, char **ret, VarlinkError *e) {
+        _cleanup_free_ char *norm = NULL;
+        int k, in2, in1;
+
+        if (given[0] != '/')
+                return varlink_error_invalid_cgroup_path(e, -EINVAL, given);
+        k = cgroup_path_normalize(given, &norm);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return varlink_error_invalid_cgroup_path(e, k, given);
+        in2 = hierarchy_stat_cgroup(p->env.v2, norm);
+        in1 = in2 == 0 ? 0 : hierarchy_stat_cgroup(p->env.v1, norm);
+        if (in2 != 0 && in1 != 0) {
+                /* A path that names a file, or does not exist, is no cgroup; a symlink is no valid path. */
+                k = in2 != -ENOENT ? in2 : in1;
+                if (k == -ENOENT || k == -ENOTDIR)
+                        return varlink_error_no_such_cgroup(e, k, given);
+                return varlink_error_invalid_cgroup_path(e, k, given);
+        }
+        *ret = TAKE_PTR(norm);
+        return 0;
+}
+
+/* ---- whom to warn ---- */
+
+static void targets_add(PrekillTargets *t, PrekillTarget item) {
+        if (t->error < 0)
+                return;
+        if (t->n == t->alloc) {
+                size_t n = t->alloc ? t->alloc * 2 : 16;
+                PrekillTarget *items = realloc(t->items, n * sizeof(*items));
+
+                if (!items) {
+                        t->error = -ENOMEM;
+                        return;
+                }
+                t->items = items;
+                t->alloc = n;
+        }
+        t->items[t->n++] = item;
+}
+
+static void targets_add_level_stream(LevelStream *s, Client *c, const char *view, void *userdata) {
+        targets_add(userdata, (PrekillTarget) { .client = c, .levels = s, .view = view });
+}
+
+/* Every kills subscription whose subtree holds @victim, and every level stream on it or below. */
+static int prekill_targets(const Prekill *p, const char *victim, PrekillTargets *ret) {
+        Registration *r;
+        Listener *l;
+
+        LIST_FOREACH(registrations, r, p->env.registry->registrations) {
+                if (r->src.type != SOURCE_KILLS || r->removed || !kills_covers(r->src.cgroup, victim))
+                        continue;
+                LIST_FOREACH(listeners, l, r->listeners) {
+                        Subscription *s = subscription_of_listener(l);
+
+                        if (s && !s->client->dead)
+                                targets_add(ret, (PrekillTarget) { .client = s->client, .sub = s,
+                                                                   .view = s->view.root });
+                }
+        }
+        level_streams_under(p->env.levels, victim, targets_add_level_stream, ret);
+        return ret->error;
+}
+
+/* ---- sending ---- */
+
+/* The victim as a peer whose namespace root is @view names it: "/" for a root inside it. */
+static const char *victim_for(const char *view, const char *victim) {
+        return cgroup_view_from_real(view, victim) ?: "/";
+}
+
+/* The event of @w for the peers with root @view, made once per root in @bodies (@n_bodies so far). */
+static Body *prekill_body(const PrekillWarning *w, const char *view, PrekillBody *bodies, size_t *n_bodies) {
+        EventData e;
+        Body *b;
+
+        for (size_t i = 0; i < *n_bodies; i++)
+                if (streq_ptr(bodies[i].view, view))
+                        return bodies[i].body;
+        e = (EventData) {
+                .kind = EVENT_PREKILL, .cgroup = victim_for(view, w->victim), .realtime_us = w->realtime_us,
+                .monotonic_us = w->start_us,
+                .prekill = { .by = PREKILL_BY, .id = w->id, .deadline_us = w->deadline_us },
+        };
+        b = event_data_body(&e, w->start_us);
+        if (b)
+                bodies[(*n_bodies)++] = (PrekillBody) { view, b };
+        return b;
+}
+
+/* Send @w to @t; a subscriber it could not reach is not waited for. Returns how many it reached. */
+static size_t prekill_send(Prekill *p, PrekillWarning *w, const PrekillTargets *t) {
+        _cleanup_free_ PrekillBody *bodies = calloc(t->n, sizeof(PrekillBody));
+        size_t n_bodies = 0, reached = 0;
+
+        for (size_t i = 0; i < t->n; i++) {
+                const PrekillTarget *x = &t->items[i];
+                Body *b = bodies ? prekill_body(w, x->view, bodies, &n_bodies) : NULL;
+                bool ok = b && !x->client->dead &&
+                          (x->sub ? subscription_warn(x->sub, b) : level_stream_warn(x->levels, b) >= 0);
+
+                if (ok)
+                        reached++;
+                else if (prekill_warning_gone(&p->book, w, x->client->id))
+                        log_ratelimited(LOG_WARNING, 0, NULL, 10, 3,
+                                        "Could not warn client %" PRIu64 " (uid %u) before systemd-oomd kills %s: "
+                                        "it is not reading, or out of memory.",
+                                        x->client->id, (unsigned) x->client->uid, w->victim);
+        }
+        for (size_t i = 0; i < n_bodies; i++)
+                body_unref(bodies[i].body);
+        return reached;
+}
+
+/* How long a warning made now waits, and why, in @why. */
+static uint64_t prekill_deadline(const Prekill *p, char *why, size_t size) {
+        uint64_t configured = p->env.config->prekill_deadline_usec;
+        OomdConf conf = {};
+
+        if (configured > 0) {
+                snprintf(why, size, "[Prekill] Deadline=");
+                return configured;
+        }
+        if (oomd_conf_read(p->env.oomd_root, &conf) < 0)
+                log_warning("Out of memory reading systemd-oomd's configuration; its default timeout is taken.");
+        if (conf.prekill_timeout_usec > 0)
+                snprintf(why, size, "systemd-oomd's PrekillHookTimeoutSec=%" PRIu64 "ms less %" PRIu64 "ms",
+                         conf.prekill_timeout_usec / USEC_PER_MSEC, PREKILL_MARGIN_USEC / USEC_PER_MSEC);
+        else
+                snprintf(why, size, "systemd-oomd sets no PrekillHookTimeoutSec=: its least, %" PRIu64 "ms, less %" PRIu64 "ms",
+                         PREKILL_OOMD_TIMEOUT_MIN_USEC / USEC_PER_MSEC, PREKILL_MARGIN_USEC / USEC_PER_MSEC);
+        return prekill_deadline_usec(0, conf.prekill_timeout_usec);
+}
+
+/* ---- answering ---- */
+
+static void prekill_arm(Prekill *p) {
+        uint64_t next = prekill_book_next_deadline(&p->book), now = now_usec(CLOCK_MONOTONIC);
+        struct timeval tv;
+
+        if (next == 0) {
+                evtimer_del(p->ev_deadline);
+                return;
+        }
+        tv = usec_to_timeval(next > now ? next - now : 0);
+        if (evtimer_add(p->ev_deadline, &tv) < 0)
+                log_error("Failed to arm the deadline of the pre-kill warnings; they are answered as their subscribers acknowledge.");
+}
+
+static void prekill_changed(Prekill *p) {
+        if (p->hooks && p->hooks->changed)
+                p->hooks->changed(p->hooks_userdata);
+}
+
+/* @w is over: systemd-oomd is answered (unless it hung up), the book counts @outcome. */
+static void prekill_end(Prekill *p, PrekillWarning *w, PrekillOutcome outcome) {
+        HookConn *h = hook_conn_find(p->hook, w->hook);
+        uint64_t ms = (now_usec(CLOCK_MONOTONIC) - w->start_us) / USEC_PER_MSEC;
+
+        if (outcome == PREKILL_OUTCOME_ACKNOWLEDGED)
+                log_info("Answered systemd-oomd about %s after %" PRIu64 " ms: every warned subscriber acknowledged or went away (warning %" PRIu64 ").",
+                         w->victim, ms, w->id);
+        else if (outcome == PREKILL_OUTCOME_DEADLINE)
+                log_info("Answered systemd-oomd about %s at the deadline, %" PRIu64 " ms after its call: %zu of %zu warned subscriber(s) did not acknowledge (warning %" PRIu64 ").",
+                         w->victim, ms, w->n_waiting, w->n_warned, w->id);
+        else
+                log_notice("systemd-oomd's call about %s closed before its answer, %" PRIu64 " ms after it; %zu of %zu warned subscriber(s) still waited for (warning %" PRIu64 ").",
+                           w->victim, ms, w->n_waiting, w->n_warned, w->id);
+        prekill_book_end(&p->book, w, outcome);
+        if (h && outcome != PREKILL_OUTCOME_ABANDONED)
+                hook_conn_answer(h);
+        prekill_arm(p);
+        prekill_changed(p);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *userdata) {
+        Prekill *p = userdata;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        PrekillWarning *w, *next;
+
+        LIST_FOREACH_SAFE(warnings, w, next, p->book.warnings)
+                if (w->deadline_us <= now)
+                        prekill_end(p, w, PREKILL_OUTCOME_DEADLINE);
+        prekill_arm(p);
+}
+
+static void prekill_abandoned(HookConn *h, void *userdata) {
+        Prekill *p = userdata;
+        PrekillWarning *w = prekill_book_find_hook(&p->book, h->id);
+
+        if (!w)
+                return;
+        w->hook = 0;
+        prekill_end(p, w, PREKILL_OUTCOME_ABANDONED);
+}
+
+/* ---- the calls ---- */
+
+/* A warning about @victim to @t (not empty), owed to @h (NULL: a oneway call). */
+static int prekill_warn(Prekill *p, HookConn *h, const char *victim, const PrekillTargets *t) {
+        uint64_t start = now_usec(CLOCK_MONOTONIC), after, reached;
+        char why[160];
+        PrekillWarning *w;
+        unsigned proxied;
+        int k;
+
+        after = prekill_deadline(p, why, sizeof(why));
+        k = prekill_warning_new(&p->book, victim, start, now_usec(CLOCK_REALTIME), start + after, h ? h->id : 0,
+                                t->n, &w);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < t->n; i++)
+                prekill_warning_add(w, t->items[i].client->id, t->items[i].client->uid, t->items[i].client->pid);
+        prekill_book_add(&p->book, w);
+        /* Its id is never given again, also after a crash, and the state knows it before anyone hears of it. */
+        live_page_set_mark(p->live, p->book.last_id);
+        if (h)
+                hook_conn_owe(h, w->id);
+        if (p->hooks && p->hooks->checkpoint)
+                p->hooks->checkpoint(p->hooks_userdata);
+        reached = prekill_send(p, w, t);
+        proxied = proxy_warn_under(p->proxy, victim);
+        log_info("systemd-oomd is about to kill %s: warned %" PRIu64 " subscriber(s) and %u proxied client(s); answering within %" PRIu64 " ms (%s; warning %" PRIu64 ").",
+                 victim, reached, proxied, after / USEC_PER_MSEC, why, w->id);
+        if (w->n_waiting == 0)
+                prekill_end(p, w, PREKILL_OUTCOME_ACKNOWLEDGED);
+        else
+                prekill_arm(p);
+        return 0;
+}
+
+static int prekill_limit_error(const Prekill *p, PrekillLimit limit, VarlinkError *e) {
+        const Config *c = p->env.config;
+        bool calls = limit == PREKILL_LIMIT_MAX_CALLS;
+
+        log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 3,
+                        "Limit [Prekill] %s=%u reached, refusing systemd-oomd's call: nobody is warned.",
+                        calls ? "MaxCalls" : "MaxWarnings", calls ? c->prekill_max_calls : c->prekill_max_warnings);
+        return varlink_error_limit_exceeded(e, -EUSERS, calls ? "MaxCalls" : "MaxWarnings",
+                                            calls ? c->prekill_max_calls : c->prekill_max_warnings);
+}
+
+static int prekill_on_notify(HookConn *h, const char *cgroup, bool oneway, VarlinkError *e, void *userdata) {
+        Prekill *p = userdata;
+        _cleanup_free_ char *victim = NULL;
+        PrekillTargets t = {};
+        PrekillLimit limit;
+        int k;
+
+        if (!prekill_may_warn(h->uid)) {
+                log_ratelimited(LOG_NOTICE, 0, NULL, 10, 5,
+                                "Refused a pre-kill warning about %s from pid %d (uid %u): only root and %s may warn.",
+                                cgroup, (int) h->pid, (unsigned) h->uid, PREKILL_OOMD_USER);
+                return varlink_error_permission_denied(e, "only systemd-oomd (root or the user " PREKILL_OOMD_USER ") may warn");
+        }
+        k = prekill_victim(p, cgroup, &victim, e);
+        if (k >= 0)
+                k = prekill_targets(p, victim, &t);
+        if (k >= 0 && (limit = prekill_book_admit(&p->book, p->env.config->prekill_max_calls,
+                                                  p->env.config->prekill_max_warnings, t.n)) != PREKILL_LIMIT_NONE)
+                k = prekill_limit_error(p, limit, e);
+        if (k >= 0 && t.n > 0)
+                k = prekill_warn(p, oneway ? NULL : h, victim, &t);
+        else if (k >= 0) {
+                unsigned proxied = proxy_warn_under(p->proxy, victim);
+
+                prekill_book_nobody(&p->book);
+                prekill_changed(p);
+                log_info("systemd-oomd is about to kill %s: no subscriber to warn (%u proxied client(s) woken), answered at once.",
+                         victim, proxied);
+                k = 1;
+        }
+        free(t.items);
+        return k;
+}
+
+/* ---- acknowledgements and departures ---- */
+
+int prekill_acknowledge(Prekill *p, uint64_t id, uid_t uid, pid_t pid) {
+        PrekillWarning *w;
+        int k = prekill_book_acknowledge(&p->book, id, uid, pid, &w);
+
+        if (k < 0)
+                return k;
+        log_debug("Warning %" PRIu64 " about %s acknowledged by pid %d (uid %u); %zu subscriber(s) still waited for.",
+                  id, w->victim, (int) pid, (unsigned) uid, w->n_waiting);
+        if (w->n_waiting == 0)
+                prekill_end(p, w, PREKILL_OUTCOME_ACKNOWLEDGED);
+        else
+                prekill_changed(p);
+        return 0;
+}
+
+/* The stream of client @id went away: no warning waits for it any more. */
+static void prekill_gone(Prekill *p, uint64_t id) {
+        PrekillWarning *w, *next;
+
+        LIST_FOREACH_SAFE(warnings, w, next, p->book.warnings)
+                if (prekill_warning_gone(&p->book, w, id) && w->n_waiting == 0)
+                        prekill_end(p, w, PREKILL_OUTCOME_ACKNOWLEDGED);
+}
+
+static void on_client_disconnected(Client *c, void *userdata) {
+        Prekill *p = userdata;
+
+        if (!p->stopped)
+                prekill_gone(p, c->id);
+}
+
+/* A stream that ended (unsubscribed, or its cgroup removed) went away too. */
+static void on_client_stream(Client *c, void *userdata) {
+        Prekill *p = userdata;
+
+        if (!c->stream && !p->stopped)
+                prekill_gone(p, c->id);
+}
+
+static const ClientServerHooks prekill_client_hooks = {
+        .disconnected = on_client_disconnected,
+        .stream = on_client_stream,
+};
+
+static bool prekill_trusted(uid_t uid, void *userdata) {
+        return prekill_may_warn(uid);
+}
+
+static const HookOps prekill_hook_ops = {
+        .notify = prekill_on_notify,
+        .abandoned = prekill_abandoned,
+        .trusted = prekill_trusted,
+};
+
+/* ---- the object ---- */
+
+int prekill_new(const PrekillEnv *env, Prekill **ret) {
+        Prekill *p = calloc(1, sizeof(*p));
+        int k;
+
+        if (!p)
+                return -ENOMEM;
+        p->env = *env;
+        p->ev_deadline = evtimer_new(env->base, on_deadline, p);
+        k = p->ev_deadline ? hook_server_new(env->base, env->config, &prekill_hook_ops, p, &p->hook) : -ENOMEM;
+        if (k < 0) {
+                prekill_free(p);
+                return k;
+        }
+        *ret = p;
+        return 0;
+}
+
+Prekill *prekill_free(Prekill *p) {
+        if (!p)
+                return NULL;
+        p->hook = hook_server_free(p->hook);
+        prekill_book_done(&p->book);
+        if (p->ev_deadline)
+                event_free(p->ev_deadline);
+        free(p);
+        return NULL;
+}
+
+void prekill_stop(Prekill *p) {
+        if (!p)
+                return;
+        p->stopped = true;
+        evtimer_del(p->ev_deadline);
+}
+
+int prekill_listen(Prekill *p, int fd, const char *path) {
+        return hook_server_listen(p->hook, fd, path);
+}
+
+int prekill_set_servers(Prekill *p, ClientServer *clients, ProxyServer *proxy) {
+        p->proxy = proxy;
+        if (p->clients == clients)
+                return 0;
+        p->clients = clients;
+        return clients ? client_server_add_hooks(clients, &prekill_client_hooks, p) : 0;
+}
+
+void prekill_set_config(Prekill *p, const Config *config) {
+        if (!p)
+                return;
+        p->env.config = config;
+        hook_server_set_config(p->hook, config);
+}
+
+/* ---- handing over ---- */
+
+int prekill_export(const Prekill *p, bool complete, Snapshot *s) {
+        HookConn *h;
+        size_t n = 0;
+        int k;
+
+        s->next_hook_id = p->hook->next_id;
+        s->prekill_last_id = p->book.last_id;
+        s->prekill_counters = p->book.counters;
+        k = prekill_book_export(&p->book, &s->prekill_warnings, &s->n_prekill_warnings);
+        if (k < 0 || p->hook->n_conns == 0)
+                return k;
+        s->hooks = calloc(p->hook->n_conns, sizeof(*s->hooks));
+        if (!s->hooks)
+                return -ENOMEM;
+        LIST_FOREACH(conns, h, p->hook->conns) {
+                /* One closed meanwhile owes nothing, and is not handed over. */
+                if (h->dead)
+                        continue;
+                k = hook_conn_export(h, complete, &s->hooks[n]);
+                if (k < 0)
+                        return k;
+                s->n_hooks = ++n;
+        }
+        return 0;
+}
+
+int prekill_adopt(Prekill *p, const Snapshot *s, uint64_t last_id) {
+        PrekillWarning *w;
+
+        p->book.counters = s->prekill_counters;
+        p->book.last_id = s->prekill_last_id > last_id ? s->prekill_last_id : last_id;
+        if (s->next_hook_id > p->hook->next_id)
+                p->hook->next_id = s->next_hook_id;
+        for (size_t i = 0; i < s->n_prekill_warnings; i++)
+                if (prekill_book_adopt(&p->book, &s->prekill_warnings[i], &w) < 0)
+                        return -ENOMEM;
+        live_page_set_mark(p->live, p->book.last_id);
+        return 0;
+}
+
+/* Whether client @id is back with a stream. */
+static bool prekill_client_back(const Prekill *p, uint64_t id) {
+        Client *c;
+
+        LIST_FOREACH(clients, c, p->clients ? p->clients->clients : NULL)
+                if (c->id == id)
+                        return !c->dead && c->stream;
+        return false;
+}
+
+void prekill_resume(Prekill *p) {
+        PrekillWarning *w, *next;
+        HookConn *h, *hn;
+
+        LIST_FOREACH_SAFE(warnings, w, next, p->book.warnings) {
+                for (size_t i = 0; i < w->n_warned; i++)
+                        if (w->warned[i].state == PREKILL_WAITING && !prekill_client_back(p, w->warned[i].client))
+                                (void) prekill_warning_gone(&p->book, w, w->warned[i].client);
+                /* Its caller hung up while nobody watched: the call is over. */
+                if (w->hook && !hook_conn_find(p->hook, w->hook)) {
+                        w->hook = 0;
+                        prekill_end(p, w, PREKILL_OUTCOME_ABANDONED);
+                } else if (w->n_waiting == 0)
+                        prekill_end(p, w, PREKILL_OUTCOME_ACKNOWLEDGED);
+        }
+        LIST_FOREACH_SAFE(conns, h, hn, p->hook->conns) {
+                /* Owed an answer the state does not know (it was written before the last checkpoint): given now. */
+                if (h->owed && !prekill_book_find(&p->book, h->owed))
+                        hook_conn_answer(h);
+                hook_conn_resume(h);
+        }
+        prekill_arm(p);
+}
