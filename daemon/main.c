@@ -129,7 +129,7 @@ static int socket_path(const Args *a, const Config *config, char **ret) {
         if (a->socket)
                 *ret = strdup(a->socket);
         else if (!a->user)
-                *ret = strdup(config->socket_path ?: "/run/pressured/io.pressured");
+                *ret = strdup(config->socket_path ?: CONFIG_SOCKET_DEFAULT);
         else if (!rt || rt[0] != '/') {
                 log_error("--user needs $XDG_RUNTIME_DIR to be set to an absolute path.");
                 return -EINVAL;

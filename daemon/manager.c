@@ -22,6 +22,7 @@
 #include "proxy.h"
 #include "reclaim-controller.h"
 #include "registration.h"
+#include "report.h"
 #include "socket-util.h"
 #include "socket-watch.h"
 #include "source-protection.h"
@@ -49,6 +50,7 @@ struct Manager {
         Registry registry;
         ClientServer *clients;
         ProxyServer *proxy;         /* the pressure proxy sockets, NULL when all are off */
+        ReportServer *report;       /* systemd-report's socket, NULL when off */
         SocketWatch *socket_watch;  /* the varlink socket we bound, watched; NULL if inherited */
         LowMemoryMonitor *lmm;      /* [DBus] LowMemoryMonitor= */
         LevelStreams *levels;       /* Subscribe "levels" */
@@ -57,7 +59,7 @@ struct Manager {
         StatusContext status;
         MetricsServer *metrics;
         Takeover *takeover;         /* restarts, crashes and Reexecute without anyone noticing */
-        bool bound_socket, bound_proxy[_RESOURCE_MAX], bound_prekill; /* this process bound them (else inherited) */
+        bool bound_socket, bound_proxy[_RESOURCE_MAX], bound_prekill, bound_report; /* this process bound them (else inherited) */
 
         char *socket_path;          /* the varlink socket we bound and must unlink, or NULL */
         struct event *ev_sigterm, *ev_sigint, *ev_sighup;
@@ -83,6 +85,7 @@ static void manager_set_config(Manager *m, Config *c) {
                 m->clients->config = c;
         proxy_set_config(m->proxy, c);
         prekill_set_config(m->prekill, c);
+        report_server_set_config(m->report, c);
 }
 
 static int strdup_opt(const char *s, char **ret) {
@@ -187,9 +190,13 @@ Manager *manager_free(Manager *m) {
                 proxy_forget_paths(m->proxy);
                 if (m->prekill)
                         hook_server_forget_path(m->prekill->hook);
+                report_server_forget_path(m->report);
         }
         /* The warnings stop first: clients going away at the end answer no call of systemd-oomd. */
         prekill_stop(m->prekill);
+        /* systemd-report's Lists under way are answered as far as their sockets take it. */
+        report_server_stop_walk(m->report);
+        m->report = report_server_free(m->report);
         /* Every registration goes with its last listener; handed over, the kernel keeps them. */
         m->registry.handed_over = handed_over;
         m->clients = client_server_free(m->clients);
@@ -306,10 +313,10 @@ static int manager_take_fd(int fd) {
  * Returns 1 if there is one, 0 if none, or a negative errno (logged).
  */
 static int manager_inherited_fds(NamedFds *fds, int *ret_varlink_fd, int ret_proxy_fds[static _RESOURCE_MAX],
-                                 int *ret_prekill_fd) {
+                                 int *ret_prekill_fd, int *ret_report_fd) {
         int varlink_fd = named_fds_take(fds, "varlink"), proxy_fds[_RESOURCE_MAX];
-        int prekill_fd = named_fds_take(fds, PREKILL_FD_NAME);
-        bool any = varlink_fd >= 0 || prekill_fd >= 0, ok = true;
+        int prekill_fd = named_fds_take(fds, PREKILL_FD_NAME), report_fd = named_fds_take(fds, REPORT_FD_NAME);
+        bool any = varlink_fd >= 0 || prekill_fd >= 0 || report_fd >= 0, ok = true;
 
         for (Resource r = 0; r < _RESOURCE_MAX; r++)
                 any = (proxy_fds[r] = named_fds_take(fds, proxy_fd_name(r))) >= 0 || any;
@@ -338,16 +345,19 @@ static int manager_inherited_fds(NamedFds *fds, int *ret_varlink_fd, int ret_pro
         for (Resource r = 0; r < _RESOURCE_MAX; r++)
                 ok = ok && (proxy_fds[r] < 0 || manager_take_fd(proxy_fds[r]) >= 0);
         ok = ok && (prekill_fd < 0 || manager_take_fd(prekill_fd) >= 0);
+        ok = ok && (report_fd < 0 || manager_take_fd(report_fd) >= 0);
         if (!ok) {
                 safe_close(varlink_fd);
                 safe_close(prekill_fd);
                 for (Resource r = 0; r < _RESOURCE_MAX; r++)
                         safe_close(proxy_fds[r]);
+                safe_close(report_fd);
                 return -EINVAL;
         }
         *ret_varlink_fd = varlink_fd;
         *ret_prekill_fd = prekill_fd;
         memcpy(ret_proxy_fds, proxy_fds, sizeof(proxy_fds));
+        *ret_report_fd = report_fd;
         return 1;
 }
 
@@ -390,12 +400,28 @@ static int manager_start_prekill(Manager *m, int fd, const char *path) {
 }
 
 /*
- * Bind and serve the hook at @path (NULL: off). A socket that cannot be
- * bound leaves the hook off, said once: the daemon serves on without it.
+ * Bind a socket the daemon can do without (the pre-kill hook's,
+ * systemd-report's) at @path, for @what, with the system daemon's mode
+ * 0666. One that cannot be bound is said once and left off: the daemon
+ * serves on without it. Returns the fd, or -1.
  */
-static int manager_bind_prekill(Manager *m, const char *path) {
+static int manager_bind_optional(Manager *m, const char *path, const char *what) {
         mode_t mode, dir_mode;
         int fd, k;
+
+        manager_socket_modes(m, 0666, &mode, &dir_mode);
+        k = socket_listen_unix(path, mode, dir_mode, NULL, &fd);
+        if (k < 0) {
+                log_error("Cannot serve %s on %s, going on without it: %s", what, path,
+                          k == -EADDRINUSE ? "another process serves it" : strerror(-k));
+                return -1;
+        }
+        return fd;
+}
+
+/* Bind and serve the hook at @path (NULL: off), if it can be bound. */
+static int manager_bind_prekill(Manager *m, const char *path) {
+        int fd;
 
         if (!path) {
                 log_debug("The pre-kill hook socket is off.");
@@ -403,13 +429,9 @@ static int manager_bind_prekill(Manager *m, const char *path) {
         }
         /* Anyone may connect to the system daemon's (systemd-oomd reaches it with CAP_DAC_OVERRIDE anyway);
          * Notify checks the caller. */
-        manager_socket_modes(m, 0666, &mode, &dir_mode);
-        k = socket_listen_unix(path, mode, dir_mode, NULL, &fd);
-        if (k < 0) {
-                log_error("Cannot serve systemd-oomd's pre-kill hook on %s, going on without it: %s", path,
-                          k == -EADDRINUSE ? "another process serves it" : strerror(-k));
+        fd = manager_bind_optional(m, path, "systemd-oomd's pre-kill hook");
+        if (fd < 0)
                 return 0;
-        }
         m->bound_prekill = true;
         return manager_start_prekill(m, fd, path);
 }
@@ -479,13 +501,56 @@ static char *manager_proxy_path(const Manager *m, Resource resource) {
         return p;
 }
 
+/* Serve systemd-report's protocol on @fd (taken over), bound by us at @path or inherited. */
+static int manager_start_report(Manager *m, int fd, const char *path) {
+        int k = report_server_new(m->base, m->config, &m->status, fd, path, &m->report);
+
+        if (k < 0)
+                return k;
+        if (path)
+                log_info("Serving metrics for systemd-report on %s.", path);
+        else
+                log_info("Serving metrics for systemd-report on the socket passed by the service manager.");
+        return 0;
+}
+
+/* Bind and serve systemd-report's socket at @path (NULL: off), if it can be bound. */
+static int manager_bind_report(Manager *m, const char *path) {
+        int fd;
+
+        if (!path) {
+                log_debug("The %s socket is off.", REPORT_FD_NAME);
+                return 0;
+        }
+        /* Anyone may read the system daemon's metrics, as systemd's own report sockets let them. */
+        fd = manager_bind_optional(m, path, "metrics for systemd-report");
+        if (fd < 0)
+                return 0;
+        m->bound_report = true;
+        return manager_start_report(m, fd, path);
+}
+
+/*
+ * Where systemd-report's socket goes: [Report] Socket= ("": off), else
+ * CONFIG_REPORT_SOCKET_DEFAULT for the system daemon. Off for --user, and
+ * with --socket: a private instance must not take the system daemon's
+ * name in systemd-report's directory (as for the pre-kill hook).
+ */
+static const char *manager_report_path(const Manager *m) {
+        const char *p = m->config->report_socket;
+
+        if (p)
+                return p[0] ? p : NULL;
+        return m->user_mode || m->socket_given ? NULL : CONFIG_REPORT_SOCKET_DEFAULT;
+}
+
 static int manager_serve(Manager *m, int fd) {
         return client_server_new(m->base, m->config, fd, methods_dispatch, &m->methods, &m->clients);
 }
 
 /* Serve the inherited listening sockets; the paths a previous process bound stay ours to unlink. */
 static int manager_serve_inherited(Manager *m, int varlink_fd, int proxy_fds[static _RESOURCE_MAX],
-                                   char *const proxy_paths[static _RESOURCE_MAX], int prekill_fd) {
+                                   char *const proxy_paths[static _RESOURCE_MAX], int prekill_fd, int report_fd) {
         const char *own = takeover_socket_path(m->takeover);
         mode_t mode, dir_mode;
         int k;
@@ -510,6 +575,12 @@ static int manager_serve_inherited(Manager *m, int varlink_fd, int proxy_fds[sta
         else if (k >= 0)
                 k = manager_bind_prekill(m, manager_prekill_path(m, true));
         safe_close(prekill_fd);
+        /* Without a report fd, bind only a configured path: the default one belongs to the socket unit. */
+        if (k >= 0 && report_fd >= 0)
+                k = manager_start_report(m, TAKE_FD(report_fd), takeover_report_path(m->takeover));
+        else if (k >= 0 && m->config->report_socket)
+                k = manager_bind_report(m, manager_report_path(m));
+        safe_close(report_fd);
         if (k >= 0)
                 log_info("Serving on the socket %s.", takeover_generation(m->takeover) > 0 ?
                          "taken over from the previous process" : "passed by the service manager");
@@ -525,17 +596,17 @@ static int manager_listen(Manager *m, NamedFds *fds) {
         _cleanup_(proxy_paths_free) char *proxy_paths[_RESOURCE_MAX] = {};
         const char *path = m->socket_path_arg;
         mode_t mode, dir_mode;
-        int varlink_fd = -1, proxy_fds[_RESOURCE_MAX] = { -1, -1, -1 }, prekill_fd = -1, fd, k;
+        int varlink_fd = -1, proxy_fds[_RESOURCE_MAX] = { -1, -1, -1 }, prekill_fd = -1, report_fd = -1, fd, k;
         bool replaced;
 
         for (Resource r = 0; r < _RESOURCE_MAX; r++)
                 if (!(proxy_paths[r] = manager_proxy_path(m, r)))
                         return log_error_errno(ENOMEM, "Out of memory.");
-        k = manager_inherited_fds(fds, &varlink_fd, proxy_fds, &prekill_fd);
+        k = manager_inherited_fds(fds, &varlink_fd, proxy_fds, &prekill_fd, &report_fd);
         if (k < 0)
                 return k;
         if (k > 0)
-                return manager_serve_inherited(m, varlink_fd, proxy_fds, proxy_paths, prekill_fd);
+                return manager_serve_inherited(m, varlink_fd, proxy_fds, proxy_paths, prekill_fd, report_fd);
 
         if (socket_unix_is_live(path) > 0)
                 return log_error_errno(EADDRINUSE, "Another pressured is already serving %s; not taking it over.", path);
@@ -547,6 +618,8 @@ static int manager_listen(Manager *m, NamedFds *fds) {
                         return k;
         }
         k = manager_bind_prekill(m, manager_prekill_path(m, false));
+        if (k >= 0)
+                k = manager_bind_report(m, manager_report_path(m));
         if (k < 0)
                 return k;
         /* System mode: anyone may connect; access control is per call. */
@@ -626,6 +699,7 @@ int manager_start(Manager *m) {
                 bound_proxy_paths[r] = m->bound_proxy[r] ? m->proxy->sockets[r].path : NULL;
         takeover_set_servers(m->takeover, m->clients, m->proxy, m->reclaim, m->bound_socket ? m->socket_path : NULL,
                              bound_proxy_paths, m->bound_prekill ? m->prekill->hook->path : NULL);
+        takeover_set_report(m->takeover, m->report, m->bound_report);
         if (prekill_set_servers(m->prekill, m->clients, m->proxy) < 0)
                 return log_error_errno(ENOSPC, "Too many observers of the clients.");
         takeover_restore(m->takeover, &fds);

@@ -121,6 +121,7 @@ SKIP = 77
 LAYERS = ('common', 'model', 'sources', 'registry', 'protocol', 'server')
 # Headers made by the build, and the layer they belong to.
 GENERATED_HEADERS = {'io.pressured.varlink.h': 'protocol', 'io.systemd.oom.Prekill.varlink.h': 'protocol',
+                     'io.systemd.Metrics.varlink.h': 'protocol',
                      'config-build.h': 'common',
                      'vocabulary-idl.h': 'common'}
 # libpressure's enums whose values have protocol names (rule 5).
@@ -1050,13 +1051,26 @@ def json_member_names(text, wrappers=None, path=None):
     return out
 
 
+def served_fields(root):
+    """The fields declared by the other interfaces the daemon serves
+    (daemon/protocol/*.varlink beside io.pressured's: systemd's, on sockets
+    of their own), whose members the C code writes too."""
+    idl = load_varlink_idl()
+    fields = set()
+    for iface in idl.served_interfaces(root):
+        structs = [t for t in iface.types.values() if t[0] == 'struct']
+        structs += [io for m in iface.methods.values() for io in m] + list(iface.errors.values())
+        fields |= {f for st in structs for f in st[1]}
+    return fields
+
+
 def check_json_members(root, out, allowed=None):
     """Rule 7. Returns True when every member name literal of JSON_DIRS is
     declared by the interface or allowed for its file, and every allowed
     name is used."""
     if not os.path.exists(os.path.join(root, INTERFACE_IDL)):
         return True
-    known = Vocabulary(root).names['field'] | set(VARLINK_MEMBERS)
+    known = Vocabulary(root).names['field'] | set(VARLINK_MEMBERS) | served_fields(root)
     allowed = JSON_ALLOWED if allowed is None else allowed
     bad, used, texts = [], set(), {}
     for path in source_files(root, list(JSON_DIRS)):

@@ -8,6 +8,7 @@ with a reason where a feature is missing.
 import atexit
 import collections
 import contextlib
+import inspect
 import json
 import os
 import pwd
@@ -967,7 +968,9 @@ class FakeVarlinkServer:
     send back (a list of dicts, each framed with its NUL, or bytes sent as
     they are, for garbage), or None to hang up without an answer; the
     connection stays open until the client hangs up or
-    drop_connections(). Each connection is served by a thread of its own,
+    drop_connections(). A generator of such lists sends each as it comes,
+    so a stream can wait for something between its events (a None among
+    them hangs up). Each connection is served by a thread of its own,
     so a client may hold a stream open and make calls meanwhile, as with
     the daemon."""
 
@@ -1004,10 +1007,11 @@ class FakeVarlinkServer:
                     while b'\0' in buf:
                         msg, _, buf = buf.partition(b'\0')
                         out = self.respond(json.loads(msg))
-                        if out is None:
-                            return
-                        conn.sendall(b''.join(m if isinstance(m, bytes) else json.dumps(m).encode() + b'\0'
-                                              for m in out))
+                        for batch in (out if inspect.isgenerator(out) else [out]):
+                            if batch is None:
+                                return
+                            conn.sendall(b''.join(m if isinstance(m, bytes) else json.dumps(m).encode() + b'\0'
+                                                  for m in batch))
             except OSError:
                 pass
             finally:

@@ -2,8 +2,10 @@
 """Check what the daemon sends against its varlink interfaces.
 
 parse() reads varlink IDL (interface, type, method, error; structs, enums,
-optional ?T, arrays []T, maps [string]T, object). A Validator holds the
-parsed io.pressured (daemon/protocol/io.pressured.varlink) and org.varlink.service
+optional ?T, arrays []T, maps [string]T, object, and systemd's any). A
+Validator holds the parsed io.pressured (daemon/protocol/io.pressured.varlink),
+the other interfaces the daemon serves (daemon/protocol/*.varlink: systemd's
+io.systemd.Metrics on the report socket) and org.varlink.service
 and checks one received message against the call it answers: a reply's
 parameters against the method's output, an error against the declared
 error's parameters. Every violation raises Invalid with the path of the
@@ -99,7 +101,7 @@ class _Parser:
         if tok == '(':
             return self.struct_or_enum()
         self.take()
-        if tok in ('bool', 'int', 'float', 'string', 'object'):
+        if tok in ('bool', 'int', 'float', 'string', 'object', 'any'):
             return (tok,)
         return ('named', tok)
 
@@ -251,6 +253,8 @@ class Validator:
         elif kind == 'object':
             if not isinstance(value, dict):
                 _fail(path, 'object', value)
+        elif kind == 'any':
+            pass  # any JSON value but null (checked above)
         elif kind == 'enum':
             if not isinstance(value, str) or value not in t[1]:
                 _fail(path, _describe(t), value)
@@ -442,13 +446,23 @@ class Validator:
             self.check_event(iface, params['event'], f'{method}.parameters.event', request)
 
 
+def served_interfaces(source_root):
+    """The interfaces the daemon serves, parsed from daemon/protocol/*.varlink
+    (io.pressured's first)."""
+    d = os.path.join(source_root, 'daemon', 'protocol')
+    names = sorted(n for n in os.listdir(d) if n.endswith('.varlink'))
+    names.sort(key=lambda n: n != 'io.pressured.varlink')
+    out = []
+    for n in names:
+        with open(os.path.join(d, n)) as f:
+            out.append(parse(f.read()))
+    return out
+
+
 def default_validator(source_root=None):
-    """A Validator for io.pressured and io.systemd.oom.Prekill (the pre-kill
-    hook's, whose errors are io.pressured's), from the source tree, and
+    """A Validator for the interfaces the daemon serves (from the source tree:
+    io.pressured, the pre-kill hook's io.systemd.oom.Prekill, whose errors
+    are io.pressured's, systemd-report's io.systemd.Metrics) and
     org.varlink.service."""
     root = source_root or os.path.join(os.path.dirname(__file__), '..')
-    with open(os.path.join(root, 'daemon', 'protocol', 'io.pressured.varlink')) as f:
-        pressured = parse(f.read())
-    with open(os.path.join(root, 'daemon', 'protocol', 'io.systemd.oom.Prekill.varlink')) as f:
-        prekill = parse(f.read())
-    return Validator(pressured, prekill, parse(ORG_VARLINK_SERVICE))
+    return Validator(*served_interfaces(root), parse(ORG_VARLINK_SERVICE))

@@ -518,7 +518,7 @@ _public_ int pressure_client_set_call_timeout(pressure_client *c, uint64_t timeo
 
 /**
  * pressure_version - the library's own version (libpressure.pc's, the
- * file's: libpressure.so.1.4.0 says "1.4.0"), not pressured's.
+ * file's: libpressure.so.1.5.0 says "1.5.0"), not pressured's.
  */
 _public_ const char *pressure_version(void) {
         return LIBPRESSURE_VERSION;
@@ -896,10 +896,15 @@ static int subscription_handle(pressure_subscription *s, json_t *msg) {
         event = json_object_get(params, "event");
         cont = json_object_get(msg, "continues");
         last = !json_is_true(cont);
-        if (!event || event_parse(event, &e) < 0)
+        r = event ? event_parse(event, &e) : -EBADMSG;
+        /* An event of a kind a later daemon added is not for this version: the stream goes on without it. */
+        if (r == -ENOMSG && s->state == SUBSCRIPTION_LIVE && !last)
+                return 0;
+        if (r < 0)
                 return subscription_fail(s, -EBADMSG);
-        /* A level stream has level events and its end only; the first says it is live. */
-        if (s->levels && e.kind != PRESSURE_EVENT_LEVEL && e.kind != PRESSURE_EVENT_REMOVED)
+        /* A level stream has level events, warnings and its end only; the first says it is live. */
+        if (s->levels && e.kind != PRESSURE_EVENT_LEVEL && e.kind != PRESSURE_EVENT_PREKILL &&
+            e.kind != PRESSURE_EVENT_REMOVED)
                 return subscription_fail(s, -EBADMSG);
         if (s->state == SUBSCRIPTION_PENDING) {
                 if (e.kind != (s->levels ? PRESSURE_EVENT_LEVEL : PRESSURE_EVENT_SUBSCRIBED))
@@ -1283,6 +1288,36 @@ _public_ int pressure_client_get_headroom(pressure_client *c, const char *cgroup
         return r < 0 ? return_error(r, NULL, ret_error) : 0;
 }
 
+/* The parameters of AcknowledgePrekill(id); -EINVAL for an id the protocol's int cannot hold. */
+static int prekill_params(uint64_t id, json_t **ret) {
+        json_t *params;
+
+        if (id > INT64_MAX)
+                return -EINVAL;
+        params = json_pack("{s:I}", "id", (json_int_t) id);
+        if (!params)
+                return -ENOMEM;
+        *ret = params;
+        return 0;
+}
+
+/**
+ * pressure_client_acknowledge_prekill - AcknowledgePrekill(id).
+ */
+_public_ int pressure_client_acknowledge_prekill(pressure_client *c, uint64_t id, pressure_error **ret_error) {
+        _cleanup_json_ json_t *params = NULL;
+        int r;
+
+        if (ret_error)
+                *ret_error = NULL;
+        if (!c)
+                return return_error(-EINVAL, NULL, ret_error);
+        r = prekill_params(id, &params);
+        if (r < 0)
+                return return_error(r, NULL, ret_error);
+        return client_call_json(c, "io.pressured.AcknowledgePrekill", params, NULL, ret_error);
+}
+
 /**
  * pressure_client_inject - Inject(cgroup, level).
  */
@@ -1515,6 +1550,28 @@ _public_ int pressure_client_get_headroom_async(pressure_client *c, const char *
         if (r < 0)
                 return r;
         call->s.callback.headroom = callback;
+        call_link(c, call, ret_call);
+        return 0;
+}
+
+/**
+ * pressure_client_acknowledge_prekill_async - AcknowledgePrekill(id) without waiting.
+ */
+_public_ int pressure_client_acknowledge_prekill_async(pressure_client *c, uint64_t id,
+                                                       pressure_reply_handler callback, void *userdata,
+                                                       pressure_call **ret_call) {
+        _cleanup_json_ json_t *params = NULL;
+        pressure_call *call;
+        int r;
+
+        if (!c || !callback)
+                return -EINVAL;
+        r = prekill_params(id, &params);
+        if (r >= 0)
+                r = call_start(c, "io.pressured.AcknowledgePrekill", params, complete_reply, userdata, &call);
+        if (r < 0)
+                return r;
+        call->s.callback.reply = callback;
         call_link(c, call, ret_call);
         return 0;
 }

@@ -62,6 +62,7 @@ static const NameRef kind_names[] = {
         [PRESSURE_EVENT_KILLED] = NAME_REF(idl_event_kind_table, IDL_EVENT_KIND_KILLED),
         [PRESSURE_EVENT_TRIGGER_CHANGED] = NAME_REF(idl_event_kind_table, IDL_EVENT_KIND_TRIGGER_CHANGED),
         [PRESSURE_EVENT_LEVEL] = NAME_REF(idl_event_kind_table, IDL_EVENT_KIND_LEVEL),
+        [PRESSURE_EVENT_PREKILL] = NAME_REF(idl_event_kind_table, IDL_EVENT_KIND_PREKILL),
 };
 
 static const NameRef state_names[] = {
@@ -541,11 +542,13 @@ static int unavailable_kill_sources_parse(json_t *state, json_t **ret) {
         return 0;
 }
 
-enum { EVENT_KIND = 0, EVENT_CGROUP = 1 }; /* their indexes in event_fields */
+enum { EVENT_KIND = 0, EVENT_CGROUP = 1, EVENT_ID = 2, EVENT_DEADLINE = 3 }; /* their indexes in event_fields */
 
 static const Field event_fields[] = {
         [EVENT_KIND] = ENUM_FIELD(pressure_event, kind, kind_names),
         [EVENT_CGROUP] = FIELD(FIELD_STRING, pressure_event, cgroup),
+        [EVENT_ID] = FIELD_KEY("id", FIELD_U64, pressure_event, prekill_id),
+        [EVENT_DEADLINE] = FIELD(FIELD_U64, pressure_event, deadline_us),
         ENUM_FIELD(pressure_event, source, source_names),
         FIELD(FIELD_U64, pressure_event, seq),
         FIELD(FIELD_U64, pressure_event, count),
@@ -584,11 +587,29 @@ static int level_parse(json_t *v, pressure_event *e, int mask) {
         return 0;
 }
 
+/*
+ * A warning says what is to be killed, by whom, its number and its deadline; the
+ * fields of the other kinds are not its own.
+ */
+static int prekill_check(pressure_event *e, int mask) {
+        unsigned need = (1U << EVENT_CGROUP) | (1U << EVENT_ID) | (1U << EVENT_DEADLINE);
+
+        if (e->kind != PRESSURE_EVENT_PREKILL) {
+                e->prekill_id = e->deadline_us = 0;
+                return 0;
+        }
+        return ((unsigned) mask & need) == need && e->killed_by ? 0 : -EBADMSG;
+}
+
 int event_parse(json_t *v, pressure_event *ret) {
         pressure_event e = { .cgroup = "/" };
         json_t *x;
         int mask;
 
+        /* A kind of a later daemon: not malformed, only not this version's to read. */
+        x = json_object_get(v, "kind");
+        if (json_is_string(x) && INDEX_OF(kind_names, json_string_value(x)) < 0)
+                return -ENOMSG;
         mask = PARSE_FIELDS(v, event_fields, &e);
         if (mask < 0 || !(mask & (1 << EVENT_KIND)) ||
             e.kind == PRESSURE_EVENT_RECONNECTED || e.kind == PRESSURE_EVENT_ERROR ||
@@ -627,14 +648,18 @@ int event_parse(json_t *v, pressure_event *ret) {
                         return -EBADMSG;
                 e.has_episode = 1;
         }
-        /* A kill says who and why; its source goes without saying. */
+        /* A kill says who and why; its source goes without saying. A warning says who. */
         if (e.kind == PRESSURE_EVENT_KILLED) {
                 if (!e.killed_by || !e.reason)
                         return -EBADMSG;
                 if (e.source == PRESSURE_SOURCE_NONE)
                         e.source = PRESSURE_SOURCE_KILLS;
-        } else
+        } else if (e.kind == PRESSURE_EVENT_PREKILL)
+                e.reason = NULL;
+        else
                 e.killed_by = e.reason = NULL;
+        if (prekill_check(&e, mask) < 0)
+                return -EBADMSG;
         if (e.kind == PRESSURE_EVENT_PROTECTION && e.state == PRESSURE_PROTECTION_UNKNOWN && e.node.present)
                 e.state = e.node.state;
         /* Events about pressure say their resource; memory.events and protection are memory's. */
@@ -905,6 +930,25 @@ _public_ int pressure_event_get_reclaim_target_bytes(const pressure_event *e, ui
         if (e->kind != PRESSURE_EVENT_LEVEL || !e->has_reclaim_target)
                 return -ENODATA;
         *ret = e->reclaim_target_bytes;
+        return 0;
+}
+
+/**
+ * pressure_event_get_deadline_us - when the daemon answers systemd-oomd for a warning; 0 for other kinds.
+ */
+_public_ uint64_t pressure_event_get_deadline_us(const pressure_event *e) {
+        return e && e->kind == PRESSURE_EVENT_PREKILL ? e->deadline_us : 0;
+}
+
+/**
+ * pressure_event_get_prekill_id - a warning's number, for its acknowledgement; -ENODATA for other kinds.
+ */
+_public_ int pressure_event_get_prekill_id(const pressure_event *e, uint64_t *ret) {
+        if (!e || !ret)
+                return -EINVAL;
+        if (e->kind != PRESSURE_EVENT_PREKILL)
+                return -ENODATA;
+        *ret = e->prekill_id;
         return 0;
 }
 

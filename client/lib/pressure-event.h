@@ -89,7 +89,8 @@ struct pressure_event {
         pressure_protection_state state, previous;
         int has_episode;
         pressure_episode episode;
-        const char *killed_by, *reason; /* KILLED */
+        const char *killed_by, *reason; /* KILLED; PREKILL: killed_by only */
+        uint64_t deadline_us, prekill_id; /* PREKILL */
         int has_headroom, has_reclaim_target; /* LEVEL: the two below are not null */
         uint64_t headroom_bytes, reclaim_target_bytes;
         json_t *kill_sources;        /* SUBSCRIBED to kills: an array of strings, or NULL */
@@ -101,8 +102,9 @@ struct pressure_event {
 /*
  * event_parse - fill @ret from the event object @v.
  * Strings in @ret point into @v, which must outlive @ret; ret->json is left
- * for the caller. Unknown kinds and malformed fields make -EBADMSG; unknown
- * extra fields are ignored.
+ * for the caller. A kind this version does not know (a newer daemon's)
+ * makes -ENOMSG; malformed fields -EBADMSG; unknown extra fields are
+ * ignored.
  */
 int event_parse(json_t *v, pressure_event *ret);
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pressure_monitor: one cgroup's level stream on a client of its own, the
- * last level and headroom it told, one handler, and its attachment to an
- * sd-event loop (sd-event-api.h). Reconnecting is the client's.
+ * last level and headroom it told, one handler, the warnings before a kill
+ * its handler will acknowledge later, and its attachment to an sd-event
+ * loop (sd-event-api.h). Reconnecting is the client's.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,6 +15,19 @@
 #include "util.h"
 #include "vocabulary.h"
 
+/*
+ * Warnings whose acknowledgement the handler put off, at most: the daemon
+ * warns of at most [Prekill] MaxCalls= kills at once (16 by default). Past
+ * it the oldest is forgotten (its deadline is the nearest).
+ */
+#define MONITOR_DEFERRED_MAX 64
+
+/* A warning the handler will acknowledge later. */
+typedef struct Deferred {
+        uint64_t id;
+        uint64_t deadline_us;
+} Deferred;
+
 struct pressure_monitor {
         unsigned n_ref;
         pressure_client *client;
@@ -22,12 +36,17 @@ struct pressure_monitor {
         pressure_monitor_handler handler;
         void *userdata;
         bool started, ended;
+        /* Warnings before a kill go to the handler (pressure_monitor_set_prekill()). */
+        bool prekill;
         /* The last level event. */
         bool has_level;
         pressure_level level;
         int has_headroom, has_reclaim_target;
         uint64_t headroom_bytes, reclaim_target_bytes;
         uint64_t reconnects;
+        /* Warnings to acknowledge with pressure_monitor_acknowledge_prekill(), oldest first. */
+        Deferred deferred[MONITOR_DEFERRED_MAX];
+        size_t n_deferred;
         /* The sd-event loop it is attached to, or NULL. */
         SdEventApi api;
         struct sd_event *event;
@@ -158,11 +177,85 @@ static void monitor_remember(pressure_monitor *m, const pressure_event *e) {
         m->reclaim_target_bytes = e->reclaim_target_bytes;
 }
 
+/* The answer to an acknowledgement: nothing to do, whatever it is (the daemon answers oomd at the deadline). */
+static int on_acknowledged(pressure_call *call, const char *parameters_json, const pressure_error *error,
+                           void *userdata) {
+        (void) call;
+        (void) parameters_json;
+        (void) error;
+        (void) userdata;
+        return 0;
+}
+
+/* Forget the deferred warnings whose deadline has passed: the daemon has answered for them. */
+static void deferred_expire(pressure_monitor *m) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        size_t k = 0;
+
+        for (size_t i = 0; i < m->n_deferred; i++)
+                if (m->deferred[i].deadline_us > now)
+                        m->deferred[k++] = m->deferred[i];
+        m->n_deferred = k;
+}
+
+/* Hand the warning @e to the handler; acknowledge it after, unless the handler will do it later. */
+static int monitor_prekill(pressure_monitor *m, const pressure_event *e) {
+        int r = m->prekill ? m->handler(m, e, m->userdata) : 0;
+
+        if (r < 0)
+                return r;
+        if (r == PRESSURE_MONITOR_ACKNOWLEDGE_LATER) {
+                deferred_expire(m);
+                if (m->n_deferred == MONITOR_DEFERRED_MAX) {
+                        memmove(m->deferred, m->deferred + 1, (MONITOR_DEFERRED_MAX - 1) * sizeof(Deferred));
+                        m->n_deferred--;
+                }
+                m->deferred[m->n_deferred++] = (Deferred) { e->prekill_id, e->deadline_us };
+                return 0;
+        }
+        return pressure_client_acknowledge_prekill_async(m->client, e->prekill_id, on_acknowledged, NULL, NULL);
+}
+
+/**
+ * pressure_monitor_set_prekill - hand the warnings before a kill to the handler, or acknowledge them at once.
+ */
+_public_ int pressure_monitor_set_prekill(pressure_monitor *m, int enable) {
+        if (!m)
+                return -EINVAL;
+        m->prekill = enable;
+        return 0;
+}
+
+/**
+ * pressure_monitor_acknowledge_prekill - acknowledge a warning whose handler returned
+ * PRESSURE_MONITOR_ACKNOWLEDGE_LATER; -ESRCH for one it did not.
+ */
+_public_ int pressure_monitor_acknowledge_prekill(pressure_monitor *m, uint64_t id) {
+        size_t i;
+        int r;
+
+        if (!m)
+                return -EINVAL;
+        deferred_expire(m);
+        for (i = 0; i < m->n_deferred && m->deferred[i].id != id; i++)
+                ;
+        if (i == m->n_deferred)
+                return -ESRCH;
+        r = pressure_client_acknowledge_prekill_async(m->client, id, on_acknowledged, NULL, NULL);
+        if (r < 0)
+                return r;
+        memmove(m->deferred + i, m->deferred + i + 1, (m->n_deferred - i - 1) * sizeof(Deferred));
+        m->n_deferred--;
+        return 0;
+}
+
 static int on_stream_event(pressure_subscription *s, const pressure_event *e, void *userdata) {
         pressure_monitor *m = userdata;
 
         (void) s;
         switch (e->kind) {
+        case PRESSURE_EVENT_PREKILL:
+                return monitor_prekill(m, e);
         case PRESSURE_EVENT_LEVEL:
                 monitor_remember(m, e);
                 break;

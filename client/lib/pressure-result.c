@@ -27,6 +27,7 @@ static const struct {
         [IDL_ERROR_LIMIT_EXCEEDED] =              { EUSERS,        "Limit exceeded",               "limit" },
         [IDL_ERROR_SOURCE_UNAVAILABLE] =          { EOPNOTSUPP,    "Source unavailable",           "reason" },
         [IDL_ERROR_INTERNAL_ERROR] =              { EIO,           "Internal error of the daemon", "reason" },
+        [IDL_ERROR_NO_SUCH_PREKILL] =             { ESRCH,         "No such warning before a kill", "id" },
         [IDL_ERROR_VARLINK_INVALID_PARAMETER] =   { EINVAL,        "Invalid parameter",            "parameter" },
         [IDL_ERROR_VARLINK_METHOD_NOT_FOUND] =    { ENXIO,         "Method not found",             "method" },
         [IDL_ERROR_VARLINK_INTERFACE_NOT_FOUND] = { EADDRNOTAVAIL, "Interface not found",          "interface" },
@@ -56,8 +57,13 @@ static char *error_message(int error, const char *name, json_t *params) {
         }
         i = idl_error_from_string(name);
         if (i >= 0 && error_table[i].text) {
-                p = error_table[i].param ? json_string_value(json_object_get(params, error_table[i].param)) : NULL;
-                if (asprintf(&m, p ? "%s: %s" : "%s", error_table[i].text, p) < 0)
+                json_t *v = error_table[i].param ? json_object_get(params, error_table[i].param) : NULL;
+
+                p = json_string_value(v);
+                if (json_is_integer(v) && asprintf(&m, "%s: %" JSON_INTEGER_FORMAT, error_table[i].text,
+                                                   json_integer_value(v)) < 0)
+                        return NULL;
+                if (!m && asprintf(&m, p ? "%s: %s" : "%s", error_table[i].text, p) < 0)
                         return NULL;
                 return m;
         }

@@ -160,7 +160,16 @@ typedef enum pressure_event_kind {
          * pressure_event_get_headroom_bytes(),
          * pressure_event_get_reclaim_target_bytes(), pressure_event_get_missed().
          */
-        PRESSURE_EVENT_LEVEL
+        PRESSURE_EVENT_LEVEL,
+        /*
+         * libpressure 1.5: systemd-oomd is about to kill the cgroup
+         * (pressure_event_get_cgroup(), the subscribed one or one below it),
+         * on a kills subscription or a level stream: save what must be saved,
+         * then pressure_client_acknowledge_prekill() with
+         * pressure_event_get_prekill_id(), before pressure_event_get_deadline_us().
+         * A warning cannot stop the kill.
+         */
+        PRESSURE_EVENT_PREKILL
 } pressure_event_kind;
 
 /* The counters of memory.events. */
@@ -385,6 +394,18 @@ int pressure_client_call(pressure_client *client, const char *method, const char
  */
 int pressure_client_get_headroom(pressure_client *client, const char *cgroup, pressure_headroom **ret_headroom,
                                  pressure_error **ret_error);
+/*
+ * libpressure 1.5: AcknowledgePrekill(id), the warning @id
+ * (pressure_event_get_prekill_id() of a PRESSURE_EVENT_PREKILL) was acted
+ * on: systemd-oomd is answered once every warned subscriber has
+ * acknowledged or gone. On a connection of its own, as every call: the
+ * subscription's connection goes on streaming. -ESRCH (the error
+ * io.pressured.NoSuchPrekill) when no warning @id waits for an
+ * acknowledgement of the caller's user: unknown, answered already (the
+ * deadline passed) or not its own; a daemon before 0.5 answers
+ * org.varlink.service.MethodNotFound (-ENXIO).
+ */
+int pressure_client_acknowledge_prekill(pressure_client *client, uint64_t id, pressure_error **ret_error);
 
 /*
  * Asynchronous calls: send the call and return at once; the callback runs
@@ -415,6 +436,9 @@ int pressure_client_call_async(pressure_client *client, const char *method, cons
 int pressure_client_get_headroom_async(pressure_client *client, const char *cgroup,
                                        pressure_headroom_handler callback, void *userdata,
                                        pressure_call **ret_call);
+/* libpressure 1.5: on success @parameters_json is "{}". */
+int pressure_client_acknowledge_prekill_async(pressure_client *client, uint64_t id, pressure_reply_handler callback,
+                                              void *userdata, pressure_call **ret_call);
 /* Cancel a call whose callback has not run; accepts NULL, returns NULL. */
 pressure_call *pressure_call_free(pressure_call *call);
 pressure_client *pressure_call_get_client(pressure_call *call);
@@ -513,7 +537,8 @@ const pressure_error *pressure_event_get_error(const pressure_event *event);
 /*
  * libpressure 1.2. KILLED: who killed, "kernel" or "systemd-oomd" (a
  * later daemon may name others), and why, in the killer's words ("oom_kill",
- * "memory-pressure", "memory-used"); NULL for other kinds.
+ * "memory-pressure", "memory-used"); NULL for other kinds. PREKILL (1.5):
+ * who is about to kill, "systemd-oomd"; its reason is NULL.
  */
 const char *pressure_event_get_killed_by(const pressure_event *event);
 const char *pressure_event_get_reason(const pressure_event *event);
@@ -539,6 +564,14 @@ const char *pressure_event_get_unavailable_kill_source(const pressure_event *eve
  */
 int pressure_event_get_headroom_bytes(const pressure_event *event, uint64_t *ret);
 int pressure_event_get_reclaim_target_bytes(const pressure_event *event, uint64_t *ret);
+/*
+ * libpressure 1.5. PREKILL: the CLOCK_MONOTONIC time (microseconds) at
+ * which the daemon answers systemd-oomd whether or not this subscriber
+ * acknowledged; 0 for other kinds. The warning's number, for
+ * pressure_client_acknowledge_prekill(): 0, or -ENODATA for other kinds.
+ */
+uint64_t pressure_event_get_deadline_us(const pressure_event *event);
+int pressure_event_get_prekill_id(const pressure_event *event, uint64_t *ret);
 /* The event as received, JSON text; NULL for RECONNECTED and ERROR. */
 const char *pressure_event_get_json(const pressure_event *event);
 
@@ -667,8 +700,19 @@ const char *pressure_headroom_get_json(const pressure_headroom *headroom);
  * While the daemon is away the monitor retries with the client's backoff
  * and the program's loop sleeps in between. A negative return value of the
  * handler is returned by pressure_monitor_process().
+ *
+ * libpressure 1.5, after pressure_monitor_set_prekill(): with
+ * PRESSURE_EVENT_PREKILL when systemd-oomd is about to kill the cgroup (or
+ * one below it). A handler that returns 0 has done what it must: the
+ * monitor acknowledges the warning right after it. One that returns
+ * PRESSURE_MONITOR_ACKNOWLEDGE_LATER goes on with work of its own (saving
+ * state asynchronously) and calls pressure_monitor_acknowledge_prekill()
+ * with the event's pressure_event_get_prekill_id() when it is done.
  */
 typedef int (*pressure_monitor_handler)(pressure_monitor *monitor, const pressure_event *event, void *userdata);
+
+/* libpressure 1.5: the handler's return value for "I will acknowledge this warning later". */
+#define PRESSURE_MONITOR_ACKNOWLEDGE_LATER 1
 
 /* sd-event's loop, from <systemd/sd-event.h>; libpressure does not link libsystemd. */
 struct sd_event;
@@ -708,6 +752,24 @@ int pressure_monitor_get_reclaim_target_bytes(const pressure_monitor *monitor, u
 uint64_t pressure_monitor_get_reconnects(const pressure_monitor *monitor);
 /* 1 until the stream has ended (REMOVED, ERROR), 0 after. */
 int pressure_monitor_is_active(const pressure_monitor *monitor);
+/*
+ * libpressure 1.5: hand the warnings before a kill to the handler (@enable
+ * 1), or not (0, the default: the monitor acknowledges each at once, as a
+ * handler returning 0 would, so that a handler written before 1.5, which
+ * knows no more kinds than those above, never sees one).
+ */
+int pressure_monitor_set_prekill(pressure_monitor *monitor, int enable);
+/*
+ * libpressure 1.5: acknowledge the warning @id whose handler returned
+ * PRESSURE_MONITOR_ACKNOWLEDGE_LATER. Sent at once on a connection of its
+ * own and answered without the program's attention: returns 0, or -EINVAL
+ * / -ENOMEM; -ESRCH for an @id the monitor was not warned with or has
+ * acknowledged already. What the daemon answers is not reported (past the
+ * deadline it has answered systemd-oomd by itself); call
+ * pressure_client_acknowledge_prekill() on pressure_monitor_get_client()
+ * to see it.
+ */
+int pressure_monitor_acknowledge_prekill(pressure_monitor *monitor, uint64_t id);
 
 /* ---- Names ----------------------------------------------------------------- */
 

@@ -5,6 +5,9 @@
  * running child (its pid and kill deadline) and the one event waiting
  * for the next run; events that arrive while a run is going on are merged
  * into that waiting one (the latest wins, PRESSURE_COALESCED counts them).
+ * A warning before a kill is neither merged nor kept waiting: it runs at
+ * once, beside any other run, until it exits or its deadline comes, and
+ * then the hook says so (hook_set_prekill_done()) for its acknowledgement.
  *
  * The caller's loop polls hook_get_fd() for POLLIN, wakes up after
  * hook_get_timeout() at the latest, and calls hook_process(). Everything
@@ -21,6 +24,8 @@
 
 /* The grace between SIGTERM and SIGKILL of a hook that ran over: its timeout, at most this long. */
 #define HOOK_KILL_GRACE_MAX_USEC (5 * UINT64_C(1000000))
+/* Runs for warnings before a kill at once, at most: the daemon's [Prekill] MaxCalls= is 16 by default. */
+#define HOOK_PREKILL_MAX 16
 
 typedef struct Hook Hook;
 
@@ -56,6 +61,33 @@ int hook_submit(Hook *h, const pressure_event *e);
 int hook_submit_level(Hook *h, const char *cgroup, const char *level, uint64_t seq, uint64_t missed,
                       const char *json);
 
+/* A warning before a kill (PRESSURE_EVENT_PREKILL), as hook_submit_prekill() takes it. */
+typedef struct HookPrekill {
+        const char *cgroup, *json;  /* the victim; the event as received */
+        uint64_t id, deadline_us;   /* its number, and its CLOCK_MONOTONIC deadline */
+        uint64_t seq, missed;
+} HookPrekill;
+
+/* The warning @id needs no more of the hook: its run ended, or its deadline came (the run is being killed). */
+typedef void (*HookPrekillDone)(uint64_t id, uint64_t deadline_us, void *userdata);
+
+/* hook_set_prekill_done - call @done(@userdata) once for each warning submitted. */
+void hook_set_prekill_done(Hook *h, HookPrekillDone done, void *userdata);
+
+/*
+ * hook_submit_prekill - run the hook for a warning at once, beside any run
+ * going on: $PRESSURE_KIND "prekill", $PRESSURE_DEADLINE_US the deadline
+ * (which runs of other events do not have),
+ * $PRESSURE_LEVEL and $PRESSURE_SOURCE empty, $PRESSURE_COALESCED 1. At
+ * the deadline (or the hook's timeout, if sooner) the run gets SIGTERM,
+ * then SIGKILL after as long again as it had (at most
+ * HOOK_KILL_GRACE_MAX_USEC). The done callback comes when the run ends or
+ * at that first signal, or at once when no run can be made: past the
+ * deadline already, HOOK_PREKILL_MAX runs going on, or a spawn that failed
+ * (each said with cli_notice()). Returns 0, or -ENOMEM (then too).
+ */
+int hook_submit_prekill(Hook *h, const HookPrekill *p);
+
 /* An fd readable when the running hook may have ended (a signalfd); -1 when none runs. */
 int hook_get_fd(const Hook *h);
 
@@ -68,7 +100,7 @@ uint64_t hook_get_timeout(const Hook *h);
  */
 void hook_process(Hook *h);
 
-/* A run is going on or an event waits for one. */
+/* A run is going on (one for a warning included) or an event waits for one. */
 bool hook_busy(const Hook *h);
 
 /* Forget the waiting event, if any (the watch is ending without it). */

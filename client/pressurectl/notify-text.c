@@ -440,6 +440,24 @@ static void kills_lines(FILE *f, const NotifyKills *k) {
                 fprintf(f, "\nand %" PRIu64 " more", k->more_kills);
 }
 
+int notify_format_prekill(const char *cgroup, const char *by, char **ret_summary, char **ret_body) {
+        _cleanup_free_ char *summary = NULL, *body = NULL;
+
+        cgroup = cgroup ?: "/";
+        by = by ?: "unknown";
+        if (asprintf(&summary, "%s will be killed by %s", notify_kill_name(cgroup), by) < 0) {
+                summary = NULL;
+                return -ENOMEM;
+        }
+        if (asprintf(&body, "%s is about to kill it to free memory: save your work in it now.\n%s", by, cgroup) < 0) {
+                body = NULL;
+                return -ENOMEM;
+        }
+        *ret_summary = TAKE_PTR(summary);
+        *ret_body = TAKE_PTR(body);
+        return 0;
+}
+
 int notify_format_kills(const NotifyKills *k, char **ret_summary, char **ret_body) {
         _cleanup_free_ char *summary = NULL, *body = NULL;
         uint64_t total = k->more_kills;

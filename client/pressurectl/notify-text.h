@@ -224,3 +224,11 @@ void notify_kills_done(NotifyKills *k);
  * kills waiting in @k (at least one). Returns 0 or -ENOMEM.
  */
 int notify_format_kills(const NotifyKills *k, char **ret_summary, char **ret_body);
+
+/*
+ * notify_format_prekill - the summary and body of the warning that @by
+ * ("systemd-oomd") is about to kill @cgroup: "foo.service will be killed
+ * by systemd-oomd", the unit named as notify_kill_name() names it. Returns
+ * 0 or -ENOMEM.
+ */
+int notify_format_prekill(const char *cgroup, const char *by, char **ret_summary, char **ret_body);

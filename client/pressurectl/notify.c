@@ -6,7 +6,9 @@
  * whole system, one notification per episode, updated in place and rate
  * limited, closed or replaced when the episode clears. It also watches
  * kills in the session (or --cgroup): one notification per kill, under the
- * same minimum interval. The words and the rate limits are in
+ * same minimum interval. A warning before a kill (systemd-oomd's pre-kill
+ * hook) is shown at once, critical, and acknowledged; the kill that
+ * follows replaces it. The words and the rate limits are in
  * notify-text.c; this file owns the subscriptions, the bus and the loop.
  */
 #include <errno.h>
@@ -28,6 +30,7 @@
 #include "error-text.h"
 #include "notify.h"
 #include "notify-text.h"
+#include "prekill.h"
 #include "util.h"
 #include "vocabulary.h"
 
@@ -43,10 +46,21 @@
 #define NOTIFY_MAX_INTERVAL_SEC 3600.0
 /* The session cgroup and the whole system, and kills in the session. */
 #define NOTIFY_MAX_WATCHES 3
+/* Warnings before a kill on screen at once, at most, per watch: a new one closes the oldest. */
+#define NOTIFY_MAX_WARNED 8
+/* A warning whose kill was not heard is closed this long after its deadline. */
+#define NOTIFY_WARNED_LINGER_USEC (60 * USEC_PER_SEC)
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 typedef struct Notifier Notifier;
+
+/* A warning before a kill on screen, until its kill replaces it. */
+typedef struct Warned {
+        char *cgroup;           /* the cgroup about to be killed */
+        uint32_t id;            /* the server's id of its notification */
+        uint64_t close_at_us;   /* CLOCK_MONOTONIC: closed then if no kill came */
+} Warned;
 
 typedef struct Watch {
         Notifier *n;
@@ -56,6 +70,8 @@ typedef struct Watch {
         pressure_subscription *sub;
         NotifyEpisode ep;
         NotifyKills pending;    /* kills: those waiting to be shown */
+        Warned warned[NOTIFY_MAX_WARNED]; /* kills: warnings on screen, oldest first */
+        size_t n_warned;
         uint32_t id;            /* the server's id of the episode's notification; 0 = none */
         uint64_t since_hint_us; /* the active episode a (re)subscription found; 0 = none */
         bool ended;             /* the subscription is over (error, removed) */
@@ -310,6 +326,92 @@ static void watch_show_kills(Watch *w, uint64_t now) {
         notify_kills_tried(&w->pending, now, ok);
 }
 
+/* ---- warnings before a kill ------------------------------------------------------------ */
+
+/* Take the warning @i of @w off the list; with @close, its notification off the screen too. */
+static void warned_forget(Watch *w, size_t i, bool close) {
+        Notifier *n = w->n;
+        Warned *x = &w->warned[i];
+
+        if (close && n->dry_run)
+                dry_print(n, "close", x->id, x->cgroup, -1, NULL, NULL);
+        else if (close)
+                (void) bus_close_notification(n, x->id);
+        free(x->cgroup);
+        memmove(x, x + 1, (w->n_warned - i - 1) * sizeof(Warned));
+        w->n_warned--;
+}
+
+/* Show the warning @ev at once, critical, and keep it for its kill to replace. Returns whether it was shown. */
+static bool watch_show_prekill(Watch *w, const pressure_event *ev) {
+        Notifier *n = w->n;
+        _cleanup_free_ char *summary = NULL, *body = NULL, *cgroup = strdup(pressure_event_get_cgroup(ev));
+        uint32_t id = 0;
+
+        if (!cgroup || notify_format_prekill(cgroup, pressure_event_get_killed_by(ev), &summary, &body) < 0) {
+                cli_notice("notify: %s", strerror(ENOMEM));
+                return false;
+        }
+        if (n->dry_run) {
+                id = ++n->dry_id;
+                dry_print(n, "show", id, cgroup, NOTIFY_URGENCY_CRITICAL, summary, body);
+        } else if (bus_notify(n, 0, "dialog-warning", summary, body, NOTIFY_URGENCY_CRITICAL, -1, &id) < 0)
+                return false;
+        if (w->n_warned == NOTIFY_MAX_WARNED)
+                warned_forget(w, 0, true);
+        w->warned[w->n_warned++] = (Warned) { TAKE_PTR(cgroup), id,
+                                              pressure_event_get_deadline_us(ev) + NOTIFY_WARNED_LINGER_USEC };
+        return true;
+}
+
+/* A warning: shown, then acknowledged (a notification saves nothing: systemd-oomd need not wait for it). */
+static void watch_prekill(Watch *w, const pressure_event *ev) {
+        uint64_t id;
+
+        (void) watch_show_prekill(w, ev);
+        if (pressure_event_get_prekill_id(ev, &id) >= 0)
+                (void) prekill_acknowledge(w->n->client, id, pressure_event_get_deadline_us(ev));
+}
+
+/* The kill @ev of a cgroup whose warning is on screen replaces that warning; returns whether it did. */
+static bool watch_kill_replaces_warning(Watch *w, const pressure_event *ev) {
+        Notifier *n = w->n;
+        const char *cgroup = pressure_event_get_cgroup(ev);
+        _cleanup_free_ char *summary = NULL, *body = NULL;
+        NotifyKills k = {};
+        uint32_t id;
+        size_t i;
+        int r;
+
+        for (i = 0; i < w->n_warned && !streq(w->warned[i].cgroup, cgroup); i++)
+                ;
+        if (i == w->n_warned)
+                return false;
+        r = notify_kills_add(&k, cgroup, pressure_event_get_killed_by(ev), pressure_event_get_reason(ev),
+                             pressure_event_get_count(ev), 0, 0);
+        if (r >= 0)
+                r = notify_format_kills(&k, &summary, &body);
+        notify_kills_done(&k);
+        if (r < 0)
+                return false; /* shown the usual way, then */
+        id = w->warned[i].id;
+        if (n->dry_run)
+                dry_print(n, "replace", id, cgroup, NOTIFY_URGENCY_NORMAL, summary, body);
+        else
+                (void) bus_notify(n, id, "dialog-warning", summary, body, NOTIFY_URGENCY_NORMAL, -1, &id);
+        warned_forget(w, i, false);
+        return true;
+}
+
+/* Close the warnings whose kill did not come in time. */
+static void watch_expire_warnings(Watch *w, uint64_t now) {
+        for (size_t i = 0; i < w->n_warned;)
+                if (w->warned[i].close_at_us <= now)
+                        warned_forget(w, i, true);
+                else
+                        i++;
+}
+
 /* The episode of @w is over: close its notification, or replace it with a short note. */
 static void watch_end(Watch *w, uint64_t duration_us) {
         Notifier *n = w->n;
@@ -409,7 +511,12 @@ static int on_kills_event(pressure_subscription *s, const pressure_event *ev, vo
         case PRESSURE_EVENT_SUBSCRIBED:
                 kills_subscribed(w, ev);
                 break;
+        case PRESSURE_EVENT_PREKILL:
+                watch_prekill(w, ev);
+                break;
         case PRESSURE_EVENT_KILLED:
+                if (watch_kill_replaces_warning(w, ev))
+                        break;
                 r = notify_kills_add(&w->pending, pressure_event_get_cgroup(ev), pressure_event_get_killed_by(ev),
                                      pressure_event_get_reason(ev), pressure_event_get_count(ev), now,
                                      w->n->min_interval_us);
@@ -537,6 +644,8 @@ static void notifier_done(Notifier *n) {
         for (size_t i = 0; i < n->n_watches; i++) {
                 free(n->watches[i].cgroup);
                 notify_kills_done(&n->watches[i].pending);
+                for (size_t j = 0; j < n->watches[i].n_warned; j++)
+                        free(n->watches[i].warned[j].cgroup);
         }
         n->client = pressure_client_free(n->client);
         bus_drop(n);
@@ -550,6 +659,8 @@ static void notifier_close_all(Notifier *n) {
 
                 if (w->id != 0 && w->ep.shown && !n->dry_run)
                         (void) bus_close_notification(n, w->id);
+                for (size_t j = 0; j < w->n_warned && !n->dry_run; j++)
+                        (void) bus_close_notification(n, w->warned[j].id);
         }
 }
 
@@ -561,6 +672,9 @@ static int poll_timeout_ms(Notifier *n, uint64_t now) {
         for (size_t i = 0; i < n->n_watches; i++) {
                 uint64_t d = MIN(notify_episode_deadline(&n->watches[i].ep, n->min_interval_us),
                                  notify_kills_deadline(&n->watches[i].pending, n->min_interval_us));
+
+                for (size_t j = 0; j < n->watches[i].n_warned; j++)
+                        d = MIN(d, n->watches[i].warned[j].close_at_us);
 
                 if (d != UINT64_MAX)
                         wait = MIN(wait, d > now ? d - now : 0);
@@ -619,6 +733,7 @@ static int run(Notifier *n, int sigfd) {
                                 watch_show(w, a, now);
                         if (notify_kills_due(&w->pending, now, n->min_interval_us) == NOTIFY_SHOW)
                                 watch_show_kills(w, now);
+                        watch_expire_warnings(w, now);
                         n_active += !w->ended;
                 }
                 if (n_active == 0)
@@ -634,7 +749,8 @@ static void help(void) {
                "session bus): one per pressure episode, urgency by level, updated in place with\n"
                "how long it has lasted and the three largest child cgroups by memory.current.\n"
                "Also one notification per kill in the session, by the kernel or systemd-oomd:\n"
-               "the unit or scope killed, who killed it and why.\n"
+               "the unit or scope killed, who killed it and why; and a critical one when\n"
+               "systemd-oomd is about to kill one (pressured 0.5), replaced by the kill.\n"
                "Waits for the daemon, and for the notification server, when they are not there.\n\n"
                "Options:\n"
                "     --cgroup CGROUP        watch CGROUP instead of the session's (\"/\": the\n"

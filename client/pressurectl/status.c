@@ -122,6 +122,16 @@ static void status_print_fast_triggers(json_t *fast) {
                        jget_u64(v, "fast_triggers"), jget_u64(fast, "max_per_user"));
 }
 
+/* The warnings before a kill (systemd-oomd's pre-kill hook), from a daemon that counts them (0.5). */
+static void status_print_prekill(json_t *prekill) {
+        if (!json_is_object(prekill))
+                return;
+        printf("\nWarnings before a kill: %" PRIu64 " warned, %" PRIu64 " acknowledged, %" PRIu64
+               " deadline reached, %" PRIu64 " pending\n",
+               jget_u64(prekill, "warned"), jget_u64(prekill, "acknowledged"), jget_u64(prekill, "deadline_reached"),
+               jget_u64(prekill, "pending"));
+}
+
 static void status_print_counters(json_t *counters) {
         const char *key;
         json_t *v;
@@ -166,6 +176,7 @@ int cmd_status(int argc, char **argv) {
         status_print_overview(st);
         status_print_registrations(json_object_get(st, "registrations"));
         status_print_fast_triggers(json_object_get(st, "fast_triggers"));
+        status_print_prekill(json_object_get(st, "prekill"));
         status_print_counters(json_object_get(st, "counters"));
         return 0;
 }

@@ -914,6 +914,7 @@ static void query_protection(Top *t, const TopSnapshot *previous) {
 static int on_kills_event(pressure_subscription *sub, const pressure_event *e, void *userdata) {
         Top *t = userdata;
         const pressure_error *error;
+        uint64_t id;
         size_t n;
 
         (void) sub;
@@ -933,6 +934,12 @@ static int on_kills_event(pressure_subscription *sub, const pressure_event *e, v
                                   pressure_event_get_monotonic_us(e), pressure_event_get_time_us(e),
                                   now_usec(CLOCK_MONOTONIC)) < 0)
                         return -ENOMEM;
+                break;
+        case PRESSURE_EVENT_PREKILL:
+                /* top only shows: it has nothing to save, so systemd-oomd need not wait for it. Whatever the
+                 * daemon answers changes nothing on the screen. */
+                if (pressure_event_get_prekill_id(e, &id) >= 0)
+                        (void) pressure_client_acknowledge_prekill(t->client, id, NULL);
                 break;
         case PRESSURE_EVENT_ERROR:
                 error = pressure_event_get_error(e);

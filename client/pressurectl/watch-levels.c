@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "error-text.h"
+#include "prekill.h"
 #include "watch-levels.h"
 #include "util.h"
 #include "vocabulary.h"
@@ -120,7 +121,24 @@ static void stream_error(LevelStream *s, json_t *msg) {
         s->exit_code = error_report(stderr, arg_json, "watch", s->socket, denied ? -EACCES : -EIO, name, params);
 }
 
-/* One message of the stream: a level event, "removed", or the daemon's error. */
+/* A warning before a kill: printed, then the hook runs for it, or it is acknowledged now. */
+static void stream_prekill(LevelStream *s, json_t *ev, const char *line) {
+        HookPrekill p = { .cgroup = strna(jget_str(ev, "cgroup")), .json = line,
+                          .id = jget_u64(ev, "id"), .deadline_us = jget_u64(ev, "deadline_us"),
+                          .seq = jget_u64(ev, "seq"), .missed = jget_u64(ev, "missed") };
+
+        if (arg_json)
+                printf("%s\n", line);
+        else
+                prekill_print(stdout, jget_u64(ev, "time_us"), p.cgroup, jget_str(ev, "by"), p.deadline_us, p.missed);
+        fflush(stdout);
+        if (s->o->hook)
+                (void) hook_submit_prekill(s->o->hook, &p);
+        else
+                (void) prekill_acknowledge(s->client, p.id, p.deadline_us);
+}
+
+/* One message of the stream: a level event, a warning, "removed", or the daemon's error. */
 static int stream_message(LevelStream *s, const char *text) {
         _cleanup_json_ json_t *msg = json_loads(text, 0, NULL);
         json_t *ev = json_object_get(json_object_get(msg, "parameters"), "event");
@@ -131,12 +149,22 @@ static int stream_message(LevelStream *s, const char *text) {
                 stream_error(s, msg);
                 return 0;
         }
-        if (!streq_ptr(kind, IDL_EVENT_KIND_NAME(LEVEL)) && !streq_ptr(kind, IDL_EVENT_KIND_NAME(REMOVED)))
+        if (!kind)
                 return -EBADMSG;
+        /* A kind of a later daemon is not this version's to show: the stream goes on without it. */
+        if (!streq(kind, IDL_EVENT_KIND_NAME(LEVEL)) && !streq(kind, IDL_EVENT_KIND_NAME(REMOVED)) &&
+            !streq(kind, IDL_EVENT_KIND_NAME(PREKILL)))
+                return 0;
         s->retry_usec = RETRY_FIRST_USEC; /* the daemon serves again */
         line = json_dumps(ev, JSON_DUMP_FLAGS); /* for --json and the hook's $PRESSURE_EVENT */
         if (!line)
                 return -ENOMEM;
+        if (streq(kind, IDL_EVENT_KIND_NAME(PREKILL))) {
+                stream_prekill(s, ev, line);
+                if (++s->received == s->o->count)
+                        s->exit_code = 0;
+                return 0;
+        }
         if (arg_json)
                 printf("%s\n", line);
         else
@@ -154,6 +182,7 @@ static int stream_message(LevelStream *s, const char *text) {
 
 /* Read what is there and handle each whole message; -ECONNRESET when the daemon hung up. */
 static int stream_read(LevelStream *s) {
+        size_t start = 0;
         ssize_t n;
         char *end;
 
@@ -163,14 +192,18 @@ static int stream_read(LevelStream *s) {
         if (n == 0)
                 return -ECONNRESET;
         s->len += (size_t) n;
-        while (s->exit_code < 0 && (end = memchr(s->buf, 0, s->len))) {
-                size_t used = (size_t) (end - s->buf) + 1;
-                int r = stream_message(s, s->buf);
+        /* Every whole message first, then what is left of the next one to the front, once: moved over
+         * itself only when it is longer than what was consumed. */
+        while (s->exit_code < 0 && (end = memchr(s->buf + start, 0, s->len - start))) {
+                int r = stream_message(s, s->buf + start);
 
                 if (r < 0)
                         return r;
-                memmove(s->buf, s->buf + used, s->len - used);
-                s->len -= used;
+                start = (size_t) (end - s->buf) + 1;
+        }
+        if (start > 0) {
+                memmove(s->buf, s->buf + start, s->len - start);
+                s->len -= start;
         }
         return s->len == sizeof(s->buf) ? -EMSGSIZE : 0;
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pressurectl watch: subscribe and print one line (or JSON object) per
- * event until the watch is over; --exec runs a hook for each (hook.c).
+ * event until the watch is over; --exec runs a hook for each (hook.c). A
+ * warning before a kill is acknowledged when its hook run is over, or at
+ * once without --exec (prekill.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -20,6 +22,7 @@
 #include "commands.h"
 #include "error-text.h"
 #include "hook.h"
+#include "prekill.h"
 #include "pressure.h"
 #include "trigger.h"
 #include "util.h"
@@ -62,6 +65,7 @@ typedef struct Watch {
         bool until_cleared; /* exit 0 at the first "cleared" */
         int exit_code;     /* >= 0: stop with this code */
         Hook *hook;        /* --exec: runs for each event; NULL without */
+        pressure_client *client; /* for the acknowledgements of warnings */
 } Watch;
 
 static void print_counters(const pressure_event *e) {
@@ -230,6 +234,12 @@ static void print_event_human(const pressure_event *e) {
                 print_killed(e);
                 return;
         }
+        if (kind == PRESSURE_EVENT_PREKILL) {
+                prekill_print(stdout, pressure_event_get_time_us(e), pressure_event_get_cgroup(e),
+                              pressure_event_get_killed_by(e), pressure_event_get_deadline_us(e),
+                              pressure_event_get_missed(e));
+                return;
+        }
 
         printf("%s %s %s", format_time(tb, pressure_event_get_time_us(e)), pressure_event_get_cgroup(e),
                pressure_event_kind_to_string(kind));
@@ -264,6 +274,20 @@ static void print_event_human(const pressure_event *e) {
         if (pressure_event_get_missed(e) > 0)
                 printf(" missed=%" PRIu64, pressure_event_get_missed(e));
         printf("\n");
+}
+
+/* A warning before a kill: the hook runs for it and acknowledges when done, or it is acknowledged now. */
+static void watch_prekill(Watch *w, const pressure_event *e) {
+        HookPrekill p = { .cgroup = pressure_event_get_cgroup(e), .json = pressure_event_get_json(e),
+                          .deadline_us = pressure_event_get_deadline_us(e), .seq = pressure_event_get_seq(e),
+                          .missed = pressure_event_get_missed(e) };
+
+        if (pressure_event_get_prekill_id(e, &p.id) < 0)
+                return;
+        if (w->hook)
+                (void) hook_submit_prekill(w->hook, &p);
+        else
+                (void) prekill_acknowledge(w->client, p.id, p.deadline_us);
 }
 
 static int on_watch_event(pressure_subscription *sub, const pressure_event *e, void *userdata) {
@@ -314,7 +338,9 @@ static int on_watch_event(pressure_subscription *sub, const pressure_event *e, v
         else
                 print_event_human(e);
         fflush(stdout);
-        if (w->hook)
+        if (kind == PRESSURE_EVENT_PREKILL)
+                watch_prekill(w, e);
+        else if (w->hook)
                 (void) hook_submit(w->hook, e);
 
         w->received++;
@@ -445,7 +471,9 @@ static void watch_help(void) {
                "     --memory-events        changes of memory.events\n"
                "     --protection           changes of the effective-protection state\n"
                "     --kills                processes killed for lack of memory in CGROUP or\n"
-               "                            below it, by the kernel or by systemd-oomd\n"
+               "                            below it, by the kernel or by systemd-oomd, and\n"
+               "                            systemd-oomd's warnings before a kill (prekill,\n"
+               "                            acknowledged at once, or when the hook's run is over)\n"
                "     --levels               the memory level (normal, low, medium, critical)\n"
                "                            with headroom and reclaim target: the level now,\n"
                "                            then one line per change (pressured 0.4 or later)\n\n"
@@ -472,7 +500,10 @@ static void watch_help(void) {
                "                            $PRESSURE_COALESCED (events in this run, 1 or more);\n"
                "                            for --levels $PRESSURE_KIND is \"level\", $PRESSURE_LEVEL\n"
                "                            normal to critical, $PRESSURE_SOURCE empty, and the\n"
-               "                            headroom is in $PRESSURE_EVENT\n"
+               "                            headroom is in $PRESSURE_EVENT; a warning before a\n"
+               "                            kill runs at once, with $PRESSURE_KIND \"prekill\" and\n"
+               "                            $PRESSURE_DEADLINE_US, and is acknowledged when the\n"
+               "                            run exits or is terminated at the deadline\n"
                "     --exec-timeout SEC     SIGTERM a run after SEC seconds, SIGKILL it after as\n"
                "                            long again (at most 5 s more)\n");
 }
@@ -664,11 +695,13 @@ static int watch_start(const WatchOptions *o) {
         r = client_open("watch", &c);
         if (r != 0)
                 return r;
+        w.client = c;
         (void) pressure_client_set_wait_for_daemon(c, o->wait_for_daemon);
         if (o->exec_argv) {
                 r = hook_new(o->exec_argv, o->exec_timeout, &hook);
                 if (r < 0)
                         return cli_fail("watch", r, "cannot set up the hook: %s", strerror(-r));
+                hook_set_prekill_done(hook, prekill_hook_done, c);
                 hook_forward_signals();
                 w.hook = hook;
         }

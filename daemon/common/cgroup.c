@@ -153,3 +153,64 @@ bool cgroup_exists_as(const Hierarchy *h, const char *path, ino_t ino) {
                 return false;
         return st.st_ino == ino;
 }
+
+/* The unit types systemd knows; every one may name a cgroup's unit. */
+static const char *const unit_types[] = {
+        "service", "socket", "target", "device", "mount", "automount", "swap", "timer", "path", "slice", "scope",
+};
+
+/* Whether the @n bytes at @p are a valid plain or instance unit name (see cgroup_path_unit()). */
+static bool unit_name_valid(const char *p, size_t n) {
+        const char *dot = NULL, *at = NULL;
+        size_t suffix;
+        bool type = false;
+
+        if (n == 0 || n > CGROUP_UNIT_NAME_MAX)
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                char c = p[i];
+
+                if (c == '.')
+                        dot = p + i;
+                else if (c == '@') {
+                        if (at)
+                                return false;
+                        at = p + i;
+                } else if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                             c == ':' || c == '-' || c == '_' || c == '\\'))
+                        return false;
+        }
+        if (!dot || dot == p || (at && (at == p || at + 1 >= dot || at > dot)))
+                return false;
+        suffix = (size_t) (p + n - dot - 1);
+        for (size_t i = 0; i < ELEMENTSOF(unit_types); i++)
+                type = type || (strlen(unit_types[i]) == suffix && memcmp(dot + 1, unit_types[i], suffix) == 0);
+        return type;
+}
+
+/* Whether the unit name at @p (@n bytes, valid) is a slice. */
+static bool unit_name_is_slice(const char *p, size_t n) {
+        return n > 6 && memcmp(p + n - 6, ".slice", 6) == 0;
+}
+
+const char *cgroup_path_unit(const char *path) {
+        const char *p = path;
+
+        for (;;) {
+                size_t n;
+
+                if (*p != '/')
+                        return NULL;
+                p++;
+                n = strcspn(p, "/");
+                if (n > 0 && p[0] == '_') { /* systemd's escape of cgroup names */
+                        p++;
+                        n--;
+                }
+                if (!unit_name_valid(p, n))
+                        return NULL;
+                if (!unit_name_is_slice(p, n) || memchr(p, '@', n))
+                        return p[n] == 0 && !unit_name_is_slice(p, n) ? p : NULL;
+                p += n;
+        }
+}

@@ -53,3 +53,26 @@ int hierarchy_stat_cgroup(const Hierarchy *h, const char *path);
  * inode @ino (a recreated cgroup of the same name has a new inode).
  */
 bool cgroup_exists_as(const Hierarchy *h, const char *path, ino_t ino);
+
+/* The longest unit name systemd accepts, without its NUL. */
+#define CGROUP_UNIT_NAME_MAX 255
+
+/*
+ * cgroup_path_unit - the systemd unit whose own cgroup @path is, named as
+ * systemd's cgroup metrics source (systemd-report, io.systemd.CGroup) names
+ * it: @path (canonical, as from cgroup_path_normalize()) is zero or more
+ * slices ("/system.slice", "/user.slice/user-1000.slice") and then one unit
+ * that is no slice, as its last component: "/system.slice/foo.service" is
+ * "foo.service", "/user.slice/user-1000.slice/user@1000.service" is
+ * "user@1000.service", "/init.scope" is "init.scope". A component is read
+ * as systemd escapes cgroup names (a leading "_" is dropped) and must be a
+ * valid unit name: a known unit type after the last dot, only
+ * [A-Za-z0-9:_.\-] before it, at most one "@" with text on either side
+ * (an instance; a template "foo@.service" has no cgroup), at most
+ * CGROUP_UNIT_NAME_MAX bytes. A slice is a component "*.slice" without
+ * "@". Everything else ("/", a slice, a cgroup below a unit such as
+ * "/system.slice/foo.service/payload") has no unit: NULL.
+ *
+ * Returns the unit name, pointing into @path, or NULL.
+ */
+const char *cgroup_path_unit(const char *path);

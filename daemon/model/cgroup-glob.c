@@ -139,6 +139,9 @@ typedef struct Walk {
         CgroupScrape *out;
         size_t max, allocated;
         bool v1;                                        /* the cgroup v1 memory hierarchy */
+        const CgroupWeigh *weigh;                       /* NULL: no budget */
+        size_t weight;                                  /* of the samples kept */
+        bool full;                                      /* a sample went over the budget: no more are read */
         const char *path;                               /* the cgroup being read */
         GlobSet alive[CGROUP_GLOB_DEPTH_MAX + 1];       /* per depth: the patterns still able to match */
         bool match[CGROUP_GLOB_DEPTH_MAX + 1];          /* per depth: the entered cgroup matches */
@@ -185,16 +188,8 @@ static int parse_psi(const char *text, void *ret) {
         return psi_stats_parse(text, ret);
 }
 
-static int parse_oom_kills(const char *text, void *ret) {
-        MemoryEvents e;
-        int r = memory_events_parse(text, &e);
-
-        if (r < 0)
-                return r;
-        if (!(e.present & (1u << MEMORY_EVENT_OOM_KILL)))
-                return -EBADMSG;
-        *(uint64_t *) ret = e.value[MEMORY_EVENT_OOM_KILL];
-        return 0;
+static int parse_events(const char *text, void *ret) {
+        return memory_events_parse(text, ret);
 }
 
 static int parse_current(const char *text, void *ret) {
@@ -236,15 +231,39 @@ static int sample_read(Walk *w, int dfd, CgroupSample *s) {
                         return r;
                 s->has_psi[i] = r > 0;
         }
-        r = read_one(w, dfd, "memory.events", parse_oom_kills, &s->oom_kills);
+        r = read_one(w, dfd, "memory.events", parse_events, &s->events);
         if (r < 0)
                 return r;
-        s->has_oom_kills = r > 0;
+        s->has_events = r > 0;
+        s->has_oom_kills = s->has_events && (s->events.present & (1u << MEMORY_EVENT_OOM_KILL));
+        s->oom_kills = s->events.value[MEMORY_EVENT_OOM_KILL];
+        if (s->has_events && !s->has_oom_kills)
+                scrape_error(w, w->path, "memory.events", -EBADMSG);
         r = read_one(w, dfd, "memory.current", parse_current, &s->memory_current);
         if (r < 0)
                 return r;
         s->has_memory_current = r > 0;
         return 0;
+}
+
+/* Whether no more cgroups are read: @max of them kept, or the budget full. */
+static bool walk_full(const Walk *w) {
+        return w->out->n_samples >= w->max || w->full;
+}
+
+/* Whether the sample @s fits in the budget; if so it is counted in. */
+static bool walk_weigh(Walk *w, const CgroupSample *s) {
+        size_t n;
+
+        if (!w->weigh)
+                return true;
+        n = w->weigh->weight(s, w->weigh->userdata);
+        if (n > w->weigh->budget - w->weight) {
+                w->full = true;
+                return false;
+        }
+        w->weight += n;
+        return true;
 }
 
 /* A matching cgroup: read it while there is room, else count it. Returns 0 or -ENOMEM. */
@@ -253,7 +272,7 @@ static int walk_visit(Walk *w, int dfd, const char *path) {
         CgroupSample s = {};
         int r;
 
-        if (o->n_samples >= w->max) {
+        if (walk_full(w)) {
                 o->omitted++;
                 return 0;
         }
@@ -264,8 +283,13 @@ static int walk_visit(Walk *w, int dfd, const char *path) {
         if (r < 0)
                 return 0; /* removed while we read it */
         if (!s.has_psi[CGROUP_RESOURCE_MEMORY] && !s.has_psi[CGROUP_RESOURCE_IO] &&
-            !s.has_psi[CGROUP_RESOURCE_CPU] && !s.has_oom_kills && !s.has_memory_current)
+            !s.has_psi[CGROUP_RESOURCE_CPU] && !s.has_events && !s.has_oom_kills && !s.has_memory_current)
                 return 0; /* nothing to report: removed before its files were opened */
+        s.path = (char *) path; /* for the weight only */
+        if (!walk_weigh(w, &s)) {
+                o->omitted++;
+                return 0;
+        }
         if (o->n_samples == w->allocated) {
                 size_t want = w->allocated ? w->allocated * 2 : 64;
                 CgroupSample *p;
@@ -295,7 +319,7 @@ static int walk_enter(const char *parent _unused_, unsigned depth, const char *n
         w->alive[depth] = next;
         w->match[depth] = globs_any_depth(w->globs, next, depth, false);
         w->deeper[depth] = globs_any_depth(w->globs, next, depth, true);
-        if (w->match[depth] && !w->deeper[depth] && w->out->n_samples >= w->max) {
+        if (w->match[depth] && !w->deeper[depth] && walk_full(w)) {
                 w->out->omitted++; /* beyond the cut: counted without opening it */
                 return 0;
         }
@@ -318,7 +342,8 @@ static void walk_error(const char *parent, const char *name, int error, void *us
         scrape_error(userdata, parent, name, error);
 }
 
-static int scrape_tree(int root_fd, bool v1, const CgroupGlobs *g, size_t max, CgroupScrape *ret) {
+static int scrape_tree(int root_fd, bool v1, const CgroupGlobs *g, size_t max, const CgroupWeigh *weigh,
+                       CgroupScrape *ret) {
         _cleanup_free_ Walk *w = NULL;
         CgroupfsWalk walk;
         int r;
@@ -329,7 +354,7 @@ static int scrape_tree(int root_fd, bool v1, const CgroupGlobs *g, size_t max, C
         w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
-        *w = (Walk) { .globs = g, .out = ret, .max = max, .v1 = v1 };
+        *w = (Walk) { .globs = g, .out = ret, .max = max, .v1 = v1, .weigh = weigh };
         w->alive[0] = globs_all(g);
         w->match[0] = globs_any_depth(g, w->alive[0], 0, false);
         w->deeper[0] = globs_any_depth(g, w->alive[0], 0, true);
@@ -346,7 +371,12 @@ static int scrape_tree(int root_fd, bool v1, const CgroupGlobs *g, size_t max, C
 }
 
 int cgroup_scrape(int root_fd, const CgroupGlobs *g, size_t max, CgroupScrape *ret) {
-        return scrape_tree(root_fd, false, g, max, ret);
+        return scrape_tree(root_fd, false, g, max, NULL, ret);
+}
+
+int cgroup_scrape_weighed(int root_fd, const CgroupGlobs *g, size_t max, const CgroupWeigh *weigh,
+                          CgroupScrape *ret) {
+        return scrape_tree(root_fd, false, g, max, weigh, ret);
 }
 
 /* A byte's place in the walk's order: the end of a path first, then "/", then the others. */
@@ -408,7 +438,7 @@ static int scrape_merge(CgroupScrape *s, CgroupScrape *v1, size_t max) {
 
 int cgroup_scrape_v1(int v1_root_fd, const CgroupGlobs *g, size_t max, CgroupScrape *s) {
         CgroupScrape v1;
-        int r = scrape_tree(v1_root_fd, true, g, max, &v1), k;
+        int r = scrape_tree(v1_root_fd, true, g, max, NULL, &v1), k;
 
         k = scrape_merge(s, &v1, max);
         cgroup_scrape_done(&v1);

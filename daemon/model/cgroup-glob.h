@@ -21,6 +21,10 @@
  * cgroup's directory fd and read with one read(). Nothing is kept between
  * walks.
  *
+ * A weighed walk (cgroup_scrape_weighed(), systemd-report's List) also
+ * stops reading at the first cgroup whose weight would go over a budget:
+ * it and every match after it are only counted, as beyond MaxCgroups=.
+ *
  * Errors. A cgroup removed during the walk (ENOENT, ENODEV, or none of its
  * files left to open) is skipped and takes no MaxCgroups= place; a
  * file that does not exist (no memory controller there) or a pressure file
@@ -75,6 +79,8 @@ typedef struct CgroupSample {
         bool has_psi[_CGROUP_RESOURCE_MAX];
         uint64_t oom_kills;                     /* memory.events oom_kill */
         bool has_oom_kills;
+        MemoryEvents events;                    /* all of memory.events, for systemd-report */
+        bool has_events;
         uint64_t memory_current;                /* bytes */
         bool has_memory_current;
 } CgroupSample;
@@ -122,6 +128,22 @@ int cgroup_scrape(int root_fd, const CgroupGlobs *g, size_t max, CgroupScrape *r
  * Returns 0, -ENOMEM (@s still valid), or the negative errno of opening the root.
  */
 int cgroup_scrape_v1(int v1_root_fd, const CgroupGlobs *g, size_t max, CgroupScrape *s);
+
+/*
+ * A bound on what the cgroups kept weigh together (systemd-report's
+ * metrics): each cgroup read is weighed; the first that would take the
+ * sum over @budget is dropped, and it and every match after it are only
+ * counted in "omitted" and not read, as those beyond @max are.
+ */
+typedef struct CgroupWeigh {
+        size_t (*weight)(const CgroupSample *s, void *userdata);
+        void *userdata;
+        size_t budget;
+} CgroupWeigh;
+
+/* cgroup_scrape_weighed - cgroup_scrape() within @weigh's budget (NULL: none). */
+int cgroup_scrape_weighed(int root_fd, const CgroupGlobs *g, size_t max, const CgroupWeigh *weigh,
+                          CgroupScrape *ret);
 
 /* cgroup_scrape_done - free what cgroup_scrape() filled in and zero @s. */
 void cgroup_scrape_done(CgroupScrape *s);

@@ -111,6 +111,11 @@ static const ConfigKey config_keys[] = {
         KEY("Metrics",    "Cgroups",             CONFIG_CGROUP_GLOBS,    metrics_cgroups, 0, 0),
         KEY("Metrics",    "MaxCgroups",          CONFIG_UNSIGNED,        metrics_max_cgroups, 1,
             CONFIG_METRICS_MAX_CGROUPS_MAX),
+        KEY("Report",     "Socket",              CONFIG_OPT_SOCKET,      report_socket, 0, 0),
+        KEY("Report",     "MaxConnections",      CONFIG_UNSIGNED,        report_max_connections, 1,
+            CONFIG_REPORT_MAX_CONNECTIONS_MAX),
+        KEY("Report",     "MaxMetrics",          CONFIG_UNSIGNED,        report_max_metrics,
+            CONFIG_REPORT_MAX_METRICS_MIN, CONFIG_REPORT_MAX_METRICS_MAX),
         KEY("Reclaim",    "Cgroups",             CONFIG_CGROUP_GLOBS,    reclaim_cgroups, 0, 0),
         KEY("Reclaim",    "TargetStall",         CONFIG_PERCENT,         reclaim_target_ppm, 1, 1000000),
         KEY("Reclaim",    "Interval",            CONFIG_SECONDS,         reclaim_interval_usec,
@@ -156,6 +161,8 @@ static void config_init_defaults(Config *c) {
                 .recursive_protection = RECURSIVE_PROTECTION_AUTO,
                 .max_fast_triggers_per_user = POLICY_MAX_FAST_TRIGGERS_DEFAULT,
                 .metrics_max_cgroups = CONFIG_METRICS_MAX_CGROUPS_DEFAULT,
+                .report_max_connections = CONFIG_REPORT_MAX_CONNECTIONS_DEFAULT,
+                .report_max_metrics = CONFIG_REPORT_MAX_METRICS_DEFAULT,
                 .reclaim_target_ppm = CONFIG_RECLAIM_TARGET_DEFAULT_PPM,
                 .reclaim_interval_usec = CONFIG_RECLAIM_INTERVAL_DEFAULT,
                 .reclaim_max_step_ppm = CONFIG_RECLAIM_MAX_STEP_DEFAULT_PPM,
@@ -189,6 +196,7 @@ Config *config_free(Config *c) {
         for (Resource r = 0; r < _RESOURCE_MAX; r++)
                 free(c->mp_sockets[r]);
         free(c->prekill_socket);
+        free(c->report_socket);
         free(c);
         return NULL;
 }

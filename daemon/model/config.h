@@ -30,9 +30,26 @@ typedef enum RecursiveProtection {
         RECURSIVE_PROTECTION_NO,
 } RecursiveProtection;
 
+/* The varlink socket without --socket, --user or [Daemon] Socket=. */
+#define CONFIG_SOCKET_DEFAULT "/run/pressured/io.pressured"
+/* [Report] Socket= for the system daemon: where systemd-report looks. */
+#define CONFIG_REPORT_SOCKET_DEFAULT "/run/systemd/report/io.pressured"
+
 /* The range and default of [Metrics] MaxCgroups=. */
 #define CONFIG_METRICS_MAX_CGROUPS_DEFAULT 1000
 #define CONFIG_METRICS_MAX_CGROUPS_MAX 100000
+
+/*
+ * [Report]: connections to the report socket at once (systemd's own report
+ * sockets take MaxConnectionsPerSource=16), and the metrics of one List:
+ * 1024 by default, what systemd-report 260 collects from all sources
+ * together; 262 takes up to 16384 from each source.
+ */
+#define CONFIG_REPORT_MAX_CONNECTIONS_DEFAULT 16
+#define CONFIG_REPORT_MAX_CONNECTIONS_MAX 4096
+#define CONFIG_REPORT_MAX_METRICS_DEFAULT 1024
+#define CONFIG_REPORT_MAX_METRICS_MIN 64
+#define CONFIG_REPORT_MAX_METRICS_MAX 16384
 
 /* [Reclaim]: the default and the range of Interval=, and the defaults of the rest. */
 #define CONFIG_RECLAIM_INTERVAL_DEFAULT (6 * USEC_PER_SEC)
@@ -104,6 +121,11 @@ typedef struct Config {
         char *metrics_listen;      /* NULL: off */
         char *metrics_cgroups;     /* cgroup_globs_parse() patterns; NULL: no per-cgroup series */
         unsigned metrics_max_cgroups; /* cgroups read per scrape; further matches are only counted */
+
+        /* [Report] (systemd-report's io.systemd.Metrics) */
+        char *report_socket;          /* NULL: built-in default (see manager.c); "": off */
+        unsigned report_max_connections;
+        unsigned report_max_metrics;  /* in one List reply; whole cgroups beyond it are left out */
 
         /* [Reclaim] (reclaim.h) */
         char *reclaim_cgroups;        /* cgroup_globs_parse() patterns; NULL: the controller is off */

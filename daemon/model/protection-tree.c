@@ -49,12 +49,13 @@ typedef struct ReaderNode {
         uint64_t born;           /* refresh generation that created it */
         bool pinned;             /* keeps its descriptors open between refreshes */
         bool tracked;            /* a tracked subtree starts here */
-        bool on_path;            /* ancestor-or-self of a tracked subtree */
+        bool on_path;            /* ancestor-or-self of a tracked subtree, ancestor of a tracked node */
 } ReaderNode;
 
 typedef struct Track {
         char *path;
         unsigned n_ref;
+        bool subtree;            /* its subtree; else only the node (protection_reader_track_node_later()) */
 } Track;
 
 typedef struct PendingChange {
@@ -266,14 +267,18 @@ static bool path_valid(const char *path) {
         }
 }
 
-static Track *track_find(ProtectionReader *r, const char *path) {
+static Track *track_find(ProtectionReader *r, const char *path, bool subtree) {
         for (size_t i = 0; i < r->n_tracks; i++)
-                if (streq(r->tracks[i].path, path))
+                if (streq(r->tracks[i].path, path) && r->tracks[i].subtree == subtree)
                         return &r->tracks[i];
         return NULL;
 }
 
-/* Flags of a node from its path: tracked here, or on the way to a tracked subtree. */
+/*
+ * Flags of a node from its path: tracked here, or on the way to a tracked
+ * subtree or node. A node tracked alone is read as a child of its listed
+ * parent: it is not listed itself.
+ */
 static void flags_from_path(ProtectionReader *r, ReaderNode *rn, const char *path) {
         size_t len = strlen(path);
 
@@ -281,9 +286,10 @@ static void flags_from_path(ProtectionReader *r, ReaderNode *rn, const char *pat
         for (size_t i = 0; i < r->n_tracks; i++) {
                 const char *t = r->tracks[i].path;
 
-                if (streq(t, path))
-                        rn->tracked = rn->on_path = true;
-                else if (len == 1 || (strncmp(t, path, len) == 0 && t[len] == '/'))
+                if (streq(t, path)) {
+                        if (r->tracks[i].subtree)
+                                rn->tracked = rn->on_path = true;
+                } else if (len == 1 || (strncmp(t, path, len) == 0 && t[len] == '/'))
                         rn->on_path = true;
         }
 }
@@ -299,23 +305,28 @@ static void flags_recompute(ProtectionReader *r) {
         }
         for (size_t i = 0; i < r->n_tracks; i++) {
                 const char *p = r->tracks[i].path + 1;
+                bool subtree = r->tracks[i].subtree;
                 ProtectionNode *n = root;
 
-                reader_node(root)->on_path = true;
-                while (*p) {
+                for (;;) {
                         size_t len = strcspn(p, "/");
                         char name[NAME_MAX + 1];
 
+                        /* Ancestors are listed; the node itself only with its subtree. */
+                        if (*p || subtree)
+                                reader_node(n)->on_path = true;
+                        if (!*p) {
+                                if (subtree)
+                                        reader_node(n)->tracked = true;
+                                break;
+                        }
                         memcpy(name, p, len);
                         name[len] = 0;
                         n = protection_node_child(r->tree, n, name);
                         if (!n)
                                 break;
-                        reader_node(n)->on_path = true;
                         p += len + (p[len] == '/');
                 }
-                if (n && !*p)
-                        reader_node(n)->tracked = true;
         }
 }
 
@@ -919,8 +930,8 @@ static int path_check(ProtectionReader *r, const char *path) {
         return 0;
 }
 
-/* Add a user of @cgroup's subtree; *@ret_new says whether it is newly tracked (not read yet). */
-static int track_add(ProtectionReader *r, const char *cgroup, bool *ret_new) {
+/* Add a user of @cgroup's subtree (or node); *@ret_new says whether it is newly tracked (not read yet). */
+static int track_add(ProtectionReader *r, const char *cgroup, bool subtree, bool *ret_new) {
         _cleanup_free_ char *path = NULL;
         Track *t, *tracks;
         int k;
@@ -929,7 +940,7 @@ static int track_add(ProtectionReader *r, const char *cgroup, bool *ret_new) {
                 return -EBUSY;
         if (!path_valid(cgroup))
                 return -EINVAL;
-        t = track_find(r, cgroup);
+        t = track_find(r, cgroup, subtree);
         if (t) {
                 t->n_ref++;
                 *ret_new = false;
@@ -946,7 +957,7 @@ static int track_add(ProtectionReader *r, const char *cgroup, bool *ret_new) {
         if (!tracks)
                 return -ENOMEM;
         r->tracks = tracks;
-        r->tracks[r->n_tracks++] = (Track) { .path = TAKE_PTR(path), .n_ref = 1 };
+        r->tracks[r->n_tracks++] = (Track) { .path = TAKE_PTR(path), .n_ref = 1, .subtree = subtree };
         flags_recompute(r);
         *ret_new = true;
         return 0;
@@ -957,14 +968,14 @@ int protection_reader_track(ProtectionReader *r, const char *cgroup) {
         bool new;
         int k;
 
-        k = track_add(r, cgroup, &new);
+        k = track_add(r, cgroup, true, &new);
         if (k < 0 || !new)
                 return k;
         k = refresh_internal(r, true);
         if (k >= 0 && !protection_tree_lookup(r->tree, cgroup))
                 k = -ENOENT; /* removed in the meantime */
         if (k < 0) {
-                t = track_find(r, cgroup);
+                t = track_find(r, cgroup, true);
                 if (t) {
                         free(t->path);
                         *t = r->tracks[--r->n_tracks];
@@ -978,13 +989,19 @@ int protection_reader_track(ProtectionReader *r, const char *cgroup) {
 int protection_reader_track_later(ProtectionReader *r, const char *cgroup) {
         bool new;
 
-        return track_add(r, cgroup, &new);
+        return track_add(r, cgroup, true, &new);
+}
+
+int protection_reader_track_node_later(ProtectionReader *r, const char *cgroup) {
+        bool new;
+
+        return track_add(r, cgroup, false, &new);
 }
 
 int protection_reader_untrack(ProtectionReader *r, const char *cgroup) {
         Track *t;
 
-        t = track_find(r, cgroup);
+        t = track_find(r, cgroup, true);
         if (!t)
                 return -ENOENT;
         if (--t->n_ref > 0)

@@ -148,6 +148,17 @@ int protection_reader_track(ProtectionReader *r, const char *cgroup);
 int protection_reader_track_later(ProtectionReader *r, const char *cgroup);
 
 /*
+ * protection_reader_track_node_later - like protection_reader_track_later(),
+ * but for the node of @cgroup alone, not its subtree: what its effective
+ * protection needs is read (its ancestors are listed, and every child of
+ * each of them read), nothing below it. Its changes are not reported.
+ * For a one-shot read of many cgroups (systemd-report's List): track
+ * them, refresh once, look each up, free the reader; there is no untrack.
+ * Returns as protection_reader_track_later().
+ */
+int protection_reader_track_node_later(ProtectionReader *r, const char *cgroup);
+
+/*
  * protection_reader_untrack - drop one user of @cgroup; with the last one the
  * nodes no longer needed are dropped and their descriptors closed.
  * Returns 0, or -ENOENT if @cgroup is not tracked.

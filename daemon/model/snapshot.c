@@ -36,6 +36,7 @@ enum {
         T_PREKILL_COUNTERS,
         T_PREKILL_WARNING,
         T_HOOK,
+        T_REPORT_PATH,
 };
 
 /* The tag of each resource's proxy socket path (T_PROXY_PATH from before there were others). */
@@ -461,6 +462,7 @@ static void w_payload(Writer *w, const Snapshot *s) {
         w_str(w, T_SOCKET_PATH, s->socket_path);
         for (Resource r = 0; r < _RESOURCE_MAX; r++)
                 w_str(w, proxy_path_tags[r], s->proxy_paths[r]);
+        w_str(w, T_REPORT_PATH, s->report_path);
         w_num(w, T_NEXT_CLIENT_ID, s->next_client_id);
         w_num(w, T_NEXT_PROXY_ID, s->next_proxy_id);
         w_num(w, T_NEXT_REGISTRATION_ID, s->next_registration_id);
@@ -1247,6 +1249,8 @@ static int r_top_field(uint16_t tag, const Span *f, Snapshot *s) {
                 return r_str(f, &s->proxy_paths[RESOURCE_CPU]);
         case T_IO_PROXY_PATH:
                 return r_str(f, &s->proxy_paths[RESOURCE_IO]);
+        case T_REPORT_PATH:
+                return r_str(f, &s->report_path);
         case T_NEXT_CLIENT_ID:
                 return r_u64(f, &s->next_client_id);
         case T_NEXT_PROXY_ID:
@@ -1449,6 +1453,7 @@ void snapshot_done(Snapshot *s) {
         free(s->socket_path);
         for (Resource r = 0; r < _RESOURCE_MAX; r++)
                 free(s->proxy_paths[r]);
+        free(s->report_path);
         for (size_t i = 0; i < s->n_counters; i++)
                 free(s->counters[i].name);
         free(s->counters);

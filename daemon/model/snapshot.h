@@ -190,6 +190,7 @@ typedef struct Snapshot {
         char *live_name;             /* the fd name of the live page that goes with this state, or NULL */
         char *socket_path;           /* sockets the daemon bound itself and unlinks at its final stop */
         char *proxy_paths[_RESOURCE_MAX]; /* of each resource's proxy socket */
+        char *report_path;           /* of the report socket (systemd-report) */
         uint64_t next_client_id, next_proxy_id, next_registration_id;
         bool psi_unprivileged;
         SnapshotCounter *counters;

@@ -67,14 +67,14 @@ void varlink_call_done(VarlinkCall *c) {
         *c = (VarlinkCall) {};
 }
 
-/* Serialize @msg plus the NUL; steals @msg (NULL gives NULL). */
-static char *dump_with_nul(json_t *msg, size_t *ret_size) {
+/* Serialize @msg with @flags plus the NUL; steals @msg (NULL gives NULL). */
+static char *dump_with_nul(json_t *msg, size_t flags, size_t *ret_size) {
         size_t n;
         char *s;
 
         if (!msg)
                 return NULL;
-        n = json_dumpb(msg, NULL, 0, VARLINK_JSON_FLAGS);
+        n = json_dumpb(msg, NULL, 0, flags);
         if (n == 0) {
                 json_decref(msg);
                 return NULL;
@@ -82,7 +82,7 @@ static char *dump_with_nul(json_t *msg, size_t *ret_size) {
         s = malloc(n + 1);
         /* The second pass allocates too (jansson's loop check) and may fail
          * where the first did not: then the buffer holds no message. */
-        if (s && json_dumpb(msg, s, n, VARLINK_JSON_FLAGS) != n) {
+        if (s && json_dumpb(msg, s, n, flags) != n) {
                 free(s);
                 s = NULL;
         }
@@ -123,18 +123,27 @@ static json_t *message_new(const char *error, json_t *params) {
         return msg;
 }
 
-char *varlink_reply_new(json_t *params, bool continues, size_t *ret_size) {
+/* A reply dumped with @flags; see varlink_reply_new(). */
+static char *reply_new(json_t *params, bool continues, size_t flags, size_t *ret_size) {
         json_t *msg = message_new(NULL, params);
 
         if (msg && continues && json_object_set_new(msg, "continues", json_true()) < 0) {
                 json_decref(msg);
                 return NULL;
         }
-        return dump_with_nul(msg, ret_size);
+        return dump_with_nul(msg, flags, ret_size);
+}
+
+char *varlink_reply_new(json_t *params, bool continues, size_t *ret_size) {
+        return reply_new(params, continues, VARLINK_JSON_FLAGS, ret_size);
+}
+
+char *varlink_reply_new_decimal(json_t *params, bool continues, size_t *ret_size) {
+        return reply_new(params, continues, VARLINK_JSON_FLAGS_DECIMAL, ret_size);
 }
 
 char *varlink_error_new(const char *error, json_t *params, size_t *ret_size) {
-        return dump_with_nul(message_new(error, params), ret_size);
+        return dump_with_nul(message_new(error, params), VARLINK_JSON_FLAGS, ret_size);
 }
 
 const char varlink_service_description[] =

@@ -46,6 +46,16 @@ void varlink_call_done(VarlinkCall *c);
 char *varlink_reply_new(json_t *params, bool continues, size_t *ret_size) _warn_unused_result_;
 
 /*
+ * varlink_reply_new_decimal - varlink_reply_new() writing every real number
+ * with 15 significant digits, for values read from the kernel as decimals
+ * of at most 15 digits (a PSI total in seconds, an average in percent):
+ * each is written as the kernel's file says it ("0.888554", not the 17
+ * digits of its double, which a parser that sums digits, such as
+ * systemd's, reads back one unit in the last place off).
+ */
+char *varlink_reply_new_decimal(json_t *params, bool continues, size_t *ret_size) _warn_unused_result_;
+
+/*
  * varlink_error_new - serialize {"error": @error, "parameters": @params}
  * plus the NUL. Steals @params (NULL means {}) on every path, like
  * varlink_reply_new(), and fails (NULL) the same way, also when @error is
@@ -56,5 +66,6 @@ char *varlink_error_new(const char *error, json_t *params, size_t *ret_size) _wa
 /* The description of org.varlink.service, which every socket of the daemon serves. */
 extern const char varlink_service_description[];
 
-/* Dump flags used for everything the daemon sends. */
+/* Dump flags used for everything the daemon sends, but for varlink_reply_new_decimal()'s. */
 #define VARLINK_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(6) | JSON_ENSURE_ASCII)
+#define VARLINK_JSON_FLAGS_DECIMAL (JSON_COMPACT | JSON_REAL_PRECISION(15) | JSON_ENSURE_ASCII)

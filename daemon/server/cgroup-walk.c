@@ -8,7 +8,7 @@
 #include <sys/eventfd.h>
 
 #include "cgroup-walk.h"
-#include "metrics-cgroup.h"
+#include "log.h"
 #include "util.h"
 
 struct CgroupWalk {
@@ -16,9 +16,13 @@ struct CgroupWalk {
         int v1_root_fd;         /* likewise of the v1 memory hierarchy, or -1 */
         CgroupGlobs *globs;
         size_t max;
+        CgroupWeigh weigh;
+        bool weighed;
         CgroupScrape scrape;    /* written by the thread, read after the join */
         struct evbuffer *text;  /* likewise: the families written from @scrape */
         int result;
+        CgroupWalkWriteFn write;
+        void *write_userdata;
         CgroupWalkDoneFn done;
         void *userdata;
 
@@ -33,7 +37,8 @@ static void *walk_main(void *userdata) {
         uint64_t one = 1;
 
         if (w->root_fd >= 0)
-                w->result = cgroup_scrape(w->root_fd, w->globs, w->max, &w->scrape);
+                w->result = cgroup_scrape_weighed(w->root_fd, w->globs, w->max, w->weighed ? &w->weigh : NULL,
+                                                  &w->scrape);
         if (w->v1_root_fd >= 0 && w->result != -ENOMEM) {
                 int r = cgroup_scrape_v1(w->v1_root_fd, w->globs, w->max, &w->scrape);
 
@@ -42,20 +47,35 @@ static void *walk_main(void *userdata) {
         }
         /* Used by this thread alone until the loop has joined it. */
         w->text = evbuffer_new();
-        if (w->text)
-                metrics_write_cgroups(w->text, &w->scrape);
+        if (w->text && w->write(w->text, &w->scrape, w->write_userdata) < 0) {
+                evbuffer_free(w->text);
+                w->text = NULL;
+        }
         (void) !write(w->efd, &one, sizeof(one));
         return NULL;
 }
 
-/* On the loop: the thread wrote the eventfd as its last act. */
-static void on_walk_done(evutil_socket_t fd, short what, void *userdata) {
-        CgroupWalk *w = userdata;
-
+void cgroup_walk_finish(CgroupWalk *w) {
+        if (!w)
+                return;
         pthread_join(w->thread, NULL);
         w->thread_started = false;
         w->done(&w->scrape, w->text, w->result, w->userdata);
         cgroup_walk_free(w);
+}
+
+/* On the loop: the thread wrote the eventfd as its last act. */
+static void on_walk_done(evutil_socket_t fd, short what, void *userdata) {
+        cgroup_walk_finish(userdata);
+}
+
+void cgroup_walk_log(const CgroupScrape *s, int result, const char *what) {
+        if (result < 0)
+                log_warning_errno(result, "Failed to walk the cgroup tree for %s, ignoring: %m", what);
+        if (s->errors.count > 0)
+                log_warning_errno(s->errors.first_error,
+                                  "Failed to read %u cgroup file(s) for %s, the first %s, ignoring: %m",
+                                  s->errors.count, what, s->errors.first_path);
 }
 
 /* Start the thread with every signal blocked: they belong to the main thread's loop. */
@@ -80,7 +100,8 @@ static int dup_root(int fd, int *ret) {
 }
 
 int cgroup_walk_start(struct event_base *base, int root_fd, int v1_root_fd, CgroupGlobs *g, size_t max,
-                      CgroupWalkDoneFn done, void *userdata, CgroupWalk **ret) {
+                      const CgroupWeigh *weigh, CgroupWalkWriteFn write, void *write_userdata, CgroupWalkDoneFn done,
+                      void *userdata, CgroupWalk **ret) {
         CgroupWalk *w = calloc(1, sizeof(*w));
         int r;
 
@@ -88,8 +109,9 @@ int cgroup_walk_start(struct event_base *base, int root_fd, int v1_root_fd, Cgro
                 cgroup_globs_free(g);
                 return -ENOMEM;
         }
-        *w = (CgroupWalk) { .globs = g, .max = max, .done = done, .userdata = userdata, .efd = -1,
-                            .root_fd = -1, .v1_root_fd = -1 };
+        *w = (CgroupWalk) { .globs = g, .max = max, .weigh = weigh ? *weigh : (CgroupWeigh) {}, .weighed = weigh,
+                            .write = write, .write_userdata = write_userdata, .done = done, .userdata = userdata,
+                            .efd = -1, .root_fd = -1, .v1_root_fd = -1 };
         r = dup_root(root_fd, &w->root_fd);
         if (r >= 0)
                 r = dup_root(v1_root_fd, &w->v1_root_fd);

@@ -340,6 +340,9 @@ static void client_process(Client *c) {
 
                 if (c->out.bytes > m->config->output_buffer_bytes) {
                         /* The client does not read its answers: stop reading its calls. */
+                        if (!c->read_paused)
+                                log_debug("Client %" PRIu64 " does not read its replies (%zu bytes queued), "
+                                          "its calls wait.", c->id, c->out.bytes);
                         client_pause_reading(c, true);
                         break;
                 }
@@ -657,11 +660,13 @@ static void on_accept(evutil_socket_t lfd, short what, void *userdata) {
                         continue;
                 }
 
-                if (m->n_clients >= m->config->max_clients) {
+                if (m->n_clients >= (m->max_clients ?: m->config->max_clients)) {
                         log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 3,
-                                        "Limit MaxClients=%u reached, refusing a client of uid %u.",
-                                        m->config->max_clients, (unsigned) cred.uid);
-                        varlink_error_limit_exceeded(&e, -EUSERS, "MaxClients", m->config->max_clients);
+                                        "Limit %s=%u reached, refusing a client of uid %u.",
+                                        m->max_clients_key ?: "MaxClients", m->max_clients ?: m->config->max_clients,
+                                        (unsigned) cred.uid);
+                        varlink_error_limit_exceeded(&e, -EUSERS, m->max_clients_key ?: "MaxClients",
+                                                     m->max_clients ?: m->config->max_clients);
                         refuse(fd, &e);
                         continue;
                 }

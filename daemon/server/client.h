@@ -106,6 +106,10 @@ struct ClientServer {
         UserCount *users;
         size_t n_users;
         LivePage *live;             /* what every connection was last told, for a successor after a crash; or NULL */
+        /* A cap of its own, for a second socket served this way (systemd-report's): the most
+         * connections at once and the key that sets it; 0 and NULL: [Limits] MaxClients=. */
+        unsigned max_clients;
+        const char *max_clients_key;
         const ClientServerHooks *hooks[CLIENT_SERVER_HOOKS_MAX];
         void *hooks_userdata[CLIENT_SERVER_HOOKS_MAX];
 };

@@ -11,7 +11,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "config-build.h"
 #include "io.pressured.varlink.h"
 #include "event.h"
 #include "headroom.h"
@@ -21,40 +20,21 @@
 #include "source-choice.h"
 #include "subscribe.h"
 #include "subscription.h"
+#include "varlink-service.h"
+
+/* The interface this socket serves beside org.varlink.service. */
+static const VarlinkInterface pressured_interfaces[] = {
+        { "io.pressured", io_pressured_varlink },
+};
+
+static const VarlinkService pressured_service = { pressured_interfaces, ELEMENTSOF(pressured_interfaces) };
 
 /*
  * Answer @call with @params (stolen). NULL @params is a reply that could
  * not be built: out of memory, never an empty success.
  */
 static int reply(Client *c, const VarlinkCall *call, json_t *params) {
-        size_t n;
-        char *msg;
-
-        if (!params)
-                return -ENOMEM;
-        if (call->oneway) {
-                json_decref(params);
-                return 0;
-        }
-        msg = varlink_reply_new(params, false, &n);
-        if (!msg)
-                return -ENOMEM;
-        return client_send_owned(c, msg, n);
-}
-
-static int reply_error(Client *c, const VarlinkCall *call, VarlinkError *e) {
-        size_t n;
-        char *msg;
-
-        if (call->oneway || !e->name) {
-                varlink_error_done(e);
-                return 0;
-        }
-        msg = varlink_error_new(e->name, TAKE_PTR(e->parameters), &n);
-        varlink_error_done(e);
-        if (!msg)
-                return -ENOMEM;
-        return client_send_owned(c, msg, n);
+        return service_reply(c, call, params, true);
 }
 
 /* The optional "cgroup" parameter of @params, normalized ("/" if absent). */
@@ -97,19 +77,7 @@ static int get_real_cgroup(const Client *c, json_t *params, bool v1, char **ret,
 
 /* Reject any parameter not in @allowed (NULL-terminated). */
 static int check_params(json_t *params, const char *const *allowed, VarlinkError *e) {
-        const char *key;
-        json_t *v;
-
-        json_object_foreach(params, key, v) {
-                bool ok = false;
-
-                for (const char *const *a = allowed; *a; a++)
-                        if (streq(key, *a))
-                                ok = true;
-                if (!ok)
-                        return varlink_error_invalid_parameter(e, key);
-        }
-        return 0;
+        return service_check_params(params, allowed, e);
 }
 
 static bool psi_system_available(Resource resource) {
@@ -817,34 +785,11 @@ static int method_acknowledge_prekill(Methods *ms, Client *c, VarlinkCall *call,
 }
 
 static int method_get_info(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
-        static const char *const allowed[] = { NULL };
-        int k = check_params(call->parameters, allowed, e);
-
-        if (k < 0)
-                return k;
-        return reply(c, call,
-                     json_pack("{s:s, s:s, s:s, s:s, s:[s, s]}", "vendor", "pressured",
-                               "product", "pressured", "version", PACKAGE_VERSION,
-                               "url", "man:pressured(8)",
-                               "interfaces", "org.varlink.service", "io.pressured"));
+        return service_get_info(&pressured_service, c, call, e);
 }
 
 static int method_get_interface_description(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
-        static const char *const allowed[] = { "interface", NULL };
-        json_t *v;
-        int k;
-
-        k = check_params(call->parameters, allowed, e);
-        if (k < 0)
-                return k;
-        v = json_object_get(call->parameters, "interface");
-        if (!json_is_string(v))
-                return varlink_error_invalid_parameter(e, "interface");
-        if (streq(json_string_value(v), "io.pressured"))
-                return reply(c, call, json_pack("{s:s}", "description", io_pressured_varlink));
-        if (streq(json_string_value(v), "org.varlink.service"))
-                return reply(c, call, json_pack("{s:s}", "description", varlink_service_description));
-        return varlink_error_interface_not_found(e, json_string_value(v));
+        return service_get_interface_description(&pressured_service, c, call, e);
 }
 
 static const struct {
@@ -863,33 +808,6 @@ static const struct {
         { "io.pressured.AcknowledgePrekill", method_acknowledge_prekill },
 };
 
-/* The error for a method nobody implements: an unknown method of our interfaces, or an unknown interface. */
-static int method_unknown(const char *method, VarlinkError *e) {
-        const char *dot = strrchr(method, '.');
-        _cleanup_free_ char *iface = NULL;
-
-        if (!dot)
-                return varlink_error_method_not_found(e, method);
-        iface = strndup(method, (size_t) (dot - method));
-        if (!iface)
-                return -ENOMEM;
-        if (streq(iface, "io.pressured") || streq(iface, "org.varlink.service"))
-                return varlink_error_method_not_found(e, method);
-        return varlink_error_interface_not_found(e, iface);
-}
-
-/* What an error says beyond its name, for the log: its reason, or the cgroup, parameter... it names. */
-static const char *error_why(const VarlinkError *e) {
-        static const char *const keys[] = { "reason", "cgroup", "parameter", "method", "interface", "limit" };
-
-        for (size_t i = 0; e->parameters && i < ELEMENTSOF(keys); i++) {
-                const char *v = json_string_value(json_object_get(e->parameters, keys[i]));
-
-                if (v)
-                        return v;
-        }
-        return NULL;
-}
 
 void methods_dispatch(Client *c, VarlinkCall *call, void *userdata) {
         Methods *ms = userdata;
@@ -900,19 +818,8 @@ void methods_dispatch(Client *c, VarlinkCall *call, void *userdata) {
                 if (streq(methods[i].name, call->method))
                         k = methods[i].func(ms, c, call, &e);
         if (k > 0)
-                k = method_unknown(call->method, &e);
+                k = service_unknown(&pressured_service, call->method, &e);
         if (k >= 0)
                 return;
-        if (!e.name && (k == -EMFILE || k == -ENFILE)) {
-                log_ratelimited(LOG_WARNING, k, MESSAGE_ID_LIMIT_HIT, 10, 3,
-                                "Out of file descriptors handling %s: %m", call->method);
-                varlink_error_open_files(&e, k);
-        } else if (!e.name) {
-                log_error_errno(k, "Failed to handle %s: %m", call->method);
-                varlink_error_internal(&e, k);
-        } else
-                log_debug("%s from client %" PRIu64 " failed: %s%s%s", call->method, c->id, e.name,
-                          error_why(&e) ? ": " : "", error_why(&e) ?: "");
-        if (reply_error(c, call, &e) < 0)
-                client_kill(c); /* not even the error could be queued */
+        service_failed(c, call, k, &e);
 }

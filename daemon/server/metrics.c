@@ -103,17 +103,18 @@ static void reply_batch_one(MetricsServer *s, struct evhttp_request *req, struct
 
 static void walk_next(MetricsServer *s);
 
+/* On the walk's thread: the per-cgroup families' text. */
+static int write_cgroups(struct evbuffer *out, const CgroupScrape *cgroups, void *userdata) {
+        metrics_write_cgroups(out, cgroups);
+        return 0;
+}
+
 static void on_walk_done(const CgroupScrape *cgroups, struct evbuffer *text, int result, void *userdata) {
         MetricsServer *s = userdata;
         struct evbuffer *own = NULL;
 
         s->walking = NULL; /* freed by the walk after we return */
-        if (result < 0)
-                log_warning_errno(result, "Failed to walk the cgroup tree for metrics, ignoring: %m");
-        if (cgroups->errors.count > 0)
-                log_warning_errno(cgroups->errors.first_error,
-                                  "Failed to read %u cgroup file(s) for metrics, the first %s, ignoring: %m",
-                                  cgroups->errors.count, cgroups->errors.first_path);
+        cgroup_walk_log(cgroups, result, "metrics");
         if (!text) { /* the thread had no memory for it: write it here */
                 text = own = evbuffer_new();
                 if (own)
@@ -142,7 +143,8 @@ static void walk_next(MetricsServer *s) {
         s->n_batch = s->n_waiting;
         s->n_waiting = 0;
         if (s->walk && s->walk(s->userdata, &root_fd, &v1_root_fd, &g, &max)) {
-                r = cgroup_walk_start(s->base, root_fd, v1_root_fd, g, max, on_walk_done, s, &s->walking);
+                r = cgroup_walk_start(s->base, root_fd, v1_root_fd, g, max, NULL, write_cgroups, NULL, on_walk_done,
+                                      s, &s->walking);
                 if (r >= 0)
                         return;
                 log_ratelimited(LOG_WARNING, -r, NULL, 60, 1,

@@ -208,13 +208,20 @@ static void status_write_client_metrics(struct evbuffer *out, const StatusContex
                     m->proxy ? m->proxy->n_clients : 0);
 }
 
-/* pressured_registrations: kernel registrations in use, one sample per source type. */
-static void status_write_registration_metrics(struct evbuffer *out, const StatusContext *m) {
-        unsigned by_source[_SOURCE_MAX] = {};
+/* The kernel registrations in use, by source type. */
+static void status_registrations_by_source(const StatusContext *m, uint64_t ret[static _SOURCE_MAX]) {
         Registration *r;
 
+        memset(ret, 0, _SOURCE_MAX * sizeof(ret[0]));
         LIST_FOREACH(registrations, r, m->registry->registrations)
-                by_source[r->src.type]++;
+                ret[r->src.type]++;
+}
+
+/* pressured_registrations: kernel registrations in use, one sample per source type. */
+static void status_write_registration_metrics(struct evbuffer *out, const StatusContext *m) {
+        uint64_t by_source[_SOURCE_MAX];
+
+        status_registrations_by_source(m, by_source);
 
         metrics_write_header(out, "pressured_registrations", "gauge", "Kernel registrations in use, by source.");
         for (int t = 0; t < _SOURCE_MAX; t++) {
@@ -334,6 +341,21 @@ static void status_write_psi_metrics(struct evbuffer *out, const StatusContext *
                                       { "stall", psi_stall_to_string(r->src.used.stall) },
                                       { "threshold_us", threshold }, { "window_us", window } };
                 metrics_write_sample(out, "pressured_psi_some_avg10_ratio", l, 5, st.some.avg10 / 10000.0);
+        }
+}
+
+void status_report_daemon(const StatusContext *m, ReportDaemon *ret) {
+        *ret = (ReportDaemon) {
+                .takeovers = m->generation,
+                .clients = m->clients ? m->clients->n_clients : 0,
+                .subscriptions = m->clients ? m->clients->n_streams : 0,
+                .proxied_clients = m->proxy ? m->proxy->n_clients : 0,
+        };
+        status_counters(m, ret->counters);
+        status_registrations_by_source(m, ret->registrations);
+        if (m->prekill) {
+                ret->prekill = m->prekill->counters;
+                ret->prekill_pending = m->prekill->n_pending;
         }
 }
 

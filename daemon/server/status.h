@@ -20,6 +20,7 @@
 #include "proxy.h"
 #include "reclaim-controller.h"
 #include "registration.h"
+#include "metrics-report.h"
 #include "source-protection.h"
 
 struct evbuffer;
@@ -63,6 +64,9 @@ json_t *status_json(const StatusContext *m, const CgroupView *view);
 
 /* status_write_metrics - the Prometheus exposition text (a MetricsCollectFn; @userdata is the StatusContext). */
 void status_write_metrics(struct evbuffer *out, struct evbuffer *cgroups, void *userdata);
+
+/* status_report_daemon - the daemon's own values systemd-report's List sends, now. */
+void status_report_daemon(const StatusContext *m, ReportDaemon *ret);
 
 /* status_metrics_walk - whether a scrape reads the cgroup tree, and how (a MetricsWalkFn). */
 bool status_metrics_walk(void *userdata, int *ret_root_fd, int *ret_v1_root_fd, CgroupGlobs **ret_globs,

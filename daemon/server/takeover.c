@@ -40,10 +40,12 @@ struct Takeover {
         ProxyServer *proxy;
         ReclaimController *reclaim;
         MetricsServer *metrics;
+        ReportServer *report;
         char *socket_path;              /* bound by this daemon (this process or an earlier one) */
         char *proxy_paths[_RESOURCE_MAX];
         char *prekill_path;
         uint64_t prekill_mark;          /* the last warning id the live pages before said was given */
+        char *report_path;
         bool store_listeners;           /* bound by this process: they go to the store */
         char *exe;
         char **argv;
@@ -341,6 +343,7 @@ static int takeover_build(Takeover *t, bool complete, Snapshot *s) {
             (k = strdup_opt(t->proxy_paths[RESOURCE_MEMORY], &s->proxy_paths[RESOURCE_MEMORY])) < 0 ||
             (k = strdup_opt(t->proxy_paths[RESOURCE_CPU], &s->proxy_paths[RESOURCE_CPU])) < 0 ||
             (k = strdup_opt(t->proxy_paths[RESOURCE_IO], &s->proxy_paths[RESOURCE_IO])) < 0 ||
+            (k = strdup_opt(t->report_path, &s->report_path)) < 0 ||
             (k = build_counters(t, s)) < 0 || (k = build_registrations(t, s)) < 0 ||
             (k = build_clients(t, complete, s)) < 0 || (k = build_proxies(t, s)) < 0 ||
             (t->reclaim && (k = reclaim_controller_export(t->reclaim, &s->reclaim, &s->n_reclaim)) < 0)) {
@@ -593,6 +596,8 @@ int takeover_inherit(Takeover *t, NamedFds *fds) {
                 if (t->snap.proxy_paths[r] && !(t->proxy_paths[r] = strdup(t->snap.proxy_paths[r])))
                         return -ENOMEM;
         if (t->snap.prekill_path && !(t->prekill_path = strdup(t->snap.prekill_path)))
+                return -ENOMEM;
+        if (t->snap.report_path && !(t->report_path = strdup(t->snap.report_path)))
                 return -ENOMEM;
         return 1;
 }
@@ -1006,6 +1011,8 @@ void takeover_finish(Takeover *t) {
                 if (t->prekill_path && t->env.prekill && t->env.prekill->hook->fd >= 0 &&
                     fdstore_add(t->env.prekill->hook->fd, PREKILL_FD_NAME, true) < 0)
                         log_warning("Failed to hand the pre-kill hook socket to the fd store.");
+                if (t->report_path && t->report && fdstore_add(report_server_fd(t->report), REPORT_FD_NAME, true) < 0)
+                        log_warning("Failed to hand the %s socket to the fd store.", REPORT_FD_NAME);
         }
         if (t->fdstore)
                 on_checkpoint(-1, 0, t);
@@ -1056,10 +1063,25 @@ const char *takeover_prekill_path(const Takeover *t) {
         return t->prekill_path;
 }
 
+const char *takeover_report_path(const Takeover *t) {
+        return t->report_path;
+}
+
 /* ---- Reexecute ---- */
 
 void takeover_set_metrics(Takeover *t, MetricsServer *metrics) {
         t->metrics = metrics;
+}
+
+void takeover_set_report(Takeover *t, ReportServer *report, bool bound) {
+        const char *path = report && bound ? report_server_path(report) : NULL;
+
+        t->report = report;
+        if (path) {
+                free(t->report_path);
+                t->report_path = strdup(path);
+                t->store_listeners = t->fdstore;
+        }
 }
 
 static int exec_fds_add(NamedFds *fds, char kind, uint64_t id, int fd) {
@@ -1092,6 +1114,8 @@ static int exec_fds_collect(Takeover *t, int state, NamedFds *fds) {
                         k = named_fds_add(fds, proxy_fd_name(res), t->proxy->sockets[res].fd);
         if (k >= 0 && t->env.prekill && t->env.prekill->hook->fd >= 0)
                 k = named_fds_add(fds, PREKILL_FD_NAME, t->env.prekill->hook->fd);
+        if (k >= 0 && t->report)
+                k = named_fds_add(fds, REPORT_FD_NAME, report_server_fd(t->report));
         if (t->env.prekill)
                 LIST_FOREACH(conns, h, t->env.prekill->hook->conns)
                         if (k >= 0 && !h->dead)
@@ -1223,6 +1247,7 @@ static void on_reexec(evutil_socket_t fd, short what, void *userdata) {
         k = exec_fds_collect(t, state, &fds);
         if (k >= 0) {
                 metrics_server_stop_walk(t->metrics);
+                report_server_stop_walk(t->report);
                 k = takeover_exec(t, &fds);
         }
         reexec_failed(t, k);
@@ -1352,6 +1377,7 @@ Takeover *takeover_free(Takeover *t) {
         for (Resource r = 0; r < _RESOURCE_MAX; r++)
                 free(t->proxy_paths[r]);
         free(t->prekill_path);
+        free(t->report_path);
         free(t->exe);
         for (size_t i = 0; t->argv && t->argv[i]; i++)
                 free(t->argv[i]);

@@ -40,6 +40,7 @@
 #include "proxy.h"
 #include "reclaim-controller.h"
 #include "registration.h"
+#include "report.h"
 #include "status.h"
 
 typedef struct Takeover Takeover;
@@ -105,6 +106,7 @@ uint64_t takeover_generation(const Takeover *t);
 const char *takeover_socket_path(const Takeover *t);
 const char *takeover_proxy_path(const Takeover *t, Resource r);
 const char *takeover_prekill_path(const Takeover *t);
+const char *takeover_report_path(const Takeover *t);
 
 /*
  * takeover_handover - SIGTERM with the fd store: a complete snapshot
@@ -123,6 +125,14 @@ bool takeover_detached(const Takeover *t);
  * running into execve(). Set again each time the endpoint is made anew.
  */
 void takeover_set_metrics(Takeover *t, MetricsServer *metrics);
+
+/*
+ * takeover_set_report - the report socket's server (NULL: none): its
+ * listening socket goes to the next process (and to the fd store when
+ * this process @bound it), its walk is finished before the process
+ * executes anew. Set after takeover_set_servers().
+ */
+void takeover_set_report(Takeover *t, ReportServer *report, bool bound);
 
 /*
  * takeover_set_exec - what Reexecute executes: @exe with @argv (both

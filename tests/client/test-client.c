@@ -10,19 +10,27 @@
  *                later ones: subscribed + one event, kept open
  *   /hangup      subscribed + one event, then hang up, every time
  *   /gone        first connection: subscribed, then hang up; later: NoSuchCgroup
- *   /bad         subscribed, then an event of an unknown kind
+ *   /bad         subscribed, an event of a kind this version does not know,
+ *                then one it knows (kept open)
+ *   /bad-first   an event of an unknown kind where "subscribed" belongs
+ *   /bad-last    subscribed, then an unknown kind as the stream's last event
  *   /reason      subscribed with an adjusted_reason, then as "anything"
  *   /reason-bad  subscribed with an adjusted_reason that is no string
  *   /resource-new  as "anything", with a resource this version does not know
  *   kills: true  (any cgroup C) subscribed with kill_sources, a kill by
  *                systemd-oomd of C/app-firefox.scope, two by the kernel of
  *                C, then "removed"; C = /kills-bad-by: the kill has no "by";
- *                /kills-bad-sources: kill_sources holds a number
+ *                /kills-bad-sources: kill_sources holds a number;
+ *                /prekill: a warning (id 7) of C/app.service, a kill of it,
+ *                "removed"; /prekill-no-id, /prekill-no-deadline: a warning
+ *                without its id, or its deadline
  *   anything     subscribed (trigger = the request's parameters) + one
  *                pressure event, kept open; both carry the request's
  *                resource if it has one
  *
- * plus Inject, GetStatus, GetProtection and Reload (denied). The call
+ * plus Inject, GetStatus, GetProtection, Reload (denied) and
+ * AcknowledgePrekill: id 7 acknowledged, 8 NoSuchPrekill, 9 hung up on
+ * without an answer, 10 MethodNotFound (a daemon before 0.5). The call
  * test.SetStatus {"reply": PARAMETERS} makes GetStatus answer PARAMETERS
  * from then on (a fixture); without "reply", the built-in answer again.
  */
@@ -96,12 +104,39 @@ static json_t *psi_json(void) {
                          "full_total_us", (json_int_t) 789);
 }
 
+/* A warning before a kill, then the kill: see the list at the top. */
+static void serve_prekill(int fd, const char *cgroup, json_t *params) {
+        json_t *warning = json_pack("{s:s, s:s, s:s, s:i, s:I, s:i, s:i, s:I, s:I}", "kind", "prekill",
+                                    "cgroup", "/prekill/app.service", "by", "systemd-oomd", "id", 7,
+                                    "deadline_us", (json_int_t) 9000000123, "seq", 1, "missed", 2,
+                                    "time_us", (json_int_t) 1700000000000020, "monotonic_us", (json_int_t) 60);
+
+        send_event(fd, json_pack("{s:s, s:s, s:s, s:s, s:O, s:b, s:{s:[s]}}", "kind", "subscribed", "cgroup", cgroup,
+                                 "source", "kills", "resource", "memory", "trigger", params, "adjusted", 0,
+                                 "state", "kill_sources", "systemd-oomd"), true);
+        if (streq(cgroup, "/prekill-no-id"))
+                json_object_del(warning, "id");
+        else if (streq(cgroup, "/prekill-no-deadline"))
+                json_object_del(warning, "deadline_us");
+        send_event(fd, warning, true);
+        send_event(fd, json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:I}", "kind", "killed",
+                                 "cgroup", "/prekill/app.service", "by", "systemd-oomd", "reason", "memory-pressure",
+                                 "count", 1, "seq", 2, "missed", 0,
+                                 "time_us", (json_int_t) 1700000000000021, "monotonic_us", (json_int_t) 61), true);
+        send_event(fd, json_pack("{s:s, s:s, s:i}", "kind", "removed", "cgroup", cgroup, "seq", 3), false);
+}
+
 /* A kills subscription: see the list at the top. */
 static void serve_kills(int fd, const char *cgroup, json_t *params) {
         char scope[256];
         json_t *sources = streq(cgroup, "/kills-bad-sources") ? json_pack("[s, i]", "kernel", 7)
                                                               : json_pack("[s, s]", "kernel", "systemd-oomd");
 
+        if (strncmp(cgroup, "/prekill", strlen("/prekill")) == 0) {
+                json_decref(sources);
+                serve_prekill(fd, cgroup, params);
+                return;
+        }
         snprintf(scope, sizeof(scope), "%s/app-firefox.scope", streq(cgroup, "/") ? "" : cgroup);
         send_event(fd, json_pack("{s:s, s:s, s:s, s:s, s:O, s:b, s:{s:o}}", "kind", "subscribed", "cgroup", cgroup,
                                  "source", "kills", "resource", "memory", "trigger", params, "adjusted", 0,
@@ -139,6 +174,11 @@ static bool serve_subscribe(int fd, json_t *params, unsigned *n_flaky, unsigned 
                 json_decref(trigger);
                 send_json(fd, json_pack("{s:s, s:{s:s}}", "error", name, "parameters", "cgroup", cgroup));
                 return false;
+        }
+        if (streq_ptr(cgroup, "/bad-first")) {
+                json_decref(trigger);
+                send_event(fd, json_pack("{s:s, s:s}", "kind", "no-such-kind", "cgroup", cgroup), true);
+                return true;
         }
         if (streq_ptr(cgroup, "/gone") && ++*n_gone > 1) {
                 json_decref(trigger);
@@ -213,10 +253,15 @@ static bool serve_subscribe(int fd, json_t *params, unsigned *n_flaky, unsigned 
                 send_event(fd, json_pack("{s:s, s:s}", "kind", "removed", "cgroup", cgroup), false);
                 return false;
         }
-        if (streq_ptr(cgroup, "/bad") || streq_ptr(cgroup, "/reason-bad")) {
-                send_event(fd, json_pack("{s:s, s:s}", "kind", "no-such-kind", "cgroup", cgroup), true);
-                return true;
+        if (streq_ptr(cgroup, "/bad") || streq_ptr(cgroup, "/bad-last") || streq_ptr(cgroup, "/reason-bad")) {
+                /* A kind of a later daemon, with fields of its own. */
+                send_event(fd, json_pack("{s:s, s:s, s:i, s:[i]}", "kind", "no-such-kind", "cgroup", cgroup,
+                                         "seq", 1, "novelty", 1), !streq(cgroup, "/bad-last"));
+                if (streq(cgroup, "/bad-last"))
+                        return false;
         }
+        if (streq_ptr(cgroup, "/reason-bad"))
+                return true;
         if (streq_ptr(cgroup, "/gone"))
                 return false;
 
@@ -228,6 +273,19 @@ static bool serve_subscribe(int fd, json_t *params, unsigned *n_flaky, unsigned 
                                  "count", 1, "missed", 0, "synthetic", 1,
                                  "resource", json_object_get(params, "resource")), true);
         return !(streq_ptr(cgroup, "/flaky") && *n_flaky == 1) && !streq_ptr(cgroup, "/hangup");
+}
+
+/* AcknowledgePrekill: see the list at the top. */
+static void serve_acknowledge(int fd, json_t *params) {
+        json_int_t id = json_integer_value(json_object_get(params, "id"));
+
+        if (id == 7)
+                send_json(fd, json_pack("{s:{}}", "parameters"));
+        else if (id == 8)
+                send_json(fd, json_pack("{s:s, s:{s:I}}", "error", "io.pressured.NoSuchPrekill", "parameters", "id", id));
+        else if (id != 9)
+                send_json(fd, json_pack("{s:s, s:{s:s}}", "error", "org.varlink.service.MethodNotFound",
+                                        "parameters", "method", "io.pressured.AcknowledgePrekill"));
 }
 
 /* The fixture GetStatus answers with (test.SetStatus), or NULL for the built-in answer. */
@@ -263,6 +321,8 @@ static void serve_call(int fd, const char *method, json_t *params) {
                                         "duration_us", (json_int_t) 20, "events", 4, "peak_level", "medium"));
         else if (streq(method, "io.pressured.Silent"))
                 return; /* never answers */
+        else if (streq(method, "io.pressured.AcknowledgePrekill"))
+                serve_acknowledge(fd, params);
         else if (streq(method, "io.pressured.GetProtection"))
                 send_json(fd, json_pack("{s:{s:[o]}}", "parameters", "nodes",
                                         node_json(json_string_value(json_object_get(params, "cgroup")) ?: "/")));
@@ -1225,15 +1285,29 @@ static void test_reconnect_failures(pid_t *server) {
         ASSERT_EQ(pressure_client_get_n_active(c), 0);
         pressure_client_free(c);
 
-        /* A malformed event ends the subscription with -EBADMSG. */
+        /* An event of a kind a later daemon added is not this version's: the stream goes on without it. */
         c = client_new();
         rec = (Recorder) {};
         ASSERT_OK(subscribe_cgroup(c, "/bad", &rec, &sub));
         want_n = 2;
         run_until(c, have_n, &rec);
-        ASSERT_EQ(rec.events[1].kind, PRESSURE_EVENT_ERROR);
-        ASSERT_EQ(rec.events[1].error, -EBADMSG);
+        ASSERT_EQ(rec.events[1].kind, PRESSURE_EVENT_PRESSURE);
+        ASSERT_EQ(pressure_subscription_is_active(sub), 1);
         pressure_client_free(c);
+
+        /* Where the stream is to begin or end, a kind this version does not know is malformed: -EBADMSG. */
+        for (unsigned i = 0; i < 2; i++) {
+                c = client_new();
+                rec = (Recorder) {};
+                ASSERT_OK(pressure_client_set_reconnect(c, 0));
+                ASSERT_OK(subscribe_cgroup(c, i == 0 ? "/bad-first" : "/bad-last", &rec, &sub));
+                want_n = i + 1;
+                run_until(c, have_n, &rec);
+                ASSERT_EQ(rec.events[i].kind, PRESSURE_EVENT_ERROR);
+                ASSERT_EQ(rec.events[i].error, -EBADMSG);
+                ASSERT_EQ(pressure_subscription_is_active(sub), 0);
+                pressure_client_free(c);
+        }
 
         /* Waiting for a daemon that is not there yet. */
         server_stop(*server);
@@ -1642,6 +1716,140 @@ static int status_of(pressure_client *c, const char *reply_json, pressure_status
         "{\"cgroup\":\"/v1\",\"state\":\"unsupported\"},"                                                 \
         "{\"cgroup\":\"/later\",\"state\":\"hibernating\",\"something_new\":[1]}]}"
 
+/* libpressure 1.5: a warning before a kill, what the accessors make of it. */
+static void check_prekill(const pressure_event *e) {
+        uint64_t id = 0;
+
+        ASSERT_EQ(pressure_event_get_kind(e), PRESSURE_EVENT_PREKILL);
+        ASSERT_STREQ(pressure_event_kind_to_string(PRESSURE_EVENT_PREKILL), "prekill");
+        ASSERT_STREQ(pressure_event_get_cgroup(e), "/prekill/app.service");
+        ASSERT_STREQ(pressure_event_get_killed_by(e), "systemd-oomd");
+        ASSERT_TRUE(pressure_event_get_reason(e) == NULL);
+        ASSERT_OK(pressure_event_get_prekill_id(e, &id));
+        ASSERT_U64_EQ(id, 7);
+        ASSERT_U64_EQ(pressure_event_get_deadline_us(e), 9000000123ULL);
+        ASSERT_U64_EQ(pressure_event_get_seq(e), 1);
+        ASSERT_U64_EQ(pressure_event_get_missed(e), 2);
+        ASSERT_U64_EQ(pressure_event_get_time_us(e), 1700000000000020ULL);
+        ASSERT_U64_EQ(pressure_event_get_monotonic_us(e), 60);
+        ASSERT_TRUE(strstr(pressure_event_get_json(e), "\"deadline_us\":9000000123"));
+        ASSERT_ERR(pressure_event_get_prekill_id(e, NULL), EINVAL);
+}
+
+static int on_prekill(pressure_subscription *sub, const pressure_event *e, void *userdata) {
+        Kills *k = userdata;
+        unsigned i = k->n++;
+        uint64_t id = 0;
+
+        (void) sub;
+        ASSERT_TRUE(i < ELEMENTSOF(k->kinds));
+        k->kinds[i] = pressure_event_get_kind(e);
+        if (k->kinds[i] == PRESSURE_EVENT_ERROR)
+                k->error = pressure_error_get_errno(pressure_event_get_error(e));
+        else if (k->kinds[i] == PRESSURE_EVENT_PREKILL)
+                check_prekill(e);
+        else {
+                /* Only a warning has a deadline and a number. */
+                ASSERT_U64_EQ(pressure_event_get_deadline_us(e), 0);
+                ASSERT_ERR(pressure_event_get_prekill_id(e, &id), ENODATA);
+        }
+        return 0;
+}
+
+static Kills subscribe_prekill(const char *cgroup, unsigned n) {
+        _cleanup_(pressure_client_freep) pressure_client *c = client_new();
+        _cleanup_(pressure_selector_freep) pressure_selector *s = NULL;
+        Kills k = {};
+
+        ASSERT_OK(pressure_selector_new(&s));
+        ASSERT_OK(pressure_selector_set_cgroup(s, cgroup));
+        ASSERT_OK(pressure_selector_set_kills(s));
+        ASSERT_OK(pressure_client_set_reconnect(c, 0));
+        ASSERT_OK(pressure_client_subscribe(c, s, on_prekill, &k, NULL, NULL));
+        kills_want = n;
+        run_until(c, kills_done, &k);
+        return k;
+}
+
+/* AcknowledgePrekill(@id), blocking: the errno, and the error's name in @name. */
+static int acknowledge(pressure_client *c, uint64_t id, char name[static 64]) {
+        _cleanup_(pressure_error_freep) pressure_error *error = NULL;
+        int r = pressure_client_acknowledge_prekill(c, id, &error);
+
+        snprintf(name, 64, "%s", pressure_error_get_name(error) ?: "");
+        ASSERT_EQ(r < 0, error != NULL);
+        if (error)
+                ASSERT_EQ(pressure_error_get_errno(error), r);
+        return r;
+}
+
+static void test_prekill_acknowledge(void) {
+        _cleanup_(pressure_client_freep) pressure_client *c = client_new(), *gone = client_new();
+        _cleanup_(pressure_error_freep) pressure_error *error = NULL;
+        CallSeen ok = {}, no = {}, hung = {}, old = {};
+        char name[64];
+        int64_t v = 0;
+
+        ASSERT_OK(acknowledge(c, 7, name));
+        ASSERT_ERR(acknowledge(c, 8, name), ESRCH);
+        ASSERT_STREQ(name, "io.pressured.NoSuchPrekill");
+        ASSERT_ERR(pressure_client_acknowledge_prekill(c, 8, &error), ESRCH);
+        ASSERT_OK(pressure_error_get_parameter_integer(error, "id", &v));
+        ASSERT_EQ(v, 8);
+        ASSERT_STREQ(pressure_error_get_message(error), "No such warning before a kill: 8");
+        ASSERT_ERR(acknowledge(c, 9, name), ECONNRESET);
+        ASSERT_STREQ(name, "");
+        ASSERT_ERR(acknowledge(c, 10, name), ENXIO);
+        ASSERT_STREQ(name, "org.varlink.service.MethodNotFound");
+        /* The protocol's int holds no more; nothing is sent. */
+        ASSERT_ERR(acknowledge(c, (uint64_t) INT64_MAX + 1, name), EINVAL);
+        ASSERT_ERR(pressure_client_acknowledge_prekill(NULL, 7, NULL), EINVAL);
+        ASSERT_OK(pressure_client_set_socket(gone, "/nonexistent/io.pressured"));
+        ASSERT_ERR(acknowledge(gone, 7, name), ECONNREFUSED);
+        ASSERT_STREQ(name, PRESSURE_ERROR_DAEMON_NOT_RUNNING);
+
+        /* The same, without waiting. */
+        calls_seen = 0;
+        ASSERT_OK(pressure_client_acknowledge_prekill_async(c, 7, on_reply, &ok, NULL));
+        ASSERT_OK(pressure_client_acknowledge_prekill_async(c, 8, on_reply, &no, NULL));
+        ASSERT_OK(pressure_client_acknowledge_prekill_async(c, 9, on_reply, &hung, NULL));
+        ASSERT_OK(pressure_client_acknowledge_prekill_async(c, 10, on_reply, &old, NULL));
+        ASSERT_ERR(pressure_client_acknowledge_prekill_async(c, (uint64_t) INT64_MAX + 1, on_reply, &ok, NULL),
+                   EINVAL);
+        ASSERT_ERR(pressure_client_acknowledge_prekill_async(c, 7, NULL, &ok, NULL), EINVAL);
+        calls_want = 4;
+        run_until(c, calls_done, NULL);
+        ASSERT_EQ(ok.error, 0);
+        ASSERT_STREQ(ok.json, "{}");
+        ASSERT_EQ(no.error, -ESRCH);
+        ASSERT_STREQ(no.error_name, "io.pressured.NoSuchPrekill");
+        ASSERT_EQ(hung.error, -ECONNRESET);
+        ASSERT_EQ(old.error, -ENXIO);
+}
+
+static void test_prekill(void) {
+        Kills k;
+
+        ASSERT_U64_EQ(pressure_event_get_deadline_us(NULL), 0);
+        ASSERT_ERR(pressure_event_get_prekill_id(NULL, &(uint64_t) { 0 }), EINVAL);
+
+        /* Subscribed, the warning, the kill, removed. */
+        k = subscribe_prekill("/prekill", 4);
+        ASSERT_EQ(k.kinds[1], PRESSURE_EVENT_PREKILL);
+        ASSERT_EQ(k.kinds[2], PRESSURE_EVENT_KILLED);
+        ASSERT_EQ(k.kinds[3], PRESSURE_EVENT_REMOVED);
+
+        /* A warning that cannot be acknowledged, or has no deadline, is malformed. */
+        k = subscribe_prekill("/prekill-no-id", 2);
+        ASSERT_EQ(k.kinds[1], PRESSURE_EVENT_ERROR);
+        ASSERT_EQ(k.error, -EBADMSG);
+        k = subscribe_prekill("/prekill-no-deadline", 2);
+        ASSERT_EQ(k.kinds[1], PRESSURE_EVENT_ERROR);
+        ASSERT_EQ(k.error, -EBADMSG);
+
+        test_prekill_acknowledge();
+}
+
 /* libpressure 1.1: the reclaim entries of GetStatus, from fixtures. */
 static void test_reclaim(void) {
         _cleanup_(pressure_client_freep) pressure_client *c = client_new();
@@ -1801,6 +2009,7 @@ int main(void) {
         test_multiple();
         test_async();
         test_async_calls();
+        test_prekill();
         test_reclaim();
         test_destroy_callbacks();
         test_reconnect(&server);

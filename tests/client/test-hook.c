@@ -200,6 +200,132 @@ static void test_free_kills(void) {
         ASSERT_OK(unlink(path));
 }
 
+/* ---- warnings before a kill ---- */
+
+typedef struct Done {
+        unsigned n;
+        uint64_t ids[HOOK_PREKILL_MAX + 4];
+        uint64_t at[HOOK_PREKILL_MAX + 4]; /* CLOCK_MONOTONIC of the call */
+} Done;
+
+static void on_done(uint64_t id, uint64_t deadline_us, void *userdata) {
+        Done *d = userdata;
+
+        ASSERT_TRUE(deadline_us > 0);
+        ASSERT_TRUE(d->n < ELEMENTSOF(d->ids));
+        d->at[d->n] = now_usec(CLOCK_MONOTONIC);
+        d->ids[d->n++] = id;
+}
+
+static HookPrekill warning(uint64_t id, uint64_t in_usec) {
+        return (HookPrekill) { .cgroup = "/app.service", .json = "{\"kind\":\"prekill\"}", .id = id,
+                               .deadline_us = now_usec(CLOCK_MONOTONIC) + in_usec, .seq = 7, .missed = 1 };
+}
+
+/* A warning runs at once beside the run going on, with its deadline; done when it exits. */
+static void test_prekill_environment(void) {
+        static char *const argv[] = {
+                (char *) "sh", (char *) "-c",
+                (char *) "if [ \"$PRESSURE_KIND\" = prekill ]; then "
+                         "printf '%s|%s|%s|%s|%s|%s|%s|%s|%s\\n' \"$PRESSURE_KIND\" \"$PRESSURE_CGROUP\" "
+                         "\"$PRESSURE_SEQ\" \"$PRESSURE_MISSED\" \"$PRESSURE_COALESCED\" \"$PRESSURE_LEVEL\" "
+                         "\"$PRESSURE_SOURCE\" \"$PRESSURE_EVENT\" \"${PRESSURE_DEADLINE_US:+set}\" >> \"$RECORD\"; "
+                         "else sleep 2; echo \"${PRESSURE_DEADLINE_US-unset}\" >> \"$RECORD\"; fi",
+                NULL,
+        };
+        _cleanup_free_ char *got = NULL;
+        HookPrekill p = warning(5, 30 * USEC_PER_SEC);
+        pressure_event e = event(1);
+        Done d = {};
+        Hook *h = NULL;
+
+        /* An inherited deadline is not a run's. */
+        ASSERT_OK(setenv("PRESSURE_DEADLINE_US", "inherited", 1));
+        ASSERT_OK(hook_new(argv, 0, &h));
+        hook_set_prekill_done(h, on_done, &d);
+        ASSERT_OK(hook_submit(h, &e));
+        ASSERT_OK(hook_submit_prekill(h, &p));
+        /* The warning's run has its deadline ahead: a timeout to wake up for. */
+        ASSERT_TRUE(hook_get_timeout(h) > 0 && hook_get_timeout(h) <= 30 * USEC_PER_SEC);
+        hook_drain(h);
+        ASSERT_EQ(d.n, 1);
+        ASSERT_U64_EQ(d.ids[0], 5);
+        got = read_record();
+        /* The warning's line first: it did not wait for the two-second run of the event. */
+        ASSERT_STREQ(got, "prekill|/app.service|7|1|1|||{\"kind\":\"prekill\"}|set\nunset\n");
+        hook_free(h);
+        unsetenv("PRESSURE_DEADLINE_US");
+        ASSERT_OK(unlink(record));
+}
+
+/* A run still going at the deadline is done with then (SIGTERM), or at a timeout that comes first. */
+static void test_prekill_deadline(void) {
+        static char *const argv[] = { (char *) "sh", (char *) "-c", (char *) "exec sleep 60", NULL };
+        HookPrekill p = warning(6, 300 * USEC_PER_MSEC);
+        uint64_t start = now_usec(CLOCK_MONOTONIC);
+        Done d = {};
+        Hook *h = NULL;
+
+        ASSERT_OK(hook_new(argv, 0, &h));
+        hook_set_prekill_done(h, on_done, &d);
+        ASSERT_OK(hook_submit_prekill(h, &p));
+        ASSERT_TRUE(hook_busy(h));
+        hook_drain(h);
+        ASSERT_EQ(d.n, 1);
+        ASSERT_TRUE(d.at[0] >= p.deadline_us);
+        hook_free(h);
+
+        /* --exec-timeout 0.2 s before a deadline in 30 s. */
+        d = (Done) {};
+        p = warning(7, 30 * USEC_PER_SEC);
+        start = now_usec(CLOCK_MONOTONIC);
+        ASSERT_OK(hook_new(argv, 200 * USEC_PER_MSEC, &h));
+        hook_set_prekill_done(h, on_done, &d);
+        ASSERT_OK(hook_submit_prekill(h, &p));
+        hook_drain(h);
+        ASSERT_EQ(d.n, 1);
+        ASSERT_TRUE(d.at[0] >= start + 200 * USEC_PER_MSEC && d.at[0] < p.deadline_us);
+        hook_free(h);
+}
+
+/* No run past the deadline, beyond HOOK_PREKILL_MAX at once, or when it cannot start: done at once. */
+static void test_prekill_no_run(void) {
+        static char *const sleeper[] = { (char *) "sh", (char *) "-c", (char *) "exec sleep 60", NULL };
+        static char *const missing[] = { (char *) "/nonexistent/hook", NULL };
+        HookPrekill p = warning(1, 0);
+        Done d = {};
+        Hook *h = NULL;
+
+        ASSERT_OK(hook_new(sleeper, 0, &h));
+        hook_set_prekill_done(h, on_done, &d);
+        p.deadline_us = now_usec(CLOCK_MONOTONIC) - 1;
+        ASSERT_OK(hook_submit_prekill(h, &p));
+        ASSERT_EQ(d.n, 1);
+        ASSERT_TRUE(!hook_busy(h));
+        for (uint64_t id = 100; id < 100 + HOOK_PREKILL_MAX + 1; id++) {
+                p = warning(id, 60 * USEC_PER_SEC);
+                ASSERT_OK(hook_submit_prekill(h, &p));
+        }
+        /* The one over the limit is done with at once; the others run. */
+        ASSERT_EQ(d.n, 2);
+        ASSERT_U64_EQ(d.ids[1], 100 + HOOK_PREKILL_MAX);
+        ASSERT_TRUE(hook_busy(h) && hook_get_fd(h) >= 0);
+        /* Freed with the hook: killed and reaped, nothing more to say of them. */
+        hook_free(h);
+        ASSERT_EQ(d.n, 2);
+
+        /* A hook that cannot start. (Under valgrind: a run that exits 127, done when it ends.) */
+        d = (Done) {};
+        ASSERT_OK(hook_new(missing, 0, &h));
+        hook_set_prekill_done(h, on_done, &d);
+        p = warning(9, 60 * USEC_PER_SEC);
+        ASSERT_OK(hook_submit_prekill(h, &p));
+        hook_drain(h);
+        ASSERT_EQ(d.n, 1);
+        ASSERT_U64_EQ(d.ids[0], 9);
+        hook_free(h);
+}
+
 int main(void) {
         ASSERT_TRUE(mkdtemp(dir));
         snprintf(record, sizeof(record), "%s/record", dir);
@@ -211,6 +337,9 @@ int main(void) {
         test_drop_pending();
         test_spawn_failure();
         test_free_kills();
+        test_prekill_environment();
+        test_prekill_deadline();
+        test_prekill_no_run();
 
         ASSERT_OK(rmdir(dir));
         printf("ok\n");

@@ -14,11 +14,18 @@
  *   /bad-json      bytes that are no JSON
  *   /bad-headroom  a headroom that is no integer
  *   /bad-after     normal, then a level event without a level
+ *   /prekill       normal, an event of a kind this version does not know,
+ *                  warnings before a kill 21, 22 (deadline in a minute) and
+ *                  23 (deadline passed), then kept open
+ *   /prekill-many  normal, then 65 warnings 100 to 164, kept open
  *
- * and to GetHeadroom: /full (every figure), /unlimited (the nulls),
- * /missing (NoSuchCgroup), /bad (no usage_bytes), /old (MethodNotFound).
+ * to GetHeadroom: /full (every figure), /unlimited (the nulls),
+ * /missing (NoSuchCgroup), /bad (no usage_bytes), /old (MethodNotFound);
+ * and to AcknowledgePrekill with {}, writing the id as a line to the file
+ * acks_path.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -37,7 +44,7 @@
 
 #define DEADLINE_USEC (20 * 1000000ULL)
 
-static char socket_path[108];
+static char socket_path[108], acks_path[108];
 
 /* ---- The fake server ------------------------------------------------------------ */
 
@@ -93,8 +100,55 @@ static void serve_steps(int fd) {
         send_json(fd, json_pack("{s:{s:{s:s, s:s}}}", "parameters", "event", "kind", "removed", "cgroup", "/steps"));
 }
 
+static void send_prekill(int fd, uint64_t id, uint64_t deadline_us, uint64_t seq) {
+        json_t *event = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:I, s:I}", "kind", "prekill",
+                                  "cgroup", "/prekill/worker.service", "by", "systemd-oomd", "id", (json_int_t) id,
+                                  "deadline_us", (json_int_t) deadline_us, "seq", (json_int_t) seq, "missed", 0,
+                                  "time_us", (json_int_t) 1700000000000000, "monotonic_us", (json_int_t) 5000000);
+
+        send_json(fd, json_pack("{s:{s:o}, s:b}", "parameters", "event", event, "continues", 1));
+}
+
+static void serve_prekill(int fd) {
+        uint64_t later = now_usec(CLOCK_MONOTONIC) + 60 * 1000000ULL;
+
+        send_level(fd, "/prekill", json_pack("{s:s, s:i, s:i, s:i, s:i}", "level", "normal",
+                   "headroom_bytes", 4096, "reclaim_target_bytes", 0, "seq", 1, "missed", 0), true);
+        send_json(fd, json_pack("{s:{s:{s:s, s:s, s:i}}, s:b}", "parameters", "event", "kind", "no-such-kind",
+                                "cgroup", "/prekill", "seq", 2, "continues", 1));
+        send_prekill(fd, 21, later, 3);
+        send_prekill(fd, 22, later, 4);
+        send_prekill(fd, 23, 1, 5);
+        (void) read_request(fd); /* until the client or the server goes */
+}
+
+/* AcknowledgePrekill: the id goes to acks_path, one line each. */
+static void serve_acknowledge(int fd, json_t *params) {
+        FILE *f = fopen(acks_path, "ae");
+
+        if (!f)
+                _exit(1);
+        fprintf(f, "%" JSON_INTEGER_FORMAT "\n", json_integer_value(json_object_get(params, "id")));
+        fclose(f);
+        send_json(fd, json_pack("{s:{}}", "parameters"));
+}
+
+/* One warning more than a monitor keeps for later. */
+static void serve_prekill_many(int fd) {
+        uint64_t later = now_usec(CLOCK_MONOTONIC) + 60 * 1000000ULL;
+
+        send_level(fd, "/prekill-many", json_pack("{s:s, s:i, s:i}", "level", "normal", "seq", 1, "missed", 0), true);
+        for (uint64_t id = 100; id <= 164; id++)
+                send_prekill(fd, id, later, id - 98);
+        (void) read_request(fd);
+}
+
 static void serve_subscribe(int fd, const char *cgroup) {
-        if (streq(cgroup, "/steps"))
+        if (streq(cgroup, "/prekill"))
+                serve_prekill(fd);
+        else if (streq(cgroup, "/prekill-many"))
+                serve_prekill_many(fd);
+        else if (streq(cgroup, "/steps"))
                 serve_steps(fd);
         else if (streq(cgroup, "/hold")) {
                 send_level(fd, cgroup, json_pack("{s:s, s:i, s:i, s:i, s:i}", "level", "low",
@@ -141,6 +195,10 @@ static void serve_connection(int fd) {
         json_t *params = json_object_get(req, "parameters");
         const char *cgroup = json_string_value(json_object_get(params, "cgroup"));
 
+        if (streq_ptr(method, "io.pressured.AcknowledgePrekill")) {
+                serve_acknowledge(fd, params);
+                _exit(0);
+        }
         if (!method || !cgroup)
                 _exit(1);
         if (streq(method, "io.pressured.Subscribe")) {
@@ -498,6 +556,136 @@ static void test_headroom_async(void) {
         ASSERT_EQ(bad.error, -EBADMSG);
 }
 
+static int compare_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* The ids acknowledged so far, in ascending order whatever the order of their calls: "21 22 ". */
+static void read_acks(char buf[static 256]) {
+        FILE *f = fopen(acks_path, "re");
+        uint64_t ids[128];
+        size_t n = 0, len = 0;
+
+        buf[0] = 0;
+        if (!f)
+                return;
+        while (n < ELEMENTSOF(ids) && fscanf(f, "%" SCNu64, &ids[n]) == 1)
+                n++;
+        fclose(f);
+        qsort(ids, n, sizeof(ids[0]), compare_u64);
+        for (size_t i = 0; i < n && len < 200; i++)
+                len += (size_t) snprintf(buf + len, 256 - len, "%" PRIu64 " ", ids[i]);
+}
+
+/* Run @e until the server has been acknowledged @want ("21 22 "); fail at the deadline. */
+static void run_until_acks(sd_event *e, const char *want) {
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + DEADLINE_USEC;
+        char buf[256];
+
+        for (read_acks(buf); !streq(buf, want); read_acks(buf)) {
+                ASSERT_TRUE(now_usec(CLOCK_MONOTONIC) < deadline);
+                ASSERT_OK(sd_event_run(e, 20000));
+        }
+}
+
+/* Acknowledge 21 at once (return 0), the others later. */
+static int on_prekill(pressure_monitor *m, const pressure_event *e, void *userdata) {
+        uint64_t id = 0;
+
+        on_level(m, e, userdata);
+        if (pressure_event_get_kind(e) != PRESSURE_EVENT_PREKILL)
+                return 0;
+        ASSERT_OK(pressure_event_get_prekill_id(e, &id));
+        ASSERT_STREQ(pressure_event_get_cgroup(e), "/prekill/worker.service");
+        ASSERT_STREQ(pressure_event_get_killed_by(e), "systemd-oomd");
+        /* Nothing acknowledged yet: the handler's return value says when. */
+        ASSERT_ERR(pressure_monitor_acknowledge_prekill(m, id), ESRCH);
+        return id == 21 ? 0 : PRESSURE_MONITOR_ACKNOWLEDGE_LATER;
+}
+
+/*
+ * The warnings reach the handler (the unknown kind does not, and ends
+ * nothing); returning 0 acknowledges at once, PRESSURE_MONITOR_ACKNOWLEDGE_LATER
+ * when pressure_monitor_acknowledge_prekill() says so, once; a warning past
+ * its deadline is not acknowledged any more.
+ */
+static void test_prekill(sd_event *e) {
+        _cleanup_(pressure_monitor_unrefp) pressure_monitor *m = NULL;
+        Recorder r = {};
+        char buf[256];
+
+        ASSERT_OK(pressure_monitor_new(&m, "/prekill", on_prekill, &r));
+        ASSERT_OK(pressure_client_set_socket(pressure_monitor_get_client(m), socket_path));
+        ASSERT_OK(pressure_monitor_set_prekill(m, 1));
+        ASSERT_OK(pressure_monitor_attach_event(m, e, 0));
+        run_until_n(e, &r, 4);
+        assert_level(&r.seen[0], PRESSURE_LEVEL_NORMAL, 4096, 0, 1, 0);
+        for (unsigned i = 1; i < 4; i++) {
+                ASSERT_EQ(r.seen[i].kind, PRESSURE_EVENT_PREKILL);
+                ASSERT_U64_EQ(r.seen[i].seq, i + 2);
+        }
+        run_until_acks(e, "21 ");
+
+        ASSERT_OK(pressure_monitor_acknowledge_prekill(m, 22));
+        ASSERT_ERR(pressure_monitor_acknowledge_prekill(m, 22), ESRCH);
+        ASSERT_ERR(pressure_monitor_acknowledge_prekill(m, 23), ESRCH);
+        ASSERT_ERR(pressure_monitor_acknowledge_prekill(m, 99), ESRCH);
+        ASSERT_ERR(pressure_monitor_acknowledge_prekill(NULL, 22), EINVAL);
+        run_until_acks(e, "21 22 ");
+        /* The stream goes on. */
+        ASSERT_EQ(pressure_monitor_is_active(m), 1);
+        read_acks(buf);
+        ASSERT_STREQ(buf, "21 22 ");
+}
+
+/*
+ * A handler of a program that did not ask for warnings (one written before
+ * libpressure 1.5, which ends at a kind it does not know) never sees one:
+ * the monitor acknowledges each at once.
+ */
+static void test_prekill_not_asked(sd_event *e) {
+        _cleanup_(pressure_monitor_unrefp) pressure_monitor *m = NULL;
+        Recorder r = {};
+
+        (void) unlink(acks_path);
+        m = monitor_new("/prekill", &r);
+        ASSERT_OK(pressure_monitor_attach_event(m, e, 0));
+        run_until_acks(e, "21 22 23 ");
+        ASSERT_EQ(r.n, 1);
+        ASSERT_EQ(r.seen[0].kind, PRESSURE_EVENT_LEVEL);
+        ASSERT_ERR(pressure_monitor_acknowledge_prekill(m, 22), ESRCH);
+        ASSERT_ERR(pressure_monitor_set_prekill(NULL, 1), EINVAL);
+}
+
+static int on_prekill_later(pressure_monitor *m, const pressure_event *e, void *userdata) {
+        (void) m;
+        (*(unsigned *) userdata)++;
+        return pressure_event_get_kind(e) == PRESSURE_EVENT_PREKILL ? PRESSURE_MONITOR_ACKNOWLEDGE_LATER : 0;
+}
+
+/* A monitor keeps 64 warnings for later: the 65th makes it forget the oldest. */
+static void test_prekill_many(sd_event *e) {
+        _cleanup_(pressure_monitor_unrefp) pressure_monitor *m = NULL;
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + DEADLINE_USEC;
+        unsigned n = 0;
+
+        (void) unlink(acks_path);
+        ASSERT_OK(pressure_monitor_new(&m, "/prekill-many", on_prekill_later, &n));
+        ASSERT_OK(pressure_client_set_socket(pressure_monitor_get_client(m), socket_path));
+        ASSERT_OK(pressure_monitor_set_prekill(m, 1));
+        ASSERT_OK(pressure_monitor_attach_event(m, e, 0));
+        while (n < 66) {
+                ASSERT_TRUE(now_usec(CLOCK_MONOTONIC) < deadline);
+                ASSERT_OK(sd_event_run(e, 100000));
+        }
+        ASSERT_ERR(pressure_monitor_acknowledge_prekill(m, 100), ESRCH);
+        ASSERT_OK(pressure_monitor_acknowledge_prekill(m, 101));
+        ASSERT_OK(pressure_monitor_acknowledge_prekill(m, 164));
+        run_until_acks(e, "101 164 ");
+}
+
 static void test_arguments(void) {
         pressure_monitor *m;
         pressure_level level;
@@ -522,6 +710,7 @@ int main(void) {
 
         ASSERT_TRUE(mkdtemp(dir));
         snprintf(socket_path, sizeof(socket_path), "%s/io.pressured", dir);
+        snprintf(acks_path, sizeof(acks_path), "%s/acks", dir);
         server = server_start();
         ASSERT_OK(sd_event_new(&e));
 
@@ -532,10 +721,14 @@ int main(void) {
         test_old_daemon_error();
         test_headroom();
         test_headroom_async();
+        test_prekill(e);
+        test_prekill_not_asked(e);
+        test_prekill_many(e);
         test_reconnect(e, &server);
 
         sd_event_unref(e);
         server_stop(server);
+        (void) unlink(acks_path);
         (void) rmdir(dir);
         printf("all monitor tests passed\n");
         return 0;

@@ -95,7 +95,7 @@ static void test_enums(void) {
         CHECK_ENUM("protection state", idl_protection_state_table, state_name, PRESSURE_PROTECTION_MIN);
         CHECK_ENUM("reclaim state", voc_reclaim_state_table, reclaim_name, PRESSURE_RECLAIM_UNSUPPORTED);
         check_enum("event kind", idl_event_kind_table, ELEMENTSOF(idl_event_kind_table), voc_local_event_kind_table,
-                   ELEMENTSOF(voc_local_event_kind_table), kind_name, PRESSURE_EVENT_LEVEL);
+                   ELEMENTSOF(voc_local_event_kind_table), kind_name, PRESSURE_EVENT_PREKILL);
 }
 
 /*

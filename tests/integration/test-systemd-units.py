@@ -245,6 +245,23 @@ def main():
             fail('pressured.service %s= lacks pressured-prekill.socket' % key)
     if 'pressured-prekill.socket' not in get(service, 'Install', 'Also').split():
         fail('enabling pressured.service does not enable pressured-prekill.socket')
+    # systemd-report's socket (pressured(8), "systemd-report"), at the name systemd-report keeps our metrics by.
+    report_unit = os.path.join(SOURCE_ROOT, 'systemd', 'pressured-report.socket')
+    with open(report_unit) as f:
+        report = unit_settings(f.read())
+    for key, want in [('ListenStream', '/run/systemd/report/io.pressured'),
+                      ('FileDescriptorName', 'report'),
+                      ('Service', 'pressured.service'),
+                      ('SocketMode', '0666')]:
+        if get(report, 'Socket', key) != want:
+            fail('pressured-report.socket %s=%s, want %s' % (key, get(report, 'Socket', key), want))
+    if get(report, 'Install', 'WantedBy') != 'sockets.target':
+        fail('pressured-report.socket is not wanted by sockets.target')
+    for key in ('Sockets', 'Wants', 'After'):
+        if 'pressured-report.socket' not in (get(service, 'Service' if key == 'Sockets' else 'Unit', key) or '').split():
+            fail('pressured.service %s= lacks pressured-report.socket' % key)
+    if 'pressured-report.socket' not in get(service, 'Install', 'Also').split():
+        fail('enabling pressured.service does not enable pressured-report.socket')
     # No watchdog: it would wake the daemon with nobody subscribed.
     watchdog = [v for k, v in service.get('Service', []) if k == 'WatchdogSec']
     if watchdog:
@@ -280,9 +297,9 @@ def main():
         with open(os.path.join(tmp, 'pressured.service'), 'w') as f:
             f.write(test_service)
         shutil.copy(socket_unit, tmp)
-        for unit in proxy_units:
+        for unit in proxy_units + [report_unit]:
             shutil.copy(unit, tmp)
-        units = ['pressured.socket'] + [os.path.basename(u) for u in proxy_units] + ['pressured.service']
+        units = ['pressured.socket'] + [os.path.basename(u) for u in proxy_units + [report_unit]] + ['pressured.service']
 
         r = run(['systemd-analyze', 'verify', '--man=no'] + units, cwd=tmp)
         complaints = [line for line in (r.stdout + r.stderr).splitlines() if 'pressured' in line]

@@ -236,6 +236,66 @@ static void test_walk(void) {
         cgroup_scrape_done(&s);
 }
 
+/* A weight per cgroup read: its number in full_cgroup() (the millions of its memory "some" total), else 1. */
+static size_t weight_of(const CgroupSample *s, void *userdata) {
+        unsigned *calls = userdata;
+
+        (*calls)++;
+        ASSERT_TRUE(s->path && s->path[0] == '/');
+        return s->has_psi[CGROUP_RESOURCE_MEMORY] ? s->psi[CGROUP_RESOURCE_MEMORY].some.total_us / 1000000 : 1;
+}
+
+static void scrape_weighed(size_t budget, unsigned *calls, CgroupScrape *ret) {
+        CgroupGlobs *g = globs("/ /* /a/*/* /?/?");
+        int fd = open(tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        CgroupWeigh w = { .weight = weight_of, .userdata = calls, .budget = budget };
+
+        ASSERT_TRUE(fd >= 0);
+        *calls = 0;
+        ASSERT_OK(cgroup_scrape_weighed(fd, g, 100, &w, ret));
+        close(fd);
+        cgroup_globs_free(g);
+}
+
+/*
+ * Within a budget (systemd-report's metrics): whole cgroups in walk order,
+ * the first over it dropped and everything after it counted, not read.
+ */
+static void test_weighed(void) {
+        static const char *const mixed[] = { "/", "/a", "/a/x", "/a/x/deep" };
+        CgroupScrape s;
+        unsigned calls;
+
+        /* 1 + 1 + 2 + 3 fills 7; /a/y (4) would go over: it and /b, /b/z, /c, /d are omitted. */
+        scrape_weighed(7, &calls, &s);
+        assert_paths(&s, mixed, 4);
+        ASSERT_EQ(s.omitted, 5);
+        ASSERT_EQ(calls, 5);
+        ASSERT_EQ(s.errors.count, 0); /* /d's broken files were not read */
+        cgroup_scrape_done(&s);
+
+        /* /a/x/deep goes over 6 and is dropped; /a/y is not even weighed. */
+        scrape_weighed(6, &calls, &s);
+        assert_paths(&s, mixed, 3);
+        ASSERT_EQ(s.omitted, 6);
+        ASSERT_EQ(calls, 4);
+        cgroup_scrape_done(&s);
+
+        /* Nothing fits: every match is counted, the first one read. */
+        scrape_weighed(0, &calls, &s);
+        ASSERT_EQ(s.n_samples, 0);
+        ASSERT_EQ(s.omitted, 9);
+        ASSERT_EQ(calls, 1);
+        cgroup_scrape_done(&s);
+
+        /* A budget nothing reaches keeps what cgroup_scrape() does. */
+        scrape_weighed(1000, &calls, &s);
+        ASSERT_EQ(s.n_samples, 8);
+        ASSERT_EQ(s.omitted, 0);
+        ASSERT_EQ(calls, 8);
+        cgroup_scrape_done(&s);
+}
+
 /* ---- what the cgroup v1 memory hierarchy adds (cgroup_scrape_v1()) ---- */
 
 static char v1tree[] = "/tmp/test-cgroup-glob-v1-XXXXXX";
@@ -435,6 +495,7 @@ int main(void) {
         test_parse();
         make_tree();
         test_walk();
+        test_weighed();
         test_v1();
         test_out_of_memory();
         (void) nftw(tree, rm_one, 16, FTW_DEPTH | FTW_PHYS);

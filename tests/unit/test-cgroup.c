@@ -121,8 +121,67 @@ static void test_open_beneath(void) {
         ASSERT_EQ(system(path), 0);
 }
 
+static void check_unit(const char *path, const char *want) {
+        const char *got = cgroup_path_unit(path);
+
+        if (!want) {
+                if (got)
+                        TEST_FAIL("cgroup_path_unit(\"%s\") = \"%s\", expected none", path, got);
+                return;
+        }
+        ASSERT_STREQ(got, want);
+        /* A name into the path: its last component. */
+        ASSERT_TRUE(got + strlen(got) == path + strlen(path));
+}
+
+/* The unit whose own cgroup a path is, as systemd's cgroup metrics name it. */
+static void test_path_unit(void) {
+        char long_unit[300];
+
+        check_unit("/system.slice/foo.service", "foo.service");
+        check_unit("/init.scope", "init.scope");
+        check_unit("/user.slice/user-1000.slice/user@1000.service", "user@1000.service");
+        check_unit("/user.slice/user-1000.slice/session-2.scope", "session-2.scope");
+        check_unit("/system.slice/system-getty.slice/getty@tty1.service", "getty@tty1.service");
+        check_unit("/system.slice/dev-hugepages.mount", "dev-hugepages.mount");
+        check_unit("/system.slice/foo\\x2dbar.service", "foo\\x2dbar.service");
+        check_unit("/foo.service", "foo.service");
+        /* systemd's escape of a cgroup name: the leading "_" is not the unit's. */
+        check_unit("/system.slice/_cpu.service", "cpu.service");
+        check_unit("/system.slice/a@b.c.service", "a@b.c.service");
+
+        /* No unit of its own: the root, slices, cgroups below a unit, what no unit can be named. */
+        check_unit("/", NULL);
+        check_unit("/system.slice", NULL);
+        check_unit("/user.slice/user-1000.slice", NULL);
+        check_unit("/system.slice/foo.service/payload", NULL);
+        check_unit("/system.slice/foo.service/bar.service", NULL);
+        check_unit("/user.slice/user-1000.slice/user@1000.service/app.slice/foo.service", NULL);
+        check_unit("/machine.slice/a@b.slice", NULL);
+        check_unit("/system.slice/foo@.service", NULL);
+        check_unit("/system.slice/@foo.service", NULL);
+        check_unit("/system.slice/a@b@c.service", NULL);
+        check_unit("/system.slice/foo.bar", NULL);
+        check_unit("/system.slice/.service", NULL);
+        check_unit("/system.slice/foo", NULL);
+        check_unit("/system.slice/fo o.service", NULL);
+        check_unit("/payload/foo.service", NULL);
+        check_unit("/_", NULL);
+        check_unit("", NULL);
+
+        /* At most 255 bytes. */
+        long_unit[0] = '/';
+        memset(long_unit + 1, 'a', 255 - 8);
+        strcpy(long_unit + 1 + 255 - 8, ".service");
+        check_unit(long_unit, long_unit + 1);
+        memmove(long_unit + 2, long_unit + 1, strlen(long_unit + 1) + 1);
+        long_unit[1] = 'a';
+        check_unit(long_unit, NULL);
+}
+
 int main(void) {
         test_normalize();
         test_open_beneath();
+        test_path_unit();
         return 0;
 }

@@ -342,6 +342,23 @@ static void test_value_forms(void) {
         ASSERT_TRUE(c->metrics_cgroups == NULL);
         ASSERT_EQ(c->metrics_max_cgroups, 1u);
 
+        /* [Report]: a socket, "" off, "auto" the default; the two limits in their ranges. */
+        ASSERT_TRUE(c->report_socket == NULL);
+        ASSERT_EQ(c->report_max_connections, CONFIG_REPORT_MAX_CONNECTIONS_DEFAULT);
+        ASSERT_EQ(c->report_max_metrics, CONFIG_REPORT_MAX_METRICS_DEFAULT);
+        ASSERT_OK(config_parse_string(c, "x", "[Report]\nSocket=/run/x/io.pressured\nMaxConnections=1\n"
+                                      "MaxMetrics=16384\n", NULL));
+        ASSERT_STREQ(c->report_socket, "/run/x/io.pressured");
+        ASSERT_EQ(c->report_max_connections, 1u);
+        ASSERT_EQ(c->report_max_metrics, 16384u);
+        ASSERT_OK(config_parse_string(c, "x", "[Report]\nSocket=\nMaxMetrics=64\n", NULL));
+        ASSERT_STREQ(c->report_socket, "");
+        ASSERT_EQ(c->report_max_metrics, 64u);
+        ASSERT_OK(config_parse_string(c, "x", "[Report]\nSocket=auto\nMaxConnections=\nMaxMetrics=\n", NULL));
+        ASSERT_TRUE(c->report_socket == NULL);
+        ASSERT_EQ(c->report_max_connections, CONFIG_REPORT_MAX_CONNECTIONS_DEFAULT);
+        ASSERT_EQ(c->report_max_metrics, CONFIG_REPORT_MAX_METRICS_DEFAULT);
+
         /* [Reclaim]: globs kept as written, percentages, a duration, a size; empty restores the default. */
         ASSERT_OK(config_parse_string(c, "x", "[Reclaim]\nCgroups=/system.slice/*.service /user.slice\n"
                                       "TargetStall=0.25%\nInterval=500ms\nMaxStep=2.5%\nMinSize=1G\n", NULL));
@@ -577,6 +594,11 @@ static void test_errors(void) {
                     F "2: [Policy] MaxFastTriggersPerUser=: must be a number between 0 and 1000000");
         check_error("[Policy]\nMaxFastTriggersPerUser=four\n",
                     F "2: [Policy] MaxFastTriggersPerUser=: must be a number between 0 and 1000000");
+        check_error("[Report]\nMaxMetrics=63\n", F "2: [Report] MaxMetrics=: must be a number between 64 and 16384");
+        check_error("[Report]\nMaxMetrics=16385\n", F "2: [Report] MaxMetrics=: must be a number between 64 and 16384");
+        check_error("[Report]\nMaxConnections=0\n",
+                    F "2: [Report] MaxConnections=: must be a number between 1 and 4096");
+        check_error("[Report]\nSocket=relative\n", F "2: [Report] Socket=: must be an absolute path");
         check_error("[Metrics]\nMaxCgroups=0\n", F "2: [Metrics] MaxCgroups=: must be a number between 1 and 100000");
         check_error("[Metrics]\nMaxCgroups=100001\n",
                     F "2: [Metrics] MaxCgroups=: must be a number between 1 and 100000");
@@ -744,6 +766,11 @@ static void test_format_roundtrip(void) {
                      "Listen=\n"
                      "Cgroups=\n"
                      "MaxCgroups=1000\n"
+                     "\n"
+                     "[Report]\n"
+                     "Socket=auto\n"
+                     "MaxConnections=16\n"
+                     "MaxMetrics=1024\n"
                      "\n"
                      "[Reclaim]\n"
                      "Cgroups=\n"

@@ -352,6 +352,23 @@ static void test_kill_interval(void) {
         ASSERT_EQ(k.n_kills, 0);
 }
 
+/* The warning before a kill names the unit, who is about to kill it, and the whole path. */
+static void test_prekill_words(void) {
+        char *s = NULL, *b = NULL;
+
+        ASSERT_OK(notify_format_prekill(MANAGER "/app.slice/foo.service", "systemd-oomd", &s, &b));
+        ASSERT_STREQ(s, "foo.service will be killed by systemd-oomd");
+        ASSERT_STREQ(b, "systemd-oomd is about to kill it to free memory: save your work in it now.\n"
+                     MANAGER "/app.slice/foo.service");
+        free(s);
+        free(b);
+        ASSERT_OK(notify_format_prekill(NULL, NULL, &s, &b));
+        ASSERT_STREQ(s, "/ will be killed by unknown");
+        ASSERT_STREQ(b, "unknown is about to kill it to free memory: save your work in it now.\n/");
+        free(s);
+        free(b);
+}
+
 int main(void) {
         test_session_cgroup();
         test_urgency_duration();
@@ -361,6 +378,7 @@ int main(void) {
         test_kill_names();
         test_kill_words();
         test_kill_interval();
+        test_prekill_words();
         printf("notify-text: ok\n");
         return 0;
 }

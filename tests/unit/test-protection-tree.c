@@ -464,6 +464,66 @@ static void test_track_later(void) {
         ASSERT_EQ(protection_reader_n_tracked(r), 2);
 }
 
+static void assert_same_protection(ProtectionReader *a, ProtectionReader *b, const char *cgroup) {
+        ProtectionValues va = values(a, cgroup), vb = values(b, cgroup);
+
+        ASSERT_U64_EQ(va.usage, vb.usage);
+        ASSERT_U64_EQ(va.emin, vb.emin);
+        ASSERT_U64_EQ(va.elow, vb.elow);
+        ASSERT_EQ(va.state, vb.state);
+}
+
+/*
+ * A node tracked alone (systemd-report's List): its ancestors are listed
+ * and their children read, the node is not listed; its values are those
+ * of a subtree track. A subtree track of the same node lists it again.
+ */
+static void test_track_node(void) {
+        _cleanup_(protection_reader_freep) ProtectionReader *r = NULL, *sub = NULL, *root = NULL;
+        ProtectionReaderStats s;
+
+        ASSERT_OK(protection_reader_new(base, true, &r));
+        ASSERT_OK(protection_reader_track_node_later(r, "/p/q"));
+        ASSERT_OK(protection_reader_track_node_later(r, "/p/s"));
+        ASSERT_OK(protection_reader_track_node_later(r, "/p/s")); /* a second user */
+        ASSERT_ERR(protection_reader_track_node_later(r, "/nope"), ENOENT);
+        ASSERT_ERR(protection_reader_track_node_later(r, "p"), EINVAL);
+        ASSERT_EQ(protection_reader_n_tracked(r), 2);
+        ASSERT_OK(protection_reader_refresh(r));
+        protection_reader_get_stats(r, &s);
+        ASSERT_U64_EQ(s.dirs_listed, 2); /* "/" and "/p" */
+        ASSERT_TRUE(protection_reader_lookup(r, "/p/q"));
+        ASSERT_TRUE(protection_reader_lookup(r, "/a")); /* an ancestor's child */
+        ASSERT_TRUE(protection_reader_lookup(r, "/p/q/r") == NULL);
+        ASSERT_TRUE(protection_reader_lookup(r, "/p/s/t") == NULL);
+
+        ASSERT_OK(protection_reader_new(base, true, &sub));
+        ASSERT_OK(protection_reader_track(sub, "/p/q"));
+        ASSERT_OK(protection_reader_track(sub, "/p/s"));
+        assert_same_protection(r, sub, "/p");
+        assert_same_protection(r, sub, "/p/q");
+        assert_same_protection(r, sub, "/p/s");
+        ASSERT_U64_EQ(values(r, "/p/q").elow, 2 * G * 3 / 4);
+
+        /* The subtree of one of them, tracked too: listed, the other still not. */
+        ASSERT_OK(protection_reader_track(r, "/p/s"));
+        ASSERT_TRUE(protection_reader_lookup(r, "/p/s/t"));
+        ASSERT_OK(protection_reader_refresh(r));
+        ASSERT_TRUE(protection_reader_lookup(r, "/p/s/t"));
+        ASSERT_TRUE(protection_reader_lookup(r, "/p/q/r") == NULL);
+        assert_same_protection(r, sub, "/p/s");
+
+        /* The root alone: read, nothing listed. */
+        ASSERT_OK(protection_reader_new(base, true, &root));
+        ASSERT_OK(protection_reader_track_node_later(root, "/"));
+        ASSERT_OK(protection_reader_refresh(root));
+        protection_reader_get_stats(root, &s);
+        ASSERT_U64_EQ(s.dirs_listed, 0);
+        ASSERT_TRUE(protection_reader_lookup(root, "/"));
+        ASSERT_TRUE(protection_reader_lookup(root, "/p") == NULL);
+        ASSERT_U64_EQ(values(root, "/").emin, 0);
+}
+
 /* Over the descriptor budget, nodes are read with open/pread/close: same results. */
 static void test_unpinned(void) {
         _cleanup_(protection_reader_freep) ProtectionReader *pinned = NULL, *r = NULL;
@@ -521,6 +581,7 @@ int main(void) {
         test_json();
         test_deep();
         test_track_later();
+        test_track_node();
         test_unpinned();
         remove_tree("");
         return 0;

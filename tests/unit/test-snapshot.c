@@ -356,6 +356,7 @@ static void assert_snapshot_eq(const Snapshot *a, const Snapshot *b) {
         assert_str_eq(a->socket_path, b->socket_path);
         for (Resource r = 0; r < _RESOURCE_MAX; r++)
                 assert_str_eq(a->proxy_paths[r], b->proxy_paths[r]);
+        assert_str_eq(a->report_path, b->report_path);
         ASSERT_U64_EQ(a->next_client_id, b->next_client_id);
         ASSERT_U64_EQ(a->next_proxy_id, b->next_proxy_id);
         ASSERT_U64_EQ(a->next_registration_id, b->next_registration_id);
@@ -453,6 +454,21 @@ static void test_proxy_resources(void) {
         ASSERT_EQ(d.proxies[1].resource, RESOURCE_CPU);
         ASSERT_EQ(d.proxies[2].resource, RESOURCE_IO);
         ASSERT_STREQ(d.proxy_paths[RESOURCE_IO], "/run/pressured/io-pressure");
+        ASSERT_TRUE(d.report_path == NULL);
+}
+
+/* The report socket's path, when this daemon bound it, comes back as it was. */
+static void test_report_path(void) {
+        _cleanup_(snapshot_done) Snapshot s = {}, d = {};
+        _cleanup_free_ char *buf = NULL;
+        size_t n;
+
+        sample(&s);
+        s.report_path = xstrdup("/run/systemd/report/io.pressured");
+        encode(&s, &buf, &n);
+        ASSERT_OK(snapshot_decode(buf, n, &d));
+        assert_snapshot_eq(&s, &d);
+        ASSERT_STREQ(d.report_path, "/run/systemd/report/io.pressured");
 }
 
 /* Encode @s and expect the decoder to refuse it with @error. */
@@ -782,6 +798,7 @@ int main(int argc, char **argv) {
         test_round_trip();
         test_levels();
         test_proxy_resources();
+        test_report_path();
         test_truncated_and_changed();
         test_garbage();
         test_version();

@@ -9,13 +9,19 @@ The one call a program needs: its level and headroom, then every change::
 
     import pressured
 
-    for lv in pressured.watch_levels('/system.slice/app.service'):
-        print(lv.level, lv.headroom_bytes, lv.reclaim_target_bytes)
+    for ev in pressured.watch_levels('/system.slice/app.service'):
+        if isinstance(ev, pressured.PrekillEvent):
+            save_state()
+            ev.acknowledge()
+        else:
+            print(ev.level, ev.headroom_bytes, ev.reclaim_target_bytes)
 
 ``level`` is "normal", "low", "medium" or "critical"; the first event is
 the level now, the others each change (back to "normal" included).
 ``headroom_bytes`` is how far the cgroup can grow before its nearest
-limit, ``reclaim_target_bytes`` how much to give back. With asyncio::
+limit, ``reclaim_target_bytes`` how much to give back. When systemd-oomd
+is about to kill the cgroup, a PrekillEvent comes: save what must be
+saved, then ``event.acknowledge()``. With asyncio::
 
     async for lv in pressured.watch_levels_async(cgroup):
         ...
@@ -35,8 +41,8 @@ daemon's $XDG_RUNTIME_DIR/pressured/io.pressured, else $PRESSURED_SOCKET,
 else /run/pressured/io.pressured.
 
 Events are typed (SubscribedEvent, PressureEvent, MemoryEventsEvent,
-ProtectionEvent, KilledEvent, ClearedEvent, RemovedEvent, LevelEvent;
-UnknownEvent for a kind this module does not know), each with the dict
+ProtectionEvent, KilledEvent, ClearedEvent, RemovedEvent, LevelEvent,
+PrekillEvent; UnknownEvent for a kind this module does not know), each with the dict
 it came from in ``raw``. A subscription whose connection ends without
 "removed" (the daemon restarted or crashed) connects and subscribes
 again by itself, and says so with a ReconnectedEvent: events may have
@@ -53,10 +59,11 @@ from .client import Client, LevelWatch, Subscription, watch_levels
 from .errors import (CallTimeout, ConfigurationRejected, ConnectionFailed, ConnectionLost, DaemonNotRunning,
                      ExpectedMore, InterfaceNotFound, InternalError, InvalidCgroupPath, InvalidParameter,
                      InvalidTrigger, LimitExceeded, MessageTooLarge, MethodNotFound, MethodNotImplemented,
-                     NoSuchCgroup, PermissionDenied, PressuredError, ProtocolError, SourceUnavailable,
-                     VarlinkError)
+                     NoSuchCgroup, NoSuchPrekill, PermissionDenied, PressuredError, ProtocolError,
+                     SourceUnavailable, VarlinkError)
 from .types import (LEVELS, CgroupInfo, ClearedEvent, DBusStatus, Episode, Event, FastTriggers, FastTriggerUse,
-                    Headroom, Info, KilledEvent, LevelEvent, MemoryEventsEvent, PastEpisode, PressureEvent,
+                    Headroom, Info, KilledEvent, LevelEvent, MemoryEventsEvent, PastEpisode, PrekillEvent,
+                    PrekillStatus, PressureEvent,
                     Protection, ProtectionEvent, ProtectionNode, ProxiedClient, PsiStats, PsiTrigger,
                     ReclaimEntry, ReconnectedEvent, Registration, RemovedEvent, State, Status,
                     SubscribedEvent, Takeover, Trigger, UnknownEvent, Vmpressure, parse_event)
@@ -70,14 +77,15 @@ __all__ = [
     'socket_path', 'SYSTEM_SOCKET', 'LEVELS',
     # events
     'Event', 'SubscribedEvent', 'PressureEvent', 'MemoryEventsEvent', 'ProtectionEvent', 'KilledEvent',
-    'ClearedEvent', 'RemovedEvent', 'LevelEvent', 'ReconnectedEvent', 'UnknownEvent', 'parse_event',
+    'ClearedEvent', 'RemovedEvent', 'LevelEvent', 'PrekillEvent', 'ReconnectedEvent', 'UnknownEvent',
+    'parse_event',
     # results and their parts
     'Status', 'Protection', 'Headroom', 'Info', 'ProtectionNode', 'Registration', 'Trigger', 'PsiTrigger',
     'Vmpressure', 'PsiStats', 'Episode', 'PastEpisode', 'State', 'ProxiedClient', 'CgroupInfo', 'Takeover',
-    'ReclaimEntry', 'DBusStatus', 'FastTriggers', 'FastTriggerUse',
+    'ReclaimEntry', 'DBusStatus', 'FastTriggers', 'FastTriggerUse', 'PrekillStatus',
     # errors
     'PressuredError', 'VarlinkError', 'NoSuchCgroup', 'InvalidCgroupPath', 'PermissionDenied',
-    'SourceUnavailable', 'InvalidTrigger', 'LimitExceeded', 'ConfigurationRejected', 'InternalError',
+    'SourceUnavailable', 'InvalidTrigger', 'LimitExceeded', 'ConfigurationRejected', 'InternalError', 'NoSuchPrekill',
     'InterfaceNotFound', 'MethodNotFound', 'MethodNotImplemented', 'InvalidParameter', 'ExpectedMore',
     'ConnectionFailed', 'DaemonNotRunning', 'ConnectionLost', 'CallTimeout', 'ProtocolError', 'MessageTooLarge',
 ]

@@ -13,7 +13,7 @@ import json
 import os
 
 from . import errors
-from .types import PsiTrigger, ReconnectedEvent, Vmpressure, parse_event
+from .types import PrekillEvent, PsiTrigger, ReconnectedEvent, Vmpressure, parse_event
 
 SYSTEM_SOCKET = '/run/pressured/io.pressured'
 USER_SOCKET_SUFFIX = '/pressured/io.pressured'
@@ -177,9 +177,11 @@ class StreamState:
     ReconnectedEvent, as libpressure reports PRESSURE_EVENT_RECONNECTED.
     """
 
-    def __init__(self, parameters, reconnect=True):
+    def __init__(self, parameters, reconnect=True, client=None):
         self.parameters = parameters
         self.reconnect = reconnect
+        #: The client whose calls acknowledge the warnings before a kill the stream brings.
+        self.client = client
         self.state = 'pending'
         self.confirmed = False
         self.resuming = False
@@ -220,6 +222,8 @@ class StreamState:
                 raw = {'kind': 'reconnected', 'cgroup': event.cgroup, 'reason': self.reason,
                        'attempts': self.attempts}
                 out.append(ReconnectedEvent.from_dict(raw))
+        if isinstance(event, PrekillEvent):
+            event.bind(self.client)
         out.append(event)
         if not msg.get('continues'):
             self.state = 'ended'

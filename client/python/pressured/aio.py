@@ -18,7 +18,7 @@ import socket as socket_
 
 from . import _wire, errors
 from .client import _cgroup, _close_quietly, _int, _level_filter
-from .types import Headroom, Info, LevelEvent, Protection, Status
+from .types import Headroom, Info, LevelEvent, PrekillEvent, Protection, Status
 
 __all__ = ['AsyncClient', 'AsyncSubscription', 'AsyncLevelWatch', 'watch_levels_async']
 
@@ -287,6 +287,10 @@ class AsyncClient:
         """io.pressured.Reexecute(); returns once the new process answers."""
         await self.call('io.pressured.Reexecute')
 
+    async def acknowledge_prekill(self, id):
+        """io.pressured.AcknowledgePrekill(@id); see Client.acknowledge_prekill()."""
+        await self.call('io.pressured.AcknowledgePrekill', {'id': id})
+
     def subscribe(self, cgroup=None, *, level=None, levels=False, psi=None, vmpressure=None,
                   memory_events=False, protection=False, kills=False, resource=None,
                   min_interval_ms=None, reconnect=True, parameters=None):
@@ -299,10 +303,10 @@ class AsyncClient:
                                             resource=resource, min_interval_ms=min_interval_ms, extra=parameters)
         return AsyncSubscription(self, params, reconnect)
 
-    def watch_levels(self, cgroup=None, *, reconnect=True):
+    def watch_levels(self, cgroup=None, *, reconnect=True, prekill=True):
         """The level and headroom of @cgroup as an AsyncLevelWatch; see
         watch_levels_async()."""
-        return AsyncLevelWatch(self, _wire.subscribe_parameters(cgroup, levels=True), reconnect)
+        return AsyncLevelWatch(self, _wire.subscribe_parameters(cgroup, levels=True), reconnect, prekill)
 
 
 class AsyncSubscription:
@@ -321,7 +325,7 @@ class AsyncSubscription:
         self.socket = client.socket
         self._parameters = parameters
         self._reconnect = reconnect
-        self._stream = _wire.StreamState(parameters, reconnect)
+        self._stream = _wire.StreamState(parameters, reconnect, client)
         self._queue = []
         self._conn = None
         self._started = False
@@ -389,7 +393,7 @@ class AsyncSubscription:
             # afresh next time, unless the subscription was closed meanwhile.
             self._close_conn()
             if self._stream.state != 'ended':
-                self._stream = _wire.StreamState(self._parameters, self._reconnect)
+                self._stream = _wire.StreamState(self._parameters, self._reconnect, self.client)
                 self._started = False
             raise
         except BaseException:
@@ -488,35 +492,48 @@ class AsyncSubscription:
 
 
 class AsyncLevelWatch(AsyncSubscription):
-    """A level stream reduced to its LevelEvent objects, for asyncio; see
-    LevelWatch. ``current`` is the last level read, ``removed`` True once
-    the cgroup is gone."""
+    """A level stream reduced to its LevelEvent and PrekillEvent objects,
+    for asyncio; see LevelWatch (``await event.acknowledge()`` here).
+    ``current`` is the last level read, ``removed`` True once the cgroup is
+    gone."""
 
-    def __init__(self, client, parameters, reconnect=True):
+    def __init__(self, client, parameters, reconnect=True, prekill=True):
         super().__init__(client, parameters, reconnect)
         self.current = None
         self.removed = False
         self._resumed = False
+        self._prekill = prekill
 
     async def _next(self):
         while True:
             event = await self._next_any()
-            if event is None or isinstance(event, LevelEvent):
+            if isinstance(event, PrekillEvent) and not self._prekill:
+                try:
+                    await event.acknowledge()
+                except errors.PressuredError:
+                    pass  # past the deadline the daemon answered systemd-oomd anyway
+                continue
+            if event is None or isinstance(event, (LevelEvent, PrekillEvent)):
                 return event
 
     def _filter(self, event):
         return _level_filter(self, event)
 
 
-def watch_levels_async(cgroup=None, *, socket=None, user=False, reconnect=True):
+def watch_levels_async(cgroup=None, *, socket=None, user=False, reconnect=True, prekill=True):
     """Follow the memory level and headroom of @cgroup (default: the whole
     system) from asyncio: an AsyncLevelWatch yielding LevelEvent objects,
-    the current level first, then one per change::
+    the current level first, then one per change, and PrekillEvent
+    objects::
 
-        async for lv in pressured.watch_levels_async('/system.slice/app.service'):
-            print(lv.level, lv.headroom_bytes)
+        async for ev in pressured.watch_levels_async('/system.slice/app.service'):
+            if isinstance(ev, pressured.PrekillEvent):
+                await save_state()
+                await ev.acknowledge()
+            else:
+                print(ev.level, ev.headroom_bytes)
 
     It reconnects by itself; cancelling the task closes it. See
     watch_levels().
     """
-    return AsyncClient(socket, user=user).watch_levels(cgroup, reconnect=reconnect)
+    return AsyncClient(socket, user=user).watch_levels(cgroup, reconnect=reconnect, prekill=prekill)

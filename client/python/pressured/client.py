@@ -15,7 +15,7 @@ import threading
 import time
 
 from . import _wire, errors
-from .types import Headroom, Info, LevelEvent, Protection, ReconnectedEvent, RemovedEvent, Status
+from .types import Headroom, Info, LevelEvent, PrekillEvent, Protection, ReconnectedEvent, RemovedEvent, Status
 
 __all__ = ['Client', 'Subscription', 'LevelWatch', 'watch_levels']
 
@@ -259,6 +259,16 @@ class Client:
         Root only."""
         self.call('io.pressured.Reexecute')
 
+    def acknowledge_prekill(self, id):
+        """io.pressured.AcknowledgePrekill(): the warning before a kill @id
+        (PrekillEvent.id) was acted on; PrekillEvent.acknowledge() calls it.
+        Once per warning: the daemon counts each call for one warned
+        subscriber of the caller's user (this process's, else the oldest).
+        NoSuchPrekill when no such warning waits for the caller's
+        acknowledgement (answered already, the deadline passed, or not the
+        caller's); MethodNotFound from a daemon before 0.5."""
+        self.call('io.pressured.AcknowledgePrekill', {'id': id})
+
     def subscribe(self, cgroup=None, *, level=None, levels=False, psi=None, vmpressure=None,
                   memory_events=False, protection=False, kills=False, resource=None,
                   min_interval_ms=None, reconnect=True, parameters=None):
@@ -278,17 +288,20 @@ class Client:
         Subscription. With @reconnect (default) a connection that ends
         without "removed" is made again, with backoff, and the stream
         resumes with a ReconnectedEvent then a new SubscribedEvent.
+
+        Kills and level streams bring PrekillEvent when systemd-oomd is about
+        to kill: acknowledge() it once what must be saved is saved.
         """
         params = _wire.subscribe_parameters(cgroup, level=level, levels=levels, psi=psi, vmpressure=vmpressure,
                                             memory_events=memory_events, protection=protection, kills=kills,
                                             resource=resource, min_interval_ms=min_interval_ms, extra=parameters)
         return Subscription(self, params, reconnect)
 
-    def watch_levels(self, cgroup=None, *, reconnect=True):
+    def watch_levels(self, cgroup=None, *, reconnect=True, prekill=True):
         """The level and headroom of @cgroup (default: the whole system):
         a LevelWatch yielding a LevelEvent with the current level, then one
-        per change. See watch_levels()."""
-        return LevelWatch(self, _wire.subscribe_parameters(cgroup, levels=True), reconnect)
+        per change, and PrekillEvent. See watch_levels()."""
+        return LevelWatch(self, _wire.subscribe_parameters(cgroup, levels=True), reconnect, prekill)
 
 
 def _close_quietly(conn):
@@ -331,7 +344,7 @@ class Subscription:
     def __init__(self, client, parameters, reconnect=True):
         self.client = client
         self.socket = client.socket
-        self._stream = _wire.StreamState(parameters, reconnect)
+        self._stream = _wire.StreamState(parameters, reconnect, client)
         self._queue = []
         self._conn = None
         self._retry_at = None
@@ -457,32 +470,47 @@ class Subscription:
 
 
 class LevelWatch(Subscription):
-    """A level stream (Subscribe levels: true) reduced to its levels:
-    iterating yields only LevelEvent, first the current level, then each
-    change. ``current`` is the last one read.
+    """A level stream (Subscribe levels: true) reduced to its levels and
+    warnings: iterating yields LevelEvent, first the current level, then
+    each change, and PrekillEvent when systemd-oomd is about to kill the
+    cgroup (acknowledge() it). ``current`` is the last level read. With
+    prekill=False the warnings are acknowledged at once and not yielded.
 
     Across a reconnect the first level after it has ``reconnected`` True
     (changes in between were not seen; it is the level now). Iteration
     ends when the cgroup is removed (``removed`` is then True)."""
 
-    def __init__(self, client, parameters, reconnect=True):
+    def __init__(self, client, parameters, reconnect=True, prekill=True):
         self.current = None
         self.removed = False
         self._resumed = False
+        self._prekill = prekill
         super().__init__(client, parameters, reconnect)
 
     def next_event(self, timeout=None):
-        """The next level (LevelEvent); None once the stream is over or if
-        @timeout seconds pass first."""
+        """The next level (LevelEvent) or warning (PrekillEvent); None once
+        the stream is over or if @timeout seconds pass first."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             left = None if deadline is None else max(deadline - time.monotonic(), 0)
             event = super().next_event(left)
-            if event is None or isinstance(event, LevelEvent):
+            if isinstance(event, PrekillEvent) and not self._prekill:
+                _acknowledge_quietly(event)
+                continue
+            if event is None or isinstance(event, (LevelEvent, PrekillEvent)):
                 return event
 
     def _filter(self, event):
         return _level_filter(self, event)
+
+
+def _acknowledge_quietly(event):
+    """Acknowledge a warning nobody asked for; what the daemon answers
+    changes nothing (past the deadline it answered systemd-oomd anyway)."""
+    try:
+        event.acknowledge()
+    except errors.PressuredError:
+        pass
 
 
 def _level_filter(watch, event):
@@ -500,21 +528,26 @@ def _level_filter(watch, event):
     return event
 
 
-def watch_levels(cgroup=None, *, socket=None, user=False, reconnect=True):
+def watch_levels(cgroup=None, *, socket=None, user=False, reconnect=True, prekill=True):
     """Follow the memory level and headroom of @cgroup (default: the whole
     system): the one call a program needs.
 
     Returns a LevelWatch; iterate it for LevelEvent objects, the current
-    level first, then one per change (back to "normal" included)::
+    level first, then one per change (back to "normal" included), and
+    PrekillEvent objects when systemd-oomd is about to kill the cgroup::
 
-        for lv in pressured.watch_levels('/system.slice/app.service'):
-            if lv.level != 'normal':
-                shrink_cache(lv.reclaim_target_bytes)
+        for ev in pressured.watch_levels('/system.slice/app.service'):
+            if isinstance(ev, pressured.PrekillEvent):
+                save_state()
+                ev.acknowledge()
+            elif ev.level != 'normal':
+                shrink_cache(ev.reclaim_target_bytes)
 
-    Each carries ``level`` ("normal", "low", "medium", "critical"),
-    ``headroom_bytes`` and ``reclaim_target_bytes``. It reconnects by
-    itself if the daemon restarts. @socket and @user choose the daemon as
-    for Client. A daemon before 0.4 refuses with InvalidParameter
-    (parameter "levels").
+    A LevelEvent carries ``level`` ("normal", "low", "medium", "critical"),
+    ``headroom_bytes`` and ``reclaim_target_bytes``. With prekill=False the
+    warnings are acknowledged at once instead, and only levels come (as
+    before pressured 0.5). It reconnects by itself if the daemon restarts.
+    @socket and @user choose the daemon as for Client. A daemon before 0.4
+    refuses with InvalidParameter (parameter "levels").
     """
-    return Client(socket, user=user).watch_levels(cgroup, reconnect=reconnect)
+    return Client(socket, user=user).watch_levels(cgroup, reconnect=reconnect, prekill=prekill)

@@ -7,7 +7,8 @@ Everything the module raises on purpose is a PressuredError:
     +-- VarlinkError            the daemon answered with a varlink error
     |   +-- NoSuchCgroup, InvalidCgroupPath, PermissionDenied,
     |   |   SourceUnavailable, InvalidTrigger, LimitExceeded,
-    |   |   ConfigurationRejected, InternalError        (io.pressured)
+    |   |   ConfigurationRejected, InternalError,
+    |   |   NoSuchPrekill                               (io.pressured)
     |   +-- InterfaceNotFound, MethodNotFound, MethodNotImplemented,
     |       InvalidParameter, ExpectedMore               (org.varlink.service)
     +-- ConnectionFailed        connecting to the socket failed (also a ConnectionError)
@@ -29,7 +30,7 @@ which.
 __all__ = [
     'PressuredError', 'VarlinkError',
     'NoSuchCgroup', 'InvalidCgroupPath', 'PermissionDenied', 'SourceUnavailable', 'InvalidTrigger',
-    'LimitExceeded', 'ConfigurationRejected', 'InternalError',
+    'LimitExceeded', 'ConfigurationRejected', 'InternalError', 'NoSuchPrekill',
     'InterfaceNotFound', 'MethodNotFound', 'MethodNotImplemented', 'InvalidParameter', 'ExpectedMore',
     'ConnectionFailed', 'DaemonNotRunning', 'ConnectionLost', 'CallTimeout', 'ProtocolError',
     'MessageTooLarge', 'error_from_reply',
@@ -121,6 +122,14 @@ class InternalError(VarlinkError):
     """io.pressured.InternalError: the daemon failed for a reason of its own
     (e.g. out of memory); the call may be retried. Attribute: ``reason``."""
     DESCRIPTION = 'internal error of the daemon'
+
+
+class NoSuchPrekill(VarlinkError):
+    """io.pressured.NoSuchPrekill: no warning before a kill numbered ``id``
+    waits for an acknowledgement of the caller's user: unknown, answered
+    already (every warned subscriber acknowledged, or the deadline passed:
+    systemd-oomd was answered anyway), or not the caller's."""
+    DESCRIPTION = 'no such warning before a kill'
 
 
 class InterfaceNotFound(VarlinkError):

@@ -13,6 +13,7 @@ by ``kind`` and returns UnknownEvent for a kind this module does not know,
 so a newer daemon never breaks an older program.
 """
 import dataclasses
+import inspect
 import re
 import typing
 
@@ -22,10 +23,10 @@ from .errors import ProtocolError
 __all__ = [
     'PsiTrigger', 'Vmpressure', 'Trigger', 'PsiStats', 'ProtectionNode', 'Episode', 'PastEpisode', 'State',
     'ProxiedClient', 'Registration', 'CgroupInfo', 'Takeover', 'ReclaimEntry', 'DBusStatus',
-    'FastTriggerUse', 'FastTriggers', 'Status', 'Protection', 'Headroom', 'Info',
+    'FastTriggerUse', 'FastTriggers', 'PrekillStatus', 'Status', 'Protection', 'Headroom', 'Info',
     'Event', 'SubscribedEvent', 'PressureEvent', 'MemoryEventsEvent', 'ProtectionEvent', 'KilledEvent',
-    'ClearedEvent', 'RemovedEvent', 'LevelEvent', 'ReconnectedEvent', 'UnknownEvent', 'parse_event',
-    'LEVELS',
+    'ClearedEvent', 'RemovedEvent', 'LevelEvent', 'PrekillEvent', 'ReconnectedEvent', 'UnknownEvent',
+    'parse_event', 'LEVELS',
 ]
 
 #: The levels of a level stream, from none to the worst: "normal", then the
@@ -303,6 +304,20 @@ class FastTriggers(_Record):
 
 
 @_record
+class PrekillStatus(_Record):
+    """The warnings before a kill, per call of systemd-oomd's pre-kill
+    hook: ``warned`` (calls that warned at least one subscriber), of these
+    ``acknowledged`` (answered when every warned subscriber had
+    acknowledged or gone), ``deadline_reached`` and ``pending`` (waiting
+    now)."""
+    warned: int = None
+    acknowledged: int = None
+    deadline_reached: int = None
+    pending: int = None
+    raw: dict = _raw()
+
+
+@_record
 class Status(_Record):
     """GetStatus(): the daemon, its registrations and counters (a dict:
     ``status.counters['events_delivered']``)."""
@@ -319,6 +334,8 @@ class Status(_Record):
     fast_triggers: FastTriggers = _field(_object(FastTriggers))
     reclaim: list = _field(_list_of(ReclaimEntry), default=())
     dbus: DBusStatus = _field(_object(DBusStatus))
+    #: None from a daemon before 0.5.
+    prekill: PrekillStatus = _field(_object(PrekillStatus))
     raw: dict = _raw()
 
 
@@ -465,6 +482,58 @@ class KilledEvent(Event):
     missed: int = None
     time_us: int = None
     monotonic_us: int = None
+
+
+@_event('prekill')
+class PrekillEvent(Event):
+    """A warning before a kill: systemd-oomd is about to kill ``cgroup``
+    (the subscribed one or one below it; on a level stream, it or one above
+    it), ``by`` is "systemd-oomd". The daemon holds systemd-oomd's call
+    until every warned subscriber acknowledged or went away, or until
+    ``deadline_us`` (CLOCK_MONOTONIC microseconds, as time.monotonic_ns()
+    // 1000 on the same machine): save what must be saved, then
+    acknowledge(). ``id`` is the warning's number. A warning cannot stop
+    the kill."""
+    by: str = None
+    id: int = None
+    deadline_us: int = None
+    seq: int = None
+    missed: int = None
+    time_us: int = None
+    monotonic_us: int = None
+
+    def bind(self, client):
+        """Let acknowledge() go through @client (a Client or an
+        AsyncClient); a subscription binds the warnings it yields to its own."""
+        object.__setattr__(self, '_client', client)
+        object.__setattr__(self, '_acknowledged', False)
+        return self
+
+    def acknowledge(self):
+        """Tell the daemon the warning was acted on (AcknowledgePrekill):
+        systemd-oomd is answered, and kills, once every warned subscriber
+        has. Through the client of the subscription that yielded the event,
+        on that client's connection for calls (the stream goes on): from a
+        Client's subscription or watch_levels() it blocks; from an
+        AsyncClient's it is a coroutine, ``await event.acknowledge()``.
+        Once per warning: a call after one that succeeded does nothing (a
+        second acknowledgement would count for another program of the
+        user). NoSuchPrekill when the daemon answered systemd-oomd already
+        (the deadline passed); MethodNotFound from a daemon before 0.5."""
+        client = getattr(self, '_client', None)
+        if client is None:
+            raise ValueError('this PrekillEvent came from no subscription: use Client.acknowledge_prekill(event.id)')
+        if inspect.iscoroutinefunction(client.acknowledge_prekill):
+            return self._acknowledge_async(client)
+        if not getattr(self, '_acknowledged', False):
+            client.acknowledge_prekill(self.id)
+            object.__setattr__(self, '_acknowledged', True)
+        return None
+
+    async def _acknowledge_async(self, client):
+        if not getattr(self, '_acknowledged', False):
+            await client.acknowledge_prekill(self.id)
+            object.__setattr__(self, '_acknowledged', True)
 
 
 @_event('cleared')
