@@ -105,11 +105,11 @@
 #     where a build for /usr/local puts pressured's bus policy: guest-run.sh
 #     includes it from /etc/dbus-1/system-local.conf, as the administrator
 #     of such an install does.
-#   - Boot to systemd running the command: 33-73 s of guest uptime (37-109 s
+#   - Boot to systemd running the command: 15-73 s of guest uptime (18-109 s
 #     of wall time) on the shared 2-CPU development machine at a load of 2-14,
-#     then 25-45 s for mkfs, the install, ldconfig and daemon-reload; 14-21 s
-#     to boot on a quiet machine. The vm-sid checks took 66-136 s in the
-#     guest, the whole test 3.6-4.7 minutes with the tree cached.
+#     then 25-45 s for mkfs, the install, ldconfig and daemon-reload. The
+#     vm-sid checks took 65-136 s in the guest, the whole test 1.7-4.7
+#     minutes with the tree cached.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
