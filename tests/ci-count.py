@@ -24,17 +24,18 @@ def left_out(name, lines):
 
 
 def vm(t, names, parts):
-    """A TAP run of the vm suite: (passed, failed, skipped) of its checks."""
+    """A TAP run of the vm suite (vm, vm-sid): (passed, failed, skipped) of its checks."""
+    which = t.get('name', '').rpartition(' / ')[2]
     lines = t.get('stdout', '').splitlines()
     tp = sum(1 for x in lines if x.startswith('ok ') and '# SKIP' not in x)
     skipped = [x for x in lines if x.startswith(('ok ', '1..0')) and '# SKIP' in x]
     bad = [x for x in lines if x.startswith('not ok ')]
     tf = len(bad)
-    names += ['vm: ' + x for x in bad]
-    parts += ['vm: ' + x.split(' - ', 1)[-1].replace(' # SKIP ', ': ', 1) for x in skipped]
+    names += [f'{which}: ' + x for x in bad]
+    parts += [f'{which}: ' + x.split(' - ', 1)[-1].replace(' # SKIP ', ': ', 1) for x in skipped]
     if t.get('result') not in ('OK', 'SKIP') and tf == 0:
         tf = 1
-        names.append('vm (%s)' % t.get('result'))
+        names.append('%s (%s)' % (which, t.get('result')))
     return tp, tf, len(skipped)
 
 
@@ -46,7 +47,7 @@ def count(log):
         for line in fh:
             t = json.loads(line)
             r = t.get('result')
-            if t.get('name', '').endswith(':vm / vm'):
+            if t.get('name', '').endswith((':vm / vm', ':vm / vm-sid')):
                 tp, tf, ts = vm(t, names, parts)
                 p, f, s = p + tp, f + tf, s + ts
                 continue

@@ -208,19 +208,27 @@ def systemd_sid(part=None):
     it is not there yet. Where the Debian mirror cannot give it: with
     @part, skip_part(@part + the reason) and return None; without, skip
     the test. Any other failure of the fetch fails the test."""
+    root, reason = fetch_systemd_sid()
+    if root is None:
+        if part is None:
+            skip(reason)
+        skip_part(f'{part}: {reason}')
+    return root
+
+
+def fetch_systemd_sid():
+    """(root, None) as systemd_sid() finds or fetches it, or (None, why)
+    where the Debian mirror cannot give it; any other failure of the fetch
+    fails the test."""
     ok = os.path.join(SYSTEMD_SID, 'ok')
     if not os.path.exists(ok):
         script = os.path.join(SOURCE_ROOT, 'tests', 'sid', 'fetch-systemd-sid.sh')
         r = subprocess.run([script, SYSTEMD_SID], capture_output=True, text=True)
         if r.returncode == 2:
-            reason = 'sid\'s systemd cannot be fetched: ' + (r.stderr.strip().splitlines() or ['no reason'])[-1]
-            if part is None:
-                skip(reason)
-            skip_part(f'{part}: {reason}')
-            return None
+            return None, 'sid\'s systemd cannot be fetched: ' + (r.stderr.strip().splitlines() or ['no reason'])[-1]
         if r.returncode != 0:
             fail(f'{script} {SYSTEMD_SID} exited {r.returncode}: {r.stderr.strip()}')
-    return os.path.join(SYSTEMD_SID, 'root')
+    return os.path.join(SYSTEMD_SID, 'root'), None
 
 
 def check(cond, what, *values):

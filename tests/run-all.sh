@@ -4,8 +4,9 @@
 # Set up a Debian 12 machine and run pressured's whole test suite:
 #   1. install the build and test dependencies with apt-get;
 #   2. build with -Dwerror=true and run every suite (unit, integration,
-#      fault, kernel, fuzz corpus replay, client, and vm: the checks in a VM
-#      with systemd as PID 1 on cgroup v2, each counted);
+#      fault, kernel, fuzz corpus replay, client, sid, and vm: the checks in
+#      a VM with systemd as PID 1 on cgroup v2, in Debian 12 and in Debian
+#      sid with systemd 262, each counted);
 #   3. rebuild with ASan+UBSan and run every suite but vm again;
 #   4. run the unit and integration suites under valgrind memcheck;
 #   5. build the libFuzzer targets with clang and fuzz each for a bounded time;
@@ -34,7 +35,7 @@ packages=(meson ninja-build gcc g++ clang libclang-rt-14-dev pkg-config python3
           libevent-dev libjansson-dev libsystemd-dev libinih-dev
           valgrind systemd util-linux prometheus bash-completion
           libncurses-dev tmux dbus-daemon dunst xvfb python3-gi gir1.2-glib-2.0
-          qemu-system-x86 busybox-static cpio kmod e2fsprogs passwd
+          qemu-system-x86 busybox-static cpio kmod e2fsprogs passwd debootstrap
           dbus systemd-oomd low-memory-monitor
           universal-ctags cscope groff-base mandoc zsh fish)
 if [ "${SKIP_APT:-0}" != 1 ]; then
@@ -53,7 +54,7 @@ total_skip=0
 status=0
 
 # Add up one meson test run from its JSON log (tests/ci-count.py: a TAP test
-# of the vm suite counts each of its checks), noting the failed tests and
+# of the vm suite, vm and vm-sid, counts each of its checks), noting the failed tests and
 # the parts that tests left out.
 count() {
         local log=$1/meson-logs/testlog$2.json

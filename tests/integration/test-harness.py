@@ -73,7 +73,7 @@ def test_every_script_finishes():
     still end without one elsewhere, where the atexit check would catch it
     only then."""
     scripts = []
-    for suite in ('integration', 'fault', 'kernel', 'proxy'):
+    for suite in ('integration', 'fault', 'kernel', 'proxy', 'sid'):
         scripts += glob.glob(os.path.join(TESTS, suite, 'test-*.py'))
     scripts.append(os.path.join(TESTS, 'prometheus', 'check-dashboard.py'))
     missing = []
