@@ -14,7 +14,12 @@ and reads back a 200 MB file in it:
 - on both, the level goes out first: the daemon's log has the level's
   change before the first pressure episode of the cgroup begins (both come
   from the load's first kernel notification; the episode is the
-  notification's report, which waits until the level is sent).
+  notification's report, which waits until the level is sent);
+- PSI with the default [Levels]: the one-task load (one shell loop, one
+  process at a time, so its `some` stall is its `full` stall) passes
+  through medium before it is critical, if it is ever critical here
+  (pressured.conf(5): 0.4's Medium= and Critical= had the same threshold,
+  and such a load went from normal straight to critical).
 Skips (77) where the machine lacks the hierarchy; here it has both."""
 import os
 import sys
@@ -111,12 +116,38 @@ def check_level_first(d, name, what, level):
              lines[change], lines[episode])
 
 
+def check_medium_before_critical(d, v1dir, v2dir, name):
+    """With the default [Levels], the one-task load reaches medium, and critical only after it: the
+    levels a stream goes through while the load runs until it is at medium or above, then a window
+    more (a critical following at once is seen)."""
+    v, msg = kl.subscribe(d, cgroup=name, levels=True)
+    seen = []
+    try:
+        pt.check(kl.event_of(msg)['level'] == 'normal', 'the level now is normal before the load', msg)
+        with pt.memory_load(v1dir, v2dir):
+            while not any(lv in ('medium', 'critical') for lv in seen):
+                seen.append(level_events(v, kl.PRESSURE_TIMEOUT)['level'])
+            end = time.monotonic() + kl.REPLY_TIMEOUT
+            while time.monotonic() < end and 'critical' not in seen:
+                try:
+                    seen.append(level_events(v, max(end - time.monotonic(), 0.01))['level'])
+                except TimeoutError:
+                    break
+    finally:
+        v.close()
+    print(f'one-task load, default [Levels]: normal > {" > ".join(seen)}', flush=True)
+    pt.check('medium' in seen and ('critical' not in seen or seen.index('medium') < seen.index('critical')),
+             'a one-task load passes through medium before critical', seen)
+
+
 def main():
     pt.require_root('it makes real cgroups and loads them')
     with pt.Daemon() as d:
         with pt.real_cgroups(v1=pt.IF_PRESENT, v2=True, limited=True) as (name, v1dir, v2dir):
             follow(d, name, v1dir, v2dir, 'psi', 'psi')
             check_late_subscriber(d, name, v1dir, v2dir)
+        with pt.real_cgroups(v1=pt.IF_PRESENT, v2=True, limited=True) as (name, v1dir, v2dir):
+            check_medium_before_critical(d, v1dir, v2dir, name)
         if pt.have_v1_memory():
             with pt.real_cgroups(v1=True, v2=False) as (name, v1dir, _):
                 follow(d, name, v1dir, None, 'vmpressure', 'vmpressure')
