@@ -75,12 +75,32 @@ static void assert_mentions(const char *sentence, json_t *p) {
 }
 
 /*
+ * Append to @line (of @size bytes) the lines of @f up to the one that closes
+ * a declaration whose parameters are written one per line, leaving out
+ * comment lines.
+ */
+static void join_declaration(FILE *f, char *line, size_t size) {
+        char more[1024];
+
+        while (!strchr(line, ')') && fgets(more, sizeof(more), f)) {
+                char *s = more + strspn(more, " \t\"");
+
+                if (*s == '#')
+                        continue;
+                line[strcspn(line, "\n")] = 0;
+                ASSERT_TRUE(strlen(line) + 1 + strlen(s) < size);
+                strcat(line, " ");
+                strcat(line, s);
+        }
+}
+
+/*
  * The "error NAME (PARAMETERS)" declarations of the interface text in @path, which may also be C string
  * literals of it; check each one's sentence. Returns how many there were.
  */
 static int check_declared(const char *path) {
         FILE *f = fopen(path, "re");
-        char line[1024], interface[128] = "", name[128], full[300];
+        char line[4096], interface[128] = "", name[128], full[300];
         int n = 0;
 
         ASSERT_TRUE(f);
@@ -93,6 +113,7 @@ static int check_declared(const char *path) {
                         continue;
                 if (strncmp(s, "error ", 6) != 0)
                         continue;
+                join_declaration(f, line, sizeof(line));
                 ASSERT_TRUE(interface[0] && sscanf(s, "error %127[A-Za-z]", name) == 1);
                 snprintf(full, sizeof(full), "%s.%s", interface, name);
                 p = sample_parameters(strchr(s, '('));
