@@ -332,20 +332,10 @@ static int report_describe(ReportServer *s, Client *c, VarlinkCall *call, Varlin
         return k == -ENOBUFS ? -ENOMEM : k;
 }
 
-static int report_get_info(ReportServer *s, Client *c, VarlinkCall *call, VarlinkError *e) {
-        return service_get_info(&report_service, c, call, e);
-}
-
-static int report_get_interface_description(ReportServer *s, Client *c, VarlinkCall *call, VarlinkError *e) {
-        return service_get_interface_description(&report_service, c, call, e);
-}
-
 static const struct {
         const char *name;
         int (*func)(ReportServer *s, Client *c, VarlinkCall *call, VarlinkError *e);
 } report_methods[] = {
-        { "org.varlink.service.GetInfo", report_get_info },
-        { "org.varlink.service.GetInterfaceDescription", report_get_interface_description },
         { METRICS_INTERFACE ".List", report_list },
         { METRICS_INTERFACE ".Describe", report_describe },
 };
@@ -359,10 +349,7 @@ static void report_dispatch(Client *c, VarlinkCall *call, void *userdata) {
         for (size_t i = 0; i < ELEMENTSOF(report_methods) && k > 0; i++)
                 if (streq(report_methods[i].name, call->method))
                         k = report_methods[i].func(s, c, call, &e);
-        if (k > 0)
-                k = service_unknown(&report_service, call->method, &e);
-        if (k < 0)
-                service_failed(c, call, k, &e);
+        service_finish(&report_service, c, call, k, &e);
 }
 
 /* Describe's reply, written once: the families do not change while the daemon runs. */
