@@ -383,6 +383,7 @@ int report_server_new(struct event_base *base, const Config *config, const Statu
         }
         s->clients->max_clients = config->report_max_connections;
         s->clients->max_clients_key = "MaxConnections";
+        s->clients->views = false; /* List and Describe name no cgroup of the peer's */
         s->ev_next = event_new(base, -1, 0, on_next, s);
         if (!s->ev_next || (path && !(s->path = strdup(path))) || report_describe_new(&s->describe) < 0) {
                 report_server_free(s);
