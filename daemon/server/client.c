@@ -586,6 +586,8 @@ int client_adopt(ClientServer *m, int fd, const SnapshotClient *snap, Client **r
         if (k < 0)
                 return k;
         c->owes_reexecute = snap->owes_reexecute;
+        c->refused = snap->refused;
+        m->n_refused += c->refused;
         if (strdup_or_null(snap->view_v2, &c->view.v2_root) < 0 ||
             strdup_or_null(snap->view_v1, &c->view.v1_root) < 0 ||
             (snap->input.size > 0 && varlink_reader_feed(&c->in, snap->input.data, snap->input.size) < 0) ||
@@ -606,6 +608,7 @@ int client_export(const Client *c, bool complete, size_t budget, SnapshotClient 
                 .gid = c->gid,
                 .pid = c->pid,
                 .owes_reexecute = c->owes_reexecute,
+                .refused = c->refused,
         };
         uint64_t dropped = 0;
         int k;
