@@ -54,7 +54,6 @@ struct ReportServer {
         CgroupWalk *walking;
         ReportJob *job;                 /* the walk's */
         ReportCall *calls;              /* Lists waiting for a reply */
-        bool delivering;                /* a new walk waits until every reply of this one is queued */
         struct event *ev_next;          /* then starts it from the loop */
 };
 
@@ -201,19 +200,15 @@ static void report_answer(Client *c, Body *reply) {
         client_stream_ended(c);
 }
 
-static void report_walk_next(ReportServer *s);
-
 /*
  * The walk ended with @text (NULL: no reply could be made): every List it
- * was for is answered. An answer may let its client's next call in (a new
- * List waits for the next walk, started once all are answered); it touches
- * no other call.
+ * was for is answered. A client's next call comes in from the loop, after
+ * (client_stream_ended()); Lists that came during the walk have the next.
  */
 static void report_deliver(ReportServer *s, struct evbuffer *text) {
         Body *reply = text ? body_new((const char *) evbuffer_pullup(text, -1), evbuffer_get_length(text)) : NULL;
         ReportCall *rc, *next;
 
-        s->delivering = true;
         LIST_FOREACH_SAFE(calls, rc, next, s->calls) {
                 Client *c = rc->client;
 
@@ -222,7 +217,6 @@ static void report_deliver(ReportServer *s, struct evbuffer *text) {
                 report_call_free(rc); /* the stream is over: client_stream_ended() follows */
                 report_answer(c, reply);
         }
-        s->delivering = false;
         body_unref(reply);
         if (s->calls)
                 event_active(s->ev_next, 0, 0);
@@ -259,7 +253,7 @@ static void report_walk_next(ReportServer *s) {
         CgroupWeigh weigh;
         int k;
 
-        if (s->walking || s->delivering)
+        if (s->walking)
                 return;
         LIST_FOREACH(calls, rc, s->calls)
                 any = (rc->walked = true) || any;
