@@ -238,15 +238,23 @@ uint64_t prekill_owed(const Client *c) {
 /*
  * Answer the Notify of @c that warning @id is for ({}), ending its stream.
  * Numbered by the warning: once it is written the live page says so, and a
- * successor after a crash does not answer again.
+ * successor after a crash does not answer again; until then the slot says
+ * a message is half-way, and a successor after a crash in between closes
+ * the connection rather than answer twice.
  */
 static void prekill_answer(Prekill *p, Client *c, uint64_t id) {
+        LiveSlot *l = client_live(c);
+
         if (prekill_owed(c)) {
                 free(c->stream);
                 client_stream_ended(c);
         }
+        if (l)
+                l->flags |= LIVE_SLOT_PARTIAL;
         if (client_send_event(c, "", 0, p->answer, id, 0) < 0 && !c->dead)
                 client_kill(c);
+        else if (l && outqueue_is_empty(&c->out))
+                l->flags &= ~LIVE_SLOT_PARTIAL;
 }
 
 /* @c waits for the answer of warning @id; the live page says so. Returns 0 or -ENOMEM. */

@@ -127,10 +127,11 @@ static ClientServer *server_of(const Takeover *t, int i) {
 static void release_held(Takeover *t) {
         Client *c;
 
-        for (int i = 0; i < 2; i++)
-                LIST_FOREACH(clients, c, server_of(t, i) ? server_of(t, i)->clients : NULL)
-                        if (c->hold_output)
-                                client_release_output(c);
+        if (!t->clients)
+                return;
+        LIST_FOREACH(clients, c, t->clients->clients)
+                if (c->hold_output)
+                        client_release_output(c);
 }
 
 /* The daemon bound its socket again (its directory was removed): the store holds the new one. */
@@ -171,10 +172,10 @@ static const ProxyHooks takeover_proxy_hooks = {
         .disconnected = on_proxy_disconnected,
 };
 
+/* The hook's calls need no stream hook: a warning is in the state before anyone hears of it (PrekillHooks). */
 static const ClientServerHooks takeover_hook_hooks = {
         .connected = on_client_connected,
         .disconnected = on_client_disconnected,
-        .stream = on_client_stream,
 };
 
 static void on_checkpoint(evutil_socket_t fd, short what, void *userdata);
