@@ -113,6 +113,18 @@ ALLOW_UNUSED = (
     'daemon/server/reclaim-controller.c:reclaim_controller_set_clock',
     'daemon/server/reclaim-controller.c:reclaim_controller_in_flight',
     'daemon/server/reclaim-controller.c:reclaim_controller_active',
+    # The table-driven encoder and decoder of the generated bindings: the
+    # events, the replies and libpressure are to move onto them; until then
+    # test-wire (on every golden message too) and fuzz-wire are their
+    # users. Each comes off this list with its first caller.
+    'daemon/protocol/wire.c:wire_writer_done',
+    'daemon/protocol/wire.c:wire_writer_take',
+    'daemon/protocol/wire.c:wire_write_object',
+    'daemon/protocol/wire.c:wire_write_members',
+    'daemon/protocol/wire.c:wire_write_reply',
+    'daemon/protocol/wire.c:wire_write_error',
+    'daemon/protocol/wire.c:wire_decode',
+    'daemon/protocol/wire.c:wire_decode_done',
 )
 
 SKIP = 77
@@ -122,6 +134,7 @@ LAYERS = ('common', 'model', 'sources', 'registry', 'protocol', 'server')
 # Headers made by the build, and the layer they belong to.
 GENERATED_HEADERS = {'io.pressured.varlink.h': 'protocol', 'io.systemd.oom.Prekill.varlink.h': 'protocol',
                      'io.systemd.Metrics.varlink.h': 'protocol',
+                     'idl-types.h': 'protocol',
                      'config-build.h': 'common',
                      'vocabulary-idl.h': 'common'}
 # libpressure's enums whose values have protocol names (rule 5).

@@ -208,19 +208,27 @@ def systemd_sid(part=None):
     it is not there yet. Where the Debian mirror cannot give it: with
     @part, skip_part(@part + the reason) and return None; without, skip
     the test. Any other failure of the fetch fails the test."""
+    root, reason = fetch_systemd_sid()
+    if root is None:
+        if part is None:
+            skip(reason)
+        skip_part(f'{part}: {reason}')
+    return root
+
+
+def fetch_systemd_sid():
+    """(root, None) as systemd_sid() finds or fetches it, or (None, why)
+    where the Debian mirror cannot give it; any other failure of the fetch
+    fails the test."""
     ok = os.path.join(SYSTEMD_SID, 'ok')
     if not os.path.exists(ok):
         script = os.path.join(SOURCE_ROOT, 'tests', 'sid', 'fetch-systemd-sid.sh')
         r = subprocess.run([script, SYSTEMD_SID], capture_output=True, text=True)
         if r.returncode == 2:
-            reason = 'sid\'s systemd cannot be fetched: ' + (r.stderr.strip().splitlines() or ['no reason'])[-1]
-            if part is None:
-                skip(reason)
-            skip_part(f'{part}: {reason}')
-            return None
+            return None, 'sid\'s systemd cannot be fetched: ' + (r.stderr.strip().splitlines() or ['no reason'])[-1]
         if r.returncode != 0:
             fail(f'{script} {SYSTEMD_SID} exited {r.returncode}: {r.stderr.strip()}')
-    return os.path.join(SYSTEMD_SID, 'root')
+    return os.path.join(SYSTEMD_SID, 'root'), None
 
 
 def check(cond, what, *values):
@@ -786,6 +794,31 @@ def remove_cgroup(d):
             return
         except OSError:
             time.sleep(0.05)
+
+
+# The epoll_wait() system calls and the argument that is their timeout, by machine (asm/unistd.h).
+_EPOLL_WAIT = {'x86_64': {'232': 4, '281': 4}, 'aarch64': {'22': 4}}
+
+
+def epoll_wait_timeout(pid):
+    """The timeout (ms; -1: none) of the epoll_wait() the main thread of
+    @pid is blocked in, from /proc/PID/syscall; None while it is not
+    blocked in one (running, or in another system call). -1 proves that it
+    has no timer armed and will wake only for I/O: a test's proof that an
+    idle daemon stays idle, without waiting on the clock. Skips (exit 77)
+    on a machine this does not know the system calls of."""
+    calls = _EPOLL_WAIT.get(os.uname().machine)
+    if calls is None:
+        skip(f'no table of the epoll_wait() system calls for {os.uname().machine}')
+    try:
+        with open(f'/proc/{pid}/syscall') as f:
+            fields = f.read().split()
+    except OSError:
+        return None
+    if not fields or fields[0] not in calls:
+        return None
+    t = int(fields[calls[fields[0]]], 16) & 0xffffffff  # fields[N]: the Nth argument
+    return -1 if t == 0xffffffff else t
 
 
 def process_context_switches(pid):

@@ -4,14 +4,17 @@
 # Set up a Debian 12 machine and run pressured's whole test suite:
 #   1. install the build and test dependencies with apt-get;
 #   2. build with -Dwerror=true and run every suite (unit, integration,
-#      fault, kernel, fuzz corpus replay, client, and vm: the checks in a VM
-#      with systemd as PID 1 on cgroup v2, each counted);
+#      fault, kernel, fuzz corpus replay, client, sid, and vm: the checks in
+#      a VM with systemd as PID 1 on cgroup v2, in Debian 12 and in Debian
+#      sid with systemd 262, each counted);
 #   3. rebuild with ASan+UBSan and run every suite but vm again;
 #   4. run the unit and integration suites under valgrind memcheck;
 #   5. build the libFuzzer targets with clang and fuzz each for a bounded time;
 #   6. make the release tarball with meson dist and check that it builds and
 #      passes the unit suite (tests/check-dist.sh), counted as one test.
-# It ends with one line: "N passed, N failed, N skipped".
+# It ends with the parts tests left out here, each with its reason (a test
+# that left one out is counted as skipped), the failed tests, and one line:
+# "N passed, N failed, N skipped".
 #
 # Needs root (apt-get, real cgroups); re-runs itself with sudo otherwise.
 # Environment: FUZZ_SECONDS (default 60), SKIP_APT=1 to skip installing.
@@ -32,7 +35,7 @@ packages=(meson ninja-build gcc g++ clang libclang-rt-14-dev pkg-config python3
           libevent-dev libjansson-dev libsystemd-dev libinih-dev
           valgrind systemd util-linux prometheus bash-completion
           libncurses-dev tmux dbus-daemon dunst xvfb python3-gi gir1.2-glib-2.0
-          qemu-system-x86 busybox-static cpio kmod e2fsprogs passwd
+          qemu-system-x86 busybox-static cpio kmod e2fsprogs passwd debootstrap
           dbus systemd-oomd low-memory-monitor
           universal-ctags cscope groff-base mandoc zsh fish)
 if [ "${SKIP_APT:-0}" != 1 ]; then
@@ -45,47 +48,18 @@ fi
 total_pass=0
 total_fail=0
 failed_list=$(mktemp)
-trap 'rm -f "$failed_list"' EXIT
+left_out_list=$(mktemp)
+trap 'rm -f "$failed_list" "$left_out_list"' EXIT
 total_skip=0
 status=0
 
-# Add up one meson test run from its JSON log. A TAP test of the vm suite
-# counts each of its checks.
+# Add up one meson test run from its JSON log (tests/ci-count.py: a TAP test
+# of the vm suite, vm and vm-sid, counts each of its checks), noting the failed tests and
+# the parts that tests left out.
 count() {
         local log=$1/meson-logs/testlog$2.json
         [ -f "$log" ] || return 0
-        read -r p f s < <(python3 - "$log" "$failed_list" "$1$2" <<'PY'
-import json, sys
-p = f = s = 0
-names = []
-for line in open(sys.argv[1]):
-    t = json.loads(line)
-    r = t.get('result')
-    if t.get('name', '').endswith(':vm / vm'):
-        lines = t.get('stdout', '').splitlines()
-        tp = sum(1 for x in lines if x.startswith('ok ') and '# SKIP' not in x)
-        ts = sum(1 for x in lines if x.startswith(('ok ', '1..0')) and '# SKIP' in x)
-        bad = [x for x in lines if x.startswith('not ok ')]
-        tf = len(bad)
-        names += ['vm: ' + x for x in bad]
-        if r not in ('OK', 'SKIP') and tf == 0:
-            tf = 1
-            names.append('vm (%s)' % r)
-        p, f, s = p + tp, f + tf, s + ts
-        continue
-    if r in ('OK', 'EXPECTEDFAIL'):
-        p += 1
-    elif r == 'SKIP':
-        s += 1
-    else:
-        f += 1
-        names.append('%s (%s)' % (t.get('name'), r))
-with open(sys.argv[2], 'a') as out:
-    for n in names:
-        out.write('%s: %s\n' % (sys.argv[3], n))
-print(p, f, s)
-PY
-)
+        read -r p f s < <(python3 tests/ci-count.py "$log" "$failed_list" "$left_out_list" "$1$2")
         echo "   $1$2: $p passed, $f failed, $s skipped"
         total_pass=$((total_pass + p))
         total_fail=$((total_fail + f))
@@ -154,6 +128,11 @@ if [ $status -ne 0 ] && [ $total_fail -eq 0 ]; then
         # A setup or build step failed before any test could.
         total_fail=$((total_fail + 1))
         echo "setup: a build or setup step failed (see above)" >>"$failed_list"
+fi
+if [ -s "$left_out_list" ]; then
+        # Every part a test could not run here, with its reason: skipped tests and parts of passed ones.
+        echo "== Left out ($(wc -l <"$left_out_list"))"
+        sed 's/^/   /' "$left_out_list"
 fi
 if [ -s "$failed_list" ]; then
         echo "== Failed"

@@ -8,6 +8,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# A user's daemon listens where pressurectl --user and the Python module's
+# user=True look, $XDG_RUNTIME_DIR/pressured/io.pressured: without
+# $XDG_RUNTIME_DIR there is no such place, so say so before doing anything.
+if [ "$(id -u)" -ne 0 ] && [[ "${XDG_RUNTIME_DIR:-}" != /* ]]; then
+        echo "$0: --user: \$XDG_RUNTIME_DIR is not set to an absolute path, so there is no per-user daemon" \
+             "to find (pressured --user listens in \$XDG_RUNTIME_DIR/pressured); run in a login session that" \
+             "sets it, or start build/daemon/pressured --user --socket PATH and give clients --socket PATH" >&2
+        exit 2
+fi
+
 packages=(meson ninja-build gcc pkg-config libevent-dev libjansson-dev libsystemd-dev libinih-dev
           libncurses-dev)
 missing=()
@@ -27,8 +37,6 @@ meson compile -C build
 
 if [ "$(id -u)" -eq 0 ]; then
         exec build/daemon/pressured "$@"
-elif [ -n "${XDG_RUNTIME_DIR:-}" ]; then
-        exec build/daemon/pressured --user "$@"
 else
-        exec build/daemon/pressured --user --socket "/tmp/pressured-$(id -u)/io.pressured" "$@"
+        exec build/daemon/pressured --user "$@"
 fi

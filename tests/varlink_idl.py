@@ -55,6 +55,8 @@ class Interface:
         self.types = {}
         self.methods = {}   # name -> (input struct, output struct)
         self.errors = {}    # name -> struct
+        self.doc = []       # the interface's own doc comment
+        self.docs = {}      # type, method or error name -> its doc comment
 
 
 # --- parsing ---------------------------------------------------------------
@@ -62,18 +64,57 @@ class Interface:
 _TOKEN = re.compile(r'->|[()\[\]?:,]|[A-Za-z_][A-Za-z0-9_.]*|\S')
 
 
+class Members(dict):
+    """The members of a struct in their order, name -> type, and in .docs
+    each one's doc comment: the lines (without "# ") of the comment block
+    right above the line it begins, if it is the first on that line."""
+
+    def __init__(self):
+        super().__init__()
+        self.docs = {}
+
+
 def _tokenize(text):
-    tokens = _TOKEN.findall(re.sub(r'#[^\n]*', '', text))
-    for tok in tokens:
-        if len(tok) == 1 and not re.match(r'[()\[\]?:,A-Za-z_]', tok):
-            raise ValueError(f'IDL: unexpected character {tok!r}')
-    return tokens
+    """The tokens of @text, and for each the doc comment it begins (a list
+    of lines; empty but for the first token of a line right below a
+    comment block)."""
+    tokens, docs, block = [], [], []
+    for line in text.splitlines():
+        code, sharp, comment = line.partition('#')
+        if not code.strip():
+            if sharp:
+                block.append(comment[1:] if comment.startswith(' ') else comment)
+            else:
+                block = []
+            continue
+        for n, tok in enumerate(_TOKEN.findall(code)):
+            if len(tok) == 1 and not re.match(r'[()\[\]?:,A-Za-z_]', tok):
+                raise ValueError(f'IDL: unexpected character {tok!r}')
+            tokens.append(tok)
+            docs.append(block if n == 0 else [])
+        block = []
+    return tokens, docs
+
+
+def tags(doc):
+    """The tags of a doc comment: {"cgroup": [], "oneof": ["kind", "A", "B"]}
+    for its lines "@cgroup" and "@oneof kind A B"."""
+    out = {}
+    for line in doc:
+        words = line.split()
+        if words and words[0].startswith('@'):
+            out[words[0][1:]] = words[1:]
+    return out
 
 
 class _Parser:
     def __init__(self, text):
-        self.t = _tokenize(text)
+        self.t, self.docs = _tokenize(text)
         self.i = 0
+
+    def doc(self):
+        """The doc comment of the next token."""
+        return self.docs[self.i] if self.i < len(self.docs) else []
 
     def peek(self, k=0):
         return self.t[self.i + k] if self.i + k < len(self.t) else None
@@ -109,7 +150,7 @@ class _Parser:
         self.take('(')
         if self.peek() == ')':
             self.take()
-            return ('struct', {})
+            return ('struct', Members())
         if self.peek(1) != ':':
             values = [self.take()]
             while self.peek() == ',':
@@ -117,8 +158,9 @@ class _Parser:
                 values.append(self.take())
             self.take(')')
             return ('enum', tuple(values))
-        fields = {}
+        fields = Members()
         while True:
+            fields.docs[self.peek()] = self.doc()
             name = self.take()
             self.take(':')
             fields[name] = self.type_()
@@ -129,11 +171,15 @@ class _Parser:
         return ('struct', fields)
 
     def interface(self):
+        doc = self.doc()
         self.take('interface')
         iface = Interface(self.take())
+        iface.doc = doc
         while self.peek() is not None:
+            doc = self.doc()
             kw = self.take()
             name = self.take()
+            iface.docs[name] = doc
             if kw == 'type':
                 iface.types[name] = self.type_()
             elif kw == 'method':

@@ -25,6 +25,8 @@
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 
+#include "config-build.h"
+#include "cgroup.h"
 #include "pressure-conn.h"
 #include "pressure-event.h"
 #include "pressure.h"
@@ -165,7 +167,7 @@ _public_ pressure_selector *pressure_selector_free(pressure_selector *s) {
  * pressure_selector_set_cgroup - the cgroup to watch; NULL for the whole system.
  */
 _public_ int pressure_selector_set_cgroup(pressure_selector *s, const char *cgroup) {
-        if (!s)
+        if (!s || cgroup_path_check(cgroup) != CGROUP_PATH_OK)
                 return -EINVAL;
         return set_string(&s->cgroup, cgroup);
 }
@@ -1169,14 +1171,18 @@ static int params_from_text(const char *params_json, json_t **ret) {
 /*
  * The parameters of Inject(cgroup, level, resource), or GetProtection(cgroup)
  * with level and resource NONE. Memory, Inject's default, is left out.
+ * -EINVAL only for a @cgroup no daemon accepts (cgroup_params_error()).
  */
 static int cgroup_params(const char *cgroup, pressure_resource resource, pressure_level level, json_t **ret) {
-        _cleanup_json_ json_t *params = json_object();
+        _cleanup_json_ json_t *params = NULL;
 
+        if (cgroup_path_check(cgroup) != CGROUP_PATH_OK)
+                return -EINVAL;
+        params = json_object();
         if (!params)
                 return -ENOMEM;
         if (cgroup && json_object_set_new(params, "cgroup", json_string(cgroup)) < 0)
-                return -EINVAL;
+                return -ENOMEM;
         if (level != PRESSURE_LEVEL_NONE &&
             json_object_set_new(params, "level", json_string(pressure_level_to_string(level))) < 0)
                 return -ENOMEM;
@@ -1185,6 +1191,12 @@ static int cgroup_params(const char *cgroup, pressure_resource resource, pressur
                 return -ENOMEM;
         *ret = TAKE_PTR(params);
         return 0;
+}
+
+/* The failure @r of cgroup_params() for @cgroup, with its error object. */
+static int cgroup_params_error(int r, const char *cgroup, pressure_error **ret_error) {
+        return return_error(r, r == -EINVAL ? error_invalid_cgroup_path(cgroup, cgroup_path_check(cgroup)) : NULL,
+                            ret_error);
 }
 
 static int delivered_parse(json_t *reply, uint64_t *ret) {
@@ -1257,7 +1269,7 @@ _public_ int pressure_client_get_protection(pressure_client *c, const char *cgro
                 return return_error(-EINVAL, NULL, ret_error);
         r = cgroup_params(cgroup, PRESSURE_RESOURCE_NONE, PRESSURE_LEVEL_NONE, &params);
         if (r < 0)
-                return return_error(r, NULL, ret_error);
+                return cgroup_params_error(r, cgroup, ret_error);
         r = client_call_json(c, "io.pressured.GetProtection", params, &reply, ret_error);
         if (r < 0)
                 return r;
@@ -1280,7 +1292,7 @@ _public_ int pressure_client_get_headroom(pressure_client *c, const char *cgroup
                 return return_error(-EINVAL, NULL, ret_error);
         r = cgroup_params(cgroup, PRESSURE_RESOURCE_NONE, PRESSURE_LEVEL_NONE, &params);
         if (r < 0)
-                return return_error(r, NULL, ret_error);
+                return cgroup_params_error(r, cgroup, ret_error);
         r = client_call_json(c, "io.pressured.GetHeadroom", params, &reply, ret_error);
         if (r < 0)
                 return r;
@@ -1346,7 +1358,7 @@ _public_ int pressure_client_inject_resource(pressure_client *c, const char *cgr
                 return return_error(-EINVAL, NULL, ret_error);
         r = cgroup_params(cgroup, resource, level, &params);
         if (r < 0)
-                return return_error(r, NULL, ret_error);
+                return cgroup_params_error(r, cgroup, ret_error);
         r = client_call_json(c, "io.pressured.Inject", params, &reply, ret_error);
         if (r < 0)
                 return r;

@@ -147,6 +147,13 @@ pressure_error *error_new(int error, const char *name, json_t *params);
 pressure_error *error_local(int error, const char *socket);
 
 /*
+ * error_invalid_cgroup_path - the error of a call given @cgroup, which
+ * breaks the rule @problem (cgroup.h): -EINVAL,
+ * PRESSURE_ERROR_INVALID_CGROUP_PATH. NULL if out of memory.
+ */
+pressure_error *error_invalid_cgroup_path(const char *cgroup, int problem);
+
+/*
  * error_name_to_errno - the errno value for a varlink error name, one per
  * error (the table is in libpressure(3)); an unknown name -EREMOTEIO.
  */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 
+#include "cgroup.h"
 #include "pressure-event.h"
 #include "sd-event-api.h"
 #include "util.h"
@@ -61,7 +62,7 @@ _public_ int pressure_monitor_new(pressure_monitor **ret, const char *cgroup, pr
         pressure_monitor *m;
         int r;
 
-        if (!ret || !handler)
+        if (!ret || !handler || cgroup_path_check(cgroup) != CGROUP_PATH_OK)
                 return -EINVAL;
         m = calloc(1, sizeof(*m));
         if (!m)

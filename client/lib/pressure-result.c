@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cgroup.h"
 #include "pressure-event.h"
 #include "util.h"
 #include "vocabulary.h"
@@ -98,6 +99,26 @@ pressure_error *error_local(int error, const char *socket) {
                 return error_new(error, NULL, NULL);
         params = json_pack("{s:s}", "socket", socket);
         return params ? error_new(error, PRESSURE_ERROR_DAEMON_NOT_RUNNING, params) : NULL;
+}
+
+pressure_error *error_invalid_cgroup_path(const char *cgroup, int problem) {
+        _cleanup_(json_decrefp) json_t *params = NULL;
+        _cleanup_free_ char *shown = cgroup_path_escape(cgroup);
+        const char *reason = cgroup_path_problem_to_string((CgroupPathProblem) problem);
+        pressure_error *e;
+
+        params = shown && reason ? json_pack("{s:s, s:s}", "cgroup", shown, "reason", reason) : NULL;
+        if (!params)
+                return NULL;
+        e = error_new(-EINVAL, PRESSURE_ERROR_INVALID_CGROUP_PATH, params);
+        if (!e)
+                return NULL;
+        free(e->message);
+        if (asprintf(&e->message, "Invalid cgroup path '%s': %s", shown, reason) < 0) {
+                e->message = NULL;
+                return pressure_error_free(e);
+        }
+        return e;
 }
 
 /**

@@ -239,7 +239,10 @@ int pressure_selector_new(pressure_selector **ret);
 /* pressure_selector_free - free a selector; accepts NULL, returns NULL. */
 pressure_selector *pressure_selector_free(pressure_selector *selector);
 void pressure_selector_freep(pressure_selector **p);
-/* The cgroup, relative to the hierarchy root ("/system.slice/x.service"); NULL or "/" = whole system. */
+/*
+ * The cgroup, relative to the hierarchy root ("/system.slice/x.service"); NULL or "/" = whole system.
+ * -EINVAL for a path no daemon accepts (PRESSURE_ERROR_INVALID_CGROUP_PATH says which).
+ */
 int pressure_selector_set_cgroup(pressure_selector *selector, const char *cgroup);
 /* Portable level: the daemon picks PSI or vmpressure and the trigger. */
 int pressure_selector_set_level(pressure_selector *selector, pressure_level level);
@@ -454,6 +457,14 @@ int pressure_call_set_destroy_callback(pressure_call *call, pressure_destroy_cal
  * or there is no socket; its parameter "socket" is the path.
  */
 #define PRESSURE_ERROR_DAEMON_NOT_RUNNING "libpressure.DaemonNotRunning"
+/*
+ * libpressure 1.5: the name of the error of a call given a cgroup path
+ * that no daemon accepts (errno -EINVAL; nothing is sent): not absolute,
+ * longer than 4096 bytes, not valid UTF-8, with a control character, a
+ * component over 255 bytes, or a "." or ".." component. Its parameters:
+ * "cgroup", the path with such bytes written as \xNN, and "reason".
+ */
+#define PRESSURE_ERROR_INVALID_CGROUP_PATH "libpressure.InvalidCgroupPath"
 
 pressure_error *pressure_error_free(pressure_error *error);
 void pressure_error_freep(pressure_error **p);

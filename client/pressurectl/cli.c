@@ -117,18 +117,23 @@ int usage_error(const char *command, const char *fmt, ...) {
  * @ret: its normal form, or NULL
  */
 int cgroup_arg(const char *command, const char *arg, char **ret) {
+        CgroupPathProblem problem;
         char *normal = NULL;
         int r;
 
         if (streq(arg, ""))
                 return usage_error(command, "empty cgroup: give an absolute path such as /system.slice, "
                                    "or leave it out for the whole system");
+        problem = cgroup_path_check(arg);
+        if (problem != CGROUP_PATH_OK) {
+                _cleanup_free_ char *shown = cgroup_path_escape(arg);
+
+                return usage_error(command, "invalid cgroup '%s': %s; give an absolute path such as "
+                                   "/system.slice/foo.service", shown ?: "?", cgroup_path_problem_to_string(problem));
+        }
         r = cgroup_path_normalize(arg, &normal);
-        if (r == -ENOMEM)
-                return cli_fail("cgroup", r, "%s", strerror(-r));
         if (r < 0)
-                return usage_error(command, "invalid cgroup '%s': give an absolute path such as "
-                                   "/system.slice/foo.service, without '.' or '..' components", arg);
+                return cli_fail("cgroup", r, "%s", strerror(-r));
         if (ret)
                 *ret = normal;
         else
@@ -265,8 +270,10 @@ const char *format_duration(char buf[static 64], uint64_t usec) {
 int report_error(pressure_client *c, int r, const char *what, const pressure_error *error) {
         _cleanup_(pressure_status_unrefp) pressure_status *status = NULL;
 
-        /* The cgroup is in none of the daemon's hierarchies: the sentence names them. */
-        if (streq_ptr(pressure_error_get_name(error), IDL_ERROR_NAME(NO_SUCH_CGROUP)) &&
+        /* The sentence of a cgroup in none of the daemon's hierarchies names them; that of a path
+         * the daemon found no cgroup directory at says what is there. */
+        if ((streq_ptr(pressure_error_get_name(error), IDL_ERROR_NAME(NO_SUCH_CGROUP)) ||
+             streq_ptr(pressure_error_get_name(error), IDL_ERROR_NAME(INVALID_CGROUP_PATH))) &&
             pressure_client_get_status(c, &status, NULL) >= 0) {
                 _cleanup_json_ json_t *reply = json_loads(pressure_status_get_json(status), 0, NULL);
                 json_t *cg = json_object_get(reply, "cgroup");
@@ -278,6 +285,28 @@ int report_error(pressure_client *c, int r, const char *what, const pressure_err
                             pressure_error_get_parameters(error));
 }
 
+
+/**
+ * cgroup_check_exists - whether the daemon knows @cgroup, which nothing in its answer to @command named
+ * @c: the client
+ * @command: the command ("history")
+ * @cgroup: the CGROUP of the command line
+ *
+ * Asks GetHeadroom(), which reads and registers nothing. Returns -1 unless the daemon answers
+ * NoSuchCgroup or InvalidCgroupPath (another error says nothing of the path: no memory
+ * controller there, a daemon before 0.4), else the exit status of that error, reported (1, 2).
+ */
+int cgroup_check_exists(pressure_client *c, const char *command, const char *cgroup) {
+        _cleanup_(pressure_headroom_unrefp) pressure_headroom *h = NULL;
+        _cleanup_(pressure_error_freep) pressure_error *error = NULL;
+        int r = pressure_client_get_headroom(c, cgroup, &h, &error);
+
+        /* Only what says the path names no cgroup: the headroom itself may be unavailable there. */
+        if (r >= 0 || !(streq_ptr(pressure_error_get_name(error), IDL_ERROR_NAME(NO_SUCH_CGROUP)) ||
+                        streq_ptr(pressure_error_get_name(error), IDL_ERROR_NAME(INVALID_CGROUP_PATH))))
+                return -1;
+        return report_error(c, r, command, error);
+}
 
 /* A client on the socket the command line names, for @command ("watch"); returns 0 or the exit status. */
 int client_open(const char *command, pressure_client **ret) {
@@ -293,10 +322,28 @@ int client_open(const char *command, pressure_client **ret) {
                 r = pressure_client_set_user(c);
         if (r < 0) {
                 pressure_client_free(c);
+                if (r == -ENXIO && !arg_socket)
+                        return user_socket_error(command);
                 return usage_error("", "cannot use the %s socket: %s", arg_socket ? "given" : "user", strerror(-r));
         }
         *ret = c;
         return 0;
+}
+
+/**
+ * user_socket_error - report --user without $XDG_RUNTIME_DIR
+ * @command: the command ("watch")
+ *
+ * The daemon and the Python module explain it alike. Returns EXIT_USAGE.
+ */
+int user_socket_error(const char *command) {
+        _cleanup_free_ char *cmd = NULL;
+
+        if (asprintf(&cmd, "%s ", command) < 0)
+                cmd = NULL;
+        return usage_error(cmd ?: "", "--user: $XDG_RUNTIME_DIR is not set to an absolute path, so there is no "
+                           "per-user daemon to find (pressured --user listens in $XDG_RUNTIME_DIR/pressured); "
+                           "run in a login session that sets it, or give the socket with --socket");
 }
 
 /* Handle a common option; returns true if it was one. */

@@ -74,10 +74,11 @@ void cli_set_args(char **argv);
 
 /*
  * cgroup_arg - check @arg, the CGROUP of @command ("watch ", with its
- * space): an absolute path with no "." or ".." component and no control
- * character ("/" is the whole system; "" is a mistake, not "/"). Returns 0
+ * space) by cgroup_path_check(), the rules the daemon and libpressure
+ * apply ("/" is the whole system; "" is a mistake, not "/"). Returns 0
  * with its normal form (repeated and trailing slashes removed) in *@ret
- * unless @ret is NULL, or the exit status of a usage error it reported.
+ * unless @ret is NULL, or the exit status of a usage error that names
+ * the rule @arg breaks: nothing is sent to the daemon.
  */
 int cgroup_arg(const char *command, const char *arg, char **ret);
 
@@ -147,6 +148,15 @@ int report_error(pressure_client *c, int r, const char *what, const pressure_err
 
 /* A client on the socket the command line names, for @command ("watch"); returns 0 or the exit status. */
 int client_open(const char *command, pressure_client **ret);
+
+/*
+ * Whether the daemon knows @cgroup, which nothing in its answer to @command named: -1 if so, else
+ * the exit status of its error (NoSuchCgroup: 1), reported.
+ */
+int cgroup_check_exists(pressure_client *c, const char *command, const char *cgroup);
+
+/* --user of @command without $XDG_RUNTIME_DIR: a usage error that says why there is no socket. */
+int user_socket_error(const char *command);
 
 /* "some 150ms 2s" into its stall, threshold and window; -EINVAL if it is none. */
 int parse_psi_option(const char *spec, pressure_stall *ret_stall, uint64_t *ret_threshold,

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cgroup.h"
 #include "cli.h"
 #include "error-text.h"
 #include "util.h"
@@ -75,12 +76,41 @@ static void say_no_such_cgroup(FILE *f, const char *command, json_t *p) {
                       "check the path, e.g. with systemd-cgls.", f);
 }
 
+/* What is at the well-formed @path beneath the hierarchy @root, as the daemon's open finds it. */
+static CgroupPathProblem probe_cgroup_path(const char *root, const char *path) {
+        _cleanup_free_ char *normal = NULL;
+        Hierarchy h = { .fd = -1 };
+        int fd;
+
+        if (!root || cgroup_path_normalize(path, &normal) < 0 || hierarchy_open(&h, root) < 0)
+                return CGROUP_PATH_OK;
+        fd = hierarchy_open_cgroup(&h, normal);
+        hierarchy_close(&h);
+        if (fd >= 0) {
+                close(fd);
+                return CGROUP_PATH_OK;
+        }
+        return cgroup_path_problem_from_errno(fd);
+}
+
 static void say_invalid_cgroup_path(FILE *f, const char *command, json_t *p) {
+        const char *cgroup = get_str(p, "cgroup");
+        CgroupPathProblem problem = cgroup ? cgroup_path_check(cgroup) : CGROUP_PATH_OK;
+
         (void) command;
+        /* The reason travels in the daemon's log, not on the wire: the rule the path breaks, else
+         * what is there in the hierarchies the daemon named (error_text_set_roots()). */
+        if (cgroup && problem == CGROUP_PATH_OK)
+                problem = probe_cgroup_path(root_v2, cgroup);
+        if (cgroup && problem == CGROUP_PATH_OK)
+                problem = probe_cgroup_path(root_v1, cgroup);
         fputs("Invalid cgroup path '", f);
         put(f, p, "cgroup");
-        fputs("': give an absolute path below the hierarchy's root, such as /system.slice/foo.service, "
-              "without '..', control characters or symlinks leading out.", f);
+        if (problem != CGROUP_PATH_OK)
+                fprintf(f, "': %s.", cgroup_path_problem_to_string(problem));
+        else
+                fputs("': the daemon found no cgroup directory there: a file, a symbolic link or another mount "
+                      "is on the way.", f);
 }
 
 static void say_permission_denied(FILE *f, const char *command, json_t *p) {
@@ -88,6 +118,8 @@ static void say_permission_denied(FILE *f, const char *command, json_t *p) {
                 fputs("Only root and members of the InjectGroup= group may inject events; try sudo.", f);
         else if (command && streq(command, "reload"))
                 fputs("Only root may reload the daemon's configuration; try sudo.", f);
+        else if (command && streq(command, "reexec"))
+                fputs("Only root may make the daemon execute itself anew; try sudo.", f);
         else {
                 fputs("Permission denied: ", f);
                 put(f, p, "reason");
@@ -303,7 +335,14 @@ char *error_sentence(const char *command, const char *name, json_t *params) {
                 return NULL;
         if (known)
                 sentences[error](f, command, params);
-        if (!known && strncmp(name, "pressurectl.", strlen("pressurectl.")) == 0)
+        if (!known && streq(name, PRESSURE_ERROR_INVALID_CGROUP_PATH)) {
+                /* libpressure's own: the rule the path breaks, found before anything was sent. */
+                fputs("Invalid cgroup path '", f);
+                put(f, params, "cgroup");
+                fputs("': ", f);
+                put(f, params, "reason");
+                fputs(".", f);
+        } else if (!known && strncmp(name, "pressurectl.", strlen("pressurectl.")) == 0)
                 say_local(f, name, params);
         else if (!known) {
                 char *text = params ? json_dumps(params, JSON_DUMP_FLAGS | JSON_ENCODE_ANY) : NULL;
@@ -322,9 +361,10 @@ char *error_sentence(const char *command, const char *name, json_t *params) {
         return buf;
 }
 
-/* Whether the daemon's error @name says that a value the user typed is wrong: a usage error (exit 2). */
+/* Whether the error @name says that a value the user typed is wrong: a usage error (exit 2). */
 static bool error_is_usage(const char *name) {
-        return streq(name, IDL_ERROR_NAME(INVALID_TRIGGER)) || streq(name, IDL_ERROR_NAME(INVALID_CGROUP_PATH));
+        return streq(name, IDL_ERROR_NAME(INVALID_TRIGGER)) || streq(name, IDL_ERROR_NAME(INVALID_CGROUP_PATH)) ||
+               streq(name, PRESSURE_ERROR_INVALID_CGROUP_PATH);
 }
 
 /* The name and parameters of pressurectl's own failure @r at @socket; sets *@ret_exit. */
@@ -375,8 +415,10 @@ json_t *error_describe(const char *command, const char *socket, int r, const cha
         json_t *p, *o;
         char *message;
 
-        /* libpressure's own names are failures on this side, which pressurectl names itself. */
-        if (name && strncmp(name, "libpressure.", strlen("libpressure.")) == 0)
+        /* libpressure's own names are failures on this side, which pressurectl names itself; but for
+         * a cgroup path it refused, the same usage error pressurectl's own check gives. */
+        if (name && strncmp(name, "libpressure.", strlen("libpressure.")) == 0 &&
+            !streq(name, PRESSURE_ERROR_INVALID_CGROUP_PATH))
                 name = NULL;
         if (name) {
                 p = params ? json_loads(params, JSON_DECODE_ANY, NULL) : NULL;

@@ -30,6 +30,8 @@
  * The exit code of the daemon's errors: 2 for those that say the command
  * line is wrong (InvalidTrigger, InvalidCgroupPath: a value the user typed
  * is a usage error whoever finds it), 4 for PermissionDenied, else 1.
+ * libpressure's libpressure.InvalidCgroupPath, a path it refused before
+ * sending it, is kept by its name with its parameters, exit 2 as well.
  *
  * Something said while the command goes on (a notice) is, with --json,
  * the line {"notice": "the sentence"}.

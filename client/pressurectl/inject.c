@@ -75,8 +75,11 @@ int cmd_inject(int argc, char **argv) {
         if (r < 0)
                 return report_error(c, r, "inject", error);
         if (arg_json)
-                printf("{\"delivered\": %" PRIu64 "}\n", delivered);
+                printf("{\"delivered\":%" PRIu64 "}\n", delivered);
         else
-                printf("Delivered to %" PRIu64 " subscriber%s.\n", delivered, delivered == 1 ? "" : "s");
+                printf("Delivered %" PRIu64 " time%s: once to each subscriber of each registration on %s that "
+                       "took the %s event (a level stream is one on each of its levels up to it; "
+                       "LowMemoryMonitor only when it sent the signal).\n", delivered, delivered == 1 ? "" : "s",
+                       cgroup ?: "/", pressure_level_to_string((pressure_level) level));
         return 0;
 }

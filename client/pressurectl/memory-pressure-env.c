@@ -84,9 +84,10 @@ int cmd_memory_pressure_env(int argc, char **argv) {
                                                  { "resource", required_argument, NULL, 'R' }, {} };
         PsiTrigger t = { PSI_STALL_SOME, 200000, 2000000 };
         int resource = PRESSURE_RESOURCE_MEMORY;
+        _cleanup_(pressure_client_freep) pressure_client *c = NULL;
         _cleanup_free_ char *path = NULL;
         char kernel[PSI_TRIGGER_FORMAT_MAX];
-        const char *reason;
+        const char *reason, *varlink, *slash;
         int opt, n;
 
         while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
@@ -102,8 +103,8 @@ int cmd_memory_pressure_env(int argc, char **argv) {
                                "  --psi 'STALL THR WIN'  the trigger to ask for (default 'some 200ms 2s')\n"
                                "  --resource R           memory (default), cpu or io: which variables and socket\n"
                                "  --user                 the per-user daemon's socket in $XDG_RUNTIME_DIR\n"
-                               "  --socket PATH          the daemon's varlink socket; the memory-pressure\n"
-                               "                         socket is next to it\n"
+                               "  --socket PATH          the daemon's varlink socket (default $PRESSURED_SOCKET,\n"
+                               "                         else the system's); the pressure socket is next to it\n"
                                "  --json                 print {\"MEMORY_PRESSURE_WATCH\": ..., \"MEMORY_PRESSURE_WRITE\": ...}\n"
                                "                         (CPU_ or IO_ with --resource)\n");
                         return 0;
@@ -130,19 +131,15 @@ int cmd_memory_pressure_env(int argc, char **argv) {
         if (psi_trigger_check(&t, &reason) < 0)
                 return usage_error("memory-pressure-env ", "invalid --psi: %s", reason);
 
-        if (arg_socket) {
-                const char *slash = strrchr(arg_socket, '/');
-
-                n = asprintf(&path, "%.*s/%s", slash ? (int) (slash - arg_socket) : 1, slash ? arg_socket : ".",
-                             pressure_env[resource].socket);
-        } else if (arg_user) {
-                const char *rt = getenv("XDG_RUNTIME_DIR");
-
-                if (!rt || rt[0] != '/')
-                        return usage_error("memory-pressure-env ", "--user needs $XDG_RUNTIME_DIR");
-                n = asprintf(&path, "%s/pressured/%s", rt, pressure_env[resource].socket);
-        } else
-                n = asprintf(&path, "/run/pressured/%s", pressure_env[resource].socket);
+        /* The daemon's varlink socket as every command finds it (--socket, --user, $PRESSURED_SOCKET,
+         * the system's); the pressure socket is next to it. Nothing connects. */
+        n = client_open("memory-pressure-env", &c);
+        if (n != 0)
+                return n;
+        varlink = pressure_client_get_socket(c);
+        slash = strrchr(varlink, '/');
+        n = asprintf(&path, "%.*s/%s", slash ? (int) (slash - varlink) : 1, slash ? varlink : ".",
+                     pressure_env[resource].socket);
         if (n < 0)
                 return EXIT_DAEMON_ERROR;
         n = psi_trigger_format(&t, PSI_TRIGGER_FORMAT_KERNEL, kernel, sizeof(kernel));

@@ -894,7 +894,7 @@ static int client_setup(Notifier *n, const char *socket, bool user) {
         if (r >= 0)
                 r = pressure_client_set_wait_for_daemon(n->client, 1);
         if (r == -ENXIO)
-                return usage_error("notify ", "--user needs $XDG_RUNTIME_DIR");
+                return user_socket_error("notify");
         if (r < 0)
                 return cli_fail("notify", r, "%s", strerror(-r));
         return -1;

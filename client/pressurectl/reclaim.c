@@ -130,10 +130,16 @@ int cmd_reclaim(int argc, char **argv) {
         r = pressure_client_get_status(c, &status, &error);
         if (r < 0)
                 return report_error(c, r, "reclaim", error);
+        n = count_reclaim(status, subtree);
+        /* Nothing at or below a CGROUP that may not exist: the daemon's error, as history's. */
+        if (subtree && n == 0) {
+                r = cgroup_check_exists(c, "reclaim", subtree);
+                if (r >= 0)
+                        return r;
+        }
         if (arg_json)
                 return print_reclaim_json(c, status, subtree);
 
-        n = count_reclaim(status, subtree);
         if (pressure_status_get_n_reclaim(status) == 0)
                 printf("Proactive reclaim is off: [Reclaim] Cgroups= is empty or matches no cgroup.\n");
         else if (n == 0)

@@ -44,6 +44,30 @@ static void status_print_overview(json_t *st) {
         }
 }
 
+/* The system bus side, GetStatus "dbus": the connection and the LowMemoryMonitor service. */
+static void status_print_dbus(json_t *dbus) {
+        const char *lmm = jget_str(dbus, "low_memory_monitor");
+        uint64_t warnings = jget_u64(dbus, "low_memory_warnings");
+
+        if (!json_is_object(dbus))
+                return;
+        printf("System bus:     %s\n", json_is_true(json_object_get(dbus, "connected")) ? "connected" :
+               "not connected (the daemon connects only while something needs it)");
+        printf("LowMemoryMonitor: ");
+        if (streq_ptr(lmm, "off"))
+                printf("off ([DBus] LowMemoryMonitor=no)\n");
+        else if (streq_ptr(lmm, "owner"))
+                printf("serving org.freedesktop.LowMemoryMonitor, %" PRIu64 " LowMemoryWarning signal%s sent\n",
+                       warnings, warnings == 1 ? "" : "s");
+        else if (streq_ptr(lmm, "waiting-for-bus"))
+                printf("on, waiting for the system bus or for the name org.freedesktop.LowMemoryMonitor\n");
+        else if (streq_ptr(lmm, "name-taken"))
+                printf("on, but the name org.freedesktop.LowMemoryMonitor is another program's or the bus refused "
+                       "it (see the log); no signal sent\n");
+        else
+                printf("%s\n", strna(lmm));
+}
+
 /* The table of registrations @regs (non-empty), columns as wide as their widest value. */
 static void status_print_registration_table(json_t *regs) {
         int wc = (int) strlen("CGROUP"), ws = (int) strlen("SOURCE"), wt = (int) strlen("TRIGGER");
@@ -88,6 +112,9 @@ static void status_print_registrations(json_t *regs) {
         }
         printf("\n");
         status_print_registration_table(regs);
+        printf("  (SUBSCRIBERS: what holds the registration, each subscription, level stream, proxied\n"
+               "  client and the LowMemoryMonitor service counted once; a level stream holds one\n"
+               "  registration per level)\n");
         json_array_foreach(regs, i, v) {
                 json_t *proxied = json_object_get(v, "proxied"), *p;
                 size_t j;
@@ -174,6 +201,7 @@ int cmd_status(int argc, char **argv) {
         if (reply_parse(c, "status", text, NULL, &st, NULL) < 0)
                 return EXIT_DAEMON_ERROR;
         status_print_overview(st);
+        status_print_dbus(json_object_get(st, "dbus"));
         status_print_registrations(json_object_get(st, "registrations"));
         status_print_fast_triggers(json_object_get(st, "fast_triggers"));
         status_print_prekill(json_object_get(st, "prekill"));

@@ -20,6 +20,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "duration.h"
 #include "error-text.h"
 #include "hook.h"
 #include "prekill.h"
@@ -484,9 +485,10 @@ static void watch_help(void) {
                "                            with --levels, the level now does)\n"
                "     --until-cleared        exit 0 when the pressure episode is over (\"cleared\")\n"
                "  -t --timeout SEC          exit 124 if they have not arrived within SEC seconds\n"
-               "     --min-interval MS      at most one event per MS milliseconds (not with\n"
-               "                            --levels: the daemon holds a level for [Levels]\n"
-               "                            StepDownSec= instead)\n"
+               "                            (over 0; without it, no end)\n"
+               "     --min-interval TIME    at most one event per TIME, e.g. 500ms or 2s; a bare\n"
+               "                            number counts milliseconds (not with --levels: the\n"
+               "                            daemon holds a level for [Levels] StepDownSec= instead)\n"
                "     --wait                 wait for the daemon if it is not running yet\n"
                "     --json                 print the events as received, one JSON object per line,\n"
                "                            the \"subscribed\" one first; no header\n\n"
@@ -570,15 +572,20 @@ static int watch_parse_option(WatchOptions *o, int opt, const char *arg) {
                                            UINT64_MAX);
                 return 0;
         case 't':
-                if (parse_seconds(arg, WATCH_SECONDS_MAX, &u) < 0)
-                        return usage_error("watch ", "invalid timeout '%s', expected seconds from 0 to %.0f (fractions allowed)",
-                                           arg, WATCH_SECONDS_MAX);
+                /* 0 would end the watch before it began: refused, as --exec-timeout 0 is. */
+                if (parse_seconds(arg, WATCH_SECONDS_MAX, &u) < 0 || u == 0)
+                        return usage_error("watch ", "invalid timeout '%s', expected seconds over 0, at most %.0f "
+                                           "(fractions allowed); leave --timeout out to watch without end", arg,
+                                           WATCH_SECONDS_MAX);
                 o->deadline = now_usec(CLOCK_MONOTONIC) + u;
                 return 0;
         case 'i':
-                if (parse_uint(arg, INT32_MAX, &u) < 0 || pressure_selector_set_min_interval_ms(o->sel, u) < 0)
-                        return usage_error("watch ", "invalid interval '%s', expected milliseconds from 0 to %d", arg,
-                                           INT32_MAX);
+                /* The duration grammar; a bare number counts milliseconds, as it did before 0.5. */
+                if (parse_duration(arg, USEC_PER_MSEC, (uint64_t) INT32_MAX * USEC_PER_MSEC, &u) < 0 ||
+                    u % USEC_PER_MSEC != 0 || pressure_selector_set_min_interval_ms(o->sel, u / USEC_PER_MSEC) < 0)
+                        return usage_error("watch ", "invalid interval '%s', expected a duration in whole "
+                                           "milliseconds from 0 to %dms, e.g. 500ms or 2s (a bare number counts "
+                                           "milliseconds)", arg, INT32_MAX);
                 o->has_min_interval = true;
                 return 0;
         case 'w':
@@ -599,7 +606,8 @@ static int watch_parse_option(WatchOptions *o, int opt, const char *arg) {
         case 'X':
                 if (parse_seconds(arg, WATCH_SECONDS_MAX, &o->exec_timeout) < 0 || o->exec_timeout == 0)
                         return usage_error("watch ", "invalid exec timeout '%s', expected seconds over 0, at most %.0f "
-                                           "(fractions allowed)", arg, WATCH_SECONDS_MAX);
+                                           "(fractions allowed); leave --exec-timeout out to let runs take their time",
+                                           arg, WATCH_SECONDS_MAX);
                 o->has_exec_timeout = true;
                 return 0;
         default:

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Cgroup path validation and confined opening of cgroup directories. */
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -8,37 +10,150 @@
 #include "cgroup.h"
 #include "util.h"
 
-int cgroup_path_normalize(const char *path, char **ret) {
-        _cleanup_free_ char *out = NULL;
-        size_t len, o = 0;
-        const char *p;
+/* The length of the UTF-8 sequence at @p (1 to 4), or 0 if it is not valid UTF-8 (as jansson decodes it). */
+static size_t utf8_sequence(const unsigned char *p) {
+        size_t n;
+        uint32_t c;
+
+        if (p[0] < 0x80)
+                return 1;
+        if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+                n = 2;
+                c = p[0] & 0x1f;
+        } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+                n = 3;
+                c = p[0] & 0x0f;
+        } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+                n = 4;
+                c = p[0] & 0x07;
+        } else
+                return 0;
+        for (size_t i = 1; i < n; i++) {
+                if ((p[i] & 0xc0) != 0x80)
+                        return 0;
+                c = c << 6 | (p[i] & 0x3f);
+        }
+        /* Overlong forms, UTF-16 surrogates and beyond U+10FFFF. */
+        if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) || (c >= 0xd800 && c <= 0xdfff))
+                return 0;
+        return n;
+}
+
+CgroupPathProblem cgroup_path_check(const char *path) {
+        const unsigned char *p;
+        CgroupPathProblem dots = CGROUP_PATH_OK;
 
         if (!path || !*path)
-                path = "/";
-        len = strlen(path);
-        if (len > CGROUP_PATH_MAX || path[0] != '/')
-                return -EINVAL;
-        for (p = path; *p; p++)
-                if ((unsigned char) *p < 0x20 || *p == 0x7f)
-                        return -EINVAL;
+                return CGROUP_PATH_OK;
+        if (path[0] != '/')
+                return CGROUP_PATH_NOT_ABSOLUTE;
+        if (strlen(path) > CGROUP_PATH_MAX)
+                return CGROUP_PATH_TOO_LONG;
+        for (p = (const unsigned char *) path; *p;) {
+                size_t n = utf8_sequence(p);
 
-        out = malloc(len + 2);
+                if (n == 0)
+                        return CGROUP_PATH_NOT_UTF8;
+                if (*p < 0x20 || *p == 0x7f)
+                        return CGROUP_PATH_CONTROL_CHARACTER;
+                p += n;
+        }
+        for (const char *c = path; *c;) {
+                size_t n;
+
+                c += strspn(c, "/");
+                n = strcspn(c, "/");
+                if (n > 255)
+                        return CGROUP_PATH_NAME_TOO_LONG;
+                if (dots == CGROUP_PATH_OK && n == 1 && c[0] == '.')
+                        dots = CGROUP_PATH_DOT;
+                if (n == 2 && c[0] == '.' && c[1] == '.')
+                        dots = CGROUP_PATH_DOT_DOT;
+                c += n;
+        }
+        return dots;
+}
+
+CgroupPathProblem cgroup_path_problem_from_errno(int error) {
+        switch (error < 0 ? -error : error) {
+        case ENOTDIR:
+                return CGROUP_PATH_FILE;
+        case ELOOP:
+                return CGROUP_PATH_SYMLINK;
+        case EXDEV:
+                return CGROUP_PATH_OTHER_MOUNT;
+        case ENAMETOOLONG:
+                return CGROUP_PATH_TOO_LONG;
+        case EINVAL:
+                return CGROUP_PATH_TOO_LONG_IN_NAMESPACE;
+        default:
+                return CGROUP_PATH_OK;
+        }
+}
+
+const char *cgroup_path_problem_to_string(CgroupPathProblem p) {
+        static const char *const table[_CGROUP_PATH_PROBLEM_MAX] = {
+                [CGROUP_PATH_NOT_ABSOLUTE] = "it is not absolute: a cgroup path starts with '/'",
+                [CGROUP_PATH_TOO_LONG] = "it is longer than 4096 bytes",
+                [CGROUP_PATH_NOT_UTF8] = "it is not valid UTF-8",
+                [CGROUP_PATH_CONTROL_CHARACTER] = "it contains a control character, such as a tab or a newline",
+                [CGROUP_PATH_NAME_TOO_LONG] = "a component of it is longer than 255 bytes",
+                [CGROUP_PATH_DOT] = "it has a '.' component",
+                [CGROUP_PATH_DOT_DOT] = "it has a '..' component",
+                [CGROUP_PATH_TOO_LONG_IN_NAMESPACE] =
+                        "it is longer than 4096 bytes after the root of the caller's cgroup namespace",
+                [CGROUP_PATH_FILE] = "it names a file, not a cgroup directory",
+                [CGROUP_PATH_SYMLINK] = "it goes through a symbolic link",
+                [CGROUP_PATH_OTHER_MOUNT] = "it leads out of the cgroup hierarchy into another mount",
+        };
+
+        return p > CGROUP_PATH_OK && p < _CGROUP_PATH_PROBLEM_MAX ? table[p] : NULL;
+}
+
+char *cgroup_path_escape(const char *path) {
+        const unsigned char *p = (const unsigned char *) path;
+        char *out, *o;
+
+        /* At most four bytes of output per byte of input. */
+        out = malloc(strlen(path) * 4 + 1);
+        if (!out)
+                return NULL;
+        for (o = out; *p;) {
+                size_t n = utf8_sequence(p);
+
+                if (n == 0 || *p < 0x20 || *p == 0x7f) {
+                        o += sprintf(o, "\\x%02x", *p);
+                        p++;
+                        continue;
+                }
+                memcpy(o, p, n);
+                o += n;
+                p += n;
+        }
+        *o = 0;
+        return out;
+}
+
+int cgroup_path_normalize(const char *path, char **ret) {
+        _cleanup_free_ char *out = NULL;
+        size_t o = 0;
+        const char *p;
+
+        if (cgroup_path_check(path) != CGROUP_PATH_OK)
+                return -EINVAL;
+        if (!path || !*path)
+                path = "/";
+        out = malloc(strlen(path) + 2);
         if (!out)
                 return -ENOMEM;
 
-        p = path;
-        for (;;) {
+        for (p = path;;) {
                 size_t n;
 
-                while (*p == '/')
-                        p++;
+                p += strspn(p, "/");
                 if (!*p)
                         break;
                 n = strcspn(p, "/");
-                if (n > 255)
-                        return -EINVAL;
-                if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
-                        return -EINVAL;
                 out[o++] = '/';
                 memcpy(out + o, p, n);
                 o += n;
@@ -93,16 +208,18 @@ int hierarchy_open_cgroup(const Hierarchy *h, const char *path) {
         if (errno != ENOSYS && errno != EPERM)
                 return -errno; /* ENOTDIR: the path names a file */
 
-        /* No openat2(): walk component by component, refusing symlinks. */
+        /* No openat2() (before Linux 5.6, or under valgrind): walk component by component, refusing
+         * symlinks and other mounts as its RESOLVE_NO_SYMLINKS and RESOLVE_NO_XDEV do. */
         {
                 _cleanup_close_ int cur = -1;
                 _cleanup_free_ char *copy = strdup(rel);
                 char *save = NULL, *c;
+                struct stat root, st;
 
                 if (!copy)
                         return -ENOMEM;
                 cur = openat(h->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (cur < 0)
+                if (cur < 0 || fstat(cur, &root) < 0)
                         return -errno;
                 for (c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
                         int next;
@@ -110,36 +227,55 @@ int hierarchy_open_cgroup(const Hierarchy *h, const char *path) {
                         if (streq(c, "."))
                                 continue;
                         next = openat(cur, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (next < 0 && errno == ENOTDIR) {
-                                struct stat st;
-
+                        if (next < 0 && errno == ENOTDIR)
                                 /* A symlink (refused like openat2() does) or a file (no cgroup). */
                                 return fstatat(cur, c, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISLNK(st.st_mode) ?
                                                -ENOTDIR : -ELOOP;
-                        }
                         if (next < 0)
                                 return -errno;
                         safe_close(cur);
                         cur = next;
+                        if (fstat(cur, &st) < 0)
+                                return -errno;
+                        if (st.st_dev != root.st_dev)
+                                return -EXDEV;
                 }
                 return TAKE_FD(cur);
         }
 }
 
 int hierarchy_stat_cgroup(const Hierarchy *h, const char *path) {
-        const char *rel;
-        struct stat st;
+        _cleanup_free_ char *rel = NULL;
+        struct stat root, st;
 
         if (!h->path || h->fd < 0)
                 return -ENOENT;
-        rel = path + strspn(path, "/");
-        if (!*rel)
+        path += strspn(path, "/");
+        if (!*path)
                 return 0;
-        if (fstatat(h->fd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        rel = strdup(path);
+        if (!rel)
+                return -ENOMEM;
+        if (fstat(h->fd, &root) < 0)
                 return -errno;
-        if (S_ISLNK(st.st_mode))
-                return -ELOOP;
-        return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+        /* Each prefix in turn, as hierarchy_open_cgroup() resolves it: no symlink, no other mount. */
+        for (char *slash = rel;; slash++) {
+                slash = strchrnul(slash, '/');
+                char c = *slash;
+
+                *slash = 0;
+                if (fstatat(h->fd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        return -errno;
+                if (S_ISLNK(st.st_mode))
+                        return -ELOOP;
+                if (!S_ISDIR(st.st_mode))
+                        return -ENOTDIR;
+                if (st.st_dev != root.st_dev)
+                        return -EXDEV;
+                if (!c)
+                        return 0;
+                *slash = c;
+        }
 }
 
 bool cgroup_exists_as(const Hierarchy *h, const char *path, ino_t ino) {

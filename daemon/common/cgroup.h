@@ -17,11 +17,63 @@ typedef struct Hierarchy {
 } Hierarchy;
 
 /*
- * cgroup_path_normalize - validate a client-supplied cgroup path and return
- * its canonical form: absolute, no "." or ".." components, no control
- * characters, repeated and trailing slashes removed, at most
- * CGROUP_PATH_MAX bytes, components at most 255 bytes. NULL or "" means
- * "/". Returns 0, -EINVAL (invalid) or -ENOMEM.
+ * Why a path is no cgroup path: the rules of cgroup_path_check(), then
+ * what the daemon finds when it opens a well-formed one beneath a
+ * hierarchy (cgroup_path_problem_from_errno()). The one list of reasons
+ * that the daemon's log, pressurectl and libpressure give.
+ */
+typedef enum CgroupPathProblem {
+        CGROUP_PATH_OK,
+        CGROUP_PATH_NOT_ABSOLUTE,
+        CGROUP_PATH_TOO_LONG,
+        CGROUP_PATH_NOT_UTF8,
+        CGROUP_PATH_CONTROL_CHARACTER,
+        CGROUP_PATH_NAME_TOO_LONG,
+        CGROUP_PATH_DOT,
+        CGROUP_PATH_DOT_DOT,
+        CGROUP_PATH_TOO_LONG_IN_NAMESPACE,
+        CGROUP_PATH_FILE,
+        CGROUP_PATH_SYMLINK,
+        CGROUP_PATH_OTHER_MOUNT,
+        _CGROUP_PATH_PROBLEM_MAX,
+} CgroupPathProblem;
+
+/*
+ * cgroup_path_check - the first rule @path breaks: absolute, at most
+ * CGROUP_PATH_MAX bytes, valid UTF-8 (the wire is JSON), no control
+ * characters or DEL, components at most 255 bytes, no "." or ".."
+ * component. NULL and "" are "/", and fine.
+ */
+CgroupPathProblem cgroup_path_check(const char *path);
+
+/*
+ * cgroup_path_problem_from_errno - what a failed hierarchy_open_cgroup()
+ * of a well-formed path says: -ENOTDIR a file, -ELOOP a symlink, -EXDEV
+ * another mount, -ENAMETOOLONG too long; -EINVAL too long once joined to
+ * a cgroup namespace's root (cgroup_view_to_real()). CGROUP_PATH_OK for
+ * any other errno (not a problem of the path).
+ */
+CgroupPathProblem cgroup_path_problem_from_errno(int error);
+
+/*
+ * cgroup_path_problem_to_string - the reason in words, a clause that
+ * follows "Invalid cgroup path '...': " ("it names a file, not a cgroup
+ * directory"); NULL for CGROUP_PATH_OK.
+ */
+const char *cgroup_path_problem_to_string(CgroupPathProblem p);
+
+/*
+ * cgroup_path_escape - @path for a message or a JSON string: bytes that
+ * are control characters, DEL or not part of valid UTF-8 written as \xNN.
+ * Returns a new string, or NULL if out of memory.
+ */
+char *cgroup_path_escape(const char *path);
+
+/*
+ * cgroup_path_normalize - validate a client-supplied cgroup path
+ * (cgroup_path_check()) and return its canonical form: repeated and
+ * trailing slashes removed. NULL or "" means "/". Returns 0, -EINVAL
+ * (invalid) or -ENOMEM.
  */
 int cgroup_path_normalize(const char *path, char **ret);
 
@@ -43,8 +95,9 @@ int hierarchy_open_cgroup(const Hierarchy *h, const char *path);
 /*
  * hierarchy_stat_cgroup - whether canonical cgroup @path exists beneath @h,
  * without taking a file descriptor (a check that must work when they are
- * used up): 0, -ENOENT, -ENOTDIR if it names a file, -ELOOP for a symlink
- * in its last component, or another negative errno.
+ * used up), refusing what hierarchy_open_cgroup() refuses: 0, -ENOENT,
+ * -ENOTDIR if it names a file, -ELOOP for a symlink on the way, -EXDEV
+ * for another mount on the way, or another negative errno.
  */
 int hierarchy_stat_cgroup(const Hierarchy *h, const char *path);
 

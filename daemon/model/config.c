@@ -138,7 +138,7 @@ static void config_init_defaults(Config *c) {
                 .levels = {
                         [LEVEL_LOW] = { PSI_STALL_SOME, 70 * USEC_PER_MSEC, 1 * USEC_PER_SEC },
                         [LEVEL_MEDIUM] = { PSI_STALL_SOME, 100 * USEC_PER_MSEC, 1 * USEC_PER_SEC },
-                        [LEVEL_CRITICAL] = { PSI_STALL_FULL, 100 * USEC_PER_MSEC, 1 * USEC_PER_SEC },
+                        [LEVEL_CRITICAL] = { PSI_STALL_FULL, 300 * USEC_PER_MSEC, 1 * USEC_PER_SEC },
                 },
                 .vmpressure_mode = VMPRESSURE_MODE_HIERARCHY,
                 .clear_after_usec = 0,

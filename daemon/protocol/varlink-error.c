@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <sys/resource.h>
 
+#include "cgroup.h"
 #include "util.h"
 #include "varlink-error.h"
 #include "vocabulary.h"
@@ -17,6 +18,7 @@ static int set(VarlinkError *e, int error, const char *name, json_t *parameters)
         json_decref(e->parameters);
         e->name = name;
         e->parameters = parameters ?: json_object();
+        e->detail = NULL;
         return error;
 }
 
@@ -29,7 +31,11 @@ int varlink_error_no_such_cgroup(VarlinkError *e, int error, const char *cgroup)
 }
 
 int varlink_error_invalid_cgroup_path(VarlinkError *e, int error, const char *cgroup) {
-        return set_string(e, error, IDL_ERROR_NAME(INVALID_CGROUP_PATH), "cgroup", cgroup);
+        CgroupPathProblem p = cgroup_path_check(cgroup);
+
+        (void) set_string(e, error, IDL_ERROR_NAME(INVALID_CGROUP_PATH), "cgroup", cgroup);
+        e->detail = cgroup_path_problem_to_string(p != CGROUP_PATH_OK ? p : cgroup_path_problem_from_errno(error));
+        return error;
 }
 
 int varlink_error_permission_denied(VarlinkError *e, const char *reason) {

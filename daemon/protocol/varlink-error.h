@@ -17,10 +17,15 @@
 
 #include "source-failure.h"
 
-/* A varlink error to send: its name (static) and its parameters (owned). */
+/*
+ * A varlink error to send: its name (static) and its parameters (owned);
+ * @detail (static, or NULL) says more for the log line only, where the
+ * interface declares no parameter for it (why a cgroup path is invalid).
+ */
 typedef struct VarlinkError {
         const char *name;
         json_t *parameters;
+        const char *detail;
 } VarlinkError;
 
 /* varlink_error_done - drop what @e holds and reset it to "no error". */
@@ -28,7 +33,11 @@ void varlink_error_done(VarlinkError *e);
 
 /* io.pressured.NoSuchCgroup (cgroup). */
 int varlink_error_no_such_cgroup(VarlinkError *e, int error, const char *cgroup);
-/* io.pressured.InvalidCgroupPath (cgroup); @cgroup NULL is sent as "". */
+/*
+ * io.pressured.InvalidCgroupPath (cgroup); @cgroup NULL is sent as "".
+ * The detail is the reason (cgroup.h): the rule @cgroup breaks, else
+ * what the failed open @error says of it.
+ */
 int varlink_error_invalid_cgroup_path(VarlinkError *e, int error, const char *cgroup);
 /* io.pressured.PermissionDenied (reason); returns -EACCES. */
 int varlink_error_permission_denied(VarlinkError *e, const char *reason);

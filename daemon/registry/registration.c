@@ -371,7 +371,10 @@ void listener_move(Listener *l, Registration *to) {
 static void registration_removed(Registration *r) {
         r->removed = true;
         r->fast_charged = false;
-        if (r->n_subscribers > 0)
+        if (r->n_subscribers > 0 && r->src.ended_why)
+                log_warning("Ending %u %s stream(s) on %s, which stays: %s.", r->n_subscribers,
+                            source_type_to_string(r->src.type), r->src.cgroup, r->src.ended_why);
+        else if (r->n_subscribers > 0)
                 log_info("Cgroup %s is gone, ending %u %s stream(s).", r->src.cgroup, r->n_subscribers,
                          source_type_to_string(r->src.type));
         while (r->listeners) {

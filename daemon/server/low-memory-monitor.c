@@ -307,8 +307,13 @@ static void lmm_disable(LowMemoryMonitor *m) {
         for (Level l = 0; l < _LEVEL_MAX; l++)
                 listener_detach(&m->levels[l].listener);
         m->last = body_unref(m->last);
-        if (m->enabled)
+        /* Only a name we own is one we stop serving: one that was never ours is just no longer asked for. */
+        if (m->enabled && m->state == LMM_OWNER)
                 log_info("Stopped serving " LOW_MEMORY_MONITOR_NAME ".");
+        else if (m->enabled)
+                log_info("[DBus] LowMemoryMonitor=no: releasing the level registrations of the whole system; "
+                         "the name " LOW_MEMORY_MONITOR_NAME " was not ours (%s).",
+                         low_memory_monitor_state_to_string(m->state));
         m->enabled = false;
         m->state = LMM_OFF;
 }

@@ -799,6 +799,7 @@ static const struct {
 };
 
 
+
 void methods_dispatch(Client *c, VarlinkCall *call, void *userdata) {
         Methods *ms = userdata;
         VarlinkError e = {};

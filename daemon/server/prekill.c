@@ -292,14 +292,25 @@ static void prekill_end(Prekill *p, PrekillWarning *w, PrekillOutcome outcome) {
         prekill_changed(p);
 }
 
-static void on_deadline(evutil_socket_t fd, short what, void *userdata) {
-        Prekill *p = userdata;
+/*
+ * Answer every warning whose deadline has passed. Called by the timer, and
+ * before an acknowledgement or a departure is counted: the timer may run a
+ * little after its time, and what comes in after the deadline is late, not
+ * an acknowledgement.
+ */
+static void prekill_expire(Prekill *p) {
         uint64_t now = now_usec(CLOCK_MONOTONIC);
         PrekillWarning *w, *next;
 
         LIST_FOREACH_SAFE(warnings, w, next, p->book.warnings)
                 if (w->deadline_us <= now)
                         prekill_end(p, w, PREKILL_OUTCOME_DEADLINE);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *userdata) {
+        Prekill *p = userdata;
+
+        prekill_expire(p);
         prekill_arm(p);
 }
 
@@ -421,8 +432,10 @@ static void prekill_dispatch(Client *c, VarlinkCall *call, void *userdata) {
 
 int prekill_acknowledge(Prekill *p, uint64_t id, uid_t uid, pid_t pid) {
         PrekillWarning *w;
-        int k = prekill_book_acknowledge(&p->book, id, uid, pid, &w);
+        int k;
 
+        prekill_expire(p);
+        k = prekill_book_acknowledge(&p->book, id, uid, pid, &w);
         if (k < 0)
                 return k;
         log_debug("Warning %" PRIu64 " about %s acknowledged by pid %d (uid %u); %zu subscriber(s) still waited for.",
@@ -438,6 +451,7 @@ int prekill_acknowledge(Prekill *p, uint64_t id, uid_t uid, pid_t pid) {
 static void prekill_gone(Prekill *p, uint64_t id) {
         PrekillWarning *w, *next;
 
+        prekill_expire(p);
         LIST_FOREACH_SAFE(warnings, w, next, p->book.warnings)
                 if (prekill_warning_gone(&p->book, w, id) && w->n_waiting == 0)
                         prekill_end(p, w, PREKILL_OUTCOME_ACKNOWLEDGED);

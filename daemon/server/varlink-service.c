@@ -4,6 +4,7 @@
 
 #include "config-build.h"
 #include "log.h"
+#include "cgroup.h"
 #include "varlink-service.h"
 
 #define ORG_VARLINK_SERVICE "org.varlink.service"
@@ -131,6 +132,15 @@ static const char *error_why(const VarlinkError *e) {
         return NULL;
 }
 
+/* The one line of a call refused with @e: its main parameter (escaped: a client wrote it) and its detail. */
+static void log_refused(const Client *c, const VarlinkCall *call, const VarlinkError *e) {
+        _cleanup_free_ char *why = error_why(e) ? cgroup_path_escape(error_why(e)) : NULL;
+
+        /* The detail first: a long parameter does not cut it off the line. */
+        log_debug("%s from client %" PRIu64 " failed: %s%s%s%s%s%s", call->method, c->id, e->name,
+                  e->detail ? " (" : "", e->detail ?: "", e->detail ? ")" : "", why ? ": " : "", why ?: "");
+}
+
 void service_failed(Client *c, const VarlinkCall *call, int k, VarlinkError *e) {
         if (!e->name && (k == -EMFILE || k == -ENFILE)) {
                 log_ratelimited(LOG_WARNING, k, MESSAGE_ID_LIMIT_HIT, 10, 3,
@@ -140,8 +150,7 @@ void service_failed(Client *c, const VarlinkCall *call, int k, VarlinkError *e) 
                 log_error_errno(k, "Failed to handle %s: %m", call->method);
                 varlink_error_internal(e, k);
         } else
-                log_debug("%s from client %" PRIu64 " failed: %s%s%s", call->method, c->id, e->name,
-                          error_why(e) ? ": " : "", error_why(e) ?: "");
+                log_refused(c, call, e);
         if (service_reply_error(c, call, e) < 0)
                 client_kill(c); /* not even the error could be queued */
 }

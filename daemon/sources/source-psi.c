@@ -17,31 +17,89 @@
 #include <linux/magic.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 
 #include "log.h"
 #include "source-common.h"
 
+/* After a trigger's error, how often and how long to look again while the cgroup changes. */
+#define PSI_SETTLE_USEC (50 * USEC_PER_MSEC)
+#define PSI_SETTLE_TRIES 40
+
+typedef enum PsiCgroupState {
+        PSI_CGROUP_GONE,      /* the directory, or cgroup.pressure (removed before it), is gone */
+        PSI_CGROUP_DISABLED,  /* cgroup.pressure reads 0 */
+        PSI_CGROUP_CHANGING,  /* the pressure file is gone, cgroup.pressure still 1 */
+        PSI_CGROUP_THERE,     /* all there, PSI on */
+} PsiCgroupState;
+
+/*
+ * The cgroup of @s after its trigger reported an error. The kernel removes a cgroup's pressure files,
+ * then cgroup.pressure, then the directory; and hides the pressure files of a cgroup whose
+ * cgroup.pressure is set to 0 before that file reads 0. Between those steps, the state is CHANGING.
+ */
+static PsiCgroupState psi_cgroup_state(Source *s) {
+        _cleanup_close_ int dirfd = -1, fd = -1;
+        _cleanup_free_ char *on = NULL;
+        struct stat st;
+
+        dirfd = hierarchy_open_cgroup(s->env->v2, s->cgroup);
+        if (dirfd < 0 || fstat(dirfd, &st) < 0 || st.st_ino != s->dir_ino)
+                return PSI_CGROUP_GONE;
+        fd = openat(dirfd, "cgroup.pressure", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return PSI_CGROUP_GONE;
+        if (read_full_fd(fd, 16, &on, NULL) >= 0 && on[0] == '0')
+                return PSI_CGROUP_DISABLED;
+        if (fstatat(dirfd, resource_pressure_file(s->resource), &st, 0) < 0)
+                return PSI_CGROUP_CHANGING;
+        return PSI_CGROUP_THERE;
+}
+
+/* Decide why the trigger of @s failed once its cgroup settled, or look again a moment later. */
+static void psi_settle(evutil_socket_t fd, short what, void *userdata) {
+        static const struct timeval tv = { .tv_usec = PSI_SETTLE_USEC };
+        Source *s = userdata;
+        PsiCgroupState state = psi_cgroup_state(s);
+
+        if (state == PSI_CGROUP_CHANGING && s->settle_tries++ < PSI_SETTLE_TRIES && s->holdoff &&
+            evtimer_add(s->holdoff, &tv) == 0)
+                return;
+        /* The registration says it once: the cgroup is gone, or why its streams end while it stays. */
+        s->ended_why = state == PSI_CGROUP_DISABLED ? "PSI was disabled for it (cgroup.pressure=0)" :
+                       state == PSI_CGROUP_CHANGING ? "its pressure file went away while the cgroup stays" :
+                       state == PSI_CGROUP_THERE ? "the kernel reports an error on the trigger while the "
+                                                   "cgroup and its pressure file are there" : NULL;
+        s->cb->removed(s);
+}
+
 static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
         Source *s = userdata;
-        SourceEnv *env = s->env;
         struct epoll_event ev;
         int n;
 
         n = epoll_wait(s->aux_fd, &ev, 1, 0);
         if (n > 0 && (ev.events & EPOLLERR)) {
-                /* The cgroup is gone (or PSI was switched off for it). */
-                if (!streq(s->cgroup, "/") && !cgroup_exists_as(env->v2, s->cgroup, s->dir_ino)) {
+                if (streq(s->cgroup, "/")) {
+                        s->ended_why = "the kernel reports an error on the trigger of the whole system";
                         s->cb->removed(s);
                         return;
                 }
-                log_ratelimited(LOG_WARNING, 0, NULL, 60, 1,
-                                "PSI trigger on %s reports an error but the cgroup exists; was PSI disabled for it (cgroup.pressure=0)? Ending its streams.",
-                                s->cgroup);
-                s->cb->removed(s);
+                /* The error stays: watch no more, and see what became of the cgroup. */
+                (void) event_del(s->ev);
+                if (!s->holdoff)
+                        s->holdoff = evtimer_new(s->env->base, psi_settle, s);
+                psi_settle(-1, 0, s);
                 return;
         }
         source_notify(s, 1);
+}
+
+static void psi_close(Source *s) {
+        if (s->holdoff)
+                event_free(s->holdoff);
+        s->holdoff = NULL;
 }
 
 static int psi_write_trigger(int fd, const PsiTrigger *t) {
@@ -171,6 +229,7 @@ static int psi_state(Source *s, SubscribedState *ret) {
 
 const SourceOps source_psi_ops = {
         .open = psi_open,
+        .close = psi_close,
         .state = psi_state,
         .adopt = psi_adopt,
 };

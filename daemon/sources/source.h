@@ -104,8 +104,12 @@ struct Source {
         int fd;                     /* trigger fd / eventfd / inotify fd */
         int aux_fd;                 /* psi: epoll fd; memory_events: memory.events fd */
         ino_t dir_ino;              /* to tell a recreated cgroup from ours */
+        const char *ended_why;      /* before removed(): why the streams end though the cgroup stays
+                                     * (static); NULL: the cgroup is gone */
         struct event *ev;
-        struct event *holdoff;      /* SOURCE_VMPRESSURE: re-arms ev after a pause */
+        struct event *holdoff;      /* SOURCE_VMPRESSURE: re-arms ev after a pause; SOURCE_PSI: looks
+                                     * at the cgroup again after its trigger failed */
+        unsigned settle_tries;      /* SOURCE_PSI: how often it looked */
         struct event *report;       /* reports the notifications in woke (source_notify()) */
         uint64_t woke;              /* notifications kicked and not yet reported */
         uint64_t woke_realtime_us, woke_monotonic_us; /* the first of them */

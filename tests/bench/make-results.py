@@ -32,6 +32,10 @@ its files are there.
 --ns-fanout OUT_DIR --into RESULTS_MD does the same for subscribers in a
 cgroup namespace, measured by one run of bench-ns-fanout.py.
 
+--level-thresholds OUT_DIR --into RESULTS_MD does the same for the
+[Levels] candidates measured by bench-level-thresholds.py here and with
+--vm (both in one OUT_DIR).
+
 --scrape-delay OUT_DIR --into RESULTS_MD does the same for the delay of
 injected events during /metrics scrapes made by one run of
 bench-scrape-delay.py.
@@ -979,6 +983,88 @@ def splice_levels(out, path):
                      levels_section(out) + python_event_section(out))
 
 
+# --- level thresholds (bench-level-thresholds.py) --------------------------------------
+
+THRESHOLDS_TITLE = 'Level thresholds under real loads'
+THRESHOLDS_INTRO = ('Which [Levels] a load crosses, when, and in what order, for candidate sets of low, medium '
+                    'and critical triggers: pressured 0.4\'s (low-memory-monitor\'s levels), GLib 2.86\'s own '
+                    'PSI monitor (gmemorymonitorpsi.c), ChromeOS resourced\'s (psi_monitor.rs: background, '
+                    'foreground and unresponsive), and the ones tried here. One process holds every trigger on '
+                    'the load\'s pressure file and timestamps each notification, so every candidate is judged on '
+                    'the same load; "critical without medium first" counts the runs where critical came and '
+                    'medium\'s first notification did not come before it in a turn of the kernel\'s poll of its own '
+                    '(over 5 ms earlier), so that a level stream would go from below medium straight to critical; '
+                    'the times are the medians from the start of the load (with how many runs had one). '
+                    'Loads: one-task, one shell loop (one process at a time) writing and reading back a '
+                    '200 MB file in a cgroup limited to 64M, whose `some` stall is its `full` stall; build, this '
+                    'project\'s daemon and pressurectl built from a cold page cache (ninja -j2, 80M in the VM, 72M '
+                    'here); thrash, the VM only, an anonymous hog leaving 96 or 48 MiB of MemAvailable while 3 GiB '
+                    'of files are re-read (system-wide). Then the daemon itself, with each candidate as its '
+                    '[Levels], followed by a level stream on the one-task load. Here, without CAP_SYS_RESOURCE, '
+                    'a 1 s window is taken as the daemon takes it: 2 s, the threshold doubled. Reproduce with '
+                    '`tests/bench/bench-level-thresholds.py --out DIR` and `--vm --out DIR`, then '
+                    '`tests/bench/make-results.py --level-thresholds DIR --into tests/bench/results.md`.')
+
+
+def thresholds_candidates(rows, label):
+    body = []
+    keys = []
+    for r in rows:
+        k = (r['workload'], r['candidate'])
+        if k not in keys:
+            keys.append(k)
+    for workload, cand in keys:
+        rs = [r for r in rows if (r['workload'], r['candidate']) == (workload, cand)]
+        # The failure: critical came, and medium not in a poll turn of its own before it.
+        jumps = sum(1 for r in rs if r['critical_s'] and not int(r['medium_before_critical']))
+
+        def med(key):
+            vals = [float(r[key]) for r in rs if r[key] not in ('', None)]
+            if not vals:
+                return f'never ({len(rs)} run{"" if len(rs) == 1 else "s"})'
+            return num(statistics.median(vals), 1) + ('' if len(vals) == len(rs) else f' ({len(vals)} of {len(rs)})')
+        gaps = [float(r['gap_ms']) for r in rs if r['gap_ms'] not in ('', None)]
+        body.append([label, workload, cand, f"`{rs[0]['low']}` / `{rs[0]['medium']}` / `{rs[0]['critical']}`",
+                     f'**{jumps}** of {len(rs)}' if jumps else f'0 of {len(rs)}', med('low_s'), med('medium_s'),
+                     med('critical_s'),
+                     num(statistics.median(gaps), 1) if gaps else '–'])
+    return body
+
+
+def thresholds_section(out):
+    body, streams, notes = [], [], []
+    for where, label in LEVELS_WHERE:
+        sfx = '-vm' if where == 'vm' else ''
+        rows = load(out, f'thresholds{sfx}-candidates.csv')
+        if rows:
+            body += thresholds_candidates(rows, label)
+        for r in load(out, f'thresholds{sfx}-streams.csv') or []:
+            streams.append([label, r['candidate'], r['run'], r['levels'].replace('>', ' > '),
+                            'yes' if r['medium_before_critical'] == '1' else '**no**', r['critical_s'] or '–'])
+        info = {r['key']: r['value'] for r in (load(out, f'thresholds{sfx}-info.csv') or [])}
+        if info:
+            notes.append(f"{label}: kernel {info.get('kernel')}, {info.get('cpus')} CPUs, "
+                         f"{int(info.get('memtotal_kib', 0)) // 1024:,} MiB, 1 s windows "
+                         f"{'allowed' if info.get('windows_1s') == '1' else 'refused'}, {info.get('runs')} runs of "
+                         f"each load, {info.get('date')}, load average {info.get('load_end')} at the end; "
+                         f"builds: {info.get('builds') or 'none'}.")
+    if not body:
+        return '_Not run._\n'
+    text = table(['where', 'load', 'candidate', 'low / medium / critical (as the kernel got them)',
+                  'critical without medium first', 'low (s)', 'medium (s)', 'critical (s)',
+                  'critical after medium (ms)'], body)
+    if streams:
+        text += '\nThe daemon\'s level stream on the one-task load, with each candidate as its [Levels]:\n\n'
+        text += table(['where', 'candidate', 'run', 'levels', 'medium before critical', 'first critical (s)'],
+                      streams)
+    return text + '\n' + '\n'.join(f'- {n}' for n in notes) + '\n'
+
+
+def splice_thresholds(out, path):
+    splice_generated(path, 'level-thresholds', 'bench-level-thresholds.py', THRESHOLDS_TITLE, THRESHOLDS_INTRO,
+                     thresholds_section(out))
+
+
 def proxy(out):
     rows = load(out, 'proxy.csv')
     if not rows:
@@ -1376,6 +1462,7 @@ def main():
     args = sys.argv[1:]
     ab = None
     splices = {'--reclaim': splice_reclaim, '--lmm': splice_lmm, '--levels': splice_levels, '--takeover': splice_takeover,
+               '--level-thresholds': splice_thresholds,
                '--ns-fanout': splice_ns_fanout, '--scrape-delay': splice_scrape_delay, '--metrics': splice_metrics,
                '--prekill': splice_prekill}
     if args[:1] and args[0] in splices:

@@ -708,6 +708,23 @@ static const struct {
         { "/err/SomethingNew",           EREMOTEIO,     "io.pressured.SomethingNew",       "The daemon answered io.pressured.SomethingNew" },
 };
 
+/* Handlers of calls that must not be made. */
+static int on_headroom_unused(pressure_call *call, pressure_headroom *h, const pressure_error *error, void *userdata) {
+        TEST_FAIL("%s", "a call with an invalid cgroup was made");
+        return 0;
+}
+
+static int on_protection_unused(pressure_call *call, pressure_protection *p, const pressure_error *error,
+                                void *userdata) {
+        TEST_FAIL("%s", "a call with an invalid cgroup was made");
+        return 0;
+}
+
+static int on_monitor_unused(pressure_monitor *m, const pressure_event *e, void *userdata) {
+        TEST_FAIL("%s", "a monitor with an invalid cgroup was made");
+        return 0;
+}
+
 static void test_errors(void) {
         pressure_client *c = client_new();
         Recorder rec = {};
@@ -790,6 +807,51 @@ static void test_errors(void) {
                 pressure_selector_free(s);
                 ASSERT_STREQ(pressure_error_get_name(error), PRESSURE_ERROR_DAEMON_NOT_RUNNING);
                 error = pressure_error_free(error);
+        }
+        /* A cgroup path no daemon accepts: the same -EINVAL and error from every call that takes one,
+         * naming the rule it breaks, before anything is sent (no daemon here to send it to). */
+        {
+                static const struct {
+                        const char *path, *shown, *reason;
+                } bad[] = {
+                        { "/\xff", "/\\xff", "it is not valid UTF-8" },
+                        { "/a\tb", "/a\\x09b", "it contains a control character, such as a tab or a newline" },
+                        { "/a/../b", "/a/../b", "it has a '..' component" },
+                        { "a", "a", "it is not absolute: a cgroup path starts with '/'" },
+                };
+                pressure_protection *p = NULL;
+                pressure_headroom *h = NULL;
+                pressure_selector *s;
+                pressure_monitor *m = NULL;
+                uint64_t untouched = 7;
+                char message[128];
+
+                for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                        snprintf(message, sizeof(message), "Invalid cgroup path '%s': %s", bad[i].shown, bad[i].reason);
+                        ASSERT_ERR(pressure_client_get_headroom(c, bad[i].path, &h, &error), EINVAL);
+                        ASSERT_STREQ(pressure_error_get_name(error), PRESSURE_ERROR_INVALID_CGROUP_PATH);
+                        ASSERT_STREQ(pressure_error_get_name(error), "libpressure.InvalidCgroupPath");
+                        ASSERT_STREQ(pressure_error_get_parameter_string(error, "cgroup"), bad[i].shown);
+                        ASSERT_STREQ(pressure_error_get_parameter_string(error, "reason"), bad[i].reason);
+                        ASSERT_STREQ(pressure_error_get_message(error), message);
+                        error = pressure_error_free(error);
+                        ASSERT_ERR(pressure_client_get_protection(c, bad[i].path, &p, &error), EINVAL);
+                        ASSERT_STREQ(pressure_error_get_message(error), message);
+                        error = pressure_error_free(error);
+                        ASSERT_ERR(pressure_client_inject(c, bad[i].path, PRESSURE_LEVEL_LOW, &untouched, &error),
+                                   EINVAL);
+                        ASSERT_STREQ(pressure_error_get_message(error), message);
+                        error = pressure_error_free(error);
+                        ASSERT_ERR(pressure_client_get_headroom_async(c, bad[i].path, on_headroom_unused, NULL,
+                                                                      NULL), EINVAL);
+                        ASSERT_ERR(pressure_client_get_protection_async(c, bad[i].path, on_protection_unused, NULL,
+                                                                        NULL), EINVAL);
+                        ASSERT_ERR(pressure_monitor_new(&m, bad[i].path, on_monitor_unused, NULL), EINVAL);
+                        ASSERT_OK(pressure_selector_new(&s));
+                        ASSERT_ERR(pressure_selector_set_cgroup(s, bad[i].path), EINVAL);
+                        pressure_selector_free(s);
+                }
+                ASSERT_TRUE(p == NULL && h == NULL && m == NULL && untouched == 7);
         }
         /* A socket file nobody listens on: the same, in its own words. */
         {

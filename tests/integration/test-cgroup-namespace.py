@@ -196,10 +196,10 @@ def check_own_root(d, name, v2dir):
         hist = [r for r in peer.status('ctl')['registrations'] if r.get('history')]
         pt.check_eq([r['cgroup'] for r in hist], ['/'], 'history from the namespace names "/"')
         out = pt.run_ctl('--json', 'history', socket=d.socket)
-        lines = [json.loads(x) for x in out.stdout.splitlines() if x.strip()]
+        lines = json.loads(out.stdout)['history']
         pt.check(any(x['cgroup'] == name for x in lines), 'pressurectl history on the host: the real path', out.stdout)
         ns_hist = run_in_ns(['unshare', '-C', pt.PRESSURECTL, '--socket', d.socket, '--json', 'history'], v2dir)
-        lines = [json.loads(x) for x in ns_hist.stdout.splitlines() if x.strip()]
+        lines = json.loads(ns_hist.stdout)['history']
         pt.check(lines and all(x['cgroup'] == '/' for x in lines), 'pressurectl history in the namespace: "/"',
                  ns_hist.stdout, ns_hist.stderr)
     finally:

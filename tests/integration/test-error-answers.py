@@ -3,7 +3,7 @@
 """What the daemon answers where there is nothing to answer with.
 
 - Inject on a cgroup that does not exist is NoSuchCgroup (pressurectl:
-  exit 1 and the sentence), not "Delivered to 0 subscribers".
+  exit 1 and the sentence), not "Delivered 0 times".
 - An episode made only of injected events has its peak unknown: null in
   GetStatus (active and history), in "subscribed" and in "cleared";
   `pressurectl history` says "peak unknown", `watch` "peak=unknown".
@@ -15,7 +15,11 @@
   the v1 memory hierarchy gets one sentence from every selector that needs
   cgroup2 and from GetProtection, naming both hierarchies (and one only in
   cgroup2 the like from vmpressure); a path that names a file is
-  InvalidCgroupPath for every selector, Inject and GetProtection."""
+  InvalidCgroupPath for every selector, Inject and GetProtection.
+- Every reason of InvalidCgroupPath (not absolute, too long, a control
+  character, a component over 255 bytes, '.', '..', a file, a symlink,
+  another mount): the reply has only its declared parameter, the daemon's
+  log line and pressurectl's sentence name the actual reason."""
 import json
 import os
 import shutil
@@ -100,7 +104,7 @@ def test_injected_peak(d, cg):
         pt.check(res.returncode == 0 and 'peak unknown' in res.stdout and '%' not in res.stdout,
                  'history: peak unknown', res.stdout, res.stderr)
         res = ctl(d, '--json', 'history', cg)
-        eps = [json.loads(line) for line in res.stdout.splitlines()]
+        eps = json.loads(res.stdout)['history']
         pt.check(eps and eps[-1]['peak'] is None, 'history --json: peak null', res.stdout)
     finally:
         sub.close()
@@ -198,10 +202,71 @@ def test_file_paths(d, cg):
     pt.check_eq(call(d, 'io.pressured.GetProtection', {'cgroup': path}), want, 'GetProtection on a file')
 
 
+# Each path the daemon refuses, and the reason its log gives; the reply has the declared parameter only.
+PATH_REASONS = [
+    ('relative', "it is not absolute: a cgroup path starts with '/'"),
+    ('/' + 'a/' * 2100, 'it is longer than 4096 bytes'),
+    ('/a\tb', 'it contains a control character, such as a tab or a newline'),
+    ('/' + 'x' * 256, 'a component of it is longer than 255 bytes'),
+    ('/a/./b', "it has a '.' component"),
+    ('/a/../b', "it has a '..' component"),
+    ('/a/memory.current', 'it names a file, not a cgroup directory'),
+    ('/esc', 'it goes through a symbolic link'),
+]
+
+
+def test_path_reasons(tmp):
+    """InvalidCgroupPath from every method that takes a cgroup, for every reason the daemon knows:
+    the reply carries {"cgroup": the path as given} and nothing more, the daemon's log line names
+    the actual reason (escaped where the path has control characters), and pressurectl's sentence
+    the same reason for what only the daemon can see (a file, a symlink, another mount)."""
+    root = os.path.join(tmp, 'reasons')
+    pt.make_fake_tree(root, {'/': dict(current=1 << 30), '/a': dict(current=4096), '/m': dict(current=4096)})
+    os.symlink('/tmp', os.path.join(root, 'esc'))
+    reasons = list(PATH_REASONS)
+    mounted = subprocess.run(['mount', '-t', 'tmpfs', 'none', os.path.join(root, 'm')], capture_output=True)
+    if mounted.returncode == 0:
+        reasons.append(('/m', 'it leads out of the cgroup hierarchy into another mount'))
+    else:
+        pt.skip_part(f'no tmpfs could be mounted in the fake tree for the other-mount reason: {mounted.stderr!r}')
+    calls = [('io.pressured.Subscribe', {'level': 'low'}), ('io.pressured.Subscribe', {'levels': True}),
+             ('io.pressured.GetHeadroom', {}), ('io.pressured.GetProtection', {}),
+             ('io.pressured.Inject', {'level': 'low'})]
+    try:
+        with pt.Daemon(cgroup_root=root, log_level='debug') as d:
+            for path, reason in reasons:
+                for method, extra in calls:
+                    v = pt.Varlink(d.socket, timeout=WAIT)
+                    try:
+                        if method == 'io.pressured.Subscribe':
+                            r = v.subscribe(cgroup=path, **extra)
+                        else:
+                            r = v.call_sync(method, dict(extra, cgroup=path))
+                    finally:
+                        v.close()
+                    pt.check_eq({k: r.get(k) for k in ('error', 'parameters')},
+                                {'error': 'io.pressured.InvalidCgroupPath', 'parameters': {'cgroup': path}},
+                                f'{method} {list(extra)} on {path[:40]!r}: the declared parameter only')
+                shown = path.replace('\t', '\\x09')[:200]
+                line = f'failed: io.pressured.InvalidCgroupPath ({reason}): {shown}'
+                pt.wait_for(lambda: d.log().count(line) >= len(calls), timeout=WAIT,
+                            what=f'the log to give the reason for {path[:40]!r}')
+                pt.check('\t' not in d.log(), 'no control character reaches the log', path[:40])
+            for path, reason in reasons[-3:]:
+                res = ctl(d, 'headroom', path)
+                pt.check(res.returncode == 2 and
+                         res.stderr == f"pressurectl: headroom: Invalid cgroup path '{path}': {reason}.\n",
+                         f'pressurectl names the reason for {path}', res.returncode, res.stderr)
+    finally:
+        if mounted.returncode == 0:
+            subprocess.run(['umount', os.path.join(root, 'm')], check=False)
+
+
 def main():
     pt.require_root('Inject is reserved to root; the test makes real cgroups')
     tmp = tempfile.mkdtemp(prefix='pressured-error-answers-')
     try:
+        test_path_reasons(tmp)
         test_no_memory_controller(tmp)
         with pt.quiet_cgroup() as cg, pt.Daemon(config_text='[Levels]\nClearAfterSec=1\n') as d:
             test_inject_nope(d)

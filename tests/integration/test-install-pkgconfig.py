@@ -82,7 +82,8 @@ def check_python_install(dest):
     pydir = os.path.normpath(pydir)
     installed = dest + pydir
     sources = os.path.join(pt.SOURCE_ROOT, 'client', 'python', 'pressured')
-    want = sorted([f for f in os.listdir(sources) if f.endswith('.py')] + ['_version.py', '_vocabulary.py'])
+    want = sorted([f for f in os.listdir(sources) if f.endswith('.py')] +
+                  ['_version.py', '_vocabulary.py', '_types.py'])
     got = sorted(os.listdir(os.path.join(installed, 'pressured'))) if os.path.isdir(installed) else []
     check(got == want, f'the module is installed in {pydir}', got, want)
     with open(os.path.join(pt.BUILD_ROOT, 'meson-info', 'intro-buildoptions.json')) as f:

@@ -118,7 +118,9 @@ def check_folding(d, cg):
         pt.wait_for(lambda: _unread(v) > 0, timeout=WAIT, what='the low change to reach the socket')
         d.inject('medium', cg)
         d.inject('critical', cg)
-        time.sleep(0.2)  # let the daemon fold (what is checked is what arrives, not when)
+        # The sync point: a call answered after the injections, so the daemon has settled and folded
+        # both changes (the settle runs in the loop turn of the injection, before the next call is read).
+        d.status()
         ev = event(v)
         pt.check(ev['level'] == 'low' and ev['seq'] == 2, 'the change sent before the client stopped reading', ev)
         ev = event(v)

@@ -191,13 +191,15 @@ def write(root, cg, name, value):
 
 def make_tree(root):
     """/app.slice/a reclaimable (probing), /app.slice/b without memory.reclaim (unsupported),
-    /small under MinSize= and /prot under its memory.min (both at their floor), /other unmatched."""
+    /small under MinSize= and /prot under its memory.min (both at their floor), /other and /app
+    unmatched."""
     psi = 'some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0'
     os.mkdir(root)
     write(root, '/', 'memory.current', 64 * G)
     for cg, current, minimum, reclaim in (('/app.slice', 20 * G, 0, False), ('/app.slice/a', 10 * G, 0, True),
                                           ('/app.slice/b', 10 * G, 0, False), ('/small', 50 * M, 0, True),
-                                          ('/prot', G, 2 * G, True), ('/other', 10 * G, 0, True)):
+                                          ('/prot', G, 2 * G, True), ('/other', 10 * G, 0, True),
+                                          ('/app', G, 0, True)):
         os.mkdir(os.path.join(root, cg.lstrip('/')))
         for name, value in (('memory.current', current), ('memory.min', minimum), ('memory.low', 0),
                             ('memory.pressure', psi), ('io.pressure', psi), ('cgroup.procs', '')):
@@ -277,6 +279,10 @@ def test_daemon(tmp):
               res.stdout)
         res = expect(ctl(d.socket, 'reclaim', '/other'), 0, 'reclaim of a cgroup no pattern matches')
         check(res.stdout.startswith('No cgroup under proactive reclaim at or below /other.'), 'none', res.stdout)
+        # A cgroup that does not exist is the daemon's NoSuchCgroup, exit 1, as for every command.
+        res = expect(ctl(d.socket, 'reclaim', '/nope'), 1, 'reclaim of a cgroup that does not exist')
+        check(res.stdout == '' and res.stderr.startswith('pressurectl: reclaim: No cgroup /nope: '),
+              'the daemon\'s sentence', res.stderr)
 
     # The controller off ([Reclaim] Cgroups= empty, the default): one line, exit 0.
     with pt.Daemon(cgroup_root=root) as d:

@@ -59,15 +59,29 @@ def test_usage():
     # A number out of its range names the range.
     for args, says in ((['watch', '--count', '0'], "invalid count '0', expected a whole number from 1 to "
                                                    "18446744073709551615"),
-                       (['watch', '--timeout', '2e9'], "invalid timeout '2e9', expected seconds from 0 to 1000000000"),
-                       (['watch', '--min-interval', '2147483648'], "invalid interval '2147483648', expected "
-                                                                   "milliseconds from 0 to 2147483647"),
+                       (['watch', '--timeout', '2e9'], "invalid timeout '2e9', expected seconds over 0, at most "
+                                                       "1000000000 (fractions allowed); leave --timeout out"),
+                       # A timeout of 0 is refused by every option that takes one, with the same words.
+                       (['watch', '--timeout', '0'], "invalid timeout '0', expected seconds over 0, at most "
+                                                     "1000000000 (fractions allowed); leave --timeout out"),
+                       (['watch', '--levels', '--timeout', '0ms'], "invalid timeout '0ms', expected seconds over 0"),
                        (['watch', '--exec-timeout', '0', '--exec', 'true'], "invalid exec timeout '0', expected "
-                                                                            "seconds over 0, at most 1000000000"),
+                                                                            "seconds over 0, at most 1000000000 "
+                                                                            "(fractions allowed); leave "
+                                                                            "--exec-timeout out"),
+                       (['watch', '--min-interval', '2147483648'], "invalid interval '2147483648', expected a "
+                                                                   "duration in whole milliseconds from 0 to "
+                                                                   "2147483647ms"),
+                       (['watch', '--min-interval', '1.5ms'], "invalid interval '1.5ms', expected a duration in "
+                                                              "whole milliseconds"),
+                       (['watch', '--min-interval', '250us'], "invalid interval '250us', expected a duration in "
+                                                              "whole milliseconds"),
+                       (['watch', '--min-interval', 'soon'], "invalid interval 'soon', expected a duration"),
                        (['top', '--batch', '-d', '90000'], "invalid delay '90000', expected seconds from 0 to 86400"),
                        (['top', '--batch', '-d', '1441min'], "invalid delay '1441min', expected seconds from 0 to "
                                                              "86400"),
-                       (['watch', '--timeout', '1h'], "invalid timeout '1h', expected seconds from 0 to 1000000000"),
+                       (['watch', '--timeout', '1h'], "invalid timeout '1h', expected seconds over 0, at most "
+                                                      "1000000000"),
                        (['top', '--batch', '--iterations', '0'], "invalid iterations '0', expected a whole number "
                                                                  "from 1 to"),
                        (['inject', '--level', 'high'], "invalid level 'high', expected low, medium or critical")):
@@ -122,6 +136,76 @@ def test_unreachable():
     os.rmdir(tmp)
 
 
+USER_EXPLAINED = ('--user: $XDG_RUNTIME_DIR is not set to an absolute path, so there is no per-user daemon to '
+                  'find (pressured --user listens in $XDG_RUNTIME_DIR/pressured)')
+
+
+def ctl_env(*args, env):
+    """pressurectl with exactly the environment @env (plus PATH)."""
+    return subprocess.run([pt.PRESSURECTL] + list(args), capture_output=True, text=True, timeout=10,
+                          env=dict(env, PATH=os.environ.get('PATH', '/usr/bin:/bin')))
+
+
+def test_socket_choice():
+    """memory-pressure-env names the pressure socket next to the daemon's socket as every other
+    command finds it: --socket, else --user, else $PRESSURED_SOCKET, else the system's. --user
+    without $XDG_RUNTIME_DIR is a usage error that says why, from every command as from the
+    daemon and the Python module; tests/run-daemon.sh for a user refuses likewise, before it
+    builds or starts anything."""
+    def watch_of(*args, env):
+        res = ctl_env('--json', *args, 'memory-pressure-env', '--resource', 'io', env=env)
+        check(res.returncode == 0, 'memory-pressure-env', args, env, res.stderr)
+        return json.loads(res.stdout)['IO_PRESSURE_WATCH']
+    env = {'PRESSURED_SOCKET': '/srv/p/io.pressured', 'XDG_RUNTIME_DIR': '/run/user/4711'}
+    pt.check_eq(watch_of(env=env), '/srv/p/io-pressure', '$PRESSURED_SOCKET')
+    pt.check_eq(watch_of('--socket', '/x/y', env=env), '/x/io-pressure', '--socket over $PRESSURED_SOCKET')
+    pt.check_eq(watch_of('--user', env=env), '/run/user/4711/pressured/io-pressure', '--user over $PRESSURED_SOCKET')
+    pt.check_eq(watch_of(env={}), '/run/pressured/io-pressure', 'the system daemon\'s by default')
+    for args in (['status'], ['memory-pressure-env'], ['notify', '--dry-run'], ['watch', '--count', '1']):
+        for runtime in ({}, {'XDG_RUNTIME_DIR': 'relative'}):
+            res = ctl_env('--user', *args, env=runtime)
+            check(res.returncode == 2 and res.stderr.startswith(f'pressurectl: {USER_EXPLAINED}') and
+                  f"Try 'pressurectl {args[0]} --help'." in res.stderr, f'{args[0]} --user {runtime}: explained',
+                  res.returncode, res.stderr)
+    script = os.path.join(pt.SOURCE_ROOT, 'tests', 'run-daemon.sh')
+    try:
+        nobody = pwd.getpwnam('nobody')
+    except KeyError:
+        pt.skip_part('no user "nobody" to run tests/run-daemon.sh as')
+        return
+    res = subprocess.run(['setpriv', f'--reuid={nobody.pw_uid}', f'--regid={nobody.pw_gid}', '--clear-groups',
+                          script], capture_output=True, text=True, timeout=120,
+                         env={'PATH': os.environ.get('PATH', '/usr/bin:/bin')})
+    check(res.returncode == 2 and USER_EXPLAINED in res.stderr and res.stdout == '',
+          'run-daemon.sh as a user without $XDG_RUNTIME_DIR refuses at once, saying why', res.returncode,
+          res.stdout[-500:], res.stderr[-500:])
+
+
+def test_min_interval():
+    """watch --min-interval takes a duration as every other option, a bare number still counting
+    milliseconds: what it sends the daemon (a stand-in that records the call)."""
+    tmp = tempfile.mkdtemp(prefix='pressurectl-interval-')
+    calls = []
+
+    def respond(call):
+        calls.append(call)
+        return [{'parameters': {'event': {'kind': 'subscribed', 'cgroup': '/', 'source': 'psi', 'trigger': {},
+                                          'adjusted': False, 'state': {}}}, 'continues': True},
+                {'parameters': {'event': {'kind': 'removed', 'cgroup': '/'}}}]
+    fake = pt.FakeVarlinkServer(os.path.join(tmp, 'fake.sock'), respond)
+    try:
+        for arg, ms in (('500ms', 500), ('2s', 2000), ('1.5s', 1500), ('250', 250), ('0', 0), ('1min', 60000)):
+            calls.clear()
+            expect(pt.run_ctl('watch', '--min-interval', arg, '--timeout', '10', socket=fake.path), 0,
+                   f'--min-interval {arg}')
+            sub = [c for c in calls if c['method'] == 'io.pressured.Subscribe']
+            check(len(sub) == 1 and sub[0]['parameters'].get('min_interval_ms', 0) == ms,
+                  f'--min-interval {arg} is {ms} ms', calls)
+    finally:
+        fake.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def start_watch(d, *args):
     """Start a watch once the daemon has no subscription left from before."""
     pt.wait_for(lambda: d.status()['subscriptions'] == 0, what='earlier watches to go')
@@ -145,7 +229,8 @@ def test_watch_and_inject(d, cg):
     proc = start_watch(d, cg, '--level', 'medium', '--count', '1', '--json')
     check(wait_subscribed(d, proc), 'watch subscribed', proc.returncode)
     res = expect(pt.run_ctl('inject', cg, '--level', 'medium', socket=d.socket), 0, 'inject')
-    check(res.stdout.strip() == 'Delivered to 1 subscriber.', 'inject reports the subscribers reached', res.stdout)
+    check(res.stdout.startswith(f'Delivered 1 time: once to each subscriber of each registration on {cg} that took '
+                                'the medium event'), 'inject says what it counts', res.stdout)
     out, err = proc.communicate(timeout=10)
     check(proc.returncode == 0, 'watch --count 1 exits 0', proc.returncode, out, err)
     lines = out.splitlines()
@@ -162,7 +247,7 @@ def test_watch_and_inject(d, cg):
     proc = start_watch(d, cg, '--level', 'critical', '--count', '2')
     check(wait_subscribed(d, proc), 'watch subscribed', proc.returncode)
     res = expect(pt.run_ctl('--json', 'inject', cg, '--level', 'critical', socket=d.socket), 0, 'inject --json')
-    check(json.loads(res.stdout) == {'delivered': 1}, 'inject --json', res.stdout)
+    check(res.stdout == '{"delivered":1}\n', 'inject --json, compact like every other object', res.stdout)
     expect(pt.run_ctl('inject', cg, '--level', 'critical', socket=d.socket), 0, 'second inject')
     out, err = proc.communicate(timeout=10)
     check(proc.returncode == 0, 'watch --count 2 exits 0', proc.returncode, out, err)
@@ -294,6 +379,9 @@ def json_lines(res, what):
         except ValueError:
             raise AssertionError(f'{what}: a line of stdout is no JSON: {line!r}') from None
     check(all(isinstance(o, dict) for o in objs), f'{what}: one object per line', res.stdout)
+    # Compact, as every object pressurectl prints: no space after a separator.
+    check(not any('": ' in line or ', "' in line for line in res.stdout.splitlines()), f'{what}: compact',
+          res.stdout[:300])
     pt.check_eq(res.stderr, '', f'{what}: nothing on stderr')
     return objs
 
@@ -312,7 +400,7 @@ def test_json_mode(d, cg):
                  ['memory-pressure-env', '--psi', 'full 150ms 1s'], ['-V'], ['--version']):
         res = expect(pt.run_ctl('--json', *args, socket=d.socket), 0, f'--json {" ".join(args)}')
         objs = json_lines(res, f'--json {" ".join(args)}')
-        check(len(objs) >= (0 if args[0] in ('history', 'protection') else 1), f'{args}: an object', res.stdout)
+        check(len(objs) == 1, f'{args}: one object', res.stdout)
     env = json_lines(pt.run_ctl('--json', 'memory-pressure-env', socket=d.socket), 'memory-pressure-env')[0]
     check(env['MEMORY_PRESSURE_WATCH'] == os.path.join(os.path.dirname(d.socket), 'memory-pressure') and
           base64.b64decode(env['MEMORY_PRESSURE_WRITE']) == b'some 200000 2000000\0',
@@ -349,6 +437,14 @@ def test_denied(d):
     res = expect(pt.run_ctl('reload', socket=d.socket, user='nobody'), 4, 'reload as nobody')
     check(res.stderr == "pressurectl: reload: Only root may reload the daemon's configuration; try sudo.\n",
           'who may reload', res.stderr)
+    # reexec is root's, and has nothing to do with delegated cgroups.
+    res = expect(pt.run_ctl('reexec', socket=d.socket, user='nobody'), 4, 'reexec as nobody')
+    check(res.stderr == 'pressurectl: reexec: Only root may make the daemon execute itself anew; try sudo.\n',
+          'who may reexec', res.stderr)
+    err = error_object(expect(pt.run_ctl('--json', 'reexec', socket=d.socket, user='nobody'), 4, 'reexec --json'))
+    check(err['error'] == 'io.pressured.PermissionDenied' and err['parameters'] ==
+          {'reason': 'Reexecute is reserved to root'} and 'delegated' not in err['message'],
+          'reexec as JSON: the daemon\'s reason kept, no word of delegation', err)
     # The whole-system level source is open to everybody.
     expect(pt.run_ctl('watch', '--level', 'low', '--timeout', '0.2', socket=d.socket, user='nobody'), 124,
            'watch as nobody')
@@ -395,39 +491,62 @@ def test_protection():
     shutil.rmtree(root, ignore_errors=True)
 
 
+# Each CGROUP pressurectl refuses itself, and what it says: the rule the path breaks.
+BAD_CGROUPS = (
+    ('', 'empty cgroup'),
+    ('a', "invalid cgroup 'a': it is not absolute: a cgroup path starts with '/'"),
+    ('/a/../b', "invalid cgroup '/a/../b': it has a '..' component"),
+    ('/a/./b', "invalid cgroup '/a/./b': it has a '.' component"),
+    (os.fsdecode(b'/a\xff'), "invalid cgroup '/a\\xff': it is not valid UTF-8"),
+    ('/a\tb', "invalid cgroup '/a\\x09b': it contains a control character, such as a tab or a newline"),
+    ('/' + 'x' * 256, "invalid cgroup '/" + 'x' * 256 + "': a component of it is longer than 255 bytes"),
+    ('/' + 'a/' * 2100, "invalid cgroup '/" + 'a/' * 2100 + "': it is longer than 4096 bytes"),
+)
+
+
 def test_cgroup_arguments():
-    """A CGROUP that is no absolute path is a usage error of every command that takes one, found by
-    pressurectl (exit 2); the daemon's InvalidCgroupPath (a symlink leading out of the hierarchy,
-    which only the daemon can see) is one too, while NoSuchCgroup stays an error of the daemon (1)."""
+    """A CGROUP that no daemon accepts is a usage error of every command that takes one, found by
+    pressurectl before it talks to the daemon (exit 2, even with no daemon at the socket), naming
+    the rule it breaks; the daemon's InvalidCgroupPath (a symlink or a file on the way, which only
+    the daemon can see) is one too, with what is there, while NoSuchCgroup stays an error of the
+    daemon (1)."""
     root = tempfile.mkdtemp(prefix='pressurectl-cg-')
     pt.make_fake_tree(root, {'/': dict(current=1 << 30), '/a': dict(current=4096)})
     os.symlink('/tmp', os.path.join(root, 'esc'))
     commands = {
         'watch': lambda cg: ['watch', cg, '--memory-events', '--count', '1', '--timeout', '5'],
+        'watch --levels': lambda cg: ['watch', cg, '--levels', '--count', '1', '--timeout', '5'],
+        'watch --kills': lambda cg: ['watch', '--kills', cg, '--count', '1', '--timeout', '5'],
         'inject': lambda cg: ['inject', cg, '--level', 'low'],
         'protection': lambda cg: ['protection', cg],
+        'headroom': lambda cg: ['headroom', cg],
         'history': lambda cg: ['history', cg],
         'reclaim': lambda cg: ['reclaim', cg],
         'top': lambda cg: ['top', cg, '--batch', '--iterations', '1', '--cgroup-root', root],
         'notify': lambda cg: ['notify', '--cgroup', cg, '--dry-run'],
     }
+    nobody = os.path.join(root, 'no-daemon')
     with pt.Daemon(cgroup_root=root) as d:
-        for name, args in commands.items():
-            for bad, says in (('', 'empty cgroup'), ('a', "invalid cgroup 'a'"), ('/a/../b', "invalid cgroup '/a/../b'"),
-                              ('/a/./b', "invalid cgroup '/a/./b'")):
-                res = expect(pt.run_ctl(*args(bad), socket=d.socket), 2, f'{name} {bad!r}')
-                check(res.stderr.startswith(f'pressurectl: {says}') and
-                      res.stderr.endswith(f"Try 'pressurectl {name} --help'.\n") and res.stdout == '',
-                      f'{name} {bad!r}: what is wrong, and where to look', res.stderr)
-                res = expect(pt.run_ctl('--json', *args(bad), socket=d.socket), 2, f'--json {name} {bad!r}')
+        for label, args in commands.items():
+            name = label.split()[0]
+            for bad, says in BAD_CGROUPS:
+                for sock in (d.socket, nobody):
+                    res = expect(pt.run_ctl(*args(bad), socket=sock), 2, f'{label} {bad[:20]!r}')
+                    check(res.stderr.startswith(f'pressurectl: {says}') and
+                          res.stderr.endswith(f"Try 'pressurectl {name} --help'.\n") and res.stdout == '',
+                          f'{label} {bad[:20]!r}: what is wrong, and where to look', res.stderr[:300])
+                res = expect(pt.run_ctl('--json', *args(bad), socket=d.socket), 2, f'--json {label} {bad[:20]!r}')
                 err = error_object(res)
                 check(err['error'] == 'pressurectl.UsageError' and err['parameters']['command'] == name and
                       err['parameters']['reason'].startswith(says) and res.stdout == '',
-                      f'--json {name} {bad!r}: a JSON usage error', err)
-        for name in ('watch', 'protection'):
+                      f'--json {label} {bad[:20]!r}: a JSON usage error', err)
+        for name in ('watch', 'protection', 'headroom'):
             res = expect(pt.run_ctl(*commands[name]('/esc'), socket=d.socket), 2, f'{name} through a symlink')
-            check(res.stderr.startswith(f"pressurectl: {name}: Invalid cgroup path '/esc'"), 'the daemon\'s word',
-                  res.stderr)
+            check(res.stderr == f"pressurectl: {name}: Invalid cgroup path '/esc': it goes through a symbolic "
+                                'link.\n', 'the daemon\'s word, with what is there', res.stderr)
+            res = expect(pt.run_ctl(*commands[name]('/a/memory.current'), socket=d.socket), 2, f'{name} on a file')
+            check(res.stderr == f"pressurectl: {name}: Invalid cgroup path '/a/memory.current': it names a file, "
+                                'not a cgroup directory.\n', 'a file is no cgroup', res.stderr)
             res = expect(pt.run_ctl('--json', *commands[name]('/esc'), socket=d.socket), 2, f'--json {name} /esc')
             check(error_object(res)['error'] == 'io.pressured.InvalidCgroupPath', 'as JSON', res.stderr)
             expect(pt.run_ctl(*commands[name]('/nope'), socket=d.socket), 1, f'{name} of a missing cgroup')
@@ -477,14 +596,25 @@ def test_episodes():
             pt.validate({'parameters': {'event': ev}, 'continues': True}, 'io.pressured.Subscribe', True,
                         {'level': 'medium', 'cgroup': cg})
         res = expect(pt.run_ctl('--json', 'history', socket=d.socket), 0, 'history --json')
-        hist = [json.loads(line) for line in res.stdout.splitlines()]
+        hist = json.loads(res.stdout)['history']
         check(len(hist) == 1 and hist[0]['cgroup'] == cg and hist[0]['source'] == 'psi' and
               hist[0]['active'] is False and hist[0]['events'] == 1, 'one ended episode as JSON', hist)
         res = expect(pt.run_ctl('history', socket=d.socket), 0, 'history')
         check(res.stdout.startswith(f'{cg} psi (') and ' .. ' in res.stdout and '1 event' in res.stdout,
               'the human history', res.stdout)
-        res = expect(pt.run_ctl('history', '/nothing-here', socket=d.socket), 0, 'history of another cgroup')
-        check('No registration with episodes on /nothing-here' in res.stdout, 'filtered by cgroup', res.stdout)
+        res = expect(pt.run_ctl('history', '/', socket=d.socket), 0, 'history of another cgroup')
+        check(res.stdout == 'No registration with episodes on /.\n', 'filtered by cgroup', res.stdout)
+        pt.check_eq(expect(pt.run_ctl('--json', 'history', '/', socket=d.socket), 0, 'history --json of "/"').stdout,
+                    '{"history":[]}\n', 'an empty list, as reclaim --json gives')
+        # A cgroup that does not exist is the daemon's NoSuchCgroup (exit 1), for history as for the others.
+        for cmd in ('history', 'reclaim'):
+            res = expect(pt.run_ctl(cmd, '/nothing-here', socket=d.socket), 1, f'{cmd} of a missing cgroup')
+            check(res.stdout == '' and res.stderr.startswith(f'pressurectl: {cmd}: No cgroup /nothing-here: '),
+                  f'{cmd}: the daemon\'s sentence', res.stdout, res.stderr)
+            err = error_object(expect(pt.run_ctl('--json', cmd, '/nothing-here', socket=d.socket), 1,
+                                      f'{cmd} --json of a missing cgroup'))
+            pt.check_eq((err['error'], err['parameters']), ('io.pressured.NoSuchCgroup', {'cgroup': '/nothing-here'}),
+                        f'{cmd} --json: the daemon\'s error')
         keep.close()
 
 
@@ -494,6 +624,8 @@ def main():
         pt.skip(f'{pt.PRESSURECTL} is not built')
     test_usage()
     test_unreachable()
+    test_socket_choice()
+    test_min_interval()
     with pt.quiet_cgroup() as cg, pt.Daemon() as d:
         test_watch_and_inject(d, cg)
         test_watch_timeout(d, cg)

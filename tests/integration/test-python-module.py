@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import errno
 import gc
+import inspect
 import logging
 import os
 import shutil
@@ -162,6 +163,51 @@ def test_not_running(tmp):
             asyncio.run(run())
     finally:
         s.close()
+
+
+# Paths no daemon accepts, from the bytes a command line gives: pressurectl and the module say the same.
+BAD_CGROUPS = [os.fsdecode(b'/a\xff'), '/a\tb', 'relative', '/a/../b', '/a/./b', '/' + 'x' * 256, '/' + 'a/' * 2100]
+
+
+def test_cgroup_arguments(tmp):
+    """Every call that takes a cgroup refuses a path no daemon accepts before it connects
+    (InvalidCgroupPathArgument, a ValueError; not DaemonNotRunning, though there is no daemon), with
+    the reason pressurectl gives for the same bytes."""
+    missing = os.path.join(tmp, 'missing.sock')
+    c = pressured.Client(missing)
+    calls = [lambda cg: c.get_protection(cg), lambda cg: c.get_headroom(cg), lambda cg: c.inject('low', cg),
+             lambda cg: c.subscribe(cg, level='low'), lambda cg: c.subscribe(cg, kills=True),
+             lambda cg: c.watch_levels(cg), lambda cg: pressured.watch_levels(cg, socket=missing)]
+    for bad in BAD_CGROUPS:
+        res = pt.run_ctl('headroom', bad, socket=missing)
+        check(res.returncode == 2, 'pressurectl refuses it too', bad[:20], res.returncode, res.stderr)
+        said = res.stderr.splitlines()[0].split(': ', 2)[2].split('; give ')[0]
+        for fn in calls:
+            e = raises(pressured.InvalidCgroupPathArgument, fn, bad)
+            check(isinstance(e, ValueError) and isinstance(e, pressured.PressuredError), 'its bases', type(e).__mro__)
+            check_eq((e.cgroup, e.reason), (bad, said), f'the path and the reason pressurectl gives ({bad[:20]!r})')
+            check(said in str(e) and 'not sent' in str(e), 'the message', str(e))
+
+        async def run():
+            ac = pressured.AsyncClient(missing)
+            for fn in (lambda: ac.get_protection(bad), lambda: ac.get_headroom(bad), lambda: ac.inject('low', bad),
+                       lambda: ac.subscribe(bad, level='low'), lambda: ac.watch_levels(bad)):
+                try:
+                    r = fn()
+                    if inspect.isawaitable(r):
+                        await r
+                except pressured.InvalidCgroupPathArgument as e:
+                    check_eq(e.reason, said, 'the same from the asyncio client')
+                    continue
+                raise AssertionError(f'the asyncio client took {bad[:20]!r}')
+        asyncio.run(run())
+    try:
+        c.get_headroom(b'/a')
+        raise AssertionError('a bytes path was taken')
+    except TypeError:
+        pass
+    for good in (None, '', '/', '/a.b/..c/\u00e9t\u00e9'):
+        raises(pressured.DaemonNotRunning, c.get_headroom, good)
 
 
 # ---- the daemon's methods ----
@@ -365,7 +411,8 @@ def test_errors(d, cg):
     missing = cg + '-missing'
     cases = [
         (pressured.NoSuchCgroup, lambda x: x.subscribe(missing, level='low'), {'cgroup': missing}),
-        (pressured.InvalidCgroupPath, lambda x: x.subscribe(cg + '/../x', level='low'), {'cgroup': cg + '/../x'}),
+        (pressured.InvalidCgroupPath, lambda x: x.subscribe(cg + '/cgroup.procs', level='low'),
+         {'cgroup': cg + '/cgroup.procs'}),
         (pressured.InvalidTrigger,
          lambda x: x.subscribe(cg, psi={'stall': 'some', 'threshold_us': 1, 'window_us': 1}),
          {'reason': lambda r: isinstance(r, str) and r}),
@@ -383,9 +430,9 @@ def test_errors(d, cg):
 
     # Over the 64 KiB limit: not sent, and the client goes on.
     huge = '/' + 'x' * 70000
-    e = raises(pressured.MessageTooLarge, c.subscribe, huge, level='low')
+    e = raises(pressured.MessageTooLarge, c.subscribe, parameters={'cgroup': huge, 'level': 'low'})
     check(e.size > 65536 and e.limit == 65536 and isinstance(e, ValueError), 'MessageTooLarge', e.size, e.limit)
-    raises(pressured.MessageTooLarge, c.get_protection, huge)
+    raises(pressured.MessageTooLarge, c.call, 'io.pressured.GetProtection', {'cgroup': huge})
     check_status(c.get_status())
 
     # A rejected configuration names the file; the old one stays in force.
@@ -402,8 +449,7 @@ def test_errors(d, cg):
             for cls, fn, attrs in cases:
                 e = await araises(cls, fn(ac))
                 check_attrs(e, **attrs)
-            await araises(pressured.MessageTooLarge, ac.subscribe(huge, level='low'))
-            await araises(pressured.MessageTooLarge, ac.get_headroom(huge))
+            await araises(pressured.MessageTooLarge, ac.call('io.pressured.GetHeadroom', {'cgroup': huge}))
             check_status(await ac.get_status())
     asyncio.run(run())
     d.write_config(good)
@@ -867,6 +913,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix='pressured-py-')
     try:
         test_not_running(tmp)
+        test_cgroup_arguments(tmp)
         with pt.quiet_cgroup() as cg, pt.Daemon(config_text='[Levels]\nClearAfterSec=600\n') as d:
             test_errors(d, cg)
             test_calls(d, cg)

@@ -21,7 +21,6 @@ import shutil
 import sys
 import tempfile
 import threading
-import time
 
 sys.path.insert(0, os.environ['PRESSURED_SOURCE_ROOT'] + '/tests')
 import pressured_test as pt  # noqa: E402
@@ -121,12 +120,21 @@ def reload(d, text):
         fail('pressurectl reload: %d %s%s' % (p.returncode, p.stdout, p.stderr))
 
 
-def hold(seconds, fn):
-    """Call @fn every 20 ms for about @seconds (to keep a stall up while watching)."""
-    end = time.monotonic() + pt.scaled(seconds)
-    while time.monotonic() < end:
-        fn()
-        time.sleep(0.02)
+def intervals(t, n=2):
+    """Wait until the controller wrote @n more steps to /pace, a cgroup that always takes one: the
+    sync point of a check that nothing is written elsewhere, since each interval goes through every
+    controlled cgroup, and the writer writes in the order the steps were decided (so a write
+    decided before, still in flight, has landed too)."""
+    for i in range(n):
+        t.write('/pace', 'memory.reclaim', '')
+        pt.wait_for(lambda: t.read('/pace', 'memory.reclaim') == str(FULL_STEP), what=f'step {i + 1} of /pace')
+
+
+def wait_timerless(d, what):
+    """Wait until the daemon waits for I/O only, with no timer armed: nothing can step any more."""
+    if pt.WRAPPER:
+        return  # valgrind has threads and timers of its own
+    pt.wait_for(lambda: pt.epoll_wait_timeout(d.pid) == -1, what=f'no timer armed ({what})')
 
 
 def check_steps(d, t):
@@ -173,9 +181,9 @@ def check_backoff(d, t):
             pt.check(e[field] > 0.1, '%s above the target while backing off' % field, e)
             pt.check_eq(e['last_step_bytes'], 0, 'last_step_bytes while backing off')
             # Let a write already in flight land, then nothing more is written.
-            hold(0.5, lambda: None)
+            intervals(t, 1)
             t.write('/a', 'memory.reclaim', '')
-            hold(1.0, lambda: None)
+            intervals(t)
             pt.check_eq(t.read('/a', 'memory.reclaim'), '', 'memory.reclaim while backing off on %s' % name)
             pt.check_eq(entry(d, '/a')['state'], 'backing-off', 'state under %s stall' % name)
         # Quiet again: probing, and steps resume.
@@ -230,7 +238,7 @@ def check_floor(d, t):
     e = wait_state(d, '/a', 'at-floor')
     before = e['reclaimed_bytes']
     t.write('/a', 'memory.reclaim', '')
-    hold(0.6, lambda: None)
+    intervals(t)
     pt.check_eq(t.read('/a', 'memory.reclaim'), '', 'memory.reclaim at the floor')
     log = d.log()
     pt.check_eq(log.count('Reclaim: /a reached its floor of %d bytes' % (10 * GIB - MIB)), 1, 'floor journal lines')
@@ -272,7 +280,7 @@ def check_reload(d, t, port):
     pt.check(not any(k[0].startswith('pressured_reclaim_') for k in samples), 'no reclaim series when off',
              sorted(samples)[:5])
     t.write('/a', 'memory.reclaim', '')
-    hold(0.6, lambda: None)
+    wait_timerless(d, '[Reclaim] off')
     pt.check_eq(t.read('/a', 'memory.reclaim'), '', 'memory.reclaim after turning it off')
     reload(d, config('/a', extra='[Metrics]\nListen=127.0.0.1:%d\n' % port))
     pt.wait_for(lambda: t.read('/a', 'memory.reclaim') == str(FULL_STEP), what='steps after turning it on')
@@ -287,14 +295,18 @@ def fake_tree_checks(tmp):
     t.add('/noreclaim', 10 * GIB, reclaim=False)
     t.add('/eagain', 10 * GIB, reclaim=False)
     t.add('/other', 10 * GIB)
+    t.add('/pace', 10 * GIB)
     rfd, wfd = full_fifo(t.path('/eagain', 'memory.reclaim'))
     port = pt.free_port()
-    d = pt.Daemon(config_text=config('/a /small /noreclaim /eagain /nothere',
+    d = pt.Daemon(config_text=config('/a /small /noreclaim /eagain /nothere /pace',
                                      extra='[Metrics]\nListen=127.0.0.1:%d\n' % port), cgroup_root=t.root)
     d.metrics_port = port
     with d:
         tm.wait_listening(port)
         pt.check_eq(threads(d), 2, 'threads with [Reclaim] on (the loop and the writer)')
+        if not pt.WRAPPER:
+            # What wait_timerless() tells apart: on, the loop waits with the interval's timer.
+            pt.wait_for(lambda: 0 < (pt.epoll_wait_timeout(d.pid) or -1) <= 200, what='the interval\'s timer armed')
         check_steps(d, t)
         pt.check('/other' not in entries(d), 'a cgroup no pattern matches is not controlled', entries(d))
         check_backoff(d, t)
@@ -310,11 +322,8 @@ def off_checks(tmp):
     with pt.Daemon(config_text=config('', extra='MaxStep=5%\nMinSize=1G\n')) as d:
         pt.check_eq(d.status()['reclaim'], [], 'reclaim when off')
         pt.check_eq(threads(d), 1, 'threads when off')
-        if not pt.WRAPPER:  # valgrind has threads and timers of its own
-            time.sleep(0.3)  # the status call's connection is closed
-            before = d.context_switches()
-            time.sleep(1.5)
-            pt.check_eq(d.context_switches() - before, 0, 'context switches of an idle daemon with [Reclaim] off')
+        # No timer: it cannot wake but for a client.
+        wait_timerless(d, 'an idle daemon with [Reclaim] off')
     # No cgroup2 hierarchy (a v1-only host): the patterns are listed unsupported, once in the log.
     with pt.Daemon(config_text=config('/system.slice/*.service'),
                    cgroup_root=os.path.join(tmp, 'does-not-exist')) as d:

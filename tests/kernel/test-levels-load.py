@@ -14,10 +14,17 @@ and reads back a 200 MB file in it:
 - on both, the level goes out first: the daemon's log has the level's
   change before the first pressure episode of the cgroup begins (both come
   from the load's first kernel notification; the episode is the
-  notification's report, which waits until the level is sent).
+  notification's report, which waits until the level is sent);
+- PSI with the default [Levels]: the one-task load (one shell loop, one
+  process at a time, so its `some` stall is its `full` stall) passes
+  through medium before it is critical, if it is ever critical here
+  (pressured.conf(5): 0.4's Medium= and Critical= had the same threshold,
+  and such a load went from normal straight to critical).
 Skips (77) where the machine lacks the hierarchy; here it has both."""
 import os
+import signal
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -111,12 +118,75 @@ def check_level_first(d, name, what, level):
              lines[change], lines[episode])
 
 
+# The one-task load's share of running time, rising: each step lasts three 2 s PSI windows.
+RAMP_DUTY = (0.2, 0.35, 0.5, 0.7, 1.0)
+RAMP_STEP_S = 6.0
+RAMP_PERIOD_S = 0.2
+
+
+def ramp(proc, stop):
+    """Run the load group of @proc for a rising share of each period (SIGCONT), stopped for the
+    rest (SIGSTOP: a stopped task does not stall), until @stop is set; left running at the end.
+    Its stall thus rises through every level's threshold however hard the load hits this
+    machine at full speed: a load that is above critical's threshold from its first window says
+    nothing about whether the thresholds are distinct."""
+    try:
+        for duty in RAMP_DUTY:
+            end = time.monotonic() + RAMP_STEP_S
+            while time.monotonic() < end and not stop.is_set():
+                if duty < 1.0:
+                    os.killpg(proc.pid, signal.SIGSTOP)
+                    stop.wait(RAMP_PERIOD_S * (1.0 - duty))
+                os.killpg(proc.pid, signal.SIGCONT)
+                stop.wait(RAMP_PERIOD_S * duty)
+    except ProcessLookupError:
+        pass
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+
+def check_medium_before_critical(d, v1dir, v2dir, name):
+    """With the default [Levels], a one-task load whose stall rises (ramp()) reaches medium, and
+    critical only after it: the levels a stream goes through while the load runs until it is at
+    medium or above, then a window more (a critical following at once is seen). With medium's and
+    critical's thresholds equal (0.4's defaults) the first crossing is critical at once."""
+    v, msg = kl.subscribe(d, cgroup=name, levels=True)
+    seen = []
+    stop = threading.Event()
+    try:
+        pt.check(kl.event_of(msg)['level'] == 'normal', 'the level now is normal before the load', msg)
+        with pt.memory_load(v1dir, v2dir) as proc:
+            pacer = threading.Thread(target=ramp, args=(proc, stop), daemon=True)
+            pacer.start()
+            while not any(lv in ('medium', 'critical') for lv in seen):
+                seen.append(level_events(v, kl.PRESSURE_TIMEOUT)['level'])
+            end = time.monotonic() + kl.REPLY_TIMEOUT
+            while time.monotonic() < end and 'critical' not in seen:
+                try:
+                    seen.append(level_events(v, max(end - time.monotonic(), 0.01))['level'])
+                except TimeoutError:
+                    break
+            stop.set()
+            pacer.join()
+    finally:
+        stop.set()
+        v.close()
+    print(f'one-task load, default [Levels]: normal > {" > ".join(seen)}', flush=True)
+    pt.check('medium' in seen and ('critical' not in seen or seen.index('medium') < seen.index('critical')),
+             'a one-task load passes through medium before critical', seen)
+
+
 def main():
     pt.require_root('it makes real cgroups and loads them')
     with pt.Daemon() as d:
         with pt.real_cgroups(v1=pt.IF_PRESENT, v2=True, limited=True) as (name, v1dir, v2dir):
             follow(d, name, v1dir, v2dir, 'psi', 'psi')
             check_late_subscriber(d, name, v1dir, v2dir)
+        with pt.real_cgroups(v1=pt.IF_PRESENT, v2=True, limited=True) as (name, v1dir, v2dir):
+            check_medium_before_critical(d, v1dir, v2dir, name)
         if pt.have_v1_memory():
             with pt.real_cgroups(v1=True, v2=False) as (name, v1dir, _):
                 follow(d, name, v1dir, None, 'vmpressure', 'vmpressure')

@@ -41,6 +41,7 @@ static void test_normalize(void) {
         check_bad("/a\nb");
         check_bad("/a\tb");
         check_bad("/a\x7f");
+        check_bad("/\xff");
 
         memset(long_path, 'a', sizeof(long_path) - 1);
         long_path[0] = '/';
@@ -53,6 +54,80 @@ static void test_normalize(void) {
         memset(long_comp + 1, 'b', 256);
         long_comp[257] = 0;
         check_bad(long_comp);
+}
+
+/* Each rule has its reason, in the order the rules are checked; and the escape of what cannot be shown. */
+static void test_check(void) {
+        char long_path[CGROUP_PATH_MAX + 10], long_comp[300];
+        static const struct {
+                const char *path;
+                CgroupPathProblem want;
+        } cases[] = {
+                { NULL, CGROUP_PATH_OK },
+                { "", CGROUP_PATH_OK },
+                { "/a/b", CGROUP_PATH_OK },
+                { "/\xc3\xa9t\xc3\xa9.slice/\xe2\x82\xac\xf0\x9f\x90\xa7", CGROUP_PATH_OK },
+                { "/..a/b..", CGROUP_PATH_OK },
+                { "a/b", CGROUP_PATH_NOT_ABSOLUTE },
+                { "./a", CGROUP_PATH_NOT_ABSOLUTE },
+                { "/\xff", CGROUP_PATH_NOT_UTF8 },
+                { "/a\xc3", CGROUP_PATH_NOT_UTF8 },            /* cut short */
+                { "/\xc0\xaf", CGROUP_PATH_NOT_UTF8 },        /* overlong '/' */
+                { "/\xed\xa0\x80", CGROUP_PATH_NOT_UTF8 },    /* a UTF-16 surrogate */
+                { "/\xf4\x90\x80\x80", CGROUP_PATH_NOT_UTF8 }, /* beyond U+10FFFF */
+                { "/a\tb", CGROUP_PATH_CONTROL_CHARACTER },
+                { "/a\nb", CGROUP_PATH_CONTROL_CHARACTER },
+                { "/a\x7f", CGROUP_PATH_CONTROL_CHARACTER },
+                { "/\xff\t", CGROUP_PATH_NOT_UTF8 },          /* the first rule broken */
+                { "/a/./b", CGROUP_PATH_DOT },
+                { "/a/.", CGROUP_PATH_DOT },
+                { "/a/../b", CGROUP_PATH_DOT_DOT },
+                { "/./..", CGROUP_PATH_DOT_DOT },              /* ".." is the graver */
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                if (cgroup_path_check(cases[i].path) != cases[i].want)
+                        fprintf(stderr, "case %zu: %s\n", i, cases[i].path ? cases[i].path : "(null)");
+                ASSERT_EQ(cgroup_path_check(cases[i].path), cases[i].want);
+        }
+
+        memset(long_path, 'a', sizeof(long_path) - 1);
+        long_path[0] = '/';
+        for (size_t i = 100; i < sizeof(long_path) - 1; i += 100)
+                long_path[i] = '/';
+        long_path[sizeof(long_path) - 1] = 0;
+        ASSERT_EQ(cgroup_path_check(long_path), CGROUP_PATH_TOO_LONG);
+        long_path[CGROUP_PATH_MAX] = 0;
+        ASSERT_EQ(cgroup_path_check(long_path), CGROUP_PATH_OK);
+
+        long_comp[0] = '/';
+        memset(long_comp + 1, 'b', 256);
+        long_comp[257] = 0;
+        ASSERT_EQ(cgroup_path_check(long_comp), CGROUP_PATH_NAME_TOO_LONG);
+        long_comp[256] = 0;
+        ASSERT_EQ(cgroup_path_check(long_comp), CGROUP_PATH_OK);
+
+        ASSERT_EQ(cgroup_path_problem_from_errno(-ENOTDIR), CGROUP_PATH_FILE);
+        ASSERT_EQ(cgroup_path_problem_from_errno(-ELOOP), CGROUP_PATH_SYMLINK);
+        ASSERT_EQ(cgroup_path_problem_from_errno(-EXDEV), CGROUP_PATH_OTHER_MOUNT);
+        ASSERT_EQ(cgroup_path_problem_from_errno(-ENAMETOOLONG), CGROUP_PATH_TOO_LONG);
+        ASSERT_EQ(cgroup_path_problem_from_errno(-EINVAL), CGROUP_PATH_TOO_LONG_IN_NAMESPACE);
+        ASSERT_EQ(cgroup_path_problem_from_errno(-ENOENT), CGROUP_PATH_OK);
+
+        /* Every problem has a reason of its own. */
+        ASSERT_TRUE(cgroup_path_problem_to_string(CGROUP_PATH_OK) == NULL);
+        for (CgroupPathProblem p = CGROUP_PATH_OK + 1; p < _CGROUP_PATH_PROBLEM_MAX; p++) {
+                ASSERT_TRUE(cgroup_path_problem_to_string(p) != NULL);
+                for (CgroupPathProblem q = CGROUP_PATH_OK + 1; q < p; q++)
+                        ASSERT_TRUE(!streq(cgroup_path_problem_to_string(p), cgroup_path_problem_to_string(q)));
+        }
+        ASSERT_STREQ(cgroup_path_problem_to_string(CGROUP_PATH_FILE), "it names a file, not a cgroup directory");
+
+        {
+                _cleanup_free_ char *a = cgroup_path_escape("/a\tb\xff/\xc3\xa9\x7f");
+
+                ASSERT_STREQ(a, "/a\\x09b\\xff/\xc3\xa9\\x7f");
+        }
 }
 
 static void test_open_beneath(void) {
@@ -102,6 +177,11 @@ static void test_open_beneath(void) {
         ASSERT_OK(hierarchy_stat_cgroup(&h, "/"));
         ASSERT_ERR(hierarchy_stat_cgroup(&h, "/missing"), ENOENT);
         ASSERT_ERR(hierarchy_stat_cgroup(&h, "/escape"), ELOOP);
+        /* A symlink before the last component is refused too, as hierarchy_open_cgroup() does. */
+        ASSERT_ERR(hierarchy_stat_cgroup(&h, "/a/inner"), ELOOP);
+        ASSERT_ERR(hierarchy_stat_cgroup(&h, "/escape/x"), ELOOP);
+        ASSERT_ERR(hierarchy_stat_cgroup(&h, "/a/memory.pressure/x"), ENOTDIR);
+        ASSERT_OK(hierarchy_stat_cgroup(&h, "/a//b"));
 
         /* The directory vanishing is seen. */
         fd = hierarchy_open_cgroup(&h, "/a/b");
@@ -181,6 +261,7 @@ static void test_path_unit(void) {
 
 int main(void) {
         test_normalize();
+        test_check();
         test_open_beneath();
         test_path_unit();
         return 0;

@@ -10,9 +10,12 @@
  * codes and the JSON form.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "error-text.h"
@@ -72,12 +75,32 @@ static void assert_mentions(const char *sentence, json_t *p) {
 }
 
 /*
+ * Append to @line (of @size bytes) the lines of @f up to the one that closes
+ * a declaration whose parameters are written one per line, leaving out
+ * comment lines.
+ */
+static void join_declaration(FILE *f, char *line, size_t size) {
+        char more[1024];
+
+        while (!strchr(line, ')') && fgets(more, sizeof(more), f)) {
+                char *s = more + strspn(more, " \t\"");
+
+                if (*s == '#')
+                        continue;
+                line[strcspn(line, "\n")] = 0;
+                ASSERT_TRUE(strlen(line) + 1 + strlen(s) < size);
+                strcat(line, " ");
+                strcat(line, s);
+        }
+}
+
+/*
  * The "error NAME (PARAMETERS)" declarations of the interface text in @path, which may also be C string
  * literals of it; check each one's sentence. Returns how many there were.
  */
 static int check_declared(const char *path) {
         FILE *f = fopen(path, "re");
-        char line[1024], interface[128] = "", name[128], full[300];
+        char line[4096], interface[128] = "", name[128], full[300];
         int n = 0;
 
         ASSERT_TRUE(f);
@@ -90,6 +113,7 @@ static int check_declared(const char *path) {
                         continue;
                 if (strncmp(s, "error ", 6) != 0)
                         continue;
+                join_declaration(f, line, sizeof(line));
                 ASSERT_TRUE(interface[0] && sscanf(s, "error %127[A-Za-z]", name) == 1);
                 snprintf(full, sizeof(full), "%s.%s", interface, name);
                 p = sample_parameters(strchr(s, '('));
@@ -155,6 +179,9 @@ static void test_permission_denied(void) {
         free(s);
         s = error_sentence("reload", "io.pressured.PermissionDenied", p);
         ASSERT_STREQ(s, "Only root may reload the daemon's configuration; try sudo.");
+        free(s);
+        s = error_sentence("reexec", "io.pressured.PermissionDenied", p);
+        ASSERT_STREQ(s, "Only root may make the daemon execute itself anew; try sudo.");
         free(s);
         s = error_sentence("protection", "io.pressured.PermissionDenied", p);
         assert_contains(s, "Permission denied: Inject is reserved");
@@ -259,6 +286,12 @@ static void test_describe(void) {
         json_decref(o);
         ASSERT_EQ(describe(-EINVAL, "io.pressured.InvalidCgroupPath", "{\"cgroup\":\"/x\"}", "/s", &o), EXIT_USAGE);
         json_decref(o);
+        /* And libpressure's, which refused the path before sending it: the same usage error, its reason. */
+        ASSERT_EQ(describe(-EINVAL, "libpressure.InvalidCgroupPath",
+                           "{\"cgroup\":\"/\\\\xff\",\"reason\":\"it is not valid UTF-8\"}", "/s", &o), EXIT_USAGE);
+        ASSERT_STREQ(member(o, "error"), "libpressure.InvalidCgroupPath");
+        ASSERT_STREQ(member(o, "message"), "Invalid cgroup path '/\\xff': it is not valid UTF-8.");
+        json_decref(o);
         ASSERT_EQ(describe(-ENODEV, "io.pressured.SourceUnavailable", "{\"source\":\"psi\",\"reason\":\"r\"}", "/s",
                            &o), EXIT_DAEMON_ERROR);
         json_decref(o);
@@ -330,6 +363,50 @@ static void write_notice(FILE *f) {
 }
 
 /* pressurectl's own reports: usage errors, timeouts, failures and notices, as text and as JSON. */
+/* InvalidCgroupPath names the reason: the rule the path breaks, else what is there in the daemon's hierarchy. */
+static void test_invalid_cgroup_path(void) {
+        char tmpl[] = "/tmp/test-error-text-XXXXXX", path[128];
+        json_t *p;
+        char *s;
+        int fd;
+
+        ASSERT_TRUE(mkdtemp(tmpl));
+        snprintf(path, sizeof(path), "%s/a", tmpl);
+        ASSERT_OK(mkdir(path, 0755));
+        snprintf(path, sizeof(path), "%s/a/memory.max", tmpl);
+        fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        ASSERT_TRUE(fd >= 0);
+        close(fd);
+        snprintf(path, sizeof(path), "%s/link", tmpl);
+        ASSERT_OK(symlink("a", path));
+
+        error_text_set_roots(NULL, NULL);
+        p = json_pack("{s:s}", "cgroup", "/a/../b");
+        s = error_sentence("headroom", "io.pressured.InvalidCgroupPath", p);
+        ASSERT_STREQ(s, "Invalid cgroup path '/a/../b': it has a '..' component.");
+        free(s);
+        json_decref(p);
+        p = json_pack("{s:s}", "cgroup", "/a/memory.max");
+        s = error_sentence("headroom", "io.pressured.InvalidCgroupPath", p);
+        ASSERT_STREQ(s, "Invalid cgroup path '/a/memory.max': the daemon found no cgroup directory there: a file, "
+                        "a symbolic link or another mount is on the way.");
+        free(s);
+        error_text_set_roots(tmpl, NULL);
+        s = error_sentence("headroom", "io.pressured.InvalidCgroupPath", p);
+        ASSERT_STREQ(s, "Invalid cgroup path '/a/memory.max': it names a file, not a cgroup directory.");
+        free(s);
+        json_decref(p);
+        p = json_pack("{s:s}", "cgroup", "/link");
+        error_text_set_roots("/nonexistent", tmpl);
+        s = error_sentence("watch", "io.pressured.InvalidCgroupPath", p);
+        ASSERT_STREQ(s, "Invalid cgroup path '/link': it goes through a symbolic link.");
+        free(s);
+        json_decref(p);
+        error_text_set_roots(NULL, NULL);
+        snprintf(path, sizeof(path), "rm -rf %s", tmpl);
+        ASSERT_EQ(system(path), 0);
+}
+
 static void test_own_reports(void) {
         char *t;
 
@@ -367,6 +444,7 @@ int main(int argc, char **argv) {
         test_hints();
         test_describe();
         test_roots_and_local_names();
+        test_invalid_cgroup_path();
         test_own_reports();
         return 0;
 }

@@ -10,7 +10,9 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fail-inject.h"
@@ -295,13 +297,47 @@ static void test_errors(void) {
         files.v2 = files.v1 = &none;
         ASSERT_ERR(headroom_read(&files, "/a", "/a", NULL, NULL, &h, &f), ENOENT);
         ASSERT_EQ(f.kind, SOURCE_FAILURE_NO_SUCH_CGROUP);
-        /* A cgroup unreadable for the caller: the open's errno. */
-        if (geteuid() == 0)
-                return;
-        ASSERT_OK(chmod(strcat(strcpy((char[PATH_MAX]) {}, base), "/v2/a"), 0));
+}
+
+/* A cgroup unreadable for the caller: the open's errno. */
+static void expect_unreadable(void) {
+        _cleanup_(headroom_done) Headroom h = {};
+        SourceFailure f;
+
         ASSERT_ERR(read_h("/a/b", NULL, &h, &f), EACCES);
         ASSERT_EQ(f.kind, SOURCE_FAILURE_OPEN);
-        ASSERT_OK(chmod(strcat(strcpy((char[PATH_MAX]) {}, base), "/v2/a"), 0755));
+}
+
+static void test_unreadable(void) {
+        char a[PATH_MAX];
+        int status;
+        pid_t pid;
+
+        snprintf(a, sizeof(a), "%s/v2/a", base);
+        ASSERT_OK(chmod(a, 0));
+        if (geteuid() != 0)
+                expect_unreadable();
+        else {
+                /* Root reads everything: the check runs in a child that dropped to nobody, who may
+                 * pass through the test's directory to v2/a. */
+                ASSERT_OK(chmod(base, 0711));
+                pid = fork();
+                ASSERT_TRUE(pid >= 0);
+                if (pid == 0) {
+                        if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+                                _exit(3);
+                        expect_unreadable();
+                        _exit(0);
+                }
+                ASSERT_EQ(waitpid(pid, &status, 0), pid);
+                if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+                        test_skip_part("root could not drop to nobody (65534): the check of an unreadable "
+                                       "cgroup did not run");
+                else
+                        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+                ASSERT_OK(chmod(base, 0700));
+        }
+        ASSERT_OK(chmod(a, 0755));
 }
 
 /* What a level tracker reads with: the hierarchy remembered, /proc/meminfo kept open. */
@@ -459,11 +495,12 @@ int main(void) {
         test_stop();
         test_v1();
         test_errors();
+        test_unreadable();
         test_hinted();
         test_out_of_memory();
         test_margins();
         hierarchy_close(&v2);
         hierarchy_close(&v1);
         ASSERT_OK(nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS));
-        return 0;
+        return test_finish();
 }

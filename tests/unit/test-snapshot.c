@@ -8,9 +8,20 @@
  * directions; tags a reader does not know are skipped.
  *
  * With --write-fixture FILE it writes the sample snapshot, which is how
- * tests/unit/data/snapshot-v<N>.bin was made for the current version.
+ * tests/unit/data/snapshot-v<N>.bin was made for the current version;
+ * --write-full FILE writes the full sample, every record today's writer
+ * has (snapshot-v<N>-full.bin, from version 2 on). --dump FILE prints a
+ * snapshot decoded, as canonical text: one "path = value" per line, the
+ * paths named after the members of the Snapshot structs. Every
+ * snapshot-*.bin of the data folder has its dump beside it
+ * (snapshot-*.txt), and the test compares them byte for byte: that text is
+ * what a rewrite of the format must still read from those bytes. The
+ * sample and the full sample must also encode to exactly the bytes of the
+ * current version's snapshot-v<N>.bin and snapshot-v<N>-full.bin.
  */
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -212,6 +223,38 @@ static void sample_prekill(Snapshot *s) {
         ASSERT_TRUE(s->hook_clients[1].output);
         s->hook_clients[1].output[0] = (SnapshotOutput) { 0, xbytes("half") };
         s->n_hook_clients = 2;
+}
+
+/*
+ * Everything today's writer has that the fixtures written before it lack:
+ * the report socket, the cpu and io proxy sockets with a proxied client
+ * each, and a level stream (on a client of its own: a connection has one
+ * stream).
+ */
+static void sample_full(Snapshot *s) {
+        SnapshotProxyClient *proxies;
+        SnapshotClient *clients;
+
+        sample(s);
+        sample_prekill(s);
+        s->report_path = xstrdup("/run/systemd/report/io.pressured");
+        s->proxy_paths[RESOURCE_CPU] = xstrdup("/run/pressured/cpu-pressure");
+        s->proxy_paths[RESOURCE_IO] = xstrdup("/run/pressured/io-pressure");
+        proxies = realloc(s->proxies, 3 * sizeof(*s->proxies));
+        ASSERT_TRUE(proxies);
+        s->proxies = proxies;
+        s->proxies[1] = (SnapshotProxyClient) { .id = 12, .resource = RESOURCE_CPU, .pid = 556, .line_done = true };
+        s->proxies[2] = (SnapshotProxyClient) { .id = 13, .resource = RESOURCE_IO, .pid = 557,
+                                                .line = xbytes("some 1"), .decide_by_usec = 99 };
+        s->n_proxies = 3;
+        clients = realloc(s->clients, 3 * sizeof(*s->clients));
+        ASSERT_TRUE(clients);
+        s->clients = clients;
+        s->clients[2] = (SnapshotClient) {
+                .id = 45, .uid = 1000, .gid = 1000, .pid = 4322, .has_levels = true,
+                .levels = { .cgroup = xstrdup("/app"), .seq = 5, .missed = 2, .sent = 3, .waiting = true },
+        };
+        s->n_clients = 3;
 }
 
 static void assert_bytes_eq(const SnapshotBytes *a, const SnapshotBytes *b) {
@@ -743,6 +786,280 @@ static void test_unknown_tags(void) {
         assert_snapshot_eq(&s, &d);
 }
 
+/* ---- the canonical text of a decoded snapshot (--dump, snapshot-*.txt) ---- */
+
+/* @size bytes of @data quoted, with \\, \" and every byte outside printable ASCII as \xNN. */
+static void dump_quoted(FILE *f, const char *data, size_t size) {
+        fputc('"', f);
+        for (size_t i = 0; i < size; i++) {
+                unsigned char c = (unsigned char) data[i];
+
+                if (c == '\\' || c == '"')
+                        fprintf(f, "\\%c", c);
+                else if (c < 0x20 || c >= 0x7f)
+                        fprintf(f, "\\x%02x", c);
+                else
+                        fputc(c, f);
+        }
+        fputc('"', f);
+}
+
+static void dump_str(FILE *f, const char *path, const char *name, const char *s) {
+        fprintf(f, "%s%s = ", path, name);
+        if (s)
+                dump_quoted(f, s, strlen(s));
+        else
+                fputs("null", f);
+        fputc('\n', f);
+}
+
+static void dump_bytes(FILE *f, const char *path, const char *name, const SnapshotBytes *b) {
+        fprintf(f, "%s%s = bytes(%zu) ", path, name, b->size);
+        dump_quoted(f, b->data ?: "", b->size);
+        fputc('\n', f);
+}
+
+static void dump_u64(FILE *f, const char *path, const char *name, uint64_t v) {
+        fprintf(f, "%s%s = %" PRIu64 "\n", path, name, v);
+}
+
+static void dump_int(FILE *f, const char *path, const char *name, long long v) {
+        fprintf(f, "%s%s = %lld\n", path, name, v);
+}
+
+static void dump_bool(FILE *f, const char *path, const char *name, bool v) {
+        fprintf(f, "%s%s = %s\n", path, name, v ? "true" : "false");
+}
+
+/* A member's path, made with @fmt into @buf (of 256 bytes), which it returns. */
+_printf_(2, 3) static char *path_of(char *buf, const char *fmt, ...) {
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        n = vsnprintf(buf, 256, fmt, ap);
+        va_end(ap);
+        ASSERT_TRUE(n >= 0 && n < 256);
+        return buf;
+}
+
+#define SUB(buf, ...) path_of(buf, __VA_ARGS__)
+
+static void dump_trigger(FILE *f, const char *path, const char *name, const PsiTrigger *t) {
+        char p[256];
+
+        SUB(p, "%s%s.", path, name);
+        dump_int(f, p, "stall", t->stall);
+        dump_u64(f, p, "threshold_us", t->threshold_us);
+        dump_u64(f, p, "window_us", t->window_us);
+}
+
+static void dump_record(FILE *f, const char *path, const EpisodeRecord *r) {
+        dump_u64(f, path, "start_us", r->start_us);
+        dump_u64(f, path, "end_us", r->end_us);
+        dump_u64(f, path, "events", r->events);
+        dump_u64(f, path, "peak", r->peak);
+        dump_bool(f, path, "peak_known", r->peak_known);
+}
+
+static void dump_registration(FILE *f, const char *path, const SnapshotRegistration *r) {
+        char p[256];
+
+        dump_u64(f, path, "id", r->id);
+        dump_int(f, path, "type", r->type);
+        dump_str(f, path, "cgroup", r->cgroup);
+        dump_int(f, path, "resource", r->resource);
+        dump_trigger(f, path, "requested", &r->requested);
+        dump_trigger(f, path, "used", &r->used);
+        dump_int(f, path, "vm_level", r->vm_level);
+        dump_int(f, path, "vm_mode", r->vm_mode);
+        dump_bool(f, path, "adjusted", r->adjusted);
+        dump_u64(f, path, "dir_ino", r->dir_ino);
+        dump_u64(f, path, "last_events.present", r->last_events.present);
+        for (int k = 0; k < _MEMORY_EVENT_MAX; k++)
+                dump_u64(f, path, SUB(p, "last_events.value[%d]", k), r->last_events.value[k]);
+        dump_int(f, path, "last_state", r->last_state);
+        dump_u64(f, path, "n_tops", r->n_tops);
+        for (size_t i = 0; i < r->n_tops; i++) {
+                SUB(p, "%stops[%zu].", path, i);
+                dump_str(f, p, "name", r->tops[i].name);
+                dump_u64(f, p, "oom_kill", r->tops[i].oom_kill);
+        }
+        dump_bool(f, path, "fast_charged", r->fast_charged);
+        dump_u64(f, path, "fast_uid", r->fast_uid);
+        dump_bool(f, path, "episode.active", r->episode.active);
+        dump_record(f, SUB(p, "%sepisode.cur.", path), &r->episode.cur);
+        dump_u64(f, path, "episode.last_event_us", r->episode.last_event_us);
+        dump_u64(f, path, "episode.unquiet_us", r->episode.unquiet_us);
+        dump_bool(f, path, "episode.have_sample", r->episode.have_sample);
+        dump_u64(f, path, "episode.sample_us", r->episode.sample_us);
+        dump_u64(f, path, "episode.sample_total_us", r->episode.sample_total_us);
+        dump_u64(f, path, "n_history", r->n_history);
+        for (size_t i = 0; i < r->n_history; i++)
+                dump_record(f, SUB(p, "%shistory[%zu].", path, i), &r->history[i]);
+}
+
+static void dump_subscription(FILE *f, const char *path, const SnapshotSubscription *s) {
+        dump_u64(f, path, "registration", s->registration);
+        dump_int(f, path, "level", s->level);
+        dump_bool(f, path, "explicit_psi", s->explicit_psi);
+        dump_bool(f, path, "by_level", s->by_level);
+        dump_bool(f, path, "waiting", s->waiting);
+        dump_u64(f, path, "seq", s->seq);
+        dump_u64(f, path, "written_seq", s->written_seq);
+        dump_u64(f, path, "missed", s->missed);
+        dump_u64(f, path, "min_interval_usec", s->min_interval_usec);
+        dump_u64(f, path, "last_sent_usec", s->last_sent_usec);
+        dump_bytes(f, path, "pending", &s->pending);
+        dump_u64(f, path, "pending_flags", s->pending_flags);
+        dump_u64(f, path, "pending_monotonic_us", s->pending_monotonic_us);
+        dump_u64(f, path, "pending_count", s->pending_count);
+}
+
+static void dump_client(FILE *f, const char *path, const SnapshotClient *c) {
+        char p[256];
+
+        dump_u64(f, path, "id", c->id);
+        dump_u64(f, path, "uid", c->uid);
+        dump_u64(f, path, "gid", c->gid);
+        dump_int(f, path, "pid", c->pid);
+        dump_str(f, path, "view_v2", c->view_v2);
+        dump_str(f, path, "view_v1", c->view_v1);
+        dump_bytes(f, path, "input", &c->input);
+        dump_u64(f, path, "n_output", c->n_output);
+        for (size_t i = 0; i < c->n_output; i++) {
+                SUB(p, "%soutput[%zu].", path, i);
+                dump_u64(f, p, "seq", c->output[i].seq);
+                dump_bytes(f, p, "bytes", &c->output[i].bytes);
+        }
+        dump_bool(f, path, "has_subscription", c->has_subscription);
+        if (c->has_subscription)
+                dump_subscription(f, SUB(p, "%ssubscription.", path), &c->subscription);
+        dump_bool(f, path, "has_levels", c->has_levels);
+        if (c->has_levels) {
+                SUB(p, "%slevels.", path);
+                dump_str(f, p, "cgroup", c->levels.cgroup);
+                dump_u64(f, p, "seq", c->levels.seq);
+                dump_u64(f, p, "missed", c->levels.missed);
+                dump_int(f, p, "sent", c->levels.sent);
+                dump_bool(f, p, "waiting", c->levels.waiting);
+        }
+        dump_bool(f, path, "owes_reexecute", c->owes_reexecute);
+        dump_bool(f, path, "refused", c->refused);
+        dump_u64(f, path, "prekill_owed", c->prekill_owed);
+}
+
+static void dump_proxy(FILE *f, const char *path, const SnapshotProxyClient *x) {
+        dump_u64(f, path, "id", x->id);
+        dump_int(f, path, "resource", x->resource);
+        dump_int(f, path, "pid", x->pid);
+        dump_u64(f, path, "uid", x->uid);
+        dump_str(f, path, "unit", x->unit);
+        dump_bytes(f, path, "line", &x->line);
+        dump_bool(f, path, "line_done", x->line_done);
+        dump_u64(f, path, "decide_by_usec", x->decide_by_usec);
+        dump_u64(f, path, "registration", x->registration);
+        dump_u64(f, path, "sent", x->sent);
+        dump_u64(f, path, "dropped", x->dropped);
+}
+
+static void dump_prekill(FILE *f, const Snapshot *s) {
+        char p[256], q[256];
+
+        dump_str(f, "", "prekill_path", s->prekill_path);
+        dump_u64(f, "", "next_hook_id", s->next_hook_id);
+        dump_u64(f, "", "prekill_last_id", s->prekill_last_id);
+        dump_u64(f, "", "prekill_counters.warned", s->prekill_counters.warned);
+        dump_u64(f, "", "prekill_counters.acknowledged", s->prekill_counters.acknowledged);
+        dump_u64(f, "", "prekill_counters.deadline_reached", s->prekill_counters.deadline_reached);
+        dump_u64(f, "", "prekill_counters.nobody", s->prekill_counters.nobody);
+        dump_u64(f, "", "n_prekill_warnings", s->n_prekill_warnings);
+        for (size_t i = 0; i < s->n_prekill_warnings; i++) {
+                const SnapshotPrekillWarning *w = &s->prekill_warnings[i];
+
+                SUB(p, "prekill_warnings[%zu].", i);
+                dump_u64(f, p, "id", w->id);
+                dump_str(f, p, "victim", w->victim);
+                dump_u64(f, p, "start_us", w->start_us);
+                dump_u64(f, p, "realtime_us", w->realtime_us);
+                dump_u64(f, p, "deadline_us", w->deadline_us);
+                dump_u64(f, p, "hook", w->hook);
+                dump_u64(f, p, "n_warned", w->n_warned);
+                for (size_t j = 0; j < w->n_warned; j++) {
+                        SUB(q, "%swarned[%zu].", p, j);
+                        dump_u64(f, q, "client", w->warned[j].client);
+                        dump_u64(f, q, "uid", w->warned[j].uid);
+                        dump_int(f, q, "pid", w->warned[j].pid);
+                        dump_int(f, q, "state", w->warned[j].state);
+                }
+        }
+        dump_u64(f, "", "n_hook_clients", s->n_hook_clients);
+        for (size_t i = 0; i < s->n_hook_clients; i++)
+                dump_client(f, SUB(p, "hook_clients[%zu].", i), &s->hook_clients[i]);
+}
+
+/* Every member of @s, in the order of the structs, each array after its count. */
+static void dump_snapshot(FILE *f, const Snapshot *s) {
+        char p[256];
+
+        dump_u64(f, "", "version", s->version);
+        dump_u64(f, "", "serial", s->serial);
+        dump_bool(f, "", "complete", s->complete);
+        dump_u64(f, "", "generation", s->generation);
+        dump_u64(f, "", "start_monotonic_us", s->start_monotonic_us);
+        dump_str(f, "", "live_name", s->live_name);
+        dump_str(f, "", "socket_path", s->socket_path);
+        for (Resource r = 0; r < _RESOURCE_MAX; r++)
+                dump_str(f, "", SUB(p, "proxy_paths[%d]", (int) r), s->proxy_paths[r]);
+        dump_str(f, "", "report_path", s->report_path);
+        dump_u64(f, "", "next_client_id", s->next_client_id);
+        dump_u64(f, "", "next_proxy_id", s->next_proxy_id);
+        dump_u64(f, "", "next_registration_id", s->next_registration_id);
+        dump_bool(f, "", "psi_unprivileged", s->psi_unprivileged);
+        dump_u64(f, "", "n_counters", s->n_counters);
+        for (size_t i = 0; i < s->n_counters; i++) {
+                SUB(p, "counters[%zu].", i);
+                dump_str(f, p, "name", s->counters[i].name);
+                dump_u64(f, p, "value", s->counters[i].value);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(s->latency.buckets); i++)
+                dump_u64(f, "", SUB(p, "latency.buckets[%zu]", i), s->latency.buckets[i]);
+        dump_u64(f, "", "latency.count", s->latency.count);
+        dump_u64(f, "", "latency.sum_usec", s->latency.sum_usec);
+        dump_u64(f, "", "n_registrations", s->n_registrations);
+        for (size_t i = 0; i < s->n_registrations; i++)
+                dump_registration(f, SUB(p, "registrations[%zu].", i), &s->registrations[i]);
+        dump_u64(f, "", "n_clients", s->n_clients);
+        for (size_t i = 0; i < s->n_clients; i++)
+                dump_client(f, SUB(p, "clients[%zu].", i), &s->clients[i]);
+        dump_u64(f, "", "n_proxies", s->n_proxies);
+        for (size_t i = 0; i < s->n_proxies; i++)
+                dump_proxy(f, SUB(p, "proxies[%zu].", i), &s->proxies[i]);
+        dump_u64(f, "", "n_reclaim", s->n_reclaim);
+        for (size_t i = 0; i < s->n_reclaim; i++) {
+                SUB(p, "reclaim[%zu].", i);
+                dump_str(f, p, "cgroup", s->reclaim[i].cgroup);
+                dump_u64(f, p, "reclaimed", s->reclaim[i].reclaimed);
+                dump_u64(f, p, "last_step", s->reclaim[i].last_step);
+        }
+        dump_prekill(f, s);
+}
+
+/* The dump of the snapshot in @buf (@n bytes), malloc'ed. */
+static char *dump_text(const char *buf, size_t n) {
+        _cleanup_(snapshot_done) Snapshot d = {};
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        ASSERT_OK(snapshot_decode(buf, n, &d));
+        f = open_memstream(&text, &size);
+        ASSERT_TRUE(f);
+        dump_snapshot(f, &d);
+        ASSERT_OK(fclose(f) == 0 ? 0 : -errno);
+        return text;
+}
+
 static int read_file(const char *path, char **ret, size_t *ret_size) {
         return read_full_file(path, SNAPSHOT_SIZE_MAX, ret, ret_size);
 }
@@ -765,14 +1082,91 @@ static void test_fixtures(const char *dir) {
         }
 }
 
-static int write_fixture(const char *path) {
+/* The full sample, as each writer from version 2 on wrote it: it reads back as it was. */
+static void test_full_fixture(const char *dir) {
+        for (unsigned v = 2; v <= SNAPSHOT_VERSION; v++) {
+                _cleanup_(snapshot_done) Snapshot s = {}, d = {};
+                _cleanup_free_ char *path = NULL, *buf = NULL;
+                size_t n;
+
+                ASSERT_TRUE(asprintf(&path, "%s/snapshot-v%u-full.bin", dir, v) > 0);
+                ASSERT_OK(read_file(path, &buf, &n));
+                ASSERT_OK(snapshot_decode(buf, n, &d));
+                ASSERT_EQ(d.version, v);
+                sample_full(&s);
+                assert_snapshot_eq(&s, &d);
+        }
+}
+
+/* Where @a and @b (texts) first differ, as "line N: ... != ...". */
+static void fail_text_differs(const char *what, const char *a, const char *b) {
+        unsigned line = 1;
+        size_t i = 0, start = 0;
+
+        for (; a[i] && a[i] == b[i]; i++)
+                if (a[i] == '\n') {
+                        line++;
+                        start = i + 1;
+                }
+        TEST_FAIL("%s differs at line %u: \"%.*s\" != \"%.*s\"", what, line, (int) strcspn(a + start, "\n"),
+                  a + start, (int) strcspn(b + start, "\n"), b + start);
+}
+
+/*
+ * Each snapshot-*.bin decodes to exactly the text of its snapshot-*.txt:
+ * the oracle of what those bytes hold, for any rewrite of the decoder.
+ */
+static void test_dumps(const char *dir) {
+        static const char *const names[] = { "snapshot-v1", "snapshot-v2", "snapshot-v2-full", "snapshot-v3",
+                                             "snapshot-v3-full" };
+
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                _cleanup_free_ char *bin = NULL, *txt = NULL, *buf = NULL, *want = NULL, *got = NULL;
+                size_t n, m;
+
+                ASSERT_TRUE(asprintf(&bin, "%s/%s.bin", dir, names[i]) > 0);
+                ASSERT_TRUE(asprintf(&txt, "%s/%s.txt", dir, names[i]) > 0);
+                ASSERT_OK(read_file(bin, &buf, &n));
+                ASSERT_OK(read_file(txt, &want, &m));
+                got = dump_text(buf, n);
+                if (strlen(want) != m || !streq(got, want))
+                        fail_text_differs(txt, got, want);
+        }
+}
+
+/* Today's writer writes its version's fixtures' bytes: the sample's, the full sample's. */
+static void test_writer_bytes(const char *dir) {
+        for (int full = 0; full < 2; full++) {
+                _cleanup_(snapshot_done) Snapshot s = {};
+                _cleanup_free_ char *path = NULL, *want = NULL, *got = NULL;
+                size_t n, m;
+
+                ASSERT_TRUE(asprintf(&path, "%s/snapshot-v%d%s.bin", dir, SNAPSHOT_VERSION, full ? "-full" : "") > 0);
+                ASSERT_OK(read_file(path, &want, &m));
+                if (full)
+                        sample_full(&s);
+                else {
+                        sample(&s);
+                        sample_prekill(&s);
+                }
+                encode(&s, &got, &n);
+                ASSERT_EQ(n, m);
+                ASSERT_TRUE(memcmp(got, want, n) == 0);
+        }
+}
+
+static int write_fixture(const char *path, bool full) {
         _cleanup_(snapshot_done) Snapshot s = {};
         _cleanup_free_ char *buf = NULL;
         _cleanup_close_ int fd = -1;
         size_t n;
 
-        sample(&s);
-        sample_prekill(&s);
+        if (full)
+                sample_full(&s);
+        else {
+                sample(&s);
+                sample_prekill(&s);
+        }
         encode(&s, &buf, &n);
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0 || write(fd, buf, n) != (ssize_t) n)
@@ -780,11 +1174,26 @@ static int write_fixture(const char *path) {
         return 0;
 }
 
+static int dump_file(const char *path) {
+        _cleanup_free_ char *buf = NULL, *text = NULL;
+        size_t n;
+
+        if (read_file(path, &buf, &n) < 0)
+                return 1;
+        text = dump_text(buf, n);
+        return fputs(text, stdout) < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
         if (argc == 3 && streq(argv[1], "--write-fixture"))
-                return write_fixture(argv[2]);
+                return write_fixture(argv[2], false);
+        if (argc == 3 && streq(argv[1], "--write-full"))
+                return write_fixture(argv[2], true);
+        if (argc == 3 && streq(argv[1], "--dump"))
+                return dump_file(argv[2]);
         if (argc != 2) {
-                fprintf(stderr, "usage: %s DATA-DIR | --write-fixture FILE\n", argv[0]);
+                fprintf(stderr, "usage: %s DATA-DIR | --write-fixture FILE | --write-full FILE | --dump FILE\n",
+                        argv[0]);
                 return 2;
         }
         test_round_trip();
@@ -799,6 +1208,9 @@ int main(int argc, char **argv) {
         test_unknown_tags();
         test_prekill();
         test_fixtures(argv[1]);
+        test_full_fixture(argv[1]);
+        test_writer_bytes(argv[1]);
+        test_dumps(argv[1]);
         printf("ok\n");
         return 0;
 }

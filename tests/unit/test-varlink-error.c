@@ -46,6 +46,24 @@ static void test_constructors(void) {
         ASSERT_ERR(varlink_error_invalid_cgroup_path(&e, -EINVAL, NULL), EINVAL);
         CHECK(&e, "io.pressured.InvalidCgroupPath", "s", "cgroup");
 
+        /* The reason goes to the log line (detail), never on the wire: the rule the path breaks,
+         * else what the open said of it; any other error has none. */
+        ASSERT_ERR(varlink_error_invalid_cgroup_path(&e, -EINVAL, "/a\tb"), EINVAL);
+        CHECK(&e, "io.pressured.InvalidCgroupPath", "s", "cgroup");
+        ASSERT_STREQ(e.detail, "it contains a control character, such as a tab or a newline");
+        ASSERT_ERR(varlink_error_invalid_cgroup_path(&e, -EINVAL, "/a/../b"), EINVAL);
+        ASSERT_STREQ(e.detail, "it has a '..' component");
+        ASSERT_ERR(varlink_error_invalid_cgroup_path(&e, -ENOTDIR, "/a/memory.max"), ENOTDIR);
+        ASSERT_STREQ(e.detail, "it names a file, not a cgroup directory");
+        ASSERT_ERR(varlink_error_invalid_cgroup_path(&e, -ELOOP, "/link"), ELOOP);
+        ASSERT_STREQ(e.detail, "it goes through a symbolic link");
+        ASSERT_ERR(varlink_error_invalid_cgroup_path(&e, -EXDEV, "/mnt"), EXDEV);
+        ASSERT_STREQ(e.detail, "it leads out of the cgroup hierarchy into another mount");
+        ASSERT_ERR(varlink_error_invalid_cgroup_path(&e, -EINVAL, "/deep"), EINVAL);
+        ASSERT_STREQ(e.detail, "it is longer than 4096 bytes after the root of the caller's cgroup namespace");
+        ASSERT_ERR(varlink_error_no_such_cgroup(&e, -ENOENT, "/a"), ENOENT);
+        ASSERT_TRUE(e.detail == NULL);
+
         ASSERT_ERR(varlink_error_permission_denied(&e, "not yours"), EACCES);
         CHECK(&e, "io.pressured.PermissionDenied", "s", "reason");
 
@@ -190,6 +208,7 @@ static void test_from_failure(void) {
         varlink_error_from_failure(&e, &f, "/b");
         CHECK(&e, "io.pressured.InvalidCgroupPath", "s", "cgroup");
         ASSERT_STREQ(json_string_value(json_object_get(e.parameters, "cgroup")), "/b");
+        ASSERT_STREQ(e.detail, "it goes through a symbolic link");
 
         ASSERT_EQ(source_failure_unavailable(&f, -EOPNOTSUPP, "vmpressure", "no v1"), -EOPNOTSUPP);
         varlink_error_from_failure(&e, &f, "/b");

@@ -198,6 +198,20 @@ def check(name):
     return deco
 
 
+class Skip(SystemExit):
+    """A check that cannot run here, with the reason: the only way a check is reported as skipped.
+    A SystemExit of its own, so that no `except Exception` on the way swallows it."""
+
+
+def skip(reason):
+    raise Skip(reason)
+
+
+# The harness's skip() inside a check (a helper that finds a feature missing) is an explicit
+# skip with its reason too, not an exit of the whole suite.
+pt.skip = skip
+
+
 # --- the service under PID 1 -------------------------------------------------
 
 @check('socket activation: inactive before the first client, active after it')
@@ -2067,27 +2081,35 @@ def t_hardening():
     return f'{len(journal())} daemon journal entries over the suite, none with EPERM/EACCES'
 
 
+def run(checks, out=sys.stdout):
+    """Run @checks, a list of (name, function), printing TAP to @out: "ok" with the note a check
+    returns, "ok ... # SKIP reason" for a check that raised Skip (skip(), or the harness's skip()),
+    "not ok" for anything else it raised, an exit included (sys.exit(1), a helper's exit 143), with
+    the traceback as comments. Returns the number of checks that failed."""
+    print(f'1..{len(checks)}', file=out, flush=True)
+    failed = 0
+    for i, (name, fn) in enumerate(checks, 1):
+        t0 = time.monotonic()
+        try:
+            note = fn()
+            print(f'ok {i} - {name} # {note} [{time.monotonic() - t0:.0f} s]', file=out, flush=True)
+        except Skip as e:
+            print(f'ok {i} - {name} # SKIP {e}', file=out, flush=True)
+        except BaseException as e:  # noqa: B902
+            failed += 1
+            # TAP: only the first line of the reason on the result line, the rest as comments.
+            reason = (f'exit status {e.code}' if isinstance(e, SystemExit) else str(e)).splitlines() or ['']
+            print(f'not ok {i} - {name} # {type(e).__name__}: {reason[0]}', file=out, flush=True)
+            for line in reason[1:] + traceback.format_exc().splitlines():
+                print('# ' + line, file=out, flush=True)
+    return failed
+
+
 def main():
     pt.own_verdict()  # TAP: each check's line and the exit status say how it went
     os.chdir('/')
     only = sys.argv[1:]
-    todo = [(n, fn) for n, fn in results if not only or fn.__name__ in only]
-    print(f'1..{len(todo)}', flush=True)
-    failed = 0
-    for i, (name, fn) in enumerate(todo, 1):
-        t0 = time.monotonic()
-        try:
-            note = fn()
-            print(f'ok {i} - {name} # {note} [{time.monotonic() - t0:.0f} s]', flush=True)
-        except SystemExit as e:
-            print(f'ok {i} - {name} # SKIP {e}', flush=True)
-        except BaseException as e:  # noqa: B902
-            failed += 1
-            # TAP: only the first line of the reason on the result line, the rest as comments.
-            reason = str(e).splitlines() or ['']
-            print(f'not ok {i} - {name} # {type(e).__name__}: {reason[0]}', flush=True)
-            for line in reason[1:] + traceback.format_exc().splitlines():
-                print('# ' + line, flush=True)
+    failed = run([(n, fn) for n, fn in results if not only or fn.__name__ in only])
     print(f'# vm suite: {time.monotonic() - START:.0f} s in the guest', flush=True)
     return 1 if failed else 0
 

@@ -21,13 +21,20 @@ the system bus) and prints, flushed:
     (50, 100 or 255) and CLOCK_MONOTONIC in microseconds when the callback ran.
 Exits when stdin is closed, or on SIGTERM or SIGINT. Exit 2 if the default
 monitor is not the D-Bus one.
+
+    GIO_USE_MEMORY_MONITOR=psi /usr/bin/python3 glib-memory-monitor.py --psi
+
+GLib's PSI monitor instead (GMemoryMonitorPsi; GLib 2.90 reads
+$MEMORY_PRESSURE_WATCH and connects to a socket there): "ready" once the
+main loop runs, the monitor set up before it; the same lines per warning.
+Exit 2 if the default monitor is not the PSI one.
 """
 import os
 import signal
 import sys
 import time
 
-os.environ.setdefault('GIO_USE_MEMORY_MONITOR', 'dbus')
+os.environ.setdefault('GIO_USE_MEMORY_MONITOR', 'psi' if sys.argv[1:] == ['--psi'] else 'dbus')
 
 import gi  # noqa: E402
 
@@ -40,11 +47,13 @@ PATH = '/org/freedesktop/LowMemoryMonitor'
 
 
 def main():
+    psi = sys.argv[1:] == ['--psi']
+    want = 'GMemoryMonitorPsi' if psi else 'GMemoryMonitorDBus'
     loop = GLib.MainLoop()
     monitor = Gio.MemoryMonitor.dup_default()
     kind = type(monitor).__gtype__.name
-    if kind != 'GMemoryMonitorDBus':
-        print(f'glib-memory-monitor: the default GMemoryMonitor is {kind}, not GMemoryMonitorDBus',
+    if kind != want:
+        print(f'glib-memory-monitor: the default GMemoryMonitor is {kind}, not {want}',
               file=sys.stderr, flush=True)
         return 2
 
@@ -53,6 +62,11 @@ def main():
     monitor.connect('low-memory-warning', warning)
 
     said = []
+    if psi:
+        def running():
+            print('ready', flush=True)
+            return GLib.SOURCE_REMOVE
+        GLib.idle_add(running)
 
     def proxy_ready(_source, result, _data=None):
         Gio.DBusProxy.new_finish(result)
@@ -64,7 +78,8 @@ def main():
         Gio.DBusProxy.new(connection, Gio.DBusProxyFlags.DO_NOT_AUTO_START, None, NAME, PATH, NAME, None,
                           proxy_ready, None)
 
-    Gio.bus_watch_name(Gio.BusType.SYSTEM, NAME, Gio.BusNameWatcherFlags.AUTO_START, appeared, None)
+    if not psi:
+        Gio.bus_watch_name(Gio.BusType.SYSTEM, NAME, Gio.BusNameWatcherFlags.AUTO_START, appeared, None)
 
     def stdin_closed(*_args):
         loop.quit()

@@ -23,9 +23,32 @@
 # CMD runs in the VM's working directory equal to ours, with the PRESSURED_*
 # variables of our environment. The boot time goes to stderr.
 #
+# Two guests (PRESSURED_VM_GUEST):
+#   bookworm  (default) the VM's root is this machine's own root, as above:
+#             Debian 12, systemd 252.
+#   sid       Debian sid, systemd 262 or later as PID 1, GLib 2.90: the root
+#             is a tree made by sid-root.sh (debootstrap from the Debian
+#             mirror this machine uses; its header lists the packages),
+#             kept in $PRESSURED_VM_CACHE/sid-<hash of sid-root.sh>
+#             (default /var/cache/pressured-vm) and made anew when
+#             sid-root.sh changes. Of this machine's files only the source
+#             tree, the build directory, the working directory and the
+#             colon-separated paths of PRESSURED_VM_BIND are there, at the
+#             same paths, each under an overlay in the VM's memory. The
+#             project is installed the same way; the guest's own units and
+#             services are as its packages set them up (systemd-oomd runs).
+#             The guest checks that it runs systemd >= 262. Where the
+#             mirror cannot give a tree (sid moves daily and can be half-way
+#             through a transition) the run is skipped (77, or TAP) saying
+#             why.
+#
 # Environment:
 #   PRESSURED_BUILD_ROOT  build directory to install (default: ./build of
 #                         the source tree); the kernel is cached in its vm/
+#   PRESSURED_VM_GUEST    bookworm (default) or sid
+#   PRESSURED_VM_CACHE    where the sid tree is kept (default
+#                         /var/cache/pressured-vm)
+#   PRESSURED_VM_BIND     more host paths for the sid guest (colon-separated)
 #   PRESSURED_VM_ACCEL    kvm, tcg or auto (default auto: see below)
 #   PRESSURED_VM_TIMEOUT  seconds before qemu is killed (default 900)
 #   PRESSURED_VM_MEMORY   guest memory in MiB (default 2048)
@@ -60,6 +83,33 @@
 #     in 34 s against 42 s with one, `run.sh -- true` 60 s against 73 s.
 #   - Before CMD runs, mkfs, the install and ldconfig (which walks every
 #     library directory over 9p) and daemon-reload take another 20-40 s.
+#   - When CMD has ended and its results are on this machine, the VM powers
+#     off at once (systemctl poweroff -ff): stopping what the checks left
+#     running took up to 40 s under TCG.
+# The sid guest, measured the same way (see also
+# /work/shared/research/newer-systemd.md for how it was found to work):
+#   - sid-root.sh takes 1-1.5 min (debootstrap --variant=minbase, about
+#     110 packages, 50 MB from the mirror) and leaves a tree of about 230 MB.
+#   - It boots Debian 12's kernel (the one above) with the same initramfs,
+#     the tree read-only over 9p under an overlay, like the bookworm guest.
+#   - systemd 262's systemd.run= alone boots only to sysinit.target: no
+#     system bus, no systemd-run --wait. The command line adds
+#     systemd.wants=basic.target.
+#   - Each boot would rerun ldconfig, sysusers and the catalog update
+#     (about 6 s) because the overlay is new: sid-root.sh runs
+#     systemd-update-done in the tree once.
+#   - sid mounts tmpfs on /tmp (tmp.mount, masked in the tree so that a
+#     checkout in /tmp stays visible) and /run (always: nothing of the
+#     host's may live there).
+#   - sid's dbus-daemon does not read /usr/local/share/dbus-1/system.d,
+#     where a build for /usr/local puts pressured's bus policy: guest-run.sh
+#     includes it from /etc/dbus-1/system-local.conf, as the administrator
+#     of such an install does.
+#   - Boot to systemd running the command: 15-73 s of guest uptime (18-109 s
+#     of wall time) on the shared 2-CPU development machine at a load of 2-14,
+#     then 25-45 s for mkfs, the install, ldconfig and daemon-reload. The
+#     vm-sid checks took 65-136 s in the guest, the whole test 1.7-4.7
+#     minutes with the tree cached.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -103,6 +153,12 @@ fi
 
 vmdir=$build/vm
 mkdir -p "$vmdir"
+
+guest=${PRESSURED_VM_GUEST:-bookworm}
+case $guest in
+bookworm|sid) ;;
+*) say "PRESSURED_VM_GUEST must be bookworm or sid"; exit 2 ;;
+esac
 
 # 1. The kernel, downloaded once per build directory.
 kdir=$vmdir/kernel
@@ -173,7 +229,53 @@ PY
 fi
 flock -u 9
 
-# 3. This run's directory, shared writable with the guest at the same path:
+# 3. The sid guest's root: made by sid-root.sh once and kept in the cache
+#    under a name with the hash of sid-root.sh (which holds the package
+#    list), so that a change there makes a new tree. Each run touches
+#    sid-<hash>.used; a tree of another hash unused for a day is removed
+#    (another checkout on this machine may still use a recent one).
+if [ "$guest" = sid ]; then
+        cache=${PRESSURED_VM_CACHE:-/var/cache/pressured-vm}
+        mkdir -p "$cache"
+        cache=$(cd "$cache" && pwd)
+        key=$(sha256sum "$here/sid-root.sh" | cut -c1-16)
+        tree=$cache/sid-$key
+        exec 8>"$cache/.lock"
+        flock 8
+        for old in "$cache"/sid-*.used; do
+                [ -e "$old" ] && [ "$old" != "$tree.used" ] || continue
+                [ -n "$(find "$old" -mmin +1440)" ] || continue
+                rm -rf --one-file-system "${old%.used}"
+                rm -f "$old"
+        done
+        if [ ! -s "$tree/.pressured-vm-systemd" ]; then
+                # What a failed attempt left (debootstrap's mounts, then the tree).
+                grep -o " $tree[./][^ ]*" /proc/mounts | sort -r | xargs -r -n1 umount -l || true
+                rm -rf --one-file-system "$tree" "$tree.new"
+                say "making the sid tree $tree (debootstrap from the Debian mirror)"
+                made=$(date +%s)
+                rc=0
+                "$here/sid-root.sh" "$tree.new" >&2 2>"$vmdir/sid-root.log" || rc=$?
+                if [ $rc -ne 0 ]; then
+                        cat "$vmdir/sid-root.log" >&2
+                        reason=$(tail -n1 "$vmdir/sid-root.log")
+                        [ $rc -eq 2 ] && skip "no sid guest: ${reason#sid-root.sh: }"
+                        say "sid-root.sh failed (exit $rc)"
+                        exit 125
+                fi
+                mv "$tree.new" "$tree"
+                say "made the sid tree in $(( $(date +%s) - made )) s"
+        fi
+        touch "$tree.used"
+        flock -u 8
+        systemd_version=$(cat "$tree/.pressured-vm-systemd")
+        case $systemd_version in
+        (26[2-9]*|2[7-9][0-9]*|[3-9][0-9][0-9]*) ;;
+        (*) say "the sid tree $tree has systemd $systemd_version, need >= 262"; exit 125 ;;
+        esac
+fi
+
+# 4. This run's directory, shared writable with the guest at the same path:
 #    the command, the staged install, and the results.
 run=$(mktemp -d "$vmdir/run.XXXXXX")
 cleanup() {
@@ -198,7 +300,7 @@ printf '%s\0' "$@" > "$run/cmd"
                 PRESSURED_*|PYTHONDONTWRITEBYTECODE) printf 'export %s=%q\n' "$name" "$value" ;;
                 esac
         done < <(env -0)
-        printf 'export PRESSURED_VM=1\n'
+        printf 'export PRESSURED_VM=1 PRESSURED_VM_GUEST=%s\n' "$guest"
 } > "$run/env"
 truncate -s 4G "$run/scratch.img"
 
@@ -218,17 +320,40 @@ esac
 
 append="console=ttyS0 panic=-1 oops=panic loglevel=4 rdinit=/init"
 append+=" pressured_vm.kver=$kver pressured_vm.run=$run pressured_vm.moddir=$moddir"
-append+=" systemd.unified_cgroup_hierarchy=1 systemd.show_status=0"
+append+=" pressured_vm.guest=$guest systemd.show_status=0"
 append+=" systemd.run=$here/guest-run.sh systemd.run_success_action=poweroff"
 append+=" systemd.run_failure_action=poweroff"
+guestroot=()
+if [ "$guest" = sid ]; then
+        # systemd.run= alone reaches only sysinit.target in systemd 262: no
+        # system bus, no systemd-run --wait.
+        append+=" systemd.wants=basic.target"
+        # The host's paths the command needs, at the same paths: parents first.
+        binds=
+        for p in $(printf '%s\n' "$top" "$build" "$(pwd)" $(tr : " " <<<"${PRESSURED_VM_BIND:-}") | awk '{ print length, $0 }' |
+                   sort -n | cut -d' ' -f2-); do
+                case ",$binds" in *",$p,"*) continue ;; esac
+                [ "$p" != / ] || continue
+                under=
+                for b in ${binds//,/ }; do
+                        case $p/ in "$b"/*) under=1 ;; esac
+                done
+                [ -n "$under" ] || binds+="$p,"
+        done
+        append+=" pressured_vm.bind=${binds%,}"
+        guestroot=(-virtfs "local,path=$tree,mount_tag=guestroot,security_model=none,readonly=on,multidevs=remap")
+else
+        append+=" systemd.unified_cgroup_hierarchy=1"
+fi
 
-say "booting Debian $kver under $accel ($cpus CPUs, $memory MiB)"
+say "booting Debian $guest ($kver) under $accel ($cpus CPUs, $memory MiB)"
 start=$(date +%s.%N)
 "$qemu" "${machine[@]}" -smp "$cpus" -m "$memory" \
         -nodefaults -display none -no-reboot -nic none \
         -serial "file:$run/console.log" \
         -kernel "$vmlinuz" -initrd "$initrd" -append "$append" \
         -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
+        "${guestroot[@]}" \
         -virtfs "local,path=$run,mount_tag=pvmrun,security_model=none,multidevs=remap" \
         -drive "file=$run/scratch.img,if=virtio,format=raw,cache=unsafe,discard=unmap" \
         </dev/null >"$run/qemu.log" 2>&1 &

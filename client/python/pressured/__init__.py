@@ -57,7 +57,8 @@ See pressured.py(3) for the whole manual.
 from .aio import AsyncClient, AsyncLevelWatch, AsyncSubscription, watch_levels_async
 from .client import Client, LevelWatch, Subscription, watch_levels
 from .errors import (CallTimeout, ConfigurationRejected, ConnectionFailed, ConnectionLost, DaemonNotRunning,
-                     ExpectedMore, InterfaceNotFound, InternalError, InvalidCgroupPath, InvalidParameter,
+                     ExpectedMore, InterfaceNotFound, InternalError, InvalidCgroupPath,
+                     InvalidCgroupPathArgument, InvalidParameter,
                      InvalidTrigger, LimitExceeded, MessageTooLarge, MethodNotFound, MethodNotImplemented,
                      NoSuchCgroup, NoSuchPrekill, PermissionDenied, PressuredError, ProtocolError,
                      SourceUnavailable, VarlinkError)
@@ -88,4 +89,5 @@ __all__ = [
     'SourceUnavailable', 'InvalidTrigger', 'LimitExceeded', 'ConfigurationRejected', 'InternalError', 'NoSuchPrekill',
     'InterfaceNotFound', 'MethodNotFound', 'MethodNotImplemented', 'InvalidParameter', 'ExpectedMore',
     'ConnectionFailed', 'DaemonNotRunning', 'ConnectionLost', 'CallTimeout', 'ProtocolError', 'MessageTooLarge',
+    'InvalidCgroupPathArgument',
 ]

@@ -133,12 +133,65 @@ def call_result(msg):
     return params
 
 
+#: The longest cgroup path, in bytes, and the longest component of one.
+CGROUP_PATH_MAX = 4096
+CGROUP_NAME_MAX = 255
+#: Why a path is no cgroup path, worded as the daemon's log and pressurectl word it.
+NOT_ABSOLUTE = "it is not absolute: a cgroup path starts with '/'"
+TOO_LONG = 'it is longer than 4096 bytes'
+NOT_UTF8 = 'it is not valid UTF-8'
+CONTROL_CHARACTER = 'it contains a control character, such as a tab or a newline'
+NAME_TOO_LONG = 'a component of it is longer than 255 bytes'
+DOT = "it has a '.' component"
+DOT_DOT = "it has a '..' component"
+
+
+def cgroup_problem(cgroup):
+    """The rule the cgroup path @cgroup breaks, in words, or None: the
+    daemon's rules, checked in the same order. None and "" are the whole
+    system. A str that came from bytes that are not UTF-8 (os.fsdecode(),
+    sys.argv) holds surrogates: not valid UTF-8."""
+    if cgroup is None or cgroup == '':
+        return None
+    if not cgroup.startswith('/'):
+        return NOT_ABSOLUTE
+    try:
+        raw, utf8 = cgroup.encode(), True
+    except UnicodeEncodeError:
+        raw, utf8 = cgroup.encode(errors='surrogatepass'), False
+    if len(raw) > CGROUP_PATH_MAX:
+        return TOO_LONG
+    if not utf8:
+        return NOT_UTF8
+    if any(ord(c) < 0x20 or ord(c) == 0x7f for c in cgroup):
+        return CONTROL_CHARACTER
+    names = [n for n in cgroup.split('/') if n]
+    if any(len(n.encode()) > CGROUP_NAME_MAX for n in names):
+        return NAME_TOO_LONG
+    if any(n == '..' for n in names):
+        return DOT_DOT
+    if any(n == '.' for n in names):
+        return DOT
+    return None
+
+
+def check_cgroup(cgroup):
+    """Raise InvalidCgroupPathArgument if no daemon accepts @cgroup, before anything is sent;
+    TypeError if it is not a str (or None)."""
+    if cgroup is not None and not isinstance(cgroup, str):
+        raise TypeError(f'a cgroup path is a str, not {type(cgroup).__name__}')
+    problem = cgroup_problem(cgroup)
+    if problem:
+        raise errors.InvalidCgroupPathArgument(cgroup, problem)
+
+
 def subscribe_parameters(cgroup=None, *, level=None, levels=False, psi=None, vmpressure=None,
                          memory_events=False, protection=False, kills=False, resource=None,
                          min_interval_ms=None, extra=None):
-    """Subscribe's parameters; the daemon checks them. @psi may be a dict,
-    a PsiTrigger or its text ("some 150ms 2s"); @vmpressure a dict, a
-    Vmpressure or a level."""
+    """Subscribe's parameters; the daemon checks them, but for the cgroup
+    path (check_cgroup()). @psi may be a dict, a PsiTrigger or its text
+    ("some 150ms 2s"); @vmpressure a dict, a Vmpressure or a level."""
+    check_cgroup(cgroup)
     p = {}
     if cgroup is not None:
         p['cgroup'] = cgroup

@@ -314,6 +314,7 @@ def _close_quietly(conn):
 
 
 def _cgroup(cgroup):
+    _wire.check_cgroup(cgroup)
     return {} if cgroup is None else {'cgroup': cgroup}
 
 

@@ -17,6 +17,7 @@ Everything the module raises on purpose is a PressuredError:
     +-- CallTimeout             no answer in time (also a TimeoutError)
     +-- ProtocolError           the daemon sent something that is not varlink
     +-- MessageTooLarge         a call over the daemon's size limit, not sent (also a ValueError)
+    +-- InvalidCgroupPathArgument  a cgroup path no daemon accepts, not sent (also a ValueError)
 
 A VarlinkError carries the error's name (``name``) and its parameters
 (``parameters``, a dict), and each parameter the interface declares as an
@@ -33,7 +34,7 @@ __all__ = [
     'LimitExceeded', 'ConfigurationRejected', 'InternalError', 'NoSuchPrekill',
     'InterfaceNotFound', 'MethodNotFound', 'MethodNotImplemented', 'InvalidParameter', 'ExpectedMore',
     'ConnectionFailed', 'DaemonNotRunning', 'ConnectionLost', 'CallTimeout', 'ProtocolError',
-    'MessageTooLarge', 'error_from_reply',
+    'MessageTooLarge', 'InvalidCgroupPathArgument', 'error_from_reply',
 ]
 
 from . import _vocabulary
@@ -78,9 +79,11 @@ class NoSuchCgroup(VarlinkError):
 
 
 class InvalidCgroupPath(VarlinkError):
-    """io.pressured.InvalidCgroupPath: the path is not absolute, contains
-    "..", control characters or a symlink out of the hierarchy, or is too
-    long. Attribute: ``cgroup``."""
+    """io.pressured.InvalidCgroupPath: the daemon found no cgroup directory
+    at the path: it names a file, or a symbolic link or another mount is on
+    the way (the daemon's log says which); or, sent by something else than
+    this module, which refuses them (InvalidCgroupPathArgument), the path
+    breaks a rule. Attribute: ``cgroup``."""
     DESCRIPTION = 'invalid cgroup path'
 
 
@@ -258,3 +261,20 @@ class MessageTooLarge(PressuredError, ValueError):
 
     def __reduce__(self):
         return (self.__class__, (self.size, self.limit))
+
+
+class InvalidCgroupPathArgument(PressuredError, ValueError):
+    """A cgroup path that no daemon accepts, refused before anything was
+    sent: not absolute, longer than 4096 bytes, not valid UTF-8 (a str
+    decoded from other bytes holds surrogates), with a control character,
+    a component over 255 bytes, or a "." or ".." component. ``cgroup`` is
+    the path, ``reason`` the rule it breaks, in the words of the daemon's
+    log and of pressurectl."""
+
+    def __init__(self, cgroup, reason):
+        super().__init__(f'invalid cgroup path {cgroup!r}: {reason}; not sent')
+        self.cgroup = cgroup
+        self.reason = reason
+
+    def __reduce__(self):
+        return (self.__class__, (self.cgroup, self.reason))
