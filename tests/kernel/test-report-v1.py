@@ -25,7 +25,6 @@ test-report)."""
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -33,31 +32,20 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kernlib as kl  # noqa: E402
 from kernlib import pt  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    'test_report', os.path.join(pt.SOURCE_ROOT, 'tests', 'integration', 'test-report.py'))
-tr = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tr)
 
-HOG = 'b = []\nwhile True:\n    b.append(bytearray(1 << 20))\n'
+def _load(name, *path):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(pt.SOURCE_ROOT, 'tests', *path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+tr = _load('test_report', 'integration', 'test-report.py')
 CURRENT = 'io.pressured.Memory.CurrentBytes'
 EVENTS = 'io.pressured.Memory.Events'
 HEADROOM = 'io.pressured.Headroom.Bytes'
 OOM_KILL = json.dumps({'type': 'oom_kill'})
 LIMIT = 32 << 20
-
-
-def oom_kill(v1dir):
-    with open(os.path.join(v1dir, 'memory.oom_control')) as f:
-        for line in f:
-            key, _, value = line.partition(' ')
-            if key == 'oom_kill':
-                return int(value)
-    return None
-
-
-def usage(v1dir):
-    with open(os.path.join(v1dir, 'memory.usage_in_bytes')) as f:
-        return int(f.read())
 
 
 def report(sid, runtime):
@@ -74,9 +62,9 @@ def of(metrics, cgroup):
 
 def check_memory(sid, runtime, cgroup, v1dir, kills, with_psi, limit=None):
     """One systemd-report metrics of @cgroup against its v1 files, read around it."""
-    before = usage(v1dir)
+    before = kl.v1_usage(v1dir)
     got = of(report(sid, runtime), cgroup)
-    after = usage(v1dir)
+    after = kl.v1_usage(v1dir)
     lo, hi = min(before, after), max(before, after)
     pt.check(lo <= got.get((CURRENT, 'null'), -1) <= hi,
              f'{cgroup}: {CURRENT} is memory.usage_in_bytes of the v1 cgroup', got, before, after)
@@ -116,49 +104,20 @@ def check_cut(d, sid, runtime, cgroups):
 
 
 def main():
-    pt.require_root('it makes real cgroups and runs a process into a memory limit')
-    if not pt.have_v1_memory():
-        pt.skip('no cgroup v1 memory hierarchy: nothing of v1 to report')
-    sid = pt.systemd_sid()
-    with pt.real_cgroups(v1=True, v2=True, limit=None) as (name, v1dir, v2dir):
-        if os.path.exists(os.path.join(v2dir, 'memory.current')):
-            pt.skip('cgroup2 has the memory controller here: its own files report (test-report)')
-        if oom_kill(v1dir) is None:
-            pt.skip('memory.oom_control has no oom_kill line (Linux before 4.13)')
-        hogdir = os.path.join(v1dir, 'hog')
-        more = [os.path.join(v1dir, c) for c in ('v1-a', 'v1-b', 'v1-c')]
-        hog = None
-        try:
-            for c in [hogdir] + more:
-                os.mkdir(c)
-            for f in ('memory.limit_in_bytes', 'memory.memsw.limit_in_bytes'):
-                if os.path.exists(os.path.join(hogdir, f)):
-                    with open(os.path.join(hogdir, f), 'w') as out:
-                        out.write(str(LIMIT))
-            psi = os.path.exists(os.path.join(v2dir, 'memory.pressure'))
-            with tempfile.TemporaryDirectory(prefix='pressured-report-v1-') as tmp, \
-                    tr.report_daemon(f'{name} {name}/*') as d:
-                runtime = tr.report_runtime(tmp, d.report)
-                check_memory(sid, runtime, name, v1dir, 0, with_psi=psi)
-                check_memory(sid, runtime, name + '/hog', hogdir, 0, with_psi=False, limit=LIMIT)
-
-                hog = pt.run_in_cgroups([sys.executable, '-c', HOG], hogdir, None, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL)
-                rc = hog.wait(timeout=kl.PRESSURE_TIMEOUT)
-                kills = oom_kill(hogdir)
-                pt.check(rc == -9 and kills >= 1, 'the kernel killed the hog in its v1 cgroup', rc, kills)
-                pt.check(oom_kill(v1dir) == 0, 'v1 counted the kill only in the victim\'s cgroup', oom_kill(v1dir))
-                got = check_memory(sid, runtime, name + '/hog', hogdir, kills, with_psi=False, limit=LIMIT)
-                check_memory(sid, runtime, name, v1dir, kills, with_psi=psi)
-                print(f'{name}/hog: {got}', flush=True)
-                check_cut(d, sid, runtime, [name] + [name + '/' + os.path.basename(c) for c in [hogdir] + more])
-        finally:
-            if hog and hog.poll() is None:
-                hog.kill()
-                hog.wait()
-            for c in [hogdir] + more:
-                if os.path.isdir(c):
-                    os.rmdir(c)
+    with kl.hybrid_cgroup('test-report', ('hog', 'v1-a', 'v1-b', 'v1-c')) as (name, v1dir, v2dir, children):
+        sid = pt.systemd_sid()
+        hogdir = children[0]
+        psi = os.path.exists(os.path.join(v2dir, 'memory.pressure'))
+        with tempfile.TemporaryDirectory(prefix='pressured-report-v1-') as tmp, \
+                tr.report_daemon(f'{name} {name}/*') as d:
+            runtime = tr.report_runtime(tmp, d.report)
+            check_memory(sid, runtime, name, v1dir, 0, with_psi=psi)
+            check_memory(sid, runtime, name + '/hog', hogdir, 0, with_psi=False, limit=LIMIT)
+            kills = kl.oom_kill_hog(hogdir, v1dir)
+            got = check_memory(sid, runtime, name + '/hog', hogdir, kills, with_psi=False, limit=LIMIT)
+            check_memory(sid, runtime, name, v1dir, kills, with_psi=psi)
+            print(f'{name}/hog: {got}', flush=True)
+            check_cut(d, sid, runtime, [name] + [name + '/' + os.path.basename(c) for c in children])
     pt.finish()
 
 

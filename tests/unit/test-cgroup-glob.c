@@ -402,37 +402,31 @@ static void test_v1(void) {
  */
 static void test_v1_weighed(void) {
         static const char *const merged[] = { "/", "/a", "/a/.hidden", "/a/v1only", "/a/x" };
+        static const struct {
+                size_t budget, kept;
+        } cases[] = {
+                /* cgroup2's walk stops at /a/x (1 + 1 + 5 + 2 > 8); /a/v1only, before it, fits; /a-b is after the cut. */
+                { 8, 4 },
+                /* /a/v1only does not fit: the cgroups after it neither, of either hierarchy. */
+                { 7, 3 },
+                /* cgroup2's walk kept /a/x (9); /a/v1only comes before it and takes its place. */
+                { 9, 4 },
+                /* Room for all: as without a budget. */
+                { 1000, 10 },
+        };
         unsigned calls = 0;
-        CgroupWeigh w = { .weight = weight_of, .userdata = &calls };
-        CgroupScrape s;
 
-        /* cgroup2's walk stops at /a/x (1 + 1 + 5 + 2 > 8); /a/v1only, before it, fits (8); /a-b is after the cut. */
-        w.budget = 8;
-        scrape_both("/ /* /a/*", 100, true, &w, &s);
-        assert_paths(&s, merged, 4);
-        ASSERT_EQ(s.omitted, 10 - 4);
-        cgroup_scrape_done(&s);
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                CgroupWeigh w = { .weight = weight_of, .userdata = &calls, .budget = cases[i].budget };
+                CgroupScrape s;
 
-        /* /a/v1only does not fit: the cgroups after it neither, of either hierarchy. */
-        w.budget = 7;
-        scrape_both("/ /* /a/*", 100, true, &w, &s);
-        assert_paths(&s, merged, 3);
-        ASSERT_EQ(s.omitted, 10 - 3);
-        cgroup_scrape_done(&s);
-
-        /* cgroup2's walk kept /a/x (9); /a/v1only comes before it and takes its place. */
-        w.budget = 9;
-        scrape_both("/ /* /a/*", 100, true, &w, &s);
-        assert_paths(&s, merged, 4);
-        ASSERT_EQ(s.omitted, 10 - 4);
-        cgroup_scrape_done(&s);
-
-        /* Room for all: as without a budget. */
-        w.budget = 1000;
-        scrape_both("/ /* /a/*", 100, true, &w, &s);
-        ASSERT_EQ(s.n_samples, 10);
-        ASSERT_EQ(s.omitted, 0);
-        cgroup_scrape_done(&s);
+                scrape_both("/ /* /a/*", 100, true, &w, &s);
+                ASSERT_EQ(s.n_samples, cases[i].kept);
+                if (cases[i].kept <= ELEMENTSOF(merged))
+                        assert_paths(&s, merged, cases[i].kept);
+                ASSERT_EQ(s.omitted, 10 - cases[i].kept);
+                cgroup_scrape_done(&s);
+        }
 }
 
 /* Every allocation of parsing and of a walk of both trees fails in turn: -ENOMEM, nothing leaks. */
