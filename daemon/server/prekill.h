@@ -8,7 +8,9 @@
  * output bound as [Limits] sets them) with io.systemd.oom.Prekill and
  * org.varlink.service only (varlink-service.h). A Notify waiting for its
  * answer is its connection's stream: what the connection sends meanwhile
- * waits, and the takeover hands the connection over like any client.
+ * waits (RequestTimeoutSec= at most, as on every socket), and the takeover
+ * hands the connection over like any client (its start and end are
+ * checkpointed here, PrekillHooks).
  * Connections beyond [Prekill] MaxCalls= + 4 are taken and answered
  * LimitExceeded on their first call, as many again; beyond, closed at
  * once; root's and systemd-oom's are never refused so (another user
