@@ -189,7 +189,7 @@ Manager *manager_free(Manager *m) {
         if (handed_over) {
                 proxy_forget_paths(m->proxy);
                 if (m->prekill)
-                        hook_server_forget_path(m->prekill->hook);
+                        prekill_forget_path(m->prekill);
                 report_server_forget_path(m->report);
         }
         /* The warnings stop first: clients going away at the end answer no call of systemd-oomd. */
@@ -653,7 +653,7 @@ static int signals_setup(Manager *m);
 static void manager_check_fdstore(const Manager *m) {
         const char *e = getenv("FDSTORE");
         uint64_t max, need = (uint64_t) m->config->max_clients + m->config->max_registrations +
-                             2 * ((uint64_t) m->config->prekill_max_calls + HOOK_EXTRA_CONNECTIONS) + 10;
+                             2 * ((uint64_t) m->config->prekill_max_calls + PREKILL_EXTRA_CONNECTIONS) + 10;
 
         if (!e || safe_atou64(e, &max) < 0 || max == 0 || max >= need)
                 return;
@@ -698,7 +698,7 @@ int manager_start(Manager *m) {
         for (Resource r = 0; r < _RESOURCE_MAX; r++)
                 bound_proxy_paths[r] = m->bound_proxy[r] ? m->proxy->sockets[r].path : NULL;
         takeover_set_servers(m->takeover, m->clients, m->proxy, m->reclaim, m->bound_socket ? m->socket_path : NULL,
-                             bound_proxy_paths, m->bound_prekill ? m->prekill->hook->path : NULL);
+                             bound_proxy_paths, m->bound_prekill ? m->prekill->hook_path : NULL);
         takeover_set_report(m->takeover, m->report, m->bound_report);
         if (prekill_set_servers(m->prekill, m->clients, m->proxy) < 0)
                 return log_error_errno(ENOSPC, "Too many observers of the clients.");

@@ -134,11 +134,27 @@ static GlobSet globs_all(const CgroupGlobs *g) {
 
 /* ---- the walk ---- */
 
+/* A byte's place in the walk's order: the end of a path first, then "/", then the others. */
+static int path_rank(char c) {
+        return c == 0 ? 0 : c == '/' ? 1 : 2 + (unsigned char) c;
+}
+
+/* The order of the walk (depth first, siblings by strcmp()) as a comparison of two paths. */
+static int path_cmp(const char *a, const char *b) {
+        for (; *a && *a == *b; a++, b++)
+                ;
+        return path_rank(*a) - path_rank(*b);
+}
+
 typedef struct Walk {
         const CgroupGlobs *globs;
         CgroupScrape *out;
         size_t max, allocated;
         bool v1;                                        /* the cgroup v1 memory hierarchy */
+        int other_fd;                                   /* the other hierarchy's root, or -1 (see below) */
+        /* A walk of v1 after cgroup2's: its samples, weighed in walk order with ours (n_before of them so far). */
+        CgroupScrape *before;
+        size_t n_before;
         const CgroupWeigh *weigh;                       /* NULL: no budget */
         size_t weight;                                  /* of the samples kept */
         bool full;                                      /* a sample went over the budget: no more are read */
@@ -211,7 +227,37 @@ static int sample_read_v1(Walk *w, int dfd, CgroupSample *s) {
         if (r < 0)
                 return r;
         s->has_oom_kills = r > 0;
+        s->memory_v1 = s->has_memory_current;
         return 0;
+}
+
+/* Give @to what only v1 has of the same cgroup: its memory figures where cgroup2 has none. */
+static void sample_merge(CgroupSample *to, const CgroupSample *v1) {
+        if (!to->has_memory_current && v1->has_memory_current) {
+                to->memory_current = v1->memory_current;
+                to->has_memory_current = to->memory_v1 = true;
+        }
+        if (!to->has_oom_kills && v1->has_oom_kills) {
+                to->oom_kills = v1->oom_kills;
+                to->has_oom_kills = true;
+        }
+}
+
+/* In a cgroup2 walk: what the v1 memory hierarchy knows of the same cgroup, where cgroup2 knows nothing. */
+static int sample_read_other(Walk *w, CgroupSample *s) {
+        _cleanup_close_ int dfd = -1;
+        CgroupSample v1 = {};
+        int r;
+
+        if (w->other_fd < 0 || (s->has_memory_current && s->has_oom_kills))
+                return 0;
+        dfd = openat(w->other_fd, w->path[1] ? w->path + 1 : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (dfd < 0)
+                return 0; /* not in v1 */
+        r = sample_read_v1(w, dfd, &v1);
+        if (r >= 0)
+                sample_merge(s, &v1);
+        return r == -ENOMEM ? r : 0;
 }
 
 /* Fill @s from the files of the cgroup at @dfd. Returns 0, or -ENODEV if it vanished. */
@@ -243,7 +289,7 @@ static int sample_read(Walk *w, int dfd, CgroupSample *s) {
         if (r < 0)
                 return r;
         s->has_memory_current = r > 0;
-        return 0;
+        return sample_read_other(w, s);
 }
 
 /* Whether no more cgroups are read: @max of them kept, or the budget full. */
@@ -266,16 +312,57 @@ static bool walk_weigh(Walk *w, const CgroupSample *s) {
         return true;
 }
 
+/*
+ * In a v1 walk after cgroup2's: the cgroup2 samples before @path (NULL:
+ * all) are weighed in, in walk order; the first that no longer fits and
+ * every one after it are dropped, as if cgroup2's walk had stopped there.
+ */
+static void walk_weigh_before(Walk *w, const char *path) {
+        CgroupScrape *b = w->before;
+
+        for (; b && w->n_before < b->n_samples && (!path || path_cmp(b->samples[w->n_before].path, path) < 0);
+             w->n_before++)
+                if (!walk_weigh(w, &b->samples[w->n_before]))
+                        break;
+        for (; b && w->full && b->n_samples > w->n_before; b->omitted++)
+                free(b->samples[--b->n_samples].path);
+}
+
+/*
+ * In a v1 walk after cgroup2's: whether the cgroup @path is cgroup2's too,
+ * and so read there (or counted there as left out).
+ */
+static bool walk_other_has(const Walk *w, const char *path) {
+        struct stat st;
+
+        return w->v1 && w->other_fd >= 0 &&
+               fstatat(w->other_fd, path[1] ? path + 1 : ".", &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
+}
+
+/* A match left out: counted, and the first one's path kept (for a v1 walk after this one). Returns 0 or -ENOMEM. */
+static int walk_omit(Walk *w, const char *path) {
+        if (walk_other_has(w, path))
+                return 0;
+        w->out->omitted++;
+        if (w->out->cut || w->v1)
+                return 0;
+        w->out->cut = strdup(path);
+        return w->out->cut ? 0 : -ENOMEM;
+}
+
 /* A matching cgroup: read it while there is room, else count it. Returns 0 or -ENOMEM. */
 static int walk_visit(Walk *w, int dfd, const char *path) {
         CgroupScrape *o = w->out;
         CgroupSample s = {};
         int r;
 
-        if (walk_full(w)) {
-                o->omitted++;
+        if (walk_other_has(w, path))
                 return 0;
-        }
+        /* After cgroup2's first match left out, v1's are too: the cgroups kept are a prefix of the walk order. */
+        if (w->before && w->before->cut && path_cmp(path, w->before->cut) > 0)
+                w->full = true;
+        if (walk_full(w))
+                return walk_omit(w, path);
         w->path = path;
         r = sample_read(w, dfd, &s);
         if (r == -ENOMEM)
@@ -286,10 +373,9 @@ static int walk_visit(Walk *w, int dfd, const char *path) {
             !s.has_psi[CGROUP_RESOURCE_CPU] && !s.has_events && !s.has_oom_kills && !s.has_memory_current)
                 return 0; /* nothing to report: removed before its files were opened */
         s.path = (char *) path; /* for the weight only */
-        if (!walk_weigh(w, &s)) {
-                o->omitted++;
-                return 0;
-        }
+        walk_weigh_before(w, path);
+        if (w->full || !walk_weigh(w, &s))
+                return walk_omit(w, path);
         if (o->n_samples == w->allocated) {
                 size_t want = w->allocated ? w->allocated * 2 : 64;
                 CgroupSample *p;
@@ -310,7 +396,7 @@ static int walk_visit(Walk *w, int dfd, const char *path) {
 }
 
 /* Before a subdirectory is opened: whether a pattern can match it or below it; past the cut, count it. */
-static int walk_enter(const char *parent _unused_, unsigned depth, const char *name, void *userdata) {
+static int walk_enter(const char *parent, unsigned depth, const char *name, void *userdata) {
         Walk *w = userdata;
         GlobSet next = globs_step(w->globs, w->alive[depth - 1], depth - 1, name);
 
@@ -320,8 +406,12 @@ static int walk_enter(const char *parent _unused_, unsigned depth, const char *n
         w->match[depth] = globs_any_depth(w->globs, next, depth, false);
         w->deeper[depth] = globs_any_depth(w->globs, next, depth, true);
         if (w->match[depth] && !w->deeper[depth] && walk_full(w)) {
-                w->out->omitted++; /* beyond the cut: counted without opening it */
-                return 0;
+                /* Beyond the cut: counted without opening it. */
+                _cleanup_free_ char *path = NULL;
+
+                if (asprintf(&path, "%s/%s", streq(parent, "/") ? "" : parent, name) < 0)
+                        return -ENOMEM;
+                return walk_omit(w, path);
         }
         return 1;
 }
@@ -342,8 +432,15 @@ static void walk_error(const char *parent, const char *name, int error, void *us
         scrape_error(userdata, parent, name, error);
 }
 
-static int scrape_tree(int root_fd, bool v1, const CgroupGlobs *g, size_t max, const CgroupWeigh *weigh,
-                       CgroupScrape *ret) {
+/*
+ * One hierarchy's walk: cgroup2's (@before NULL), whose samples take what
+ * the v1 hierarchy at @other_fd (or -1) knows where cgroup2 knows
+ * nothing; or v1's after it (@before cgroup2's scrape, weighed in walk
+ * order with it), which reads only the cgroups cgroup2 at @other_fd (or
+ * -1) does not have.
+ */
+static int scrape_tree(int root_fd, int other_fd, CgroupScrape *before, const CgroupGlobs *g, size_t max,
+                       const CgroupWeigh *weigh, CgroupScrape *ret) {
         _cleanup_free_ Walk *w = NULL;
         CgroupfsWalk walk;
         int r;
@@ -354,7 +451,8 @@ static int scrape_tree(int root_fd, bool v1, const CgroupGlobs *g, size_t max, c
         w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
-        *w = (Walk) { .globs = g, .out = ret, .max = max, .v1 = v1, .weigh = weigh };
+        *w = (Walk) { .globs = g, .out = ret, .max = max, .v1 = before != NULL, .other_fd = other_fd, .before = before,
+                      .weigh = weigh };
         w->alive[0] = globs_all(g);
         w->match[0] = globs_any_depth(g, w->alive[0], 0, false);
         w->deeper[0] = globs_any_depth(g, w->alive[0], 0, true);
@@ -367,59 +465,26 @@ static int scrape_tree(int root_fd, bool v1, const CgroupGlobs *g, size_t max, c
         };
         r = cgroupfs_walk(root_fd, &walk);
         ret->dirs_listed = walk.dirs_listed;
+        /* What is left of cgroup2's after v1's last cgroup. */
+        walk_weigh_before(w, NULL);
         return r;
 }
 
 int cgroup_scrape(int root_fd, const CgroupGlobs *g, size_t max, CgroupScrape *ret) {
-        return scrape_tree(root_fd, false, g, max, NULL, ret);
+        return scrape_tree(root_fd, -1, NULL, g, max, NULL, ret);
 }
 
-int cgroup_scrape_weighed(int root_fd, const CgroupGlobs *g, size_t max, const CgroupWeigh *weigh,
-                          CgroupScrape *ret) {
-        return scrape_tree(root_fd, false, g, max, weigh, ret);
-}
-
-/* A byte's place in the walk's order: the end of a path first, then "/", then the others. */
-static int path_rank(char c) {
-        return c == 0 ? 0 : c == '/' ? 1 : 2 + (unsigned char) c;
-}
-
-/* The order of the walk (depth first, siblings by strcmp()) as a comparison of two paths. */
-static int path_cmp(const char *a, const char *b) {
-        for (; *a && *a == *b; a++, b++)
-                ;
-        return path_rank(*a) - path_rank(*b);
-}
-
-/* Give @to what only v1 has of the same cgroup: its memory figures where cgroup2 has none. */
-static void sample_merge(CgroupSample *to, CgroupSample *v1) {
-        if (!to->has_memory_current && v1->has_memory_current) {
-                to->memory_current = v1->memory_current;
-                to->has_memory_current = true;
-        }
-        if (!to->has_oom_kills && v1->has_oom_kills) {
-                to->oom_kills = v1->oom_kills;
-                to->has_oom_kills = true;
-        }
-        free(v1->path);
-        v1->path = NULL;
-}
-
-/* Merge the two sorted sample lists of @s and @v1 into @s, keeping the first @max; @v1 is emptied. */
+/* Merge the samples of @v1 (cgroups cgroup2 does not have) into @s in walk order, keeping the first @max; @v1 is emptied. */
 static int scrape_merge(CgroupScrape *s, CgroupScrape *v1, size_t max) {
         size_t i = 0, j = 0, n = 0;
         CgroupSample *all = calloc(s->n_samples + v1->n_samples + 1, sizeof(*all));
 
         if (!all)
                 return -ENOMEM;
-        while (i < s->n_samples || j < v1->n_samples) {
-                int c = i == s->n_samples ? 1 : j == v1->n_samples ? -1 :
-                        path_cmp(s->samples[i].path, v1->samples[j].path);
-
-                if (c == 0)
-                        sample_merge(&s->samples[i], &v1->samples[j++]);
-                all[n++] = c <= 0 ? s->samples[i++] : v1->samples[j++];
-        }
+        while (i < s->n_samples || j < v1->n_samples)
+                all[n++] = j == v1->n_samples ||
+                           (i < s->n_samples && path_cmp(s->samples[i].path, v1->samples[j].path) < 0) ?
+                           s->samples[i++] : v1->samples[j++];
         for (; n > max; n--, s->omitted++)
                 free(all[n - 1].path);
         free(s->samples);
@@ -432,15 +497,24 @@ static int scrape_merge(CgroupScrape *s, CgroupScrape *v1, size_t max) {
         else
                 s->errors.count += v1->errors.count;
         free(v1->samples);
-        *v1 = (CgroupScrape) {};
+        v1->samples = NULL;
+        v1->n_samples = 0;
         return 0;
 }
 
-int cgroup_scrape_v1(int v1_root_fd, const CgroupGlobs *g, size_t max, CgroupScrape *s) {
-        CgroupScrape v1;
-        int r = scrape_tree(v1_root_fd, true, g, max, NULL, &v1), k;
+int cgroup_scrape_hybrid(int root_fd, int v1_root_fd, const CgroupGlobs *g, size_t max, const CgroupWeigh *weigh,
+                         CgroupScrape *ret) {
+        CgroupScrape v1 = {};
+        int r = 0, k;
 
-        k = scrape_merge(s, &v1, max);
+        *ret = (CgroupScrape) {};
+        if (root_fd >= 0)
+                r = scrape_tree(root_fd, v1_root_fd, NULL, g, max, weigh, ret);
+        if (v1_root_fd < 0 || r == -ENOMEM)
+                return r;
+        k = scrape_tree(v1_root_fd, root_fd, ret, g, max, weigh, &v1);
+        if (k != -ENOMEM)
+                k = scrape_merge(ret, &v1, max);
         cgroup_scrape_done(&v1);
         return r < 0 ? r : k;
 }
@@ -449,5 +523,6 @@ void cgroup_scrape_done(CgroupScrape *s) {
         for (size_t i = 0; i < s->n_samples; i++)
                 free(s->samples[i].path);
         free(s->samples);
+        free(s->cut);
         *s = (CgroupScrape) {};
 }

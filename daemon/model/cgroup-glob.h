@@ -21,9 +21,19 @@
  * cgroup's directory fd and read with one read(). Nothing is kept between
  * walks.
  *
- * A weighed walk (cgroup_scrape_weighed(), systemd-report's List) also
- * stops reading at the first cgroup whose weight would go over a budget:
- * it and every match after it are only counted, as beyond MaxCgroups=.
+ * Hybrid hosts (cgroup_scrape_hybrid()). The v1 memory hierarchy gives a
+ * cgroup what cgroup2 has not (a hybrid host's cgroup2 has no memory
+ * controller): memory.usage_in_bytes as memory_current, and the kills of
+ * memory.oom_control summed over its subtree (v1_oom_kills_subtree(), as
+ * memory.events counts them) as oom_kills. cgroup2's walk reads them as it
+ * reads each cgroup, from the same path in v1; then a walk of v1 reads the
+ * cgroups only v1 has, and they join the others in walk order. A cgroup
+ * is counted once, kept or left out.
+ *
+ * A weighed walk (systemd-report's List) also stops reading at the first
+ * cgroup whose weight would go over a budget, in the walk order of both
+ * hierarchies: it and every match after it are only counted, as beyond
+ * MaxCgroups=.
  *
  * Errors. A cgroup removed during the walk (ENOENT, ENODEV, or none of its
  * files left to open) is skipped and takes no MaxCgroups= place; a
@@ -83,6 +93,7 @@ typedef struct CgroupSample {
         bool has_events;
         uint64_t memory_current;                /* bytes */
         bool has_memory_current;
+        bool memory_v1;                         /* memory_current is the v1 memory hierarchy's */
 } CgroupSample;
 
 /* Read errors worth a log line, counted over one walk. */
@@ -96,6 +107,7 @@ typedef struct CgroupScrape {
         CgroupSample *samples;          /* the first max matches, in walk order */
         size_t n_samples;
         uint64_t omitted;               /* matches beyond max, not read */
+        char *cut;                      /* the first of them in walk order, or NULL */
         unsigned dirs_listed;           /* directories whose entries were read (pruning shows here) */
         CgroupScrapeErrors errors;
 } CgroupScrape;
@@ -113,23 +125,6 @@ typedef struct CgroupScrape {
 int cgroup_scrape(int root_fd, const CgroupGlobs *g, size_t max, CgroupScrape *ret);
 
 /*
- * cgroup_scrape_v1 - add what the cgroup v1 memory hierarchy knows of the
- * cgroups matching @g to @s, a cgroup_scrape() of the cgroup2 tree (or a
- * zeroed one: a host without it). For each matching v1 cgroup:
- * memory.usage_in_bytes as memory_current and the kills of
- * memory.oom_control, summed over its subtree as memory.events counts them
- * (v1_oom_kills_subtree()), as oom_kills; given to the cgroup2 sample of
- * the same path where that has none (a hybrid host's cgroup2 has no
- * memory controller), or added as a sample of its own, in walk order
- * (a cgroup only in v1). At most @max samples stay; the matches beyond are
- * counted in omitted, per hierarchy.
- * @v1_root_fd: a directory fd on the v1 memory hierarchy or a fake tree
- *
- * Returns 0, -ENOMEM (@s still valid), or the negative errno of opening the root.
- */
-int cgroup_scrape_v1(int v1_root_fd, const CgroupGlobs *g, size_t max, CgroupScrape *s);
-
-/*
  * A bound on what the cgroups kept weigh together (systemd-report's
  * metrics): each cgroup read is weighed; the first that would take the
  * sum over @budget is dropped, and it and every match after it are only
@@ -141,9 +136,18 @@ typedef struct CgroupWeigh {
         size_t budget;
 } CgroupWeigh;
 
-/* cgroup_scrape_weighed - cgroup_scrape() within @weigh's budget (NULL: none). */
-int cgroup_scrape_weighed(int root_fd, const CgroupGlobs *g, size_t max, const CgroupWeigh *weigh,
-                          CgroupScrape *ret);
+/*
+ * cgroup_scrape_hybrid - cgroup_scrape() of the cgroup2 tree below
+ * @root_fd with what the v1 memory hierarchy below @v1_root_fd knows of
+ * the cgroups matching @g (see "Hybrid hosts" above), within @weigh's
+ * budget (NULL: none). Either fd may be -1, for a hierarchy the host does
+ * not have. At most @max samples, in walk order.
+ *
+ * Returns 0, -ENOMEM (what was read so far stays in @ret), or the negative
+ * errno of opening a root.
+ */
+int cgroup_scrape_hybrid(int root_fd, int v1_root_fd, const CgroupGlobs *g, size_t max, const CgroupWeigh *weigh,
+                         CgroupScrape *ret);
 
 /* cgroup_scrape_done - free what cgroup_scrape() filled in and zero @s. */
 void cgroup_scrape_done(CgroupScrape *s);

@@ -83,15 +83,6 @@ PrekillWarning *prekill_book_find(const PrekillBook *b, uint64_t id) {
         return NULL;
 }
 
-PrekillWarning *prekill_book_find_hook(const PrekillBook *b, uint64_t hook) {
-        PrekillWarning *w;
-
-        LIST_FOREACH(warnings, w, hook ? b->warnings : NULL)
-                if (w->hook == hook)
-                        return w;
-        return NULL;
-}
-
 /* @w no longer waits for its warned subscriber @i, now in @state. */
 static void warned_settle(PrekillBook *b, PrekillWarning *w, size_t i, PrekillWarnedState state) {
         w->warned[i].state = state;

@@ -24,9 +24,6 @@
 
 #include "list.h"
 
-/* The largest call read on the hook socket: Notify() is a path, GetInterfaceDescription() a name. */
-#define PREKILL_HOOK_MESSAGE_MAX 16384
-
 /* Who is about to kill, as the warning names it. */
 #define PREKILL_BY "systemd-oomd"
 
@@ -135,9 +132,6 @@ void prekill_book_nobody(PrekillBook *b);
 
 /* prekill_book_find - the waiting warning @id, or NULL. */
 PrekillWarning *prekill_book_find(const PrekillBook *b, uint64_t id);
-
-/* prekill_book_find_hook - the waiting warning owed to hook connection @hook, or NULL. */
-PrekillWarning *prekill_book_find_hook(const PrekillBook *b, uint64_t hook);
 
 /*
  * prekill_book_acknowledge - the acknowledgement of warning @id by a peer

@@ -35,8 +35,9 @@ enum {
         T_PREKILL_LAST_ID,
         T_PREKILL_COUNTERS,
         T_PREKILL_WARNING,
-        T_HOOK,
+        T_HOOK,                      /* version 2 only: now T_HOOK_CLIENT */
         T_REPORT_PATH,
+        T_HOOK_CLIENT,               /* version 3 on */
 };
 
 /* The tag of each resource's proxy socket path (T_PROXY_PATH from before there were others). */
@@ -80,6 +81,8 @@ enum {
         C_SUBSCRIPTION,
         C_OWES_REEXECUTE,
         C_LEVELS,
+        C_REFUSED,
+        C_PREKILL_OWED,
 };
 
 /* Tags inside C_LEVELS. */
@@ -124,7 +127,7 @@ enum { EP_ACTIVE = 1, EP_CUR, EP_LAST_EVENT, EP_UNQUIET, EP_HAVE_SAMPLE, EP_SAMP
 enum { H_BUCKET = 1, H_COUNT, H_SUM };
 enum { O_SEQ = 1, O_BYTES };
 enum { RC_CGROUP = 1, RC_RECLAIMED, RC_LAST_STEP };
-/* The prekill counters; a warning and each subscriber it warned; a hook connection. */
+/* The prekill counters; a warning and each subscriber it warned; a hook connection of version 2. */
 enum { K_WARNED = 1, K_ACKNOWLEDGED, K_DEADLINE_REACHED, K_NOBODY };
 enum { W_ID = 1, W_VICTIM, W_START, W_REALTIME, W_DEADLINE, W_HOOK, W_WARNED };
 enum { WD_CLIENT = 1, WD_UID, WD_PID, WD_STATE };
@@ -343,8 +346,8 @@ static void w_levels(Writer *w, const SnapshotLevels *l) {
         w_end(w, mark);
 }
 
-static void w_client(Writer *w, const SnapshotClient *c) {
-        size_t mark = w_begin(w, T_CLIENT);
+static void w_client(Writer *w, uint16_t tag, const SnapshotClient *c) {
+        size_t mark = w_begin(w, tag);
 
         w_u64(w, C_ID, c->id);
         w_u64(w, C_UID, c->uid);
@@ -365,6 +368,8 @@ static void w_client(Writer *w, const SnapshotClient *c) {
         if (c->has_levels)
                 w_levels(w, &c->levels);
         w_num(w, C_OWES_REEXECUTE, c->owes_reexecute);
+        w_num(w, C_REFUSED, c->refused);
+        w_num(w, C_PREKILL_OWED, c->prekill_owed);
         w_end(w, mark);
 }
 
@@ -427,21 +432,7 @@ static void w_prekill_warning(Writer *w, const SnapshotPrekillWarning *x) {
         w_end(w, mark);
 }
 
-static void w_hook(Writer *w, const SnapshotHook *h) {
-        size_t mark = w_begin(w, T_HOOK);
-
-        w_u64(w, HK_ID, h->id);
-        w_u64(w, HK_UID, h->uid);
-        w_u64(w, HK_GID, h->gid);
-        w_signed(w, HK_PID, h->pid);
-        w_num(w, HK_OWED, h->owed);
-        w_num(w, HK_REFUSED, h->refused);
-        w_blob(w, HK_INPUT, &h->input);
-        w_blob(w, HK_OUTPUT, &h->output);
-        w_end(w, mark);
-}
-
-/* What version 2 added: the hook socket, its connections and the warnings. */
+/* What version 2 added: the hook socket, its connections (clients from version 3) and the warnings. */
 static void w_prekill(Writer *w, const Snapshot *s) {
         w_str(w, T_PREKILL_PATH, s->prekill_path);
         w_num(w, T_NEXT_HOOK_ID, s->next_hook_id);
@@ -449,8 +440,8 @@ static void w_prekill(Writer *w, const Snapshot *s) {
         w_prekill_counters(w, &s->prekill_counters);
         for (size_t i = 0; i < s->n_prekill_warnings; i++)
                 w_prekill_warning(w, &s->prekill_warnings[i]);
-        for (size_t i = 0; i < s->n_hooks; i++)
-                w_hook(w, &s->hooks[i]);
+        for (size_t i = 0; i < s->n_hook_clients; i++)
+                w_client(w, T_HOOK_CLIENT, &s->hook_clients[i]);
 }
 
 static void w_payload(Writer *w, const Snapshot *s) {
@@ -473,7 +464,7 @@ static void w_payload(Writer *w, const Snapshot *s) {
         for (size_t i = 0; i < s->n_registrations; i++)
                 w_registration(w, &s->registrations[i]);
         for (size_t i = 0; i < s->n_clients; i++)
-                w_client(w, &s->clients[i]);
+                w_client(w, T_CLIENT, &s->clients[i]);
         for (size_t i = 0; i < s->n_proxies; i++)
                 w_proxy(w, &s->proxies[i]);
         for (size_t i = 0; i < s->n_reclaim; i++) {
@@ -969,20 +960,41 @@ static int r_client_field(uint16_t tag, const Span *f, SnapshotClient *c) {
                 return r_bool(f, &c->owes_reexecute);
         case C_LEVELS:
                 return r_levels(f, c);
+        case C_REFUSED:
+                return r_bool(f, &c->refused);
+        case C_PREKILL_OWED:
+                return r_u64(f, &c->prekill_owed);
         }
         return 0;
 }
 
-static int r_client(const Span *v, Snapshot *snap) {
-        SnapshotClient *c = R_GROW(snap->clients, snap->n_clients, SNAPSHOT_ITEMS_MAX);
+/* A field of version 2's hook connection (T_HOOK), read into the client it is now: its output one reply. */
+static int r_hook_field(uint16_t tag, const Span *f, SnapshotClient *c) {
+        static const uint16_t as_client[] = { [HK_ID] = C_ID, [HK_UID] = C_UID, [HK_GID] = C_GID, [HK_PID] = C_PID,
+                                              [HK_OWED] = C_PREKILL_OWED, [HK_REFUSED] = C_REFUSED,
+                                              [HK_INPUT] = C_INPUT };
+        SnapshotOutput *o;
+
+        if (tag != HK_OUTPUT)
+                return tag < ELEMENTSOF(as_client) && as_client[tag] ? r_client_field(as_client[tag], f, c) : 0;
+        o = R_GROW(c->output, c->n_output, SNAPSHOT_OUTPUT_MAX);
+        if (!o)
+                return GROW_ERROR(c->n_output, SNAPSHOT_OUTPUT_MAX);
+        return f->n > 0 ? r_blob(f, &o->bytes) : -EBADMSG;
+}
+
+/* A client into *@array (of *@n), its fields read by @field. */
+static int r_client(const Span *v, SnapshotClient **array, size_t *n,
+                    int (*field)(uint16_t tag, const Span *f, SnapshotClient *c)) {
+        SnapshotClient *c = R_GROW(*array, *n, SNAPSHOT_ITEMS_MAX);
         Span s = *v, f;
         uint16_t tag;
         int k;
 
         if (!c)
-                return GROW_ERROR(snap->n_clients, SNAPSHOT_ITEMS_MAX);
+                return GROW_ERROR(*n, SNAPSHOT_ITEMS_MAX);
         while ((k = r_next(&s, &tag, &f)) > 0)
-                if ((k = r_client_field(tag, &f, c)) < 0)
+                if ((k = field(tag, &f, c)) < 0)
                         return k;
         if (k < 0)
                 return k;
@@ -1172,45 +1184,7 @@ static int r_prekill_warning(const Span *v, Snapshot *snap) {
         return x->id > 0 && x->victim && x->victim[0] == '/' ? 0 : -EBADMSG;
 }
 
-static int r_hook_field(uint16_t tag, const Span *f, SnapshotHook *h) {
-        switch (tag) {
-        case HK_ID:
-                return r_u64(f, &h->id);
-        case HK_UID:
-                return r_u32(f, &h->uid);
-        case HK_GID:
-                return r_u32(f, &h->gid);
-        case HK_PID:
-                return R_ENUM(f, 0, INT32_MAX, h->pid);
-        case HK_OWED:
-                return r_u64(f, &h->owed);
-        case HK_REFUSED:
-                return r_bool(f, &h->refused);
-        case HK_INPUT:
-                return f->n > SNAPSHOT_HOOK_BYTES_MAX ? -EBADMSG : r_blob(f, &h->input);
-        case HK_OUTPUT:
-                return f->n > SNAPSHOT_HOOK_BYTES_MAX ? -EBADMSG : r_blob(f, &h->output);
-        }
-        return 0;
-}
-
-static int r_hook(const Span *v, Snapshot *snap) {
-        SnapshotHook *h = R_GROW(snap->hooks, snap->n_hooks, SNAPSHOT_ITEMS_MAX);
-        Span s = *v, f;
-        uint16_t tag;
-        int k;
-
-        if (!h)
-                return GROW_ERROR(snap->n_hooks, SNAPSHOT_ITEMS_MAX);
-        while ((k = r_next(&s, &tag, &f)) > 0)
-                if ((k = r_hook_field(tag, &f, h)) < 0)
-                        return k;
-        if (k < 0)
-                return k;
-        return h->id > 0 ? 0 : -EBADMSG;
-}
-
-/* The top-level fields of version 2 (0 for a tag that is none of them). */
+/* The top-level fields of version 2 and on (0 for a tag that is none of them). */
 static int r_prekill_field(uint16_t tag, const Span *f, Snapshot *s) {
         switch (tag) {
         case T_PREKILL_PATH:
@@ -1224,7 +1198,9 @@ static int r_prekill_field(uint16_t tag, const Span *f, Snapshot *s) {
         case T_PREKILL_WARNING:
                 return r_prekill_warning(f, s);
         case T_HOOK:
-                return r_hook(f, s);
+                return r_client(f, &s->hook_clients, &s->n_hook_clients, r_hook_field);
+        case T_HOOK_CLIENT:
+                return r_client(f, &s->hook_clients, &s->n_hook_clients, r_client_field);
         }
         return 0;
 }
@@ -1266,7 +1242,7 @@ static int r_top_field(uint16_t tag, const Span *f, Snapshot *s) {
         case T_REGISTRATION:
                 return r_registration(f, s);
         case T_CLIENT:
-                return r_client(f, s);
+                return r_client(f, &s->clients, &s->n_clients, r_client_field);
         case T_PROXY:
                 return r_proxy(f, s);
         case T_RECLAIM:
@@ -1286,7 +1262,6 @@ _Static_assert(offsetof(SnapshotRegistration, id) == 0, "id first");
 _Static_assert(offsetof(SnapshotClient, id) == 0, "id first");
 _Static_assert(offsetof(SnapshotProxyClient, id) == 0, "id first");
 _Static_assert(offsetof(SnapshotPrekillWarning, id) == 0, "id first");
-_Static_assert(offsetof(SnapshotHook, id) == 0, "id first");
 
 /* Whether the @n ids at @base (@stride bytes apart) are all different. */
 static int ids_unique(const void *base, size_t n, size_t stride) {
@@ -1311,10 +1286,10 @@ static bool registration_exists(const Snapshot *s, const uint64_t *sorted, uint6
                bsearch(&id, sorted, s->n_registrations, sizeof(uint64_t), cmp_u64) != NULL;
 }
 
-static const SnapshotHook *hook_find(const Snapshot *s, uint64_t id) {
-        for (size_t i = 0; i < s->n_hooks; i++)
-                if (s->hooks[i].id == id)
-                        return &s->hooks[i];
+static const SnapshotClient *hook_find(const Snapshot *s, uint64_t id) {
+        for (size_t i = 0; i < s->n_hook_clients; i++)
+                if (s->hook_clients[i].id == id)
+                        return &s->hook_clients[i];
         return NULL;
 }
 
@@ -1323,21 +1298,21 @@ static int snapshot_check_prekill(const Snapshot *s) {
         int k;
 
         if ((k = ids_unique(s->prekill_warnings, s->n_prekill_warnings, sizeof(*s->prekill_warnings))) < 0 ||
-            (k = ids_unique(s->hooks, s->n_hooks, sizeof(*s->hooks))) < 0)
+            (k = ids_unique(s->hook_clients, s->n_hook_clients, sizeof(*s->hook_clients))) < 0)
                 return k;
         for (size_t i = 0; i < s->n_prekill_warnings; i++) {
                 const SnapshotPrekillWarning *w = &s->prekill_warnings[i];
-                const SnapshotHook *h = w->hook ? hook_find(s, w->hook) : NULL;
+                const SnapshotClient *h = w->hook ? hook_find(s, w->hook) : NULL;
 
-                if (w->id > s->prekill_last_id || (w->hook && (!h || h->owed != w->id)))
+                if (w->id > s->prekill_last_id || (w->hook && (!h || h->prekill_owed != w->id)))
                         return -EBADMSG;
         }
-        for (size_t i = 0; i < s->n_hooks; i++) {
-                bool found = s->hooks[i].owed == 0;
+        for (size_t i = 0; i < s->n_hook_clients; i++) {
+                const SnapshotClient *h = &s->hook_clients[i];
+                bool found = h->prekill_owed == 0;
 
                 for (size_t j = 0; j < s->n_prekill_warnings && !found; j++)
-                        found = s->prekill_warnings[j].id == s->hooks[i].owed &&
-                                s->prekill_warnings[j].hook == s->hooks[i].id;
+                        found = s->prekill_warnings[j].id == h->prekill_owed && s->prekill_warnings[j].hook == h->id;
                 if (!found)
                         return -EBADMSG;
         }
@@ -1433,12 +1408,6 @@ void snapshot_prekill_warning_done(SnapshotPrekillWarning *w) {
         *w = (SnapshotPrekillWarning) {};
 }
 
-void snapshot_hook_done(SnapshotHook *h) {
-        free(h->input.data);
-        free(h->output.data);
-        *h = (SnapshotHook) {};
-}
-
 void snapshot_registration_done(SnapshotRegistration *r) {
         free(r->cgroup);
         for (size_t i = 0; i < r->n_tops; i++)
@@ -1475,8 +1444,8 @@ void snapshot_done(Snapshot *s) {
         for (size_t i = 0; i < s->n_prekill_warnings; i++)
                 snapshot_prekill_warning_done(&s->prekill_warnings[i]);
         free(s->prekill_warnings);
-        for (size_t i = 0; i < s->n_hooks; i++)
-                snapshot_hook_done(&s->hooks[i]);
-        free(s->hooks);
+        for (size_t i = 0; i < s->n_hook_clients; i++)
+                snapshot_client_done(&s->hook_clients[i]);
+        free(s->hook_clients);
         *s = (Snapshot) {};
 }

@@ -35,8 +35,12 @@
  * given twice and the answers owed to systemd-oomd must be given: a reader
  * of version 1 would skip both and hand the next process a state that
  * breaks that promise, so it refuses the state instead.
+ * 3: the hook's connections are clients like the varlink socket's
+ * (T_HOOK_CLIENT), with the answer each is owed; a reader of version 2
+ * would lose them, and refuses the state instead. Version 2's are read
+ * into the same form.
  */
-#define SNAPSHOT_VERSION 2
+#define SNAPSHOT_VERSION 3
 #define SNAPSHOT_HEADER_SIZE 32
 /* The largest snapshot written or read, header included. */
 #define SNAPSHOT_SIZE_MAX (UINT64_C(256) << 20)
@@ -48,7 +52,6 @@
 #define SNAPSHOT_TOPS_MAX 256        /* top-level cgroups of a kills registration on "/" */
 #define SNAPSHOT_RECLAIM_MAX 100000  /* cgroups under proactive reclaim */
 #define SNAPSHOT_STRING_MAX 4096     /* a path or a name */
-#define SNAPSHOT_HOOK_BYTES_MAX (UINT64_C(1) << 20) /* a hook connection's unread input, or its unwritten output */
 
 typedef struct SnapshotBytes {
         char *data;                  /* NULL when empty */
@@ -88,7 +91,7 @@ typedef struct SnapshotLevels {
         bool waiting;                /* a change waited for the client to read */
 } SnapshotLevels;
 
-/* A connection to the varlink socket. */
+/* A connection to the varlink socket, or to the pre-kill hook's. */
 typedef struct SnapshotClient {
         uint64_t id;
         uint32_t uid, gid;
@@ -103,6 +106,8 @@ typedef struct SnapshotClient {
         bool has_levels;             /* a level stream; never with a subscription */
         SnapshotLevels levels;
         bool owes_reexecute;         /* its Reexecute call is answered by the next process */
+        bool refused;                /* over its socket's bound: its first call is refused */
+        uint64_t prekill_owed;       /* the hook's: the warning whose answer it waits for; 0: none */
 } SnapshotClient;
 
 /* A connection to a pressure proxy socket. */
@@ -124,21 +129,10 @@ typedef struct SnapshotPrekillWarning {
         uint64_t id;                 /* > 0 */
         char *victim;
         uint64_t start_us, realtime_us, deadline_us;
-        uint64_t hook;               /* the SnapshotHook owed the answer; 0: none */
+        uint64_t hook;               /* the hook connection owed the answer; 0: none */
         PrekillWarned *warned;
         size_t n_warned;
 } SnapshotPrekillWarning;
-
-/* A connection to the pre-kill hook socket. */
-typedef struct SnapshotHook {
-        uint64_t id;                 /* > 0 */
-        uint32_t uid, gid;
-        int32_t pid;
-        uint64_t owed;               /* the warning whose answer it waits for; 0: none */
-        bool refused;                /* over the connection limit: its first call is refused */
-        SnapshotBytes input;         /* received and not yet handled */
-        SnapshotBytes output;        /* left to write */
-} SnapshotHook;
 
 /* A top-level cgroup watched by a kills registration on "/". */
 typedef struct SnapshotKillsTop {
@@ -210,8 +204,8 @@ typedef struct Snapshot {
         PrekillCounters prekill_counters;
         SnapshotPrekillWarning *prekill_warnings;
         size_t n_prekill_warnings;
-        SnapshotHook *hooks;
-        size_t n_hooks;
+        SnapshotClient *hook_clients; /* the hook socket's connections */
+        size_t n_hook_clients;
 } Snapshot;
 
 /* snapshot_registration_done - free what @r holds and zero it. */
@@ -222,9 +216,6 @@ void snapshot_client_done(SnapshotClient *c);
 
 /* snapshot_prekill_warning_done - free what @w holds and zero it. */
 void snapshot_prekill_warning_done(SnapshotPrekillWarning *w);
-
-/* snapshot_hook_done - free what @h holds and zero it. */
-void snapshot_hook_done(SnapshotHook *h);
 
 /* snapshot_done - free everything @s holds and zero it. */
 void snapshot_done(Snapshot *s);

@@ -39,10 +39,12 @@ static const ReportFamily cgroup_families[_FAMILY_CGROUP_MAX] = {
                 "Per cgroup: how much more memory it can be charged before its nearest memory.high or memory.max "
                 "(its own or an ancestor's), or MemAvailable of the machine if that is less, in bytes" },
         [FAMILY_MEMORY_CURRENT] = { PREFIX "Memory.CurrentBytes", "gauge",
-                "Per cgroup: memory charged to it and its descendants (memory.current), in bytes" },
+                "Per cgroup: memory charged to it and its descendants (memory.current; in the cgroup v1 memory "
+                "hierarchy memory.usage_in_bytes), in bytes" },
         [FAMILY_MEMORY_EVENTS] = { PREFIX "Memory.Events", "counter",
                 "Per cgroup: the events of its memory.events, it and its descendants "
-                "(type=low|high|max|oom|oom_kill|oom_group_kill)" },
+                "(type=low|high|max|oom|oom_kill|oom_group_kill; in the cgroup v1 memory hierarchy oom_kill "
+                "alone, from memory.oom_control)" },
         [FAMILY_PRESSURE_AVG10] = { PREFIX "Pressure.Avg10", "gauge",
                 "Per cgroup: share of the last 10 s its tasks stalled on a resource (avg10 of its PSI file), "
                 "in percent (resource=memory|io|cpu, type=some|full)" },
@@ -258,6 +260,11 @@ static void put_cgroup_psi(Writer *w, const char *object, const CgroupSample *s)
         }
 }
 
+/* Whether @s has oom kills but no memory.events: those of the v1 memory hierarchy. */
+static bool v1_oom_kills(const CgroupSample *s) {
+        return !s->has_events && s->has_oom_kills;
+}
+
 static void put_cgroup_memory(Writer *w, const char *object, const ReportCgroup *c) {
         const CgroupSample *s = c->sample;
 
@@ -266,6 +273,10 @@ static void put_cgroup_memory(Writer *w, const char *object, const ReportCgroup 
                         put(w, cgroup_families[FAMILY_MEMORY_EVENTS].name, object,
                             json_pack("{s:s}", "type", memory_event_key_to_string(k)), json_u64(s->events.value[k]),
                             false);
+        if (v1_oom_kills(s))
+                put(w, cgroup_families[FAMILY_MEMORY_EVENTS].name, object,
+                    json_pack("{s:s}", "type", memory_event_key_to_string(MEMORY_EVENT_OOM_KILL)),
+                    json_u64(s->oom_kills), false);
         if (s->has_memory_current)
                 put(w, cgroup_families[FAMILY_MEMORY_CURRENT].name, object, NULL, json_u64(s->memory_current),
                     false);
@@ -285,6 +296,10 @@ bool report_cgroup_wants_memory(const CgroupSample *s) {
         return s->has_memory_current;
 }
 
+bool report_cgroup_wants_protection(const CgroupSample *s) {
+        return s->has_memory_current && !s->memory_v1;
+}
+
 size_t report_cgroup_metrics(const ReportCgroup *c) {
         const CgroupSample *s = c->sample;
         size_t n = 0;
@@ -294,8 +309,11 @@ size_t report_cgroup_metrics(const ReportCgroup *c) {
                         n += 4 * (s->psi[r].has_full ? 2 : 1);
         for (MemoryEventKey k = 0; s->has_events && k < _MEMORY_EVENT_MAX; k++)
                 n += !!(s->events.present & (1u << k));
+        n += v1_oom_kills(s);
         if (report_cgroup_wants_memory(s))
-                n += 5;   /* current, the two effective protections, the state, headroom */
+                n += 2;   /* current, headroom */
+        if (report_cgroup_wants_protection(s))
+                n += 3;   /* the two effective protections, the state */
         return n + (c->has_reclaim ? 1 : 0);
 }
 

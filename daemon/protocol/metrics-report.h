@@ -6,6 +6,13 @@
  * walk its PSI, memory.events, memory.current, effective protection,
  * headroom and reclaim). Pure: no I/O; the server reads, this writes.
  *
+ * cgroup v1. A cgroup whose memory figures are the v1 memory hierarchy's
+ * (a hybrid host, cgroup-glob.h) has them under the same families, as
+ * /metrics has them under the same names: memory.usage_in_bytes as
+ * Memory.CurrentBytes, the kills of memory.oom_control (its subtree's) as
+ * Memory.Events type=oom_kill, and the headroom below its v1 limits; no
+ * effective protection (v1 has none).
+ *
  * Names. A family is "io.pressured.<Area>.<Name>", both in UpperCamelCase
  * as systemd 262 names its own (io.systemd.Basic.PressureAvg10,
  * io.systemd.CGroup.MemoryUsage, io.systemd.Manager.UnitsByTypeTotal);
@@ -65,14 +72,18 @@ typedef struct ReportCgroup {
         uint64_t reclaimed_bytes;
 } ReportCgroup;
 
-/* report_cgroup_wants_memory - whether protection and headroom are read for @s: it has memory.current. */
+/* report_cgroup_wants_memory - whether headroom is read for @s: it has memory.current (or v1's usage). */
 bool report_cgroup_wants_memory(const CgroupSample *s);
+
+/* report_cgroup_wants_protection - whether the effective protection is read for @s: it has cgroup2's memory.current. */
+bool report_cgroup_wants_protection(const CgroupSample *s);
 
 /*
  * report_cgroup_metrics - how many metrics @c takes in a List reply with
- * every value read: protection and headroom where
- * report_cgroup_wants_memory(), reclaim where has_reclaim is set already.
- * The walk weighs each cgroup so (cgroup_scrape_weighed()).
+ * every value read: headroom where report_cgroup_wants_memory(), the
+ * protection where report_cgroup_wants_protection(), reclaim where
+ * has_reclaim is set already. The walk weighs each cgroup so
+ * (cgroup_scrape_hybrid()).
  */
 size_t report_cgroup_metrics(const ReportCgroup *c);
 

@@ -36,15 +36,8 @@ static void *walk_main(void *userdata) {
         CgroupWalk *w = userdata;
         uint64_t one = 1;
 
-        if (w->root_fd >= 0)
-                w->result = cgroup_scrape_weighed(w->root_fd, w->globs, w->max, w->weighed ? &w->weigh : NULL,
-                                                  &w->scrape);
-        if (w->v1_root_fd >= 0 && w->result != -ENOMEM) {
-                int r = cgroup_scrape_v1(w->v1_root_fd, w->globs, w->max, &w->scrape);
-
-                if (w->result >= 0)
-                        w->result = r;
-        }
+        w->result = cgroup_scrape_hybrid(w->root_fd, w->v1_root_fd, w->globs, w->max, w->weighed ? &w->weigh : NULL,
+                                         &w->scrape);
         /* Used by this thread alone until the loop has joined it. */
         w->text = evbuffer_new();
         if (w->text && w->write(w->text, &w->scrape, w->write_userdata) < 0) {

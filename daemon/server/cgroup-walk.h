@@ -46,12 +46,12 @@ typedef void (*CgroupWalkDoneFn)(const CgroupScrape *s, struct evbuffer *text, i
 /*
  * cgroup_walk_start - read the cgroups matching @g below @root_fd, and what
  * the v1 memory hierarchy below @v1_root_fd knows of them
- * (cgroup_scrape_v1()), on a thread.
+ * (cgroup_scrape_hybrid()), on a thread.
  * @root_fd, @v1_root_fd: duplicated, the caller keeps its own; -1 for a
  *      hierarchy the host does not have
  * @g: taken in every case
  * @max: as for cgroup_scrape()
- * @weigh: as for cgroup_scrape_weighed() (copied; its userdata used by the thread), or NULL
+ * @weigh: as for cgroup_scrape_hybrid() (copied; its userdata used by the thread), or NULL
  * @write: what the thread writes after the walk, with @write_userdata
  * @done: called on the loop after it, with @userdata
  *

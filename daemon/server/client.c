@@ -85,6 +85,7 @@ Client *client_free(Client *c) {
         live_page_release(m->live, c->live_slot);
         LIST_REMOVE(clients, m->clients, c);
         m->n_clients--;
+        m->n_refused -= c->refused;
         user_remove(m, c->uid);
         log_debug("Client %" PRIu64 " disconnected.", c->id);
         free(c);
@@ -235,9 +236,10 @@ void client_stream_ended(Client *c) {
         c->stream = NULL;
         c->server->n_streams--;
         client_stream_changed(c);
-        /* Pipelined calls that waited behind the stream may proceed. */
+        /* Pipelined calls that waited behind the stream may proceed, from the loop: not inside the
+         * caller, which may be going through its own lists. */
         if (!c->dead)
-                client_process(c);
+                event_active(c->ev_read, EV_TIMEOUT, 0);
 }
 
 void client_stream_end(Client *c, char *msg, size_t size) {
@@ -285,6 +287,34 @@ static void on_client_write(evutil_socket_t fd, short what, void *userdata) {
         }
 }
 
+/* Answer a call of @c with the error @e (consumed); nothing to a oneway call. */
+static void client_send_error(Client *c, bool oneway, VarlinkError *e) {
+        size_t n;
+        char *msg = oneway ? NULL : varlink_error_new(e->name, TAKE_PTR(e->parameters), &n);
+
+        if (msg)
+                (void) client_send_owned(c, msg, n);
+        varlink_error_done(e);
+}
+
+/*
+ * @c is over its socket's bound (refuse_late): its first call is refused
+ * and it is closed. The first message on a connection finds its socket
+ * empty, which takes it whole before the close.
+ */
+static void client_refuse_call(Client *c, const VarlinkCall *call) {
+        ClientServer *m = c->server;
+        unsigned value = m->limit_value ?: m->max_clients;
+        VarlinkError e = {};
+
+        log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 3,
+                        "Client %" PRIu64 " (uid %u) came over %s=%u, refusing its call.", c->id, (unsigned) c->uid,
+                        m->max_clients_key, value);
+        varlink_error_limit_exceeded(&e, -EUSERS, m->max_clients_key, value);
+        client_send_error(c, call->oneway, &e);
+        client_kill(c);
+}
+
 static void handle_message(Client *c, const char *msg, size_t size) {
         VarlinkCall call = {};
         int k;
@@ -298,20 +328,14 @@ static void handle_message(Client *c, const char *msg, size_t size) {
                 return;
         }
         if (k == -EINVAL) {
-                if (!call.oneway) {
-                        VarlinkError e = {};
-                        size_t n;
-                        char *reply;
+                VarlinkError e = {};
 
-                        varlink_error_invalid_parameter(&e, "parameters");
-                        reply = varlink_error_new(e.name, TAKE_PTR(e.parameters), &n);
-                        if (reply)
-                                client_send_owned(c, reply, n);
-                }
-                varlink_call_done(&call);
-                return;
-        }
-        c->server->dispatch(c, &call, c->server->userdata);
+                varlink_error_invalid_parameter(&e, "parameters");
+                client_send_error(c, call.oneway, &e);
+        } else if (c->refused)
+                client_refuse_call(c, &call);
+        else
+                c->server->dispatch(c, &call, c->server->userdata);
         varlink_call_done(&call);
 }
 
@@ -376,9 +400,9 @@ static void client_process(Client *c) {
 static void on_client_read(evutil_socket_t fd, short what, void *userdata) {
         Client *c = userdata;
         ClientServer *m = c->server;
-        ssize_t n;
+        /* Not woken by input: calls waited behind a stream that ended (client_stream_ended()). */
+        ssize_t n = what & EV_READ ? varlink_reader_fill(&c->in, c->fd) : 1;
 
-        n = varlink_reader_fill(&c->in, c->fd);
         if (n == -EAGAIN)
                 return;
         if (n <= 0) {
@@ -410,7 +434,7 @@ static void on_client_timer(evutil_socket_t fd, short what, void *userdata) {
 /*
  * A client with an active stream needs no timer. Otherwise it must finish a
  * started message within RequestTimeoutSec and make a call within
- * IdleTimeoutSec.
+ * IdleTimeoutSec (one to be refused, within RequestTimeoutSec).
  */
 static void client_arm_timer(Client *c) {
         ClientServer *m = c->server;
@@ -428,7 +452,7 @@ static void client_arm_timer(Client *c) {
         if (c->partial_since)
                 due = c->partial_since + m->config->request_timeout_usec;
         else
-                due = c->last_activity + m->config->idle_timeout_usec;
+                due = c->last_activity + (c->refused ? m->config->request_timeout_usec : m->config->idle_timeout_usec);
         if (!c->ev_timer) {
                 c->ev_timer = evtimer_new(m->base, on_client_timer, c);
                 if (!c->ev_timer) {
@@ -498,7 +522,7 @@ static int client_setup(ClientServer *m, int fd, const struct ucred *cred, uint6
         c->ev_read = event_new(m->base, fd, EV_READ | EV_PERSIST, on_client_read, c);
         c->ev_write = event_new(m->base, fd, EV_WRITE | EV_PERSIST, on_client_write, c);
         if (!c->ev_read || !c->ev_write || event_add(c->ev_read, NULL) < 0 ||
-            (m->live && (c->live_slot = live_page_claim(m->live, c->id)) < 0)) {
+            (m->live && (c->live_slot = live_page_claim(m->live, c->id | m->live_bit)) < 0)) {
                 client_free(c);
                 return -ENOMEM;
         }
@@ -562,6 +586,8 @@ int client_adopt(ClientServer *m, int fd, const SnapshotClient *snap, Client **r
         if (k < 0)
                 return k;
         c->owes_reexecute = snap->owes_reexecute;
+        c->refused = snap->refused;
+        m->n_refused += c->refused;
         if (strdup_or_null(snap->view_v2, &c->view.v2_root) < 0 ||
             strdup_or_null(snap->view_v1, &c->view.v1_root) < 0 ||
             (snap->input.size > 0 && varlink_reader_feed(&c->in, snap->input.data, snap->input.size) < 0) ||
@@ -582,6 +608,7 @@ int client_export(const Client *c, bool complete, size_t budget, SnapshotClient 
                 .gid = c->gid,
                 .pid = c->pid,
                 .owes_reexecute = c->owes_reexecute,
+                .refused = c->refused,
         };
         uint64_t dropped = 0;
         int k;
@@ -620,82 +647,106 @@ void client_resume(Client *c) {
                 client_process(c);
 }
 
+/*
+ * Whether a connection of @cred is taken: 0; 1 to be refused on its first
+ * call (refuse_late); or -EUSERS, refused now (with @e; closed without a
+ * word on a socket that refuses late).
+ */
+static int client_admit(ClientServer *m, const struct ucred *cred, VarlinkError *e) {
+        unsigned max = m->max_clients ?: m->config->max_clients, per_user = m->config->max_clients_per_user;
+        const char *key = m->max_clients_key ?: "MaxClients";
+        UserCount *u = user_find(m, cred->uid);
+
+        if (m->n_clients - m->n_refused >= max && !(m->exempt && m->exempt(cred->uid))) {
+                if (m->refuse_late && m->n_refused < max)
+                        return 1;
+                log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 3,
+                                "Limit %s=%u reached, %s a client of uid %u.", key, m->limit_value ?: max,
+                                m->refuse_late ? "closing" : "refusing", (unsigned) cred->uid);
+                return m->refuse_late ? -EUSERS : varlink_error_limit_exceeded(e, -EUSERS, key, max);
+        }
+        if (m->refuse_late || cred->uid == 0 || !u || u->n < per_user)
+                return 0;
+        log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 3,
+                        "Limit MaxClientsPerUser=%u reached for uid %u, refusing a client.", per_user,
+                        (unsigned) cred->uid);
+        return varlink_error_limit_exceeded(e, -EUSERS, "MaxClientsPerUser", per_user);
+}
+
+/* Out of fds: the reserved one accepts and closes a client, refused cleanly instead of hanging. */
+static void client_refuse_spare(ClientServer *m) {
+        VarlinkError e = {};
+        int fd;
+
+        m->spare_fd = safe_close(m->spare_fd);
+        fd = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd >= 0) {
+                varlink_error_open_files(&e, -EMFILE);
+                refuse(fd, &e);
+        }
+        m->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        log_ratelimited(LOG_WARNING, EMFILE, MESSAGE_ID_LIMIT_HIT, 10, 3, "Out of file descriptors, refusing a client: %m");
+}
+
+/* Take the connection @fd (taken over) of @cred, under the socket's bounds. */
+static void client_accept_one(ClientServer *m, int fd, const struct ucred *cred) {
+        VarlinkError e = {};
+        CgroupView view = {};
+        Client *c;
+        int admit = client_admit(m, cred, &e), k;
+
+        if (admit < 0) {
+                if (e.name)
+                        refuse(fd, &e);
+                else
+                        safe_close(fd);
+                return;
+        }
+        k = m->views ? peer_view_read(fd, cred->pid, &m->own_ns, &view) : 0;
+        if (k < 0) {
+                refuse_unknown_view(fd, cred, k);
+                return;
+        }
+        k = client_new(m, fd, cred, &c);
+        if (k < 0) {
+                cgroup_view_done(&view);
+                log_error_errno(k, "Failed to set up a client: %m");
+                return;
+        }
+        c->view = view;
+        if (admit > 0) {
+                c->refused = true;
+                m->n_refused++;
+                client_arm_timer(c); /* its call is due within RequestTimeoutSec= */
+        }
+        log_debug("Client %" PRIu64 " connected (pid %d, uid %u%s%s%s%s)%s.", c->id, (int) c->pid,
+                  (unsigned) c->uid, view.v2_root ? ", cgroup namespace at " : "", view.v2_root ?: "",
+                  view.v1_root ? ", v1 memory at " : "", view.v1_root ?: "", c->refused ? ", over the bound" : "");
+}
+
 static void on_accept(evutil_socket_t lfd, short what, void *userdata) {
         ClientServer *m = userdata;
 
         for (int i = 0; i < 64; i++) {
                 struct ucred cred;
                 socklen_t len = sizeof(cred);
-                VarlinkError e = {};
-                CgroupView view = {};
-                Client *c;
-                UserCount *u;
-                int fd, k;
+                int fd = accept4(m->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-                fd = accept4(m->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (fd < 0 && (errno == EMFILE || errno == ENFILE) && m->spare_fd >= 0) {
+                        client_refuse_spare(m);
+                        continue;
+                }
                 if (fd < 0) {
-                        if (errno == EAGAIN || errno == EINTR)
-                                return;
-                        if ((errno == EMFILE || errno == ENFILE) && m->spare_fd >= 0) {
-                                /* Out of fds: use the reserved one to accept and close the
-                                 * client, so it is refused cleanly instead of hanging. */
-                                m->spare_fd = safe_close(m->spare_fd);
-                                fd = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-                                if (fd >= 0) {
-                                        varlink_error_open_files(&e, -EMFILE);
-                                        refuse(fd, &e);
-                                }
-                                m->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                                log_ratelimited(LOG_WARNING, EMFILE, MESSAGE_ID_LIMIT_HIT, 10, 3,
-                                                "Out of file descriptors, refusing a client: %m");
-                                continue;
-                        }
-                        log_ratelimited(LOG_WARNING, errno, NULL, 10, 3, "Failed to accept a client: %m");
+                        if (errno != EAGAIN && errno != EINTR)
+                                log_ratelimited(LOG_WARNING, errno, NULL, 10, 3, "Failed to accept a client: %m");
                         return;
                 }
-
                 if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
                         log_warning_errno(errno, "Failed to get peer credentials, closing: %m");
                         safe_close(fd);
                         continue;
                 }
-
-                if (m->n_clients >= (m->max_clients ?: m->config->max_clients)) {
-                        log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 3,
-                                        "Limit %s=%u reached, refusing a client of uid %u.",
-                                        m->max_clients_key ?: "MaxClients", m->max_clients ?: m->config->max_clients,
-                                        (unsigned) cred.uid);
-                        varlink_error_limit_exceeded(&e, -EUSERS, m->max_clients_key ?: "MaxClients",
-                                                     m->max_clients ?: m->config->max_clients);
-                        refuse(fd, &e);
-                        continue;
-                }
-                u = user_find(m, cred.uid);
-                if (cred.uid != 0 && u && u->n >= m->config->max_clients_per_user) {
-                        log_ratelimited(LOG_WARNING, 0, MESSAGE_ID_LIMIT_HIT, 10, 3,
-                                        "Limit MaxClientsPerUser=%u reached for uid %u, refusing a client.",
-                                        m->config->max_clients_per_user, (unsigned) cred.uid);
-                        varlink_error_limit_exceeded(&e, -EUSERS, "MaxClientsPerUser",
-                                                     m->config->max_clients_per_user);
-                        refuse(fd, &e);
-                        continue;
-                }
-
-                k = peer_view_read(fd, cred.pid, &m->own_ns, &view);
-                if (k < 0) {
-                        refuse_unknown_view(fd, &cred, k);
-                        continue;
-                }
-                k = client_new(m, fd, &cred, &c);
-                if (k < 0) {
-                        cgroup_view_done(&view);
-                        log_error_errno(k, "Failed to set up a client: %m");
-                        return;
-                }
-                c->view = view;
-                log_debug("Client %" PRIu64 " connected (pid %d, uid %u%s%s%s%s).", c->id, (int) c->pid,
-                          (unsigned) c->uid, view.v2_root ? ", cgroup namespace at " : "", view.v2_root ?: "",
-                          view.v1_root ? ", v1 memory at " : "", view.v1_root ?: "");
+                client_accept_one(m, fd, &cred);
         }
 }
 
@@ -717,7 +768,8 @@ int client_server_set_listener(ClientServer *s, int fd) {
                 safe_close(fd);
                 return -ENOMEM;
         }
-        event_free(s->ev_accept);
+        if (s->ev_accept)
+                event_free(s->ev_accept);
         safe_close(s->listen_fd);
         s->ev_accept = ev;
         s->listen_fd = fd;
@@ -741,13 +793,15 @@ int client_server_new(struct event_base *base, const Config *config, int listen_
                 .userdata = userdata,
                 .listen_fd = listen_fd,
                 .spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC),
+                .views = true,
         };
         k = cgroup_ns_id_of(0, &m->own_ns);
         if (k < 0)
                 log_warning_errno(k, "Cannot read the daemon's own cgroup namespace; peers' namespaces are found from their mounts only: %m");
         m->ev_reap = event_new(base, -1, 0, on_reap, m);
-        m->ev_accept = event_new(base, listen_fd, EV_READ | EV_PERSIST, on_accept, m);
-        if (!m->ev_reap || !m->ev_accept || event_add(m->ev_accept, NULL) < 0) {
+        if (listen_fd >= 0)
+                m->ev_accept = event_new(base, listen_fd, EV_READ | EV_PERSIST, on_accept, m);
+        if (!m->ev_reap || (listen_fd >= 0 && (!m->ev_accept || event_add(m->ev_accept, NULL) < 0))) {
                 client_server_free(m);
                 return log_error_errno(ENOMEM, "Failed to watch the listening socket.");
         }

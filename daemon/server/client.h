@@ -66,6 +66,7 @@ struct Client {
         bool dead;
         bool read_paused;
         bool write_armed;
+        bool refused;               /* over its socket's bound: its first call is refused (refuse_late) */
         LIST_FIELDS(Client, clients);
         LIST_FIELDS(Client, dead);
 };
@@ -87,7 +88,11 @@ typedef struct ClientServerHooks {
 /* Observers of the clients (client_server_add_hooks()): the takeover and the pre-kill warnings. */
 #define CLIENT_SERVER_HOOKS_MAX 2
 
-/* The varlink socket and its clients. */
+/*
+ * A varlink socket and its clients: the io.pressured socket, and with a
+ * dispatch and a bound of their own, systemd-report's and the pre-kill
+ * hook's.
+ */
 struct ClientServer {
         struct event_base *base;
         const Config *config;
@@ -106,10 +111,24 @@ struct ClientServer {
         UserCount *users;
         size_t n_users;
         LivePage *live;             /* what every connection was last told, for a successor after a crash; or NULL */
-        /* A cap of its own, for a second socket served this way (systemd-report's): the most
-         * connections at once and the key that sets it; 0 and NULL: [Limits] MaxClients=. */
+        uint64_t live_bit;          /* or-ed into its clients' ids in the live page, apart from another socket's */
+        bool views;                 /* each peer's cgroup namespace is read (the io.pressured socket's methods) */
+        /*
+         * A bound of its own, for another socket served this way: the most
+         * connections at once and the key that sets it (0 and NULL: [Limits]
+         * MaxClients=), the value LimitExceeded names (0: max_clients).
+         * With refuse_late, a connection over it is taken and refused on
+         * its first call (closed after RequestTimeoutSec= without one), as
+         * many again as the bound; beyond those it is closed at once, and
+         * MaxClientsPerUser= does not apply: nothing is said before a call.
+         * Peers of a uid exempt() names are never refused for the number.
+         */
         unsigned max_clients;
         const char *max_clients_key;
+        unsigned limit_value;
+        bool refuse_late;
+        bool (*exempt)(uid_t uid);
+        unsigned n_refused;         /* clients taken to be refused */
         const ClientServerHooks *hooks[CLIENT_SERVER_HOOKS_MAX];
         void *hooks_userdata[CLIENT_SERVER_HOOKS_MAX];
 };
@@ -123,8 +142,10 @@ int client_server_add_hooks(ClientServer *s, const ClientServerHooks *hooks, voi
 
 /*
  * client_server_new - serve varlink on the listening socket @listen_fd
- * (taken over): accept clients under the limits of @config, and hand each
- * call to @dispatch. Returns 0 or a negative errno (logged).
+ * (taken over; -1: none until client_server_set_listener()): accept
+ * clients under the limits of @config, reading their peers' cgroup
+ * namespaces, and hand each call to @dispatch. Returns 0 or a negative
+ * errno (logged).
  */
 int client_server_new(struct event_base *base, const Config *config, int listen_fd, ClientDispatchFn dispatch,
                       void *userdata, ClientServer **ret);
@@ -201,7 +222,11 @@ void client_resume(Client *c);
 /* client_stream_start - @stream is @c's active stream; later calls wait until it ends. */
 void client_stream_start(Client *c, void *stream, ClientStreamFreeFn stream_free);
 
-/* client_stream_ended - @c's stream is over (the stream freed itself): answer the calls that waited behind it. */
+/*
+ * client_stream_ended - @c's stream is over (the stream freed itself): the
+ * calls that waited behind it are answered from the loop, once the caller
+ * returned.
+ */
 void client_stream_ended(Client *c);
 
 /*

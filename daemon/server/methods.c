@@ -784,20 +784,10 @@ static int method_acknowledge_prekill(Methods *ms, Client *c, VarlinkCall *call,
         return reply(c, call, json_object());
 }
 
-static int method_get_info(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
-        return service_get_info(&pressured_service, c, call, e);
-}
-
-static int method_get_interface_description(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e) {
-        return service_get_interface_description(&pressured_service, c, call, e);
-}
-
 static const struct {
         const char *name;
         int (*func)(Methods *ms, Client *c, VarlinkCall *call, VarlinkError *e);
 } methods[] = {
-        { "org.varlink.service.GetInfo", method_get_info },
-        { "org.varlink.service.GetInterfaceDescription", method_get_interface_description },
         { "io.pressured.Subscribe", method_subscribe },
         { "io.pressured.GetStatus", method_get_status },
         { "io.pressured.GetProtection", method_get_protection },
@@ -818,9 +808,5 @@ void methods_dispatch(Client *c, VarlinkCall *call, void *userdata) {
         for (size_t i = 0; i < ELEMENTSOF(methods) && k > 0; i++)
                 if (streq(methods[i].name, call->method))
                         k = methods[i].func(ms, c, call, &e);
-        if (k > 0)
-                k = service_unknown(&pressured_service, call->method, &e);
-        if (k >= 0)
-                return;
-        service_failed(c, call, k, &e);
+        service_finish(&pressured_service, c, call, k, &e);
 }

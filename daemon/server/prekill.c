@@ -1,18 +1,33 @@
 /* SPDX-License-Identifier: MIT */
-/* Warnings before systemd-oomd kills: see prekill.h. */
+/* Warnings before systemd-oomd kills, and its pre-kill hook: see prekill.h. */
 #include <inttypes.h>
 #include <pwd.h>
 #include <unistd.h>
 
 #include "event.h"
+#include "io.systemd.oom.Prekill.varlink.h"
 #include "kills.h"
 #include "log.h"
 #include "oomd-conf.h"
 #include "prekill.h"
 #include "subscription.h"
+#include "varlink-service.h"
 
 /* The user systemd-oomd runs as (User= of systemd-oomd.service). */
 #define PREKILL_OOMD_USER "systemd-oom"
+#define PREKILL_INTERFACE "io.systemd.oom.Prekill"
+
+static const VarlinkInterface prekill_interfaces[] = {
+        { PREKILL_INTERFACE, io_systemd_oom_prekill_varlink },
+};
+
+static const VarlinkService prekill_service = { prekill_interfaces, ELEMENTSOF(prekill_interfaces) };
+
+/* A Notify waiting for its answer: its hook connection's stream. */
+typedef struct PrekillCall {
+        Prekill *prekill;
+        uint64_t warning;
+} PrekillCall;
 
 /* A subscriber a warning goes to: a kills subscription or a level stream. */
 typedef struct PrekillTarget {
@@ -204,10 +219,62 @@ static void prekill_changed(Prekill *p) {
                 p->hooks->changed(p->hooks_userdata);
 }
 
+/* The hook connection @id, not closing; NULL: none. */
+static Client *hook_client(const Prekill *p, uint64_t id) {
+        Client *c;
+
+        LIST_FOREACH(clients, c, id ? p->hook->clients : NULL)
+                if (c->id == id && !c->dead)
+                        return c;
+        return NULL;
+}
+
+static void prekill_call_free(void *stream);
+
+uint64_t prekill_owed(const Client *c) {
+        return c->stream && c->stream_free == prekill_call_free ? ((const PrekillCall *) c->stream)->warning : 0;
+}
+
+/*
+ * Answer the Notify of @c that warning @id is for ({}), ending its stream.
+ * Numbered by the warning: once it is written the live page says so, and a
+ * successor after a crash does not answer again; until then the slot says
+ * a message is half-way, and a successor after a crash in between closes
+ * the connection rather than answer twice.
+ */
+static void prekill_answer(Prekill *p, Client *c, uint64_t id) {
+        LiveSlot *l = client_live(c);
+
+        if (prekill_owed(c)) {
+                free(c->stream);
+                client_stream_ended(c);
+        }
+        if (l)
+                l->flags |= LIVE_SLOT_PARTIAL;
+        if (client_send_event(c, "", 0, p->answer, id, 0) < 0 && !c->dead)
+                client_kill(c);
+        else if (l && outqueue_is_empty(&c->out))
+                l->flags &= ~LIVE_SLOT_PARTIAL;
+}
+
+/* @c waits for the answer of warning @id; the live page says so. Returns 0 or -ENOMEM. */
+static int prekill_owe(Prekill *p, Client *c, uint64_t id) {
+        PrekillCall *call = malloc(sizeof(*call));
+        LiveSlot *l = client_live(c);
+
+        if (!call)
+                return -ENOMEM;
+        *call = (PrekillCall) { p, id };
+        client_stream_start(c, call, prekill_call_free);
+        if (l)
+                l->seq = id;
+        return 0;
+}
+
 /* @w is over: systemd-oomd is answered (unless it hung up), the book counts @outcome. */
 static void prekill_end(Prekill *p, PrekillWarning *w, PrekillOutcome outcome) {
-        HookConn *h = hook_conn_find(p->hook, w->hook);
-        uint64_t ms = (now_usec(CLOCK_MONOTONIC) - w->start_us) / USEC_PER_MSEC;
+        Client *c = outcome == PREKILL_OUTCOME_ABANDONED ? NULL : hook_client(p, w->hook);
+        uint64_t ms = (now_usec(CLOCK_MONOTONIC) - w->start_us) / USEC_PER_MSEC, id = w->id;
 
         if (outcome == PREKILL_OUTCOME_ACKNOWLEDGED)
                 log_info("Answered systemd-oomd about %s after %" PRIu64 " ms: every warned subscriber acknowledged or went away (warning %" PRIu64 ").",
@@ -219,8 +286,8 @@ static void prekill_end(Prekill *p, PrekillWarning *w, PrekillOutcome outcome) {
                 log_notice("systemd-oomd's call about %s closed before its answer, %" PRIu64 " ms after it; %zu of %zu warned subscriber(s) still waited for (warning %" PRIu64 ").",
                            w->victim, ms, w->n_waiting, w->n_warned, w->id);
         prekill_book_end(&p->book, w, outcome);
-        if (h && outcome != PREKILL_OUTCOME_ABANDONED)
-                hook_conn_answer(h);
+        if (c)
+                prekill_answer(p, c, id);
         prekill_arm(p);
         prekill_changed(p);
 }
@@ -247,10 +314,13 @@ static void on_deadline(evutil_socket_t fd, short what, void *userdata) {
         prekill_arm(p);
 }
 
-static void prekill_abandoned(HookConn *h, void *userdata) {
-        Prekill *p = userdata;
-        PrekillWarning *w = prekill_book_find_hook(&p->book, h->id);
+/* The hook connection closes while it waits for the answer (unless the process ends): the call is over. */
+static void prekill_call_free(void *stream) {
+        PrekillCall *call = stream;
+        Prekill *p = call->prekill;
+        PrekillWarning *w = p->stopped ? NULL : prekill_book_find(&p->book, call->warning);
 
+        free(call);
         if (!w)
                 return;
         w->hook = 0;
@@ -259,8 +329,8 @@ static void prekill_abandoned(HookConn *h, void *userdata) {
 
 /* ---- the calls ---- */
 
-/* A warning about @victim to @t (not empty), owed to @h (NULL: a oneway call). */
-static int prekill_warn(Prekill *p, HookConn *h, const char *victim, const PrekillTargets *t) {
+/* A warning about @victim to @t (not empty), owed to @c (NULL: a oneway call). */
+static int prekill_warn(Prekill *p, Client *c, const char *victim, const PrekillTargets *t) {
         uint64_t start = now_usec(CLOCK_MONOTONIC), after, reached;
         char why[160];
         PrekillWarning *w;
@@ -268,8 +338,10 @@ static int prekill_warn(Prekill *p, HookConn *h, const char *victim, const Preki
         int k;
 
         after = prekill_deadline(p, why, sizeof(why));
-        k = prekill_warning_new(&p->book, victim, start, now_usec(CLOCK_REALTIME), start + after, h ? h->id : 0,
+        k = prekill_warning_new(&p->book, victim, start, now_usec(CLOCK_REALTIME), start + after, c ? c->id : 0,
                                 t->n, &w);
+        if (k >= 0 && c && (k = prekill_owe(p, c, w->id)) < 0)
+                prekill_warning_free(w);
         if (k < 0)
                 return k;
         for (size_t i = 0; i < t->n; i++)
@@ -277,8 +349,6 @@ static int prekill_warn(Prekill *p, HookConn *h, const char *victim, const Preki
         prekill_book_add(&p->book, w);
         /* Its id is never given again, also after a crash, and the state knows it before anyone hears of it. */
         live_page_set_mark(p->live, p->book.last_id);
-        if (h)
-                hook_conn_owe(h, w->id);
         if (p->hooks && p->hooks->checkpoint)
                 p->hooks->checkpoint(p->hooks_userdata);
         reached = prekill_send(p, w, t);
@@ -303,17 +373,17 @@ static int prekill_limit_error(const Prekill *p, PrekillLimit limit, VarlinkErro
                                             calls ? c->prekill_max_calls : c->prekill_max_warnings);
 }
 
-static int prekill_on_notify(HookConn *h, const char *cgroup, bool oneway, VarlinkError *e, void *userdata) {
-        Prekill *p = userdata;
+/* Notify(@cgroup) from @c: 1 to be answered now, 0 later (or never: @oneway), or the error. */
+static int prekill_on_notify(Prekill *p, Client *c, const char *cgroup, bool oneway, VarlinkError *e) {
         _cleanup_free_ char *victim = NULL;
         PrekillTargets t = {};
         PrekillLimit limit;
         int k;
 
-        if (!prekill_may_warn(h->uid)) {
+        if (!prekill_may_warn(c->uid)) {
                 log_ratelimited(LOG_NOTICE, 0, NULL, 10, 5,
                                 "Refused a pre-kill warning about %s from pid %d (uid %u): only root and %s may warn.",
-                                cgroup, (int) h->pid, (unsigned) h->uid, PREKILL_OOMD_USER);
+                                cgroup, (int) c->pid, (unsigned) c->uid, PREKILL_OOMD_USER);
                 return varlink_error_permission_denied(e, "only systemd-oomd (root or the user " PREKILL_OOMD_USER ") may warn");
         }
         k = prekill_victim(p, cgroup, &victim, e);
@@ -323,7 +393,7 @@ static int prekill_on_notify(HookConn *h, const char *cgroup, bool oneway, Varli
                                                   p->env.config->prekill_max_warnings, t.n)) != PREKILL_LIMIT_NONE)
                 k = prekill_limit_error(p, limit, e);
         if (k >= 0 && t.n > 0)
-                k = prekill_warn(p, oneway ? NULL : h, victim, &t);
+                k = prekill_warn(p, oneway ? NULL : c, victim, &t);
         else if (k >= 0) {
                 unsigned proxied = proxy_warn_under(p->proxy, victim);
 
@@ -335,6 +405,27 @@ static int prekill_on_notify(HookConn *h, const char *cgroup, bool oneway, Varli
         }
         free(t.items);
         return k;
+}
+
+static int prekill_notify(Prekill *p, Client *c, VarlinkCall *call, VarlinkError *e) {
+        static const char *const allowed[] = { "cgroup", NULL };
+        json_t *v = json_object_get(call->parameters, "cgroup");
+        int k = service_check_params(call->parameters, allowed, e);
+
+        if (k < 0)
+                return k;
+        if (!json_is_string(v))
+                return varlink_error_invalid_parameter(e, "cgroup");
+        k = prekill_on_notify(p, c, json_string_value(v), call->oneway, e);
+        return k > 0 ? service_reply(c, call, json_object(), true) : k;
+}
+
+/* A call on the hook socket (its ClientDispatchFn): Notify, and org.varlink.service. */
+static void prekill_dispatch(Client *c, VarlinkCall *call, void *userdata) {
+        VarlinkError e = {};
+        int k = streq(call->method, PREKILL_INTERFACE ".Notify") ? prekill_notify(userdata, c, call, &e) : 1;
+
+        service_finish(&prekill_service, c, call, k, &e);
 }
 
 /* ---- acknowledgements and departures ---- */
@@ -386,19 +477,18 @@ static const ClientServerHooks prekill_client_hooks = {
         .stream = on_client_stream,
 };
 
-static bool prekill_trusted(uid_t uid, void *userdata) {
-        return prekill_may_warn(uid);
-}
-
-static const HookOps prekill_hook_ops = {
-        .notify = prekill_on_notify,
-        .abandoned = prekill_abandoned,
-        .trusted = prekill_trusted,
-};
-
 /* ---- the object ---- */
 
+/* The hook socket's bound: MaxCalls= + 4 connections, refused on their first call; never root's or oomd's. */
+static void prekill_hook_limits(Prekill *p, const Config *config) {
+        p->hook->config = config;
+        p->hook->max_clients = config->prekill_max_calls + PREKILL_EXTRA_CONNECTIONS;
+        p->hook->max_clients_key = "MaxCalls";
+        p->hook->limit_value = config->prekill_max_calls;
+}
+
 int prekill_new(const PrekillEnv *env, Prekill **ret) {
+        static const char answer[] = "{\"parameters\":{}}";
         Prekill *p = calloc(1, sizeof(*p));
         int k;
 
@@ -406,11 +496,18 @@ int prekill_new(const PrekillEnv *env, Prekill **ret) {
                 return -ENOMEM;
         p->env = *env;
         p->ev_deadline = evtimer_new(env->base, on_deadline, p);
-        k = p->ev_deadline ? hook_server_new(env->base, env->config, &prekill_hook_ops, p, &p->hook) : -ENOMEM;
+        p->answer = body_new(answer, sizeof(answer));
+        k = p->ev_deadline && p->answer ? client_server_new(env->base, env->config, -1, prekill_dispatch, p, &p->hook)
+                                        : -ENOMEM;
         if (k < 0) {
                 prekill_free(p);
                 return k;
         }
+        prekill_hook_limits(p, env->config);
+        p->hook->refuse_late = true;
+        p->hook->exempt = prekill_may_warn;
+        p->hook->views = false;
+        p->hook->live_bit = PREKILL_LIVE_BIT;
         *ret = p;
         return 0;
 }
@@ -418,8 +515,15 @@ int prekill_new(const PrekillEnv *env, Prekill **ret) {
 Prekill *prekill_free(Prekill *p) {
         if (!p)
                 return NULL;
-        p->hook = hook_server_free(p->hook);
+        /* The process ends: nothing is abandoned (a successor, if any, answers). */
+        p->stopped = true;
+        p->hook = client_server_free(p->hook);
+        if (p->hook_path) {
+                (void) unlink(p->hook_path);
+                free(p->hook_path);
+        }
         prekill_book_done(&p->book);
+        body_unref(p->answer);
         if (p->ev_deadline)
                 event_free(p->ev_deadline);
         free(p);
@@ -434,7 +538,18 @@ void prekill_stop(Prekill *p) {
 }
 
 int prekill_listen(Prekill *p, int fd, const char *path) {
-        return hook_server_listen(p->hook, fd, path);
+        if (path && !(p->hook_path = strdup(path))) {
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        return client_server_set_listener(p->hook, fd);
+}
+
+void prekill_forget_path(Prekill *p) {
+        if (!p)
+                return;
+        free(p->hook_path);
+        p->hook_path = NULL;
 }
 
 int prekill_set_servers(Prekill *p, ClientServer *clients, ProxyServer *proxy) {
@@ -449,49 +564,39 @@ void prekill_set_config(Prekill *p, const Config *config) {
         if (!p)
                 return;
         p->env.config = config;
-        hook_server_set_config(p->hook, config);
+        prekill_hook_limits(p, config);
 }
 
 /* ---- handing over ---- */
 
-int prekill_export(const Prekill *p, bool complete, Snapshot *s) {
-        HookConn *h;
-        size_t n = 0;
-        int k;
-
-        s->next_hook_id = p->hook->next_id;
+int prekill_export(const Prekill *p, Snapshot *s) {
+        s->next_hook_id = p->hook->next_client_id;
         s->prekill_last_id = p->book.last_id;
         s->prekill_counters = p->book.counters;
-        k = prekill_book_export(&p->book, &s->prekill_warnings, &s->n_prekill_warnings);
-        if (k < 0 || p->hook->n_conns == 0)
-                return k;
-        s->hooks = calloc(p->hook->n_conns, sizeof(*s->hooks));
-        if (!s->hooks)
-                return -ENOMEM;
-        LIST_FOREACH(conns, h, p->hook->conns) {
-                /* One closed meanwhile owes nothing, and is not handed over. */
-                if (h->dead)
-                        continue;
-                k = hook_conn_export(h, complete, &s->hooks[n]);
-                if (k < 0)
-                        return k;
-                s->n_hooks = ++n;
-        }
-        return 0;
+        return prekill_book_export(&p->book, &s->prekill_warnings, &s->n_prekill_warnings);
 }
 
 int prekill_adopt(Prekill *p, const Snapshot *s, uint64_t last_id) {
         PrekillWarning *w;
+        int k = 0;
 
         p->book.counters = s->prekill_counters;
         p->book.last_id = s->prekill_last_id > last_id ? s->prekill_last_id : last_id;
-        if (s->next_hook_id > p->hook->next_id)
-                p->hook->next_id = s->next_hook_id;
+        if (s->next_hook_id > p->hook->next_client_id)
+                p->hook->next_client_id = s->next_hook_id;
         for (size_t i = 0; i < s->n_prekill_warnings; i++)
                 if (prekill_book_adopt(&p->book, &s->prekill_warnings[i], &w) < 0)
-                        return -ENOMEM;
+                        k = -ENOMEM;
         live_page_set_mark(p->live, p->book.last_id);
-        return 0;
+        for (size_t i = 0; i < s->n_hook_clients; i++) {
+                uint64_t id = s->hook_clients[i].prekill_owed;
+                Client *c = id ? hook_client(p, s->hook_clients[i].id) : NULL;
+
+                /* Owed an answer the warnings do not know (it came after the last checkpoint): given now. */
+                if (c && (!prekill_book_find(&p->book, id) || prekill_owe(p, c, id) < 0))
+                        prekill_answer(p, c, id);
+        }
+        return k;
 }
 
 /* Whether client @id is back with a stream. */
@@ -506,24 +611,19 @@ static bool prekill_client_back(const Prekill *p, uint64_t id) {
 
 void prekill_resume(Prekill *p) {
         PrekillWarning *w, *next;
-        HookConn *h, *hn;
 
         LIST_FOREACH_SAFE(warnings, w, next, p->book.warnings) {
+                Client *c = hook_client(p, w->hook);
+
                 for (size_t i = 0; i < w->n_warned; i++)
                         if (w->warned[i].state == PREKILL_WAITING && !prekill_client_back(p, w->warned[i].client))
                                 (void) prekill_warning_gone(&p->book, w, w->warned[i].client);
                 /* Its caller hung up while nobody watched: the call is over. */
-                if (w->hook && !hook_conn_find(p->hook, w->hook)) {
+                if (w->hook && (!c || prekill_owed(c) != w->id)) {
                         w->hook = 0;
                         prekill_end(p, w, PREKILL_OUTCOME_ABANDONED);
                 } else if (w->n_waiting == 0)
                         prekill_end(p, w, PREKILL_OUTCOME_ACKNOWLEDGED);
-        }
-        LIST_FOREACH_SAFE(conns, h, hn, p->hook->conns) {
-                /* Owed an answer the state does not know (it was written before the last checkpoint): given now. */
-                if (h->owed && !prekill_book_find(&p->book, h->owed))
-                        hook_conn_answer(h);
-                hook_conn_resume(h);
         }
         prekill_arm(p);
 }

@@ -1,7 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Warnings before systemd-oomd kills (its pre-kill hook, prekill-hook.h):
- * on Notify(cgroup) from root or the user systemd-oom, a "prekill" event
+ * Warnings before systemd-oomd kills, and its pre-kill hook: the socket
+ * where systemd-oomd (260 and later) calls io.systemd.oom.Prekill.Notify
+ * before it kills a cgroup, by default
+ * /run/systemd/oomd.prekill.hook/pressured ([Prekill] Socket=). It is
+ * served by a ClientServer of its own (client.h: framing, timeouts,
+ * output bound as [Limits] sets them) with io.systemd.oom.Prekill and
+ * org.varlink.service only (varlink-service.h). A Notify waiting for its
+ * answer is its connection's stream: what the connection sends meanwhile
+ * waits (RequestTimeoutSec= at most, as on every socket), and the takeover
+ * hands the connection over like any client (its start and end are
+ * checkpointed here, PrekillHooks).
+ * Connections beyond [Prekill] MaxCalls= + 4 are taken and answered
+ * LimitExceeded on their first call, as many again; beyond, closed at
+ * once; root's and systemd-oom's are never refused so (another user
+ * holding connections cannot keep systemd-oomd out).
+ *
+ * On Notify(cgroup) from root or the user systemd-oom, a "prekill" event
  * to every kills subscription whose subtree holds the victim and to every
  * level stream on the victim or below it, and a pressure byte to every
  * proxied sd-event client inside it; then the answer to systemd-oomd once
@@ -24,7 +39,6 @@
 #include "config.h"
 #include "level-stream.h"
 #include "prekill-book.h"
-#include "prekill-hook.h"
 #include "proxy.h"
 #include "registration.h"
 #include "snapshot.h"
@@ -32,6 +46,10 @@
 /* The hook socket systemd-oomd finds (CONTRACT), and its FileDescriptorName= in pressured-prekill.socket. */
 #define PREKILL_SOCKET_DEFAULT "/run/systemd/oomd.prekill.hook/pressured"
 #define PREKILL_FD_NAME "prekill"
+/* Connections to the hook socket taken beyond MaxCalls= before any is refused. */
+#define PREKILL_EXTRA_CONNECTIONS 4
+/* A hook connection's slot in the live page: its id with this bit, apart from the varlink clients'. */
+#define PREKILL_LIVE_BIT (UINT64_C(1) << 63)
 
 typedef struct Prekill Prekill;
 
@@ -57,7 +75,9 @@ typedef struct PrekillHooks {
 struct Prekill {
         PrekillEnv env;
         PrekillBook book;
-        HookServer *hook;           /* the hook socket; serves nothing until prekill_listen() */
+        ClientServer *hook;         /* the hook socket's connections; accepts none until prekill_listen() */
+        char *hook_path;            /* bound by us, unlinked at the end; NULL: inherited or none */
+        Body *answer;               /* Notify's answer, the same for every call */
         ClientServer *clients;      /* the varlink clients, whose streams are warned */
         ProxyServer *proxy;         /* the pressure proxy, or NULL */
         LivePage *live;             /* the takeover's, for the last id given; or NULL */
@@ -82,6 +102,9 @@ void prekill_stop(Prekill *p);
  */
 int prekill_listen(Prekill *p, int fd, const char *path);
 
+/* prekill_forget_path - the next process serves the hook socket's file: it is not unlinked. */
+void prekill_forget_path(Prekill *p);
+
 /* prekill_set_servers - the varlink clients (whose departures are followed) and the proxy (may be NULL). */
 int prekill_set_servers(Prekill *p, ClientServer *clients, ProxyServer *proxy);
 
@@ -96,21 +119,25 @@ void prekill_set_config(Prekill *p, const Config *config);
  */
 int prekill_acknowledge(Prekill *p, uint64_t id, uid_t uid, pid_t pid);
 
-/* prekill_export - the warnings, the hook's connections and the counters into @s. Returns 0 or -ENOMEM. */
-int prekill_export(const Prekill *p, bool complete, Snapshot *s);
+/* prekill_owed - the warning whose answer the hook connection @c waits for, or 0. */
+uint64_t prekill_owed(const Client *c);
+
+/* prekill_export - the warnings and the counters into @s (the hook's connections are clients). Returns 0 or -ENOMEM. */
+int prekill_export(const Prekill *p, Snapshot *s);
 
 /*
  * prekill_adopt - what a previous process described in @s: its counters,
  * the last id given (at least @last_id, what its live page said) and its
- * waiting warnings. Their connections come with hook_conn_adopt();
- * prekill_resume() goes on with them. Returns 0 or -ENOMEM.
+ * waiting warnings, each owed to its hook connection if that came back
+ * (taken over before, client_adopt()); one owed an answer the warnings do
+ * not know is answered. Returns 0 or -ENOMEM.
  */
 int prekill_adopt(Prekill *p, const Snapshot *s, uint64_t last_id);
 
 /*
- * prekill_resume - after a takeover, once the clients are back: warned
- * subscribers whose stream did not come back went away, warnings nobody
- * is waited for or past their deadline are answered, the hook's
- * connections go on.
+ * prekill_resume - after a takeover, once the clients are back and before
+ * they go on: warned subscribers whose stream did not come back went
+ * away, warnings nobody is waited for, past their deadline or whose
+ * caller did not come back are over.
  */
 void prekill_resume(Prekill *p);

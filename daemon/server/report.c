@@ -40,7 +40,7 @@ typedef struct ReportJob {
         ReportDaemon daemon;            /* read on the loop when the walk started */
         SnapshotReclaim *reclaim;       /* what proactive reclaim did, by cgroup (sorted) */
         size_t n_reclaim;
-        Hierarchy v2;                   /* a copy, with a descriptor of its own */
+        Hierarchy v2, v1;               /* copies, with descriptors of their own (fd -1: none) */
         bool recursive;                 /* memory_recursiveprot */
 } ReportJob;
 
@@ -54,7 +54,6 @@ struct ReportServer {
         CgroupWalk *walking;
         ReportJob *job;                 /* the walk's */
         ReportCall *calls;              /* Lists waiting for a reply */
-        bool delivering;                /* a new walk waits until every reply of this one is queued */
         struct event *ev_next;          /* then starts it from the loop */
 };
 
@@ -65,12 +64,22 @@ static ReportJob *report_job_free(ReportJob *j) {
                 free(j->reclaim[i].cgroup);
         free(j->reclaim);
         hierarchy_close(&j->v2);
+        hierarchy_close(&j->v1);
         free(j);
         return NULL;
 }
 
 static int reclaim_compare(const void *a, const void *b) {
         return strcmp(((const SnapshotReclaim *) a)->cgroup, ((const SnapshotReclaim *) b)->cgroup);
+}
+
+/* A copy of @h (NULL or fd -1: none) in @ret, with a descriptor of its own. Returns 0 or a negative errno. */
+static int hierarchy_copy(const Hierarchy *h, Hierarchy *ret) {
+        if (!h || h->fd < 0)
+                return 0;
+        ret->path = strdup(h->path);
+        ret->fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 3);
+        return !ret->path ? -ENOMEM : ret->fd < 0 ? -errno : 0;
 }
 
 /* The job of a walk starting now: the daemon's values and copies of what the thread reads with. */
@@ -81,19 +90,17 @@ static int report_job_new(ReportServer *s, ReportJob **ret) {
 
         if (!j)
                 return -ENOMEM;
-        j->v2.fd = -1;
+        j->v2.fd = j->v1.fd = -1;
         status_report_daemon(m, &j->daemon);
         j->recursive = config_recursive_protection(s->config, m->mount_recursiveprot);
         if (m->reclaim)
                 k = reclaim_controller_export(m->reclaim, &j->reclaim, &j->n_reclaim);
         if (k >= 0 && j->n_reclaim > 1)
                 qsort(j->reclaim, j->n_reclaim, sizeof(j->reclaim[0]), reclaim_compare);
-        if (k >= 0 && m->v2 && m->v2->fd >= 0) {
-                j->v2.path = strdup(m->v2->path);
-                j->v2.fd = fcntl(m->v2->fd, F_DUPFD_CLOEXEC, 3);
-                if (!j->v2.path || j->v2.fd < 0)
-                        k = j->v2.path ? -errno : -ENOMEM;
-        }
+        if (k >= 0)
+                k = hierarchy_copy(m->v2, &j->v2);
+        if (k >= 0)
+                k = hierarchy_copy(m->v1, &j->v1);
         if (k < 0) {
                 report_job_free(j);
                 return k;
@@ -102,7 +109,7 @@ static int report_job_new(ReportServer *s, ReportJob **ret) {
         return 0;
 }
 
-/* On the thread: the effective protection of the cgroups that have memory, from a reader of the walk's own. */
+/* On the thread: the effective protection of the cgroups with cgroup2's memory, from a reader of the walk's own. */
 static void report_read_protection(const ReportJob *j, ReportCgroup *cgroups, size_t n) {
         _cleanup_(protection_reader_freep) ProtectionReader *r = NULL;
         bool any = false;
@@ -111,7 +118,7 @@ static void report_read_protection(const ReportJob *j, ReportCgroup *cgroups, si
                 return;
         protection_reader_set_fd_budget(r, REPORT_PROTECTION_FD_BUDGET);
         for (size_t i = 0; i < n; i++)
-                if (report_cgroup_wants_memory(cgroups[i].sample))
+                if (report_cgroup_wants_protection(cgroups[i].sample))
                         any = protection_reader_track_node_later(r, cgroups[i].sample->path) >= 0 || any;
         if (!any || protection_reader_refresh(r) < 0)
                 return;
@@ -119,7 +126,7 @@ static void report_read_protection(const ReportJob *j, ReportCgroup *cgroups, si
                 ProtectionNode *node;
                 ProtectionValues v;
 
-                if (!report_cgroup_wants_memory(cgroups[i].sample) ||
+                if (!report_cgroup_wants_protection(cgroups[i].sample) ||
                     !(node = protection_reader_lookup(r, cgroups[i].sample->path)))
                         continue;
                 protection_node_get(node, &v);
@@ -130,11 +137,10 @@ static void report_read_protection(const ReportJob *j, ReportCgroup *cgroups, si
         }
 }
 
-/* On the thread: the headroom of the cgroups that have memory, in the cgroup2 hierarchy. */
+/* On the thread: the headroom of the cgroups that have memory, in the hierarchy that has it (as GetHeadroom). */
 static void report_read_headroom(const ReportJob *j, ReportCgroup *cgroups, size_t n) {
-        const Hierarchy none = { .fd = -1 };
         _cleanup_close_ int meminfo = -1;
-        const HeadroomFiles files = { .v2 = &j->v2, .v1 = &none, .meminfo = "/proc/meminfo", .meminfo_fd = &meminfo };
+        const HeadroomFiles files = { .v2 = &j->v2, .v1 = &j->v1, .meminfo = "/proc/meminfo", .meminfo_fd = &meminfo };
 
         for (size_t i = 0; i < n; i++) {
                 _cleanup_(headroom_done) Headroom h = {};
@@ -144,7 +150,8 @@ static void report_read_headroom(const ReportJob *j, ReportCgroup *cgroups, size
                         continue;
                 if (meminfo < 0)
                         meminfo = open(files.meminfo, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-                if (headroom_read(&files, cgroups[i].sample->path, NULL, NULL, NULL, &h, &f) < 0 || !h.known)
+                if (headroom_read(&files, cgroups[i].sample->path, cgroups[i].sample->path, NULL, NULL, &h, &f) < 0 ||
+                    !h.known)
                         continue;
                 cgroups[i].has_headroom = true;
                 cgroups[i].headroom_bytes = h.headroom_bytes;
@@ -201,19 +208,15 @@ static void report_answer(Client *c, Body *reply) {
         client_stream_ended(c);
 }
 
-static void report_walk_next(ReportServer *s);
-
 /*
  * The walk ended with @text (NULL: no reply could be made): every List it
- * was for is answered. An answer may let its client's next call in (a new
- * List waits for the next walk, started once all are answered); it touches
- * no other call.
+ * was for is answered. A client's next call comes in from the loop, after
+ * (client_stream_ended()); Lists that came during the walk have the next.
  */
 static void report_deliver(ReportServer *s, struct evbuffer *text) {
         Body *reply = text ? body_new((const char *) evbuffer_pullup(text, -1), evbuffer_get_length(text)) : NULL;
         ReportCall *rc, *next;
 
-        s->delivering = true;
         LIST_FOREACH_SAFE(calls, rc, next, s->calls) {
                 Client *c = rc->client;
 
@@ -222,7 +225,6 @@ static void report_deliver(ReportServer *s, struct evbuffer *text) {
                 report_call_free(rc); /* the stream is over: client_stream_ended() follows */
                 report_answer(c, reply);
         }
-        s->delivering = false;
         body_unref(reply);
         if (s->calls)
                 event_active(s->ev_next, 0, 0);
@@ -242,7 +244,7 @@ static void report_walk_done(const CgroupScrape *scrape, struct evbuffer *text, 
 static bool report_walk_globs(ReportServer *s, CgroupGlobs **ret) {
         int k;
 
-        if (!s->config->metrics_cgroups || !s->job->v2.path)
+        if (!s->config->metrics_cgroups || (!s->job->v2.path && !s->job->v1.path))
                 return false;
         k = cgroup_globs_parse(s->config->metrics_cgroups, ret, NULL);
         if (k < 0)
@@ -259,7 +261,7 @@ static void report_walk_next(ReportServer *s) {
         CgroupWeigh weigh;
         int k;
 
-        if (s->walking || s->delivering)
+        if (s->walking)
                 return;
         LIST_FOREACH(calls, rc, s->calls)
                 any = (rc->walked = true) || any;
@@ -272,9 +274,8 @@ static void report_walk_next(ReportServer *s) {
         weigh = (CgroupWeigh) { .weight = report_walk_weight, .userdata = s->job,
                                 .budget = report_cgroup_budget(s->config->report_max_metrics) };
         if (report_walk_globs(s, &globs)) {
-                /* The cgroup2 hierarchy's files only: v1's figures are /metrics' alone for now. */
-                k = cgroup_walk_start(s->base, s->job->v2.fd, -1, globs, s->config->metrics_max_cgroups, &weigh,
-                                      report_walk_write, s->job, report_walk_done, s, &s->walking);
+                k = cgroup_walk_start(s->base, s->job->v2.fd, s->job->v1.fd, globs, s->config->metrics_max_cgroups,
+                                      &weigh, report_walk_write, s->job, report_walk_done, s, &s->walking);
                 if (k >= 0)
                         return;
                 log_ratelimited(LOG_WARNING, -k, NULL, 60, 1,
@@ -332,20 +333,10 @@ static int report_describe(ReportServer *s, Client *c, VarlinkCall *call, Varlin
         return k == -ENOBUFS ? -ENOMEM : k;
 }
 
-static int report_get_info(ReportServer *s, Client *c, VarlinkCall *call, VarlinkError *e) {
-        return service_get_info(&report_service, c, call, e);
-}
-
-static int report_get_interface_description(ReportServer *s, Client *c, VarlinkCall *call, VarlinkError *e) {
-        return service_get_interface_description(&report_service, c, call, e);
-}
-
 static const struct {
         const char *name;
         int (*func)(ReportServer *s, Client *c, VarlinkCall *call, VarlinkError *e);
 } report_methods[] = {
-        { "org.varlink.service.GetInfo", report_get_info },
-        { "org.varlink.service.GetInterfaceDescription", report_get_interface_description },
         { METRICS_INTERFACE ".List", report_list },
         { METRICS_INTERFACE ".Describe", report_describe },
 };
@@ -359,10 +350,7 @@ static void report_dispatch(Client *c, VarlinkCall *call, void *userdata) {
         for (size_t i = 0; i < ELEMENTSOF(report_methods) && k > 0; i++)
                 if (streq(report_methods[i].name, call->method))
                         k = report_methods[i].func(s, c, call, &e);
-        if (k > 0)
-                k = service_unknown(&report_service, call->method, &e);
-        if (k < 0)
-                service_failed(c, call, k, &e);
+        service_finish(&report_service, c, call, k, &e);
 }
 
 /* Describe's reply, written once: the families do not change while the daemon runs. */
@@ -396,6 +384,7 @@ int report_server_new(struct event_base *base, const Config *config, const Statu
         }
         s->clients->max_clients = config->report_max_connections;
         s->clients->max_clients_key = "MaxConnections";
+        s->clients->views = false; /* List and Describe name no cgroup of the peer's */
         s->ev_next = event_new(base, -1, 0, on_next, s);
         if (!s->ev_next || (path && !(s->path = strdup(path))) || report_describe_new(&s->describe) < 0) {
                 report_server_free(s);

@@ -52,7 +52,6 @@ struct Takeover {
         Registration **adopted;         /* parallel to snap.registrations; NULL where it failed */
         Client **resumed;               /* adopted clients, until takeover_finish() */
         size_t n_resumed;
-        size_t n_hooks;                 /* hook connections taken over */
         TakeoverStats stats;
 };
 
@@ -98,12 +97,17 @@ static void store_remove(Takeover *t, char kind, uint64_t id) {
         (void) fdstore_remove(name);
 }
 
+/* The letter that names the clients of @server in the store: 'c', or 'h' for the pre-kill hook's. */
+static char kind_of(const Takeover *t, const ClientServer *server) {
+        return server == t->clients ? 'c' : 'h';
+}
+
 static void on_client_connected(Client *c, void *userdata) {
-        store_add(userdata, c->fd, 'c', c->id, true);
+        store_add(userdata, c->fd, kind_of(userdata, c->server), c->id, true);
 }
 
 static void on_client_disconnected(Client *c, void *userdata) {
-        store_remove(userdata, 'c', c->id);
+        store_remove(userdata, kind_of(userdata, c->server), c->id);
 }
 
 /* A stream that begins is in the state before its client hears of it: a crash cannot forget it. */
@@ -113,6 +117,11 @@ static void on_client_stream(Client *c, void *userdata) {
         if (c->stream && t->fdstore && !t->detached)
                 client_hold_output(c);
         takeover_dirty(t);
+}
+
+/* The varlink socket's clients, and the pre-kill hook's: @i 0 and 1 (NULL: none). */
+static ClientServer *server_of(const Takeover *t, int i) {
+        return i == 0 ? t->clients : t->env.prekill ? t->env.prekill->hook : NULL;
 }
 
 static void release_held(Takeover *t) {
@@ -163,18 +172,10 @@ static const ProxyHooks takeover_proxy_hooks = {
         .disconnected = on_proxy_disconnected,
 };
 
-static void on_hook_connected(HookConn *h, void *userdata) {
-        store_add(userdata, h->fd, 'h', h->id, true);
-}
-
-static void on_hook_disconnected(HookConn *h, void *userdata) {
-        store_remove(userdata, 'h', h->id);
-        takeover_dirty(userdata);
-}
-
-static const HookHooks takeover_hook_hooks = {
-        .connected = on_hook_connected,
-        .disconnected = on_hook_disconnected,
+/* The hook's calls need no stream hook: a warning is in the state before anyone hears of it (PrekillHooks). */
+static const ClientServerHooks takeover_hook_hooks = {
+        .connected = on_client_connected,
+        .disconnected = on_client_disconnected,
 };
 
 static void on_checkpoint(evutil_socket_t fd, short what, void *userdata);
@@ -263,6 +264,7 @@ static int build_client(Client *c, bool complete, uint64_t *budget, SnapshotClie
         k = client_export(c, complete, *budget, ret, &dropped);
         if (k < 0)
                 return k;
+        ret->prekill_owed = prekill_owed(c);
         for (size_t i = 0; i < ret->n_output; i++)
                 *budget -= ret->output[i].bytes.size < *budget ? ret->output[i].bytes.size : *budget;
         if (ls) {
@@ -283,21 +285,22 @@ static int build_client(Client *c, bool complete, uint64_t *budget, SnapshotClie
         return 0;
 }
 
-static int build_clients(Takeover *t, bool complete, Snapshot *s) {
-        uint64_t budget = SNAPSHOT_SIZE_MAX - TAKEOVER_STRUCTURE_RESERVE;
+/* The clients of @server into *@ret (*@ret_n of them), their queues within what is left of @budget. */
+static int build_clients(const ClientServer *server, bool complete, uint64_t *budget, SnapshotClient **ret,
+                         size_t *ret_n) {
         Client *c;
 
-        if (!t->clients || t->clients->n_clients == 0)
+        if (!server || server->n_clients == 0)
                 return 0;
-        s->clients = calloc(t->clients->n_clients, sizeof(*s->clients));
-        if (!s->clients)
+        *ret = calloc(server->n_clients, sizeof(**ret));
+        if (!*ret)
                 return -ENOMEM;
-        LIST_FOREACH(clients, c, t->clients->clients) {
+        LIST_FOREACH(clients, c, server->clients) {
                 if (c->dead)
                         continue;
-                if (build_client(c, complete, &budget, &s->clients[s->n_clients]) < 0)
+                if (build_client(c, complete, budget, &(*ret)[*ret_n]) < 0)
                         return -ENOMEM;
-                s->n_clients++;
+                (*ret_n)++;
         }
         return 0;
 }
@@ -324,6 +327,7 @@ static int strdup_opt(const char *s, char **ret) {
 }
 
 static int takeover_build(Takeover *t, bool complete, Snapshot *s) {
+        uint64_t budget = SNAPSHOT_SIZE_MAX - TAKEOVER_STRUCTURE_RESERVE;
         int k;
 
         *s = (Snapshot) {
@@ -339,13 +343,16 @@ static int takeover_build(Takeover *t, bool complete, Snapshot *s) {
         if ((k = strdup_opt(t->live.fd >= 0 ? t->live_name : NULL, &s->live_name)) < 0 ||
             (k = strdup_opt(t->socket_path, &s->socket_path)) < 0 ||
             (k = strdup_opt(t->prekill_path, &s->prekill_path)) < 0 ||
-            (t->env.prekill && (k = prekill_export(t->env.prekill, complete, s)) < 0) ||
+            (t->env.prekill && (k = prekill_export(t->env.prekill, s)) < 0) ||
             (k = strdup_opt(t->proxy_paths[RESOURCE_MEMORY], &s->proxy_paths[RESOURCE_MEMORY])) < 0 ||
             (k = strdup_opt(t->proxy_paths[RESOURCE_CPU], &s->proxy_paths[RESOURCE_CPU])) < 0 ||
             (k = strdup_opt(t->proxy_paths[RESOURCE_IO], &s->proxy_paths[RESOURCE_IO])) < 0 ||
             (k = strdup_opt(t->report_path, &s->report_path)) < 0 ||
             (k = build_counters(t, s)) < 0 || (k = build_registrations(t, s)) < 0 ||
-            (k = build_clients(t, complete, s)) < 0 || (k = build_proxies(t, s)) < 0 ||
+            /* The hook's first: an answer owed to systemd-oomd is never left out for want of room. */
+            (k = build_clients(server_of(t, 1), complete, &budget, &s->hook_clients, &s->n_hook_clients)) < 0 ||
+            (k = build_clients(t->clients, complete, &budget, &s->clients, &s->n_clients)) < 0 ||
+            (k = build_proxies(t, s)) < 0 ||
             (t->reclaim && (k = reclaim_controller_export(t->reclaim, &s->reclaim, &s->n_reclaim)) < 0)) {
                 snapshot_done(s);
                 return k;
@@ -429,7 +436,7 @@ static void snapshot_pick(Snapshot *best, bool *have, Snapshot *cand) {
 
 /* Read one state fd (closed); returns 0, or the decoder's negative errno. */
 static int takeover_read_state(Takeover *t, int fd, const char *name) {
-        _cleanup_close_ int owned = fd;
+        _cleanup_close_ _unused_ int owned = fd;
         _cleanup_free_ char *buf = NULL;
         Snapshot s = {};
         size_t n;
@@ -739,17 +746,17 @@ static void restore_levels(Takeover *t, Client *c, const SnapshotClient *sc) {
                 client_kill(c);
 }
 
-/* One client and its stream. */
-static void restore_client(Takeover *t, int fd, SnapshotClient *sc) {
+/* One client of @server and its stream. */
+static void restore_client(Takeover *t, ClientServer *server, int fd, SnapshotClient *sc) {
         Registration *r = sc->has_subscription ? adopted_find(t, sc->subscription.registration) : NULL;
         Subscription *sub;
         Client *c;
         int k;
 
-        k = client_adopt(t->clients, fd, sc, &c);
+        k = client_adopt(server, fd, sc, &c);
         if (k < 0) {
                 log_warning_errno(k, "Client %" PRIu64 " could not be taken over, closing it: %m", sc->id);
-                store_remove(t, 'c', sc->id);
+                store_remove(t, kind_of(t, server), sc->id);
                 t->stats.closed++;
                 return;
         }
@@ -776,69 +783,48 @@ static void restore_client(Takeover *t, int fd, SnapshotClient *sc) {
                 client_kill(c); /* the stream cannot go on as it was */
 }
 
-static void restore_clients(Takeover *t, NamedFds *fds) {
-        for (size_t i = 0; t->clients && i < t->snap.n_clients; i++) {
-                SnapshotClient *sc = &t->snap.clients[i];
-                int fd = take_fd(fds, 'c', sc->id);
-
-                if (fd < 0)
-                        continue; /* it hung up while nobody watched */
-                if (!t->clean && !crash_adjust(t, sc)) {
-                        log_debug("Client %" PRIu64 " was half-way through a message when the previous process ended, closing it.",
-                                  sc->id);
-                        safe_close(fd);
-                        store_remove(t, 'c', sc->id);
-                        t->stats.closed++;
-                        continue;
-                }
-                restore_client(t, fd, sc);
-        }
-}
-
 /*
  * After a crash: what the live page says of a hook connection. False if
- * it cannot go on (an answer half-written, a call half-read, or nothing
- * known of it); an answer it was owed and wholly written is not owed any
- * more, and its warning owes it nobody.
+ * it cannot go on (a message half-written, a call half-read, an answer
+ * queued that the state does not owe, or nothing known of it); an answer
+ * it was owed and wholly written is not owed any more, and its warning
+ * owes it nobody.
  */
-static bool crash_adjust_hook(Takeover *t, SnapshotHook *sh) {
-        const LiveSlot *l = crash_slot(t, sh->id | HOOK_LIVE_ID_BIT);
+static bool crash_adjust_hook(Takeover *t, SnapshotClient *sc) {
+        const LiveSlot *l = crash_slot(t, sc->id | PREKILL_LIVE_BIT);
 
-        if (!l || (l->flags & (LIVE_SLOT_PARTIAL | LIVE_SLOT_INPUT)))
+        if (!l || (l->flags & (LIVE_SLOT_PARTIAL | LIVE_SLOT_INPUT)) ||
+            (l->seq > l->written_seq && l->seq != sc->prekill_owed))
                 return false;
-        if (sh->owed && l->written_seq >= sh->owed) {
+        if (sc->prekill_owed && l->written_seq >= sc->prekill_owed) {
                 for (size_t i = 0; i < t->snap.n_prekill_warnings; i++)
-                        if (t->snap.prekill_warnings[i].hook == sh->id)
+                        if (t->snap.prekill_warnings[i].hook == sc->id)
                                 t->snap.prekill_warnings[i].hook = 0;
-                sh->owed = 0;
+                sc->prekill_owed = 0;
         }
         return true;
 }
 
-/* The pre-kill hook's connections, then the warnings (whose answers they may be owed). */
-static void restore_prekill(Takeover *t, NamedFds *fds) {
-        Prekill *p = t->env.prekill;
+/* The @n clients @scs of @server (the varlink socket's, or the hook's), as the live page allows after a crash. */
+static void restore_clients(Takeover *t, NamedFds *fds, ClientServer *server, SnapshotClient *scs, size_t n) {
+        char kind = kind_of(t, server);
 
-        for (size_t i = 0; p && i < t->snap.n_hooks; i++) {
-                SnapshotHook *sh = &t->snap.hooks[i];
-                int fd = take_fd(fds, 'h', sh->id);
-                HookConn *h;
+        for (size_t i = 0; server && i < n; i++) {
+                SnapshotClient *sc = &scs[i];
+                int fd = take_fd(fds, kind, sc->id);
 
                 if (fd < 0)
-                        continue; /* hung up while nobody watched */
-                /* hook_conn_adopt() closes the fd it cannot take; one the live page rules out is closed here. */
-                if (!t->clean && !crash_adjust_hook(t, sh))
-                        fd = safe_close(fd);
-                if (fd < 0 || hook_conn_adopt(p->hook, fd, sh, &h) < 0) {
-                        log_debug("Hook connection %" PRIu64 " cannot go on, closing it.", sh->id);
-                        store_remove(t, 'h', sh->id);
+                        continue; /* it hung up while nobody watched */
+                if (!t->clean && !(kind == 'c' ? crash_adjust(t, sc) : crash_adjust_hook(t, sc))) {
+                        log_debug("Client %" PRIu64 " was half-way through a message when the previous process ended, closing it.",
+                                  sc->id);
+                        safe_close(fd);
+                        store_remove(t, kind, sc->id);
                         t->stats.closed++;
                         continue;
                 }
-                t->n_hooks++;
+                restore_client(t, server, fd, sc);
         }
-        if (p && prekill_adopt(p, &t->snap, t->prekill_mark) < 0)
-                log_error("Out of memory taking over the pre-kill warnings; systemd-oomd's calls are answered now.");
 }
 
 /* New ids start above @name's, so that a name in the store is never used twice. */
@@ -847,8 +833,8 @@ static void ids_above(Takeover *t, const char *name) {
 
         if (!strchr("cprh", name[0]) || safe_atou64(name + 1, &id) < 0)
                 return;
-        if (name[0] == 'h' && t->env.prekill && id > t->env.prekill->hook->next_id)
-                t->env.prekill->hook->next_id = id;
+        if (name[0] == 'h' && server_of(t, 1) && id > server_of(t, 1)->next_client_id)
+                server_of(t, 1)->next_client_id = id;
         if (name[0] == 'c' && t->clients && id > t->clients->next_client_id)
                 t->clients->next_client_id = id;
         else if (name[0] == 'p' && t->proxy && id > t->proxy->next_id)
@@ -930,8 +916,11 @@ void takeover_restore(Takeover *t, NamedFds *fds) {
                         t->proxy->next_id = t->snap.next_proxy_id;
                 restore_registrations(t, fds);
                 restore_proxies(t, fds);
-                restore_clients(t, fds);
-                restore_prekill(t, fds);
+                restore_clients(t, fds, t->clients, t->snap.clients, t->snap.n_clients);
+                /* The hook's connections, then the warnings whose answers they may be owed. */
+                restore_clients(t, fds, server_of(t, 1), t->snap.hook_clients, t->snap.n_hook_clients);
+                if (t->env.prekill && prekill_adopt(t->env.prekill, &t->snap, t->prekill_mark) < 0)
+                        log_error("Out of memory taking over the pre-kill warnings; systemd-oomd's calls are answered now.");
                 if (t->reclaim && reclaim_controller_restore(t->reclaim, t->snap.reclaim, t->snap.n_reclaim) < 0)
                         log_warning("Out of memory taking over the reclaim totals, they start from zero.");
         }
@@ -976,7 +965,6 @@ void takeover_finish(Takeover *t) {
                 finish_registrations(t);
                 /* What GetStatus says is in place before the first call is answered. */
                 t->stats.clean = t->clean;
-                t->stats.connections += t->n_hooks;
                 t->stats.time_us = now_usec(CLOCK_REALTIME);
                 t->env.status->generation = t->generation;
                 t->env.status->takeover = t->stats;
@@ -985,11 +973,11 @@ void takeover_finish(Takeover *t) {
                 finish_log(t);
                 for (size_t i = 0; i < t->n_resumed; i++)
                         reply_reexecuted(t->resumed[i]);
-                for (size_t i = 0; i < t->n_resumed; i++)
-                        client_resume(t->resumed[i]);
-                /* Once the streams are back: a warned subscriber that is not went away. */
+                /* Once the streams are back, before anyone goes on: a warned subscriber that is not went away. */
                 if (t->env.prekill)
                         prekill_resume(t->env.prekill);
+                for (size_t i = 0; i < t->n_resumed; i++)
+                        client_resume(t->resumed[i]);
         }
         free(t->resumed);
         t->resumed = NULL;
@@ -1008,8 +996,8 @@ void takeover_finish(Takeover *t) {
                         if (t->proxy->sockets[r].fd >= 0 &&
                             fdstore_add(t->proxy->sockets[r].fd, proxy_fd_name(r), true) < 0)
                                 log_warning("Failed to hand the %s socket to the fd store.", proxy_fd_name(r));
-                if (t->prekill_path && t->env.prekill && t->env.prekill->hook->fd >= 0 &&
-                    fdstore_add(t->env.prekill->hook->fd, PREKILL_FD_NAME, true) < 0)
+                if (t->prekill_path && server_of(t, 1) && server_of(t, 1)->listen_fd >= 0 &&
+                    fdstore_add(server_of(t, 1)->listen_fd, PREKILL_FD_NAME, true) < 0)
                         log_warning("Failed to hand the pre-kill hook socket to the fd store.");
                 if (t->report_path && t->report && fdstore_add(report_server_fd(t->report), REPORT_FD_NAME, true) < 0)
                         log_warning("Failed to hand the %s socket to the fd store.", REPORT_FD_NAME);
@@ -1020,16 +1008,20 @@ void takeover_finish(Takeover *t) {
 
 /* ---- handing over ---- */
 
+/* Free the clients closed meanwhile: they are not handed over. */
+static void takeover_reap(Takeover *t) {
+        for (int i = 0; i < 2; i++)
+                if (server_of(t, i))
+                        client_server_reap(server_of(t, i));
+}
+
 bool takeover_handover(Takeover *t) {
         _cleanup_close_ int fd = -1;
         int k;
 
         if (!t->fdstore || t->detached)
                 return false;
-        if (t->clients)
-                client_server_reap(t->clients);
-        if (t->env.prekill)
-                hook_server_reap(t->env.prekill->hook);
+        takeover_reap(t);
         fd = takeover_write(t, true);
         k = fd < 0 ? fd : takeover_store_state(t, fd);
         if (k < 0)
@@ -1037,7 +1029,8 @@ bool takeover_handover(Takeover *t) {
         else
                 live_page_set_clean(&t->live, t->serial);
         log_info("Handing %u connection(s), %u pressure proxy connection(s) and %u kernel registration(s) to the next process.",
-                 t->clients ? t->clients->n_clients : 0, t->proxy ? t->proxy->n_clients : 0,
+                 (t->clients ? t->clients->n_clients : 0) + (server_of(t, 1) ? server_of(t, 1)->n_clients : 0),
+                 t->proxy ? t->proxy->n_clients : 0,
                  t->env.registry->n_registrations);
         t->detached = true;
         return true;
@@ -1102,7 +1095,6 @@ static int exec_fds_collect(Takeover *t, int state, NamedFds *fds) {
         Registration *r;
         Client *c;
         ProxyClient *p;
-        HookConn *h;
         int k = named_fds_add(fds, t->fdstore && t->stored[0] ? t->stored : "state", state);
 
         if (k >= 0 && t->live.fd >= 0)
@@ -1112,21 +1104,17 @@ static int exec_fds_collect(Takeover *t, int state, NamedFds *fds) {
         for (Resource res = 0; t->proxy && res < _RESOURCE_MAX; res++)
                 if (k >= 0 && t->proxy->sockets[res].fd >= 0)
                         k = named_fds_add(fds, proxy_fd_name(res), t->proxy->sockets[res].fd);
-        if (k >= 0 && t->env.prekill && t->env.prekill->hook->fd >= 0)
-                k = named_fds_add(fds, PREKILL_FD_NAME, t->env.prekill->hook->fd);
+        if (k >= 0 && server_of(t, 1) && server_of(t, 1)->listen_fd >= 0)
+                k = named_fds_add(fds, PREKILL_FD_NAME, server_of(t, 1)->listen_fd);
         if (k >= 0 && t->report)
                 k = named_fds_add(fds, REPORT_FD_NAME, report_server_fd(t->report));
-        if (t->env.prekill)
-                LIST_FOREACH(conns, h, t->env.prekill->hook->conns)
-                        if (k >= 0 && !h->dead)
-                                k = exec_fds_add(fds, 'h', h->id, h->fd);
         LIST_FOREACH(registrations, r, t->env.registry->registrations)
                 if (k >= 0 && !r->removed)
                         k = exec_fds_add(fds, 'r', r->id, source_store_fd(&r->src));
-        if (t->clients)
-                LIST_FOREACH(clients, c, t->clients->clients)
+        for (int i = 0; i < 2; i++)
+                LIST_FOREACH(clients, c, server_of(t, i) ? server_of(t, i)->clients : NULL)
                         if (k >= 0 && !c->dead)
-                                k = exec_fds_add(fds, 'c', c->id, c->fd);
+                                k = exec_fds_add(fds, kind_of(t, c->server), c->id, c->fd);
         if (t->proxy)
                 LIST_FOREACH(all, p, t->proxy->clients)
                         if (k >= 0)
@@ -1231,10 +1219,7 @@ static void on_reexec(evutil_socket_t fd, short what, void *userdata) {
                 return;
         }
         t->reexec_scheduled = false;
-        if (t->clients)
-                client_server_reap(t->clients);
-        if (t->env.prekill)
-                hook_server_reap(t->env.prekill->hook);
+        takeover_reap(t);
         state = takeover_write(t, true);
         if (state < 0) {
                 reexec_failed(t, state);
@@ -1316,8 +1301,7 @@ static void takeover_set_prekill(Takeover *t, const char *prekill_path) {
         }
         if (!t->fdstore)
                 return;
-        p->hook->hooks = &takeover_hook_hooks;
-        p->hook->hooks_userdata = t;
+        (void) client_server_add_hooks(p->hook, &takeover_hook_hooks, t);
         p->hooks = &takeover_prekill_hooks;
         p->hooks_userdata = t;
 }

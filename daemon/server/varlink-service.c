@@ -56,7 +56,7 @@ int service_reply_error(Client *c, const VarlinkCall *call, VarlinkError *e) {
         return client_send_owned(c, msg, n);
 }
 
-int service_get_info(const VarlinkService *s, Client *c, VarlinkCall *call, VarlinkError *e) {
+static int service_get_info(const VarlinkService *s, Client *c, VarlinkCall *call, VarlinkError *e) {
         static const char *const allowed[] = { NULL };
         json_t *interfaces = json_array();
         int k = service_check_params(call->parameters, allowed, e);
@@ -79,7 +79,7 @@ int service_get_info(const VarlinkService *s, Client *c, VarlinkCall *call, Varl
                              true);
 }
 
-int service_get_interface_description(const VarlinkService *s, Client *c, VarlinkCall *call, VarlinkError *e) {
+static int service_get_interface_description(const VarlinkService *s, Client *c, VarlinkCall *call, VarlinkError *e) {
         static const char *const allowed[] = { "interface", NULL };
         const char *name;
         json_t *v;
@@ -102,7 +102,7 @@ int service_get_interface_description(const VarlinkService *s, Client *c, Varlin
         return varlink_error_interface_not_found(e, name);
 }
 
-int service_unknown(const VarlinkService *s, const char *method, VarlinkError *e) {
+static int service_unknown(const VarlinkService *s, const char *method, VarlinkError *e) {
         const char *dot = strrchr(method, '.');
         _cleanup_free_ char *iface = NULL;
 
@@ -153,4 +153,15 @@ void service_failed(Client *c, const VarlinkCall *call, int k, VarlinkError *e) 
                 log_refused(c, call, e);
         if (service_reply_error(c, call, e) < 0)
                 client_kill(c); /* not even the error could be queued */
+}
+
+void service_finish(const VarlinkService *s, Client *c, VarlinkCall *call, int k, VarlinkError *e) {
+        if (k > 0 && streq(call->method, ORG_VARLINK_SERVICE ".GetInfo"))
+                k = service_get_info(s, c, call, e);
+        else if (k > 0 && streq(call->method, ORG_VARLINK_SERVICE ".GetInterfaceDescription"))
+                k = service_get_interface_description(s, c, call, e);
+        else if (k > 0)
+                k = service_unknown(s, call->method, e);
+        if (k < 0)
+                service_failed(c, call, k, e);
 }

@@ -6,7 +6,9 @@
  * GetInterfaceDescription of the interfaces the socket serves, so that
  * varlinkctl introspects it), the error for a method or interface it does
  * not have, and the log line and error reply of a call that failed. The
- * io.pressured socket (methods.c) and systemd-report's (report.c) use it.
+ * io.pressured socket (methods.c), systemd-report's (report.c) and the
+ * pre-kill hook's (prekill.c) use it: each dispatches its own methods,
+ * then hands the call to service_finish().
  */
 #pragma once
 
@@ -45,19 +47,6 @@ int service_reply(Client *c, const VarlinkCall *call, json_t *params, bool last)
 /* service_reply_error - answer @call with the error @e (consumed); nothing to a oneway call. */
 int service_reply_error(Client *c, const VarlinkCall *call, VarlinkError *e);
 
-/* service_get_info - org.varlink.service.GetInfo of @s's socket. */
-int service_get_info(const VarlinkService *s, Client *c, VarlinkCall *call, VarlinkError *e);
-
-/* service_get_interface_description - org.varlink.service.GetInterfaceDescription of @s's socket. */
-int service_get_interface_description(const VarlinkService *s, Client *c, VarlinkCall *call, VarlinkError *e);
-
-/*
- * service_unknown - the error for @method, which @s does not have:
- * MethodNotFound for an interface it serves, else InterfaceNotFound.
- * Returns its negative errno, or -ENOMEM.
- */
-int service_unknown(const VarlinkService *s, const char *method, VarlinkError *e);
-
 /*
  * service_failed - a call of @c failed with @k (< 0) and @e (consumed):
  * logged (an error the daemon made as such, a caller's mistake at debug
@@ -65,3 +54,12 @@ int service_unknown(const VarlinkService *s, const char *method, VarlinkError *e
  * error without a name is InternalError, or LimitExceeded for fds.
  */
 void service_failed(Client *c, const VarlinkCall *call, int k, VarlinkError *e);
+
+/*
+ * service_finish - the end of a dispatch on @s's socket, with @k what the
+ * socket's own method made of @call: 0 answered; > 0 none of its methods,
+ * so org.varlink.service's GetInfo and GetInterfaceDescription (of the
+ * interfaces of @s), else MethodNotFound for an interface it serves and
+ * InterfaceNotFound for another; < 0 failed with @e (service_failed()).
+ */
+void service_finish(const VarlinkService *s, Client *c, VarlinkCall *call, int k, VarlinkError *e);

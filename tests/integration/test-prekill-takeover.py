@@ -83,6 +83,9 @@ def scenario_reexecute(tmp, victim):
 
 
 def state_names(sm):
+    """The states in the store, every datagram the daemon sent so far handled (the checkpoint a warning
+    wrote before its events among them)."""
+    sm.drain()
     return [n for n in sm.names() if n.startswith('state-')]
 
 

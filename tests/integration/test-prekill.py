@@ -13,8 +13,9 @@ comes when every warned subscriber acknowledged (each call settles one: the
 caller's own connection first, else the oldest of its user) or went away
 (disconnected, its stream ended with its cgroup), at the deadline, or at
 once with nobody to warn. Only root and systemd-oom may warn; bad paths and
-parameters are refused; AcknowledgePrekill refuses unknown, answered and
-other users' ids; the counters of GetStatus and /metrics add up.
+parameters are refused; a call behind a waiting Notify is answered after
+it; AcknowledgePrekill refuses unknown, answered and other users' ids; the
+counters of GetStatus and /metrics add up.
 """
 import json
 import os
@@ -248,6 +249,23 @@ def part_bad_calls(d, hook, tree):
     wait_quiet(d)
 
 
+def part_pipelined(d, hook, tree):
+    """A call sent behind a Notify that waits is answered after it, in order, on the same connection."""
+    kills = pt.Varlink(d.socket)
+    kills.subscribe(kills=True, cgroup=tree['victim'])
+    oomd = pk.Oomd(hook)
+    oomd.notify(tree['victim'])
+    oomd.v.call('org.varlink.service.GetInfo')
+    ident = pk.event(kills)['id']
+    check(not oomd.answered(), 'nothing is answered while the Notify waits')
+    pk.acknowledge(d.socket, ident)
+    check_eq(oomd.answer(), {'parameters': {}}, 'the Notify first')
+    check('interfaces' in oomd.answer()['parameters'], 'then the call behind it')
+    kills.close()
+    oomd.close()
+    wait_quiet(d)
+
+
 def part_namespaces(d, hook, tree):
     """Peers in cgroup namespaces get the victim as they name it: relative to a root above it, "/" from a
     root inside it."""
@@ -456,6 +474,7 @@ def main():
                 part_users(d, hook, tree)
                 part_own_pid_first(d, hook, tree)
                 part_bad_calls(d, hook, tree)
+                part_pipelined(d, hook, tree)
                 part_namespaces(d, hook, tree)
                 part_proxied(d, hook, tree, os.path.join(d.tmpdir, 'memory-pressure'),
                              os.path.join(d.tmpdir, 'cpu-pressure'))

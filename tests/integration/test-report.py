@@ -55,8 +55,12 @@ def report_config(path, cgroups=None, extra=''):
 
 
 def report_daemon(cgroups=None, extra='', prekill=False, **kw):
-    """A daemon serving the report socket d.report (and with @prekill the pre-kill hook on d.prekill)."""
+    """A daemon serving the report socket d.report (and with @prekill the pre-kill hook on d.prekill).
+    A fake tree is its only hierarchy: an empty v1 one, not the machine's (test-report-v1 reads that)."""
     d = pt.Daemon(**kw)
+    if d.cgroup_root and d.cgroup_root != pt.V2_ROOT and not d.cgroup_v1_root:
+        d.cgroup_v1_root = os.path.join(d.tmpdir, 'no-v1')
+        os.mkdir(d.cgroup_v1_root)
     d.report = os.path.join(d.tmpdir, 'io.pressured.report')
     d.prekill = os.path.join(d.tmpdir, 'prekill')
     d.write_config(report_config(d.report, cgroups, extra) +

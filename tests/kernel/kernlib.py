@@ -7,7 +7,9 @@ root; the generic pieces (starting the daemon, making and removing cgroups,
 the memory load) live in tests/pressured_test.py.
 """
 import collections
+import contextlib
 import os
+import subprocess
 import sys
 import time
 
@@ -189,3 +191,71 @@ def quiet_daemon(**kw):
     for k in ('NOTIFY_SOCKET', 'WATCHDOG_USEC', 'WATCHDOG_PID', 'LISTEN_FDS', 'LISTEN_PID', 'LISTEN_FDNAMES'):
         d.env.pop(k, None)
     return d
+
+
+# A hybrid host's cgroups for the v1 figures of /metrics and systemd-report
+# (test-metrics-v1, test-report-v1).
+
+HOG = 'b = []\nwhile True:\n    b.append(bytearray(1 << 20))\n'
+
+
+def v1_oom_kill(v1dir):
+    """The oom_kill count of @v1dir's memory.oom_control, or None (Linux before 4.13)."""
+    with open(os.path.join(v1dir, 'memory.oom_control')) as f:
+        for line in f:
+            key, _, value = line.partition(' ')
+            if key == 'oom_kill':
+                return int(value)
+    return None
+
+
+def v1_usage(v1dir):
+    with open(os.path.join(v1dir, 'memory.usage_in_bytes')) as f:
+        return int(f.read())
+
+
+@contextlib.contextmanager
+def hybrid_cgroup(what, children=('hog',), limit=32 << 20):
+    """A uniquely named cgroup P in both real hierarchies, as systemd makes its units on a hybrid host
+    (cgroup2 without the memory controller), and @children of it in v1 only, the first with a @limit;
+    all removed afterwards. Yields (P as the daemon names it, P's v1 and cgroup2 directories, the
+    children's v1 directories). Skips without root, a v1 memory hierarchy with memory.oom_control's
+    oom_kill, or where cgroup2 has the memory controller (its own files report there: @what)."""
+    pt.require_root('it makes real cgroups and runs a process into a memory limit')
+    if not pt.have_v1_memory():
+        pt.skip('no cgroup v1 memory hierarchy: nothing of v1 to check')
+    with pt.real_cgroups(v1=True, v2=True, limit=None) as (name, v1dir, v2dir):
+        if os.path.exists(os.path.join(v2dir, 'memory.current')):
+            pt.skip(f'cgroup2 has the memory controller here: its own files report ({what})')
+        if v1_oom_kill(v1dir) is None:
+            pt.skip('memory.oom_control has no oom_kill line (Linux before 4.13)')
+        dirs = [os.path.join(v1dir, c) for c in children]
+        try:
+            for c in dirs:
+                os.mkdir(c)
+            for f in ('memory.limit_in_bytes', 'memory.memsw.limit_in_bytes'):
+                if os.path.exists(os.path.join(dirs[0], f)):
+                    with open(os.path.join(dirs[0], f), 'w') as out:
+                        out.write(str(limit))
+            yield name, v1dir, v2dir, dirs
+        finally:
+            for c in dirs:
+                if os.path.isdir(c):
+                    os.rmdir(c)
+
+
+def oom_kill_hog(hogdir, parent):
+    """Run a process that grows past @hogdir's limit until the kernel kills it; the kills v1 counted there
+    (none in @parent: v1 counts a kill only in the victim's cgroup)."""
+    hog = pt.run_in_cgroups([sys.executable, '-c', HOG], hogdir, None, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        rc = hog.wait(timeout=PRESSURE_TIMEOUT)
+    finally:
+        if hog.poll() is None:
+            hog.kill()
+            hog.wait()
+    kills = v1_oom_kill(hogdir)
+    pt.check(rc == -9 and kills >= 1, 'the kernel killed the hog in its v1 cgroup', rc, kills)
+    pt.check(v1_oom_kill(parent) == 0, 'v1 counted the kill only in the victim\'s cgroup', v1_oom_kill(parent))
+    return kills

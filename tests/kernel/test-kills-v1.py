@@ -32,15 +32,6 @@ def limit_swap(v1dir):
             f.write('32M')
 
 
-def oom_kill(v1dir):
-    with open(os.path.join(v1dir, 'memory.oom_control')) as f:
-        for line in f:
-            key, _, value = line.partition(' ')
-            if key == 'oom_kill':
-                return int(value)
-    return None
-
-
 def main():
     pt.require_root('it makes real cgroups and runs a process into their memory limit')
     if not pt.have_v1_memory():
@@ -48,7 +39,7 @@ def main():
     with pt.real_cgroups(v1=True, v2=True, limit='32M') as (name, v1dir, v2dir):
         if os.path.exists(os.path.join(v2dir, 'memory.events')):
             pt.skip('cgroup2 has the memory controller here: memory.events reports the kills (test-kills-real)')
-        if oom_kill(v1dir) is None:
+        if kl.v1_oom_kill(v1dir) is None:
             pt.skip('memory.oom_control has no oom_kill line (Linux before 4.13): the daemon says so instead')
         limit_swap(v1dir)
         with pt.Daemon(env=NO_BUS) as d:
@@ -65,7 +56,7 @@ def main():
                 hog = pt.run_in_cgroups([sys.executable, '-c', HOG], v1dir, v2dir, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL)
                 rc = hog.wait(timeout=kl.PRESSURE_TIMEOUT)
-                pt.check(rc == -9 and oom_kill(v1dir) >= 1, 'the kernel killed the hog in its v1 cgroup', rc)
+                pt.check(rc == -9 and kl.v1_oom_kill(v1dir) >= 1, 'the kernel killed the hog in its v1 cgroup', rc)
                 msg = v.recv(timeout=kl.REPLY_TIMEOUT * 2)
                 ev = kl.event_of(msg)
                 pt.check(ev['kind'] == 'killed' and ev['by'] == 'kernel' and ev['reason'] == 'oom_kill' and

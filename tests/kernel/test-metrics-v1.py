@@ -19,7 +19,6 @@ cgroup2 has the memory controller (its own files report there:
 test-metrics-cgroups)."""
 import importlib.util
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -31,24 +30,9 @@ _spec = importlib.util.spec_from_file_location(
 tm = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(tm)
 
-HOG = 'b = []\nwhile True:\n    b.append(bytearray(1 << 20))\n'
 CURRENT = 'pressured_cgroup_memory_current_bytes'
 KILLS = 'pressured_cgroup_memory_oom_kills_total'
 PSI_MEMORY = 'pressured_cgroup_pressure_memory_waiting_seconds_total'
-
-
-def oom_kill(v1dir):
-    with open(os.path.join(v1dir, 'memory.oom_control')) as f:
-        for line in f:
-            key, _, value = line.partition(' ')
-            if key == 'oom_kill':
-                return int(value)
-    return None
-
-
-def usage(v1dir):
-    with open(os.path.join(v1dir, 'memory.usage_in_bytes')) as f:
-        return int(f.read())
 
 
 def series(port, cgroup):
@@ -61,9 +45,9 @@ def series(port, cgroup):
 
 def check_memory(port, cgroup, v1dir, kills, with_psi):
     """One scrape's series of @cgroup against its v1 files, read around the scrape."""
-    before = usage(v1dir)
+    before = kl.v1_usage(v1dir)
     got = series(port, cgroup)
-    after = usage(v1dir)
+    after = kl.v1_usage(v1dir)
     pt.check(CURRENT in got and min(before, after) <= got[CURRENT] <= max(before, after),
              f'{cgroup}: {CURRENT} is memory.usage_in_bytes of the v1 cgroup', got, before, after)
     pt.check(got.get(KILLS) == kills, f'{cgroup}: {KILLS} counts the kills of memory.oom_control', got, kills)
@@ -73,43 +57,18 @@ def check_memory(port, cgroup, v1dir, kills, with_psi):
 
 
 def main():
-    pt.require_root('it makes real cgroups and runs a process into a memory limit')
-    if not pt.have_v1_memory():
-        pt.skip('no cgroup v1 memory hierarchy: nothing of v1 to export')
-    with pt.real_cgroups(v1=True, v2=True, limit=None) as (name, v1dir, v2dir):
-        if os.path.exists(os.path.join(v2dir, 'memory.current')):
-            pt.skip('cgroup2 has the memory controller here: its own files report (test-metrics-cgroups)')
-        if oom_kill(v1dir) is None:
-            pt.skip('memory.oom_control has no oom_kill line (Linux before 4.13)')
-        hogdir = os.path.join(v1dir, 'hog')
-        os.mkdir(hogdir)
-        hog = None
-        try:
-            for f in ('memory.limit_in_bytes', 'memory.memsw.limit_in_bytes'):
-                if os.path.exists(os.path.join(hogdir, f)):
-                    with open(os.path.join(hogdir, f), 'w') as out:
-                        out.write('32M')
-            port = pt.free_port()
-            config = f'[Metrics]\nListen=127.0.0.1:{port}\nCgroups={name} {name}/*\n'
-            with pt.Daemon(config_text=config):
-                tm.wait_listening(port)
-                check_memory(port, name, v1dir, 0, with_psi=os.path.exists(os.path.join(v2dir, 'memory.pressure')))
-                check_memory(port, name + '/hog', hogdir, 0, with_psi=False)
-
-                hog = pt.run_in_cgroups([sys.executable, '-c', HOG], hogdir, None, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL)
-                rc = hog.wait(timeout=kl.PRESSURE_TIMEOUT)
-                kills = oom_kill(hogdir)
-                pt.check(rc == -9 and kills >= 1, 'the kernel killed the hog in its v1 cgroup', rc, kills)
-                pt.check(oom_kill(v1dir) == 0, 'v1 counted the kill only in the victim\'s cgroup', oom_kill(v1dir))
-                got = check_memory(port, name + '/hog', hogdir, kills, with_psi=False)
-                check_memory(port, name, v1dir, kills, with_psi=os.path.exists(os.path.join(v2dir, 'memory.pressure')))
-                print(f'{name}/hog: {got}', flush=True)
-        finally:
-            if hog and hog.poll() is None:
-                hog.kill()
-                hog.wait()
-            os.rmdir(hogdir)
+    with kl.hybrid_cgroup('test-metrics-cgroups') as (name, v1dir, v2dir, (hogdir,)):
+        psi = os.path.exists(os.path.join(v2dir, 'memory.pressure'))
+        port = pt.free_port()
+        config = f'[Metrics]\nListen=127.0.0.1:{port}\nCgroups={name} {name}/*\n'
+        with pt.Daemon(config_text=config):
+            tm.wait_listening(port)
+            check_memory(port, name, v1dir, 0, with_psi=psi)
+            check_memory(port, name + '/hog', hogdir, 0, with_psi=False)
+            kills = kl.oom_kill_hog(hogdir, v1dir)
+            got = check_memory(port, name + '/hog', hogdir, kills, with_psi=False)
+            check_memory(port, name, v1dir, kills, with_psi=psi)
+            print(f'{name}/hog: {got}', flush=True)
     pt.finish()
 
 

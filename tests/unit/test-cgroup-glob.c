@@ -252,7 +252,7 @@ static void scrape_weighed(size_t budget, unsigned *calls, CgroupScrape *ret) {
 
         ASSERT_TRUE(fd >= 0);
         *calls = 0;
-        ASSERT_OK(cgroup_scrape_weighed(fd, g, 100, &w, ret));
+        ASSERT_OK(cgroup_scrape_hybrid(fd, -1, g, 100, &w, ret));
         close(fd);
         cgroup_globs_free(g);
 }
@@ -296,7 +296,7 @@ static void test_weighed(void) {
         cgroup_scrape_done(&s);
 }
 
-/* ---- what the cgroup v1 memory hierarchy adds (cgroup_scrape_v1()) ---- */
+/* ---- what the cgroup v1 memory hierarchy adds (cgroup_scrape_hybrid()) ---- */
 
 static char v1tree[] = "/tmp/test-cgroup-glob-v1-XXXXXX";
 
@@ -337,15 +337,12 @@ static void make_v1_tree(void) {
         v1_cgroup("/d", 80, 3);
 }
 
-static void scrape_both(const char *patterns, size_t max, bool with_v2, CgroupScrape *ret) {
+static void scrape_both(const char *patterns, size_t max, bool with_v2, const CgroupWeigh *weigh, CgroupScrape *ret) {
         CgroupGlobs *g = globs(patterns);
         int fd = open(tree, O_PATH | O_DIRECTORY | O_CLOEXEC), v1 = open(v1tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
 
         ASSERT_TRUE(fd >= 0 && v1 >= 0);
-        *ret = (CgroupScrape) {};
-        if (with_v2)
-                ASSERT_OK(cgroup_scrape(fd, g, max, ret));
-        ASSERT_OK(cgroup_scrape_v1(v1, g, max, ret));
+        ASSERT_OK(cgroup_scrape_hybrid(with_v2 ? fd : -1, v1, g, max, weigh, ret));
         close(fd);
         close(v1);
         cgroup_globs_free(g);
@@ -366,13 +363,16 @@ static void test_v1(void) {
         make_v1_tree();
         /* One list in walk order; cgroup2's figures stay where it has them (/a), v1 gives what it lacks:
          * the root's kills, summed over the whole v1 tree as memory.events would count them. */
-        scrape_both("/ /* /a/*", 100, true, &s);
+        scrape_both("/ /* /a/*", 100, true, NULL, &s);
         assert_paths(&s, merged, ELEMENTSOF(merged));
         assert_memory(&s.samples[0], 123, 0 + 1 + 2 + 4 + 0 + 0 + 3);
         assert_memory(&s.samples[1], 4096, 1);
         ASSERT_TRUE(s.samples[1].has_psi[CGROUP_RESOURCE_MEMORY]);
         assert_memory(&s.samples[3], 50, 2 + 4);
         ASSERT_TRUE(!s.samples[3].has_psi[CGROUP_RESOURCE_MEMORY] && !s.samples[3].has_psi[CGROUP_RESOURCE_CPU]);
+        /* Whose memory.current it is: cgroup2's where it has one (the root, /a), else v1's. */
+        ASSERT_TRUE(!s.samples[0].memory_v1 && !s.samples[1].memory_v1);
+        ASSERT_TRUE(s.samples[3].memory_v1 && s.samples[6].memory_v1 && s.samples[8].memory_v1 && s.samples[9].memory_v1);
         assert_memory(&s.samples[6], 1, 0);
         assert_memory(&s.samples[8], 70, 0);
         assert_memory(&s.samples[9], 80, 3);
@@ -381,17 +381,52 @@ static void test_v1(void) {
         ASSERT_EQ(s.omitted, 0);
         cgroup_scrape_done(&s);
 
-        /* MaxCgroups= holds for the merged list; what either walk and the merge left out is counted. */
-        scrape_both("/ /* /a/*", 4, true, &s);
+        /* MaxCgroups= holds for the merged list; every cgroup left out is counted once, in both hierarchies or not. */
+        scrape_both("/ /* /a/*", 4, true, NULL, &s);
         assert_paths(&s, merged, 4);
-        ASSERT_TRUE(s.omitted >= ELEMENTSOF(merged) - 4);
+        ASSERT_EQ(s.omitted, ELEMENTSOF(merged) - 4);
         cgroup_scrape_done(&s);
 
         /* A host with the v1 memory hierarchy alone. */
-        scrape_both("/ /* /a/*", 100, false, &s);
+        scrape_both("/ /* /a/*", 100, false, NULL, &s);
         assert_paths(&s, only_v1, ELEMENTSOF(only_v1));
         assert_memory(&s.samples[0], 9000, 10);
         cgroup_scrape_done(&s);
+}
+
+/*
+ * Within a budget, the cgroups of both hierarchies in walk order (weights
+ * as weight_of(): 1, 1, 5, 1, 2, 4, 1, 6, 1, 1 for the ten of test_v1()):
+ * whole cgroups, the first over it and everything after it left out,
+ * whichever hierarchy it is of, and each counted once.
+ */
+static void test_v1_weighed(void) {
+        static const char *const merged[] = { "/", "/a", "/a/.hidden", "/a/v1only", "/a/x" };
+        static const struct {
+                size_t budget, kept;
+        } cases[] = {
+                /* cgroup2's walk stops at /a/x (1 + 1 + 5 + 2 > 8); /a/v1only, before it, fits; /a-b is after the cut. */
+                { 8, 4 },
+                /* /a/v1only does not fit: the cgroups after it neither, of either hierarchy. */
+                { 7, 3 },
+                /* cgroup2's walk kept /a/x (9); /a/v1only comes before it and takes its place. */
+                { 9, 4 },
+                /* Room for all: as without a budget. */
+                { 1000, 10 },
+        };
+        unsigned calls = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                CgroupWeigh w = { .weight = weight_of, .userdata = &calls, .budget = cases[i].budget };
+                CgroupScrape s;
+
+                scrape_both("/ /* /a/*", 100, true, &w, &s);
+                ASSERT_EQ(s.n_samples, cases[i].kept);
+                if (cases[i].kept <= ELEMENTSOF(merged))
+                        assert_paths(&s, merged, cases[i].kept);
+                ASSERT_EQ(s.omitted, 10 - cases[i].kept);
+                cgroup_scrape_done(&s);
+        }
 }
 
 /* Every allocation of parsing and of a walk of both trees fails in turn: -ENOMEM, nothing leaks. */
@@ -410,9 +445,7 @@ static void test_out_of_memory(void) {
                 fail_inject_after(FAIL_MALLOC, n);
                 r = cgroup_globs_parse("/ /* /a/*/* /?/?", &g, NULL);
                 if (r >= 0)
-                        r = cgroup_scrape(fd, g, 100, &s);
-                if (r >= 0)
-                        r = cgroup_scrape_v1(v1, g, 100, &s);
+                        r = cgroup_scrape_hybrid(fd, v1, g, 100, NULL, &s);
                 injected = fail_inject_fired(FAIL_MALLOC) > 0;
                 fail_inject_reset();
                 if (!injected) {
@@ -497,6 +530,7 @@ int main(void) {
         test_walk();
         test_weighed();
         test_v1();
+        test_v1_weighed();
         test_out_of_memory();
         (void) nftw(tree, rm_one, 16, FTW_DEPTH | FTW_PHYS);
         (void) nftw(v1tree, rm_one, 16, FTW_DEPTH | FTW_PHYS);

@@ -282,11 +282,47 @@ static void test_weight_matches_list(void) {
         json_decref(list);
 }
 
+/*
+ * A cgroup whose memory figures are the v1 memory hierarchy's (a hybrid
+ * host): memory.usage_in_bytes and memory.oom_control's kills under the
+ * families cgroup2's would have, its headroom, no effective protection;
+ * weighed as written. cgroup2's memory.events, where there, is not doubled.
+ */
+static void test_v1(void) {
+        _cleanup_(evbuffer_freep) struct evbuffer *out = evbuffer_new();
+        ReportDaemon d = daemon_values();
+        CgroupSample v1 = { .path = (char *) "/legacy.slice/app.service", .has_memory_current = true,
+                            .memory_current = 4096, .memory_v1 = true, .has_oom_kills = true, .oom_kills = 2 };
+        ReportCgroup c[2] = { { .sample = &v1, .has_headroom = true, .headroom_bytes = 777 },
+                              { .sample = &samples[2], .has_protection = true, .has_headroom = true } };
+        json_t *list;
+
+        v1.has_psi[CGROUP_RESOURCE_CPU] = true;
+        v1.psi[CGROUP_RESOURCE_CPU].some = (PsiLine) { 0, 0, 0, 5 };
+        samples[2].has_oom_kills = true; /* memory.events' own, not written again */
+        samples[2].oom_kills = 3;
+        ASSERT_TRUE(report_cgroup_wants_memory(&v1) && !report_cgroup_wants_protection(&v1));
+        ASSERT_TRUE(report_cgroup_wants_protection(&samples[2]));
+        ASSERT_EQ(report_cgroup_metrics(&c[0]), 4 + 1 + 1 + 1);
+        ASSERT_OK(report_write_list(out, &d, c, 2, 0));
+        list = messages(out);
+        check_described(list);
+        ASSERT_EQ(value_of(list, "io.pressured.Memory.CurrentBytes", "app.service", NULL), 4096);
+        ASSERT_EQ(value_of(list, "io.pressured.Memory.Events", "app.service", "{\"type\":\"oom_kill\"}"), 2);
+        ASSERT_EQ(value_of(list, "io.pressured.Headroom.Bytes", "app.service", NULL), 777);
+        ASSERT_TRUE(!find(list, "io.pressured.Protection.State", "app.service", NULL));
+        ASSERT_EQ(value_of(list, "io.pressured.Memory.Events", "/", "{\"type\":\"oom_kill\"}"), 3);
+        ASSERT_EQ(json_array_size(list), OWN + 1 + report_cgroup_metrics(&c[0]) + report_cgroup_metrics(&c[1]));
+        json_decref(list);
+        samples[2].has_oom_kills = false;
+}
+
 int main(void) {
         make_samples();
         test_list();
         test_budget();
         test_weight_matches_list();
         test_not_utf8();
+        test_v1();
         return 0;
 }

@@ -10,13 +10,14 @@
  * With --write-fixture FILE it writes the sample snapshot, which is how
  * tests/unit/data/snapshot-v<N>.bin was made for the current version;
  * --write-full FILE writes the full sample, every record today's writer
- * has (snapshot-v2-full.bin). --dump FILE prints a snapshot decoded, as
- * canonical text: one "path = value" per line, the paths named after the
- * members of the Snapshot structs. Every snapshot-*.bin of the data folder
- * has its dump beside it (snapshot-*.txt), and the test compares them byte
- * for byte: that text is what a rewrite of the format must still read from
- * those bytes. The sample and the full sample must also encode to exactly
- * the bytes of snapshot-v2.bin and snapshot-v2-full.bin.
+ * has (snapshot-v<N>-full.bin, from version 2 on). --dump FILE prints a
+ * snapshot decoded, as canonical text: one "path = value" per line, the
+ * paths named after the members of the Snapshot structs. Every
+ * snapshot-*.bin of the data folder has its dump beside it
+ * (snapshot-*.txt), and the test compares them byte for byte: that text is
+ * what a rewrite of the format must still read from those bytes. The
+ * sample and the full sample must also encode to exactly the bytes of the
+ * current version's snapshot-v<N>.bin and snapshot-v<N>-full.bin.
  */
 #include <fcntl.h>
 #include <stdarg.h>
@@ -189,6 +190,8 @@ static void sample(Snapshot *s) {
  * What version 2 added: the hook socket, two connections (one owed the
  * answer of a warning, one over the limit with input and output left),
  * and two warnings (one owed to nobody), their subscribers in every state.
+ * Version 3 writes the connections as clients; version 2's fixture reads
+ * into the same.
  */
 static void sample_prekill(Snapshot *s) {
         static const PrekillWarned warned[] = {
@@ -203,8 +206,8 @@ static void sample_prekill(Snapshot *s) {
         s->prekill_counters = (PrekillCounters) { .warned = 20, .acknowledged = 11, .deadline_reached = 6,
                                                   .nobody = 4 };
         s->prekill_warnings = calloc(2, sizeof(*s->prekill_warnings));
-        s->hooks = calloc(2, sizeof(*s->hooks));
-        ASSERT_TRUE(s->prekill_warnings && s->hooks);
+        s->hook_clients = calloc(2, sizeof(*s->hook_clients));
+        ASSERT_TRUE(s->prekill_warnings && s->hook_clients);
         s->prekill_warnings[0] = (SnapshotPrekillWarning) {
                 .id = 21, .victim = xstrdup("/oom.slice/victim.service"), .start_us = 5000, .realtime_us = 6000,
                 .deadline_us = 755000, .hook = 7, .warned = malloc(sizeof(warned)), .n_warned = 3,
@@ -213,10 +216,13 @@ static void sample_prekill(Snapshot *s) {
         memcpy(s->prekill_warnings[0].warned, warned, sizeof(warned));
         s->prekill_warnings[1] = (SnapshotPrekillWarning) { .id = 19, .victim = xstrdup("/x"), .deadline_us = 1 };
         s->n_prekill_warnings = 2;
-        s->hooks[0] = (SnapshotHook) { .id = 7, .uid = 0, .gid = 0, .pid = 321, .owed = 21 };
-        s->hooks[1] = (SnapshotHook) { .id = 5, .uid = 65534, .gid = 65534, .pid = 322, .refused = true,
-                                       .input = xbytes("{\"method\":\"x\"}"), .output = xbytes("half") };
-        s->n_hooks = 2;
+        s->hook_clients[0] = (SnapshotClient) { .id = 7, .uid = 0, .gid = 0, .pid = 321, .prekill_owed = 21 };
+        s->hook_clients[1] = (SnapshotClient) { .id = 5, .uid = 65534, .gid = 65534, .pid = 322, .refused = true,
+                                                .input = xbytes("{\"method\":\"x\"}"), .n_output = 1,
+                                                .output = calloc(1, sizeof(SnapshotOutput)) };
+        ASSERT_TRUE(s->hook_clients[1].output);
+        s->hook_clients[1].output[0] = (SnapshotOutput) { 0, xbytes("half") };
+        s->n_hook_clients = 2;
 }
 
 /*
@@ -354,6 +360,8 @@ static void assert_client_eq(const SnapshotClient *a, const SnapshotClient *b) {
                 ASSERT_EQ(a->levels.waiting, b->levels.waiting);
         }
         ASSERT_EQ(a->owes_reexecute, b->owes_reexecute);
+        ASSERT_EQ(a->refused, b->refused);
+        ASSERT_U64_EQ(a->prekill_owed, b->prekill_owed);
 }
 
 static void assert_prekill_eq(const Snapshot *a, const Snapshot *b) {
@@ -374,19 +382,9 @@ static void assert_prekill_eq(const Snapshot *a, const Snapshot *b) {
                 ASSERT_EQ(x->n_warned, y->n_warned);
                 ASSERT_TRUE(x->n_warned == 0 || memcmp(x->warned, y->warned, x->n_warned * sizeof(PrekillWarned)) == 0);
         }
-        ASSERT_EQ(a->n_hooks, b->n_hooks);
-        for (size_t i = 0; i < a->n_hooks; i++) {
-                const SnapshotHook *x = &a->hooks[i], *y = &b->hooks[i];
-
-                ASSERT_U64_EQ(x->id, y->id);
-                ASSERT_EQ(x->uid, y->uid);
-                ASSERT_EQ(x->gid, y->gid);
-                ASSERT_EQ(x->pid, y->pid);
-                ASSERT_U64_EQ(x->owed, y->owed);
-                ASSERT_EQ(x->refused, y->refused);
-                assert_bytes_eq(&x->input, &y->input);
-                assert_bytes_eq(&x->output, &y->output);
-        }
+        ASSERT_EQ(a->n_hook_clients, b->n_hook_clients);
+        for (size_t i = 0; i < a->n_hook_clients; i++)
+                assert_client_eq(&a->hook_clients[i], &b->hook_clients[i]);
 }
 
 static void assert_snapshot_eq(const Snapshot *a, const Snapshot *b) {
@@ -524,11 +522,11 @@ static void expect_refused(const Snapshot *s, int error) {
 }
 
 /*
- * Version 2's warnings and hook connections come back as they were (the v1
+ * The warnings and hook connections come back as they were (the v1
  * fixture has none), and what does not hold together is refused: a warning
  * owed to a connection that is not there or owes another, a connection owed
  * a warning that is not there, ids given twice or above the last one given,
- * a state out of range, a relative victim, input over the bound.
+ * a state out of range, a relative victim.
  */
 static void test_prekill(void) {
         _cleanup_(snapshot_done) Snapshot s = {}, d = {};
@@ -547,12 +545,12 @@ static void test_prekill(void) {
         s.prekill_warnings[0].hook = 6;
         expect_refused(&s, EBADMSG);
         s.prekill_warnings[0].hook = 7;
-        s.hooks[1].owed = 19;
+        s.hook_clients[1].prekill_owed = 19;
         expect_refused(&s, EBADMSG);
-        s.hooks[1].owed = 0;
-        s.hooks[1].id = 7;
+        s.hook_clients[1].prekill_owed = 0;
+        s.hook_clients[1].id = 7;
         expect_refused(&s, EBADMSG);
-        s.hooks[1].id = 5;
+        s.hook_clients[1].id = 5;
         s.prekill_warnings[1].id = 21;
         expect_refused(&s, EBADMSG);
         s.prekill_warnings[1].id = 22;
@@ -567,11 +565,6 @@ static void test_prekill(void) {
         s.prekill_warnings[1].victim[0] = 'x';
         expect_refused(&s, EBADMSG);
         s.prekill_warnings[1].victim[0] = '/';
-        free(s.hooks[1].input.data);
-        s.hooks[1].input.data = calloc(1, SNAPSHOT_HOOK_BYTES_MAX + 1);
-        ASSERT_TRUE(s.hooks[1].input.data);
-        s.hooks[1].input.size = SNAPSHOT_HOOK_BYTES_MAX + 1;
-        expect_refused(&s, EBADMSG);
 }
 
 /* Rewrite the header's size and checksum after @buf (of @n bytes) was changed. */
@@ -952,6 +945,8 @@ static void dump_client(FILE *f, const char *path, const SnapshotClient *c) {
                 dump_bool(f, p, "waiting", c->levels.waiting);
         }
         dump_bool(f, path, "owes_reexecute", c->owes_reexecute);
+        dump_bool(f, path, "refused", c->refused);
+        dump_u64(f, path, "prekill_owed", c->prekill_owed);
 }
 
 static void dump_proxy(FILE *f, const char *path, const SnapshotProxyClient *x) {
@@ -998,20 +993,9 @@ static void dump_prekill(FILE *f, const Snapshot *s) {
                         dump_int(f, q, "state", w->warned[j].state);
                 }
         }
-        dump_u64(f, "", "n_hooks", s->n_hooks);
-        for (size_t i = 0; i < s->n_hooks; i++) {
-                const SnapshotHook *h = &s->hooks[i];
-
-                SUB(p, "hooks[%zu].", i);
-                dump_u64(f, p, "id", h->id);
-                dump_u64(f, p, "uid", h->uid);
-                dump_u64(f, p, "gid", h->gid);
-                dump_int(f, p, "pid", h->pid);
-                dump_u64(f, p, "owed", h->owed);
-                dump_bool(f, p, "refused", h->refused);
-                dump_bytes(f, p, "input", &h->input);
-                dump_bytes(f, p, "output", &h->output);
-        }
+        dump_u64(f, "", "n_hook_clients", s->n_hook_clients);
+        for (size_t i = 0; i < s->n_hook_clients; i++)
+                dump_client(f, SUB(p, "hook_clients[%zu].", i), &s->hook_clients[i]);
 }
 
 /* Every member of @s, in the order of the structs, each array after its count. */
@@ -1080,36 +1064,32 @@ static int read_file(const char *path, char **ret, size_t *ret_size) {
         return read_full_file(path, SNAPSHOT_SIZE_MAX, ret, ret_size);
 }
 
-/* The snapshots earlier daemons wrote decode to what they held. */
+/*
+ * The snapshots earlier daemons wrote decode to what they held: the sample
+ * of each version, and from version 2 on the full sample ("-full").
+ */
 static void test_fixtures(const char *dir) {
-        for (unsigned v = 1; v <= SNAPSHOT_VERSION; v++) {
+        for (unsigned i = 2; i <= 2 * SNAPSHOT_VERSION + 1; i++) {
+                unsigned v = i / 2;
+                bool full = i % 2;
                 _cleanup_(snapshot_done) Snapshot s = {}, d = {};
                 _cleanup_free_ char *path = NULL, *buf = NULL;
                 size_t n;
 
-                ASSERT_TRUE(asprintf(&path, "%s/snapshot-v%u.bin", dir, v) > 0);
+                if (full && v < 2)
+                        continue;
+                ASSERT_TRUE(asprintf(&path, "%s/snapshot-v%u%s.bin", dir, v, full ? "-full" : "") > 0);
                 ASSERT_OK(read_file(path, &buf, &n));
                 ASSERT_OK(snapshot_decode(buf, n, &d));
                 ASSERT_EQ(d.version, v);
-                sample(&s);
-                if (v >= 2)
+                if (full)
+                        sample_full(&s);
+                else
+                        sample(&s);
+                if (!full && v >= 2)
                         sample_prekill(&s);
                 assert_snapshot_eq(&s, &d);
         }
-}
-
-/* The full sample: written by today's writer, it reads back as it was. */
-static void test_full_fixture(const char *dir) {
-        _cleanup_(snapshot_done) Snapshot s = {}, d = {};
-        _cleanup_free_ char *path = NULL, *buf = NULL;
-        size_t n;
-
-        ASSERT_TRUE(asprintf(&path, "%s/snapshot-v2-full.bin", dir) > 0);
-        ASSERT_OK(read_file(path, &buf, &n));
-        ASSERT_OK(snapshot_decode(buf, n, &d));
-        ASSERT_EQ(d.version, 2);
-        sample_full(&s);
-        assert_snapshot_eq(&s, &d);
 }
 
 /* Where @a and @b (texts) first differ, as "line N: ... != ...". */
@@ -1131,7 +1111,8 @@ static void fail_text_differs(const char *what, const char *a, const char *b) {
  * the oracle of what those bytes hold, for any rewrite of the decoder.
  */
 static void test_dumps(const char *dir) {
-        static const char *const names[] = { "snapshot-v1", "snapshot-v2", "snapshot-v2-full" };
+        static const char *const names[] = { "snapshot-v1", "snapshot-v2", "snapshot-v2-full", "snapshot-v3",
+                                             "snapshot-v3-full" };
 
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 _cleanup_free_ char *bin = NULL, *txt = NULL, *buf = NULL, *want = NULL, *got = NULL;
@@ -1147,14 +1128,14 @@ static void test_dumps(const char *dir) {
         }
 }
 
-/* Today's writer writes the fixtures' bytes: the sample v2's, the full sample v2-full's. */
+/* Today's writer writes its version's fixtures' bytes: the sample's, the full sample's. */
 static void test_writer_bytes(const char *dir) {
         for (int full = 0; full < 2; full++) {
                 _cleanup_(snapshot_done) Snapshot s = {};
                 _cleanup_free_ char *path = NULL, *want = NULL, *got = NULL;
                 size_t n, m;
 
-                ASSERT_TRUE(asprintf(&path, "%s/snapshot-v2%s.bin", dir, full ? "-full" : "") > 0);
+                ASSERT_TRUE(asprintf(&path, "%s/snapshot-v%d%s.bin", dir, SNAPSHOT_VERSION, full ? "-full" : "") > 0);
                 ASSERT_OK(read_file(path, &want, &m));
                 if (full)
                         sample_full(&s);
@@ -1221,7 +1202,6 @@ int main(int argc, char **argv) {
         test_unknown_tags();
         test_prekill();
         test_fixtures(argv[1]);
-        test_full_fixture(argv[1]);
         test_writer_bytes(argv[1]);
         test_dumps(argv[1]);
         printf("ok\n");
