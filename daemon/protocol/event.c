@@ -286,7 +286,7 @@ int protection_node_to_json(const ProtectionNode *node, json_t **ret) {
                       "children_low_usage", json_bytes(v.children_low_usage, false),
                       "state", protection_state_to_string(v.state));
         if (!o)
-                return -ENOMEM;
+                return json_string_writable(path) ? -ENOMEM : -EILSEQ;
         *ret = o;
         return 0;
 }
@@ -296,6 +296,8 @@ int protection_node_append_json(const ProtectionNode *node, void *userdata) {
         int k;
 
         k = protection_node_to_json(node, &o);
+        if (k == -EILSEQ)
+                return 0;       /* a name JSON cannot carry: left out of the list */
         if (k >= 0 && json_array_append_new(userdata, o) < 0)
                 k = -ENOMEM;
         return k;

@@ -119,11 +119,13 @@ char *event_removed_message(const char *cgroup, uint64_t seq, size_t *ret_size) 
  * protection_node_to_json - the contract's PROTECTION_NODE: cgroup, usage,
  * min, low, emin, elow, min_usage, low_usage, children_min_usage,
  * children_low_usage (bytes; null for an unlimited value), state.
- * Returns 0 or -ENOMEM.
+ * Returns 0, -EILSEQ for a cgroup whose name is not UTF-8 (JSON cannot
+ * carry it), or -ENOMEM.
  */
 int protection_node_to_json(const ProtectionNode *node, json_t **ret);
 
-/* protection_node_append_json - a ProtectionNodeFn: append @node's PROTECTION_NODE to the array @userdata. */
+/* protection_node_append_json - a ProtectionNodeFn: append @node's PROTECTION_NODE to the array @userdata; a
+ * cgroup whose name is not UTF-8 is left out. */
 int protection_node_append_json(const ProtectionNode *node, void *userdata);
 
 /*

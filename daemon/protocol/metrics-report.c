@@ -323,14 +323,6 @@ size_t report_cgroup_budget(size_t max_metrics) {
         return max_metrics > own ? max_metrics - own : 0;
 }
 
-/* Whether @s can be a JSON string: a cgroup's name may be any bytes but "/", and JSON is UTF-8. */
-static bool json_writable(const char *s) {
-        json_t *j = json_string(s);
-
-        json_decref(j);
-        return j;
-}
-
 int report_write_list(struct evbuffer *out, const ReportDaemon *d, const ReportCgroup *cgroups, size_t n,
                       uint64_t omitted) {
         Writer w = { .out = out };
@@ -339,7 +331,7 @@ int report_write_list(struct evbuffer *out, const ReportDaemon *d, const ReportC
         for (size_t i = 0; i < n && w.error >= 0; i++) {
                 const char *path = cgroups[i].sample->path, *object = cgroup_path_unit(path) ?: path;
 
-                if (!json_writable(object)) {
+                if (!json_string_writable(object)) {
                         omitted++;
                         continue;
                 }

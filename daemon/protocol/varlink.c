@@ -166,3 +166,10 @@ const char varlink_service_description[] =
         "error InvalidParameter (parameter: string)\n"
         "error PermissionDenied ()\n"
         "error ExpectedMore ()\n";
+
+bool json_string_writable(const char *s) {
+        json_t *j = json_string(s);
+
+        json_decref(j);
+        return j;
+}

@@ -63,6 +63,9 @@ char *varlink_reply_new_decimal(json_t *params, bool continues, size_t *ret_size
  */
 char *varlink_error_new(const char *error, json_t *params, size_t *ret_size) _warn_unused_result_;
 
+/* json_string_writable - whether @s can be a JSON string: a cgroup's name may be any bytes but "/", and JSON is UTF-8. */
+bool json_string_writable(const char *s);
+
 /* The description of org.varlink.service, which every socket of the daemon serves. */
 extern const char varlink_service_description[];
 

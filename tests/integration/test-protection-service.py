@@ -95,6 +95,37 @@ def test_get_protection(d):
     v.close()
 
 
+def protection_of(d, cgroup):
+    """GetProtection of @cgroup: its nodes by path."""
+    v = pt.Varlink(d.socket)
+    try:
+        r = v.call_sync('io.pressured.GetProtection', {'cgroup': cgroup})
+    finally:
+        v.close()
+    pt.check('parameters' in r, f'GetProtection of {cgroup} answers', r)
+    return nodes_by_path(r['parameters']['nodes'])
+
+
+def test_not_utf8(d, fake):
+    """A cgroup whose name is not UTF-8 (JSON cannot carry it) is left out of GetProtection's list, the rest is
+    answered, and its usage still counts in its parent's sums, as the kernel counts it."""
+    bad = os.path.join(fake, 'b', 'c').encode() + b'/caf\xe9'
+    os.mkdir(bad)
+    try:
+        for name, value in (('memory.current', 32 * M), ('memory.min', 32 * M), ('memory.low', 32 * M),
+                            ('memory.events', 'low 0\nhigh 0\nmax 0\noom 0\noom_kill 0'), ('cgroup.procs', '')):
+            with open(bad + b'/' + name.encode(), 'w') as f:
+                f.write(f'{value}\n' if value != '' else '')
+        by = pt.wait_for(lambda: (lambda n: n if n['/b/c']['children_min_usage'] == 32 * M else None)(
+            protection_of(d, '/b')), timeout=WAIT, what='a refresh to count the cgroup /b/c/caf\\xe9')
+        pt.check(sorted(by) == ['/b', '/b/c'], 'the cgroup whose name is not UTF-8 is left out of the list',
+                 sorted(by))
+    finally:
+        shutil.rmtree(bad)
+    pt.wait_for(lambda: protection_of(d, '/b')['/b/c']['children_min_usage'] == 0, timeout=WAIT,
+                what='a refresh without it')
+
+
 def set_usage(fake, path, value):
     """Rewrite memory.current in place with one write, so that the daemon
     never reads a half-written file; the test's values never get shorter."""
@@ -175,6 +206,7 @@ def main():
         with pt.Daemon(cgroup_root=fake, config_text=f'[Protection]\nRefreshSec={REFRESH}\n'
                                                      'RecursiveProtection=no\n') as d:
             test_get_protection(d)
+            test_not_utf8(d, fake)
             test_subscription(d, fake)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
