@@ -27,6 +27,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "duration.h"
 #include "error-text.h"
 #include "notify.h"
 #include "notify-text.h"
@@ -813,7 +814,8 @@ static int parse_option(Notifier *n, NotifyArgs *a, int opt, const char *arg) {
                         return usage_error("notify ", "invalid --on-cleared '%s', expected close or replace", arg);
                 return -1;
         case ARG_MIN_INTERVAL:
-                if (parse_seconds(arg, NOTIFY_MAX_INTERVAL_SEC, &n->min_interval_us) < 0 || n->min_interval_us == 0)
+                if (parse_seconds(arg, (uint64_t) NOTIFY_MAX_INTERVAL_SEC * USEC_PER_SEC, &n->min_interval_us) < 0 ||
+                    n->min_interval_us == 0)
                         return usage_error("notify ", "invalid --min-interval '%s', expected seconds in (0, %.0f]",
                                            arg, NOTIFY_MAX_INTERVAL_SEC);
                 return -1;

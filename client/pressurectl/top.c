@@ -36,6 +36,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "duration.h"
 #include "error-text.h"
 #include "pressure.h"
 #include "top.h"
@@ -1616,7 +1617,7 @@ static int top_parse_option(Top *t, int opt, const char *arg, bool *roots_given)
                 t->user = true;
                 break;
         case 'd':
-                if (parse_seconds(arg, 86400, &t->delay_usec) < 0)
+                if (parse_seconds(arg, 86400 * USEC_PER_SEC, &t->delay_usec) < 0)
                         return usage_error("top ", "invalid delay '%s', expected seconds from 0 to 86400 (fractions allowed)",
                                            arg);
                 break;
