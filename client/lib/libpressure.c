@@ -120,20 +120,6 @@ static void json_unrefp(json_t **p) {
 
 /* ---- Selectors -------------------------------------------------------------- */
 
-/* Replace *@dst with a copy of @src (NULL allowed); on -ENOMEM *@dst is kept. */
-static int set_string(char **dst, const char *src) {
-        char *copy = NULL;
-
-        if (src) {
-                copy = strdup(src);
-                if (!copy)
-                        return -ENOMEM;
-        }
-        free(*dst);
-        *dst = copy;
-        return 0;
-}
-
 /**
  * pressure_selector_new - a request for level "low" on the whole system.
  */
@@ -169,7 +155,7 @@ _public_ pressure_selector *pressure_selector_free(pressure_selector *s) {
 _public_ int pressure_selector_set_cgroup(pressure_selector *s, const char *cgroup) {
         if (!s || cgroup_path_check(cgroup) != CGROUP_PATH_OK)
                 return -EINVAL;
-        return set_string(&s->cgroup, cgroup);
+        return free_and_strdup(&s->cgroup, cgroup);
 }
 
 static bool level_valid(pressure_level level) {
@@ -459,7 +445,7 @@ _public_ pressure_client *pressure_client_free(pressure_client *c) {
 _public_ int pressure_client_set_socket(pressure_client *c, const char *path) {
         if (!c || !path || !*path)
                 return -EINVAL;
-        return set_string(&c->socket_path, path);
+        return free_and_strdup(&c->socket_path, path);
 }
 
 /**

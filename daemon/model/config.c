@@ -203,17 +203,6 @@ Config *config_free(Config *c) {
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
 
-/* Replace the string *@p by a copy of @value. */
-static int replace_string(char **p, const char *value) {
-        char *copy = strdup(value);
-
-        if (!copy)
-                return -ENOMEM;
-        free(*p);
-        *p = copy;
-        return 0;
-}
-
 static bool config_type_is_string(ConfigType t) {
         return t == CONFIG_SOCKET || t == CONFIG_AUTO_PATH || t == CONFIG_GROUP || t == CONFIG_LISTEN ||
                t == CONFIG_OPT_SOCKET || t == CONFIG_CGROUP_GLOBS;
@@ -448,7 +437,7 @@ static int config_value_parse_path(const ConfigKey *k, void *field, const char *
                 snprintf(reason, reason_size, "path too long");
                 return -EINVAL;
         }
-        return replace_string(p, value);
+        return free_and_strdup(p, value);
 }
 
 /* CONFIG_LOG_LEVEL: a syslog priority name or number. */
@@ -610,7 +599,7 @@ static int config_value_parse_group(const ConfigKey *k, void *field, const char 
                 snprintf(reason, reason_size, "must be a group name or a numeric GID");
                 return -EINVAL;
         }
-        return replace_string(field, value);
+        return free_and_strdup(field, value);
 }
 
 /* CONFIG_LISTEN: ADDRESS:PORT, checked, kept as text. */
@@ -622,7 +611,7 @@ static int config_value_parse_listen(const ConfigKey *k, void *field, const char
                          "and a port between 1 and 65535");
                 return -EINVAL;
         }
-        return replace_string(field, value);
+        return free_and_strdup(field, value);
 }
 
 /* CONFIG_CGROUP_GLOBS: cgroup path patterns, checked, kept as written. */
@@ -641,7 +630,7 @@ static int config_value_parse_cgroup_globs(const ConfigKey *k, void *field, cons
         }
         if (r < 0)
                 return r;
-        return replace_string(field, value);
+        return free_and_strdup(field, value);
 }
 
 /* CONFIG_MARGIN: a percentage (of the limit or MemTotal) or a size. */
@@ -691,7 +680,7 @@ static int config_key_parse(const ConfigKey *k, Config *c, const char *value, ch
 
         if (value[0] == 0 && k->type == CONFIG_OPT_SOCKET)
                 /* An empty socket path turns the socket off. */
-                return replace_string(field, "");
+                return free_and_strdup(field, "");
         if (k->type == CONFIG_OPT_SOCKET && streq(value, "auto")) {
                 char **p = field;
 
