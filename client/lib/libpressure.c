@@ -626,8 +626,8 @@ static int subscription_connect(pressure_subscription *s) {
 }
 
 /* A new subscription of @c for @selector, not yet linked into the client; -EINVAL for a missing argument. */
-static int subscription_alloc(pressure_client *c, const pressure_selector *selector,
-                            pressure_event_handler handler, void *userdata, pressure_subscription **ret) {
+static int subscription_new_unlinked(pressure_client *c, const pressure_selector *selector,
+                                     pressure_event_handler handler, void *userdata, pressure_subscription **ret) {
         pressure_subscription *s;
         int r;
 
@@ -666,7 +666,7 @@ _public_ int pressure_client_subscribe_async(pressure_client *c, const pressure_
         pressure_subscription *s;
         int r;
 
-        r = subscription_alloc(c, selector, handler, userdata, &s);
+        r = subscription_new_unlinked(c, selector, handler, userdata, &s);
         if (r < 0)
                 return r;
 
@@ -702,7 +702,7 @@ _public_ int pressure_client_subscribe(pressure_client *c, const pressure_select
 
         if (ret_error)
                 *ret_error = NULL;
-        r = subscription_alloc(c, selector, handler, userdata, &s);
+        r = subscription_new_unlinked(c, selector, handler, userdata, &s);
         if (r < 0)
                 return return_error(r, NULL, ret_error);
 

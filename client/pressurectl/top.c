@@ -1578,7 +1578,7 @@ static int run_screen(Top *t) {
 
 /* ---- command line ------------------------------------------------------------------------ */
 
-static void help(void) {
+static void top_help(void) {
         printf("pressurectl [OPTIONS] top [CGROUP] [-d SEC] [--batch] [--iterations N]\n\n"
                "A live view of memory pressure across the cgroups below CGROUP (default: all):\n"
                "usage and limits, effective protection from the daemon, PSI some/full avg10, the\n"
@@ -1604,7 +1604,7 @@ static void help(void) {
 static int top_parse_option(Top *t, int opt, const char *arg, bool *roots_given) {
         switch (opt) {
         case 'h':
-                help();
+                top_help();
                 return 0;
         case 'j':
                 t->json = true;

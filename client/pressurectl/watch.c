@@ -288,7 +288,7 @@ static void watch_prekill(Watch *w, const pressure_event *e) {
         if (w->hook)
                 (void) hook_submit_prekill(w->hook, &p);
         else
-                (void) prekill_acknowledge(w->client, p.id, p.deadline_us);
+                (void) prekill_send_ack(w->client, p.id, p.deadline_us);
 }
 
 static int on_watch_event(pressure_subscription *sub, const pressure_event *e, void *userdata) {
