@@ -1381,50 +1381,30 @@ _public_ int pressure_client_reexecute(pressure_client *c, pressure_error **ret_
 
 /* ---- Asynchronous calls -------------------------------------------------------------- */
 
-static int complete_status(pressure_call *call, json_t *params, const pressure_error *error) {
-        pressure_subscription *s = &call->s;
-        pressure_status *status = NULL;
-        int r;
+/*
+ * complete_status(), complete_protection(), complete_headroom(): the reply of
+ * GetStatus(), GetProtection() or GetHeadroom() made into its result
+ * (type##_new()) for the callback, or the daemon's error.
+ */
+#define DEFINE_COMPLETE_RESULT(type)                                                                    \
+        static int complete_##type(pressure_call *call, json_t *params, const pressure_error *error) { \
+                pressure_subscription *s = &call->s;                                                    \
+                pressure_##type *result = NULL;                                                         \
+                int r;                                                                                  \
+                                                                                                        \
+                if (error)                                                                              \
+                        return s->callback.type(call, NULL, error, s->userdata);                        \
+                r = type##_new(json_incref(params), &result);                                           \
+                if (r < 0)                                                                              \
+                        return subscription_fail(s, r);                                                 \
+                r = s->callback.type(call, result, NULL, s->userdata);                                  \
+                pressure_##type##_unref(result);                                                        \
+                return r;                                                                               \
+        }
 
-        if (error)
-                return s->callback.status(call, NULL, error, s->userdata);
-        r = status_new(json_incref(params), &status);
-        if (r < 0)
-                return subscription_fail(s, r);
-        r = s->callback.status(call, status, NULL, s->userdata);
-        pressure_status_unref(status);
-        return r;
-}
-
-static int complete_protection(pressure_call *call, json_t *params, const pressure_error *error) {
-        pressure_subscription *s = &call->s;
-        pressure_protection *p = NULL;
-        int r;
-
-        if (error)
-                return s->callback.protection(call, NULL, error, s->userdata);
-        r = protection_new(json_incref(params), &p);
-        if (r < 0)
-                return subscription_fail(s, r);
-        r = s->callback.protection(call, p, NULL, s->userdata);
-        pressure_protection_unref(p);
-        return r;
-}
-
-static int complete_headroom(pressure_call *call, json_t *params, const pressure_error *error) {
-        pressure_subscription *s = &call->s;
-        pressure_headroom *h = NULL;
-        int r;
-
-        if (error)
-                return s->callback.headroom(call, NULL, error, s->userdata);
-        r = headroom_new(json_incref(params), &h);
-        if (r < 0)
-                return subscription_fail(s, r);
-        r = s->callback.headroom(call, h, NULL, s->userdata);
-        pressure_headroom_unref(h);
-        return r;
-}
+DEFINE_COMPLETE_RESULT(status)
+DEFINE_COMPLETE_RESULT(protection)
+DEFINE_COMPLETE_RESULT(headroom)
 
 static int complete_inject(pressure_call *call, json_t *params, const pressure_error *error) {
         pressure_subscription *s = &call->s;
