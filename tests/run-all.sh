@@ -102,7 +102,7 @@ count build-ci "-valgrind"
 
 # 4. Bounded fuzzing with libFuzzer.
 if command -v clang >/dev/null; then
-        run env CC=clang meson setup build-ci-fuzz -Dfuzzing=true -Db_lundef=false --buildtype=debugoptimized
+        run env CC=clang meson setup build-ci-fuzz -Dwerror=true -Dfuzzing=true -Db_lundef=false --buildtype=debugoptimized
         run meson compile -C build-ci-fuzz
         if [ -x tests/fuzz/run-fuzzers.sh ]; then
                 echo "== fuzzing, ${FUZZ_SECONDS:-60} s per target"

@@ -437,7 +437,7 @@ static void snapshot_pick(Snapshot *best, bool *have, Snapshot *cand) {
 
 /* Read one state fd (closed); returns 0, or the decoder's negative errno. */
 static int takeover_read_state(Takeover *t, int fd, const char *name) {
-        _cleanup_close_ int owned = fd;
+        _cleanup_close_ _unused_ int owned = fd;
         _cleanup_free_ char *buf = NULL;
         Snapshot s = {};
         size_t n;

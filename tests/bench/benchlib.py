@@ -233,8 +233,9 @@ def emit_csv(name, header, rows):
     print(CSV_END, flush=True)
 
 
-def run_in_vm(script, args, out_dir, timeout_s):
-    """Run @script with @args in a VM of tests/vm/run.sh; write the CSV files it emits to @out_dir.
+def run_in_vm(script, args, out_dir, timeout_s, python=sys.executable):
+    """Run @script with @args by @python in a VM of tests/vm/run.sh; write the CSV files it emits to @out_dir.
+    (The sid guest, PRESSURED_VM_GUEST=sid, has its own root: its /usr/bin/python3, not this one.)
 
     The guest's other output is passed through. Returns the exit status of
     the script in the VM (run.sh's: 77 when no VM can start here, 124 on
@@ -242,7 +243,7 @@ def run_in_vm(script, args, out_dir, timeout_s):
     """
     run_sh = os.path.join(pt.SOURCE_ROOT, 'tests', 'vm', 'run.sh')
     env = dict(os.environ, PRESSURED_VM_TIMEOUT=str(timeout_s), PYTHONDONTWRITEBYTECODE='1')
-    proc = subprocess.Popen([run_sh, '--', sys.executable, os.path.abspath(script)] + args,
+    proc = subprocess.Popen([run_sh, '--', python, os.path.abspath(script)] + args,
                             stdout=subprocess.PIPE, text=True, env=env)
     try:
         _relay_vm_output(proc, out_dir)

@@ -43,6 +43,11 @@ bench-scrape-delay.py.
 --prekill OUT_DIR --into RESULTS_MD does the same for the warnings before
 a kill measured by one run of bench-prekill.py.
 
+--prekill-oomd OUT_DIR --into RESULTS_MD does the same for the kills by
+real systemd-oomd 262 in the sid guest measured by one run of
+bench-prekill-oomd.py: the margin of the default deadline, and from oomd's
+call to a saver's state on disk.
+
 --metrics OUT_DIR --into RESULTS_MD puts the per-cgroup /metrics section
 made from one run of bench-metrics.py into RESULTS_MD in place of the
 previous one (between its markers), or before the before/after section,
@@ -375,6 +380,171 @@ def prekill(out):
 def splice_prekill(out, path):
     """Put the warnings-before-a-kill section of @out into the results file @path, between its markers."""
     splice_generated(path, 'prekill', 'bench-prekill.py', PREKILL_TITLE, PREKILL_INTRO, prekill(out))
+
+
+# --- warnings before a kill from real systemd-oomd (bench-prekill-oomd.py) ---------
+
+PREKILL_OOMD_TITLE = 'Warnings before a kill from systemd-oomd 262'
+PREKILL_OOMD_INTRO = ('Where the margin of the default deadline comes from, and what a saver gets done before the kill, '
+                      'with real systemd-oomd 262 in the Debian sid guest of tests/vm/run.sh under TCG (the slowest '
+                      'place the daemon meets oomd: every figure here is about ten times what it is on hardware). '
+                      'Each run is one kill: a service with a pressure_monitor of libpressure (prekill-saver.c) on its '
+                      'own cgroup, in a slice of its own with ManagedOOMMemoryPressure=kill, and a hog in a subgroup '
+                      'under memory.max=64M, until oomd kills the service. oomd waits PrekillHookTimeoutSec=2s for '
+                      'the answer. Reproduce with `tests/bench/bench-prekill-oomd.py --out DIR` (as root; boots the '
+                      'sid guest, about 17 s a kill), then '
+                      '`tests/bench/make-results.py --prekill-oomd DIR --into tests/bench/results.md`.')
+PREKILL_MARGIN_HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'daemon', 'model',
+                                     'prekill-book.h')
+
+
+def build_margin_ms():
+    """PREKILL_MARGIN_USEC of the source tree, in ms (None if it cannot be read)."""
+    import re
+    try:
+        with open(PREKILL_MARGIN_HEADER) as f:
+            m = re.search(r'#define PREKILL_MARGIN_USEC \((\d+) \* UINT64_C\(1000\)\)', f.read())
+    except OSError:
+        return None
+    return int(m.group(1)) if m else None
+
+
+def ms_of(rows, key):
+    return [int(r[key]) / 1000 for r in rows if r.get(key) not in (None, '')]
+
+
+def ms_range(vals):
+    """'median [min–max]' of @vals (ms), one decimal; '–' for none."""
+    if not vals:
+        return '–'
+    return f'{statistics.median(vals):.1f} [{min(vals):.1f}–{max(vals):.1f}]'
+
+
+def prekill_oomd_where(out):
+    h, g = kv(out, 'prekill-oomd-info.csv'), kv(out, 'prekill-oomd-guest.csv')
+    quick = ' (quick run)' if h.get('quick') == '1' else ''
+    return (f"Run{quick} on {h.get('machine', '?')} (kernel {h.get('kernel', '?')}, {h.get('cpus', '?')} CPUs), "
+            f"{h.get('date', '?')}, load average {h.get('load_start', '?')} at the start and {h.get('load_end', '?')} "
+            f"at the end; the guest under {h.get('accel', '?').upper()} with {g.get('guest_cpus', '?')} CPUs and "
+            f"{int(g.get('memtotal_kib', 0)) // 1024:,} MiB: {g.get('systemd', '?')}, kernel {g.get('kernel', '?')}, "
+            f"pressured {g.get('pressured', '?')}, guest load average {g.get('guest_load_start', '?')} at the start "
+            f"and {g.get('guest_load_end', '?')} at the end.\n\n")
+
+
+def prekill_oomd_settings(rows):
+    """The table of the margin runs, one row per setting of the deadline."""
+    def key(m):
+        return (1, 0) if m == '' else (0, int(m))
+    body = []
+    for m in sorted({r['margin_ms'] for r in rows}, key=key):
+        runs = [r for r in rows if r['margin_ms'] == m]
+        done = [r for r in runs if r['outcome'] not in ('no kill', 'incomplete')]
+        deadlines = sorted({float(r['deadline_ms']) for r in done})
+        label = ('default' if m == '' else f'{int(m)} ms') + (f' ({deadlines[0]:g} ms)' if deadlines else '')
+        slack = ms_of(done, 'slack_us')
+        body.append([label, len(done) if len(done) == len(runs) else f'{len(done)} of {len(runs)}',
+                     sum(1 for r in done if r['outcome'] == 'io.systemd.TimedOut'),
+                     ', '.join(sorted({r['outcome'] for r in done if r['outcome'] not in
+                                       ('finished', 'io.systemd.TimedOut')})) or '–',
+                     ms_range(ms_of(done, 'needed_margin_us')), f'{min(slack):.1f}' if slack else '–',
+                     sum(1 for v in slack if v < 0)])
+    return table(['answered before oomd\'s 2 s timeout by (Deadline=)', 'kills', 'oomd timed out', 'other errors',
+                  'margin needed ms', 'least left of oomd\'s timeout ms', 'answered after oomd\'s timeout'], body)
+
+
+def prekill_oomd_parts(rows):
+    """Where the margin goes, over every margin run; and oomd's own timer."""
+    finished = [r for r in rows if r['outcome'] == 'finished']
+    timed_out = [r for r in rows if r['outcome'] == 'io.systemd.TimedOut']
+    figures = [
+        ('oomd\'s "Invoking oomd prekill hook" to the daemon reading the call', ms_of(rows, 'invoke_to_read_us')),
+        ('the deadline to the daemon\'s answer written', ms_of(rows, 'answer_late_us')),
+        ('**margin needed**: the two together', ms_of(rows, 'needed_margin_us')),
+        ('the answer written to oomd\'s "oomd prekill hook finished"', ms_of(finished, 'answer_to_taken_us')),
+        ('oomd\'s timeout to its "returned error: io.systemd.TimedOut"', ms_of(timed_out, 'oomd_late_us')),
+        ('journald behind the senders (the most of the three entries)', ms_of(rows, 'journal_lag_us')),
+    ]
+    body = [[name, len(v), f'{statistics.median(v):.1f}' if v else '–',
+             f'{percentile(v, 90):.1f}' if v else '–', f'{min(v):.1f}' if v else '–', f'{max(v):.1f}' if v else '–']
+            for name, v in figures]
+    return table(['ms', 'kills', 'median', 'p90', 'min', 'max'], body)
+
+
+PREKILL_OOMD_SAVERS = (('save', 'pressure_monitor (prekill-saver.c): fsync, rename, fsync of the directory'),
+                       ('save-exec', '`pressurectl watch --kills --exec`: a shell hook, `sync FILE`, rename'))
+
+
+def prekill_oomd_saves(rows):
+    body = []
+    for kind, name in PREKILL_OOMD_SAVERS:
+        runs = [r for r in rows if r['kind'] == kind]
+        if not runs:
+            continue
+        done = [r for r in runs if r['outcome'] not in ('no kill', 'incomplete')]
+        fin = [r for r in done if r['outcome'] == 'finished']
+
+        def since(rs, a, b):
+            return [(int(r[b]) - int(r[a])) / 1000 for r in rs if r.get(a) and r.get(b)]
+        body.append([name, len(done) if len(done) == len(runs) else f'{len(done)} of {len(runs)}',
+                     sum(1 for r in done if r['outcome'] != 'finished'),
+                     sum(1 for r in done if r['answered'] != 'acknowledged'),
+                     ms_range(since(done, 'invoked_us', 'heard_us')), ms_range(ms_of(done, 'invoke_to_written_us')),
+                     ms_range(since(done, 'written_us', 'answer_us')), ms_range(ms_of(fin, 'answer_to_taken_us')),
+                     ms_range(since(fin, 'written_us', 'taken_us'))])
+    return table(['saver', 'kills', 'hook not finished', 'not answered on the acknowledgement',
+                  'call to the handler ms', '**call to the state on disk** ms', 'state on disk to the answer written ms',
+                  'answer to oomd\'s "finished" ms', 'state on disk to "finished" ms'], body)
+
+
+def prekill_oomd(out):
+    rows = load(out, 'prekill-oomd.csv')
+    if not rows:
+        return f'_Not run: {status(out, "prekill-oomd")}._\n'
+    margin = [r for r in rows if r['kind'] == 'margin']
+    saves = [r for r in rows if r['kind'] in ('save', 'save-exec')]
+    text = prekill_oomd_where(out)
+    text += ('#### The margin\n\nThe saver never acknowledges, so the daemon answers at its deadline: oomd\'s timeout '
+             'less the margin in the first column ([Prekill] Deadline=; "default" is the build\'s own margin). '
+             'oomd gives up on the hook once its timeout from its call has passed ("returned error: '
+             'io.systemd.TimedOut") unless the answer has come. *margin needed*: from oomd\'s "Invoking oomd prekill hook" to the daemon '
+             'reading the call (the event\'s monotonic_us, where the deadline counts from), plus from the deadline '
+             'to the daemon\'s log line of its answer, written just before it; median [min–max]. *left of oomd\'s '
+             'timeout*: oomd\'s call plus 2 s, less the answer written. Times from the journal are when the sender '
+             'wrote the entry (_SOURCE_REALTIME_TIMESTAMP on the monotonic clock). With the deadline after oomd\'s '
+             'timeout the kill often comes first, and the answer with it (its subscriber gone) or never (oomd hung '
+             'up): no margin needed is known there.\n\n')
+    text += prekill_oomd_settings(margin) + '\n'
+    text += ('Over every run above (the time a call takes to arrive does not depend on the deadline):\n\n'
+             + prekill_oomd_parts(margin))
+    worst = max(ms_of(margin, 'needed_margin_us'), default=None)
+    ours = build_margin_ms()
+    if worst is not None and ours is not None:
+        text += (f'\nThe build\'s margin, PREKILL_MARGIN_USEC in daemon/model/prekill-book.h: {ours} ms; the most '
+                 f'any kill here needed: {worst:.1f} ms ({ours / worst:.1f}×). Goal, at least twice the worst '
+                 f'seen under TCG: {verdict(ours >= 2 * worst)}.\n')
+    timed_out = ms_of([r for r in margin if r['outcome'] == 'io.systemd.TimedOut'], 'oomd_late_us')
+    late = [-v for r in margin if r['outcome'] == 'finished' for v in ms_of([r], 'slack_us') if v < 0]
+    if timed_out and late:
+        text += (f'\nsystemd-oomd gives up on the hook no earlier than its timeout, and here {min(timed_out):.0f} to '
+                 f'{max(timed_out):.0f} ms after it, so answers written up to {max(late):.0f} ms after the timeout '
+                 'still counted. That slack is the way oomd\'s timer fires, not something oomd promises: only an '
+                 'answer written before the timeout is sure to count, so the margin must cover the margin needed in '
+                 'full; what it leaves over is for a daemon slowed by the same memory pressure that made oomd act.\n')
+    text += ('\n#### From oomd\'s call to the state on disk\n\nThe saver writes the warning to a state file on '
+             'the guest\'s ext4 scratch disk, which the hog\'s writes keep busy, then acknowledges; the deadline '
+             'is the default. The pressure_monitor returns 0 from its handler once the state is on disk, and the '
+             'monitor acknowledges at once on a connection of its own (the handler\'s return is the state on disk '
+             'and the acknowledgement); pressurectl acknowledges when its hook exits, and when the state was there '
+             'is the mtime of a marker the hook touches last (the kernel\'s tick, 4 ms). The call is oomd\'s '
+             '"Invoking oomd prekill hook"; median [min–max].\n\n'
+             + prekill_oomd_saves(saves))
+    return text
+
+
+def splice_prekill_oomd(out, path):
+    """Put the section of bench-prekill-oomd.py from @out into the results file @path, between its markers."""
+    splice_generated(path, 'prekill-oomd', 'bench-prekill-oomd.py', PREKILL_OOMD_TITLE, PREKILL_OOMD_INTRO,
+                     prekill_oomd(out))
 
 
 # --- events during a scrape (bench-scrape-delay.py) ------------------------------
@@ -1464,7 +1634,7 @@ def main():
     splices = {'--reclaim': splice_reclaim, '--lmm': splice_lmm, '--levels': splice_levels, '--takeover': splice_takeover,
                '--level-thresholds': splice_thresholds,
                '--ns-fanout': splice_ns_fanout, '--scrape-delay': splice_scrape_delay, '--metrics': splice_metrics,
-               '--prekill': splice_prekill}
+               '--prekill': splice_prekill, '--prekill-oomd': splice_prekill_oomd}
     if args[:1] and args[0] in splices:
         if len(args) != 4 or args[2] != '--into':
             sys.exit(f'Usage: make-results.py {args[0]} OUT_DIR --into RESULTS_MD')
@@ -1521,6 +1691,7 @@ def results(out):
         (NS_FANOUT_TITLE, NS_FANOUT_INTRO, ns_fanout),
         (TAKEOVER_TITLE, TAKEOVER_INTRO, takeover_section),
         (PREKILL_TITLE, PREKILL_INTRO, prekill),
+        (PREKILL_OOMD_TITLE, PREKILL_OOMD_INTRO, prekill_oomd),
         ('Memory-pressure proxy', 'N sd-event clients (libsystemd 254) watching their cgroup\'s '
                                   'memory.pressure directly, or through pressured\'s memory-pressure socket, '
                                   'same trigger, same cgroup, under real reclaim.', proxy),

@@ -101,6 +101,9 @@ run metrics rc_of python3 "$here/bench-metrics.py" --out "$out"
 run scrape-delay rc_of python3 "$here/bench-scrape-delay.py" --out "$out"
 run ns-fanout rc_of python3 "$here/bench-ns-fanout.py" --out "$out"
 run prekill rc_of python3 "$here/bench-prekill.py" --out "$out"
+# Real systemd-oomd 262 in the sid guest of tests/vm/run.sh (PRESSURED_VM_GUEST=sid):
+# the margin of the default deadline, and from its call to a saver's state on disk.
+run prekill-oomd rc_of python3 "$here/bench-prekill-oomd.py" --out "$out"
 # This project's build in a memory-limited cgroup, here; then the thrash
 # steps and the daemon and pressurectl built the same way in the VM test bed
 # (tests/vm/run.sh; under TCG the whole tree takes about 1,000 s a build).
