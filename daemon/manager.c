@@ -11,6 +11,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "config-build.h"
+#include "event-util.h"
 #include "log.h"
 #include "low-memory-monitor.h"
 #include "event.h"
@@ -171,13 +172,6 @@ int manager_new(const ManagerOptions *o, Config *config, Manager **ret) {
         return 0;
 }
 
-static void free_event(struct event **e) {
-        if (*e) {
-                event_free(*e);
-                *e = NULL;
-        }
-}
-
 Manager *manager_free(Manager *m) {
         bool handed_over;
 
@@ -215,10 +209,10 @@ Manager *manager_free(Manager *m) {
         metrics_server_free(m->metrics);
         /* After everything that told it of connections and registrations ending. */
         m->takeover = takeover_free(m->takeover);
-        free_event(&m->ev_sigterm);
-        free_event(&m->ev_sigint);
-        free_event(&m->ev_sighup);
-        free_event(&m->ev_watchdog);
+        event_free_and_null(&m->ev_sigterm);
+        event_free_and_null(&m->ev_sigint);
+        event_free_and_null(&m->ev_sighup);
+        event_free_and_null(&m->ev_watchdog);
         if (m->socket_path) {
                 if (!handed_over)
                         (void) unlink(m->socket_path);
@@ -737,7 +731,7 @@ static void watchdog_setup(Manager *m) {
         struct timeval tv;
 
         if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0) {
-                free_event(&m->ev_watchdog);
+                event_free_and_null(&m->ev_watchdog);
                 return;
         }
         if (!m->ev_watchdog)

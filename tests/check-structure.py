@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Check seven rules about the shape of the sources.
+"""Check rules about the shape of the sources.
 
 1. No call cycle between files of daemon/ (every .c file under daemon/, in
    any subfolder, is a node). A function defined in one file that calls a
@@ -58,6 +58,13 @@
    local error); an allowance its file no longer uses is reported. The names are not
    generated as constants: a check keeps the hundreds of call sites
    readable and still fails the build on a name the interface lacks.
+
+9. No function name is defined both in daemon/ and in client/ (.c and .h
+   files, recursively; main aside): a function both sides need is written
+   once, in daemon/common/, which libpressure and pressurectl link; two
+   functions that do different things have names that say which. A
+   name given twice within one side (static helpers of the same name in
+   two files) is not this rule's business.
 
 Definitions and their line ranges come from Universal Ctags, call sites from
 cscope. A call site is credited to the function whose lines hold it, and the
@@ -602,6 +609,27 @@ def check_lengths(defs, out, allow=None):
     return ok
 
 
+def check_shared_names(root, defs, out):
+    """Rule 9: no function name defined in both daemon/ and client/ (main
+    aside). @defs are those of the .c files; the headers' are read here."""
+    headers = sorted(os.path.relpath(p, root) for p in source_files(root, ['daemon', 'client'])
+                     if p.endswith('.h'))
+    macros = function_like_macros(root, ['daemon', 'client'])
+    where = {}
+    for d in defs + run_ctags(root, headers, ctags_defines(root, headers, macros)):
+        where.setdefault(d.name, {}).setdefault(d.path.split('/')[0], []).append(d)
+    twice = sorted(n for n, sides in where.items() if len(sides) == 2 and n != 'main')
+    if not twice:
+        return True
+    print('Functions of the same name in daemon/ and client/ (one both need goes into daemon/common/, '
+          'which libpressure and pressurectl link; two that differ get names that say what each does):',
+          file=out)
+    for n in twice:
+        places = ', '.join(f'{d.path}:{d.start}' for side in ('daemon', 'client') for d in where[n][side])
+        print(f'  {n}: {places}', file=out)
+    return False
+
+
 def print_graph(graph, out):
     edges = graph.file_edges()
     print(f'File-level call graph of daemon/ ({len(edges)} edges; the count '
@@ -1136,6 +1164,7 @@ def check(root, graph_out=False, list_long=False, out=sys.stdout, allow=None):
     ok = check_vocabulary(root, out) and ok
     ok = check_python(root, out) and ok
     ok = check_json_members(root, out) and ok
+    ok = check_shared_names(root, defs, out) and ok
     ok = used and ok
     if ok:
         print(f'structure: no call cycle between the {len(daemon_files)} files '
@@ -1143,7 +1172,8 @@ def check(root, graph_out=False, list_long=False, out=sys.stdout, allow=None):
               f'{len(all_files)} files of daemon/ and client/; no include '
               f'reaching up a layer; no function without a user; no protocol name '
               f'written again in client/; no name in the Python module and no JSON member name '
-              f'in {", ".join(JSON_DIRS)} that the interface lacks', file=out)
+              f'in {", ".join(JSON_DIRS)} that the interface lacks; no function name defined in both '
+              f'daemon/ and client/', file=out)
     return 0 if ok else 1
 
 
@@ -1219,6 +1249,19 @@ FIXTURE_CLEAN = {
         }
     ''',
     'client/short.c': 'int short_fn(void) {\n' + body(80) + '\n}\n',
+    # A function of daemon/common/ that a client program calls: one
+    # definition, linked by both sides. Each side has its main().
+    'daemon/common/both.c': '''
+        int both_fn(void) {
+                return 0;
+        }
+    ''',
+    'client/main.c': '''
+        int both_fn(void);
+        int main(void) {
+                return both_fn();
+        }
+    ''',
     # Every function above has a user: a call, or a pointer in a table.
     'daemon/ops.c': '''
         int ops_fn(void) {
@@ -1411,7 +1454,7 @@ def self_test():
         print(textwrap.indent(r.stdout + r.stderr, '    | '), end='')
         expect(r.returncode == 0, 'clean tree passes (static namesakes, calls '
                'through pointers, a function defined by a macro, an 80-line '
-               'function)')
+               'function, main and a function of daemon/common/ on both sides)')
         expect('daemon/sub/q.c -> daemon/p.c  1' in r.stdout,
                'graph shows q.c -> p.c (helper -> p_entry)')
         expect('daemon/sub/r.c -> daemon/sub/q.c  1' in r.stdout,
@@ -1425,6 +1468,10 @@ def self_test():
         # Named only by a prototype elsewhere: dead.
         files['daemon/dead.c'] = 'int dead_fn(void) {\n        return 0;\n}\n'
         files['daemon/sub/r.c'] = FIXTURE_CLEAN['daemon/sub/r.c'] + '        int dead_fn(void);\n'
+        # Names defined on both sides: a static helper(), as daemon/p.c and
+        # daemon/sub/q.c have, and a static inline q_entry() in a header.
+        files['client/dup.c'] = 'static int helper(void) {\n        return 0;\n}\n'
+        files['client/inline.h'] = '#pragma once\nstatic inline int q_entry(void) {\n        return 1;\n}\n'
         files['client/long.c'] = (
             'int long_fn(void) {\n' + body(130) + '\n}\n\n'
             'int longish_fn(void) {\n' + body(95) + '\n}\n\n'
@@ -1456,6 +1503,12 @@ def self_test():
                'a function named only by a prototype is reported as unused')
         expect('ops_fn' not in unused and 'short_fn' not in unused and 'main' not in unused,
                'a pointer in a table and a call are uses; main needs none')
+        twice = out.split('Functions of the same name in daemon/ and client/')[-1].split('\n')[1:]
+        twice = list(itertools.takewhile(lambda line: line.startswith('  '), twice))
+        expect(twice == ['  helper: daemon/p.c:2, daemon/sub/q.c:2, client/dup.c:1',
+                         '  q_entry: daemon/sub/q.c:8, client/inline.h:2'],
+               f'a name defined in daemon/ and client/ (a static one, one in a header) is reported; '
+               f'main and a function of daemon/common/ that client/ calls are not: {twice}')
 
         # ALLOW_LONG lets a listed function of 81 to 120 lines through, not
         # one over 120, and not more than two names.

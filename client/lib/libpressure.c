@@ -120,20 +120,6 @@ static void json_unrefp(json_t **p) {
 
 /* ---- Selectors -------------------------------------------------------------- */
 
-/* Replace *@dst with a copy of @src (NULL allowed); on -ENOMEM *@dst is kept. */
-static int set_string(char **dst, const char *src) {
-        char *copy = NULL;
-
-        if (src) {
-                copy = strdup(src);
-                if (!copy)
-                        return -ENOMEM;
-        }
-        free(*dst);
-        *dst = copy;
-        return 0;
-}
-
 /**
  * pressure_selector_new - a request for level "low" on the whole system.
  */
@@ -169,7 +155,7 @@ _public_ pressure_selector *pressure_selector_free(pressure_selector *s) {
 _public_ int pressure_selector_set_cgroup(pressure_selector *s, const char *cgroup) {
         if (!s || cgroup_path_check(cgroup) != CGROUP_PATH_OK)
                 return -EINVAL;
-        return set_string(&s->cgroup, cgroup);
+        return free_and_strdup(&s->cgroup, cgroup);
 }
 
 static bool level_valid(pressure_level level) {
@@ -459,7 +445,7 @@ _public_ pressure_client *pressure_client_free(pressure_client *c) {
 _public_ int pressure_client_set_socket(pressure_client *c, const char *path) {
         if (!c || !path || !*path)
                 return -EINVAL;
-        return set_string(&c->socket_path, path);
+        return free_and_strdup(&c->socket_path, path);
 }
 
 /**
@@ -640,8 +626,8 @@ static int subscription_connect(pressure_subscription *s) {
 }
 
 /* A new subscription of @c for @selector, not yet linked into the client; -EINVAL for a missing argument. */
-static int subscription_alloc(pressure_client *c, const pressure_selector *selector,
-                            pressure_event_handler handler, void *userdata, pressure_subscription **ret) {
+static int subscription_new_unlinked(pressure_client *c, const pressure_selector *selector,
+                                     pressure_event_handler handler, void *userdata, pressure_subscription **ret) {
         pressure_subscription *s;
         int r;
 
@@ -680,7 +666,7 @@ _public_ int pressure_client_subscribe_async(pressure_client *c, const pressure_
         pressure_subscription *s;
         int r;
 
-        r = subscription_alloc(c, selector, handler, userdata, &s);
+        r = subscription_new_unlinked(c, selector, handler, userdata, &s);
         if (r < 0)
                 return r;
 
@@ -716,7 +702,7 @@ _public_ int pressure_client_subscribe(pressure_client *c, const pressure_select
 
         if (ret_error)
                 *ret_error = NULL;
-        r = subscription_alloc(c, selector, handler, userdata, &s);
+        r = subscription_new_unlinked(c, selector, handler, userdata, &s);
         if (r < 0)
                 return return_error(r, NULL, ret_error);
 
@@ -1395,50 +1381,30 @@ _public_ int pressure_client_reexecute(pressure_client *c, pressure_error **ret_
 
 /* ---- Asynchronous calls -------------------------------------------------------------- */
 
-static int complete_status(pressure_call *call, json_t *params, const pressure_error *error) {
-        pressure_subscription *s = &call->s;
-        pressure_status *status = NULL;
-        int r;
+/*
+ * complete_status(), complete_protection(), complete_headroom(): the reply of
+ * GetStatus(), GetProtection() or GetHeadroom() made into its result
+ * (type##_new()) for the callback, or the daemon's error.
+ */
+#define DEFINE_COMPLETE_RESULT(type)                                                                    \
+        static int complete_##type(pressure_call *call, json_t *params, const pressure_error *error) { \
+                pressure_subscription *s = &call->s;                                                    \
+                pressure_##type *result = NULL;                                                         \
+                int r;                                                                                  \
+                                                                                                        \
+                if (error)                                                                              \
+                        return s->callback.type(call, NULL, error, s->userdata);                        \
+                r = type##_new(json_incref(params), &result);                                           \
+                if (r < 0)                                                                              \
+                        return subscription_fail(s, r);                                                 \
+                r = s->callback.type(call, result, NULL, s->userdata);                                  \
+                pressure_##type##_unref(result);                                                        \
+                return r;                                                                               \
+        }
 
-        if (error)
-                return s->callback.status(call, NULL, error, s->userdata);
-        r = status_new(json_incref(params), &status);
-        if (r < 0)
-                return subscription_fail(s, r);
-        r = s->callback.status(call, status, NULL, s->userdata);
-        pressure_status_unref(status);
-        return r;
-}
-
-static int complete_protection(pressure_call *call, json_t *params, const pressure_error *error) {
-        pressure_subscription *s = &call->s;
-        pressure_protection *p = NULL;
-        int r;
-
-        if (error)
-                return s->callback.protection(call, NULL, error, s->userdata);
-        r = protection_new(json_incref(params), &p);
-        if (r < 0)
-                return subscription_fail(s, r);
-        r = s->callback.protection(call, p, NULL, s->userdata);
-        pressure_protection_unref(p);
-        return r;
-}
-
-static int complete_headroom(pressure_call *call, json_t *params, const pressure_error *error) {
-        pressure_subscription *s = &call->s;
-        pressure_headroom *h = NULL;
-        int r;
-
-        if (error)
-                return s->callback.headroom(call, NULL, error, s->userdata);
-        r = headroom_new(json_incref(params), &h);
-        if (r < 0)
-                return subscription_fail(s, r);
-        r = s->callback.headroom(call, h, NULL, s->userdata);
-        pressure_headroom_unref(h);
-        return r;
-}
+DEFINE_COMPLETE_RESULT(status)
+DEFINE_COMPLETE_RESULT(protection)
+DEFINE_COMPLETE_RESULT(headroom)
 
 static int complete_inject(pressure_call *call, json_t *params, const pressure_error *error) {
         pressure_subscription *s = &call->s;

@@ -322,7 +322,7 @@ _public_ int pressure_monitor_process(pressure_monitor *m) {
         return r;
 }
 
-static int on_io(struct sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+static int monitor_on_io(struct sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         int r;
 
         (void) s;
@@ -349,7 +349,7 @@ _public_ int pressure_monitor_attach_event(pressure_monitor *m, struct sd_event 
         if (r < 0)
                 return r;
         /* The client's timers are inside its fd: one io source covers everything. */
-        r = m->api.add_io(m->event, &m->io, pressure_client_get_fd(m->client), EPOLLIN, on_io, m);
+        r = m->api.add_io(m->event, &m->io, pressure_client_get_fd(m->client), EPOLLIN, monitor_on_io, m);
         if (r >= 0)
                 r = m->api.source_set_priority(m->io, priority);
         if (r >= 0)

@@ -310,7 +310,7 @@ struct pressure_status {
         size_t n_reclaim;
 };
 
-static uint64_t json_u64(json_t *o, const char *key) {
+static uint64_t member_u64_or_zero(json_t *o, const char *key) {
         json_int_t i = json_integer_value(json_object_get(o, key));
         return i > 0 ? (uint64_t) i : 0;
 }
@@ -327,7 +327,7 @@ static int registration_parse(json_t *v, pressure_registration *r) {
         source = source_from_string(json_string_value(json_object_get(v, "source")));
         r->source = source < 0 ? PRESSURE_SOURCE_NONE : (pressure_source) source;
         r->resource = resource_of(v);
-        r->subscribers = json_u64(v, "subscribers");
+        r->subscribers = member_u64_or_zero(v, "subscribers");
         if (json_is_object(t) && trigger_parse(t, &r->trigger) < 0)
                 return -EBADMSG;
         if (json_is_object(ep)) {
@@ -470,28 +470,28 @@ _public_ const char *pressure_status_get_version(const pressure_status *s) {
  * pressure_status_get_uptime_us - how long the daemon has run.
  */
 _public_ uint64_t pressure_status_get_uptime_us(const pressure_status *s) {
-        return s ? json_u64(s->params, "uptime_us") : 0;
+        return s ? member_u64_or_zero(s->params, "uptime_us") : 0;
 }
 
 /**
  * pressure_status_get_generation - 0 for a fresh start, one more per takeover.
  */
 _public_ uint64_t pressure_status_get_generation(const pressure_status *s) {
-        return s ? json_u64(s->params, "generation") : 0;
+        return s ? member_u64_or_zero(s->params, "generation") : 0;
 }
 
 /**
  * pressure_status_get_clients - connected clients.
  */
 _public_ uint64_t pressure_status_get_clients(const pressure_status *s) {
-        return s ? json_u64(s->params, "clients") : 0;
+        return s ? member_u64_or_zero(s->params, "clients") : 0;
 }
 
 /**
  * pressure_status_get_subscriptions - active subscriptions.
  */
 _public_ uint64_t pressure_status_get_subscriptions(const pressure_status *s) {
-        return s ? json_u64(s->params, "subscriptions") : 0;
+        return s ? member_u64_or_zero(s->params, "subscriptions") : 0;
 }
 
 /**

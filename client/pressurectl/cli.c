@@ -12,7 +12,6 @@
 
 #include "cgroup.h"
 #include "cli.h"
-#include "duration.h"
 #include "error-text.h"
 #include "pressure.h"
 #include "trigger.h"
@@ -195,17 +194,6 @@ int parse_uint(const char *s, uint64_t max, uint64_t *ret) {
                 return -EINVAL;
         *ret = v;
         return 0;
-}
-
-/**
- * parse_seconds - parse a duration option argument: seconds, or a duration
- * with a unit, as parse_duration() reads it ("1.5", "500ms", "2min")
- * @s: the text
- * @max_sec: the largest value accepted
- * @ret_usec: the duration in microseconds
- */
-int parse_seconds(const char *s, double max_sec, uint64_t *ret_usec) {
-        return parse_duration(s, USEC_PER_SEC, (uint64_t) (max_sec * (double) USEC_PER_SEC), ret_usec) < 0 ? -EINVAL : 0;
 }
 
 /* The common options, as the command line gave them (common_option()). */

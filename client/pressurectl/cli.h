@@ -44,14 +44,6 @@ const char *format_size(char buf[static FORMAT_SIZE_MAX], uint64_t v);
 int parse_uint(const char *s, uint64_t max, uint64_t *ret);
 
 /*
- * parse_seconds - a duration in [0, @max_sec] as microseconds: seconds
- * ("2", "0.5") or with a unit ("500ms", "2min"), the grammar of
- * parse_duration(). Returns 0, or -EINVAL with *@ret_usec
- * untouched.
- */
-int parse_seconds(const char *s, double max_sec, uint64_t *ret_usec);
-
-/*
  * cli_set_json - whether the command line asked for --json. With it,
  * everything this module and error-text.h write on stderr is one JSON
  * object per line (usage errors, notices), and getopt's own complaints are

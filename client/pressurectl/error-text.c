@@ -28,7 +28,7 @@ static void put_escaped(FILE *f, const char *s) {
 }
 
 /* The parameter @key of @p: a string escaped, a number as such, "?" if missing. */
-static void put(FILE *f, json_t *p, const char *key) {
+static void put_param(FILE *f, json_t *p, const char *key) {
         json_t *v = json_object_get(p, key);
 
         if (json_is_string(v))
@@ -58,7 +58,7 @@ void error_text_set_roots(const char *v2_root, const char *v1_root) {
 static void say_no_such_cgroup(FILE *f, const char *command, json_t *p) {
         (void) command;
         fputs("No cgroup ", f);
-        put(f, p, "cgroup");
+        put_param(f, p, "cgroup");
         /* The daemon answers NoSuchCgroup for a cgroup in none of the hierarchies it uses. */
         if (roots_known && (root_v2 || root_v1)) {
                 fputs(": the daemon's cgroup hierarchies have no such cgroup (", f);
@@ -105,7 +105,7 @@ static void say_invalid_cgroup_path(FILE *f, const char *command, json_t *p) {
         if (cgroup && problem == CGROUP_PATH_OK)
                 problem = probe_cgroup_path(root_v1, cgroup);
         fputs("Invalid cgroup path '", f);
-        put(f, p, "cgroup");
+        put_param(f, p, "cgroup");
         if (problem != CGROUP_PATH_OK)
                 fprintf(f, "': %s.", cgroup_path_problem_to_string(problem));
         else
@@ -122,7 +122,7 @@ static void say_permission_denied(FILE *f, const char *command, json_t *p) {
                 fputs("Only root may make the daemon execute itself anew; try sudo.", f);
         else {
                 fputs("Permission denied: ", f);
-                put(f, p, "reason");
+                put_param(f, p, "reason");
                 fputs("; use a cgroup delegated to your user, or try sudo.", f);
         }
 }
@@ -132,9 +132,9 @@ static void say_source_unavailable(FILE *f, const char *command, json_t *p) {
 
         (void) command;
         fputs("The source ", f);
-        put(f, p, "source");
+        put_param(f, p, "source");
         fputs(" is not available here: ", f);
-        put(f, p, "reason");
+        put_param(f, p, "reason");
         if (source && (streq(source, "psi") || streq(source, "vmpressure")))
                 fputs("; --level picks the source this system has.", f);
         else
@@ -146,7 +146,7 @@ static void say_invalid_trigger(FILE *f, const char *command, json_t *p) {
 
         (void) command;
         fputs("Invalid trigger: ", f);
-        put(f, p, "reason");
+        put_param(f, p, "reason");
         /* A trigger refused for its resource (cpu "full" on the whole system) is well formed: no syntax hint. */
         if (reason && strncmp(reason, "cpu ", 4) == 0)
                 fputs(".", f);
@@ -177,15 +177,15 @@ static void say_limit_exceeded(FILE *f, const char *command, json_t *p) {
 
         (void) command;
         fputs("The daemon's limit ", f);
-        put(f, p, "limit");
+        put_param(f, p, "limit");
         fputs(" (", f);
-        put(f, p, "value");
+        put_param(f, p, "value");
         fputs(") is reached; ", f);
         if (setting)
                 fprintf(f, "close other clients, or raise %s.", setting);
         else {
                 fputs("close other clients, or raise ", f);
-                put(f, p, "limit");
+                put_param(f, p, "limit");
                 fputs(" in pressured.conf.", f);
         }
 }
@@ -193,21 +193,21 @@ static void say_limit_exceeded(FILE *f, const char *command, json_t *p) {
 static void say_configuration_rejected(FILE *f, const char *command, json_t *p) {
         (void) command;
         fputs("The daemon rejected its configuration and keeps the previous one: ", f);
-        put(f, p, "reason");
+        put_param(f, p, "reason");
         fputs("; fix the file and reload again, see journalctl -u pressured.", f);
 }
 
 static void say_internal_error(FILE *f, const char *command, json_t *p) {
         (void) command;
         fputs("The daemon failed: ", f);
-        put(f, p, "reason");
+        put_param(f, p, "reason");
         fputs("; try again, and see journalctl -u pressured.", f);
 }
 
 static void say_no_such_prekill(FILE *f, const char *command, json_t *p) {
         (void) command;
         fputs("No warning before a kill numbered ", f);
-        put(f, p, "id");
+        put_param(f, p, "id");
         fputs(" waits for your acknowledgement: the daemon answered systemd-oomd already (acknowledged, or its "
               "deadline passed), or it is not yours.", f);
 }
@@ -215,21 +215,21 @@ static void say_no_such_prekill(FILE *f, const char *command, json_t *p) {
 static void say_method_not_found(FILE *f, const char *command, json_t *p) {
         (void) command;
         fputs("The daemon does not know the method ", f);
-        put(f, p, "method");
+        put_param(f, p, "method");
         fputs(": it is older than pressurectl; update pressured and restart it.", f);
 }
 
 static void say_method_not_implemented(FILE *f, const char *command, json_t *p) {
         (void) command;
         fputs("The daemon does not implement the method ", f);
-        put(f, p, "method");
+        put_param(f, p, "method");
         fputs(": it is older or newer than pressurectl; use the same version of both.", f);
 }
 
 static void say_interface_not_found(FILE *f, const char *command, json_t *p) {
         (void) command;
         fputs("The daemon does not offer the interface ", f);
-        put(f, p, "interface");
+        put_param(f, p, "interface");
         fputs(": is the socket pressured's? Check --socket and $PRESSURED_SOCKET.", f);
 }
 
@@ -242,7 +242,7 @@ static void say_invalid_parameter(FILE *f, const char *command, json_t *p) {
                 return;
         }
         fputs("The daemon rejected the parameter ", f);
-        put(f, p, "parameter");
+        put_param(f, p, "parameter");
         fputs(" of the call: pressurectl and pressured may be of different versions; use the same version of both.",
               f);
 }
@@ -294,26 +294,26 @@ static void say_local(FILE *f, const char *name, json_t *p) {
 
         if (streq(name, CLI_ERROR_UNREACHABLE)) {
                 fputs("Cannot reach pressured at ", f);
-                put(f, p, "socket");
+                put_param(f, p, "socket");
                 fputs(": ", f);
-                put(f, p, "reason");
+                put_param(f, p, "reason");
                 fputs(".", f);
                 say_start_hint(f, socket);
         } else if (streq(name, CLI_ERROR_SOCKET_DENIED)) {
                 fputs("Cannot connect to pressured at ", f);
-                put(f, p, "socket");
+                put_param(f, p, "socket");
                 fputs(": ", f);
-                put(f, p, "reason");
+                put_param(f, p, "reason");
                 fputs("; the socket's permissions keep you out; try sudo.", f);
         } else if (streq_ptr(get_str(p, "errno"), "EBADMSG")) {
                 fputs("Cannot read the reply of pressured at ", f);
-                put(f, p, "socket");
+                put_param(f, p, "socket");
                 fputs(": it is not what this pressurectl expects; use the same version of both.", f);
         } else {
                 fputs("Talking to pressured at ", f);
-                put(f, p, "socket");
+                put_param(f, p, "socket");
                 fputs(" failed: ", f);
-                put(f, p, "reason");
+                put_param(f, p, "reason");
                 fputs(".", f);
         }
 }
@@ -338,9 +338,9 @@ char *error_sentence(const char *command, const char *name, json_t *params) {
         if (!known && streq(name, PRESSURE_ERROR_INVALID_CGROUP_PATH)) {
                 /* libpressure's own: the rule the path breaks, found before anything was sent. */
                 fputs("Invalid cgroup path '", f);
-                put(f, params, "cgroup");
+                put_param(f, params, "cgroup");
                 fputs("': ", f);
-                put(f, params, "reason");
+                put_param(f, params, "reason");
                 fputs(".", f);
         } else if (!known && strncmp(name, "pressurectl.", strlen("pressurectl.")) == 0)
                 say_local(f, name, params);
@@ -470,7 +470,7 @@ int error_report(FILE *f, bool json, const char *command, const char *socket, in
 }
 
 /* @o (stolen) on one line of @f; false if out of memory. */
-static bool put_object(FILE *f, json_t *o) {
+static bool print_json(FILE *f, json_t *o) {
         char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
         json_decref(o);
@@ -504,7 +504,7 @@ int error_report_usage(FILE *f, bool json, const char *command, const char *reas
                 name[n - 1] = 0;
         if (asprintf(&message, "%s%sTry 'pressurectl %s--help'.", reason ?: "", reason ? ". " : "", command) < 0)
                 message = NULL;
-        if (!put_object(f, json_pack("{s:s, s:{s:s, s:s?}, s:s}", "error", CLI_ERROR_USAGE, "parameters",
+        if (!print_json(f, json_pack("{s:s, s:{s:s, s:s?}, s:s}", "error", CLI_ERROR_USAGE, "parameters",
                                      "command", name ?: "", "reason", reason, "message", message ?: "")))
                 fprintf(f, "pressurectl: %s\n", reason ?: strerror(ENOMEM));
         return EXIT_USAGE;
@@ -526,7 +526,7 @@ int error_report_failure(FILE *f, bool json, const char *command, int r, const c
                 return EXIT_DAEMON_ERROR;
         }
         p = r < 0 ? json_pack("{s:s, s:s}", "errno", strerrorname_np(-r) ?: "?", "reason", strerror(-r)) : json_object();
-        if (!put_object(f, json_pack("{s:s, s:o?, s:s}", "error", CLI_ERROR_FAILED, "parameters", p, "message",
+        if (!print_json(f, json_pack("{s:s, s:o?, s:s}", "error", CLI_ERROR_FAILED, "parameters", p, "message",
                                      message)))
                 fprintf(f, "pressurectl: %s: %s\n", command, message);
         return EXIT_DAEMON_ERROR;
@@ -543,7 +543,7 @@ int error_report_timeout(FILE *f, bool json, const char *command, uint64_t event
         char message[96];
 
         snprintf(message, sizeof(message), "timed out after %" PRIu64 " event%s", events, events == 1 ? "" : "s");
-        if (!json || !put_object(f, json_pack("{s:s, s:{s:s, s:I}, s:s}", "error", CLI_ERROR_TIMEOUT, "parameters",
+        if (!json || !print_json(f, json_pack("{s:s, s:{s:s, s:I}, s:s}", "error", CLI_ERROR_TIMEOUT, "parameters",
                                               "command", command, "events", (json_int_t) events, "message",
                                               message)))
                 fprintf(f, "pressurectl: %s: %s\n", command, message);
@@ -557,6 +557,6 @@ int error_report_timeout(FILE *f, bool json, const char *command, uint64_t event
  * @text: what to say
  */
 void notice_report(FILE *f, bool json, const char *text) {
-        if (!json || !put_object(f, json_pack("{s:s}", "notice", text)))
+        if (!json || !print_json(f, json_pack("{s:s}", "notice", text)))
                 fprintf(f, "pressurectl: %s\n", text);
 }

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "duration.h"
 #include "hook.h"
 #include "util.h"
 #include "vocabulary.h"
@@ -470,10 +471,6 @@ uint64_t hook_get_timeout(const Hook *h) {
         return at > now ? at - now : 0;
 }
 
-static void format_seconds(char buf[static 32], uint64_t usec) {
-        (void) snprintf(buf, 32, "%g s", (double) usec / 1e6);
-}
-
 /* Reap @run if it ended and say how, unless it ended well. Returns true if it ended. */
 static bool hook_reap(Hook *h, HookRun *run) {
         siginfo_t si = {};
@@ -506,10 +503,10 @@ static void hook_check_time(Hook *h, HookRun *run) {
         if (run->pid <= 0 || run->kill_signal == 0 || now < run->kill_at_usec)
                 return;
         run_name(name, run);
-        format_seconds(a, h->timeout_usec);
-        format_seconds(b, run->grace_usec);
+        format_seconds(h->timeout_usec, a, sizeof(a));
+        format_seconds(run->grace_usec, b, sizeof(b));
         if (run->kill_signal == SIGKILL) {
-                cli_notice("hook '%s' (%s) still running %s after SIGTERM, sending SIGKILL", h->argv[0], name, b);
+                cli_notice("hook '%s' (%s) still running %s s after SIGTERM, sending SIGKILL", h->argv[0], name, b);
                 run->kill_signal = 0;
                 run->kill_at_usec = UINT64_MAX;
                 (void) kill(-run->pid, SIGKILL);
@@ -519,7 +516,7 @@ static void hook_check_time(Hook *h, HookRun *run) {
                 cli_notice("hook '%s' (%s) is still running at the warning's deadline, sending SIGTERM", h->argv[0],
                            name);
         else
-                cli_notice("hook '%s' (%s) ran over its %s timeout, sending SIGTERM", h->argv[0], name, a);
+                cli_notice("hook '%s' (%s) ran over its %s s timeout, sending SIGTERM", h->argv[0], name, a);
         run->kill_signal = SIGKILL;
         run->kill_at_usec = now + run->grace_usec;
         (void) kill(-run->pid, SIGTERM);

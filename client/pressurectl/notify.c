@@ -27,6 +27,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "duration.h"
 #include "error-text.h"
 #include "notify.h"
 #include "notify-text.h"
@@ -370,7 +371,7 @@ static void watch_prekill(Watch *w, const pressure_event *ev) {
 
         (void) watch_show_prekill(w, ev);
         if (pressure_event_get_prekill_id(ev, &id) >= 0)
-                (void) prekill_acknowledge(w->n->client, id, pressure_event_get_deadline_us(ev));
+                (void) prekill_send_ack(w->n->client, id, pressure_event_get_deadline_us(ev));
 }
 
 /* The kill @ev of a cgroup whose warning is on screen replaces that warning; returns whether it did. */
@@ -687,7 +688,7 @@ static int poll_timeout_ms(Notifier *n, uint64_t now) {
         return (int) MIN((wait + USEC_PER_MSEC - 1) / USEC_PER_MSEC, (uint64_t) INT32_MAX);
 }
 
-static int run(Notifier *n, int sigfd) {
+static int notify_run(Notifier *n, int sigfd) {
         for (;;) {
                 uint64_t now = now_usec(CLOCK_MONOTONIC);
                 struct pollfd p[3] = {
@@ -741,7 +742,7 @@ static int run(Notifier *n, int sigfd) {
         }
 }
 
-static void help(void) {
+static void notify_help(void) {
         printf("pressurectl [OPTIONS] notify [--cgroup CGROUP] [--level L] [--on-cleared close|replace]\n"
                "                             [--min-interval SEC] [--no-kills] [--dry-run]\n\n"
                "Show memory pressure on the user's session (the user@UID.service cgroup) and on\n"
@@ -790,7 +791,7 @@ static int parse_option(Notifier *n, NotifyArgs *a, int opt, const char *arg) {
 
         switch (opt) {
         case 'h':
-                help();
+                notify_help();
                 return 0;
         case ARG_CGROUP:
                 r = cgroup_arg("notify ", arg, NULL);
@@ -813,7 +814,8 @@ static int parse_option(Notifier *n, NotifyArgs *a, int opt, const char *arg) {
                         return usage_error("notify ", "invalid --on-cleared '%s', expected close or replace", arg);
                 return -1;
         case ARG_MIN_INTERVAL:
-                if (parse_seconds(arg, NOTIFY_MAX_INTERVAL_SEC, &n->min_interval_us) < 0 || n->min_interval_us == 0)
+                if (parse_seconds(arg, (uint64_t) NOTIFY_MAX_INTERVAL_SEC * USEC_PER_SEC, &n->min_interval_us) < 0 ||
+                    n->min_interval_us == 0)
                         return usage_error("notify ", "invalid --min-interval '%s', expected seconds in (0, %.0f]",
                                            arg, NOTIFY_MAX_INTERVAL_SEC);
                 return -1;
@@ -851,7 +853,7 @@ static int parse_option(Notifier *n, NotifyArgs *a, int opt, const char *arg) {
 }
 
 /* Parse notify's command line into @n and @a; returns -1 to go on, or the exit status to end with. */
-static int parse_argv(Notifier *n, NotifyArgs *a, int argc, char **argv) {
+static int notify_parse_argv(Notifier *n, NotifyArgs *a, int argc, char **argv) {
         static const struct option options[] = {
                 { "help",           no_argument,       NULL, 'h' },
                 { "cgroup",         required_argument, NULL, ARG_CGROUP },
@@ -883,7 +885,7 @@ static int parse_argv(Notifier *n, NotifyArgs *a, int argc, char **argv) {
 }
 
 /* Set up the client, waiting for the daemon; returns -1 to go on, or the exit status to end with. */
-static int client_setup(Notifier *n, const char *socket, bool user) {
+static int notify_client_open(Notifier *n, const char *socket, bool user) {
         int r;
 
         r = pressure_client_new(&n->client);
@@ -968,7 +970,7 @@ int notify_main(int argc, char **argv, const char *socket, bool user, bool json)
         _cleanup_close_ int sigfd = -EBADF;
         int r;
 
-        r = parse_argv(&n, &a, argc, argv);
+        r = notify_parse_argv(&n, &a, argc, argv);
         if (r >= 0)
                 return r;
 
@@ -977,7 +979,7 @@ int notify_main(int argc, char **argv, const char *socket, bool user, bool json)
                         "notifications will not name child cgroups");
         n.have_roots = n.roots.v2 || n.roots.v1_memory;
 
-        r = client_setup(&n, a.socket, a.user);
+        r = notify_client_open(&n, a.socket, a.user);
         if (r >= 0)
                 return r;
         r = watches_add(&n, &a);
@@ -990,7 +992,7 @@ int notify_main(int argc, char **argv, const char *socket, bool user, bool json)
         if (sigfd < 0)
                 return cli_fail("notify", sigfd, "signalfd: %s", strerror(-sigfd));
 
-        r = run(&n, sigfd);
+        r = notify_run(&n, sigfd);
         notifier_close_all(&n);
         return r;
 }

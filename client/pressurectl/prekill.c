@@ -27,7 +27,7 @@ void prekill_print(FILE *f, uint64_t time_us, const char *cgroup, const char *by
         fprintf(f, "\n");
 }
 
-int prekill_acknowledge(pressure_client *c, uint64_t id, uint64_t deadline_us) {
+int prekill_send_ack(pressure_client *c, uint64_t id, uint64_t deadline_us) {
         _cleanup_(pressure_error_freep) pressure_error *error = NULL;
         int r;
 
@@ -41,5 +41,5 @@ int prekill_acknowledge(pressure_client *c, uint64_t id, uint64_t deadline_us) {
 }
 
 void prekill_hook_done(uint64_t id, uint64_t deadline_us, void *userdata) {
-        (void) prekill_acknowledge(userdata, id, deadline_us);
+        (void) prekill_send_ack(userdata, id, deadline_us);
 }

@@ -21,12 +21,12 @@ void prekill_print(FILE *f, uint64_t time_us, const char *cgroup, const char *by
                    uint64_t missed);
 
 /*
- * prekill_acknowledge - acknowledge the warning @id on a connection of
+ * prekill_send_ack - acknowledge the warning @id on a connection of
  * its own (the stream goes on). A failure is said with cli_notice(), but
  * NoSuchPrekill once the deadline @deadline_us has passed: the daemon has
  * answered systemd-oomd by itself then. Returns 0 or the negative errno.
  */
-int prekill_acknowledge(pressure_client *c, uint64_t id, uint64_t deadline_us);
+int prekill_send_ack(pressure_client *c, uint64_t id, uint64_t deadline_us);
 
 /* prekill_hook_done - a HookPrekillDone (hook.h) that acknowledges on the client @userdata. */
 void prekill_hook_done(uint64_t id, uint64_t deadline_us, void *userdata);

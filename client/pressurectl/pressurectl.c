@@ -16,7 +16,7 @@
 #include "commands.h"
 #include "util.h"
 
-static void help(void) {
+static void pressurectl_help(void) {
         printf("pressurectl [OPTIONS] COMMAND ...\n\n"
                "Query and watch pressured, the memory-pressure notification daemon.\n\n"
                "Commands:\n"
@@ -80,7 +80,7 @@ int main(int argc, char **argv) {
                         continue;
                 switch (opt) {
                 case 'h':
-                        help();
+                        pressurectl_help();
                         return 0;
                 case 'V':
                         if (arg_json)

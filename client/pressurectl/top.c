@@ -36,6 +36,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "duration.h"
 #include "error-text.h"
 #include "pressure.h"
 #include "top.h"
@@ -1577,7 +1578,7 @@ static int run_screen(Top *t) {
 
 /* ---- command line ------------------------------------------------------------------------ */
 
-static void help(void) {
+static void top_help(void) {
         printf("pressurectl [OPTIONS] top [CGROUP] [-d SEC] [--batch] [--iterations N]\n\n"
                "A live view of memory pressure across the cgroups below CGROUP (default: all):\n"
                "usage and limits, effective protection from the daemon, PSI some/full avg10, the\n"
@@ -1603,7 +1604,7 @@ static void help(void) {
 static int top_parse_option(Top *t, int opt, const char *arg, bool *roots_given) {
         switch (opt) {
         case 'h':
-                help();
+                top_help();
                 return 0;
         case 'j':
                 t->json = true;
@@ -1616,7 +1617,7 @@ static int top_parse_option(Top *t, int opt, const char *arg, bool *roots_given)
                 t->user = true;
                 break;
         case 'd':
-                if (parse_seconds(arg, 86400, &t->delay_usec) < 0)
+                if (parse_seconds(arg, 86400 * USEC_PER_SEC, &t->delay_usec) < 0)
                         return usage_error("top ", "invalid delay '%s', expected seconds from 0 to 86400 (fractions allowed)",
                                            arg);
                 break;

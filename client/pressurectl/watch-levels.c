@@ -135,7 +135,7 @@ static void stream_prekill(LevelStream *s, json_t *ev, const char *line) {
         if (s->o->hook)
                 (void) hook_submit_prekill(s->o->hook, &p);
         else
-                (void) prekill_acknowledge(s->client, p.id, p.deadline_us);
+                (void) prekill_send_ack(s->client, p.id, p.deadline_us);
 }
 
 /* One message of the stream: a level event, a warning, "removed", or the daemon's error. */
@@ -240,7 +240,7 @@ static int stream_reconnect(LevelStream *s) {
 }
 
 /* Wait for the stream, the hook or the next connect, at most @left microseconds, and handle what came. */
-static int stream_wait(LevelStream *s, uint64_t left) {
+static int stream_poll(LevelStream *s, uint64_t left) {
         struct pollfd p[2] = {
                 { .fd = s->fd, .events = POLLIN },
                 { .fd = s->o->hook ? hook_get_fd(s->o->hook) : -1, .events = POLLIN },
@@ -292,7 +292,7 @@ int watch_levels_run(pressure_client *c, const LevelWatchOptions *o) {
                         s->exit_code = r;
                         break;
                 }
-                r = stream_wait(s, left);
+                r = stream_poll(s, left);
                 if (r < 0)
                         s->exit_code = error_report(stderr, arg_json, "watch", s->socket, r, NULL, NULL);
         }

@@ -288,7 +288,7 @@ static void watch_prekill(Watch *w, const pressure_event *e) {
         if (w->hook)
                 (void) hook_submit_prekill(w->hook, &p);
         else
-                (void) prekill_acknowledge(w->client, p.id, p.deadline_us);
+                (void) prekill_send_ack(w->client, p.id, p.deadline_us);
 }
 
 static int on_watch_event(pressure_subscription *sub, const pressure_event *e, void *userdata) {
@@ -573,7 +573,7 @@ static int watch_parse_option(WatchOptions *o, int opt, const char *arg) {
                 return 0;
         case 't':
                 /* 0 would end the watch before it began: refused, as --exec-timeout 0 is. */
-                if (parse_seconds(arg, WATCH_SECONDS_MAX, &u) < 0 || u == 0)
+                if (parse_seconds(arg, (uint64_t) WATCH_SECONDS_MAX * USEC_PER_SEC, &u) < 0 || u == 0)
                         return usage_error("watch ", "invalid timeout '%s', expected seconds over 0, at most %.0f "
                                            "(fractions allowed); leave --timeout out to watch without end", arg,
                                            WATCH_SECONDS_MAX);
@@ -604,7 +604,8 @@ static int watch_parse_option(WatchOptions *o, int opt, const char *arg) {
                 return 0;
         }
         case 'X':
-                if (parse_seconds(arg, WATCH_SECONDS_MAX, &o->exec_timeout) < 0 || o->exec_timeout == 0)
+                if (parse_seconds(arg, (uint64_t) WATCH_SECONDS_MAX * USEC_PER_SEC, &o->exec_timeout) < 0 ||
+                    o->exec_timeout == 0)
                         return usage_error("watch ", "invalid exec timeout '%s', expected seconds over 0, at most %.0f "
                                            "(fractions allowed); leave --exec-timeout out to let runs take their time",
                                            arg, WATCH_SECONDS_MAX);

@@ -2,6 +2,8 @@
 /* The duration grammar shared by the configuration and pressurectl. */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "duration.h"
@@ -81,4 +83,34 @@ int parse_duration(const char *s, uint64_t default_unit_usec, uint64_t max_usec,
 
         *ret_usec = whole + frac;
         return 0;
+}
+
+int parse_seconds(const char *s, uint64_t max_usec, uint64_t *ret_usec) {
+        return parse_duration(s, USEC_PER_SEC, max_usec, ret_usec);
+}
+
+/* snprintf()'s result as the formatters of this file return it. */
+static int formatted(int n, size_t size) {
+        return n < 0 || (size_t) n >= size ? -ENOBUFS : n;
+}
+
+int format_seconds(uint64_t usec, char *buf, size_t size) {
+        uint64_t frac = usec % USEC_PER_SEC;
+        int digits = 6;
+
+        if (frac == 0)
+                return formatted(snprintf(buf, size, "%" PRIu64, usec / USEC_PER_SEC), size);
+        while (frac % 10 == 0) {
+                frac /= 10;
+                digits--;
+        }
+        return formatted(snprintf(buf, size, "%" PRIu64 ".%0*" PRIu64, usec / USEC_PER_SEC, digits, frac), size);
+}
+
+int format_duration_us(uint64_t usec, char *buf, size_t size) {
+        if (usec != 0 && usec % USEC_PER_SEC == 0)
+                return formatted(snprintf(buf, size, "%" PRIu64 "s", usec / USEC_PER_SEC), size);
+        if (usec != 0 && usec % USEC_PER_MSEC == 0)
+                return formatted(snprintf(buf, size, "%" PRIu64 "ms", usec / USEC_PER_MSEC), size);
+        return formatted(snprintf(buf, size, "%" PRIu64 "us", usec), size);
 }

@@ -132,29 +132,6 @@ int psi_trigger_check_resource(const PsiTrigger *t, Resource resource, bool syst
 }
 
 /*
- * format_duration_us - a duration in the largest unit that keeps it exact.
- * @usec: microseconds
- * @buf: destination
- * @size: size of @buf
- *
- * "2s", "150ms", "1500ms", "7us" ("0us" for zero); parse_duration()
- * reads it back. Returns the length without the NUL, or -ENOBUFS.
- */
-int format_duration_us(uint64_t usec, char *buf, size_t size) {
-        int n;
-
-        if (usec != 0 && usec % USEC_PER_SEC == 0)
-                n = snprintf(buf, size, "%" PRIu64 "s", usec / USEC_PER_SEC);
-        else if (usec != 0 && usec % USEC_PER_MSEC == 0)
-                n = snprintf(buf, size, "%" PRIu64 "ms", usec / USEC_PER_MSEC);
-        else
-                n = snprintf(buf, size, "%" PRIu64 "us", usec);
-        if (n < 0 || (size_t) n >= size)
-                return -ENOBUFS;
-        return n;
-}
-
-/*
  * psi_trigger_format - the text of a trigger.
  * @t: the trigger
  * @format: PSI_TRIGGER_FORMAT_KERNEL, "some 150000 2000000", the line

@@ -116,12 +116,6 @@ typedef enum PsiTriggerFormat {
 int psi_trigger_format(const PsiTrigger *t, PsiTriggerFormat format, char *buf, size_t size);
 
 /*
- * format_duration_us - @usec in the largest unit that keeps it exact:
- * "2s", "150ms", "1500ms", "7us". Returns the length, or -ENOBUFS.
- */
-int format_duration_us(uint64_t usec, char *buf, size_t size);
-
-/*
  * psi_trigger_round_unprivileged - the trigger an unprivileged process may
  * register: window rounded up to a multiple of 2 s, threshold scaled by the
  * same factor (rounded up, and never above the new window). Returns true if

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* File reading and number parsing shared by the daemon modules. */
+/* File reading, number parsing and strings shared by the daemon modules, libpressure and pressurectl. */
 #include <ctype.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -77,5 +77,18 @@ int safe_atou64(const char *s, uint64_t *ret) {
         if (*end != 0)
                 return -EINVAL;
         *ret = (uint64_t) v;
+        return 0;
+}
+
+int free_and_strdup(char **p, const char *s) {
+        char *copy = NULL;
+
+        if (s) {
+                copy = strdup(s);
+                if (!copy)
+                        return -ENOMEM;
+        }
+        free(*p);
+        *p = copy;
         return 0;
 }

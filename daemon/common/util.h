@@ -194,3 +194,9 @@ int read_full_fd(int fd, size_t max, char **ret, size_t *ret_size);
 
 /* Parse a decimal uint64 with overflow checking; the whole string must match. */
 int safe_atou64(const char *s, uint64_t *ret);
+
+/*
+ * free_and_strdup - replace the string *@p by a copy of @s, or by NULL if
+ * @s is NULL. Returns 0, or -ENOMEM with *@p untouched.
+ */
+int free_and_strdup(char **p, const char *s);

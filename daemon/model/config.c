@@ -203,24 +203,13 @@ Config *config_free(Config *c) {
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
 
-/* Replace the string *@p by a copy of @value. */
-static int replace_string(char **p, const char *value) {
-        char *copy = strdup(value);
-
-        if (!copy)
-                return -ENOMEM;
-        free(*p);
-        *p = copy;
-        return 0;
-}
-
 static bool config_type_is_string(ConfigType t) {
         return t == CONFIG_SOCKET || t == CONFIG_AUTO_PATH || t == CONFIG_GROUP || t == CONFIG_LISTEN ||
                t == CONFIG_OPT_SOCKET || t == CONFIG_CGROUP_GLOBS;
 }
 
-/* "1G", "16M", "4K" when exact, else plain bytes. */
-static void format_size(uint64_t v, char *buf, size_t size) {
+/* "1G", "16M", "4K" when exact, else plain bytes: what parse_size() reads back. */
+static void format_size_exact(uint64_t v, char *buf, size_t size) {
         if (v != 0 && v % GIB == 0)
                 snprintf(buf, size, "%" PRIu64 "G", v / GIB);
         else if (v != 0 && v % MIB == 0)
@@ -229,32 +218,6 @@ static void format_size(uint64_t v, char *buf, size_t size) {
                 snprintf(buf, size, "%" PRIu64 "K", v / KIB);
         else
                 snprintf(buf, size, "%" PRIu64, v);
-}
-
-/* Seconds with as many decimals as needed: "1", "0.5", "0.000001". */
-static void format_seconds(uint64_t usec, char *buf, size_t size) {
-        uint64_t frac = usec % USEC_PER_SEC;
-        int digits = 6;
-
-        if (frac == 0) {
-                snprintf(buf, size, "%" PRIu64, usec / USEC_PER_SEC);
-                return;
-        }
-        while (frac % 10 == 0) {
-                frac /= 10;
-                digits--;
-        }
-        snprintf(buf, size, "%" PRIu64 ".%0*" PRIu64, usec / USEC_PER_SEC, digits, frac);
-}
-
-/* A duration in the largest unit that keeps it exact: "1s", "70ms", "1500us". */
-static void format_duration(uint64_t usec, char *buf, size_t size) {
-        if (usec != 0 && usec % USEC_PER_SEC == 0)
-                snprintf(buf, size, "%" PRIu64 "s", usec / USEC_PER_SEC);
-        else if (usec != 0 && usec % USEC_PER_MSEC == 0)
-                snprintf(buf, size, "%" PRIu64 "ms", usec / USEC_PER_MSEC);
-        else
-                snprintf(buf, size, "%" PRIu64 "us", usec);
 }
 
 static int parse_size(const char *s, uint64_t *ret) {
@@ -287,11 +250,6 @@ static int parse_size(const char *s, uint64_t *ret) {
                         return 0;
                 }
         return -EINVAL;
-}
-
-/* Seconds ("10", "0.5") or a duration with a unit ("500ms", "2min"): parse_duration(). */
-static int parse_seconds(const char *s, uint64_t *ret) {
-        return parse_duration(s, USEC_PER_SEC, UINT64_MAX, ret);
 }
 
 /* A decimal fraction ("0.5", "1", ".25") in parts per million, at most six decimals. */
@@ -479,7 +437,7 @@ static int config_value_parse_path(const ConfigKey *k, void *field, const char *
                 snprintf(reason, reason_size, "path too long");
                 return -EINVAL;
         }
-        return replace_string(p, value);
+        return free_and_strdup(p, value);
 }
 
 /* CONFIG_LOG_LEVEL: a syslog priority name or number. */
@@ -549,14 +507,18 @@ static int config_value_parse_unsigned(const ConfigKey *k, void *field, const ch
 static int config_value_parse_size_or_seconds(const ConfigKey *k, void *field, const char *value,
                                               char *reason, size_t reason_size) {
         bool is_size = k->type == CONFIG_SIZE;
-        int (*parse)(const char *, uint64_t *) = is_size ? parse_size : parse_seconds;
-        void (*format)(uint64_t, char *, size_t) = is_size ? format_size : format_seconds;
         char lo[32], hi[32];
         uint64_t v;
+        int r = is_size ? parse_size(value, &v) : parse_seconds(value, UINT64_MAX, &v);
 
-        if (parse(value, &v) < 0 || v < k->min || v > k->max) {
-                format(k->min, lo, sizeof(lo));
-                format(k->max, hi, sizeof(hi));
+        if (r < 0 || v < k->min || v > k->max) {
+                if (is_size) {
+                        format_size_exact(k->min, lo, sizeof(lo));
+                        format_size_exact(k->max, hi, sizeof(hi));
+                } else {
+                        format_seconds(k->min, lo, sizeof(lo));
+                        format_seconds(k->max, hi, sizeof(hi));
+                }
                 snprintf(reason, reason_size, "must be %sbetween %s and %s%s", is_size ? "a size " : "",
                          lo, hi, is_size ? " (bytes, or with suffix K, M, G)" : " seconds");
                 return -EINVAL;
@@ -637,7 +599,7 @@ static int config_value_parse_group(const ConfigKey *k, void *field, const char 
                 snprintf(reason, reason_size, "must be a group name or a numeric GID");
                 return -EINVAL;
         }
-        return replace_string(field, value);
+        return free_and_strdup(field, value);
 }
 
 /* CONFIG_LISTEN: ADDRESS:PORT, checked, kept as text. */
@@ -649,7 +611,7 @@ static int config_value_parse_listen(const ConfigKey *k, void *field, const char
                          "and a port between 1 and 65535");
                 return -EINVAL;
         }
-        return replace_string(field, value);
+        return free_and_strdup(field, value);
 }
 
 /* CONFIG_CGROUP_GLOBS: cgroup path patterns, checked, kept as written. */
@@ -668,7 +630,7 @@ static int config_value_parse_cgroup_globs(const ConfigKey *k, void *field, cons
         }
         if (r < 0)
                 return r;
-        return replace_string(field, value);
+        return free_and_strdup(field, value);
 }
 
 /* CONFIG_MARGIN: a percentage (of the limit or MemTotal) or a size. */
@@ -718,7 +680,7 @@ static int config_key_parse(const ConfigKey *k, Config *c, const char *value, ch
 
         if (value[0] == 0 && k->type == CONFIG_OPT_SOCKET)
                 /* An empty socket path turns the socket off. */
-                return replace_string(field, "");
+                return free_and_strdup(field, "");
         if (k->type == CONFIG_OPT_SOCKET && streq(value, "auto")) {
                 char **p = field;
 
@@ -1293,8 +1255,8 @@ static void config_format_value(FILE *f, const ConfigKey *k, const void *field) 
         case CONFIG_TRIGGER: {
                 const PsiTrigger *t = field;
 
-                format_duration(t->threshold_us, tmp[0], sizeof(tmp[0]));
-                format_duration(t->window_us, tmp[1], sizeof(tmp[1]));
+                format_duration_us(t->threshold_us, tmp[0], sizeof(tmp[0]));
+                format_duration_us(t->window_us, tmp[1], sizeof(tmp[1]));
                 fprintf(f, "%s %s %s", strna(psi_stall_to_string(t->stall)), tmp[0], tmp[1]);
                 break;
         }
@@ -1305,7 +1267,7 @@ static void config_format_value(FILE *f, const ConfigKey *k, const void *field) 
                 fprintf(f, "%u", *(const unsigned *) field);
                 break;
         case CONFIG_SIZE:
-                format_size(*(const uint64_t *) field, tmp[2], sizeof(tmp[2]));
+                format_size_exact(*(const uint64_t *) field, tmp[2], sizeof(tmp[2]));
                 fputs(tmp[2], f);
                 break;
         case CONFIG_SECONDS:
@@ -1331,7 +1293,7 @@ static void config_format_value(FILE *f, const ConfigKey *k, const void *field) 
         case CONFIG_MARGIN: {
                 const Margin *m = field;
 
-                (m->percent ? format_percent : format_size)(m->value, tmp[2], sizeof(tmp[2]));
+                (m->percent ? format_percent : format_size_exact)(m->value, tmp[2], sizeof(tmp[2]));
                 fputs(tmp[2], f);
                 break;
         }

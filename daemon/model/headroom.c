@@ -224,8 +224,8 @@ static int walk_level(const Hierarchy *h, bool v1, const char *p, bool own, uint
  * no limit. Returns 1 if every level was read, 0 if one could not be, or
  * a negative errno for the cgroup's own usage.
  */
-static int walk(const Hierarchy *h, bool v1, const char *real, const char *stop, uint64_t *ret_usage,
-                HeadroomLimit *l, SourceFailure *f) {
+static int walk_up(const Hierarchy *h, bool v1, const char *real, const char *stop, uint64_t *ret_usage,
+                   HeadroomLimit *l, SourceFailure *f) {
         _cleanup_free_ char *p = strdup(real);
 
         if (!p)
@@ -273,7 +273,7 @@ static int read_in(const HeadroomFiles *files, bool v1, const char *real_v1, con
                 return source_failure_unavailable(f, -EBADMSG, "headroom", "/proc/meminfo cannot be read");
         if (streq(real, "/"))
                 ret->usage_bytes = total > available ? total - available : 0;
-        k = walk(v1 ? files->v1 : files->v2, v1, real, stop, &ret->usage_bytes, &l, f);
+        k = walk_up(v1 ? files->v1 : files->v2, v1, real, stop, &ret->usage_bytes, &l, f);
         if (k < 0) {
                 free(l.cgroup);
                 return k;

@@ -2,6 +2,7 @@
 /* Episodes of registrations in the event loop; see registration-episode.h. */
 #include <inttypes.h>
 
+#include "event-util.h"
 #include "log.h"
 #include "registration-episode.h"
 
@@ -57,9 +58,7 @@ void registration_episode_init(Registration *r) {
  * @r: the registration
  */
 void registration_episode_done(Registration *r) {
-        if (r->episode_timer)
-                event_free(r->episode_timer);
-        r->episode_timer = NULL;
+        event_free_and_null(&r->episode_timer);
         episode_history_done(&r->history);
 }
 
@@ -71,9 +70,7 @@ static void episode_arm(Registration *r) {
         struct timeval tv;
 
         if (next == 0) {
-                if (r->episode_timer)
-                        event_free(r->episode_timer);
-                r->episode_timer = NULL;
+                event_free_and_null(&r->episode_timer);
                 return;
         }
         if (!r->episode_timer)

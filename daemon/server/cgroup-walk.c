@@ -8,6 +8,7 @@
 #include <sys/eventfd.h>
 
 #include "cgroup-walk.h"
+#include "event-util.h"
 #include "log.h"
 #include "util.h"
 
@@ -137,8 +138,7 @@ CgroupWalk *cgroup_walk_free(CgroupWalk *w) {
                 return NULL;
         if (w->thread_started)
                 pthread_join(w->thread, NULL);
-        if (w->ev)
-                event_free(w->ev);
+        event_free_and_null(&w->ev);
         safe_close(w->efd);
         safe_close(w->root_fd);
         safe_close(w->v1_root_fd);

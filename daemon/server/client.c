@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include "client.h"
+#include "event-util.h"
 #include "log.h"
 #include "varlink-error.h"
 
@@ -69,12 +70,9 @@ Client *client_free(Client *c) {
                 m->n_streams--;
                 c->stream_free(stream);
         }
-        if (c->ev_read)
-                event_free(c->ev_read);
-        if (c->ev_write)
-                event_free(c->ev_write);
-        if (c->ev_timer)
-                event_free(c->ev_timer);
+        event_free_and_null(&c->ev_read);
+        event_free_and_null(&c->ev_write);
+        event_free_and_null(&c->ev_timer);
         safe_close(c->fd);
         varlink_reader_done(&c->in);
         outqueue_done(&c->out);
@@ -442,10 +440,7 @@ static void client_arm_timer(Client *c) {
         struct timeval tv;
 
         if (c->stream && c->partial_since == 0) {
-                if (c->ev_timer) {
-                        event_free(c->ev_timer);
-                        c->ev_timer = NULL;
-                }
+                event_free_and_null(&c->ev_timer);
                 return;
         }
         now = now_usec(CLOCK_MONOTONIC);
@@ -760,18 +755,15 @@ static void on_reap(evutil_socket_t fd, short what, void *userdata) {
 }
 
 int client_server_set_listener(ClientServer *s, int fd) {
-        struct event *ev = event_new(s->base, fd, EV_READ | EV_PERSIST, on_accept, s);
+        _cleanup_(event_freep) struct event *ev = event_new(s->base, fd, EV_READ | EV_PERSIST, on_accept, s);
 
         if (!ev || event_add(ev, NULL) < 0) {
-                if (ev)
-                        event_free(ev);
                 safe_close(fd);
                 return -ENOMEM;
         }
-        if (s->ev_accept)
-                event_free(s->ev_accept);
+        event_free_and_null(&s->ev_accept);
         safe_close(s->listen_fd);
-        s->ev_accept = ev;
+        s->ev_accept = TAKE_PTR(ev);
         s->listen_fd = fd;
         CLIENT_SERVER_TELL(s, listener, s);
         return 0;
@@ -824,10 +816,8 @@ ClientServer *client_server_free(ClientServer *m) {
                 return NULL;
         while (m->clients)
                 client_free(m->clients);
-        if (m->ev_accept)
-                event_free(m->ev_accept);
-        if (m->ev_reap)
-                event_free(m->ev_reap);
+        event_free_and_null(&m->ev_accept);
+        event_free_and_null(&m->ev_reap);
         safe_close(m->listen_fd);
         safe_close(m->spare_fd);
         free(m->users);

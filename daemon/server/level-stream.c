@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <sys/ioctl.h>
 
+#include "event-util.h"
 #include "event.h"
 #include "kills.h"
 #include "level-stream.h"
@@ -237,10 +238,8 @@ static void tracker_free(LevelTracker *t) {
 
         for (Level l = 0; l < _LEVEL_MAX; l++)
                 listener_detach(&t->levels[l].listener);
-        if (t->settle)
-                event_free(t->settle);
-        if (t->step_down)
-                event_free(t->step_down);
+        event_free_and_null(&t->settle);
+        event_free_and_null(&t->step_down);
         body_unref(t->body);
         LIST_REMOVE(trackers, ls->trackers, t);
         ls->n_trackers--;
@@ -339,8 +338,7 @@ int level_tracker_new(LevelStreams *ls, const LevelTarget *target, Registration 
 static void stream_unlink(LevelStream *s) {
         LevelTracker *t = s->tracker;
 
-        if (s->recheck)
-                event_free(s->recheck);
+        event_free_and_null(&s->recheck);
         LIST_REMOVE(streams, t->streams, s);
         t->n_streams--;
         t->owner->n_streams--;

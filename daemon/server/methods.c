@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include "event-util.h"
 #include "io.pressured.varlink.h"
 #include "event.h"
 #include "headroom.h"
@@ -321,9 +322,7 @@ int methods_kills_adopt(Methods *ms, Subscription *s) {
 }
 
 void methods_done(Methods *ms) {
-        if (ms->kills_timer)
-                event_free(ms->kills_timer);
-        ms->kills_timer = NULL;
+        event_free_and_null(&ms->kills_timer);
 }
 
 /*

@@ -36,6 +36,7 @@
 #include <sys/socket.h>
 
 #include "cgroup-walk.h"
+#include "event-util.h"
 #include "log.h"
 #include "metrics-cgroup.h"
 #include "metrics.h"
@@ -289,8 +290,7 @@ MetricsServer *metrics_server_free(MetricsServer *s) {
         if (!s)
                 return NULL;
         metrics_server_stop_walk(s);
-        if (s->resume)
-                event_free(s->resume);
+        event_free_and_null(&s->resume);
         /* Frees the bound listener (closing the socket) and every connection. */
         if (s->http)
                 evhttp_free(s->http);

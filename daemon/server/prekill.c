@@ -4,6 +4,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include "event-util.h"
 #include "event.h"
 #include "io.systemd.oom.Prekill.varlink.h"
 #include "kills.h"
@@ -524,8 +525,7 @@ Prekill *prekill_free(Prekill *p) {
         }
         prekill_book_done(&p->book);
         body_unref(p->answer);
-        if (p->ev_deadline)
-                event_free(p->ev_deadline);
+        event_free_and_null(&p->ev_deadline);
         free(p);
         return NULL;
 }

@@ -16,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "event-util.h"
 #include "kills.h"
 #include "log.h"
 #include "proxy.h"
@@ -94,10 +95,8 @@ static ProxyClient *proxy_client_free(ProxyClient *p) {
                   p->id, (int) p->pid, strna(p->unit), p->sent, p->dropped);
         LIST_REMOVE(all, s->clients, p);
         s->n_clients--;
-        if (p->ev_read)
-                event_free(p->ev_read);
-        if (p->ev_timer)
-                event_free(p->ev_timer);
+        event_free_and_null(&p->ev_read);
+        event_free_and_null(&p->ev_timer);
         safe_close(p->fd);
         safe_close(p->pidfd);
         free(p->unit);
@@ -242,10 +241,7 @@ static void proxy_attach(ProxyClient *p, const PsiTrigger *t) {
         int k;
 
         p->line_done = true;
-        if (p->ev_timer) {
-                event_free(p->ev_timer);
-                p->ev_timer = NULL;
-        }
+        event_free_and_null(&p->ev_timer);
         proxy_choose(p, t, &key, &cgroup, &dirfd);
         if (!cgroup) {
                 log_warning("Out of memory attaching proxied client %" PRIu64 "; it stays silent.", p->id);
@@ -567,8 +563,7 @@ ProxyServer *proxy_stop(ProxyServer *s) {
         for (Resource r = 0; r < _RESOURCE_MAX; r++) {
                 ProxySocket *sock = &s->sockets[r];
 
-                if (sock->ev_accept)
-                        event_free(sock->ev_accept);
+                event_free_and_null(&sock->ev_accept);
                 safe_close(sock->fd);
                 if (sock->path) {
                         (void) unlink(sock->path);

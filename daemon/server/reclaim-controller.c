@@ -7,6 +7,7 @@
 
 #include "cgroup-glob.h"
 #include "cgroup-ns.h"
+#include "event-util.h"
 #include "log.h"
 #include "metrics-text.h"
 #include "protection-tree.h"
@@ -169,10 +170,7 @@ static void reclaim_entries_clear(ReclaimController *rc) {
 
 /* Everything but the settings goes: no timer, thread, reader or cgroup is left. */
 static void reclaim_stop(ReclaimController *rc) {
-        if (rc->timer) {
-                event_free(rc->timer);
-                rc->timer = NULL;
-        }
+        event_free_and_null(&rc->timer);
         rc->worker = reclaim_worker_free(rc->worker);
         reclaim_entries_clear(rc);
         rc->reader = protection_reader_free(rc->reader);

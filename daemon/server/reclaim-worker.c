@@ -9,6 +9,7 @@
 #include <sys/eventfd.h>
 
 #include "cgroup.h"
+#include "event-util.h"
 #include "reclaim-worker.h"
 #include "util.h"
 
@@ -233,8 +234,7 @@ ReclaimWorker *reclaim_worker_free(ReclaimWorker *w) {
                 pthread_mutex_unlock(&w->lock);
                 pthread_join(w->thread, NULL);
         }
-        if (w->ev)
-                event_free(w->ev);
+        event_free_and_null(&w->ev);
         safe_close(w->efd);
         ring_drain(&w->pending);
         ring_drain(&w->finished);

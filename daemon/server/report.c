@@ -6,6 +6,7 @@
 
 #include "cgroup-walk.h"
 #include "client.h"
+#include "event-util.h"
 #include "headroom.h"
 #include "io.systemd.Metrics.varlink.h"
 #include "list.h"
@@ -432,8 +433,7 @@ ReportServer *report_server_free(ReportServer *s) {
         s->job = report_job_free(s->job);
         /* Each client frees its call with it. */
         s->clients = client_server_free(s->clients);
-        if (s->ev_next)
-                event_free(s->ev_next);
+        event_free_and_null(&s->ev_next);
         body_unref(s->describe);
         if (s->path) {
                 (void) unlink(s->path);

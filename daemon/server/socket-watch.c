@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "event-util.h"
 #include "log.h"
 #include "socket-util.h"
 #include "socket-watch.h"
@@ -108,8 +109,7 @@ int socket_watch_new(struct event_base *base, ClientServer *server, const char *
 SocketWatch *socket_watch_free(SocketWatch *w) {
         if (!w)
                 return NULL;
-        if (w->ev)
-                event_free(w->ev);
+        event_free_and_null(&w->ev);
         safe_close(w->ifd);
         free(w->path);
         free(w->dir);

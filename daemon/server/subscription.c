@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Varlink subscriptions: one registration listener per Subscribe stream. */
+#include "event-util.h"
 #include "event.h"
 #include "log.h"
 #include "subscription.h"
@@ -79,8 +80,7 @@ static void on_coalesce_timer(evutil_socket_t fd, short what, void *userdata) {
         uint64_t count = s->pending_count;
 
         s->pending_count = 0;
-        event_free(s->coalesce);
-        s->coalesce = NULL;
+        event_free_and_null(&s->coalesce);
         subscription_live(s);
         if (b) {
                 subscription_send(s, b, count, s->client->server->config->output_buffer_bytes);
@@ -258,8 +258,7 @@ Subscription *subscription_free(Subscription *s) {
                 return NULL;
         subscription_unwait(s);
         listener_detach(&s->listener);
-        if (s->coalesce)
-                event_free(s->coalesce);
+        event_free_and_null(&s->coalesce);
         body_unref(s->pending);
         event_view_done(&s->view);
         free(s);

@@ -8,6 +8,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "event-util.h"
 #include "event.h"
 #include "log.h"
 #include "subscription.h"
@@ -1345,10 +1346,8 @@ Takeover *takeover_free(Takeover *t) {
         if (!t)
                 return NULL;
         /* The servers and the registry are gone already: they used the hooks and the live page to the end. */
-        if (t->ev_checkpoint)
-                event_free(t->ev_checkpoint);
-        if (t->ev_reexec)
-                event_free(t->ev_reexec);
+        event_free_and_null(&t->ev_checkpoint);
+        event_free_and_null(&t->ev_reexec);
         live_page_done(&t->live);
         snapshot_done(&t->snap);
         for (size_t i = 0; i < t->n_stale; i++)

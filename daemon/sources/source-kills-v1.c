@@ -17,6 +17,7 @@
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 
+#include "event-util.h"
 #include "kernfile.h"
 #include "kills.h"
 #include "log.h"
@@ -63,9 +64,7 @@ static void kills_v1_arm(Source *s) {
         struct timeval tv;
 
         if (v->next_recheck >= ELEMENTSOF(recheck_usec)) {
-                if (v->recheck)
-                        event_free(v->recheck);
-                v->recheck = NULL;
+                event_free_and_null(&v->recheck);
                 return;
         }
         tv = usec_to_timeval(recheck_usec[v->next_recheck] -
@@ -163,10 +162,8 @@ void kills_v1_close(Source *s) {
 
         if (!v)
                 return;
-        if (v->ev)
-                event_free(v->ev);
-        if (v->recheck)
-                event_free(v->recheck);
+        event_free_and_null(&v->ev);
+        event_free_and_null(&v->recheck);
         safe_close(v->efd);
         safe_close(v->dirfd);
         free(v);

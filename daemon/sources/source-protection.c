@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The protection source: tracked cgroups, the refresh timer, GetProtection, enrichment. */
+#include "event-util.h"
 #include "log.h"
 #include "protection-tree.h"
 #include "source.h"
@@ -61,10 +62,7 @@ static void reader_drop_if_unused(ProtectionSource *p) {
                 return;
         fold_counters(p);
         p->reader = protection_reader_free(p->reader);
-        if (p->ev_refresh) {
-                event_free(p->ev_refresh);
-                p->ev_refresh = NULL;
-        }
+        event_free_and_null(&p->ev_refresh);
 }
 
 static void on_refresh(evutil_socket_t fd, short what, void *userdata) {
@@ -199,8 +197,7 @@ ProtectionSource *protection_source_free(ProtectionSource *p) {
         if (!p)
                 return NULL;
         p->reader = protection_reader_free(p->reader);
-        if (p->ev_refresh)
-                event_free(p->ev_refresh);
+        event_free_and_null(&p->ev_refresh);
         free(p->root);
         free(p);
         return NULL;

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 
+#include "event-util.h"
 #include "log.h"
 #include "source-common.h"
 
@@ -97,9 +98,7 @@ static void psi_on_ready(evutil_socket_t fd, short what, void *userdata) {
 }
 
 static void psi_close(Source *s) {
-        if (s->holdoff)
-                event_free(s->holdoff);
-        s->holdoff = NULL;
+        event_free_and_null(&s->holdoff);
 }
 
 static int psi_write_trigger(int fd, const PsiTrigger *t) {

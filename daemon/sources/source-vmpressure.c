@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <sys/eventfd.h>
 
+#include "event-util.h"
 #include "log.h"
 #include "source-common.h"
 
@@ -56,9 +57,7 @@ static void vmpressure_on_ready(evutil_socket_t fd, short what, void *userdata) 
 }
 
 static void vmpressure_close(Source *s) {
-        if (s->holdoff)
-                event_free(s->holdoff);
-        s->holdoff = NULL;
+        event_free_and_null(&s->holdoff);
 }
 
 static int vmpressure_open(Source *s, int dirfd, SourceFailure *e) {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The table of source operations; opening, closing and describing a Source. */
+#include "event-util.h"
 #include "source.h"
 #include "util.h"
 
@@ -104,12 +105,8 @@ void source_close(Source *s) {
         if (s->ops && s->ops->close)
                 s->ops->close(s);
         s->ops = NULL;
-        if (s->ev)
-                event_free(s->ev);
-        s->ev = NULL;
-        if (s->report)
-                event_free(s->report);
-        s->report = NULL;
+        event_free_and_null(&s->ev);
+        event_free_and_null(&s->report);
         s->woke = 0;
         s->fd = safe_close(s->fd);
         s->aux_fd = safe_close(s->aux_fd);

@@ -23,6 +23,7 @@
  *                           shared by every kills source (a system-bus.h user)
  *   source-choice.c         which source serves a Subscribe request (pure)
  *   system-bus.c            the one system bus connection (sd-bus), for its users
+ *   event-util.h            libevent helpers for every layer on the loop
  */
 #pragma once
 

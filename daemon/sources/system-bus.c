@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "event-util.h"
 #include "list.h"
 #include "log.h"
 #include "system-bus.h"
@@ -90,10 +91,8 @@ SystemBus *system_bus_free(SystemBus *b) {
                 u->bus = NULL;
         }
         system_bus_close(b);
-        if (b->retry)
-                event_free(b->retry);
-        if (b->defer)
-                event_free(b->defer);
+        event_free_and_null(&b->retry);
+        event_free_and_null(&b->defer);
         free(b->address);
         free(b);
         return NULL;
@@ -133,14 +132,8 @@ void system_bus_kick(SystemBus *b) {
 
 /* Drop the connection and its events; users are not told (the caller does). */
 static void system_bus_close(SystemBus *b) {
-        if (b->io) {
-                event_free(b->io);
-                b->io = NULL;
-        }
-        if (b->timeout) {
-                event_free(b->timeout);
-                b->timeout = NULL;
-        }
+        event_free_and_null(&b->io);
+        event_free_and_null(&b->timeout);
         /* Never flush: a stuck bus must not stall the loop. */
         b->bus = sd_bus_close_unref(b->bus);
         b->ready = false;

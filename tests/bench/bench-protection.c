@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "protection-tree.h"
+#include "tests.h"
 
 typedef struct Row {
         unsigned cgroups;
@@ -82,10 +83,6 @@ static int run_generator(const char *dir, const char *mode, const char *arg, uns
         if (waitpid(pid, &status, 0) < 0)
                 return -errno;
         return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
 }
 
 typedef struct Snapshot {
@@ -294,7 +291,7 @@ static int bench_size(unsigned cgroups) {
 
 finish:
         r = protection_reader_free(r);
-        (void) nftw(dir, rm_one, 64, FTW_DEPTH | FTW_PHYS);
+        (void) test_rm_tree(dir);
         if (k < 0)
                 fprintf(stderr, "Benchmark at %u cgroups failed: %s\n", cgroups, strerror(-k));
         return k;

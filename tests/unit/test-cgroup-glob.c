@@ -160,10 +160,6 @@ static void make_tree(void) {
         put("/a/not-a-cgroup", "a file\n");
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
-}
-
 static void scrape(const char *patterns, size_t max, CgroupScrape *ret) {
         CgroupGlobs *g = globs(patterns);
         int fd = open(tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -532,8 +528,8 @@ int main(void) {
         test_v1();
         test_v1_weighed();
         test_out_of_memory();
-        (void) nftw(tree, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-        (void) nftw(v1tree, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        (void) test_rm_tree(tree);
+        (void) test_rm_tree(v1tree);
         test_exposition();
         return 0;
 }

@@ -197,8 +197,7 @@ static void test_open_beneath(void) {
 
         hierarchy_close(&h);
         ASSERT_EQ(h.fd, -1);
-        snprintf(path, sizeof(path), "rm -rf %s", tmpl);
-        ASSERT_EQ(system(path), 0);
+        ASSERT_OK(test_rm_tree(tmpl));
 }
 
 static void check_unit(const char *path, const char *want) {

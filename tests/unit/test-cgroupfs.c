@@ -77,10 +77,6 @@ static void write_sized(const char *rel, const char *text, size_t size) {
         close(fd);
 }
 
-static void write_file(const char *rel, const char *text) {
-        write_sized(rel, text, strlen(text));
-}
-
 static void make_link(const char *target, const char *rel) {
         if (symlinkat(target, base_fd, rel) < 0)
                 TEST_FAIL("symlink %s: %s", rel, strerror(errno));
@@ -110,10 +106,6 @@ static void make_chain(const char *rel, const char *name, unsigned n) {
         close(fd);
 }
 
-static int rm_one(const char *path, const struct stat *st _unused_, int flag _unused_, struct FTW *ftw _unused_) {
-        return remove(path);
-}
-
 /* ---- read_small_fd(), read_small_at() ---- */
 
 /* Read the file @rel into a buffer of @size; the result must be NUL-terminated at its length. */
@@ -130,10 +122,10 @@ static ssize_t read_rel(const char *rel, char *buf, size_t size) {
 static void test_read_small(void) {
         char buf[16];
 
-        write_file("small", "hello\n");
+        test_write_file_at(base, "small", "hello\n");
         ASSERT_EQ(read_rel("small", buf, sizeof(buf)), 6);
         ASSERT_STREQ(buf, "hello\n");
-        write_file("empty", "");
+        test_write_file_at(base, "empty", "");
         ASSERT_EQ(read_rel("empty", buf, sizeof(buf)), 0);
 
         /* size - 1 bytes fit; one more is too big, and the first size - 1 are kept. */
@@ -176,13 +168,13 @@ static void test_read_kept_fd(void) {
         char buf[32];
         int fd;
 
-        write_file("kept", "the first contents\n");
+        test_write_file_at(base, "kept", "the first contents\n");
         fd = openat(base_fd, "kept", O_RDONLY | O_CLOEXEC);
         ASSERT_TRUE(fd >= 0);
         ASSERT_EQ(read_small_fd(fd, buf, sizeof(buf)), 19);
         ASSERT_STREQ(buf, "the first contents\n");
         ASSERT_TRUE(lseek(fd, 0, SEEK_END) == 19);
-        write_file("kept", "second\n");
+        test_write_file_at(base, "kept", "second\n");
         ASSERT_EQ(read_small_fd(fd, buf, sizeof(buf)), 7);
         ASSERT_STREQ(buf, "second\n");
         close(fd);
@@ -247,7 +239,7 @@ static void test_list_dirs_only(void) {
         make_dir("list");
         make_dir("list/d1");
         make_dir("list/d2");
-        write_file("list/file", "x");
+        test_write_file_at(base, "list/file", "x");
         make_link("d1", "list/link");
         ASSERT_OK(mkfifoat(base_fd, "list/fifo", 0600));
 
@@ -385,7 +377,7 @@ static int trace_enter(const char *parent, unsigned depth, const char *name, voi
         if (streq_ptr(name, t->vanish) || streq_ptr(name, t->to_file))
                 ASSERT_OK(unlinkat(base_fd, rel, AT_REMOVEDIR));
         if (streq_ptr(name, t->to_file))
-                write_file(rel, "");
+                test_write_file_at(base, rel, "");
         if (streq_ptr(name, t->enter_stop))
                 return -STOP;
         return !streq_ptr(name, t->pass);
@@ -444,7 +436,7 @@ static void make_walk_tree(void) {
 
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
                 make_dir(dirs[i]);
-        write_file("walk/a9/memory.current", "0\n");
+        test_write_file_at(base, "walk/a9/memory.current", "0\n");
         make_link("a9", "walk/link");
 }
 
@@ -613,7 +605,7 @@ static void test_walk_errors(void) {
                         ASSERT_STREQ(t.error_name, cases[i].name);
                         ASSERT_EQ(t.error, cases[i].error);
                 }
-                ASSERT_OK(nftw("errors", rm_one, 16, FTW_DEPTH | FTW_PHYS));
+                ASSERT_OK(test_rm_tree("errors"));
         }
 }
 
@@ -645,7 +637,7 @@ int main(void) {
         base_fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         ASSERT_TRUE(base_fd >= 0);
         ASSERT_OK(chdir(base));
-        write_file("file", "not a directory\n");
+        test_write_file_at(base, "file", "not a directory\n");
         file_fd = openat(base_fd, "file", O_RDONLY | O_CLOEXEC);
         ASSERT_TRUE(file_fd >= 0);
 
@@ -665,6 +657,6 @@ int main(void) {
         close(file_fd);
         close(base_fd);
         ASSERT_OK(chdir("/"));
-        ASSERT_OK(nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS));
+        ASSERT_OK(test_rm_tree(base));
         return 0;
 }

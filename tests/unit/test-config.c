@@ -23,32 +23,12 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
 
 static char tmpdir[] = "/tmp/test-config-XXXXXX";
 
-static void write_file(const char *name, const char *text) {
-        char path[512];
-        FILE *f;
-
-        snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
-        f = fopen(path, "we");
-        if (!f)
-                TEST_FAIL("cannot create %s: %m", path);
-        fputs(text, f);
-        ASSERT_EQ(fclose(f), 0);
-}
-
 static char *tmp_path(const char *name) {
         char *p;
 
         if (asprintf(&p, "%s/%s", tmpdir, name) < 0)
                 abort();
         return p;
-}
-
-static void rm_rf(const char *dir) {
-        char cmd[600];
-
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-        if (system(cmd) != 0)
-                fprintf(stderr, "warning: could not remove %s\n", dir);
 }
 
 static void test_defaults(void) {
@@ -848,20 +828,20 @@ static void test_load_files(void) {
         ASSERT_EQ(c->max_clients_per_user, 128);
         c = config_free(c);
 
-        write_file("pressured.conf",
-                   "[Limits]\nMaxClients=100\nMaxClientsPerUser=10\nMaxRegistrations=50\n"
-                   "[Daemon]\nLogLevel=notice\n");
+        test_write_file_at(tmpdir, "pressured.conf",
+                           "[Limits]\nMaxClients=100\nMaxClientsPerUser=10\nMaxRegistrations=50\n"
+                           "[Daemon]\nLogLevel=notice\n");
         ASSERT_EQ(mkdir(dropins, 0755), 0);
         /* strcmp order: "10-b.conf" < "20-a.conf" < "9-z.conf" < "a.conf" */
-        write_file("pressured.conf.d/20-a.conf", "[Limits]\nMaxClients=200\nMaxClientsPerUser=20\n");
-        write_file("pressured.conf.d/10-b.conf", "[Limits]\nMaxClients=101\nMaxRegistrations=11\n");
-        write_file("pressured.conf.d/9-z.conf", "[Limits]\nMaxClients=900\n");
-        write_file("pressured.conf.d/a.conf", "[Daemon]\nLogLevel=\n");
+        test_write_file_at(tmpdir, "pressured.conf.d/20-a.conf", "[Limits]\nMaxClients=200\nMaxClientsPerUser=20\n");
+        test_write_file_at(tmpdir, "pressured.conf.d/10-b.conf", "[Limits]\nMaxClients=101\nMaxRegistrations=11\n");
+        test_write_file_at(tmpdir, "pressured.conf.d/9-z.conf", "[Limits]\nMaxClients=900\n");
+        test_write_file_at(tmpdir, "pressured.conf.d/a.conf", "[Daemon]\nLogLevel=\n");
         /* Ignored: wrong suffix, hidden, a directory, a dangling symlink. */
-        write_file("pressured.conf.d/zz.conf.bak", "[Limits]\nMaxClients=1\n");
-        write_file("pressured.conf.d/zz.conf~", "[Limits]\nMaxClients=2\n");
-        write_file("pressured.conf.d/.hidden.conf", "[Limits]\nMaxClients=3\n");
-        write_file("pressured.conf.d/conf", "[Limits]\nMaxClients=4\n");
+        test_write_file_at(tmpdir, "pressured.conf.d/zz.conf.bak", "[Limits]\nMaxClients=1\n");
+        test_write_file_at(tmpdir, "pressured.conf.d/zz.conf~", "[Limits]\nMaxClients=2\n");
+        test_write_file_at(tmpdir, "pressured.conf.d/.hidden.conf", "[Limits]\nMaxClients=3\n");
+        test_write_file_at(tmpdir, "pressured.conf.d/conf", "[Limits]\nMaxClients=4\n");
         {
                 char *sub = tmp_path("pressured.conf.d/zzz.conf"), *link = tmp_path("pressured.conf.d/zzzz.conf");
 
@@ -879,7 +859,7 @@ static void test_load_files(void) {
         c = config_free(c);
 
         /* --config comes last and wins. */
-        write_file("extra.conf", "[Limits]\nMaxClients=5\n");
+        test_write_file_at(tmpdir, "extra.conf", "[Limits]\nMaxClients=5\n");
         ASSERT_OK(config_load(main_path, dropins, extra, &c, &error));
         ASSERT_EQ(c->max_clients, 5);
         ASSERT_EQ(c->max_clients_per_user, 20);
@@ -894,7 +874,7 @@ static void test_load_files(void) {
         error = NULL;
 
         /* An error in a drop-in names the drop-in and its line; nothing is returned. */
-        write_file("pressured.conf.d/15-bad.conf", "# bad\n[Limits]\nMaxClients=100\nOutputBufferBytes=1\n");
+        test_write_file_at(tmpdir, "pressured.conf.d/15-bad.conf", "# bad\n[Limits]\nMaxClients=100\nOutputBufferBytes=1\n");
         ASSERT_ERR(config_load(main_path, dropins, NULL, &c, &error), EINVAL);
         ASSERT_TRUE(c == NULL);
         snprintf(expected, sizeof(expected),
@@ -906,7 +886,7 @@ static void test_load_files(void) {
         ASSERT_ERR(config_load(main_path, dropins, NULL, &c, NULL), EINVAL);
 
         /* An error in the main file is found before the drop-ins are read. */
-        write_file("pressured.conf", "[Limits]\nMaxClients=100\n[Nope]\nA=b\n");
+        test_write_file_at(tmpdir, "pressured.conf", "[Limits]\nMaxClients=100\n[Nope]\nA=b\n");
         ASSERT_ERR(config_load(main_path, dropins, NULL, &c, &error), EINVAL);
         snprintf(expected, sizeof(expected), "%s:4: [Nope] A=: unknown section", main_path);
         ASSERT_STREQ(error, expected);
@@ -1058,7 +1038,7 @@ static void test_inject_group(void) {
                 _cleanup_(config_freep) Config *c = NULL;
                 _cleanup_free_ char *error = NULL;
 
-                write_file("inject.conf", cases[i].text);
+                test_write_file_at(tmpdir, "inject.conf", cases[i].text);
                 ASSERT_OK(config_load(path, NULL, NULL, &c, &error));
                 ASSERT_TRUE(error == NULL);
                 if (c->inject_gid_set != cases[i].set)
@@ -1092,10 +1072,10 @@ static void test_load_out_of_memory(void) {
 
         snprintf(dir, sizeof(dir), "%s/oom.conf.d", tmpdir);
         ASSERT_OK(mkdir(dir, 0755));
-        write_file("oom.conf", "[Daemon]\nSocket=/run/x.sock\nCgroupRoot=/sys/fs/cgroup\n"
-                               "[Policy]\nInjectGroup=root\n[Metrics]\nListen=127.0.0.1:9100\n");
-        write_file("oom.conf.d/10-a.conf", "[Limits]\nMaxClients=10\n");
-        write_file("oom.conf.d/20-b.conf", "[MemoryPressure]\nSocket=\n");
+        test_write_file_at(tmpdir, "oom.conf", "[Daemon]\nSocket=/run/x.sock\nCgroupRoot=/sys/fs/cgroup\n"
+                                           "[Policy]\nInjectGroup=root\n[Metrics]\nListen=127.0.0.1:9100\n");
+        test_write_file_at(tmpdir, "oom.conf.d/10-a.conf", "[Limits]\nMaxClients=10\n");
+        test_write_file_at(tmpdir, "oom.conf.d/20-b.conf", "[MemoryPressure]\nSocket=\n");
 
         for (unsigned n = 1;; n++) {
                 Config *c = NULL;
@@ -1145,6 +1125,7 @@ int main(void) {
         test_inject_group();
         test_load_out_of_memory();
 
-        rm_rf(tmpdir);
+        if (test_rm_tree(tmpdir) < 0)
+                fprintf(stderr, "warning: could not remove %s\n", tmpdir);
         return test_finish();
 }

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests for duration.c: the one duration grammar of the configuration and pressurectl. */
+/*
+ * Tests for duration.c: the one duration grammar of the configuration and
+ * pressurectl, and the two ways of writing a duration that read back.
+ */
 #include <errno.h>
 #include <stdint.h>
 
@@ -71,17 +74,17 @@ static void test_microseconds(void) {
 static void check_seconds(const char *s, uint64_t max, uint64_t expected) {
         uint64_t v = 12345;
 
-        ASSERT_OK(parse_duration(s, USEC_PER_SEC, max, &v));
+        ASSERT_OK(parse_seconds(s, max, &v));
         if (v != expected)
-                TEST_FAIL("parse_duration(\"%s\", seconds) = %" PRIu64 ", expected %" PRIu64, s, v, expected);
+                TEST_FAIL("parse_seconds(\"%s\") = %" PRIu64 ", expected %" PRIu64, s, v, expected);
 }
 
 static void check_seconds_fail(const char *s, uint64_t max, int err) {
         uint64_t v = 4242;
-        int r = parse_duration(s, USEC_PER_SEC, max, &v);
+        int r = parse_seconds(s, max, &v);
 
         if (r != -err)
-                TEST_FAIL("parse_duration(\"%s\", seconds, max %" PRIu64 ") = %d, expected %d",
+                TEST_FAIL("parse_seconds(\"%s\", max %" PRIu64 ") = %d, expected %d",
                           s ? s : "(null)", max, r, -err);
         ASSERT_U64_EQ(v, 4242);
 }
@@ -148,8 +151,61 @@ static void test_seconds(void) {
         }
 }
 
+/* @usec written by format_seconds() as @text, which parse_seconds() reads back as @usec. */
+static void check_format_seconds(uint64_t usec, const char *text) {
+        char buf[32];
+        uint64_t back = 0;
+
+        ASSERT_EQ(format_seconds(usec, buf, sizeof(buf)), strlen(text));
+        ASSERT_STREQ(buf, text);
+        ASSERT_OK(parse_seconds(buf, UINT64_MAX, &back));
+        ASSERT_U64_EQ(back, usec);
+}
+
+/* @usec written by format_duration_us() as @text, which parse_duration() reads back as @usec. */
+static void check_format_duration(uint64_t usec, const char *text) {
+        char buf[32];
+        uint64_t back = 0;
+
+        ASSERT_EQ(format_duration_us(usec, buf, sizeof(buf)), strlen(text));
+        ASSERT_STREQ(buf, text);
+        ASSERT_OK(parse_duration(buf, 1, UINT64_MAX, &back));
+        ASSERT_U64_EQ(back, usec);
+}
+
+static void test_format(void) {
+        char small[4];
+
+        check_format_seconds(0, "0");
+        check_format_seconds(USEC_PER_SEC, "1");
+        check_format_seconds(500000, "0.5");
+        check_format_seconds(1, "0.000001");
+        check_format_seconds(10 * USEC_PER_SEC + 250000, "10.25");
+        check_format_seconds(1234567, "1.234567");
+        check_format_seconds(3600 * USEC_PER_SEC, "3600");
+        check_format_seconds(UINT64_MAX, "18446744073709.551615");
+
+        check_format_duration(0, "0us");
+        check_format_duration(7, "7us");
+        check_format_duration(1500, "1500us");
+        check_format_duration(150 * USEC_PER_MSEC, "150ms");
+        check_format_duration(1500 * USEC_PER_MSEC, "1500ms");
+        check_format_duration(2 * USEC_PER_SEC, "2s");
+        check_format_duration(120 * USEC_PER_SEC, "120s");
+        check_format_duration(UINT64_MAX, "18446744073709551615us");
+
+        /* Room for the text and its NUL, or -ENOBUFS. */
+        ASSERT_EQ(format_seconds(100 * USEC_PER_SEC, small, sizeof(small)), 3);
+        ASSERT_STREQ(small, "100");
+        ASSERT_ERR(format_seconds(1000 * USEC_PER_SEC, small, sizeof(small)), ENOBUFS);
+        ASSERT_ERR(format_seconds(1234567, small, sizeof(small)), ENOBUFS);
+        ASSERT_EQ(format_duration_us(2 * USEC_PER_SEC, small, 3), 2);
+        ASSERT_ERR(format_duration_us(2 * USEC_PER_SEC, small, 2), ENOBUFS);
+}
+
 int main(void) {
         test_microseconds();
         test_seconds();
+        test_format();
         return 0;
 }

@@ -76,17 +76,6 @@ static const char *peer_root;
 /* The cgroup a "subscribed" answer must name: /x as the peers see it. */
 static const char *subscribed_cgroup = "/x";
 
-static void write_file(const char *root, const char *rel, const char *text) {
-        char path[256];
-        int fd;
-
-        snprintf(path, sizeof(path), "%s%s", root, rel);
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        ASSERT_TRUE(fd >= 0);
-        ASSERT_EQ(write(fd, text, strlen(text)), (ssize_t) strlen(text));
-        close(fd);
-}
-
 /* A fake cgroup2 tree with /x/memory.events, and the callbacks of a registration on it. */
 static void fixture_tree(Fixture *f) {
         RegistrationKey key = { .type = SOURCE_MEMORY_EVENTS, .cgroup = "/x" };
@@ -98,7 +87,7 @@ static void fixture_tree(Fixture *f) {
         ASSERT_TRUE(mkdtemp(f->root));
         snprintf(path, sizeof(path), "%s/x", f->root);
         ASSERT_OK(mkdir(path, 0755));
-        write_file(f->root, "/x/memory.events", MEMORY_EVENTS_ZERO);
+        test_write_file_at(f->root, "/x/memory.events", MEMORY_EVENTS_ZERO);
         ASSERT_OK(hierarchy_open(&f->v2, f->root));
 
         ASSERT_OK(registration_acquire(&f->reg, &key, -1, &r, &e));
@@ -744,7 +733,7 @@ static void test_meminfo_open_refused(void) {
         unsigned known;
 
         fixture_init(&fx);
-        write_file(fx.root, "/cgroup.controllers", "memory\n"); /* a root that has the controller */
+        test_write_file_at(fx.root, "/cgroup.controllers", "memory\n"); /* a root that has the controller */
         fail_inject_reset();
         fail_inject_after(FAIL_OPEN, 1);
         known = methods_level_headroom(&fx.methods, &t, STREAM_LEVEL_NORMAL, &headroom, &target);

@@ -28,18 +28,6 @@ static Hierarchy v2 = { .fd = -1 }, v1 = { .fd = -1 };
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
 
-static void write_file(const char *rel, const char *text) {
-        char path[PATH_MAX];
-        int fd;
-
-        snprintf(path, sizeof(path), "%s/%s", base, rel);
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0)
-                TEST_FAIL("open %s: %s", path, strerror(errno));
-        ASSERT_EQ(write(fd, text, strlen(text)), (long long) strlen(text));
-        close(fd);
-}
-
 /* A value in the file: "max" for UINT64_MAX. */
 static void write_value(const char *cgroup, const char *file, uint64_t v) {
         char rel[PATH_MAX], text[32];
@@ -49,7 +37,7 @@ static void write_value(const char *cgroup, const char *file, uint64_t v) {
                 snprintf(text, sizeof(text), "max\n");
         else
                 snprintf(text, sizeof(text), "%" PRIu64 "\n", v);
-        write_file(rel, text);
+        test_write_file_at(base, rel, text);
 }
 
 static void make_dir(const char *rel) {
@@ -87,11 +75,7 @@ static void set_meminfo(uint64_t total_kib, uint64_t available_kib) {
         snprintf(text, sizeof(text),
                  "MemTotal:       %" PRIu64 " kB\nMemFree:         1000 kB\nMemAvailable:   %" PRIu64 " kB\n"
                  "Buffers:           0 kB\n", total_kib, available_kib);
-        write_file("meminfo", text);
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
+        test_write_file_at(base, "meminfo", text);
 }
 
 static void build(void) {
@@ -100,7 +84,7 @@ static void build(void) {
         ASSERT_TRUE(mkdtemp(base));
         make_dir("v2");
         make_dir("v1");
-        write_file("v2/cgroup.controllers", "cpu io memory pids\n");
+        test_write_file_at(base, "v2/cgroup.controllers", "cpu io memory pids\n");
         write_value("v1", "memory.usage_in_bytes", 5 * G);
         write_value("v1", "memory.limit_in_bytes", HEADROOM_V1_UNLIMITED);
         snprintf(meminfo, sizeof(meminfo), "%s/meminfo", base);
@@ -121,10 +105,10 @@ static void build(void) {
         ASSERT_OK(unlink(path) < 0 ? -errno : 0);
         /* /garbled/x: the ancestor's memory.high is no number; /badusage's own usage is not either. */
         make_v2("/garbled", 300 * M, UINT64_MAX, UINT64_MAX);
-        write_file("v2/garbled/memory.high", "lots\n");
+        test_write_file_at(base, "v2/garbled/memory.high", "lots\n");
         make_v2("/garbled/x", 100 * M, 200 * M, UINT64_MAX);
         make_v2("/badusage", 100 * M, 200 * M, UINT64_MAX);
-        write_file("v2/badusage/memory.current", "\n");
+        test_write_file_at(base, "v2/badusage/memory.current", "\n");
         /* /v1only: in cgroup2 without the memory controller, in v1 with it. */
         make_dir("v2/v1only");
         make_v1("/v1only", 100 * M, HEADROOM_V1_UNLIMITED);
@@ -194,7 +178,7 @@ static void test_machine(void) {
         set_meminfo(8 * G / 1024, 200 * M / 1024);
         expect("/a/b/c", NULL, 100 * M, "/a/b", 700 * M, true, 200 * M, 700 * M);
         /* Without meminfo: the limit's room alone, nothing for an unlimited cgroup, an error for the root. */
-        write_file("meminfo", "MemTotal: 1000 kB\n");
+        test_write_file_at(base, "meminfo", "MemTotal: 1000 kB\n");
         expect("/a/b/c", NULL, 100 * M, "/a/b", 700 * M, true, 200 * M, 700 * M);
         expect("/free", NULL, 100 * M, NULL, 0, false, 0, 0);
         {
@@ -205,9 +189,9 @@ static void test_machine(void) {
                 ASSERT_EQ(f.kind, SOURCE_FAILURE_UNAVAILABLE);
                 ASSERT_STREQ(f.text, "/proc/meminfo cannot be read");
         }
-        write_file("meminfo", "MemTotal: 1000 kB\nMemAvailable: 12x kB\n");
+        test_write_file_at(base, "meminfo", "MemTotal: 1000 kB\nMemAvailable: 12x kB\n");
         expect("/free", NULL, 100 * M, NULL, 0, false, 0, 0);
-        write_file("meminfo", "MemTotal: 18014398509481984 kB\nMemAvailable: 1 kB\n");
+        test_write_file_at(base, "meminfo", "MemTotal: 18014398509481984 kB\nMemAvailable: 1 kB\n");
         expect("/free", NULL, 100 * M, NULL, 0, false, 0, 0);
         set_meminfo(8 * G / 1024, 4 * G / 1024);
 }
@@ -217,7 +201,7 @@ static void test_unknown(void) {
         expect("/nomax/x", NULL, 100 * M, NULL, 0, false, 0, 0);
         expect("/garbled/x", NULL, 100 * M, NULL, 0, false, 0, 0);
         /* The cgroup's own limit file garbled. */
-        write_file("v2/free/memory.max", "12 34\n");
+        test_write_file_at(base, "v2/free/memory.max", "12 34\n");
         expect("/free", NULL, 100 * M, NULL, 0, false, 0, 0);
         write_value("v2/free", "memory.max", UINT64_MAX);
         /* Its own usage garbled: an error. */
@@ -265,11 +249,11 @@ static void test_v1(void) {
                 ASSERT_TRUE(g.v1 && g.known && g.headroom_bytes == 412 * M);
         }
         /* The cgroup2 root has no memory controller: the v1 root serves "/". */
-        write_file("v2/cgroup.controllers", "cpu io pids\n");
+        test_write_file_at(base, "v2/cgroup.controllers", "cpu io pids\n");
         headroom_done(&h);
         ASSERT_OK(read_h("/", NULL, &h, &f));
         ASSERT_TRUE(h.v1 && h.known && h.headroom_bytes == 4 * G && h.usage_bytes == 4 * G);
-        write_file("v2/cgroup.controllers", "cpu io memory pids\n");
+        test_write_file_at(base, "v2/cgroup.controllers", "cpu io memory pids\n");
 }
 
 static void test_errors(void) {
@@ -501,6 +485,6 @@ int main(void) {
         test_margins();
         hierarchy_close(&v2);
         hierarchy_close(&v1);
-        ASSERT_OK(nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS));
+        ASSERT_OK(test_rm_tree(base));
         return test_finish();
 }

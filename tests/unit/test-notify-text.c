@@ -75,28 +75,13 @@ static void test_urgency_duration(void) {
         ASSERT_STREQ(notify_format_duration(buf, UINT64_MAX), "213503982 d 8 h");
 }
 
-static void write_file(const char *dir, const char *name, const char *text) {
-        char path[512];
-        FILE *f;
-
-        snprintf(path, sizeof(path), "%s/%s", dir, name);
-        f = fopen(path, "we");
-        ASSERT_TRUE(f != NULL);
-        fputs(text, f);
-        fclose(f);
-}
-
 static void make_cgroup(const char *root, const char *path, const char *current) {
         char dir[512];
 
         snprintf(dir, sizeof(dir), "%s%s", root, path);
         ASSERT_OK(mkdir(dir, 0755));
         if (current)
-                write_file(dir, "memory.current", current);
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
+                test_write_file_at(dir, "memory.current", current);
 }
 
 static void test_children_and_text(void) {
@@ -109,7 +94,7 @@ static void test_children_and_text(void) {
         size_t n;
 
         ASSERT_TRUE(mkdtemp(root) != NULL);
-        write_file(root, "memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+        test_write_file_at(root, "memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
         make_cgroup(root, "/s", "1000");
         make_cgroup(root, "/s/a", "100");
         make_cgroup(root, "/s/b", "300");
@@ -166,7 +151,7 @@ static void test_children_and_text(void) {
         free(body);
 
         top_roots_done(&roots);
-        ASSERT_OK(nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS));
+        ASSERT_OK(test_rm_tree(root));
 }
 
 static void test_quote(void) {

@@ -19,25 +19,12 @@
 
 static char base[] = "/tmp/test-protection-tree-XXXXXX";
 
-static void write_file(const char *rel, const char *text) {
-        char path[PATH_MAX];
-        int fd;
-
-        snprintf(path, sizeof(path), "%s%s", base, rel);
-        /* Rewrite in place, as the kernel's files change under open descriptors. */
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0)
-                TEST_FAIL("open %s: %s", path, strerror(errno));
-        ASSERT_EQ(write(fd, text, strlen(text)), (long long) strlen(text));
-        close(fd);
-}
-
 static void write_value(const char *cgroup, const char *file, uint64_t v) {
         char rel[PATH_MAX], text[32];
 
         snprintf(rel, sizeof(rel), "%s/%s", cgroup, file);
         snprintf(text, sizeof(text), "%" PRIu64 "\n", v);
-        write_file(rel, text);
+        test_write_file_at(base, rel, text);
 }
 
 static void make_cgroup(const char *cgroup, uint64_t usage, uint64_t min, uint64_t low) {
@@ -51,15 +38,11 @@ static void make_cgroup(const char *cgroup, uint64_t usage, uint64_t min, uint64
         write_value(cgroup, "memory.low", low);
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
-}
-
 static void remove_tree(const char *rel) {
         char path[PATH_MAX];
 
         snprintf(path, sizeof(path), "%s%s", base, rel);
-        ASSERT_OK(nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS));
+        ASSERT_OK(test_rm_tree(path));
 }
 
 static unsigned count_fds(void) {
@@ -130,7 +113,7 @@ static void build_tree(void) {
         make_cgroup("/a/c", 200 * M, 0, 100 * M);
         make_cgroup("/x", 500 * M, 0, 0);
         make_cgroup("/x/y", 100 * M, 0, 0);
-        write_file("/a/memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n");
+        test_write_file_at(base, "/a/memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n");
 }
 
 static void test_reader(void) {
@@ -272,12 +255,12 @@ static void test_reader(void) {
 
         /* Garbage keeps the previous value and is counted. */
         protection_reader_get_stats(r, &s0);
-        write_file("/a/b/memory.low", "lots\n");
+        test_write_file_at(base, "/a/b/memory.low", "lots\n");
         ASSERT_OK(protection_reader_refresh(r));
         protection_reader_get_stats(r, &s1);
         ASSERT_U64_EQ(s1.read_errors - s0.read_errors, 1);
         ASSERT_U64_EQ(values(r, "/a/b").low, 150 * M);
-        write_file("/a/b/memory.low", "max\n");
+        test_write_file_at(base, "/a/b/memory.low", "max\n");
         ASSERT_OK(protection_reader_refresh(r));
         ASSERT_U64_EQ(values(r, "/a/b").low, PROTECTION_UNLIMITED);
 

@@ -85,16 +85,12 @@ static uint64_t fake_clock(void *userdata) {
         return fake_now;
 }
 
-static void write_file(const char *cgroup, const char *name, const char *text) {
-        char path[512];
-        FILE *f;
+/* @text as the file @name of the fake @cgroup. */
+static void set_text(const char *cgroup, const char *name, const char *text) {
+        char dir[512];
 
-        snprintf(path, sizeof(path), "%s%s/%s", root, cgroup, name);
-        f = fopen(path, "we");
-        if (!f)
-                TEST_FAIL("fopen %s: %m", path);
-        fputs(text, f);
-        ASSERT_EQ(fclose(f), 0);
+        snprintf(dir, sizeof(dir), "%s%s", root, cgroup);
+        test_write_file_at(dir, name, text);
 }
 
 static char *read_file(const char *cgroup, const char *name) {
@@ -117,7 +113,7 @@ static void set_u64(const char *cgroup, const char *name, uint64_t v) {
         char text[32];
 
         snprintf(text, sizeof(text), "%" PRIu64 "\n", v);
-        write_file(cgroup, name, text);
+        set_text(cgroup, name, text);
 }
 
 /* memory.pressure or io.pressure with this some total. */
@@ -127,7 +123,7 @@ static void set_psi(const char *cgroup, const char *name, uint64_t some_us) {
         snprintf(text, sizeof(text),
                  "some avg10=0.00 avg60=0.00 avg300=0.00 total=%" PRIu64 "\n"
                  "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", some_us);
-        write_file(cgroup, name, text);
+        set_text(cgroup, name, text);
 }
 
 static void make_cgroup(const char *cgroup, uint64_t current, uint64_t min) {
@@ -140,11 +136,7 @@ static void make_cgroup(const char *cgroup, uint64_t current, uint64_t min) {
         set_u64(cgroup, "memory.low", 0);
         set_psi(cgroup, "memory.pressure", 0);
         set_psi(cgroup, "io.pressure", 0);
-        write_file(cgroup, "memory.reclaim", "");
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
+        set_text(cgroup, "memory.reclaim", "");
 }
 
 static void tree_setup(void) {
@@ -154,14 +146,14 @@ static void tree_setup(void) {
 }
 
 static void tree_teardown(void) {
-        ASSERT_OK(nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS));
+        ASSERT_OK(test_rm_tree(root));
 }
 
 static void remove_cgroup(const char *cgroup) {
         char path[512];
 
         snprintf(path, sizeof(path), "%s%s", root, cgroup);
-        ASSERT_OK(nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS));
+        ASSERT_OK(test_rm_tree(path));
 }
 
 /* A controller on the fake tree, with the stand-in clock and @write (NULL: the real one). */
@@ -269,12 +261,12 @@ static void test_write(void) {
         ASSERT_OK(reclaim_write(dfd, "/a", 4096));
         ASSERT_STREQ(read_file("/a", "memory.reclaim"), "4096");
         /* The root is "/". */
-        write_file("", "memory.reclaim", "");
+        set_text("", "memory.reclaim", "");
         ASSERT_OK(reclaim_write(dfd, "/", 8192));
         ASSERT_STREQ(read_file("", "memory.reclaim"), "8192");
         ASSERT_ERR(reclaim_write(dfd, "/gone", 4096), ESRCH);
         /* Not a directory (a cgroup replaced by a file): not a cgroup any more. */
-        write_file("", "plain", "x");
+        set_text("", "plain", "x");
         ASSERT_ERR(reclaim_write(dfd, "/plain", 4096), ESRCH);
         /* A path longer than any cgroup2 path can be. */
         {
@@ -500,7 +492,7 @@ static void test_steps(void) {
         ASSERT_STREQ(state(&f, "/prot"), "at-floor");
 
         /* At the target: backing off, nothing written. */
-        write_file("/a", "memory.reclaim", "");
+        set_text("/a", "memory.reclaim", "");
         set_psi("/a", "memory.pressure", 3000 + 6000);
         interval(&f);
         ASSERT_STREQ(state(&f, "/a"), "backing-off");

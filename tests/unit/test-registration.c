@@ -43,17 +43,6 @@ typedef struct Fixture {
 /* What the registry installs in the sources it opens: static in registration.c. */
 static const SourceCallbacks *registry_cb;
 
-static void write_file(const char *root, const char *rel, const char *text) {
-        char path[256];
-        int fd;
-
-        snprintf(path, sizeof(path), "%s%s", root, rel);
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        ASSERT_TRUE(fd >= 0);
-        ASSERT_EQ(write(fd, text, strlen(text)), (ssize_t) strlen(text));
-        close(fd);
-}
-
 static void no_dispatch(Client *c, VarlinkCall *call, void *userdata) {
         TEST_FAIL("client %" PRIu64 " made a call", c->id);
 }
@@ -72,7 +61,7 @@ static void fixture_init(Fixture *f) {
         ASSERT_TRUE(mkdtemp(f->root));
         snprintf(path, sizeof(path), "%s/mem", f->root);
         ASSERT_OK(mkdir(path, 0755));
-        write_file(f->root, "/mem/memory.events", MEMORY_EVENTS_ZERO);
+        test_write_file_at(f->root, "/mem/memory.events", MEMORY_EVENTS_ZERO);
         ASSERT_OK(hierarchy_open(&f->v2, f->root));
 
         /* A memory.events source opens on a plain directory tree. */
@@ -374,7 +363,7 @@ static void test_registry_source(void) {
         ASSERT_EQ(fx.reg.n_registrations, 1);
         ASSERT_U64_EQ(fx.counters.value[COUNTER_REGISTRATIONS_CREATED], 1);
 
-        write_file(fx.root, "/mem/memory.events", "low 0\nhigh 2\nmax 0\noom 0\noom_kill 0\n");
+        test_write_file_at(fx.root, "/mem/memory.events", "low 0\nhigh 2\nmax 0\noom 0\noom_kill 0\n");
         while (a.n_delivered == 0)
                 ASSERT_OK(event_base_loop(fx.base, EVLOOP_ONCE));
         ASSERT_EQ(a.n_delivered, 1);
@@ -984,7 +973,7 @@ static void test_registry_checked_directory(void) {
         int dirfd, newfd;
 
         fixture_init(&fx);
-        write_file(fx.root, "/mem/memory.events", "low 0\nhigh 7\nmax 0\noom 0\noom_kill 0\n");
+        test_write_file_at(fx.root, "/mem/memory.events", "low 0\nhigh 7\nmax 0\noom 0\noom_kill 0\n");
         snprintf(path, sizeof(path), "%s/mem", fx.root);
         dirfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         ASSERT_TRUE(dirfd >= 0);
@@ -994,7 +983,7 @@ static void test_registry_checked_directory(void) {
         snprintf(moved, sizeof(moved), "%s/mem-checked", fx.root);
         ASSERT_OK(rename(path, moved));
         ASSERT_OK(mkdir(path, 0755));
-        write_file(fx.root, "/mem/memory.events", "low 0\nhigh 1\nmax 0\noom 0\noom_kill 0\n");
+        test_write_file_at(fx.root, "/mem/memory.events", "low 0\nhigh 1\nmax 0\noom 0\noom_kill 0\n");
         newfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         ASSERT_TRUE(newfd >= 0);
         ASSERT_OK(fstat(newfd, &replaced));

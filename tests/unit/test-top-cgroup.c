@@ -88,15 +88,11 @@ static void v2_cgroup(const char *dir, const char *current, const char *high, co
         put(dir, "memory.events", events);
 }
 
-static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
-        return remove(path);
-}
-
 static void rm_tree(const char *dir) {
         char path[4096];
 
         snprintf(path, sizeof(path), "%s/%s", tmpdir, dir);
-        nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        (void) test_rm_tree(path);
 }
 
 static const char *psi(double some, double full, char buf[static 160]) {

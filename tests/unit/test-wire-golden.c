@@ -415,13 +415,6 @@ typedef struct Fixture {
 
 static const SourceCallbacks *registry_cb;
 
-static void write_file(const char *root, const char *rel, const char *text) {
-        _cleanup_free_ char *path = NULL;
-
-        ASSERT_TRUE(asprintf(&path, "%s%s", root, rel) > 0);
-        write_all(path, text, strlen(text));
-}
-
 static const char *const tree_files[] = {
         "/cgroup.controllers", "/x/memory.events", "/x/memory.current", "/x/memory.min", "/x/memory.low",
         "/x/memory.max", "/x/memory.high", "/x/y/memory.current", "/x/y/memory.min", "/x/y/memory.low",
@@ -440,16 +433,16 @@ static void fixture_tree(Fixture *f) {
         ASSERT_OK(mkdir(path, 0755));
         snprintf(path, sizeof(path), "%s/x/y", f->root);
         ASSERT_OK(mkdir(path, 0755));
-        write_file(f->root, "/cgroup.controllers", "cpu io memory\n");
-        write_file(f->root, "/x/memory.events", "low 0\nhigh 2\nmax 1\noom 0\noom_kill 0\n");
-        write_file(f->root, "/x/memory.current", "1048576\n");
-        write_file(f->root, "/x/memory.min", "0\n");
-        write_file(f->root, "/x/memory.low", "2097152\n");
-        write_file(f->root, "/x/memory.max", "1064960\n");
-        write_file(f->root, "/x/memory.high", "max\n");
-        write_file(f->root, "/x/y/memory.current", "524288\n");
-        write_file(f->root, "/x/y/memory.min", "max\n");
-        write_file(f->root, "/x/y/memory.low", "0\n");
+        test_write_file_at(f->root, "/cgroup.controllers", "cpu io memory\n");
+        test_write_file_at(f->root, "/x/memory.events", "low 0\nhigh 2\nmax 1\noom 0\noom_kill 0\n");
+        test_write_file_at(f->root, "/x/memory.current", "1048576\n");
+        test_write_file_at(f->root, "/x/memory.min", "0\n");
+        test_write_file_at(f->root, "/x/memory.low", "2097152\n");
+        test_write_file_at(f->root, "/x/memory.max", "1064960\n");
+        test_write_file_at(f->root, "/x/memory.high", "max\n");
+        test_write_file_at(f->root, "/x/y/memory.current", "524288\n");
+        test_write_file_at(f->root, "/x/y/memory.min", "max\n");
+        test_write_file_at(f->root, "/x/y/memory.low", "0\n");
         ASSERT_OK(hierarchy_open(&f->v2, f->root));
 
         ASSERT_OK(registration_acquire(&f->reg, &key, -1, &r, &e));

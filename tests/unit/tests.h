@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Minimal assertion helpers for unit tests: every failure prints the file,
- * line, the expression and both values, then aborts the test binary.
+ * line, the expression and both values, then aborts the test binary. And
+ * what tests of files and trees share: writing a file, removing a tree.
  */
 #pragma once
 
+#include <errno.h>
+#include <ftw.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,4 +91,43 @@ static inline int test_finish(void) {
         printf("SKIP: the rest passed; left out: %s\n", test_left_out());
         fflush(stdout);
         return 77;
+}
+
+/*
+ * test_write_file - @text as the whole content of the file @path, created
+ * or truncated in place (as the kernel's files change under descriptors
+ * open on them). Through stdio, so that a test's wrapped open() or write()
+ * (fail-inject.h) does not see it. Fails the test on any error.
+ */
+static inline void test_write_file(const char *path, const char *text) {
+        FILE *f = fopen(path, "we");
+
+        if (!f)
+                TEST_FAIL("cannot create %s: %s", path, strerror(errno));
+        if (fputs(text, f) < 0 || fflush(f) != 0)
+                TEST_FAIL("cannot write %s: %s", path, strerror(errno));
+        if (fclose(f) != 0)
+                TEST_FAIL("cannot close %s: %s", path, strerror(errno));
+}
+
+/* test_write_file_at - test_write_file() of @rel in the directory @dir: "/x/y" or "x/y" below it. */
+static inline void test_write_file_at(const char *dir, const char *rel, const char *text) {
+        char path[PATH_MAX];
+        int n = snprintf(path, sizeof(path), "%s%s%s", dir, rel[0] == '/' ? "" : "/", rel);
+
+        if (n < 0 || (size_t) n >= sizeof(path))
+                TEST_FAIL("path too long: %s/%s", dir, rel);
+        test_write_file(path, text);
+}
+
+static inline int test_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        return remove(path);
+}
+
+/*
+ * test_rm_tree - remove @path and everything below it, without following
+ * symbolic links. Returns 0 or a negative errno (-ENOENT if it is not there).
+ */
+static inline int test_rm_tree(const char *path) {
+        return nftw(path, test_rm_one, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : errno > 0 ? -errno : -EIO;
 }
