@@ -17,9 +17,10 @@ and reads back a 200 MB file in it:
   notification's report, which waits until the level is sent);
 - PSI with the default [Levels]: the one-task load (one shell loop, one
   process at a time, so its `some` stall is its `full` stall) passes
-  through medium before it is critical, if it is ever critical here
-  (pressured.conf(5): 0.4's Medium= and Critical= had the same threshold,
-  and such a load went from normal straight to critical).
+  through medium before it is critical, if it is ever critical here, in
+  one of RAMP_TRIES ramps (pressured.conf(5): 0.4's Medium= and Critical=
+  had the same threshold, and such a load went from normal straight to
+  critical in every one).
 Skips (77) where the machine lacks the hierarchy; here it has both."""
 import os
 import signal
@@ -119,7 +120,7 @@ def check_level_first(d, name, what, level):
 
 
 # The one-task load's share of running time, rising: each step lasts three 2 s PSI windows.
-RAMP_DUTY = (0.2, 0.35, 0.5, 0.7, 1.0)
+RAMP_DUTY = (0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0)
 RAMP_STEP_S = 6.0
 RAMP_PERIOD_S = 0.2
 
@@ -152,7 +153,8 @@ def check_medium_before_critical(d, v1dir, v2dir, name):
     """With the default [Levels], a one-task load whose stall rises (ramp()) reaches medium, and
     critical only after it: the levels a stream goes through while the load runs until it is at
     medium or above, then a window more (a critical following at once is seen). With medium's and
-    critical's thresholds equal (0.4's defaults) the first crossing is critical at once."""
+    critical's thresholds equal (0.4's defaults) the first crossing is critical at once. Returns the
+    levels seen."""
     v, msg = kl.subscribe(d, cgroup=name, levels=True)
     seen = []
     stop = threading.Event()
@@ -175,8 +177,18 @@ def check_medium_before_critical(d, v1dir, v2dir, name):
         stop.set()
         v.close()
     print(f'one-task load, default [Levels]: normal > {" > ".join(seen)}', flush=True)
-    pt.check('medium' in seen and ('critical' not in seen or seen.index('medium') < seen.index('critical')),
-             'a one-task load passes through medium before critical', seen)
+    return seen
+
+
+def medium_first(seen):
+    return 'medium' in seen and ('critical' not in seen or seen.index('medium') < seen.index('critical'))
+
+
+# A load's stall is not steady (writing the file stalls more than reading it back), so one ramp may
+# jump from below medium's threshold to above critical's within a window even with distinct
+# thresholds. With equal ones (0.4's defaults) every ramp goes straight to critical: a run passes
+# when any of these ramps, each on a fresh cgroup, passes through medium first.
+RAMP_TRIES = 3
 
 
 def main():
@@ -185,8 +197,12 @@ def main():
         with pt.real_cgroups(v1=pt.IF_PRESENT, v2=True, limited=True) as (name, v1dir, v2dir):
             follow(d, name, v1dir, v2dir, 'psi', 'psi')
             check_late_subscriber(d, name, v1dir, v2dir)
-        with pt.real_cgroups(v1=pt.IF_PRESENT, v2=True, limited=True) as (name, v1dir, v2dir):
-            check_medium_before_critical(d, v1dir, v2dir, name)
+        tries = []
+        while len(tries) < RAMP_TRIES and not any(medium_first(t) for t in tries):
+            with pt.real_cgroups(v1=pt.IF_PRESENT, v2=True, limited=True) as (name, v1dir, v2dir):
+                tries.append(check_medium_before_critical(d, v1dir, v2dir, name))
+        pt.check(any(medium_first(t) for t in tries), 'a one-task load passes through medium before critical',
+                 tries)
         if pt.have_v1_memory():
             with pt.real_cgroups(v1=True, v2=False) as (name, v1dir, _):
                 follow(d, name, v1dir, None, 'vmpressure', 'vmpressure')
