@@ -489,6 +489,12 @@ def only(entries, what):
     return entries[0]
 
 
+def sent_us(entry):
+    """When the sender wrote journal @entry (CLOCK_REALTIME, µs): _SOURCE_REALTIME_TIMESTAMP, or journald's own
+    time where the entry has none."""
+    return int(entry.get('_SOURCE_REALTIME_TIMESTAMP') or entry['__REALTIME_TIMESTAMP'])
+
+
 @check('systemd-oomd 262\'s pre-kill hook through pressured: the saver in the victim hears prekill through '
        'libpressure, writes its state and acknowledges; oomd\'s journal shows the hook finished before the kill')
 def t_oomd_prekill():
@@ -513,11 +519,13 @@ def t_oomd_prekill():
     finished = only(oomd_lines(OOMD['since'], f'oomd prekill hook finished for cgroup {cg}'), 'the hook finished')
     errors = oomd_lines(OOMD['since'], 'oomd prekill hook for')
     pt.check(not errors, 'systemd-oomd logged an error of the hook', [e.get('MESSAGE') for e in errors])
-    t_invoked, t_finished = int(invoked['__REALTIME_TIMESTAMP']), int(finished['__REALTIME_TIMESTAMP'])
+    # When oomd wrote each line (the kernel's time of its datagram), not when journald got round to it:
+    # under TCG journald stamps its own times tens of ms late (tests/bench/results.md).
+    t_invoked, t_finished = sent_us(invoked), sent_us(finished)
     pt.check(t_invoked <= written_us <= t_finished, 'the state was not written between the hook\'s call and its end',
              t_invoked, written_us, t_finished)
-    pt.check(int(finished['__MONOTONIC_TIMESTAMP']) <= killed['monotonic_us'],
-             'the hook finished after the kill was heard', finished['__MONOTONIC_TIMESTAMP'], killed['monotonic_us'])
+    pt.check(t_finished <= killed['time_us'], 'the hook finished after the kill was heard', t_finished,
+             killed['time_us'])
     after = call('io.pressured.GetStatus')['prekill']
     before = OOMD['before']
     pt.check(after['warned'] > before['warned'] and after['acknowledged'] > before['acknowledged'],
@@ -525,7 +533,7 @@ def t_oomd_prekill():
     pt.check_eq(after['deadline_reached'], before['deadline_reached'], 'warnings answered at their deadline')
     return (f'{HOOK}: oomd called it for {cg}; state written {(written_us - t_invoked) / 1000:.0f} ms after the '
             f'call, hook finished {(t_finished - written_us) / 1000:.0f} ms later, '
-            f'{(killed["monotonic_us"] - int(finished["__MONOTONIC_TIMESTAMP"])) / 1000:.0f} ms before the kill was '
+            f'{(killed["time_us"] - t_finished) / 1000:.0f} ms before the kill was '
             f'heard; GetStatus prekill {after}')
 
 
