@@ -245,6 +245,9 @@ def t_cpu_io_watch():
 
 # --- GLib ------------------------------------------------------------------------
 
+GLIB_FIRST_EVERY = 10.0
+
+
 @check('GLib 2.90\'s GMemoryMonitor, run by an unprivileged user, follows pressured on sid\'s bus '
        '([DBus] LowMemoryMonitor=yes): 50, 100 and 255 for injected low, medium and critical')
 def t_glib_lmm():
@@ -255,13 +258,27 @@ def t_glib_lmm():
     wait_for(lambda: base.name_has_owner(base.LMM), REPLY, f'{base.LMM} owned after the reload')
     owned = time.monotonic() - t0
     client = base.glib_client('pvmglib')
-    got = []
+    got, heard = [], set()
     for level, byte in (('low', 50), ('medium', 100), ('critical', 255)):
         t1 = time.monotonic()
-        pt.check(call('io.pressured.Inject', {'level': level})['delivered'] >= 1, f'Inject {level} reached nobody')
-        line = base.glib_line(client, REPLY)
+        # The first warning is sent again every GLIB_FIRST_EVERY s until GLib's callback runs: its client says
+        # "ready" once its own proxy is set up after the monitor's, which does not prove the monitor's signal
+        # handler is connected yet. A late callback for a warning sent again is passed over below.
+        sent, line = 0, None
+        while line is None:
+            pt.check(call('io.pressured.Inject', {'level': level})['delivered'] >= 1, f'Inject {level} reached nobody')
+            sent += 1
+            try:
+                line = base.glib_line(client, GLIB_FIRST_EVERY if not heard and sent * GLIB_FIRST_EVERY < REPLY
+                                      else REPLY)
+            except TimeoutError:
+                if heard or sent * GLIB_FIRST_EVERY >= REPLY:
+                    raise
+            while line is not None and line.split()[0] in heard:
+                line = base.glib_line(client, REPLY)
         pt.check_eq(line.split()[0], str(byte), f'the GLib callback\'s level for {level}')
-        got.append(f'{level} -> {byte} after {time.monotonic() - t1:.2f} s')
+        heard.add(str(byte))
+        got.append(f'{level} -> {byte} after {time.monotonic() - t1:.2f} s' + (f' ({sent} sent)' if sent > 1 else ''))
     CONNECTED['GLib (D-Bus)'] = client
     return f'name owned {owned:.2f} s after the reload; ' + ', '.join(got)
 
